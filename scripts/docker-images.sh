@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Build the images tests and compose need, with no container registry (only the Debian mirror):
+#   bash-broker-test:latest     bash-static + busybox-static rootfs, `docker import`ed (seconds)
+#   debian:bookworm-slim        debootstrap --variant=minbase, `docker import`ed (~30 s)
+#   bash-broker-sandbox:latest  containers/sandbox/Dockerfile FROM debian:bookworm-slim (~10 s)
+# Usage: scripts/docker-images.sh [--force] [test|debian|sandbox ...]   (default: all three)
+# Skips an image whose tag already exists unless --force. Needs root; starts the engine if needed.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+# docker CLI >= 23 without the buildx plugin (none here) errors out if BuildKit is requested; the legacy builder
+# uses local images directly, which is all we need offline.
+export DOCKER_BUILDKIT=0
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+FORCE=0; WANT=()
+for a in "$@"; do case $a in --force) FORCE=1 ;; test|debian|sandbox) WANT+=("$a") ;;
+  *) echo "usage: $0 [--force] [test|debian|sandbox ...]" >&2; exit 2 ;; esac; done
+[[ ${#WANT[@]} -gt 0 ]] || WANT=(test debian sandbox)
+TMP=$(mktemp -d /tmp/bash-broker-images.XXXXXX); trap 'rm -rf "$TMP"' EXIT
+say() { echo "[docker-images] $*" >&2; }
+have() { [[ $FORCE == 0 ]] && docker image inspect "$1" >/dev/null 2>&1; }
+timed() { local t0=${EPOCHREALTIME/./}; "$@"; local ds=$(((${EPOCHREALTIME/./} - t0) / 100000)); say "$1 took $((ds / 10)).$((ds % 10)) s"; }
+APT_UPDATED=0
+apt_update_once() { [[ $APT_UPDATED == 1 ]] || { apt-get update -q >/dev/null; APT_UPDATED=1; }; }
+PATHENV='PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+# The Debian mirror apt is configured with (deb822 or one-line format); deb.debian.org otherwise.
+MIRROR=$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\/debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
+[[ -n $MIRROR ]] || MIRROR=$(awk '$1=="deb" && $2 ~ /\/debian\/?$/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
+MIRROR=${MIRROR:-http://deb.debian.org/debian}
+
+build_test() {
+  local r=$TMP/test; mkdir -p "$r" && cd "$TMP"
+  # Sandbox user root: _apt cannot write into our mktemp dir. Refresh lists only if they are missing.
+  local dl=(apt-get -q -o APT::Sandbox::User=root download bash-static busybox-static)
+  "${dl[@]}" >/dev/null 2>&1 || { apt_update_once; "${dl[@]}" >/dev/null; }
+  for d in ./*.deb; do dpkg-deb -x "$d" "$r"; done
+  rm -rf "$r/usr/share"
+  mkdir -p "$r"/{etc,tmp,root,proc,sys,dev,var/tmp} "$r/usr/local/bin" && chmod 1777 "$r/tmp" "$r/var/tmp"
+  mv "$r/bin/bash-static" "$r/bin/bash"
+  # One directory for everything: /usr/bin/env, /sbin/x etc. resolve too (merged-usr style).
+  ln -s ../bin "$r/usr/bin"; ln -s ../bin "$r/usr/sbin"; ln -s bin "$r/sbin"
+  local a; for a in $("$r/bin/busybox" --list); do [[ -e $r/bin/$a ]] || ln -s busybox "$r/bin/$a"; done
+  ln -sf bash "$r/bin/sh"   # one shell with one behaviour; busybox ash stays reachable as `ash`
+  # bookworm's busybox has no nohup (nor pgrep/pkill: use pidof/killall). An ignored SIGHUP
+  # survives exec, which is all nohup does for us.
+  printf '#!/bin/sh\ntrap "" HUP\nexec "$@"\n' >"$r/bin/nohup"; chmod 755 "$r/bin/nohup"
+  printf 'root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n' >"$r/etc/passwd"
+  printf 'root:x:0:\nnogroup:x:65534:\n' >"$r/etc/group"
+  tar -C "$r" --numeric-owner --owner=0 --group=0 -c . |
+    docker import --change "ENV $PATHENV" --change 'CMD ["bash"]' - bash-broker-test:latest >/dev/null
+  docker run --rm bash-broker-test:latest bash -c 'echo hi; ls /proc/self >/dev/null; sleep 0; base64 </dev/null; setsid true; nohup true'
+}
+
+debootstrap_quiet() { debootstrap "$@" >"$TMP/debootstrap.log" 2>&1 || { tail -n 30 "$TMP/debootstrap.log" >&2; return 1; }; }
+build_debian() {
+  command -v debootstrap >/dev/null || { apt_update_once; apt-get install -y -q --no-install-recommends debootstrap >/dev/null; }
+  local r=$TMP/debian
+  say "debootstrap --variant=minbase bookworm from $MIRROR"
+  timed debootstrap_quiet --variant=minbase bookworm "$r" "$MIRROR"
+  # Same apt sources as the host (bookworm, -updates, -security) so `apt-get install` in builds is current.
+  if [[ -f /etc/apt/sources.list.d/debian.sources ]]; then
+    cp /etc/apt/sources.list.d/debian.sources "$r/etc/apt/sources.list.d/" && rm -f "$r/etc/apt/sources.list"
+  fi
+  # Slim like the official image: no daemons started by maintainer scripts, no docs/locales, apt
+  # caches emptied after each install.
+  printf '#!/bin/sh\nexit 101\n' >"$r/usr/sbin/policy-rc.d"; chmod 755 "$r/usr/sbin/policy-rc.d"
+  printf '%s\n' 'path-exclude /usr/share/doc/*' 'path-include /usr/share/doc/*/copyright' \
+    'path-exclude /usr/share/man/*' 'path-exclude /usr/share/info/*' 'path-exclude /usr/share/locale/*' \
+    >"$r/etc/dpkg/dpkg.cfg.d/docker-slim"
+  printf '%s\n' 'DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/*.bin || true"; };' \
+    'APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/*.bin || true"; };' \
+    'Dir::Cache::pkgcache ""; Dir::Cache::srcpkgcache "";' 'Acquire::Languages "none";' \
+    >"$r/etc/apt/apt.conf.d/docker-clean"
+  rm -rf "$r"/var/cache/apt/archives/*.deb "$r"/var/lib/apt/lists/* "$r"/usr/share/{man,info,locale}/* \
+    "$r"/var/log/*.log "$r"/tmp/*
+  find "$r/usr/share/doc" -mindepth 1 -not -name copyright -not -type d -delete
+  : >"$r/etc/resolv.conf"; : >"$r/etc/hostname"   # docker provides both at run time
+  tar -C "$r" --numeric-owner -c . |
+    docker import --change "ENV $PATHENV" --change 'CMD ["bash"]' - debian:bookworm-slim >/dev/null
+}
+
+build_sandbox() {
+  # Bridge networking (NAT to the apt mirror) works with the default engine; when the engine runs
+  # with --bridge=none there is no bridge network and the build must share the host's network.
+  local net=(); docker network inspect bridge >/dev/null 2>&1 || net=(--network host)
+  if ! docker image inspect debian:bookworm-slim >/dev/null 2>&1; then build_one debian; fi
+  docker build -q "${net[@]}" -t bash-broker-sandbox:latest "$ROOT/containers/sandbox" >/dev/null
+  docker run --rm bash-broker-sandbox:latest bash -c 'python3 -c "print(1)" && git --version && ps >/dev/null'
+}
+
+build_one() { # $1 = test|debian|sandbox
+  local tag; case $1 in test) tag=bash-broker-test:latest ;; debian) tag=debian:bookworm-slim ;;
+    sandbox) tag=bash-broker-sandbox:latest ;; esac
+  if have "$tag"; then say "$tag exists: skipped (--force rebuilds)"; return 0; fi
+  local old; old=$(docker image inspect -f '{{.Id}}' "$tag" 2>/dev/null || true)
+  say "building $tag"; timed "build_$1"
+  # A --force rebuild leaves the previous image dangling: drop it unless something still uses it.
+  [[ -z $old ]] || docker image rm "$old" >/dev/null 2>&1 || true
+  say "$tag: $(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.1f MB", $1/1e6}')"
+}
+
+"$ROOT/scripts/docker-engine.sh" start
+for w in "${WANT[@]}"; do build_one "$w"; done

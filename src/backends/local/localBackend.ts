@@ -1,0 +1,89 @@
+/**
+ * The embedded local backend: bash processes on this host. A "container" is a working root
+ * directory (the HOME of its sessions); isolation is by process confinement, not namespaces, so
+ * this backend is for development, tests and trusted single-user runs. Docker is for the rest.
+ */
+import fs from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { ContainerHealth, ContainerRef, OpenShellOptions, SessionBackend, ShellProcess, WorkdirFile } from '../../core/backend';
+import { BadRequestError } from '../../common/errors';
+import { CgroupTree } from './cgroup';
+import { LocalShell } from './localShell';
+
+export interface LocalBackendOptions {
+  root: string;
+  cgroups: 'auto' | 'off';
+}
+
+/** The environment a session starts with: nothing of the broker's own (tokens stay out). */
+function baseEnv(home: string): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    HOME: home,
+    TERM: 'dumb',
+    LANG: process.env.LANG ?? 'C.UTF-8',
+    SHELL: '/bin/bash',
+  };
+  if (process.env.TZ) env.TZ = process.env.TZ;
+  return env;
+}
+
+export class LocalBackend implements SessionBackend {
+  readonly kind = 'local';
+  readonly instance = `${process.pid}-${randomBytes(4).toString('hex')}`;
+  private readonly cgroups: CgroupTree | null;
+  private generation = 0;
+
+  constructor(private readonly options: LocalBackendOptions) {
+    this.cgroups = options.cgroups === 'auto' ? CgroupTree.create(this.instance) : null;
+  }
+
+  get confinement(): 'cgroup' | 'procfs' {
+    return this.cgroups ? 'cgroup' : 'procfs';
+  }
+
+  async startContainer(index: number): Promise<ContainerRef> {
+    const dir = path.join(this.options.root, `c${index}`);
+    await fs.mkdir(dir, { recursive: true });
+    return { id: dir, name: `local-${index}` };
+  }
+
+  async removeContainer(container: ContainerRef): Promise<void> {
+    await fs.rm(container.id, { recursive: true, force: true });
+  }
+
+  async checkContainer(container: ContainerRef): Promise<ContainerHealth> {
+    return existsSync(container.id) ? { healthy: true } : { healthy: false, reason: `working root ${container.id} is gone` };
+  }
+
+  async openShell(container: ContainerRef, options: OpenShellOptions): Promise<ShellProcess> {
+    if (options.pty) throw new BadRequestError('the local backend does not open PTY sessions yet');
+    this.generation++;
+    return new LocalShell({
+      cwd: container.id,
+      env: baseEnv(container.id),
+      tag: `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${this.generation}`,
+      cgroup: this.cgroups ? this.cgroups.slotPath(options.slotId) : null,
+    });
+  }
+
+  async prepareWorkdir(_container: ContainerRef, dir: string, files: readonly WorkdirFile[]): Promise<void> {
+    await fs.mkdir(dir, { recursive: true });
+    for (const file of files) {
+      const target = path.join(dir, file.path);
+      await fs.mkdir(path.dirname(target), { recursive: true });
+      await fs.writeFile(target, file.content);
+    }
+  }
+
+  async removeWorkdir(_container: ContainerRef, dir: string): Promise<void> {
+    await fs.rm(dir, { recursive: true, force: true, maxRetries: 2 });
+  }
+
+  async close(): Promise<void> {
+    this.cgroups?.close();
+    await fs.rm(this.options.root, { recursive: true, force: true }).catch(() => undefined);
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * A whole broker: backend, pool, metrics and HTTP server, with an ordered, idempotent shutdown.
+ * Used by the entry point and, unchanged, by the tests (port 0).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { BrokerConfig } from './config/config';
+import type { SessionBackend } from './core/backend';
+import { SessionPool } from './core/pool';
+import type { BashSessionTimings } from './core/bashSession';
+import { BrokerMetrics } from './metrics/metrics';
+import { createApp } from './api/app';
+import { LocalBackend } from './backends/local/localBackend';
+import { logger } from './common/logger';
+import { errorMessage } from './common/errors';
+
+export interface BrokerOverrides {
+  backend?: SessionBackend;
+  timings?: BashSessionTimings;
+  healthCheckIntervalMs?: number;
+  maxOutputBytes?: number;
+}
+
+export function createBackend(config: BrokerConfig): SessionBackend {
+  switch (config.backend) {
+    case 'local':
+      return new LocalBackend({ root: config.localRoot, cgroups: config.localCgroups });
+    case 'docker':
+      throw new Error('BROKER_BACKEND=docker is not available in this build yet');
+  }
+}
+
+export class Broker {
+  readonly pool: SessionPool;
+  readonly metrics = new BrokerMetrics();
+  readonly server: http.Server;
+  private closePromise: Promise<void> | null = null;
+  private warmPromise: Promise<void> | null = null;
+
+  constructor(
+    readonly config: BrokerConfig,
+    overrides: BrokerOverrides = {},
+  ) {
+    const backend = overrides.backend ?? createBackend(config);
+    this.pool = new SessionPool(
+      backend,
+      {
+        containers: config.containers,
+        sessionsPerContainer: config.sessionsPerContainer,
+        acquireTimeoutMs: config.acquireTimeoutMs,
+        cleanupWorkers: config.cleanupWorkers,
+        sessionIdleTimeoutMs: config.sessionIdleTimeoutMs,
+        defaultCommandTimeoutMs: config.defaultCommandTimeoutMs,
+        maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,
+        healthCheckIntervalMs: overrides.healthCheckIntervalMs ?? config.healthCheckIntervalMs,
+        startConcurrency: 8,
+        timings: overrides.timings,
+      },
+      this.metrics,
+    );
+    this.metrics.attach(this.pool);
+    this.server = http.createServer({ keepAliveTimeout: 65_000 }, createApp(this.pool, this.metrics, config));
+  }
+
+  /** Listens first, then warms: acquires wait in the queue until the first sessions are ready. */
+  async start(): Promise<AddressInfo> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.config.port, this.config.host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    this.warmPromise = this.pool.start().catch((err) => logger.error({ err: errorMessage(err) }, 'warm-up failed'));
+    return this.server.address() as AddressInfo;
+  }
+
+  /** Resolves once every slot has been tried once (tests wait for a warm pool). */
+  async warm(): Promise<void> {
+    await this.warmPromise;
+  }
+
+  close(): Promise<void> {
+    this.closePromise ??= this.doClose();
+    return this.closePromise;
+  }
+
+  private async doClose(): Promise<void> {
+    const graceMs = this.config.shutdownGraceMs;
+    this.server.close(); // no new connections
+    this.server.closeIdleConnections();
+    await this.warmPromise?.catch(() => undefined);
+    await this.pool.close(graceMs);
+    // Give in-flight responses a moment to flush, then cut what is left.
+    await new Promise((r) => setTimeout(r, 50));
+    this.server.closeAllConnections();
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * Configuration, resolved once at start from an injectable environment into a typed object.
+ * An invalid value stops the start with a message that names the variable.
+ */
+import os from 'node:os';
+import path from 'node:path';
+
+export type BackendKind = 'local' | 'docker';
+
+export interface BrokerConfig {
+  backend: BackendKind;
+  host: string;
+  port: number;
+  containers: number;
+  sessionsPerContainer: number;
+  acquireTimeoutMs: number;
+  cleanupWorkers: number;
+  sessionIdleTimeoutMs: number;
+  defaultCommandTimeoutMs: number;
+  maxCommandTimeoutMs: number;
+  maxBodyBytes: number;
+  maxCommandBytes: number;
+  shutdownGraceMs: number;
+  /** Per stream and per execute; beyond it the head and tail are kept (BROKER_MAX_OUTPUT_BYTES). */
+  maxOutputBytes: number;
+  healthCheckIntervalMs: number;
+  /** Local backend: where each "container" gets its working root (HOME of its sessions). */
+  localRoot: string;
+  /** Local backend: confine each session in its own cgroup v2 when the host allows it. */
+  localCgroups: 'auto' | 'off';
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+/** Reads `name`, falling back to its spec alias; the broker's own name wins when both are set. */
+function pick(env: Env, name: string, alias?: string): { name: string; raw: string } | undefined {
+  const own = env[name];
+  if (own !== undefined && own.trim() !== '') return { name, raw: own.trim() };
+  if (alias) {
+    const aliased = env[alias];
+    if (aliased !== undefined && aliased.trim() !== '') return { name: alias, raw: aliased.trim() };
+  }
+  return undefined;
+}
+
+function int(env: Env, name: string, dflt: number, opts: { min?: number; max?: number; alias?: string } = {}): number {
+  const v = pick(env, name, opts.alias);
+  if (!v) return dflt;
+  const min = opts.min ?? 1;
+  if (!/^\d+$/.test(v.raw)) throw new ConfigError(`${v.name} must be an integer >= ${min}, got '${v.raw}'`);
+  const n = Number(v.raw);
+  if (n < min || (opts.max !== undefined && n > opts.max)) {
+    throw new ConfigError(`${v.name} must be between ${min} and ${opts.max ?? 'unbounded'}, got ${n}`);
+  }
+  return n;
+}
+
+/** Seconds (a positive float, as the spec's timeouts are) converted to milliseconds. */
+function seconds(env: Env, name: string, dfltSeconds: number, alias?: string): number {
+  const v = pick(env, name, alias);
+  if (!v) return dfltSeconds * 1000;
+  const n = Number(v.raw);
+  if (!/^\d+(\.\d+)?$/.test(v.raw) || !Number.isFinite(n) || n <= 0) {
+    throw new ConfigError(`${v.name} must be a positive number of seconds, got '${v.raw}'`);
+  }
+  return Math.round(n * 1000);
+}
+
+export function loadConfig(env: Env = process.env): BrokerConfig {
+  const backendRaw = (env.BROKER_BACKEND ?? 'local').trim() || 'local';
+  if (backendRaw !== 'local' && backendRaw !== 'docker') {
+    throw new ConfigError(`BROKER_BACKEND must be 'local' or 'docker', got '${backendRaw}'`);
+  }
+  const host = (env.HOST ?? '127.0.0.1').trim() || '127.0.0.1';
+  const cgroups = (env.BROKER_LOCAL_CGROUPS ?? 'auto').trim();
+  if (cgroups !== 'auto' && cgroups !== 'off') {
+    throw new ConfigError(`BROKER_LOCAL_CGROUPS must be 'auto' or 'off', got '${cgroups}'`);
+  }
+  const maxCommandTimeoutMs = seconds(env, 'BROKER_MAX_COMMAND_TIMEOUT', 86400);
+  if (maxCommandTimeoutMs > 2_000_000_000) {
+    throw new ConfigError('BROKER_MAX_COMMAND_TIMEOUT must be at most 2000000 seconds (a Node timer limit)');
+  }
+  return {
+    backend: backendRaw,
+    host,
+    port: int(env, 'PORT', 8180, { min: 0, max: 65535 }),
+    containers: int(env, 'BROKER_CONTAINERS', 4, { max: 4096 }),
+    sessionsPerContainer: int(env, 'BROKER_SESSIONS_PER_CONTAINER', 8, { max: 1024, alias: 'SWEREX_SESSIONS_PER_CONTAINER' }),
+    acquireTimeoutMs: seconds(env, 'BROKER_ACQUIRE_TIMEOUT', 120, 'SWEREX_ACQUIRE_TIMEOUT'),
+    cleanupWorkers: int(env, 'BROKER_CLEANUP_WORKERS', 128, { max: 4096, alias: 'SWEREX_CLEANUP_WORKERS' }),
+    sessionIdleTimeoutMs: seconds(env, 'BROKER_SESSION_IDLE_TIMEOUT', 1800),
+    defaultCommandTimeoutMs: 30_000,
+    maxCommandTimeoutMs,
+    maxBodyBytes: int(env, 'BROKER_MAX_BODY_BYTES', 64 * 1024 * 1024, { min: 1024 }),
+    maxCommandBytes: int(env, 'BROKER_MAX_COMMAND_BYTES', 1024 * 1024, { min: 16 }),
+    shutdownGraceMs: seconds(env, 'BROKER_SHUTDOWN_GRACE', 10),
+    maxOutputBytes: int(env, 'BROKER_MAX_OUTPUT_BYTES', 16 * 1024 * 1024, { min: 1024 }),
+    healthCheckIntervalMs: seconds(env, 'BROKER_HEALTH_INTERVAL', 5),
+    localRoot: (env.BROKER_LOCAL_ROOT ?? '').trim() || path.join(os.tmpdir(), `bash-broker-${process.pid}`),
+    localCgroups: cgroups,
+  };
+}

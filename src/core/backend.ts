@@ -1,0 +1,74 @@
+/**
+ * The port every backend implements (local processes now, Docker next, Kubernetes later).
+ * The pool talks only to this interface; it never sees a process, a socket or a container API.
+ */
+
+/** A "container": an isolation unit holding several sessions (a Docker container, a local root). */
+export interface ContainerRef {
+  readonly id: string;
+  readonly name: string;
+}
+
+export interface ContainerHealth {
+  healthy: boolean;
+  reason?: string;
+}
+
+export type StreamName = 'stdout' | 'stderr';
+
+export interface ShellExit {
+  code: number | null;
+  signal: string | null;
+  reason: string;
+}
+
+export interface ShellListener {
+  onData(stream: StreamName, chunk: Buffer): void;
+  onExit(exit: ShellExit): void;
+}
+
+export interface OpenShellOptions {
+  /** Stable id of the pool slot, used to tag and confine the shell's processes. */
+  slotId: string;
+  /** Room for the PTY workspace: a terminal instead of pipes (stdout and stderr merged). */
+  pty?: { cols: number; rows: number };
+}
+
+/**
+ * One long-lived `bash --norc --noprofile --noediting -i` and everything it starts.
+ * Writes go to bash's stdin; output arrives through the listener, stdout and stderr apart.
+ */
+export interface ShellProcess {
+  readonly description: string;
+  setListener(listener: ShellListener): void;
+  write(text: string): void;
+  /** A terminal's ^C: SIGINT to the shell's foreground process group. */
+  interrupt(): void;
+  /** SIGKILL every process the shell started at or after `sinceEpochMs` (the shell itself survives). */
+  killStartedSince(sinceEpochMs: number): Promise<number>;
+  /** Kill the shell and every process it ever started, escapees included. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+export interface WorkdirFile {
+  /** Relative to the working directory, already validated (no absolute path, no `..`). */
+  path: string;
+  content: Buffer;
+}
+
+export interface SessionBackend {
+  readonly kind: string;
+  startContainer(index: number): Promise<ContainerRef>;
+  removeContainer(container: ContainerRef): Promise<void>;
+  checkContainer(container: ContainerRef): Promise<ContainerHealth>;
+  openShell(container: ContainerRef, options: OpenShellOptions): Promise<ShellProcess>;
+  /** Creates `dir` (parents included) and writes `files` under it. */
+  prepareWorkdir(container: ContainerRef, dir: string, files: readonly WorkdirFile[]): Promise<void>;
+  removeWorkdir(container: ContainerRef, dir: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Where the spec puts a lease's working directory. */
+export function sessionWorkdir(sessionId: string): string {
+  return `/tmp/s/${sessionId}/`;
+}

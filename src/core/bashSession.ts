@@ -1,0 +1,193 @@
+/**
+ * One stateful bash over a backend's ShellProcess: runs framed commands one at a time, enforces
+ * timeouts as a terminal would (^C, then SIGKILL for what ignores it), and reports shell death.
+ */
+import type { ShellExit, ShellProcess, StreamName } from './backend';
+import { BoundedOutput } from './output';
+import { StreamCapture } from './streamCapture';
+import { END_MARKER_REQUEST, SHELL_INIT_SCRIPT, commandLine, markerTokens } from './framing';
+import { newNonce } from '../common/ids';
+
+export interface ExecOptions {
+  timeoutMs: number;
+  maxOutputBytes: number;
+  /** Live output, as it arrives (streamed consumers); the result still carries all of it. */
+  onOutput?: (stream: StreamName, chunk: Buffer) => void;
+}
+
+export interface ExecResult {
+  stdout: string;
+  stderr: string;
+  /** bash's exit status, or -1 when the command timed out. */
+  returnCode: number;
+  timedOut: boolean;
+  truncated: boolean;
+}
+
+export interface BashSessionTimings {
+  /** After ^C, how long to wait before SIGKILLing what the command started (FINDINGS: ~300 ms). */
+  interruptGraceMs: number;
+  /** After that SIGKILL, how long before the shell is declared unrecoverable. */
+  killGraceMs: number;
+  /** How long a new shell may take to answer its first command. */
+  readyTimeoutMs: number;
+}
+
+export const DEFAULT_TIMINGS: BashSessionTimings = { interruptGraceMs: 300, killGraceMs: 3000, readyTimeoutMs: 20000 };
+
+/** The shell is gone: it exited, was killed, or could not be brought back after a timeout. */
+export class ShellDiedError extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+  }
+}
+
+interface Running {
+  stdout: StreamCapture;
+  stderr: StreamCapture;
+  out: BoundedOutput;
+  err: BoundedOutput;
+  startedAtMs: number;
+  timedOut: boolean;
+  stderrBytesAtInterrupt: number;
+  timers: NodeJS.Timeout[];
+  resolve: (r: ExecResult) => void;
+  reject: (e: Error) => void;
+}
+
+export class BashSession {
+  private running: Running | null = null;
+  private deathReason: string | null = null;
+  private closing = false;
+  private deathListener: ((reason: string) => void) | null = null;
+
+  constructor(
+    readonly shell: ShellProcess,
+    private readonly timings: BashSessionTimings = DEFAULT_TIMINGS,
+  ) {
+    shell.setListener({ onData: (s, c) => this.onData(s, c), onExit: (e) => this.onExit(e) });
+  }
+
+  get busy(): boolean {
+    return this.running !== null;
+  }
+
+  get alive(): boolean {
+    return this.deathReason === null;
+  }
+
+  /** Called once if the shell dies on its own (not when we close it). */
+  onDeath(listener: (reason: string) => void): void {
+    this.deathListener = listener;
+  }
+
+  /** Defines the framing functions and waits for the shell to answer. */
+  async start(): Promise<void> {
+    this.shell.write(SHELL_INIT_SCRIPT);
+    await this.execute('', { timeoutMs: this.timings.readyTimeoutMs, maxOutputBytes: 4096 });
+  }
+
+  execute(command: string, options: ExecOptions): Promise<ExecResult> {
+    if (this.deathReason !== null) return Promise.reject(new ShellDiedError(this.deathReason));
+    if (this.running) return Promise.reject(new Error('BashSession.execute called while busy'));
+    const nonce = newNonce();
+    const tokens = markerTokens(nonce);
+    const out = new BoundedOutput(options.maxOutputBytes);
+    const err = new BoundedOutput(options.maxOutputBytes);
+    const live = options.onOutput;
+    return new Promise<ExecResult>((resolve, reject) => {
+      const run: Running = {
+        out,
+        err,
+        stdout: new StreamCapture(tokens.start, tokens.end, true, (c) => {
+          out.push(c);
+          live?.('stdout', c);
+        }),
+        stderr: new StreamCapture(tokens.start, tokens.end, false, (c) => {
+          err.push(c);
+          live?.('stderr', c);
+        }),
+        startedAtMs: Date.now(),
+        timedOut: false,
+        stderrBytesAtInterrupt: 0,
+        timers: [],
+        resolve,
+        reject,
+      };
+      this.running = run;
+      run.timers.push(setTimeout(() => this.onTimeout(run), options.timeoutMs));
+      this.shell.write(commandLine(command, nonce));
+    });
+  }
+
+  /** Kills the shell and everything it started. The session is unusable afterwards. */
+  async close(): Promise<void> {
+    this.closing = true;
+    if (this.deathReason === null) this.deathReason = 'session closed';
+    this.finish(new ShellDiedError('session closed'));
+    await this.shell.close();
+  }
+
+  private onData(stream: StreamName, chunk: Buffer): void {
+    const run = this.running;
+    if (!run) return; // between commands: prompts, job notices, late background output
+    if (stream === 'stdout') run.stdout.push(chunk);
+    else run.stderr.push(chunk);
+    if (run.stdout.done && run.stderr.done) this.complete(run);
+  }
+
+  private complete(run: Running): void {
+    if (run.timedOut) {
+      // What bash prints after ^C (a newline, tcsetattr noise) is not the command's output.
+      run.err.truncateTo(run.stderrBytesAtInterrupt);
+    }
+    this.finish({
+      stdout: run.out.text(),
+      stderr: run.err.text(),
+      returnCode: run.timedOut ? -1 : (run.stdout.status ?? -1),
+      timedOut: run.timedOut,
+      truncated: run.out.truncated || run.err.truncated,
+    });
+  }
+
+  private finish(outcome: ExecResult | Error): void {
+    const run = this.running;
+    if (!run) return;
+    this.running = null;
+    for (const t of run.timers) clearTimeout(t);
+    if (outcome instanceof Error) run.reject(outcome);
+    else run.resolve(outcome);
+  }
+
+  /** ^C first (state survives, as in a terminal); then SIGKILL what ignores it; then give up. */
+  private onTimeout(run: Running): void {
+    if (this.running !== run) return;
+    run.timedOut = true;
+    run.stderrBytesAtInterrupt = run.err.byteLength;
+    this.shell.interrupt();
+    this.shell.write(END_MARKER_REQUEST);
+    run.timers.push(
+      setTimeout(() => {
+        if (this.running !== run) return;
+        void this.shell.killStartedSince(run.startedAtMs).catch(() => undefined);
+        run.timers.push(setTimeout(() => this.onUnrecoverable(run), this.timings.killGraceMs));
+      }, this.timings.interruptGraceMs),
+    );
+  }
+
+  private onUnrecoverable(run: Running): void {
+    if (this.running !== run) return;
+    const reason = 'the shell did not come back after the command timed out';
+    this.deathReason = reason;
+    this.finish(new ShellDiedError(reason));
+    void this.shell.close().catch(() => undefined);
+    this.deathListener?.(reason);
+  }
+
+  private onExit(exit: ShellExit): void {
+    if (this.deathReason !== null) return;
+    this.deathReason = exit.reason;
+    this.finish(new ShellDiedError(exit.reason));
+    if (!this.closing) this.deathListener?.(exit.reason);
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * Checks every container periodically through the backend; reports each one that stops answering.
+ * A self-rescheduling timer with a `stopped` flag, so a slow check never overlaps the next.
+ */
+import type { SessionBackend } from './backend';
+import type { ContainerEntry } from './slot';
+import { errorMessage } from '../common/errors';
+
+export class ContainerMonitor {
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = true;
+
+  constructor(
+    private readonly backend: SessionBackend,
+    private readonly containers: readonly ContainerEntry[],
+    private readonly intervalMs: number,
+    private readonly onFailed: (entry: ContainerEntry, reason: string) => Promise<void>,
+  ) {}
+
+  start(): void {
+    this.stopped = false;
+    this.schedule();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  /** One pass over all containers; exposed so tests and faults can force a check now. */
+  async checkNow(): Promise<void> {
+    await Promise.all(
+      this.containers.map(async (entry) => {
+        if (!entry.ref || entry.replacing || !entry.healthy) return;
+        const health = await this.backend.checkContainer(entry.ref).catch((err) => ({ healthy: false, reason: errorMessage(err) }));
+        if (!health.healthy && !this.stopped) await this.onFailed(entry, health.reason ?? 'unhealthy');
+      }),
+    );
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      void this.checkNow().finally(() => this.schedule());
+    }, this.intervalMs);
+    this.timer.unref();
+  }
+}

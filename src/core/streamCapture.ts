@@ -1,0 +1,69 @@
+/**
+ * Cuts one command's output out of one stream: drops everything before the start token, passes the
+ * body on, stops at the end token. On stdout the end token is followed by `<status>\n`.
+ * Tokens may straddle chunk boundaries; at most `token.length - 1` bytes are held back.
+ */
+export type CaptureSink = (chunk: Buffer) => void;
+
+const NEWLINE = 0x0a;
+
+export class StreamCapture {
+  private phase: 'start' | 'body' | 'status' | 'done' = 'start';
+  private carry: Buffer | null = null;
+  private statusCode: number | null = null;
+
+  constructor(
+    private readonly startToken: Buffer,
+    private readonly endToken: Buffer,
+    private readonly withStatus: boolean,
+    private readonly sink: CaptureSink,
+  ) {}
+
+  get done(): boolean {
+    return this.phase === 'done';
+  }
+
+  /** The exit status printed after the end token (stdout capture only). */
+  get status(): number | null {
+    return this.statusCode;
+  }
+
+  push(chunk: Buffer): void {
+    let data = this.carry ? Buffer.concat([this.carry, chunk]) : chunk;
+    this.carry = null;
+    while (data.length > 0 && this.phase !== 'done') {
+      if (this.phase === 'start') {
+        const at = data.indexOf(this.startToken);
+        if (at < 0) {
+          this.hold(data, this.startToken.length - 1);
+          return;
+        }
+        data = data.subarray(at + this.startToken.length);
+        this.phase = 'body';
+      } else if (this.phase === 'body') {
+        const at = data.indexOf(this.endToken);
+        if (at < 0) {
+          const keep = Math.min(data.length, this.endToken.length - 1);
+          if (data.length > keep) this.sink(data.subarray(0, data.length - keep));
+          this.hold(data, keep);
+          return;
+        }
+        if (at > 0) this.sink(data.subarray(0, at));
+        data = data.subarray(at + this.endToken.length);
+        this.phase = this.withStatus ? 'status' : 'done';
+      } else {
+        const nl = data.indexOf(NEWLINE);
+        if (nl < 0) {
+          this.carry = Buffer.from(data);
+          return;
+        }
+        this.statusCode = Number.parseInt(data.toString('latin1', 0, nl), 10);
+        this.phase = 'done';
+      }
+    }
+  }
+
+  private hold(data: Buffer, keep: number): void {
+    this.carry = keep > 0 ? Buffer.from(data.subarray(data.length - keep)) : null;
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * A fair FIFO of waiters with per-waiter timeout and AbortSignal. A waiter that times out or whose
+ * client went away leaves the queue at once (it is skipped and no longer counted), so an item is
+ * never handed to someone who is gone.
+ *
+ * (generic-pool was considered: its pending acquires cannot be cancelled, so a disconnected client
+ * would still take a session when its turn came; and our sessions need CLEANING/BROKEN states its
+ * factory model does not have. This is the part of it we need.)
+ */
+interface Waiter<T> {
+  settled: boolean;
+  resolve: (item: T) => void;
+  reject: (err: Error) => void;
+  timer: NodeJS.Timeout;
+  cleanup: () => void;
+}
+
+export class WaitQueue<T> {
+  private queue: Waiter<T>[] = [];
+  private head = 0;
+  private live = 0;
+
+  get length(): number {
+    return this.live;
+  }
+
+  wait(timeoutMs: number, signal: AbortSignal | undefined, timeoutError: () => Error, abortError: () => Error): Promise<T> {
+    if (signal?.aborted) return Promise.reject(abortError());
+    return new Promise<T>((resolve, reject) => {
+      const waiter: Waiter<T> = {
+        settled: false,
+        resolve,
+        reject,
+        timer: setTimeout(() => this.drop(waiter, timeoutError()), timeoutMs),
+        cleanup: () => undefined,
+      };
+      if (signal) {
+        const onAbort = (): void => this.drop(waiter, abortError());
+        signal.addEventListener('abort', onAbort, { once: true });
+        waiter.cleanup = () => signal.removeEventListener('abort', onAbort);
+      }
+      this.queue.push(waiter);
+      this.live++;
+    });
+  }
+
+  /** Gives `item` to the oldest waiter still waiting. Returns false when nobody waits. */
+  serve(item: T): boolean {
+    while (this.head < this.queue.length) {
+      const waiter = this.queue[this.head++];
+      if (waiter.settled) continue;
+      this.settle(waiter);
+      this.compact();
+      waiter.resolve(item);
+      return true;
+    }
+    this.compact();
+    return false;
+  }
+
+  rejectAll(err: Error): void {
+    for (let i = this.head; i < this.queue.length; i++) this.drop(this.queue[i], err);
+    this.queue = [];
+    this.head = 0;
+  }
+
+  private drop(waiter: Waiter<T>, err: Error): void {
+    if (waiter.settled) return;
+    this.settle(waiter);
+    waiter.reject(err);
+  }
+
+  private settle(waiter: Waiter<T>): void {
+    waiter.settled = true;
+    this.live--;
+    clearTimeout(waiter.timer);
+    waiter.cleanup();
+  }
+
+  private compact(): void {
+    if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+  }
+}

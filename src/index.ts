@@ -1,0 +1,49 @@
+/** Entry point: configuration from the environment, a broker on HOST:PORT, shutdown on SIGTERM/SIGINT. */
+import { ConfigError, loadConfig, type BrokerConfig } from './config/config';
+import { Broker } from './broker';
+import { logger } from './common/logger';
+import { errorMessage } from './common/errors';
+
+async function main(): Promise<void> {
+  let config: BrokerConfig;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`bash-session-broker: invalid configuration: ${err.message}`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const broker = new Broker(config);
+  const address = await broker.start();
+  logger.info(
+    { host: address.address, port: address.port, backend: config.backend, sessions: config.containers * config.sessionsPerContainer },
+    `broker listening on http://${address.address}:${address.port}`,
+  );
+  void broker.warm().then(() => logger.info(broker.pool.health().counts, 'pool warm'));
+
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) {
+      logger.warn(`${signal} again: exiting now`);
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info(`${signal}: draining and stopping`);
+    broker.close().then(
+      () => process.exit(0),
+      (err) => {
+        logger.error({ err: errorMessage(err) }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((err) => {
+  console.error(`bash-session-broker: failed to start: ${errorMessage(err)}`);
+  process.exit(1);
+});

@@ -1,0 +1,111 @@
+/**
+ * Prometheus metrics (prom-client) on a registry of our own. Implements the pool's observer;
+ * session-state gauges are read from the pool at scrape time, so they can never drift.
+ */
+import client, { Registry } from 'prom-client';
+import type { AcquireOutcome, ExecuteOutcome, PoolObserver } from '../core/observer';
+import type { SessionPool } from '../core/pool';
+import { SessionState } from '../core/states';
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+export class BrokerMetrics implements PoolObserver {
+  readonly registry = new Registry();
+  private readonly acquireWait: client.Histogram<'outcome'>;
+  private readonly executeDuration: client.Histogram<'outcome'>;
+  private readonly executes: client.Counter<'outcome'>;
+  private readonly timeouts: client.Counter;
+  private readonly cleanups: client.Counter<'result'>;
+  private readonly cleanupDuration: client.Histogram;
+  private readonly broke: client.Counter;
+  private readonly reclaims: client.Counter;
+  private pool: SessionPool | null = null;
+
+  constructor() {
+    client.collectDefaultMetrics({ register: this.registry });
+    const registers = [this.registry];
+    const self = this;
+    new client.Gauge({
+      name: 'broker_sessions',
+      help: 'Sessions in the pool by state',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        if (!self.pool) return;
+        for (const state of Object.values(SessionState)) this.set({ state }, self.pool.states.count(state));
+      },
+    });
+    new client.Gauge({
+      name: 'broker_acquire_waiting',
+      help: 'Acquire requests waiting for a free session',
+      registers,
+      collect() {
+        this.set(self.pool?.waiting ?? 0);
+      },
+    });
+    new client.Gauge({
+      name: 'broker_containers',
+      help: 'Containers by health',
+      labelNames: ['health'],
+      registers,
+      collect() {
+        if (!self.pool) return;
+        const h = self.pool.health();
+        this.set({ health: 'healthy' }, h.healthyContainers);
+        this.set({ health: 'unhealthy' }, h.unhealthyContainers);
+      },
+    });
+    this.acquireWait = new client.Histogram({
+      name: 'broker_acquire_wait_seconds',
+      help: 'Time an acquire waited for a free session',
+      labelNames: ['outcome'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.executeDuration = new client.Histogram({
+      name: 'broker_execute_duration_seconds',
+      help: 'Execute duration, from request to result',
+      labelNames: ['outcome'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.executes = new client.Counter({ name: 'broker_executes_total', help: 'Executes by outcome', labelNames: ['outcome'], registers });
+    this.timeouts = new client.Counter({ name: 'broker_execute_timeouts_total', help: 'Commands killed at their timeout', registers });
+    this.cleanups = new client.Counter({ name: 'broker_cleanups_total', help: 'Session cleanups after release', labelNames: ['result'], registers });
+    this.cleanupDuration = new client.Histogram({
+      name: 'broker_cleanup_duration_seconds',
+      help: 'Time from release to the slot being AVAILABLE again',
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.broke = new client.Counter({ name: 'broker_sessions_broken_total', help: 'Sessions that went BROKEN', registers });
+    this.reclaims = new client.Counter({ name: 'broker_sessions_reclaimed_total', help: 'Leases reclaimed after the idle timeout', registers });
+  }
+
+  attach(pool: SessionPool): void {
+    this.pool = pool;
+  }
+
+  acquireWaited(seconds: number, outcome: AcquireOutcome): void {
+    this.acquireWait.observe({ outcome }, seconds);
+  }
+
+  executed(seconds: number, outcome: ExecuteOutcome): void {
+    this.executeDuration.observe({ outcome }, seconds);
+    this.executes.inc({ outcome });
+    if (outcome === 'timeout') this.timeouts.inc();
+  }
+
+  cleaned(seconds: number, ok: boolean): void {
+    this.cleanups.inc({ result: ok ? 'ok' : 'failed' });
+    if (ok) this.cleanupDuration.observe(seconds);
+  }
+
+  broken(): void {
+    this.broke.inc();
+  }
+
+  reclaimed(): void {
+    this.reclaims.inc();
+  }
+}
