@@ -206,6 +206,8 @@ export class SessionPool {
     while (Date.now() < deadline && [...this.leases.values()].some((l) => l.executing)) await delay(50);
     this.workers.clear();
     this.starters.clear();
+    // A rebuild already running would otherwise open a shell after we closed the others.
+    await Promise.race([Promise.all([this.workers.onIdle(), this.starters.onIdle()]), delay(5_000)]);
     const sessions = this.containers.flatMap((c) => c.slots.map((s) => s.session)).filter((s): s is BashSession => s !== null);
     await Promise.all(sessions.map((s) => s.close().catch(() => undefined)));
     await Promise.all(this.containers.map((c) => (c.ref ? this.backend.removeContainer(c.ref).catch(() => undefined) : undefined)));
@@ -317,6 +319,7 @@ export class SessionPool {
       slot.session = null;
       if (old) await old.close();
       const container = slot.container;
+      if (this.closing) return;
       if (!container.ref || !container.healthy) throw new Error(container.unhealthyReason ?? 'container is not running');
       for (const dir of [workdir, slot.orphanWorkdir]) if (dir) await this.backend.removeWorkdir(container.ref, dir);
       slot.orphanWorkdir = null;
