@@ -11,6 +11,7 @@ import type { BashSessionTimings } from './core/bashSession';
 import { BrokerMetrics } from './metrics/metrics';
 import { createApp } from './api/app';
 import { LocalBackend } from './backends/local/localBackend';
+import { DockerBackend } from './backends/docker/dockerBackend';
 import { logger } from './common/logger';
 import { errorMessage } from './common/errors';
 
@@ -26,7 +27,7 @@ export function createBackend(config: BrokerConfig): SessionBackend {
     case 'local':
       return new LocalBackend({ root: config.localRoot, cgroups: config.localCgroups });
     case 'docker':
-      throw new Error('BROKER_BACKEND=docker is not available in this build yet');
+      return new DockerBackend(config.docker);
   }
 }
 

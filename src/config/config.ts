@@ -28,6 +28,16 @@ export interface BrokerConfig {
   localRoot: string;
   /** Local backend: confine each session in its own cgroup v2 when the host allows it. */
   localCgroups: 'auto' | 'off';
+  docker: {
+    image: string;
+    /** Containers of one deployment name belong to one broker at a time; a new start sweeps the rest. */
+    deployment: string;
+    cpus: number;
+    memoryBytes: number;
+    pidsLimit: number;
+    networkMode: string;
+    pingTimeoutMs: number;
+  };
 }
 
 export class ConfigError extends Error {}
@@ -68,6 +78,26 @@ function seconds(env: Env, name: string, dfltSeconds: number, alias?: string): n
   return Math.round(n * 1000);
 }
 
+/** Docker-style sizes: 512m, 2g, 1024k, or plain bytes. */
+function bytes(env: Env, name: string, dflt: number): number {
+  const v = pick(env, name);
+  if (!v) return dflt;
+  const m = /^(\d+(?:\.\d+)?)([kmg]?)b?$/i.exec(v.raw);
+  if (!m) throw new ConfigError(`${name} must be a size like 512m or 2g, got '${v.raw}'`);
+  const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[m[2].toLowerCase() as '' | 'k' | 'm' | 'g'];
+  const n = Math.round(Number(m[1]) * unit);
+  if (n < 6 * 1024 * 1024) throw new ConfigError(`${name} must be at least 6m (Docker's minimum), got '${v.raw}'`);
+  return n;
+}
+
+function positiveFloat(env: Env, name: string, dflt: number): number {
+  const v = pick(env, name);
+  if (!v) return dflt;
+  const n = Number(v.raw);
+  if (!/^\d+(\.\d+)?$/.test(v.raw) || n <= 0) throw new ConfigError(`${name} must be a positive number, got '${v.raw}'`);
+  return n;
+}
+
 export function loadConfig(env: Env = process.env): BrokerConfig {
   const backendRaw = (env.BROKER_BACKEND ?? 'local').trim() || 'local';
   if (backendRaw !== 'local' && backendRaw !== 'docker') {
@@ -100,5 +130,22 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     healthCheckIntervalMs: seconds(env, 'BROKER_HEALTH_INTERVAL', 5),
     localRoot: (env.BROKER_LOCAL_ROOT ?? '').trim() || path.join(os.tmpdir(), `bash-broker-${process.pid}`),
     localCgroups: cgroups,
+    docker: {
+      image: (env.BROKER_IMAGE ?? '').trim() || 'bash-broker-sandbox:latest',
+      deployment: deploymentName(env),
+      cpus: positiveFloat(env, 'BROKER_CONTAINER_CPUS', 1),
+      memoryBytes: bytes(env, 'BROKER_CONTAINER_MEMORY', 1024 ** 3),
+      pidsLimit: int(env, 'BROKER_CONTAINER_PIDS_LIMIT', 1024, { min: 16 }),
+      networkMode: (env.BROKER_NETWORK_MODE ?? '').trim() || 'bridge',
+      pingTimeoutMs: seconds(env, 'BROKER_CONTAINER_PING_TIMEOUT', 5),
+    },
   };
+}
+
+function deploymentName(env: Env): string {
+  const name = (env.BROKER_DEPLOYMENT ?? '').trim() || 'default';
+  if (!/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/.test(name)) {
+    throw new ConfigError(`BROKER_DEPLOYMENT must be 1-63 letters, digits, '_', '.' or '-', got '${name}'`);
+  }
+  return name;
 }

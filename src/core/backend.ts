@@ -58,6 +58,8 @@ export interface WorkdirFile {
 
 export interface SessionBackend {
   readonly kind: string;
+  /** Once, before any container starts: check prerequisites, sweep what a crashed broker left. */
+  init?(): Promise<void>;
   startContainer(index: number): Promise<ContainerRef>;
   removeContainer(container: ContainerRef): Promise<void>;
   checkContainer(container: ContainerRef): Promise<ContainerHealth>;

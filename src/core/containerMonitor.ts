@@ -9,6 +9,7 @@ import { errorMessage } from '../common/errors';
 export class ContainerMonitor {
   private timer: NodeJS.Timeout | null = null;
   private stopped = true;
+  private soon = false;
 
   constructor(
     private readonly backend: SessionBackend,
@@ -25,6 +26,15 @@ export class ContainerMonitor {
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+  }
+
+  /** Runs a check right away (debounced: at most one extra pass in flight). */
+  checkSoon(): void {
+    if (this.stopped || this.soon) return;
+    this.soon = true;
+    setTimeout(() => {
+      void this.checkNow().finally(() => (this.soon = false));
+    }, 50).unref();
   }
 
   /** One pass over all containers; exposed so tests and faults can force a check now. */

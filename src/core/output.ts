@@ -53,12 +53,21 @@ export class BoundedOutput {
 
   /** Keeps only the first `bytes` bytes seen (used to cut bash's own noise after an interrupt). */
   truncateTo(bytes: number): void {
-    if (bytes >= this.byteLength || this.truncated) return;
+    if (bytes >= this.byteLength) return;
+    if (this.truncated && bytes > this.headLimit) {
+      // The head stays; cut the tail where byte `bytes` of the stream falls (maybe before it starts).
+      const keep = Math.max(0, bytes - (this.byteLength - this.tailBytes));
+      this.tail = keep > 0 ? [Buffer.concat(this.tail).subarray(0, keep)] : [];
+      this.tailBytes = keep;
+      this.droppedBytes = bytes - this.headBytes - keep;
+      return;
+    }
     const all = Buffer.concat([...this.head, ...this.tail]).subarray(0, bytes);
     this.head.length = 0;
     this.tail = [];
     this.headBytes = 0;
     this.tailBytes = 0;
+    this.droppedBytes = 0;
     this.push(all);
   }
 

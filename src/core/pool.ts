@@ -114,6 +114,7 @@ export class SessionPool {
 
   /** Warms the pool. Each slot serves acquires as soon as its shell answers; resolves when all tried. */
   async start(): Promise<void> {
+    await this.backend.init?.();
     await Promise.all(this.containers.map((entry) => this.starters.add(() => this.startContainer(entry))));
     this.monitor.start();
     const everyMs = Math.max(100, Math.min(this.options.sessionIdleTimeoutMs / 4, 15_000));
@@ -349,6 +350,7 @@ export class SessionPool {
     if (slot.state === SessionState.CLEANING || slot.state === SessionState.BROKEN) return;
     logger.warn({ slot: slot.slotId, reason }, 'session shell died');
     this.markBroken(slot, reason);
+    this.monitor.checkSoon(); // a dead shell often means a dead container: look now, not at the next tick
   }
 
   /** Moves a slot to BROKEN (its lease, if any, learns why) and schedules its rebuild. */

@@ -64,6 +64,7 @@ export class StreamCapture {
   }
 
   private hold(data: Buffer, keep: number): void {
-    this.carry = keep > 0 ? Buffer.from(data.subarray(data.length - keep)) : null;
+    // Not subarray(length - keep): a negative start counts from the end and would drop bytes.
+    this.carry = keep > 0 ? Buffer.from(data.subarray(Math.max(0, data.length - keep))) : null;
   }
 }

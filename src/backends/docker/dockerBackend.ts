@@ -1,0 +1,174 @@
+/**
+ * The Docker backend: C containers from BROKER_IMAGE, S long-lived `docker exec` bash sessions in
+ * each, plus one control shell per container for signals, cleanup and health pings. Containers carry
+ * labels naming the deployment and the broker instance, so a later start sweeps what a crash left.
+ */
+import Dockerode from 'dockerode';
+import os from 'node:os';
+import { randomBytes } from 'node:crypto';
+import * as tar from 'tar-stream';
+import type { ContainerHealth, ContainerRef, OpenShellOptions, SessionBackend, ShellProcess, WorkdirFile } from '../../core/backend';
+import { BackendError, BadRequestError, errorMessage } from '../../common/errors';
+import { logger } from '../../common/logger';
+import { ControlShell } from './controlShell';
+import { DockerShell } from './dockerShell';
+
+export interface DockerBackendOptions {
+  image: string;
+  deployment: string;
+  cpus: number;
+  memoryBytes: number;
+  pidsLimit: number;
+  networkMode: string;
+  pingTimeoutMs: number;
+}
+
+export const LABEL_DEPLOYMENT = 'io.bash-broker.deployment';
+export const LABEL_INSTANCE = 'io.bash-broker.instance';
+
+export class DockerBackend implements SessionBackend {
+  readonly kind = 'docker';
+  readonly docker = new Dockerode();
+  readonly instance = `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  private readonly controls = new Map<string, ControlShell>();
+  private generation = 0;
+
+  constructor(private readonly options: DockerBackendOptions) {}
+
+  /** Checks the engine and the image, and removes containers a previous instance of this deployment left. */
+  async init(): Promise<void> {
+    try {
+      await this.docker.ping();
+    } catch (err) {
+      throw new BackendError(`Docker engine not reachable (${errorMessage(err)}); start dockerd or set DOCKER_HOST`);
+    }
+    try {
+      await this.docker.getImage(this.options.image).inspect();
+    } catch {
+      throw new BackendError(`image ${this.options.image} not found locally; build it (scripts/docker-images.sh) or set BROKER_IMAGE`);
+    }
+    const removed = await this.sweep();
+    if (removed > 0) logger.info({ removed, deployment: this.options.deployment }, 'removed containers left by an earlier broker');
+  }
+
+  async sweep(): Promise<number> {
+    const stale = await this.docker.listContainers({ all: true, filters: { label: [`${LABEL_DEPLOYMENT}=${this.options.deployment}`] } });
+    const mine = stale.filter((c) => c.Labels[LABEL_INSTANCE] !== this.instance);
+    await Promise.all(mine.map((c) => this.forceRemove(c.Id)));
+    return mine.length;
+  }
+
+  async startContainer(index: number): Promise<ContainerRef> {
+    const name = `bash-broker-${this.options.deployment}-${this.instance}-c${index}`.replace(/[^a-zA-Z0-9_.-]/g, '-');
+    const container = await this.docker.createContainer({
+      name,
+      Image: this.options.image,
+      // Only bash is required of the image: it idles reading a stdin that stays open.
+      Entrypoint: ['bash'],
+      Cmd: [],
+      OpenStdin: true,
+      Tty: false,
+      Labels: { [LABEL_DEPLOYMENT]: this.options.deployment, [LABEL_INSTANCE]: this.instance },
+      HostConfig: {
+        Init: true, // reaps killed orphans; without it they stay zombies (FINDINGS)
+        NanoCpus: Math.round(this.options.cpus * 1e9),
+        Memory: this.options.memoryBytes,
+        PidsLimit: this.options.pidsLimit,
+        NetworkMode: this.options.networkMode,
+      },
+    });
+    try {
+      await container.start();
+      this.controls.set(container.id, await ControlShell.open(container));
+    } catch (err) {
+      await this.forceRemove(container.id);
+      throw new BackendError(`container ${name} failed to start: ${errorMessage(err)}`);
+    }
+    return { id: container.id, name };
+  }
+
+  async removeContainer(ref: ContainerRef): Promise<void> {
+    const control = this.controls.get(ref.id);
+    this.controls.delete(ref.id);
+    await control?.close().catch(() => undefined);
+    await this.forceRemove(ref.id);
+  }
+
+  async checkContainer(ref: ContainerRef): Promise<ContainerHealth> {
+    let state: Dockerode.ContainerInspectInfo['State'];
+    try {
+      state = (await this.docker.getContainer(ref.id).inspect()).State;
+    } catch (err) {
+      return { healthy: false, reason: `inspect failed: ${errorMessage(err)}` };
+    }
+    if (state.OOMKilled) return { healthy: false, reason: 'container was OOM-killed' };
+    if (!state.Running) return { healthy: false, reason: `container is ${state.Status}` };
+    if (state.Paused) return { healthy: false, reason: 'container is paused' };
+    const control = this.controls.get(ref.id);
+    if (!control?.alive) return { healthy: false, reason: 'control shell is gone' };
+    try {
+      await control.ping(this.options.pingTimeoutMs);
+    } catch {
+      return { healthy: false, reason: `container did not answer within ${this.options.pingTimeoutMs} ms` };
+    }
+    return { healthy: true };
+  }
+
+  async openShell(ref: ContainerRef, options: OpenShellOptions): Promise<ShellProcess> {
+    if (options.pty) throw new BadRequestError('the docker backend does not open PTY sessions yet');
+    const control = this.controls.get(ref.id);
+    if (!control?.alive) throw new BackendError(`container ${ref.name} has no control shell`);
+    const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${++this.generation}`;
+    return DockerShell.open({ container: this.docker.getContainer(ref.id), control, env: [tag, 'TERM=dumb'], tag });
+  }
+
+  /** One tar upload (putArchive) creates the directory and every file, parents included. */
+  async prepareWorkdir(ref: ContainerRef, dir: string, files: readonly WorkdirFile[]): Promise<void> {
+    const pack = tar.pack();
+    const root = dir.replace(/^\/+|\/+$/g, '');
+    const dirs = new Set<string>([root]);
+    for (const f of files) {
+      const parts = f.path.split('/');
+      for (let i = 1; i < parts.length; i++) dirs.add(`${root}/${parts.slice(0, i).join('/')}`);
+    }
+    for (const d of [...dirs].sort()) pack.entry({ name: `${d}/`, type: 'directory', mode: 0o755 });
+    for (const f of files) pack.entry({ name: `${root}/${f.path}`, mode: 0o644 }, f.content);
+    pack.finalize();
+    const tarball = await streamToBuffer(pack);
+    try {
+      await this.docker.getContainer(ref.id).putArchive(tarball, { path: '/' });
+    } catch (err) {
+      throw new BackendError(`could not write files into ${ref.name}: ${errorMessage(err)}`);
+    }
+  }
+
+  async removeWorkdir(ref: ContainerRef, dir: string): Promise<void> {
+    const control = this.controls.get(ref.id);
+    if (!control?.alive) return; // the container is being replaced: its files go with it
+    if (!/^\/tmp\/s\/[0-9a-f]+\/?$/.test(dir)) throw new Error(`refusing to remove ${dir}`);
+    await control.run(`rm -rf -- '${dir}'`, 60_000);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.controls.values()].map((c) => c.close().catch(() => undefined)));
+    this.controls.clear();
+  }
+
+  private async forceRemove(id: string): Promise<void> {
+    try {
+      await this.docker.getContainer(id).remove({ force: true, v: true });
+    } catch (err) {
+      const status = (err as { statusCode?: number }).statusCode;
+      if (status !== 404 && status !== 409) logger.warn({ id, err: errorMessage(err) }, 'container removal failed');
+    }
+  }
+}
+
+function streamToBuffer(stream: tar.Pack): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    stream.on('data', (c: unknown) => chunks.push(c as Buffer));
+    stream.on('end', () => resolve(Buffer.concat(chunks)));
+    stream.on('error', reject);
+  });
+}

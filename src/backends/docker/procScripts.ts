@@ -1,0 +1,45 @@
+/**
+ * Bash functions the per-container control shell uses to find and kill a session's processes with
+ * nothing but bash builtins and /proc (the image needs no tool of ours). FINDINGS.md: no single
+ * criterion catches every escapee; the union of parent tree, session id and an environment tag does.
+ *
+ *   __bk_kill ROOT SINCE_MS_AGO TAG KEEP_ROOT
+ *     kills (SIGKILL, one pass) every process that is ROOT's descendant, or in ROOT's session, or
+ *     carries TAG in its environment; only those started at most SINCE_MS_AGO ms ago (-1: all);
+ *     ROOT itself only when KEEP_ROOT is 0. Never PID 1 or the control shell. Prints the count.
+ */
+export const CONTROL_SCRIPT = `
+__bk_kill(){
+  local root=$1 ago=$2 tag=$3 keep=$4 f l p e up min=-1 changed=1 n=0
+  local -A pp=() sd=() st=() hit=()
+  for f in /proc/[0-9]*/stat; do
+    { builtin read -r l < "$f"; } 2>/dev/null || continue
+    p=\${f#/proc/}; p=\${p%/stat}
+    set -- \${l##*) }
+    pp[$p]=$2; sd[$p]=$4; st[$p]=\${20}
+  done
+  hit[$root]=1
+  while ((changed)); do changed=0
+    for p in "\${!pp[@]}"; do
+      if [[ -z \${hit[$p]} && -n \${hit[\${pp[$p]}]} ]]; then hit[$p]=1; changed=1; fi
+    done
+  done
+  for p in "\${!sd[@]}"; do [[ \${sd[$p]} == "$root" ]] && hit[$p]=1; done
+  if [[ -n $tag ]]; then
+    for p in "\${!pp[@]}"; do
+      [[ -n \${hit[$p]} ]] && continue
+      while IFS= builtin read -r -d '' e; do [[ $e == "$tag" ]] && { hit[$p]=1; break; }; done < /proc/$p/environ 2>/dev/null
+    done
+  fi
+  if ((ago >= 0)); then builtin read -r up _ < /proc/uptime; up=\${up/./}; min=$(( up - ago / 10 - 1 )); fi
+  local victims=()
+  for p in "\${!hit[@]}"; do
+    [[ $p == 1 || $p == "$$" || $p == "$BASHPID" || -z \${pp[$p]} ]] && continue
+    [[ $p == "$root" && $keep == 1 ]] && continue
+    ((min >= 0 && \${st[$p]} < min)) && continue
+    victims+=("$p")
+  done
+  ((\${#victims[@]})) && builtin kill -9 "\${victims[@]}" 2>/dev/null
+  builtin echo "\${#victims[@]}"
+}
+`;
