@@ -5,8 +5,11 @@ import type { ExecResult } from '../core/bashSession';
 import { ShuttingDownError } from '../common/errors';
 import { parseAcquire, parseExecute, type CommandLimits } from './validation';
 
-/** Python's str(float): 5 -> "5.0", 2.5 -> "2.5", as the spec writes "timed out after 5.0 seconds". */
+/** Python's str(float): 5 -> "5.0", 2.5 -> "2.5", 1e-05, as the spec writes "timed out after 5.0 seconds". */
 export function pythonFloat(value: number): string {
+  const [digits, exp] = value.toExponential().split('e'); // shortest round-trip digits, like Python's repr
+  const e = Number(exp);
+  if (e < -4 || e >= 16) return `${digits}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}`;
   return Number.isInteger(value) ? value.toFixed(1) : String(value);
 }
 

@@ -35,6 +35,7 @@ export const SHELL_INIT_SCRIPT = [
 /** Written after an interrupt: the interrupted line's own `__be` never runs, so ask again. */
 export const END_MARKER_REQUEST = '__be\n';
 
+// eslint-disable-next-line no-control-regex -- control characters are exactly what must be escaped
 const NEEDS_ESCAPE = /[\\'\x00-\x1f\x7f]/g;
 
 function escapeChar(ch: string): string {

@@ -59,15 +59,26 @@ export class WaitQueue<T> {
   }
 
   rejectAll(err: Error): void {
-    for (let i = this.head; i < this.queue.length; i++) this.drop(this.queue[i], err);
+    const pending = this.queue.slice(this.head);
     this.queue = [];
     this.head = 0;
+    for (const waiter of pending) this.drop(waiter, err);
   }
 
   private drop(waiter: Waiter<T>, err: Error): void {
     if (waiter.settled) return;
     this.settle(waiter);
+    this.prune();
     waiter.reject(err);
+  }
+
+  /** Forgets waiters that left on their own once they outnumber the live ones: a queue nobody serves must not grow. */
+  private prune(): void {
+    const entries = this.queue.length - this.head;
+    if (entries > 1024 && this.live * 2 < entries) {
+      this.queue = this.queue.filter((w, i) => i >= this.head && !w.settled);
+      this.head = 0;
+    }
   }
 
   private settle(waiter: Waiter<T>): void {

@@ -24,15 +24,17 @@ export class BrokerMetrics implements PoolObserver {
   constructor() {
     client.collectDefaultMetrics({ register: this.registry });
     const registers = [this.registry];
-    const self = this;
+    // prom-client calls collect() with the metric as `this`; the pool is reached through a closure.
+    const pool = (): SessionPool | null => this.pool;
     new client.Gauge({
       name: 'broker_sessions',
       help: 'Sessions in the pool by state',
       labelNames: ['state'],
       registers,
       collect() {
-        if (!self.pool) return;
-        for (const state of Object.values(SessionState)) this.set({ state }, self.pool.states.count(state));
+        const p = pool();
+        if (!p) return;
+        for (const state of Object.values(SessionState)) this.set({ state }, p.states.count(state));
       },
     });
     new client.Gauge({
@@ -40,7 +42,7 @@ export class BrokerMetrics implements PoolObserver {
       help: 'Acquire requests waiting for a free session',
       registers,
       collect() {
-        this.set(self.pool?.waiting ?? 0);
+        this.set(pool()?.waiting ?? 0);
       },
     });
     new client.Gauge({
@@ -49,8 +51,8 @@ export class BrokerMetrics implements PoolObserver {
       labelNames: ['health'],
       registers,
       collect() {
-        if (!self.pool) return;
-        const h = self.pool.health();
+        const h = pool()?.health();
+        if (!h) return;
         this.set({ health: 'healthy' }, h.healthyContainers);
         this.set({ health: 'unhealthy' }, h.unhealthyContainers);
       },

@@ -12,7 +12,7 @@ const CANDIDATES = ['/sys/fs/cgroup/unified', '/sys/fs/cgroup'];
 const BROKER_DIR = 'bash-broker';
 
 function cgroup2Mount(): string | null {
-  let mounts = '';
+  let mounts: string;
   try {
     mounts = fs.readFileSync('/proc/self/mounts', 'latin1');
   } catch {
