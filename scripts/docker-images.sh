@@ -3,8 +3,12 @@
 #   bash-broker-test:latest     bash-static + busybox-static rootfs, `docker import`ed (seconds)
 #   debian:bookworm-slim        debootstrap --variant=minbase, `docker import`ed (~30 s)
 #   bash-broker-sandbox:latest  containers/sandbox/Dockerfile FROM debian:bookworm-slim (~10 s)
-# Usage: scripts/docker-images.sh [--force] [test|debian|sandbox ...]   (default: all three)
-# Skips an image whose tag already exists unless --force. Needs root; starts the engine if needed.
+# Only when named (tests and CI do not need them):
+#   node:20-bookworm-slim       stand-in for the official image: debian:bookworm-slim + this host's Node 20
+#   bash-broker:latest          containers/broker/Dockerfile FROM node:20-bookworm-slim (docker-compose.yml)
+# Usage: scripts/docker-images.sh [--force] [test|debian|sandbox|node|broker ...]   (default: test debian sandbox)
+# Skips an image whose tag already exists unless --force; broker is always rebuilt (it is the source
+# tree; the layer cache makes an unchanged rebuild take about a second). Needs root; starts the engine.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 # docker CLI >= 23 without the buildx plugin (none here) errors out if BuildKit is requested; the legacy builder
@@ -12,8 +16,8 @@ export DEBIAN_FRONTEND=noninteractive
 export DOCKER_BUILDKIT=0
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FORCE=0; WANT=()
-for a in "$@"; do case $a in --force) FORCE=1 ;; test|debian|sandbox) WANT+=("$a") ;;
-  *) echo "usage: $0 [--force] [test|debian|sandbox ...]" >&2; exit 2 ;; esac; done
+for a in "$@"; do case $a in --force) FORCE=1 ;; test|debian|sandbox|node|broker) WANT+=("$a") ;;
+  *) echo "usage: $0 [--force] [test|debian|sandbox|node|broker ...]" >&2; exit 2 ;; esac; done
 [[ ${#WANT[@]} -gt 0 ]] || WANT=(test debian sandbox)
 TMP=$(mktemp -d /tmp/bash-broker-images.XXXXXX); trap 'rm -rf "$TMP"' EXIT
 say() { echo "[docker-images] $*" >&2; }
@@ -78,23 +82,83 @@ build_debian() {
     docker import --change "ENV $PATHENV" --change 'CMD ["bash"]' - debian:bookworm-slim >/dev/null
 }
 
-build_sandbox() {
-  # Bridge networking (NAT to the apt mirror) works with the default engine; when the engine runs
-  # with --bridge=none there is no bridge network and the build must share the host's network.
-  local net=(); docker network inspect bridge >/dev/null 2>&1 || net=(--network host)
+# Bridge networking (NAT to the mirrors) works with the default engine; when the engine runs with
+# --bridge=none there is no bridge network and builds must share the host's network.
+# (Builds use --force-rm: the legacy builder otherwise keeps the container of a failed step.)
+build_net() { docker network inspect bridge >/dev/null 2>&1 || echo --network=host; }
+NODE_TAG=node:20-bookworm-slim
+STANDIN_LABEL=io.bash-broker.stand-in
+
+# The official image's layout (/usr/local/bin/node, npm and corepack under /usr/local/lib/node_modules,
+# user node 1000, CMD node) filled from this host's Node 20, so containers/broker/Dockerfile builds
+# unchanged. Labelled as a stand-in: --force replaces only a stand-in, never a pulled image.
+build_node() {
+  local node npm ver ctx=$TMP/node
+  node=$(readlink -f "$(command -v node)") && npm=$(readlink -f "$(command -v npm)") ||
+    { say "node and npm must be on PATH"; return 1; }
+  ver=$("$node" -v)
+  [[ $ver == v20.* ]] || { say "host node is $ver: it cannot stand in for $NODE_TAG"; return 1; }
+  npm=${npm%/bin/npm-cli.js}   # npm resolves to <prefix>/lib/node_modules/npm/bin/npm-cli.js
+  [[ -f $npm/package.json ]] || { say "npm package not found at $npm"; return 1; }
   if ! docker image inspect debian:bookworm-slim >/dev/null 2>&1; then build_one debian; fi
-  docker build -q "${net[@]}" -t bash-broker-sandbox:latest "$ROOT/containers/sandbox" >/dev/null
+  local m=$ctx/rootfs/usr/local/lib/node_modules
+  mkdir -p "$ctx/rootfs/usr/local/bin" "$m"
+  cp "$node" "$ctx/rootfs/usr/local/bin/node"
+  cp -a "$npm" "$m/npm"
+  ln -s ../lib/node_modules/npm/bin/npm-cli.js "$ctx/rootfs/usr/local/bin/npm"
+  ln -s ../lib/node_modules/npm/bin/npx-cli.js "$ctx/rootfs/usr/local/bin/npx"
+  local corepack=${npm%/npm}/corepack
+  if [[ -f $corepack/dist/corepack.js ]]; then
+    cp -a "$corepack" "$m/corepack"; ln -s ../lib/node_modules/corepack/dist/corepack.js "$ctx/rootfs/usr/local/bin/corepack"
+  fi
+  # A host that reaches the npm registry through a TLS-inspecting proxy trusts its CA via
+  # NODE_EXTRA_CA_CERTS; without the same file `npm ci` in the image fails certificate checks.
+  local ca=()
+  if [[ -n ${NODE_EXTRA_CA_CERTS:-} && -f $NODE_EXTRA_CA_CERTS ]]; then
+    mkdir -p "$ctx/rootfs$(dirname "$NODE_EXTRA_CA_CERTS")"; cp "$NODE_EXTRA_CA_CERTS" "$ctx/rootfs$NODE_EXTRA_CA_CERTS"
+    ca=("ENV NODE_EXTRA_CA_CERTS=$NODE_EXTRA_CA_CERTS")
+    say "including the host's NODE_EXTRA_CA_CERTS ($NODE_EXTRA_CA_CERTS)"
+  fi
+  { echo "FROM debian:bookworm-slim"
+    echo "LABEL $STANDIN_LABEL=\"host node $ver\""
+    echo "RUN groupadd --gid 1000 node && useradd --uid 1000 --gid node --shell /bin/bash --create-home node"
+    echo "COPY rootfs/ /"
+    echo "ENV NODE_VERSION=${ver#v}"
+    printf '%s\n' "${ca[@]}"
+    echo 'CMD ["node"]'
+  } >"$ctx/Dockerfile"
+  docker build -q --force-rm -t "$NODE_TAG" "$ctx" >/dev/null
+  docker run --rm "$NODE_TAG" sh -c 'node -v && npm -v >/dev/null && npx -v >/dev/null && node -e "fetch" '
+}
+
+build_sandbox() {
+  if ! docker image inspect debian:bookworm-slim >/dev/null 2>&1; then build_one debian; fi
+  docker build -q --force-rm $(build_net) -t bash-broker-sandbox:latest "$ROOT/containers/sandbox" >/dev/null
   docker run --rm bash-broker-sandbox:latest bash -c 'python3 -c "print(1)" && git --version && ps >/dev/null'
 }
 
-build_one() { # $1 = test|debian|sandbox
+build_broker() {
+  if ! docker image inspect "$NODE_TAG" >/dev/null 2>&1; then build_one node; fi
+  docker build -q --force-rm $(build_net) -f "$ROOT/containers/broker/Dockerfile" -t bash-broker:latest "$ROOT" >/dev/null
+  # An invalid setting makes the entry point exit 2 after loading every module: proves dist/ and the
+  # production dependencies are complete without needing an engine.
+  local out rc=0; out=$(docker run --rm -e BROKER_BACKEND=check bash-broker:latest 2>&1) || rc=$?
+  [[ $rc == 2 && $out == *"invalid configuration"* ]] || { say "bash-broker:latest smoke check failed (rc $rc): $out"; return 1; }
+}
+
+build_one() { # $1 = test|debian|sandbox|node|broker
   local tag; case $1 in test) tag=bash-broker-test:latest ;; debian) tag=debian:bookworm-slim ;;
-    sandbox) tag=bash-broker-sandbox:latest ;; esac
-  if have "$tag"; then say "$tag exists: skipped (--force rebuilds)"; return 0; fi
+    sandbox) tag=bash-broker-sandbox:latest ;; node) tag=$NODE_TAG ;; broker) tag=bash-broker:latest ;; esac
+  if [[ $1 != broker ]] && have "$tag"; then say "$tag exists: skipped (--force rebuilds)"; return 0; fi
+  if [[ $1 == node ]] && docker image inspect "$tag" >/dev/null 2>&1 &&
+    [[ -z $(docker image inspect -f "{{index .Config.Labels \"$STANDIN_LABEL\"}}" "$tag") ]]; then
+    say "$tag is not a local stand-in (pulled?): kept"; return 0
+  fi
   local old; old=$(docker image inspect -f '{{.Id}}' "$tag" 2>/dev/null || true)
   say "building $tag"; timed "build_$1"
-  # A --force rebuild leaves the previous image dangling: drop it unless something still uses it.
-  [[ -z $old ]] || docker image rm "$old" >/dev/null 2>&1 || true
+  # A rebuild leaves the previous image dangling: drop it unless something still uses it.
+  local new; new=$(docker image inspect -f '{{.Id}}' "$tag")
+  [[ -z $old || $old == "$new" ]] || docker image rm "$old" >/dev/null 2>&1 || true
   say "$tag: $(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.1f MB", $1/1e6}')"
 }
 
