@@ -6,7 +6,7 @@
 const { spawnSync } = require('node:child_process');
 
 const ts = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] };
-const common = { testEnvironment: 'node', transform: ts, testTimeout: 120000 };
+const common = { testEnvironment: 'node', transform: ts };
 
 function dockerEngineAnswers() {
   const r = spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { timeout: 15000, encoding: 'utf8' });
@@ -36,4 +36,5 @@ if (process.env.BROKER_SKIP_DOCKER_TESTS === '1' && !ci) {
 }
 
 /** @type {import('jest').Config} */
-module.exports = { projects };
+// testTimeout is a global option in jest 29 (ignored inside projects). Generous: CI machines are noisy.
+module.exports = { projects, testTimeout: 120000 };

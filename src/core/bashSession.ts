@@ -5,7 +5,7 @@
 import type { ShellExit, ShellProcess, StreamName } from './backend';
 import { BoundedOutput } from './output';
 import { StreamCapture } from './streamCapture';
-import { END_MARKER_REQUEST, SHELL_INIT_SCRIPT, commandLine, markerTokens } from './framing';
+import { SHELL_INIT_SCRIPT, commandLine, endMarkerRequest, markerTokens } from './framing';
 import { newNonce } from '../common/ids';
 
 export interface ExecOptions {
@@ -43,12 +43,15 @@ export class ShellDiedError extends Error {
 }
 
 interface Running {
+  nonce: string;
   stdout: StreamCapture;
   stderr: StreamCapture;
   out: BoundedOutput;
   err: BoundedOutput;
   startedAtMs: number;
   timedOut: boolean;
+  /** Timed out and the shell is back: killing what the command left before answering. */
+  reaping: boolean;
   stderrBytesAtInterrupt: number;
   timers: NodeJS.Timeout[];
   resolve: (r: ExecResult) => void;
@@ -97,6 +100,7 @@ export class BashSession {
     const live = options.onOutput;
     return new Promise<ExecResult>((resolve, reject) => {
       const run: Running = {
+        nonce,
         out,
         err,
         stdout: new StreamCapture(tokens.start, tokens.end, true, (c) => {
@@ -109,6 +113,7 @@ export class BashSession {
         }),
         startedAtMs: Date.now(),
         timedOut: false,
+        reaping: false,
         stderrBytesAtInterrupt: 0,
         timers: [],
         resolve,
@@ -137,17 +142,32 @@ export class BashSession {
   }
 
   private complete(run: Running): void {
+    if (!run.timedOut) return this.finish(this.result(run));
+    if (run.reaping) return;
+    run.reaping = true;
+    for (const t of run.timers) clearTimeout(t);
+    // ^C brought the shell back, but what the command started in the background (immune to SIGINT
+    // without job control) may still run: kill it before the next command can start anything.
+    void this.shell
+      .killStartedSince(run.startedAtMs)
+      .catch(() => 0)
+      .then(() => {
+        if (this.running === run) this.finish(this.result(run));
+      });
+  }
+
+  private result(run: Running): ExecResult {
     if (run.timedOut) {
       // What bash prints after ^C (a newline, tcsetattr noise) is not the command's output.
       run.err.truncateTo(run.stderrBytesAtInterrupt);
     }
-    this.finish({
+    return {
       stdout: run.out.text(),
       stderr: run.err.text(),
       returnCode: run.timedOut ? -1 : (run.stdout.status ?? -1),
       timedOut: run.timedOut,
       truncated: run.out.truncated || run.err.truncated,
-    });
+    };
   }
 
   private finish(outcome: ExecResult | Error): void {
@@ -163,9 +183,10 @@ export class BashSession {
   private onTimeout(run: Running): void {
     if (this.running !== run) return;
     run.timedOut = true;
-    run.stderrBytesAtInterrupt = run.err.byteLength;
+    // Count what the capture still holds back too: it is output the command wrote before the ^C.
+    run.stderrBytesAtInterrupt = run.err.byteLength + run.stderr.heldBodyBytes;
     this.shell.interrupt();
-    this.shell.write(END_MARKER_REQUEST);
+    this.shell.write(endMarkerRequest(run.nonce));
     run.timers.push(
       setTimeout(() => {
         if (this.running !== run) return;

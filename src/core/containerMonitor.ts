@@ -41,8 +41,18 @@ export class ContainerMonitor {
   async checkNow(): Promise<void> {
     await Promise.all(
       this.containers.map(async (entry) => {
-        if (!entry.ref || entry.replacing || !entry.healthy) return;
-        const health = await this.backend.checkContainer(entry.ref).catch((err) => ({ healthy: false, reason: errorMessage(err) }));
+        if (entry.replacing || this.stopped) return;
+        if (!entry.ref || !entry.healthy) {
+          // Its (re)start failed (engine error, name still taken, ...): nothing else would ever try
+          // again, and the pool would stay short of those sessions for good. Retry once per pass.
+          await this.onFailed(entry, entry.unhealthyReason ?? 'container is not running');
+          return;
+        }
+        const ref = entry.ref;
+        const health = await this.backend.checkContainer(ref).catch((err) => ({ healthy: false, reason: errorMessage(err) }));
+        // checkSoon() and the periodic pass can overlap: if the other one already began replacing
+        // this container, a second replacement would race it for the same name and slots.
+        if (entry.ref !== ref || entry.replacing) return;
         if (!health.healthy && !this.stopped) await this.onFailed(entry, health.reason ?? 'unhealthy');
       }),
     );

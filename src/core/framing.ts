@@ -3,11 +3,13 @@
  *
  * Once per shell we define two tiny functions. Per command we send ONE short line:
  *
- *   __bs <nonce>;eval $'<command, ANSI-C quoted>' </dev/null;__be\n
+ *   __bs <nonce>;eval $'<command, ANSI-C quoted>' </dev/null;__be <nonce>\n
  *
  * `__bs` prints a start marker on stdout and stderr, `__be` an end marker (stdout also carries the
- * exit status). Bytes outside the markers (prompts, job notices, late output of background jobs)
- * belong to no command and are dropped. The nonce is random per command, so output cannot fake a
+ * exit status). The line hands `__be` its nonce rather than letting it read shell state, so a
+ * command that calls `__bs` or `__be` itself cannot make the end marker wrong or early (only `exit`
+ * reads the nonce `__bs` saved in `__bn`). Bytes outside the markers (prompts, job notices, late
+ * output of background jobs) belong to no command and are dropped. The nonce is random per command, so output cannot fake a
  * marker. The command travels inside `$'...'` and runs through `eval`, so unterminated quotes and
  * syntax errors stay inside it (reported, status 2) instead of swallowing the end marker; `eval`
  * runs at top level, so cd, variables, `declare`, functions and aliases persist. stdin is
@@ -24,16 +26,18 @@ export const SHELL_INIT_SCRIPT = [
   "PS1=;PS2=;PS0=;PS4='+ ';set +H;set +o history;unset PROMPT_COMMAND HISTFILE MAILCHECK",
   'exec 98>&1 99>&2',
   "__bs(){ __bn=$1;builtin printf %s \"$1s\" >&98;builtin printf %s \"$1s\" >&99; }",
-  "__be(){ local r=${1:-$?};builtin printf '%se%d\\n' \"$__bn\" $r >&98;builtin printf '%se\\n' \"$__bn\" >&99;return $r; }",
+  "__be(){ local r=${2:-$?};builtin printf '%se%d\\n' \"$1\" $r >&98;builtin printf '%se\\n' \"$1\" >&99;return $r; }",
   'exit(){ local r=$?',
   '  if [[ $BASHPID != "$$" ]]; then builtin exit "$@"; fi',
   '  if [[ $# -gt 0 ]]; then if [[ $1 =~ ^-?[0-9]+$ ]]; then r=$(( $1 & 255 )); else builtin printf "bash: exit: %s: numeric argument required\\n" "$1" >&2; r=2; fi; fi',
-  '  __be $r;builtin kill -INT $$; }',
+  '  __be "$__bn" $r;builtin kill -INT $$; }',
   '',
 ].join('\n');
 
 /** Written after an interrupt: the interrupted line's own `__be` never runs, so ask again. */
-export const END_MARKER_REQUEST = '__be\n';
+export function endMarkerRequest(nonce: string): string {
+  return `__be ${nonce}\n`;
+}
 
 // eslint-disable-next-line no-control-regex -- control characters are exactly what must be escaped
 const NEEDS_ESCAPE = /[\\'\x00-\x1f\x7f]/g;
@@ -60,7 +64,7 @@ export function ansiCQuote(command: string): string {
 
 /** The one line that runs `command` framed by `nonce`. The caller rejects NUL bytes beforehand. */
 export function commandLine(command: string, nonce: string): string {
-  return `__bs ${nonce};eval ${ansiCQuote(command)} </dev/null;__be\n`;
+  return `__bs ${nonce};eval ${ansiCQuote(command)} </dev/null;__be ${nonce}\n`;
 }
 
 export interface MarkerTokens {

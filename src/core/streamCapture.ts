@@ -23,6 +23,11 @@ export class StreamCapture {
     return this.phase === 'done';
   }
 
+  /** Body bytes received but held back (they might begin the end token), not yet passed to the sink. */
+  get heldBodyBytes(): number {
+    return this.phase === 'body' && this.carry ? this.carry.length : 0;
+  }
+
   /** The exit status printed after the end token (stdout capture only). */
   get status(): number | null {
     return this.statusCode;

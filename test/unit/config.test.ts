@@ -1,0 +1,92 @@
+/** Promise 6: configuration from an injectable environment: defaults, spec aliases, named errors. */
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError, loadConfig } from '../../src/config/config';
+
+describe('loadConfig', () => {
+  it('has defaults for everything', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      backend: 'local',
+      host: '127.0.0.1',
+      port: 8180,
+      containers: 4,
+      sessionsPerContainer: 8,
+      acquireTimeoutMs: 120_000,
+      cleanupWorkers: 128,
+      sessionIdleTimeoutMs: 1_800_000,
+      defaultCommandTimeoutMs: 30_000,
+      maxCommandTimeoutMs: 86_400_000,
+      shutdownGraceMs: 10_000,
+      localCgroups: 'auto',
+    });
+    expect(c.localRoot).toBe(path.join(os.tmpdir(), `bash-broker-${process.pid}`));
+  });
+
+  it('reads the broker variables, seconds as floats', () => {
+    const c = loadConfig({
+      BROKER_CONTAINERS: '3',
+      BROKER_SESSIONS_PER_CONTAINER: '5',
+      BROKER_ACQUIRE_TIMEOUT: '2.5',
+      BROKER_CLEANUP_WORKERS: '7',
+      BROKER_SESSION_IDLE_TIMEOUT: '60',
+      PORT: '0',
+      HOST: '0.0.0.0',
+      BROKER_LOCAL_CGROUPS: 'off',
+      BROKER_LOCAL_ROOT: '/tmp/somewhere',
+    });
+    expect(c).toMatchObject({
+      containers: 3,
+      sessionsPerContainer: 5,
+      acquireTimeoutMs: 2500,
+      cleanupWorkers: 7,
+      sessionIdleTimeoutMs: 60_000,
+      port: 0,
+      host: '0.0.0.0',
+      localCgroups: 'off',
+      localRoot: '/tmp/somewhere',
+    });
+  });
+
+  it('takes the spec SWEREX_* names as aliases', () => {
+    const c = loadConfig({ SWEREX_SESSIONS_PER_CONTAINER: '16', SWEREX_ACQUIRE_TIMEOUT: '30', SWEREX_CLEANUP_WORKERS: '64' });
+    expect(c).toMatchObject({ sessionsPerContainer: 16, acquireTimeoutMs: 30_000, cleanupWorkers: 64 });
+  });
+
+  it("lets the broker's own name win over its alias", () => {
+    const c = loadConfig({ BROKER_SESSIONS_PER_CONTAINER: '2', SWEREX_SESSIONS_PER_CONTAINER: '16', BROKER_ACQUIRE_TIMEOUT: '1', SWEREX_ACQUIRE_TIMEOUT: '99' });
+    expect(c).toMatchObject({ sessionsPerContainer: 2, acquireTimeoutMs: 1000 });
+  });
+
+  it('treats empty and blank values as unset', () => {
+    expect(loadConfig({ BROKER_CONTAINERS: '', SWEREX_ACQUIRE_TIMEOUT: '  ', BROKER_BACKEND: '' })).toMatchObject({
+      containers: 4,
+      acquireTimeoutMs: 120_000,
+      backend: 'local',
+    });
+  });
+
+  it.each([
+    ['BROKER_CONTAINERS', 'abc'],
+    ['BROKER_CONTAINERS', '0'],
+    ['BROKER_CONTAINERS', '-1'],
+    ['BROKER_CONTAINERS', '1.5'],
+    ['BROKER_SESSIONS_PER_CONTAINER', 'many'],
+    ['SWEREX_SESSIONS_PER_CONTAINER', '0'],
+    ['BROKER_ACQUIRE_TIMEOUT', 'soon'],
+    ['BROKER_ACQUIRE_TIMEOUT', '0'],
+    ['SWEREX_ACQUIRE_TIMEOUT', '-5'],
+    ['SWEREX_CLEANUP_WORKERS', 'x'],
+    ['BROKER_SESSION_IDLE_TIMEOUT', '1e3'],
+    ['BROKER_SHUTDOWN_GRACE', 'NaN'],
+    ['PORT', '70000'],
+    ['PORT', 'http'],
+    ['BROKER_BACKEND', 'kubernetes'],
+    ['BROKER_LOCAL_CGROUPS', 'yes'],
+    ['BROKER_MAX_COMMAND_TIMEOUT', '99999999'],
+  ])('rejects %s=%s with a message naming the variable', (name, value) => {
+    const load = (): unknown => loadConfig({ [name]: value });
+    expect(load).toThrow(ConfigError);
+    expect(load).toThrow(name);
+  });
+});
