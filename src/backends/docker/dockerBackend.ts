@@ -32,6 +32,7 @@ export class DockerBackend implements SessionBackend {
   readonly instance = `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private readonly controls = new Map<string, ControlShell>();
   private generation = 0;
+  private starts = 0;
 
   constructor(private readonly options: DockerBackendOptions) {}
 
@@ -59,7 +60,8 @@ export class DockerBackend implements SessionBackend {
   }
 
   async startContainer(index: number): Promise<ContainerRef> {
-    const name = `bash-broker-${this.options.deployment}-${this.instance}-c${index}`.replace(/[^a-zA-Z0-9_.-]/g, '-');
+    // A fresh name per start: a replacement never waits for a stuck removal to free the old one.
+    const name = `bash-broker-${this.options.deployment}-${this.instance}-c${index}-${++this.starts}`.replace(/[^a-zA-Z0-9_.-]/g, '-');
     const container = await this.docker.createContainer({
       name,
       Image: this.options.image,
@@ -101,8 +103,9 @@ export class DockerBackend implements SessionBackend {
     } catch (err) {
       return { healthy: false, reason: `inspect failed: ${errorMessage(err)}` };
     }
-    if (state.OOMKilled) return { healthy: false, reason: 'container was OOM-killed' };
-    if (!state.Running) return { healthy: false, reason: `container is ${state.Status}` };
+    // A command killed by the memory limit sets OOMKilled while the container still runs; only a
+    // container that stopped is lost (its sessions' own leases learn of their kill separately).
+    if (!state.Running) return { healthy: false, reason: state.OOMKilled ? 'container was OOM-killed' : `container is ${state.Status}` };
     if (state.Paused) return { healthy: false, reason: 'container is paused' };
     const control = this.controls.get(ref.id);
     if (!control?.alive) return { healthy: false, reason: 'control shell is gone' };
