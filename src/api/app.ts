@@ -4,6 +4,7 @@ import type { SessionPool } from '../core/pool';
 import type { BrokerMetrics } from '../metrics/metrics';
 import type { BrokerConfig } from '../config/config';
 import { jsonBody } from './body';
+import { requireToken } from './auth';
 import { poolRouter } from './poolRoutes';
 import { healthRouter } from './healthRoutes';
 import { errorHandler, notFound } from './errorHandler';
@@ -12,6 +13,8 @@ export function createApp(pool: SessionPool, metrics: BrokerMetrics, config: Bro
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false); // hashing every execute response buys a client nothing
+  // Auth before the body is read: an unauthenticated client cannot make us buffer 64 MiB.
+  if (config.token) app.use(requireToken(config.token, config.metricsPublic));
   app.use(jsonBody(config.maxBodyBytes));
   app.use(healthRouter(pool, metrics));
   app.use(

@@ -24,6 +24,9 @@ export interface BrokerConfig {
   /** Per stream and per execute; beyond it the head and tail are kept (BROKER_MAX_OUTPUT_BYTES). */
   maxOutputBytes: number;
   healthCheckIntervalMs: number;
+  /** BROKER_TOKEN: when set, every route but GET /health needs it. */
+  token: string | null;
+  metricsPublic: boolean;
   /** Local backend: where each "container" gets its working root (HOME of its sessions). */
   localRoot: string;
   /** Local backend: confine each session in its own cgroup v2 when the host allows it. */
@@ -108,6 +111,13 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
   if (cgroups !== 'auto' && cgroups !== 'off') {
     throw new ConfigError(`BROKER_LOCAL_CGROUPS must be 'auto' or 'off', got '${cgroups}'`);
   }
+  const token = (env.BROKER_TOKEN ?? '').trim() || null;
+  if (!token && !isLoopback(host) && !flag(env, 'BROKER_ALLOW_INSECURE')) {
+    throw new ConfigError(
+      `HOST=${host} is not a loopback address and BROKER_TOKEN is not set: anyone who reaches the port could run ` +
+        'commands. Set BROKER_TOKEN, or BROKER_ALLOW_INSECURE=1 if the network is trusted',
+    );
+  }
   const maxCommandTimeoutMs = seconds(env, 'BROKER_MAX_COMMAND_TIMEOUT', 86400);
   if (maxCommandTimeoutMs > 2_000_000_000) {
     throw new ConfigError('BROKER_MAX_COMMAND_TIMEOUT must be at most 2000000 seconds (a Node timer limit)');
@@ -128,6 +138,8 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     shutdownGraceMs: seconds(env, 'BROKER_SHUTDOWN_GRACE', 10),
     maxOutputBytes: int(env, 'BROKER_MAX_OUTPUT_BYTES', 16 * 1024 * 1024, { min: 1024 }),
     healthCheckIntervalMs: seconds(env, 'BROKER_HEALTH_INTERVAL', 5),
+    token,
+    metricsPublic: flag(env, 'BROKER_METRICS_PUBLIC'),
     localRoot: (env.BROKER_LOCAL_ROOT ?? '').trim() || path.join(os.tmpdir(), `bash-broker-${process.pid}`),
     localCgroups: cgroups,
     docker: {
@@ -148,4 +160,15 @@ function deploymentName(env: Env): string {
     throw new ConfigError(`BROKER_DEPLOYMENT must be 1-63 letters, digits, '_', '.' or '-', got '${name}'`);
   }
   return name;
+}
+
+function flag(env: Env, name: string): boolean {
+  const v = (env[name] ?? '').trim().toLowerCase();
+  if (v === '' || v === '0' || v === 'false' || v === 'no') return false;
+  if (v === '1' || v === 'true' || v === 'yes') return true;
+  throw new ConfigError(`${name} must be 1 or 0, got '${env[name]}'`);
+}
+
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
