@@ -48,6 +48,11 @@ export interface ShellProcess {
   killStartedSince(sinceEpochMs: number): Promise<number>;
   /** Kill the shell and every process it ever started, escapees included. Safe to call twice. */
   close(): Promise<void>;
+  /**
+   * Optional: make this same process a pristine shell again (everything the lease started killed,
+   * a fresh bash in its place) when that is much cheaper than a new one. False: close and reopen.
+   */
+  recycle?(): Promise<boolean>;
 }
 
 export interface WorkdirFile {

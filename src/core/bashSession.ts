@@ -148,12 +148,15 @@ export class BashSession {
     for (const t of run.timers) clearTimeout(t);
     // ^C brought the shell back, but what the command started in the background (immune to SIGINT
     // without job control) may still run: kill it before the next command can start anything.
-    void this.shell
-      .killStartedSince(run.startedAtMs)
-      .catch(() => 0)
-      .then(() => {
-        if (this.running === run) this.finish(this.result(run));
-      });
+    void this.killStarted(run).then(() => {
+      if (this.running === run) this.finish(this.result(run));
+    });
+  }
+
+  /** Kills what `run` started; bounded, so a backend that cannot answer does not hold us forever. */
+  private killStarted(run: Running): Promise<unknown> {
+    const bound = new Promise((resolve) => run.timers.push(setTimeout(resolve, this.timings.killGraceMs)));
+    return Promise.race([this.shell.killStartedSince(run.startedAtMs).catch(() => 0), bound]);
   }
 
   private result(run: Running): ExecResult {
@@ -190,8 +193,13 @@ export class BashSession {
     run.timers.push(
       setTimeout(() => {
         if (this.running !== run) return;
-        void this.shell.killStartedSince(run.startedAtMs).catch(() => undefined);
-        run.timers.push(setTimeout(() => this.onUnrecoverable(run), this.timings.killGraceMs));
+        // The grace starts once the kill has landed: a backend slow to kill (a busy container, a
+        // queue of kills) must not make a healthy shell look unrecoverable.
+        void this.killStarted(run).then(() => {
+          if (this.running === run && !run.reaping) {
+            run.timers.push(setTimeout(() => this.onUnrecoverable(run), this.timings.killGraceMs));
+          }
+        });
       }, this.timings.interruptGraceMs),
     );
   }

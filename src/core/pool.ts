@@ -5,7 +5,7 @@
  */
 import PQueue from 'p-queue';
 import { BashSession, ShellDiedError, type BashSessionTimings, DEFAULT_TIMINGS, type ExecResult } from './bashSession';
-import { sessionWorkdir, type SessionBackend, type StreamName, type WorkdirFile } from './backend';
+import { sessionWorkdir, type SessionBackend, type ShellProcess, type StreamName, type WorkdirFile } from './backend';
 import { ContainerEntry, Lease, Slot } from './slot';
 import { SessionState, SessionStates } from './states';
 import { WaitQueue } from './waitQueue';
@@ -294,6 +294,12 @@ export class SessionPool {
   }
 
   private async startContainer(entry: ContainerEntry): Promise<void> {
+    await this.bootContainer(entry);
+    await this.fillContainer(entry);
+  }
+
+  /** Starts the container itself; on failure the entry stays unhealthy and the monitor retries. */
+  private async bootContainer(entry: ContainerEntry): Promise<void> {
     try {
       entry.ref = await this.backend.startContainer(entry.index);
       entry.healthy = true;
@@ -303,6 +309,10 @@ export class SessionPool {
       entry.unhealthyReason = errorMessage(err);
       logger.error({ container: entry.index, err: errorMessage(err) }, 'container failed to start');
     }
+  }
+
+  /** Gives every slot of the container a shell (those that fail go BROKEN and retry with backoff). */
+  private async fillContainer(entry: ContainerEntry): Promise<void> {
     await Promise.all(entry.slots.map((slot) => this.workers.add(() => this.rebuild(slot, null))));
   }
 
@@ -318,13 +328,14 @@ export class SessionPool {
     try {
       const old = slot.session;
       slot.session = null;
-      if (old) await old.close();
+      const reused = old ? await this.recycleShell(old) : null;
       const container = slot.container;
       if (this.closing) return;
       if (!container.ref || !container.healthy) throw new Error(container.unhealthyReason ?? 'container is not running');
       for (const dir of [workdir, slot.orphanWorkdir]) if (dir) await this.backend.removeWorkdir(container.ref, dir);
       slot.orphanWorkdir = null;
-      const session = new BashSession(await this.backend.openShell(container.ref, { slotId: slot.slotId }), this.timings);
+      const shell = reused ?? (await this.backend.openShell(container.ref, { slotId: slot.slotId }));
+      const session = new BashSession(shell, this.timings);
       slot.session = session;
       session.onDeath((reason) => this.onSessionDeath(slot, session, reason));
       await session.start();
@@ -342,6 +353,15 @@ export class SessionPool {
     } finally {
       slot.rebuilding = false;
     }
+  }
+
+  /** The old session's process made pristine in place when its backend can; else it is closed. */
+  private async recycleShell(old: BashSession): Promise<ShellProcess | null> {
+    if (old.alive && !old.busy && old.shell.recycle && !this.closing) {
+      if (await old.shell.recycle().catch(() => false)) return old.shell;
+    }
+    await old.close();
+    return null;
   }
 
   /** A shell died on its own (killed, exited, or unrecoverable after a timeout). */
@@ -377,22 +397,28 @@ export class SessionPool {
     }, slot.failures === 0 ? 0 : backoffMs).unref();
   }
 
+  /**
+   * Replaces a failed container. `replacing` stays set until the new container runs, so neither an
+   * overlapping monitor pass nor a slot's retry starts a second one (which would be orphaned); the
+   * slots are filled after, when a failed rebuild may schedule its own retry again.
+   */
   private async onContainerFailed(entry: ContainerEntry, reason: string): Promise<void> {
+    if (entry.replacing) return;
+    entry.replacing = true;
     logger.error({ container: entry.index, reason }, 'container unhealthy: replacing it');
     entry.healthy = false;
     entry.unhealthyReason = reason;
-    entry.replacing = true;
-    for (const slot of entry.slots) {
-      if (slot.state !== SessionState.BROKEN && slot.state !== SessionState.CLEANING) this.markBroken(slot, `container failed: ${reason}`);
-    }
     try {
+      for (const slot of entry.slots) {
+        if (slot.state !== SessionState.BROKEN && slot.state !== SessionState.CLEANING) this.markBroken(slot, `container failed: ${reason}`);
+      }
       if (entry.ref) await this.backend.removeContainer(entry.ref).catch(() => undefined);
       entry.ref = null;
-      entry.replacing = false;
-      if (!this.closing) await this.starters.add(() => this.startContainer(entry));
+      if (!this.closing) await this.starters.add(() => this.bootContainer(entry));
     } finally {
       entry.replacing = false;
     }
+    if (!this.closing && entry.healthy) await this.fillContainer(entry);
   }
 }
 

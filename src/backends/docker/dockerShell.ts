@@ -11,13 +11,22 @@ import type { ControlShell } from './controlShell';
 
 export const SHELL_CMD = ['bash', '--norc', '--noprofile', '--noediting', '-i'];
 const HANDSHAKE_TIMEOUT_MS = 20_000;
+const RECYCLE_TIMEOUT_MS = 3_000;
+const RECYCLE_PROBE_EVERY_MS = 5;
 
 export interface DockerShellOptions {
   container: Dockerode.Container;
   control: ControlShell;
-  /** Environment of a fresh shell (the container's own, plus the session tag). */
+  /** Extra environment of the exec (the session tag); the container's own comes with it. */
   env: string[];
   tag: string;
+}
+
+/** Waits for a regular expression to appear on stdout while the shell is not serving a session. */
+interface Expectation {
+  pattern: RegExp;
+  buffer: string;
+  resolve: (m: RegExpExecArray | null) => void;
 }
 
 export class DockerShell implements ShellProcess {
@@ -27,10 +36,15 @@ export class DockerShell implements ShellProcess {
   private pid = 0;
   private ended = false;
   private closePromise: Promise<void> | null = null;
-  private handshake: ((pid: number) => void) | null = null;
-  private handshakeBuffer = '';
+  private expectation: Expectation | null = null;
+  /** `export -p` of the first shell: what a recycled shell must get back after `exec -c`. */
+  private exportsScript = '';
+  private readonly baseTag: string;
+  private recycles = 0;
 
-  private constructor(private options: DockerShellOptions) {}
+  private constructor(private options: DockerShellOptions) {
+    this.baseTag = options.tag;
+  }
 
   static async open(options: DockerShellOptions): Promise<DockerShell> {
     const shell = new DockerShell(options);
@@ -51,35 +65,49 @@ export class DockerShell implements ShellProcess {
     const socket = (await exec.start({ hijack: true, stdin: true })) as Duplex;
     this.socket = socket;
     const demux = new DockerDemuxer((stream, chunk) => {
-      if (this.handshake) this.onHandshakeData(stream, chunk);
+      if (this.expectation) this.onExpectedData(stream, chunk);
       else this.listener?.onData(stream, chunk);
     });
     socket.on('data', (c: Buffer) => demux.push(c));
     socket.on('error', () => undefined); // 'close' follows and reports the end
     socket.on('close', () => this.onEnd('the docker exec stream closed (bash or its container died)'));
-    this.pid = await this.askPid();
+    // `exec.inspect().Pid` is a host pid (and 0 at first: FINDINGS gotcha 4); we need bash's own.
+    const m = await this.expect(
+      /\n__bkpid=(\d+)\n([\s\S]*)\n__bkend\n/,
+      () => this.write("PS1=;builtin printf '\\n__bkpid=%d\\n' $$;builtin export -p;builtin printf '\\n__bkend\\n'\n"),
+      HANDSHAKE_TIMEOUT_MS,
+    );
+    if (!m) throw new Error('bash in the container did not answer');
+    this.pid = Number(m[1]);
+    this.exportsScript = m[2];
     this.description = `docker exec bash pid ${this.pid} in ${this.options.container.id.slice(0, 12)}`;
   }
 
-  /** `exec.inspect().Pid` is a host pid (and 0 at first: FINDINGS gotcha 4); we need bash's own. */
-  private askPid(): Promise<number> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('bash in the container did not answer')), HANDSHAKE_TIMEOUT_MS);
-      this.handshake = (pid) => {
-        clearTimeout(timer);
-        this.handshake = null;
-        if (pid > 1) resolve(pid);
-        else reject(new Error('bash ended during the handshake'));
+  /** Sends via `send` (repeated every `repeatMs` if given) until stdout matches, or null on timeout/end. */
+  private expect(pattern: RegExp, send: () => void, timeoutMs: number, repeatMs?: number): Promise<RegExpExecArray | null> {
+    return new Promise((resolve) => {
+      const timers: NodeJS.Timeout[] = [];
+      this.expectation = {
+        pattern,
+        buffer: '',
+        resolve: (m) => {
+          timers.forEach(clearTimeout);
+          this.expectation = null;
+          resolve(m);
+        },
       };
-      this.socket!.write("PS1=;builtin printf '\\n__bkpid=%d\\n' $$\n");
+      timers.push(setTimeout(() => this.expectation?.resolve(null), timeoutMs));
+      if (repeatMs) timers.push(setInterval(send, repeatMs));
+      send();
     });
   }
 
-  private onHandshakeData(stream: string, chunk: Buffer): void {
+  private onExpectedData(stream: string, chunk: Buffer): void {
+    const e = this.expectation!;
     if (stream !== 'stdout') return;
-    this.handshakeBuffer += chunk.toString('latin1');
-    const m = /\n__bkpid=(\d+)\n/.exec(this.handshakeBuffer);
-    if (m) this.handshake?.(Number(m[1]));
+    e.buffer += chunk.toString('latin1');
+    const m = e.pattern.exec(e.buffer);
+    if (m) e.resolve(m);
   }
 
   setListener(listener: ShellListener): void {
@@ -98,6 +126,37 @@ export class DockerShell implements ShellProcess {
     return this.options.control.kill(this.pid, Math.max(0, Date.now() - sinceEpochMs), this.options.tag, true);
   }
 
+  /**
+   * A pristine shell in this same exec, without a new `docker exec` (~60 ms): kill everything the
+   * lease started but bash, close the files it opened, then `exec -c` a fresh bash in the same process
+   * (same pipes, same pid) and give it back the exec's original environment with a new tag.
+   * False when that cannot be done (bash ignores ^C in a builtin loop, for one); then close and reopen.
+   */
+  async recycle(): Promise<boolean> {
+    if (this.ended || this.pid <= 1) return false;
+    this.options.control.signalGroup(this.pid, 'INT'); // a foreground builtin loop would never read
+    await this.options.control.kill(this.pid, -1, this.options.tag, true);
+    if (this.ended) return false;
+    // No `2>/dev/null` on the loop: bash would save stderr in an fd >= 10 that the loop then closes.
+    this.write(
+      'builtin cd /;for __f in /proc/$$/fd/*;do __f=${__f##*/};((__f>2&&__f<255))&&exec {__f}>&-;done;' +
+        `exec -c ${SHELL_CMD.join(' ')}\n`,
+    );
+    // Interactive bash reads ahead, so a probe sent with the exec line could be swallowed by the old
+    // process: repeat it until the new bash (which has no framing nonce yet) answers.
+    const fresh = await this.expect(
+      /\n__bkfresh=(\w+)\n/,
+      () => this.write("PS1=;builtin printf '\\n__bkfresh=%s\\n' \"${__bn:-yes}\"\n"),
+      RECYCLE_TIMEOUT_MS,
+      RECYCLE_PROBE_EVERY_MS,
+    );
+    if (!fresh || fresh[1] !== 'yes' || this.ended) return false;
+    const nextTag = `${this.baseTag}.${++this.recycles}`;
+    this.options = { ...this.options, tag: nextTag };
+    this.write(`${this.exportsScript}\nbuiltin export ${nextTag};builtin umask 0022;builtin cd /\n`);
+    return true;
+  }
+
   close(): Promise<void> {
     this.closePromise ??= this.doClose();
     return this.closePromise;
@@ -114,7 +173,7 @@ export class DockerShell implements ShellProcess {
   private onEnd(reason: string): void {
     if (this.ended) return;
     this.ended = true;
-    this.handshake?.(0);
+    this.expectation?.resolve(null);
     this.listener?.onExit({ code: null, signal: null, reason });
   }
 }
