@@ -4,16 +4,30 @@
  */
 import { request, Agent } from 'undici';
 import { loadConfig } from '../../src/config/config';
-import { Broker, type BrokerOverrides } from '../../src/broker';
+import { Broker, createBackend, type BrokerOverrides } from '../../src/broker';
+import type { SessionBackend } from '../../src/core/backend';
+import { LocalBackend } from '../../src/backends/local/localBackend';
 
 export interface TestBroker {
   url: string;
   broker: Broker;
+  backend: SessionBackend;
+  /** The local backend's instance id (its shells carry BROKER_SESSION_TAG=<instance>-...); null otherwise. */
+  localInstance: string | null;
+  /** Sessions the pool was configured with. */
+  total: number;
   post(path: string, body?: unknown, headers?: Record<string, string>): Promise<HttpResult>;
   postRaw(path: string, raw: string | Buffer, headers?: Record<string, string>): Promise<HttpResult>;
+  /** A POST the caller can abort (a client that goes away while it waits). */
+  postAbortable(path: string, body: unknown, signal: AbortSignal): Promise<HttpResult>;
   get(path: string): Promise<HttpResult>;
   acquire(body?: unknown): Promise<string>;
   exec(id: string, command: string, timeout?: number): Promise<ExecBody>;
+  release(id: string): Promise<void>;
+  health(): Promise<Health>;
+  metrics(): Promise<string>;
+  /** Waits until every session is AVAILABLE again (nothing in use, cleaning or broken). */
+  waitAllAvailable(timeoutMs?: number): Promise<Health>;
   close(): Promise<void>;
 }
 
@@ -32,6 +46,17 @@ export interface ExecBody {
   truncated?: boolean;
 }
 
+export interface Health {
+  status: 'healthy' | 'degraded' | 'unhealthy';
+  total_sessions: number;
+  available_sessions: number;
+  in_use_sessions: number;
+  cleaning_sessions: number;
+  broken_sessions: number;
+  healthy_containers: number;
+  unhealthy_containers: number;
+}
+
 export const testBackend = (process.env.BROKER_TEST_BACKEND ?? 'local') as 'local' | 'docker';
 
 export async function startTestBroker(env: Record<string, string> = {}, overrides: BrokerOverrides = {}): Promise<TestBroker> {
@@ -46,14 +71,22 @@ export async function startTestBroker(env: Record<string, string> = {}, override
     ...(process.env.BROKER_IMAGE ? { BROKER_IMAGE: process.env.BROKER_IMAGE } : {}),
     ...env,
   });
-  const broker = new Broker(config, overrides);
+  // Built here rather than inside Broker so tests can name what the backend started.
+  const backend = overrides.backend ?? createBackend(config);
+  const broker = new Broker(config, { ...overrides, backend });
   const address = await broker.start();
   await broker.warm();
   const url = `http://127.0.0.1:${address.port}`;
   const dispatcher = new Agent({ keepAliveTimeout: 10_000, connections: 256 });
 
-  async function call(method: 'GET' | 'POST', path: string, body?: string | Buffer, headers: Record<string, string> = {}): Promise<HttpResult> {
-    const res = await request(url + path, { method, body, headers, dispatcher, headersTimeout: 0, bodyTimeout: 0 });
+  async function call(
+    method: 'GET' | 'POST',
+    path: string,
+    body?: string | Buffer,
+    headers: Record<string, string> = {},
+    signal?: AbortSignal,
+  ): Promise<HttpResult> {
+    const res = await request(url + path, { method, body, headers, dispatcher, signal, headersTimeout: 0, bodyTimeout: 0 });
     const text = await res.body.text();
     let json: unknown = undefined;
     try {
@@ -64,12 +97,16 @@ export async function startTestBroker(env: Record<string, string> = {}, override
     return { status: res.statusCode, headers: res.headers, text, json };
   }
 
+  const jsonHeaders = { 'content-type': 'application/json' };
   const tb: TestBroker = {
     url,
     broker,
-    post: (path, body, headers) =>
-      call('POST', path, body === undefined ? undefined : JSON.stringify(body), { 'content-type': 'application/json', ...headers }),
+    backend,
+    localInstance: backend instanceof LocalBackend ? backend.instance : null,
+    total: config.containers * config.sessionsPerContainer,
+    post: (path, body, headers) => call('POST', path, body === undefined ? undefined : JSON.stringify(body), { ...jsonHeaders, ...headers }),
     postRaw: (path, raw, headers) => call('POST', path, raw, headers),
+    postAbortable: (path, body, signal) => call('POST', path, JSON.stringify(body), jsonHeaders, signal),
     get: (path) => call('GET', path),
     async acquire(body = {}) {
       const r = await tb.post('/session/acquire', body);
@@ -81,6 +118,28 @@ export async function startTestBroker(env: Record<string, string> = {}, override
       if (r.status !== 200) throw new Error(`execute failed: ${r.status} ${r.text}`);
       return r.json as ExecBody;
     },
+    async release(id) {
+      const r = await tb.post(`/session/${id}/release`);
+      if (r.status !== 200) throw new Error(`release failed: ${r.status} ${r.text}`);
+    },
+    async health() {
+      return (await tb.get('/health')).json as Health;
+    },
+    async metrics() {
+      return (await tb.get('/metrics')).text;
+    },
+    async waitAllAvailable(timeoutMs = 20_000) {
+      let last: Health | null = null;
+      await eventually(
+        async () => {
+          last = await tb.health();
+          return last.available_sessions === tb.total && last.in_use_sessions === 0 && last.cleaning_sessions === 0 && last.broken_sessions === 0;
+        },
+        timeoutMs,
+        () => `every session available (last /health: ${JSON.stringify(last)})`,
+      );
+      return last!;
+    },
     async close() {
       await broker.close();
       await dispatcher.close();
@@ -90,11 +149,44 @@ export async function startTestBroker(env: Record<string, string> = {}, override
 }
 
 /** Polls `probe` until it returns true or `timeoutMs` passes (generous bounds: CI is noisy). */
-export async function eventually(probe: () => boolean | Promise<boolean>, timeoutMs = 20_000, what = 'condition'): Promise<void> {
+export async function eventually(
+  probe: () => boolean | Promise<boolean>,
+  timeoutMs = 20_000,
+  what: string | (() => string) = 'condition',
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await probe()) return;
     await new Promise((r) => setTimeout(r, 25));
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}`);
+}
+
+/**
+ * Sum of the samples of `name` in Prometheus text whose labels include every pair of `labels`
+ * (0 when there is none).
+ */
+export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const have = m[2] ?? '';
+    if (Object.entries(labels).every(([k, v]) => have.includes(`${k}="${v}"`))) sum += Number(m[3]);
+  }
+  return sum;
+}
+
+/** Waits until `promise` settles and tells whether it did, without ever rejecting. */
+export function track<T>(promise: Promise<T>): { promise: Promise<T>; settled: () => boolean } {
+  let done = false;
+  promise.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  return { promise, settled: () => done };
+}
+
+export function b64(text: string | Buffer): string {
+  return Buffer.from(text).toString('base64');
 }

@@ -32,6 +32,7 @@ describe('loadConfig', () => {
       BROKER_SESSION_IDLE_TIMEOUT: '60',
       PORT: '0',
       HOST: '0.0.0.0',
+      BROKER_ALLOW_INSECURE: '1',
       BROKER_LOCAL_CGROUPS: 'off',
       BROKER_LOCAL_ROOT: '/tmp/somewhere',
     });

@@ -35,6 +35,8 @@ export class LocalBackend implements SessionBackend {
   readonly instance = `${process.pid}-${randomBytes(4).toString('hex')}`;
   private readonly cgroups: CgroupTree | null;
   private generation = 0;
+  /** Working directories not removed yet: they live outside the roots, so close() must sweep them. */
+  private readonly workdirs = new Set<string>();
 
   constructor(private readonly options: LocalBackendOptions) {
     this.cgroups = options.cgroups === 'auto' ? CgroupTree.create(this.instance) : null;
@@ -70,6 +72,7 @@ export class LocalBackend implements SessionBackend {
   }
 
   async prepareWorkdir(_container: ContainerRef, dir: string, files: readonly WorkdirFile[]): Promise<void> {
+    this.workdirs.add(dir);
     await fs.mkdir(dir, { recursive: true });
     for (const file of files) {
       const target = path.join(dir, file.path);
@@ -79,11 +82,18 @@ export class LocalBackend implements SessionBackend {
   }
 
   async removeWorkdir(_container: ContainerRef, dir: string): Promise<void> {
-    await fs.rm(dir, { recursive: true, force: true, maxRetries: 2 });
+    await this.removeDir(dir);
   }
 
   async close(): Promise<void> {
     this.cgroups?.close();
+    // Leases still held, or released but not cleaned yet when the pool stopped its workers.
+    await Promise.all([...this.workdirs].map((dir) => this.removeDir(dir).catch(() => undefined)));
     await fs.rm(this.options.root, { recursive: true, force: true }).catch(() => undefined);
+  }
+
+  private async removeDir(dir: string): Promise<void> {
+    await fs.rm(dir, { recursive: true, force: true, maxRetries: 2 });
+    this.workdirs.delete(dir);
   }
 }

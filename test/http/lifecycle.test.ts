@@ -1,0 +1,210 @@
+/**
+ * Promise 4 (and the broken-shell part of 8): the lease state machine. Release is instant and
+ * idempotent, cleanup leaves nothing of a lease behind, idle leases are reclaimed, a killed shell
+ * is reported and healed.
+ */
+import { startTestBroker, testBackend, eventually, metricValue, type TestBroker } from '../helpers/broker';
+import { findByMark, procAlive, uniqueMark } from '../helpers/procs';
+
+describe('release', () => {
+  let tb: TestBroker;
+  beforeAll(async () => {
+    tb = await startTestBroker();
+  });
+  afterAll(async () => {
+    await tb.close();
+  });
+
+  it('is instant and idempotent; execute afterwards answers 400', async () => {
+    const id = await tb.acquire();
+    await tb.exec(id, 'echo hi');
+    const first = await tb.post(`/session/${id}/release`);
+    expect(first.status).toBe(200);
+    expect(first.json).toEqual({ status: 'released' });
+    // Instant: the lease is gone from in_use the moment release answered.
+    expect((await tb.health()).in_use_sessions).toBe(0);
+    const again = await tb.post(`/session/${id}/release`);
+    expect(again.status).toBe(200);
+    expect(again.json).toEqual({ status: 'released' });
+    const late = await tb.post(`/session/${id}/execute`, { command: 'echo never' });
+    expect(late.status).toBe(400);
+    expect(late.json.detail).toMatch(new RegExp(`not in use.*${id}|${id}.*not in use`, 'i'));
+    await tb.waitAllAvailable();
+  });
+
+  it('answers 404 "Session not found: <id>" for an id it never gave out', async () => {
+    const id = 'f'.repeat(32);
+    for (const path of [`/session/${id}/execute`, `/session/${id}/release`]) {
+      const r = await tb.post(path, { command: 'true' });
+      expect(r.status).toBe(404);
+      expect(r.headers['content-type']).toMatch(/application\/json/);
+      expect(r.json.detail).toBe(`Session not found: ${id}`);
+    }
+    const odd = await tb.post('/session/not-an-id/execute', { command: 'true' });
+    expect(odd.status).toBe(404);
+    expect(odd.json.detail).toBe('Session not found: not-an-id');
+  });
+
+  it('during a running command: release answers at once, the command ends, the slot is cleaned', async () => {
+    const id = await tb.acquire();
+    const running = tb.post(`/session/${id}/execute`, { command: 'echo started; sleep 60', timeout: 50 });
+    // Wait until the command is surely running: its shell is busy, so a second execute is refused.
+    await eventually(async () => (await tb.post(`/session/${id}/execute`, { command: 'true' })).status === 409, 20_000, 'command running');
+    expect((await tb.post(`/session/${id}/release`)).json).toEqual({ status: 'released' });
+    const r = await running;
+    expect(r.status).toBe(400);
+    expect(r.json.detail).toMatch(/released/);
+    await tb.waitAllAvailable();
+  });
+});
+
+/** Local runs twice: with cgroup confinement when the host has it, and with the /proc fallback. */
+const confinements = testBackend === 'local' ? ['auto', 'off'] : ['default'];
+
+describe.each(confinements)('cleanup after release (confinement: %s)', (confinement) => {
+  let tb: TestBroker;
+  beforeAll(async () => {
+    // One slot: the next lease is the same slot, in the same container, after its cleanup.
+    const env: Record<string, string> = { BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1' };
+    if (confinement !== 'default') env.BROKER_LOCAL_CGROUPS = confinement;
+    tb = await startTestBroker(env);
+  });
+  afterAll(async () => {
+    await tb.close();
+  });
+
+  it('kills every process the lease started: jobs, nohup, setsid, double forks, signal-deaf (local: also /proc)', async () => {
+    const marks = { job: uniqueMark(), nohup: uniqueMark(), setsid: uniqueMark(), double: uniqueMark(), setsidDouble: uniqueMark(), deaf: uniqueMark() };
+    const first = await tb.acquire();
+    const started = await tb.exec(
+      first,
+      [
+        `sleep ${marks.job} >/dev/null 2>&1 & echo $!`,
+        `nohup sleep ${marks.nohup} >/dev/null 2>&1 & echo $!`,
+        `setsid sleep ${marks.setsid} >/dev/null 2>&1 </dev/null & echo $!`,
+        `bash -c 'sleep ${marks.double} >/dev/null 2>&1 </dev/null & echo $!'`,
+        `setsid bash -c 'sleep ${marks.setsidDouble} >/dev/null 2>&1 </dev/null & echo $!' </dev/null`,
+        `disown -a; (trap '' HUP INT TERM; exec sleep ${marks.deaf}) >/dev/null 2>&1 & echo $!`,
+      ].join('\n'),
+    );
+    const pids = started.stdout.trim().split('\n').map(Number);
+    expect(pids).toHaveLength(6);
+    const all = Object.values(marks);
+    // Every escapee is running before the release (so "gone" below means killed).
+    const before = await tb.exec(first, all.map(findByMark).join('; '));
+    expect(before.stdout.trim().split('\n')).toHaveLength(6);
+    await tb.release(first);
+
+    const second = await tb.acquire(); // waits for the cleanup of the only slot
+    const after = await tb.exec(second, all.map(findByMark).join('; '));
+    expect(after.stdout).toBe('');
+    if (testBackend === 'local') {
+      for (const pid of pids) expect(procAlive(pid)).toBe(false);
+    }
+    await tb.release(second);
+  });
+
+  it('removes /tmp/s/<id> and the next lease sees nothing of the previous one', async () => {
+    const first = await tb.acquire({ files: { 'given.txt': Buffer.from('x').toString('base64') } });
+    await tb.exec(
+      first,
+      'export LEAK_EXPORTED=1; LEAK_PLAIN=1; leak_fn() { :; }; shopt -s expand_aliases; alias leak_alias=true; ' +
+        'declare -A LEAK_MAP=([a]=1); echo data > made.txt; mkdir sub; cd sub',
+    );
+    await tb.release(first);
+    const second = await tb.acquire();
+    const r = await tb.exec(
+      second,
+      [
+        'echo "pwd=$PWD"',
+        'echo "vars=[${LEAK_EXPORTED:-}${LEAK_PLAIN:-}${LEAK_MAP[a]:-}]"',
+        'type leak_fn >/dev/null 2>&1 && echo has-fn',
+        'alias leak_alias >/dev/null 2>&1 && echo has-alias',
+        'ls -A',
+        `test -e /tmp/s/${first} && echo old-dir-exists`,
+        'true',
+      ].join('\n'),
+    );
+    expect(r).toEqual({ status: 'Success', stdout: `pwd=/tmp/s/${second}\nvars=[]\n`, stderr: '', return_code: 0 });
+    await tb.release(second);
+  });
+
+  it('counts the cleanup in /metrics and returns the slot to available', async () => {
+    const before = metricValue(await tb.metrics(), 'broker_cleanups_total', { result: 'ok' });
+    const id = await tb.acquire();
+    await tb.release(id);
+    await tb.waitAllAvailable();
+    expect(metricValue(await tb.metrics(), 'broker_cleanups_total', { result: 'ok' })).toBeGreaterThan(before);
+  });
+});
+
+describe('idle leases', () => {
+  let tb: TestBroker;
+  beforeAll(async () => {
+    tb = await startTestBroker({ BROKER_SESSION_IDLE_TIMEOUT: '1' });
+  });
+  afterAll(async () => {
+    await tb.close();
+  });
+
+  it('reclaims a lease never released after the idle timeout: execute then answers 400', async () => {
+    const id = await tb.acquire();
+    await tb.exec(id, 'echo used');
+    await eventually(async () => (await tb.health()).in_use_sessions === 0, 20_000, 'the idle lease to be reclaimed');
+    await tb.waitAllAvailable();
+    const r = await tb.post(`/session/${id}/execute`, { command: 'echo too late' });
+    expect(r.status).toBe(400);
+    expect(r.json.detail).toMatch(/reclaimed/);
+    expect((await tb.post(`/session/${id}/release`)).json).toEqual({ status: 'released' });
+    expect(metricValue(await tb.metrics(), 'broker_sessions_reclaimed_total')).toBeGreaterThanOrEqual(1);
+  });
+
+  it('never reclaims a lease while its command runs, however long', async () => {
+    const id = await tb.acquire();
+    expect(await tb.exec(id, 'sleep 2.5; echo still-mine', 20)).toEqual({ status: 'Success', stdout: 'still-mine\n', stderr: '', return_code: 0 });
+    await tb.post(`/session/${id}/release`);
+  });
+});
+
+describe('a shell killed under its lease', () => {
+  let tb: TestBroker;
+  beforeAll(async () => {
+    tb = await startTestBroker();
+  });
+  afterAll(async () => {
+    await tb.close();
+  });
+
+  it('`kill -9 $$`: 410 mentioning broken, again 410, then the pool heals to full available', async () => {
+    const id = await tb.acquire();
+    await tb.exec(id, 'X=1');
+    const brokenBefore = metricValue(await tb.metrics(), 'broker_sessions_broken_total');
+    const r = await tb.post(`/session/${id}/execute`, { command: 'echo going; kill -9 $$' });
+    expect(r.status).toBe(410);
+    expect(r.json.detail).toMatch(/broken/);
+    expect(r.json.detail).toContain(id);
+    const again = await tb.post(`/session/${id}/execute`, { command: 'echo $X' });
+    expect(again.status).toBe(410);
+    expect(again.json.detail).toMatch(/broken/);
+    await tb.waitAllAvailable();
+    expect(metricValue(await tb.metrics(), 'broker_sessions_broken_total')).toBeGreaterThan(brokenBefore);
+    // The lease is still the client's to release; afterwards the id is simply not in use.
+    expect((await tb.post(`/session/${id}/release`)).json).toEqual({ status: 'released' });
+    expect((await tb.post(`/session/${id}/execute`, { command: 'true' })).status).toBe(400);
+    await tb.waitAllAvailable();
+  });
+
+  it('`builtin exit` and `exec false` end the shell the same way, and the pool heals', async () => {
+    for (const command of ['builtin exit 0', 'exec false']) {
+      const id = await tb.acquire();
+      const r = await tb.post(`/session/${id}/execute`, { command });
+      expect(r.status).toBe(410);
+      expect(r.json.detail).toMatch(/broken/);
+      await tb.post(`/session/${id}/release`);
+    }
+    await tb.waitAllAvailable();
+    const id = await tb.acquire();
+    expect((await tb.exec(id, 'echo healed')).stdout).toBe('healed\n');
+    await tb.release(id);
+  });
+});
