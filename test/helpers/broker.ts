@@ -59,6 +59,8 @@ export interface Health {
 
 export const testBackend = (process.env.BROKER_TEST_BACKEND ?? 'local') as 'local' | 'docker';
 
+let brokersStarted = 0;
+
 export async function startTestBroker(env: Record<string, string> = {}, overrides: BrokerOverrides = {}): Promise<TestBroker> {
   const config = loadConfig({
     BROKER_BACKEND: testBackend,
@@ -68,6 +70,9 @@ export async function startTestBroker(env: Record<string, string> = {}, override
     BROKER_SHUTDOWN_GRACE: '2',
     PORT: '0',
     HOST: '127.0.0.1',
+    // Its own deployment name: a broker sweeps the containers of its deployment that it did not
+    // start, so two test brokers (or a test and a developer's broker) must never share one.
+    BROKER_DEPLOYMENT: `test-${process.pid}-${++brokersStarted}`,
     ...(process.env.BROKER_IMAGE ? { BROKER_IMAGE: process.env.BROKER_IMAGE } : {}),
     ...env,
   });
