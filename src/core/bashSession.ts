@@ -33,7 +33,12 @@ export interface BashSessionTimings {
   readyTimeoutMs: number;
 }
 
-export const DEFAULT_TIMINGS: BashSessionTimings = { interruptGraceMs: 300, killGraceMs: 3000, readyTimeoutMs: 20000 };
+/**
+ * killGraceMs is generous on purpose: in Docker the kill runs in the session's own container, whose
+ * CPU share a runaway command may be eating (seen: 3 s was not enough with 4 busy loops under 1 CPU).
+ * It only matters for a shell that ignores ^C; declaring it BROKEN too early would lose its state.
+ */
+export const DEFAULT_TIMINGS: BashSessionTimings = { interruptGraceMs: 300, killGraceMs: 10_000, readyTimeoutMs: 20_000 };
 
 /** The shell is gone: it exited, was killed, or could not be brought back after a timeout. */
 export class ShellDiedError extends Error {

@@ -73,8 +73,9 @@ export class ControlShell {
     void this.run(`builtin kill -${signal} -- -${pid} 2>/dev/null || builtin kill -${signal} ${pid} 2>/dev/null; :`).catch(() => undefined);
   }
 
-  async kill(rootPid: number, sinceMsAgo: number, tag: string, keepRoot: boolean): Promise<number> {
-    const out = await this.run(`__bk_kill ${rootPid} ${Math.round(sinceMsAgo)} ${quote(tag)} ${keepRoot ? 1 : 0}`);
+  /** `sinceEpochMs` -1 kills regardless of start time. */
+  async kill(rootPid: number, sinceEpochMs: number, tag: string, keepRoot: boolean): Promise<number> {
+    const out = await this.run(`__bk_kill ${rootPid} ${Math.round(sinceEpochMs)} ${quote(tag)} ${keepRoot ? 1 : 0}`);
     return Number(out.trim()) || 0;
   }
 

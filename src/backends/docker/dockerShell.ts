@@ -123,7 +123,7 @@ export class DockerShell implements ShellProcess {
   }
 
   killStartedSince(sinceEpochMs: number): Promise<number> {
-    return this.options.control.kill(this.pid, Math.max(0, Date.now() - sinceEpochMs), this.options.tag, true);
+    return this.options.control.kill(this.pid, sinceEpochMs, this.options.tag, true);
   }
 
   /**

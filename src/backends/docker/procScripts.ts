@@ -3,14 +3,18 @@
  * nothing but bash builtins and /proc (the image needs no tool of ours). FINDINGS.md: no single
  * criterion catches every escapee; the union of parent tree, session id and an environment tag does.
  *
- *   __bk_kill ROOT SINCE_MS_AGO TAG KEEP_ROOT
+ *   __bk_kill ROOT SINCE_EPOCH_MS TAG KEEP_ROOT
  *     kills (SIGKILL, one pass) every process that is ROOT's descendant, or in ROOT's session, or
- *     carries TAG in its environment; only those started at most SINCE_MS_AGO ms ago (-1: all);
+ *     carries TAG in its environment; only those started at or after SINCE_EPOCH_MS (-1: all);
  *     ROOT itself only when KEEP_ROOT is 0. Never PID 1 or the control shell. Prints the count.
+ *
+ * The threshold is converted to /proc's start-time ticks when the kill RUNS, from the clock read
+ * then ($EPOCHREALTIME, /proc/uptime): the control shell may run it seconds after it was queued when
+ * a runaway command starves its container's CPU, and a relative "ms ago" would then be stale.
  */
 export const CONTROL_SCRIPT = `
 __bk_kill(){
-  local root=$1 ago=$2 tag=$3 keep=$4 f l p e up min=-1 changed=1 n=0
+  local root=$1 since=$2 tag=$3 keep=$4 f l p e up now min=-1 changed=1
   local -A pp=() sd=() st=() hit=()
   for f in /proc/[0-9]*/stat; do
     { builtin read -r l < "$f"; } 2>/dev/null || continue
@@ -31,7 +35,10 @@ __bk_kill(){
       while IFS= builtin read -r -d '' e; do [[ $e == "$tag" ]] && { hit[$p]=1; break; }; done < /proc/$p/environ 2>/dev/null
     done
   fi
-  if ((ago >= 0)); then builtin read -r up _ < /proc/uptime; up=\${up/./}; min=$(( up - ago / 10 - 1 )); fi
+  if ((since >= 0)); then
+    builtin read -r up _ < /proc/uptime; up=\${up/./}; now=\${EPOCHREALTIME//[!0-9]/}
+    min=$(( up - (now / 1000 - since) / 10 - 1 ))
+  fi
   local victims=()
   for p in "\${!hit[@]}"; do
     [[ $p == 1 || $p == "$$" || $p == "$BASHPID" || -z \${pp[$p]} ]] && continue

@@ -69,14 +69,14 @@ export function hasEnvEntry(pid: number, entry: string): boolean {
   }
 }
 
-let bootEpochMs: number | null = null;
-
-/** Wall-clock time converted to the clock-tick scale of /proc/<pid>/stat's starttime. */
+/**
+ * Wall-clock time converted to the clock-tick scale of /proc/<pid>/stat's starttime. The boot time is
+ * read afresh each call (only timeouts use this): after a VM is suspended or its clock stepped, a
+ * cached one would be off by seconds.
+ */
 export function epochMsToStartTicks(epochMs: number): number {
-  if (bootEpochMs === null) {
-    const uptimeSeconds = Number(fs.readFileSync('/proc/uptime', 'latin1').split(' ')[0]);
-    bootEpochMs = Date.now() - uptimeSeconds * 1000;
-  }
+  const uptimeSeconds = Number(fs.readFileSync('/proc/uptime', 'latin1').split(' ')[0]);
+  const bootEpochMs = Date.now() - uptimeSeconds * 1000;
   return Math.floor(((epochMs - bootEpochMs) * TICKS_PER_SECOND) / 1000);
 }
 
