@@ -195,18 +195,26 @@ export class BashSession {
     run.stderrBytesAtInterrupt = run.err.byteLength + run.stderr.heldBodyBytes;
     this.shell.interrupt();
     this.shell.write(endMarkerRequest(run.nonce));
-    run.timers.push(
-      setTimeout(() => {
-        if (this.running !== run) return;
-        // The grace starts once the kill has landed: a backend slow to kill (a busy container, a
-        // queue of kills) must not make a healthy shell look unrecoverable.
-        void this.killStarted(run).then(() => {
-          if (this.running === run && !run.reaping) {
-            run.timers.push(setTimeout(() => this.onUnrecoverable(run), this.timings.killGraceMs));
-          }
-        });
-      }, this.timings.interruptGraceMs),
-    );
+    run.timers.push(setTimeout(() => this.escalate(run, Date.now()), this.timings.interruptGraceMs));
+  }
+
+  /**
+   * Until the shell answers: ^C again and SIGKILL what the command started, every grace period.
+   * Repeating matters: a ^C that lands while a loop's child exits normally is taken by bash as
+   * handled by the child (bash's "wait and cooperative exit"), and the loop goes on; a later one
+   * lands between children and stops it. Gives up after killGraceMs of trying.
+   */
+  private escalate(run: Running, since: number): void {
+    if (this.running !== run || run.reaping) return;
+    if (Date.now() - since >= this.timings.killGraceMs) return this.onUnrecoverable(run);
+    this.shell.interrupt();
+    // The next round starts once the kill has landed: a backend slow to kill (a busy container, a
+    // queue of kills) must not make a healthy shell look unrecoverable.
+    void this.killStarted(run).then(() => {
+      if (this.running === run && !run.reaping) {
+        run.timers.push(setTimeout(() => this.escalate(run, since), this.timings.interruptGraceMs));
+      }
+    });
   }
 
   private onUnrecoverable(run: Running): void {
