@@ -1,0 +1,59 @@
+/**
+ * A keep-alive undici client of the pool API (spec 003), as a rollout client uses it: JSON bodies,
+ * one connection per concurrent caller, every answer checked.
+ */
+import { Pool } from 'undici';
+
+export interface ExecuteBody {
+  status: string;
+  stdout: string;
+  stderr: string;
+  return_code: number;
+  truncated?: boolean;
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+export class BrokerHttp {
+  private readonly pool: Pool;
+
+  constructor(url: string, connections: number) {
+    this.pool = new Pool(url, { connections, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: 300_000, bodyTimeout: 300_000 });
+  }
+
+  async post<T>(path: string, body: unknown, signal?: AbortSignal): Promise<T> {
+    const res = await this.pool.request({ path, method: 'POST', headers: JSON_HEADERS, body: JSON.stringify(body), signal });
+    const text = await res.body.text();
+    if (res.statusCode !== 200) throw new Error(`POST ${path}: HTTP ${res.statusCode} ${text.slice(0, 200)}`);
+    return JSON.parse(text) as T;
+  }
+
+  async acquire(signal?: AbortSignal): Promise<string> {
+    return (await this.post<{ session_id: string }>('/session/acquire', {}, signal)).session_id;
+  }
+
+  execute(sessionId: string, command: string, timeoutS = 30): Promise<ExecuteBody> {
+    return this.post<ExecuteBody>(`/session/${sessionId}/execute`, { command, timeout: timeoutS });
+  }
+
+  /** Runs `command` and checks it succeeded with `expectBytes` bytes of stdout. */
+  async executeChecked(sessionId: string, command: string, expectBytes: number): Promise<void> {
+    const r = await this.execute(sessionId, command);
+    if (r.return_code !== 0 || r.stdout.length !== expectBytes) {
+      throw new Error(`execute '${command.slice(0, 40)}': rc ${r.return_code}, ${r.stdout.length} bytes of stdout (want ${expectBytes})`);
+    }
+  }
+
+  async release(sessionId: string): Promise<void> {
+    await this.post('/session/' + sessionId + '/release', {});
+  }
+
+  async health(): Promise<{ available_sessions: number; total_sessions: number }> {
+    const res = await this.pool.request({ path: '/health', method: 'GET' });
+    return (await res.body.json()) as { available_sessions: number; total_sessions: number };
+  }
+
+  async close(): Promise<void> {
+    await this.pool.destroy();
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * Docker's own time to create and start containers: the floor of the broker's warm-up. The container
+ * spec mirrors DockerBackend.startContainer (src/backends/docker/dockerBackend.ts) without its control
+ * shell, so what is left is the engine's work alone.
+ */
+import Dockerode from 'dockerode';
+import { loadConfig } from '../../src/config/config';
+import { LABEL_DEPLOYMENT } from '../../src/backends/docker/dockerBackend';
+import { FLOOR_DEPLOYMENT, type DockerStartResult } from '../protocol';
+import { mapLimit, nowMs } from '../lib/stats';
+
+export async function dockerStartFloor(image: string, count: number, concurrency: number): Promise<DockerStartResult> {
+  const docker = new Dockerode();
+  const options = loadConfig({ BROKER_BACKEND: 'docker', BROKER_IMAGE: image }).docker;
+  const ids: string[] = [];
+  const removeAll = (): Promise<unknown> =>
+    mapLimit(ids, concurrency, (id) => docker.getContainer(id).remove({ force: true, v: true }).catch(() => undefined));
+  const t0 = nowMs();
+  try {
+    await mapLimit(Array.from({ length: count }, (_, i) => i), concurrency, async (i) => {
+      const container = await docker.createContainer({
+        name: `bench-floor-${process.pid}-c${i}`,
+        Image: image,
+        Entrypoint: ['bash'],
+        Cmd: [],
+        OpenStdin: true,
+        Tty: false,
+        Labels: { [LABEL_DEPLOYMENT]: FLOOR_DEPLOYMENT },
+        HostConfig: {
+          Init: true,
+          NanoCpus: Math.round(options.cpus * 1e9),
+          Memory: options.memoryBytes,
+          PidsLimit: options.pidsLimit,
+          NetworkMode: options.networkMode,
+        },
+      });
+      ids.push(container.id);
+      await container.start();
+    });
+  } catch (err) {
+    await removeAll();
+    throw err;
+  }
+  const createStartMs = nowMs() - t0;
+  const r0 = nowMs();
+  await removeAll();
+  return { count, concurrency, createStartMs, removeMs: nowMs() - r0 };
+}

@@ -1,0 +1,97 @@
+/**
+ * The client process: forked by run.ts, it runs one job at a time and reports JSON back over IPC.
+ * It drives the broker, the no-op server and the raw sessions with the same machinery (drive.ts).
+ */
+import type { Job, JobReply, JobRequest } from '../protocol';
+import { runClosedLoop, runInterleaved, runSequential } from './drive';
+import { openRunners, type Runners } from './targets';
+import { openRaw, type RawSet } from './raw';
+import { acquireFree, episodes, flood, releaseToAvailable } from './poolJobs';
+import { dockerStartFloor } from './dockerStart';
+import { nowMs } from '../lib/stats';
+
+let raw: RawSet | null = null;
+
+async function closeRaw(): Promise<void> {
+  const set = raw;
+  raw = null;
+  await set?.close();
+}
+
+async function run(job: Job): Promise<unknown> {
+  switch (job.kind) {
+    case 'seq': {
+      const runners = await openRunners(job.target, 1, job.command, job.expectBytes, raw);
+      try {
+        return await runSequential(runners.ops[0], job.n, job.warmup, job.maxMs);
+      } finally {
+        await runners.close();
+      }
+    }
+    case 'seqCompare': {
+      const all: Runners[] = [];
+      try {
+        for (const target of job.targets) all.push(await openRunners(target, 1, job.command, job.expectBytes, raw));
+        return await runInterleaved(
+          all.map((r) => r.ops[0]),
+          job.n,
+          job.warmup,
+          job.maxMs,
+        );
+      } finally {
+        await Promise.all(all.map((r) => r.close()));
+      }
+    }
+    case 'conc': {
+      const runners = await openRunners(job.target, job.concurrency, job.command, job.expectBytes, raw);
+      try {
+        return await runClosedLoop(runners.ops, { rampMs: job.rampMs, durationMs: job.durationMs, drainMs: 30_000 });
+      } finally {
+        await runners.close();
+      }
+    }
+    case 'rawOpen': {
+      await closeRaw();
+      const t0 = nowMs();
+      raw = await openRaw(job.backend, job.containers, job.perContainer, job.image, job.concurrency);
+      return { sessions: raw.sessions.length, openMs: nowMs() - t0 };
+    }
+    case 'rawClose':
+      await closeRaw();
+      return {};
+    case 'rawRespawn': {
+      const set = raw;
+      if (!set) throw new Error('rawRespawn needs an open raw set');
+      return runSequential(() => set.respawn(0), job.n, 1, job.maxMs);
+    }
+    case 'acquireFree':
+      return acquireFree(job.url, job.poolSize, job.rounds, job.maxMs);
+    case 'episodes':
+      return episodes(job.url, job.concurrency, job.rampMs, job.durationMs, job.drainMs);
+    case 'releaseToAvailable':
+      return releaseToAvailable(job.url, job.n, job.maxMs);
+    case 'flood':
+      return flood(job.url, job.sessions, job.bytesPerSession, job.timeoutS);
+    case 'dockerStart':
+      return dockerStartFloor(job.image, job.count, job.concurrency);
+  }
+}
+
+process.on('message', (message: JobRequest) => {
+  run(message.job).then(
+    (result) => reply({ id: message.id, ok: true, result }),
+    (err: Error) => reply({ id: message.id, ok: false, error: err.stack ?? String(err) }),
+  );
+});
+
+function reply(r: JobReply): void {
+  process.send?.(r);
+}
+
+// The orchestrator went away (or asked us to stop): close raw shells and containers, then leave.
+process.on('disconnect', () => {
+  void closeRaw()
+    .catch(() => undefined)
+    .finally(() => process.exit(0));
+});
+process.send?.({ id: 0, ok: true, result: 'ready' });

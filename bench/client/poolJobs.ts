@@ -1,0 +1,142 @@
+/** The pool-level figures: acquire, whole episodes, release-to-AVAILABLE, and the output flood. */
+import type { EpisodeResult, FloodResult, SeqResult } from '../protocol';
+import { nowMs, sleep, summarize } from '../lib/stats';
+import { runClosedLoop, type Op } from './drive';
+import { BrokerHttp } from './brokerHttp';
+
+const EXECUTES_PER_EPISODE = 5;
+
+/** Acquires `poolSize` free sessions one by one, releases them, waits until all are back; `rounds` times. */
+export async function acquireFree(url: string, poolSize: number, rounds: number, maxMs: number): Promise<SeqResult> {
+  const http = new BrokerHttp(url, 1);
+  const deadline = nowMs() + maxMs;
+  const samples: number[] = [];
+  let errors = 0;
+  try {
+    for (let r = 0; r < rounds && nowMs() < deadline; r++) {
+      const ids: string[] = [];
+      for (let k = 0; k < poolSize; k++) {
+        const t0 = nowMs();
+        ids.push(await http.acquire());
+        samples.push(nowMs() - t0);
+      }
+      for (const id of ids) await http.release(id);
+      if (!(await waitAvailable(http, poolSize, deadline))) errors++;
+    }
+  } finally {
+    await http.close();
+  }
+  const latency = summarize(samples);
+  return { latency, opsPerSec: 1000 / latency.mean, errors };
+}
+
+async function waitAvailable(http: BrokerHttp, want: number, deadline: number): Promise<boolean> {
+  while (nowMs() < deadline) {
+    if ((await http.health()).available_sessions >= want) return true;
+    await sleep(20);
+  }
+  return false;
+}
+
+interface EpisodeDetail {
+  acquireMs: number;
+  executeMs: number[];
+  releaseMs: number;
+}
+
+/** `concurrency` clients, each looping: acquire, `echo 1` .. `echo 5`, release. */
+export async function episodes(url: string, concurrency: number, rampMs: number, durationMs: number, drainMs: number): Promise<EpisodeResult> {
+  const http = new BrokerHttp(url, concurrency);
+  const episode: Op<EpisodeDetail> = async (signal) => {
+    const t0 = nowMs();
+    const id = await http.acquire(signal); // aborted when the window is over: it may wait long
+    const acquireMs = nowMs() - t0;
+    const executeMs: number[] = [];
+    let releaseMs: number;
+    try {
+      for (let i = 1; i <= EXECUTES_PER_EPISODE; i++) {
+        const s = nowMs();
+        const r = await http.execute(id, `echo ${i}`);
+        if (r.stdout !== `${i}\n` || r.return_code !== 0) throw new Error(`episode: echo ${i} gave rc ${r.return_code} '${r.stdout}'`);
+        executeMs.push(nowMs() - s);
+      }
+    } finally {
+      const s = nowMs();
+      await http.release(id);
+      releaseMs = nowMs() - s;
+    }
+    return { acquireMs, executeMs, releaseMs };
+  };
+  try {
+    // Rollout clients keep their connections: open all of them first, so the window sees steady state.
+    const c0 = nowMs();
+    const connect = await Promise.allSettled(Array.from({ length: concurrency }, () => http.health()));
+    const connectMs = nowMs() - c0;
+    const connectErrors = connect.filter((c) => c.status === 'rejected').length;
+    const loop = await runClosedLoop(Array.from({ length: concurrency }, () => episode), { rampMs, durationMs, drainMs });
+    const { details, ...result } = loop;
+    return {
+      ...result,
+      connectMs,
+      connectErrors,
+      executesPerSec: result.opsPerSec * EXECUTES_PER_EPISODE,
+      acquire: summarize(details.map((d) => d.acquireMs)),
+      execute: summarize(details.flatMap((d) => d.executeMs)),
+      release: summarize(details.map((d) => d.releaseMs)),
+    };
+  } finally {
+    await http.close();
+  }
+}
+
+/** On a 1x1 pool: acquire (timed), `true`, release, `n` times; each timed acquire waits for the recycle. */
+export async function releaseToAvailable(url: string, n: number, maxMs: number): Promise<SeqResult> {
+  const http = new BrokerHttp(url, 1);
+  const deadline = nowMs() + maxMs;
+  const samples: number[] = [];
+  let errors = 0;
+  try {
+    for (let i = 0; i <= n && nowMs() < deadline; i++) {
+      const t0 = nowMs();
+      const id = await http.acquire();
+      if (i > 0) samples.push(nowMs() - t0); // the first acquire found a warm session, not a recycled one
+      await http.executeChecked(id, 'true', 0).catch(() => errors++);
+      await http.release(id);
+    }
+  } finally {
+    await http.close();
+  }
+  const latency = summarize(samples);
+  return { latency, opsPerSec: 1000 / latency.mean, errors };
+}
+
+/** `sessions` leases each print `bytesPerSession` NUL bytes at once; the broker must cap, not hoard. */
+export async function flood(url: string, sessions: number, bytesPerSession: number, timeoutS: number): Promise<FloodResult> {
+  const http = new BrokerHttp(url, sessions);
+  const ids: string[] = [];
+  let errors = 0;
+  let truncated = 0;
+  let responseBytes = 0;
+  let firstError: string | undefined;
+  try {
+    for (let i = 0; i < sessions; i++) ids.push(await http.acquire());
+    const t0 = nowMs();
+    await Promise.all(
+      ids.map(async (id) => {
+        try {
+          const r = await http.execute(id, `head -c ${bytesPerSession} /dev/zero`, timeoutS);
+          if (r.return_code !== 0) throw new Error(`flood: rc ${r.return_code} ${r.stderr.slice(0, 100)}`);
+          responseBytes += r.stdout.length;
+          if (r.truncated) truncated++;
+        } catch (err) {
+          errors++;
+          firstError ??= (err as Error).message;
+        }
+      }),
+    );
+    return { sessions, bytesPerSession, wallMs: nowMs() - t0, responseBytes, truncated, errors, firstError };
+  } finally {
+    await Promise.all(ids.map((id) => http.release(id).catch(() => undefined)));
+    await http.close();
+  }
+}

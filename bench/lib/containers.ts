@@ -1,0 +1,17 @@
+/** The containers this bench makes: the broker's (deployment "bench") and the floors' ("bench-floor"). */
+import Dockerode from 'dockerode';
+import { LABEL_DEPLOYMENT } from '../../src/backends/docker/dockerBackend';
+import { BENCH_DEPLOYMENT, FLOOR_DEPLOYMENT } from '../protocol';
+
+export async function benchContainers(docker: Dockerode): Promise<Dockerode.ContainerInfo[]> {
+  const labels = [BENCH_DEPLOYMENT, FLOOR_DEPLOYMENT].map((d) => `${LABEL_DEPLOYMENT}=${d}`);
+  const lists = await Promise.all(labels.map((label) => docker.listContainers({ all: true, filters: { label: [label] } }).catch(() => [])));
+  return lists.flat();
+}
+
+/** Removes what is left (there should be nothing); returns how many there were. */
+export async function sweepBenchContainers(docker: Dockerode): Promise<number> {
+  const left = await benchContainers(docker);
+  await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
+  return left.length;
+}

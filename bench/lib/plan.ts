@@ -1,0 +1,74 @@
+/**
+ * Command line and run plan: which phases run and how many samples each takes. `--quick` keeps the
+ * core figures and stays under a minute; the full plan adds the big pools, the flood and the profile.
+ */
+import type { CommandName } from '../protocol';
+
+export const PHASES = ['core', 'release', 'episodes', 'flood', 'warmup', 'profile'] as const;
+export type Phase = (typeof PHASES)[number];
+
+export interface Plan {
+  backend: 'local' | 'docker';
+  quick: boolean;
+  image: string;
+  outDir: string;
+  phases: Set<Phase>;
+  /** Episode concurrencies; the pool is ceil(c / 8) containers x 8 sessions, a broker per size. */
+  levels: number[];
+  commands: CommandName[];
+  seq: Record<CommandName, { n: number; warmup: number }>;
+  /** Commands also run by 8 concurrent sessions for throughput. */
+  concCommands: CommandName[];
+  concMs: number;
+  acquireRounds: number;
+  releaseN: number;
+  episodeWindow(level: number): { rampMs: number; durationMs: number };
+  raw64Ms: number;
+  flood: { sessions: number; bytesPerSession: number; capBytes: number };
+  warmup: { containers: number; perContainer: number };
+}
+
+const USAGE = `usage: npm run bench -- [--backend local|docker] [--quick] [--image IMG] [--levels 1,8,64,256,1024]
+                          [--skip ${PHASES.join(',')}] [--out DIR]`;
+
+export function parseArgs(argv: string[], benchDir: string): Plan {
+  const opts = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--quick') opts.set('quick', '1');
+    else if (a === '--help' || a === '-h') throw new Error(USAGE);
+    else if (a.startsWith('--') && i + 1 < argv.length) opts.set(a.slice(2), argv[++i]);
+    else throw new Error(`unknown argument '${a}'\n${USAGE}`);
+  }
+  for (const k of opts.keys()) if (!['quick', 'backend', 'image', 'levels', 'skip', 'out'].includes(k)) throw new Error(`unknown option --${k}\n${USAGE}`);
+  const backend = opts.get('backend') ?? 'local';
+  if (backend !== 'local' && backend !== 'docker') throw new Error(`--backend must be local or docker\n${USAGE}`);
+  const quick = opts.has('quick');
+  const skip = new Set((opts.get('skip') ?? '').split(',').filter(Boolean));
+  for (const s of skip) if (!(PHASES as readonly string[]).includes(s)) throw new Error(`--skip: unknown phase '${s}'\n${USAGE}`);
+  const quickPhases: Phase[] = ['core', 'release'];
+  const phases = new Set<Phase>((quick ? quickPhases : [...PHASES]).filter((p) => !skip.has(p)));
+  const levels = (opts.get('levels') ?? (quick ? '1,8' : '1,8,64,256,1024')).split(',').map(Number);
+  if (levels.some((l) => !Number.isInteger(l) || l < 1 || l > 4096)) throw new Error(`--levels: integers 1..4096\n${USAGE}`);
+  return {
+    backend,
+    quick,
+    image: opts.get('image') ?? 'bash-broker-sandbox:latest',
+    outDir: opts.get('out') ?? `${benchDir}/results`,
+    phases,
+    levels,
+    commands: quick ? ['true', 'echo', 'out64k'] : ['true', 'echo', 'out64k', 'out1m'],
+    seq: quick
+      ? { true: { n: 400, warmup: 300 }, echo: { n: 400, warmup: 100 }, out64k: { n: 100, warmup: 20 }, out1m: { n: 0, warmup: 0 } }
+      : { true: { n: 2000, warmup: 500 }, echo: { n: 2000, warmup: 200 }, out64k: { n: 500, warmup: 50 }, out1m: { n: 100, warmup: 10 } },
+    concCommands: quick ? ['true'] : ['true', 'echo', 'out64k', 'out1m'],
+    concMs: quick ? 1500 : 3000,
+    acquireRounds: quick ? 5 : 25,
+    releaseN: quick ? 25 : 100,
+    episodeWindow: (level) =>
+      quick ? { rampMs: 300, durationMs: 2000 } : { rampMs: level >= 256 ? 3000 : 1000, durationMs: level >= 256 ? 12_000 : 6000 },
+    raw64Ms: 5000,
+    flood: { sessions: 64, bytesPerSession: 50_000_000, capBytes: 65536 },
+    warmup: { containers: 128, perContainer: 8 },
+  };
+}

@@ -1,0 +1,174 @@
+/** results/<backend>-latest.md: every broker figure beside its floor, with the ratio and the targets. */
+import type { LatencySummary, SeqResult } from '../protocol';
+import type { Results } from './results';
+import type { ProfileSummary } from './profile';
+
+const f = (v: number | undefined, digits = 3): string => (v === undefined || !Number.isFinite(v) ? '-' : v.toFixed(digits));
+const lat = (l: LatencySummary | undefined): string => (l && l.n ? `${f(l.p50)} / ${f(l.p90)} / ${f(l.p99)}` : '-');
+const ratio = (a: number | undefined, b: number | undefined): string => (a !== undefined && b ? `${(a / b).toFixed(2)}x` : '-');
+const mb = (b: number | undefined): string => (b === undefined ? '-' : `${(b / 1e6).toFixed(1)} MB`);
+const row = (cells: string[]): string => `| ${cells.join(' | ')} |`;
+
+const LABELS: Record<string, string> = {
+  true: 'execute `true`',
+  echo: 'execute `echo hello`',
+  out64k: 'execute, 64 KiB output',
+  out1m: 'execute, 1 MiB output',
+};
+
+function header(r: Results): string[] {
+  const m = r.machine;
+  const loads = r.phases.map((p) => p.loadAvg1m);
+  return [
+    `# Broker benchmark: ${r.backend} backend (${r.mode} run)`,
+    '',
+    `Run ${r.startedAt}, ${r.durationS.toFixed(0)} s${r.image ? `, image \`${r.image}\`` : ''}. Broker: \`node dist/index.js\` at ${m.gitCommit}${m.gitDirty ? ' (src/ had uncommitted changes)' : ''}.`,
+    '',
+    `Machine: ${m.cpuModel}, ${m.cores} cores, ${m.ramGiB} GiB RAM, ${m.kernel}, Node ${m.node}, Docker ${m.docker}, bash ${m.bash}. ` +
+      `1-min load average ${m.loadAvgAtStart[0]} at start, ${Math.min(...loads)}-${Math.max(...loads)} across phases (shared machine: read figures as +-20%).`,
+    '',
+  ];
+}
+
+function targets(r: Results): string[] {
+  const out = ['## Targets', '', row(['target', 'rule', 'measured', 'limit', 'result']), row(['---', '---', '---:', '---:', ':---:'])];
+  for (const t of r.targets) out.push(row([t.name, t.rule, t.value, t.limit, t.pass === null ? 'n/a' : t.pass ? '**PASS**' : '**FAIL**']));
+  return [...out, ''];
+}
+
+function single(r: Results): string[] {
+  const t = r.commands.true;
+  const noop = t?.noop?.seq?.latency;
+  const raw = r.backend === 'docker' ? 'DockerShell (a docker exec stream)' : 'LocalShell (pipes)';
+  const out = [
+    '## Single operations',
+    '',
+    'Latency: one operation after another on one session, the paths interleaved operation by operation (ms, p50 / p90 / p99).',
+    `Throughput: 8 sessions at once, closed loop, one path after the other. Raw floor: the broker's own BashSession over its own ${raw}, in the client process, no HTTP.`,
+    '',
+    row(['figure', 'broker', 'raw floor', 'p50 ratio', 'broker - raw p50', 'broker /s', 'raw /s', '/s ratio']),
+    row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+  ];
+  for (const [name, c] of Object.entries(r.commands)) {
+    const b = c.broker.seq?.latency;
+    const w = c.raw.seq?.latency;
+    out.push(row([LABELS[name] ?? name, lat(b), lat(w), ratio(b?.p50, w?.p50), f(b && w ? b.p50 - w.p50 : undefined), f(c.broker.conc?.opsPerSec, 0), f(c.raw.conc?.opsPerSec, 0), ratio(c.broker.conc?.opsPerSec, c.raw.conc?.opsPerSec)]));
+  }
+  if (r.acquire) {
+    const floor = noop && t?.raw.seq ? noop.p50 + t.raw.seq.latency.p50 : undefined;
+    out.push(row(['acquire (free sessions)', lat(r.acquire.latency), `${f(floor)} (no-op + raw \`true\`)`, ratio(r.acquire.latency.p50, floor), f(floor === undefined ? undefined : r.acquire.latency.p50 - floor), f(r.acquire.opsPerSec, 0) + ' (seq)', '-', '-']));
+  }
+  out.push('');
+  if (!t?.noop) return out;
+  const overhead = t.broker.seq && t.raw.seq ? t.broker.seq.latency.p50 - t.raw.seq.latency.p50 : undefined;
+  out.push(
+    'HTTP floors for execute `true` (same client, same interleaving): the broker adds ' +
+      `${f(overhead)} ms to the raw round trip at p50; the target allows 1.5 x no-op = ${f(noop && 1.5 * noop.p50)} ms.`,
+    '',
+    row(['path', 'ms p50 / p90 / p99', 'vs no-op p50', '/s with 8 connections', 'vs no-op /s']),
+    row(['---', '---:', '---:', '---:', '---:']),
+  );
+  const paths: [string, PathFiguresLike | undefined][] = [
+    ['no-op HTTP (bare node:http answering `{}`)', t.noop],
+    ['broker app over a stub pool (express, body reader, validation, metrics; no pool, no shell)', t.app],
+    ['broker (app + pool + shell)', t.broker],
+  ];
+  for (const [label, p] of paths) {
+    out.push(row([label, lat(p?.seq?.latency), ratio(p?.seq?.latency.p50, noop?.p50), f(p?.conc?.opsPerSec, 0), ratio(p?.conc?.opsPerSec, t.noop.conc?.opsPerSec)]));
+  }
+  return [...out, ''];
+}
+
+type PathFiguresLike = { seq?: SeqResult; conc?: { opsPerSec: number } };
+
+function episodes(r: Results): string[] {
+  if (!r.episodes.length) return [];
+  const noop = r.commands.true?.noop?.seq?.latency.p50;
+  const raw = r.commands.true?.raw;
+  // One episode is 7 HTTP requests and 6 shell round trips (acquire's cd, 5 echos) when nothing waits.
+  const latFloor = noop !== undefined && raw?.seq ? 7 * noop + 6 * raw.seq.latency.p50 : undefined;
+  const out = [
+    '## Episodes (acquire, 5 x `echo $i`, release), pool = ceil(C / 8) containers x 8 sessions',
+    '',
+    `Latency floor: 7 no-op HTTP requests + 6 raw round trips = ${f(latFloor)} ms. Throughput floor: raw \`true\` throughput with min(C, 64) sessions (1 session: 1 / raw p50).`,
+    '',
+    row(['C', 'pool', 'episodes/s', 'executes/s', 'raw floor /s', 'executes ratio', 'episode ms p50 / p90 / p99', 'p50 vs floor', 'acquire ms p50 / p99', 'execute ms p50 / p99', 'cleanup ms p50 / p99', 'connect s / listen overflows', 'event-loop delay ms p99 / max', 'errors']),
+    row(['---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+  ];
+  for (const e of r.episodes) {
+    const x = e.result;
+    const floor = e.concurrency === 1 ? (raw?.seq ? 1000 / raw.seq.latency.p50 : undefined) : e.concurrency <= 8 ? raw?.conc?.opsPerSec : r.rawAt64?.opsPerSec;
+    out.push(row([String(e.concurrency), `${e.containers}x8`, f(x.opsPerSec, 1), f(x.executesPerSec, 0), f(floor, 0), ratio(x.executesPerSec, floor), lat(x.latency), ratio(x.latency.p50, latFloor), `${f(x.acquire.p50, 2)} / ${f(x.acquire.p99, 2)}`, `${f(x.execute.p50, 2)} / ${f(x.execute.p99, 2)}`, `${f(e.cleanup.p50Ms, 1)} / ${f(e.cleanup.p99Ms, 1)}`, `${f(x.connectMs / 1000, 2)} / ${e.listenOverflows}`, `${f(e.eventLoopLagMs.p99, 0)} / ${f(e.eventLoopLagMs.max, 0)}`, String(x.errors)]));
+  }
+  return [...out, '', '![episodes](' + `${r.backend}-${r.mode === 'quick' ? 'quick' : 'latest'}.svg)`, ''];
+}
+
+function lifecycle(r: Results): string[] {
+  const out = ['## Session lifecycle and memory', '', row(['figure', 'broker', 'floor', 'ratio']), row(['---', '---:', '---:', '---:'])];
+  const rel = r.release;
+  const resp: SeqResult | undefined = r.rawRespawn;
+  if (rel) {
+    out.push(row(['release-to-AVAILABLE, client (acquire right after release on a 1x1 pool), ms p50 / p90 / p99', lat(rel.client.latency), `${lat(resp?.latency)} (raw respawn)`, ratio(rel.client.latency.p50, resp?.latency.p50)]));
+    out.push(row(['broker_cleanup_duration_seconds (release to AVAILABLE, in the broker), ms p50 / mean', `${f(rel.cleanup.p50Ms, 2)} / ${f(rel.cleanup.meanMs, 2)} (n=${rel.cleanup.count})`, '-', '-']));
+  }
+  const w = r.warmup;
+  if (w) {
+    const floor = w.floorMs === undefined ? 'none (local)' : `${f(w.floorMs / 1000, 1)} s (${w.floor})`;
+    out.push(row([`warm-up of ${w.sessions} sessions over ${w.containers} containers (spawn to all AVAILABLE)`, `${f(w.brokerMs / 1000, 1)} s`, floor, ratio(w.brokerMs, w.floorMs)]));
+  }
+  const { at8, at1024, perSessionBytes, flood, singleFloodDefaultCap: one } = r.rss;
+  out.push(row(['broker RSS, 8 idle sessions / 1024 idle sessions', `${mb(at8)} / ${mb(at1024)}`, '-', '-']));
+  if (perSessionBytes !== undefined) out.push(row(['broker RSS per session ((RSS@1024 - RSS@8) / 1016)', `${f(perSessionBytes / 1024, 1)} KiB`, '-', '-']));
+  if (flood) {
+    const what = `${flood.sessions} sessions x ${flood.bytesPerSession / 1e6} MB at once (cap ${flood.capBytes} B), ${f(flood.streamedMBps, 0)} MB/s`;
+    out.push(row([`broker RSS during an output flood: ${what}`, `${mb(flood.rssBeforeBytes)} -> peak ${mb(flood.rssPeakBytes)} -> ${mb(flood.rssAfterBytes)}`, '-', `+${mb(flood.rssPeakBytes - flood.rssBeforeBytes)}`]));
+  }
+  if (one) out.push(row([`one 50 MB flood at the default cap (${one.capBytes / 1048576} MiB)`, `peak +${mb(one.peakDeltaBytes)}`, '-', '-']));
+  return [...out, ''];
+}
+
+function cpu(r: Results): string[] {
+  const runs = Object.entries(r.cpu);
+  if (!runs.length) return [];
+  const cats = ['broker', 'client', 'no-op servers', 'sessions (bash, commands)', 'dockerd', 'containerd, shims, runc', 'rest', 'total'];
+  const out = [
+    '## Where the CPU went',
+    '',
+    'Cores used during each job (2.0 = both busy), from /proc; "rest" is everyone else on the machine plus processes that exited unreaped.',
+    'Per operation (microseconds of CPU): "serving process" is the broker, or the no-op server, or for raw runs the client',
+    '(which then drives bash directly); "stack" is everything but rest. These hold better than ops/s when the machine is shared.',
+    '',
+    row(['run', ...cats, 'ops/s', 'serving process us / op', 'stack us / op']),
+    row(['---', ...cats.map(() => '---:'), '---:', '---:', '---:']),
+  ];
+  for (const [label, b] of runs) {
+    const ops = b['ops/s'];
+    const serving = Math.max(b.broker ?? 0, b['no-op servers'] ?? 0);
+    const own = serving >= 0.05 ? serving : b.client;
+    const perOp = (cores: number | undefined): number | undefined => (ops && cores !== undefined ? (cores * 1e6) / ops : undefined);
+    out.push(row([label, ...cats.map((c) => f(b[c], 2)), f(ops, 0), f(perOp(own), 0), f(perOp(b.total - (b.rest ?? 0)), 0)]));
+  }
+  return [...out, ''];
+}
+
+function profile(p: ProfileSummary | undefined, during: string): string[] {
+  if (!p) return [];
+  const areas = Object.entries(p.areas)
+    .sort((a, b) => b[1] - a[1])
+    .map(([a, pct]) => `${a} ${f(pct, 1)}%`);
+  const out = [
+    `## Broker CPU profile during ${during} (node --cpu-prof)`,
+    '',
+    `${f(p.busyMs / 1000, 1)} s busy, ${f(p.idleMs / 1000, 1)} s idle (\`${p.file}\`). Self time by layer: ${areas.join(', ')}.`,
+    '',
+    row(['self %', 'self ms', 'function', 'where']),
+    row(['---:', '---:', '---', '---']),
+  ];
+  for (const e of p.top) out.push(row([f(e.pct, 1), f(e.selfMs, 0), `\`${e.fn}\``, e.where || '(native)']));
+  return [...out, ''];
+}
+
+export function renderMarkdown(r: Results): string {
+  const notes = r.notes.length ? ['## Notes', '', ...r.notes.map((n) => `- ${n}`), ''] : [];
+  return [...header(r), ...targets(r), ...single(r), ...episodes(r), ...lifecycle(r), ...cpu(r), ...profile(r.profile, 'execute `true`'), ...profile(r.profileEpisodes, 'episodes at 64'), ...notes].join('\n');
+}

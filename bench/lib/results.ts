@@ -1,0 +1,104 @@
+/** The shape of results/<backend>-latest.json, and the targets evaluated on it. */
+import type { CommandName, ConcResult, DockerStartResult, EpisodeResult, SeqResult } from '../protocol';
+import type { CpuBreakdown } from './cpuAccount';
+import type { HistogramSummary } from './metricsText';
+import type { Machine } from './machine';
+import type { ProfileSummary } from './profile';
+
+export interface PathFigures {
+  seq?: SeqResult;
+  conc?: ConcResult;
+}
+
+export interface FloodFigures {
+  sessions: number;
+  bytesPerSession: number;
+  capBytes: number;
+  wallMs: number;
+  streamedMBps: number;
+  rssBeforeBytes: number;
+  rssPeakBytes: number;
+  rssAfterBytes: number;
+  errors: number;
+}
+
+export interface Results {
+  backend: 'local' | 'docker';
+  mode: 'quick' | 'full';
+  image: string | null;
+  startedAt: string;
+  durationS: number;
+  machine: Machine;
+  /** noop: bare node:http answering `{}`; app: the broker's express app over a stub pool (`true` only). */
+  commands: Partial<Record<CommandName, { broker: PathFigures; raw: PathFigures; noop?: PathFigures; app?: PathFigures }>>;
+  acquire?: SeqResult;
+  episodes: {
+    concurrency: number;
+    containers: number;
+    sessions: number;
+    result: EpisodeResult;
+    cleanup: HistogramSummary;
+    /** Machine-wide TcpExt ListenOverflows during the job (connection setup included). */
+    listenOverflows: number;
+    /** The broker's event-loop delay during the job (prom-client, 10 ms resolution, so >= 10). */
+    eventLoopLagMs: { p99: number; max: number };
+  }[];
+  rawAt64?: ConcResult;
+  release?: { client: SeqResult; cleanup: HistogramSummary };
+  /** Floor of release-to-AVAILABLE: close a raw session, open and start a fresh one (no HTTP, no pool). */
+  rawRespawn?: SeqResult;
+  warmup?: { sessions: number; containers: number; brokerMs: number; floor?: string; floorMs?: number; dockerStart?: DockerStartResult };
+  rss: { at8?: number; at1024?: number; perSessionBytes?: number; flood?: FloodFigures; singleFloodDefaultCap?: { peakDeltaBytes: number; capBytes: number } };
+  cpu: Record<string, CpuBreakdown>;
+  profile?: ProfileSummary;
+  profileEpisodes?: ProfileSummary;
+  phases: { name: string; atS: number; loadAvg1m: number }[];
+  targets: TargetResult[];
+  notes: string[];
+}
+
+export interface TargetResult {
+  name: string;
+  rule: string;
+  value: string;
+  limit: string;
+  /** null: not measured in this run (or no target for this backend). */
+  pass: boolean | null;
+}
+
+const ms = (v: number): string => `${v.toFixed(3)} ms`;
+
+export function evaluateTargets(r: Results): TargetResult[] {
+  const out: TargetResult[] = [];
+  const t = r.commands.true;
+  const noop = t?.noop?.seq?.latency.p50;
+  if (t?.broker.seq && t.raw.seq && noop !== undefined) {
+    const limit = t.raw.seq.latency.p50 + 1.5 * noop;
+    out.push({ name: 'execute `true` p50', rule: '<= raw p50 + 1.5 x no-op HTTP p50', value: ms(t.broker.seq.latency.p50), limit: ms(limit), pass: t.broker.seq.latency.p50 <= limit });
+  } else out.push({ name: 'execute `true` p50', rule: '<= raw p50 + 1.5 x no-op HTTP p50', value: '-', limit: '-', pass: null });
+
+  const frac = r.backend === 'docker' ? 0.5 : 0.35;
+  const ep64 = r.episodes.find((e) => e.concurrency === 64);
+  const rule64 = `executes/s >= ${frac * 100}% of raw throughput at 64`;
+  if (ep64 && r.rawAt64) {
+    const limit = frac * r.rawAt64.opsPerSec;
+    out.push({ name: 'episodes at 64 busy sessions', rule: rule64, value: `${ep64.result.executesPerSec.toFixed(0)}/s`, limit: `${limit.toFixed(0)}/s`, pass: ep64.result.executesPerSec >= limit });
+  } else out.push({ name: 'episodes at 64 busy sessions', rule: rule64, value: '-', limit: '-', pass: null });
+
+  const relLimit = r.backend === 'docker' ? 20 : 5;
+  const rel = r.release?.client.latency.p50;
+  out.push({ name: 'release-to-AVAILABLE p50', rule: `<= ${relLimit} ms`, value: rel === undefined ? '-' : ms(rel), limit: `${relLimit} ms`, pass: rel === undefined ? null : rel <= relLimit });
+
+  const w = r.warmup;
+  if (r.backend === 'docker' && w?.floorMs !== undefined) {
+    const limit = 1.3 * w.floorMs;
+    out.push({ name: `warm-up of ${w.sessions} sessions`, rule: `<= 1.3 x ${w.floor}`, value: `${(w.brokerMs / 1000).toFixed(1)} s`, limit: `${(limit / 1000).toFixed(1)} s`, pass: w.brokerMs <= limit });
+  } else {
+    const info = w ? `${(w.brokerMs / 1000).toFixed(1)} s` : '-';
+    out.push({ name: 'warm-up of 1024 docker sessions', rule: '<= 1.3 x Docker start of 128 containers', value: info, limit: r.backend === 'docker' ? '-' : 'docker only', pass: null });
+  }
+
+  const rss = r.rss.at1024;
+  out.push({ name: 'broker RSS at 1024 sessions', rule: '< 200 MB', value: rss === undefined ? '-' : `${(rss / 1e6).toFixed(1)} MB`, limit: '200 MB', pass: rss === undefined ? null : rss < 200e6 });
+  return out;
+}

@@ -1,0 +1,89 @@
+/**
+ * Pool-level figures: release-to-AVAILABLE on a 1 x 1 pool, episodes on pools sized to each
+ * concurrency (a broker per size), the output flood, the 1024-session warm-up and its floor.
+ */
+import type { ConcResult, DockerStartResult, FloodResult, RawOpenResult, SeqResult } from '../protocol';
+import { fmtLatency, type BenchContext } from '../lib/context';
+import { histogram } from '../lib/metricsText';
+import { sleep } from '../lib/stats';
+import { CLEANUP_METRIC, errors, idleRss, mb, runEpisodes } from './single';
+
+export async function releasePhase(ctx: BenchContext): Promise<void> {
+  ctx.mark('broker 1 x 1: release-to-AVAILABLE');
+  await ctx.withBroker({ name: '1x1', containers: 1, perContainer: 1 }, async (broker) => {
+    const client = await ctx.job<SeqResult>({ kind: 'releaseToAvailable', url: broker.url, n: ctx.plan.releaseN, maxMs: 60_000 }, 120_000);
+    const cleanup = histogram(await broker.metrics(), CLEANUP_METRIC);
+    ctx.results.release = { client, cleanup };
+    ctx.log(`acquire right after release: ${fmtLatency(client.latency)}${errors(client.errors)}`);
+    ctx.log(`broker_cleanup_duration_seconds: p50 ~${cleanup.p50Ms.toFixed(2)} ms, mean ${cleanup.meanMs.toFixed(2)} ms (n=${cleanup.count})`);
+  });
+}
+
+/** 64 raw BashSessions driven at once with `true`: the throughput the episodes at 64 are held to. */
+async function rawAt64(ctx: BenchContext): Promise<void> {
+  const { plan } = ctx;
+  ctx.mark(`floor: 64 raw ${plan.backend} sessions running \`true\` at once`);
+  await ctx.job<RawOpenResult>({ kind: 'rawOpen', backend: plan.backend, containers: 8, perContainer: 8, image: plan.image, concurrency: 16 }, 300_000);
+  try {
+    const job = { kind: 'conc', target: { via: 'raw' }, command: 'true', expectBytes: 0, concurrency: 64, rampMs: 1000, durationMs: plan.raw64Ms } as const;
+    ctx.results.rawAt64 = await ctx.withCpu('raw true x64', () => ctx.job<ConcResult>(job, plan.raw64Ms + 120_000));
+    ctx.log(`raw true x64: ${ctx.results.rawAt64.opsPerSec.toFixed(0)}/s, ${fmtLatency(ctx.results.rawAt64.latency)}`);
+  } finally {
+    await ctx.job({ kind: 'rawClose' }, 300_000);
+  }
+}
+
+/** Docker's own time to create and start the warm-up's containers (the local backend has no such floor). */
+async function warmupFloor(ctx: BenchContext): Promise<{ label: string; ms: number; dockerStart: DockerStartResult } | null> {
+  if (ctx.plan.backend !== 'docker') return null;
+  const { containers } = ctx.plan.warmup;
+  ctx.mark(`floor: Docker creates and starts ${containers} containers, 8 at once`);
+  const ds = await ctx.job<DockerStartResult>({ kind: 'dockerStart', image: ctx.plan.image, count: containers, concurrency: 8 }, 600_000);
+  ctx.log(`docker create+start x${containers}: ${(ds.createStartMs / 1000).toFixed(1)} s (removal ${(ds.removeMs / 1000).toFixed(1)} s)`);
+  return { label: `Docker create+start of ${containers} containers, 8 at once`, ms: ds.createStartMs, dockerStart: ds };
+}
+
+/** 64 leases flood at once; RSS is sampled from /proc every 100 ms while they do. */
+async function floodPhase(ctx: BenchContext): Promise<void> {
+  const { sessions, bytesPerSession, capBytes } = ctx.plan.flood;
+  ctx.mark(`broker 8 x 8: output flood, ${sessions} x ${bytesPerSession / 1e6} MB (BROKER_MAX_OUTPUT_BYTES=${capBytes})`);
+  const spec = { name: '8x8-flood', containers: 8, perContainer: 8, env: { BROKER_MAX_OUTPUT_BYTES: String(capBytes) } };
+  await ctx.withBroker(spec, async (broker) => {
+    const before = await idleRss(broker);
+    const { result, peak } = await broker.peakRssDuring(ctx.job<FloodResult>({ kind: 'flood', url: broker.url, sessions, bytesPerSession, timeoutS: 240 }, 300_000));
+    const after = await broker.rssBytes();
+    const streamedMBps = (sessions * bytesPerSession) / 1e6 / (result.wallMs / 1000);
+    ctx.results.rss.flood = { sessions, bytesPerSession, capBytes, wallMs: result.wallMs, streamedMBps, rssBeforeBytes: before, rssPeakBytes: peak, rssAfterBytes: after, errors: result.errors };
+    ctx.log(`flood: ${(result.wallMs / 1000).toFixed(1)} s, ${streamedMBps.toFixed(0)} MB/s; RSS ${mb(before)} -> peak ${mb(peak)} -> ${mb(after)}${errors(result.errors, result.firstError)}`);
+  });
+}
+
+/** Episodes on pools above 8 sessions, the flood after the 64 pool, the warm-up on the 128-container pool. */
+export async function poolPhases(ctx: BenchContext): Promise<void> {
+  const { plan, results } = ctx;
+  const wantEpisodes = plan.phases.has('episodes');
+  const sizes = wantEpisodes ? plan.levels.filter((l) => l > 8) : [];
+  const warmContainers = plan.warmup.containers;
+  if (plan.phases.has('warmup') && !sizes.some((l) => Math.ceil(l / 8) === warmContainers)) sizes.push(warmContainers * 8);
+  for (const level of sizes.sort((a, b) => a - b)) {
+    const containers = Math.ceil(level / 8);
+    if (level === 64 && wantEpisodes) await rawAt64(ctx);
+    const isWarmup = plan.phases.has('warmup') && containers === warmContainers;
+    const floor = isWarmup ? await warmupFloor(ctx) : null;
+    ctx.mark(`broker ${containers} x 8${isWarmup ? ': warm-up, idle RSS' : ''}${wantEpisodes && plan.levels.includes(level) ? `, episodes at ${level}` : ''}`);
+    await ctx.withBroker({ name: `${containers}x8`, containers, perContainer: 8 }, async (broker, warmMs) => {
+      if (isWarmup) {
+        results.warmup = { sessions: broker.total, containers, brokerMs: warmMs, floor: floor?.label, floorMs: floor?.ms, dockerStart: floor?.dockerStart };
+        results.rss.at1024 = await idleRss(broker);
+        ctx.log(`RSS at ${broker.total} idle sessions: ${mb(results.rss.at1024)}`);
+        // An idle pool still costs: one round of container health checks every BROKER_HEALTH_INTERVAL (5 s).
+        await ctx.withCpu(`idle pool of ${broker.total} sessions, 6 s`, () => sleep(6000));
+      }
+      if (wantEpisodes && plan.levels.includes(level)) await runEpisodes(ctx, broker, level, containers);
+    });
+    if (level === 64 && plan.phases.has('flood')) await floodPhase(ctx);
+  }
+  if (plan.phases.has('flood') && !sizes.includes(64)) await floodPhase(ctx);
+  const { at8, at1024 } = results.rss;
+  if (at8 !== undefined && at1024 !== undefined) results.rss.perSessionBytes = (at1024 - at8) / (plan.warmup.containers * plan.warmup.perContainer - 8);
+}

@@ -1,0 +1,126 @@
+/**
+ * Single-command figures (execute `true`, `echo hello`, 64 KiB, 1 MiB) on the broker and on its two
+ * floors, plus acquire and the small episodes, all on a 1 x 8 pool.
+ */
+import { COMMANDS, type CommandName, type ConcResult, type EpisodeResult, type FloodResult, type SeqResult, type Target } from '../protocol';
+import { loadConfig } from '../../src/config/config';
+import { fmtLatency, type BenchContext } from '../lib/context';
+import type { PathFigures } from '../lib/results';
+import type { BrokerProcess } from '../lib/brokerProcess';
+import { sleep } from '../lib/stats';
+import { histogram, metricValue } from '../lib/metricsText';
+import { listenOverflows } from '../lib/netstat';
+
+export const CLEANUP_METRIC = 'broker_cleanup_duration_seconds';
+
+const SEQ_MAX_MS = 20_000;
+const SLACK_MS = 90_000;
+export const CONC_SESSIONS = 8;
+const DEFAULT_MAX_OUTPUT_BYTES = loadConfig({}).maxOutputBytes;
+
+type PathName = 'broker' | 'raw' | 'noop' | 'app';
+const PATH_LABELS: Record<PathName, string> = { broker: 'broker', raw: 'raw', noop: 'no-op HTTP', app: 'broker app, stub pool' };
+
+/**
+ * One command on the broker and its floors: sequential latency with the paths interleaved (one
+ * operation on each in turn, so a noisy neighbour hits all alike), then throughput with 8 sessions
+ * on each path in turn. The HTTP floors only answer `true`: their cost does not depend on the command.
+ */
+async function compareCommand(ctx: BenchContext, brokerUrl: string, name: CommandName): Promise<Record<PathName, PathFigures>> {
+  const { command, expectBytes } = COMMANDS[name];
+  const targets: Partial<Record<PathName, Target>> = { broker: { via: 'broker', url: brokerUrl }, raw: { via: 'raw' } };
+  if (name === 'true') {
+    targets.noop = { via: 'noop', url: ctx.http.noop.url };
+    targets.app = { via: 'noop', url: ctx.http.app.url };
+  }
+  const paths = Object.keys(targets) as PathName[];
+  const { n, warmup } = ctx.plan.seq[name];
+  const seqJob = { kind: 'seqCompare', targets: paths.map((p) => targets[p]!), command, expectBytes, n, warmup, maxMs: SEQ_MAX_MS * 2 } as const;
+  const seqs = await ctx.job<SeqResult[]>(seqJob, SEQ_MAX_MS * 2 + SLACK_MS);
+  const out = {} as Record<PathName, PathFigures>;
+  paths.forEach((p, i) => {
+    out[p] = { seq: seqs[i] };
+    ctx.log(`${PATH_LABELS[p]} ${name}: ${fmtLatency(seqs[i].latency)}${errors(seqs[i].errors)}`);
+  });
+  if (!ctx.plan.concCommands.includes(name)) return out;
+  for (const p of paths) {
+    const job = { kind: 'conc', target: targets[p]!, command, expectBytes, concurrency: CONC_SESSIONS, rampMs: 300, durationMs: ctx.plan.concMs } as const;
+    const conc = await ctx.withCpu(`${PATH_LABELS[p]} ${name} x${CONC_SESSIONS}`, () => ctx.job<ConcResult>(job, ctx.plan.concMs + SLACK_MS));
+    out[p].conc = conc;
+    ctx.log(`${PATH_LABELS[p]} ${name} x${CONC_SESSIONS}: ${conc.opsPerSec.toFixed(0)}/s${errors(conc.errors, conc.firstError)}`);
+  }
+  return out;
+}
+
+export function errors(n: number, first?: string): string {
+  return n > 0 ? `  !! ${n} errors${first ? `: ${first}` : ''}` : '';
+}
+
+/** Idle RSS from /metrics once the pool has settled. */
+export async function idleRss(broker: BrokerProcess): Promise<number> {
+  await sleep(1500);
+  return broker.rssBytes();
+}
+
+export function mb(bytes: number): string {
+  return `${(bytes / 1e6).toFixed(1)} MB`;
+}
+
+/** One lease floods at the default output cap: what a single big answer costs the broker's memory. */
+async function singleFlood(ctx: BenchContext, broker: BrokerProcess): Promise<void> {
+  const bytesPerSession = ctx.plan.flood.bytesPerSession;
+  const before = broker.procMemory().rssBytes;
+  const job = { kind: 'flood', url: broker.url, sessions: 1, bytesPerSession, timeoutS: 120 } as const;
+  const { result, peak } = await broker.peakRssDuring(ctx.job<FloodResult>(job, 180_000));
+  ctx.results.rss.singleFloodDefaultCap = { peakDeltaBytes: peak - before, capBytes: DEFAULT_MAX_OUTPUT_BYTES };
+  ctx.log(`one ${bytesPerSession / 1e6} MB flood at the default cap: RSS ${mb(before)} -> peak ${mb(peak)}${errors(result.errors, result.firstError)}`);
+}
+
+/** Episodes at `level` on a running broker; its cleanup histogram tells how long slots took to come back. */
+export async function runEpisodes(ctx: BenchContext, broker: BrokerProcess, level: number, containers: number): Promise<void> {
+  const { rampMs, durationMs } = ctx.plan.episodeWindow(level);
+  const drainMs = 60_000;
+  const job = { kind: 'episodes', url: broker.url, concurrency: level, rampMs, durationMs, drainMs } as const;
+  const baseline = await broker.metrics();
+  const overflowsBefore = listenOverflows();
+  const result = await ctx.withCpu(`episodes x${level}`, () => ctx.job<EpisodeResult>(job, rampMs + durationMs + drainMs + 60_000));
+  const overflows = listenOverflows() - overflowsBefore;
+  const after = await broker.metrics();
+  const cleanup = histogram(after, CLEANUP_METRIC, baseline);
+  // prom-client resets its event-loop delay histogram at every scrape: this is the job's.
+  const eventLoopLagMs = { p99: metricValue(after, 'nodejs_eventloop_lag_p99_seconds') * 1000, max: metricValue(after, 'nodejs_eventloop_lag_max_seconds') * 1000 };
+  ctx.results.episodes.push({ concurrency: level, containers, sessions: containers * 8, result, cleanup, listenOverflows: overflows, eventLoopLagMs });
+  ctx.log(
+    `${level} connections opened in ${(result.connectMs / 1000).toFixed(2)} s (${result.connectErrors} failed); listen queue overflows: ${overflows}; ` +
+      `broker event-loop delay p99 ${eventLoopLagMs.p99.toFixed(1)} ms, max ${eventLoopLagMs.max.toFixed(1)} ms`,
+  );
+  ctx.log(
+    `episodes x${level}: ${result.opsPerSec.toFixed(1)} episodes/s (${result.executesPerSec.toFixed(0)} executes/s), ` +
+      `${fmtLatency(result.latency)}; acquire p50 ${result.acquire.p50.toFixed(2)} ms; ` +
+      `cleanup p50 ~${cleanup.p50Ms.toFixed(1)} ms${errors(result.errors, result.firstError)}`,
+  );
+}
+
+export async function singlePhase(ctx: BenchContext): Promise<void> {
+  const { plan, results } = ctx;
+  ctx.mark(`broker 1 x 8 beside its floors (raw ${plan.backend} sessions, no-op HTTP, broker app over a stub pool)`);
+  await ctx.job({ kind: 'rawOpen', backend: plan.backend, containers: 1, perContainer: CONC_SESSIONS, image: plan.image, concurrency: 8 }, 120_000);
+  try {
+    await ctx.withBroker({ name: '1x8', containers: 1, perContainer: 8 }, async (broker) => {
+      results.rss.at8 = await idleRss(broker);
+      ctx.log(`RSS at 8 idle sessions: ${mb(results.rss.at8)}`);
+      for (const name of plan.commands) results.commands[name] = await compareCommand(ctx, broker.url, name);
+      if (plan.phases.has('release')) {
+        results.rawRespawn = await ctx.job<SeqResult>({ kind: 'rawRespawn', n: plan.releaseN, maxMs: 60_000 }, 180_000);
+        ctx.log(`raw respawn (close + new shell + first answer): ${fmtLatency(results.rawRespawn.latency)}${errors(results.rawRespawn.errors)}`);
+      }
+      const acquire = { kind: 'acquireFree', url: broker.url, poolSize: 8, rounds: plan.acquireRounds, maxMs: 60_000 } as const;
+      results.acquire = await ctx.job<SeqResult>(acquire, 120_000);
+      ctx.log(`acquire (free sessions): ${fmtLatency(results.acquire.latency)}${errors(results.acquire.errors)}`);
+      for (const level of plan.levels.filter((l) => l <= 8)) await runEpisodes(ctx, broker, level, 1);
+      if (plan.phases.has('flood')) await singleFlood(ctx, broker);
+    });
+  } finally {
+    await ctx.job({ kind: 'rawClose' }, 120_000);
+  }
+}
