@@ -67,7 +67,9 @@ export class Broker {
   async start(): Promise<AddressInfo> {
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(this.config.port, this.config.host, () => {
+      // A deep accept queue: a thousand rollout clients connecting at once must not overflow the
+      // default 511 and pay one-second SYN retries.
+      this.server.listen({ port: this.config.port, host: this.config.host, backlog: 4096 }, () => {
         this.server.off('error', reject);
         resolve();
       });

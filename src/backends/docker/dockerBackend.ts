@@ -125,8 +125,17 @@ export class DockerBackend implements SessionBackend {
     return DockerShell.open({ container: this.docker.getContainer(ref.id), control, env: [tag, 'TERM=dumb'], tag });
   }
 
-  /** One tar upload (putArchive) creates the directory and every file, parents included. */
+  /**
+   * One tar upload (putArchive) creates the directory and every file, parents included. Without
+   * files a `mkdir` on the control shell does (~1 ms against ~60 ms of dockerd work for an upload).
+   */
   async prepareWorkdir(ref: ContainerRef, dir: string, files: readonly WorkdirFile[]): Promise<void> {
+    const control = this.controls.get(ref.id);
+    if (files.length === 0 && control?.alive) {
+      if (!/^\/tmp\/s\/[0-9a-f]+\/?$/.test(dir)) throw new Error(`refusing to create ${dir}`);
+      await control.run(`mkdir -p -- '${dir}'`);
+      return;
+    }
     const pack = tar.pack();
     const root = dir.replace(/^\/+|\/+$/g, '');
     const dirs = new Set<string>([root]);

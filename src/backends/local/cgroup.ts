@@ -105,6 +105,11 @@ export function killGroup(group: string): void {
   }
 }
 
+/** Async on the hot path: the write returns only once the kernel has signalled every member (ms under load). */
+export async function killGroupAsync(group: string): Promise<void> {
+  await fs.promises.writeFile(path.join(group, 'cgroup.kill'), '1').catch(() => undefined);
+}
+
 function killAndRemove(group: string): void {
   killGroup(group);
   try {

@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import type { ShellListener, ShellProcess } from '../../core/backend';
-import { addProcess, groupPids, killGroup } from './cgroup';
+import { addProcess, groupPids, killGroupAsync } from './cgroup';
 import { descendants, epochMsToStartTicks, hasEnvEntry, killQuietly, listProcs, readProc } from './procfs';
 
 export const SHELL_ARGS = ['--norc', '--noprofile', '--noediting', '-i'];
@@ -97,7 +97,7 @@ export class LocalShell implements ShellProcess {
 
   private async doClose(): Promise<void> {
     if (this.options.cgroup) {
-      killGroup(this.options.cgroup);
+      await killGroupAsync(this.options.cgroup);
     } else {
       // Collect first, then kill in one pass: a killed parent would otherwise reparent its children.
       for (const pid of this.processPids()) killQuietly(pid, 'SIGKILL');
