@@ -5,6 +5,7 @@
  * so neither the content nor the length leaks through timing).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { BrokerError } from '../common/errors';
 
@@ -18,7 +19,7 @@ function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
 }
 
-export function presentedToken(req: Request): string | null {
+export function presentedToken(req: IncomingMessage): string | null {
   const header = req.headers.authorization;
   if (typeof header === 'string') {
     const m = /^Bearer\s+(.+)$/i.exec(header.trim());
@@ -28,13 +29,19 @@ export function presentedToken(req: Request): string | null {
   return typeof execd === 'string' && execd.length > 0 ? execd : null;
 }
 
-export function requireToken(token: string, metricsPublic: boolean) {
+/** Whether the request carries `token` (constant time). */
+export function tokenChecker(token: string): (req: IncomingMessage) => boolean {
   const expected = digest(token);
-  return (req: Request, res: Response, next: NextFunction): void => {
-    if (req.method === 'GET' && (req.path === '/health' || (metricsPublic && req.path === '/metrics'))) return next();
+  return (req) => {
     const given = presentedToken(req);
-    if (given !== null && timingSafeEqual(digest(given), expected)) return next();
-    res.setHeader('WWW-Authenticate', 'Bearer');
-    next(new UnauthorizedError());
+    return given !== null && timingSafeEqual(digest(given), expected);
+  };
+}
+
+export function requireToken(token: string, metricsPublic: boolean) {
+  const hasToken = tokenChecker(token);
+  return (req: Request, _res: Response, next: NextFunction): void => {
+    if (req.method === 'GET' && (req.path === '/health' || (metricsPublic && req.path === '/metrics'))) return next();
+    next(hasToken(req) ? undefined : new UnauthorizedError());
   };
 }

@@ -1,54 +1,41 @@
 /**
- * JSON body reading for every route: one bounded read, one JSON.parse, clear 4xx errors.
- * Any content type is read as JSON (curl -d sends form encoding; aiohttp sends JSON). An empty
- * body is `undefined`, which routes with optional bodies (acquire, release) treat as `{}`.
+ * JSON body reading: one bounded read, one JSON.parse, clear 4xx errors. Any content type is read as
+ * JSON (curl -d sends form encoding; aiohttp sends JSON). An empty body is `undefined`, which routes
+ * with optional bodies (acquire, release) treat as `{}`.
  */
-import type { NextFunction, Request, Response } from 'express';
+import type { IncomingMessage } from 'node:http';
 import { BadRequestError, PayloadTooLargeError } from '../common/errors';
 
-export function jsonBody(maxBytes: number) {
-  return (req: Request, res: Response, next: NextFunction): void => {
-    if (req.method === 'GET' || req.method === 'HEAD') return next();
+export function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<unknown> {
+  return new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > maxBytes) {
-      res.setHeader('Connection', 'close');
-      return next(tooLarge(maxBytes));
-    }
+    if (Number.isFinite(declared) && declared > maxBytes) return reject(tooLarge(maxBytes));
     const chunks: Buffer[] = [];
     let size = 0;
     let failed = false;
+    const fail = (err: Error): void => {
+      if (failed) return;
+      failed = true;
+      reject(err);
+    };
     req.on('data', (chunk: Buffer) => {
       if (failed) return;
       size += chunk.length;
-      if (size > maxBytes) {
-        failed = true;
-        res.setHeader('Connection', 'close');
-        next(tooLarge(maxBytes));
-        return;
-      }
+      if (size > maxBytes) return fail(tooLarge(maxBytes));
       chunks.push(chunk);
     });
-    req.on('error', (err) => {
-      if (!failed) {
-        failed = true;
-        next(new BadRequestError(`could not read the request body: ${err.message}`));
-      }
-    });
+    req.on('error', (err) => fail(new BadRequestError(`could not read the request body: ${err.message}`)));
     req.on('end', () => {
       if (failed) return;
-      if (size === 0) {
-        req.body = undefined;
-        return next();
-      }
+      if (size === 0) return resolve(undefined);
       const text = (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).toString('utf8');
       try {
-        req.body = JSON.parse(text);
+        resolve(JSON.parse(text));
       } catch (err) {
-        return next(new BadRequestError(`Request body is not valid JSON: ${(err as Error).message}`));
+        fail(new BadRequestError(`Request body is not valid JSON: ${(err as Error).message}`));
       }
-      next();
     });
-  };
+  });
 }
 
 function tooLarge(maxBytes: number): PayloadTooLargeError {
