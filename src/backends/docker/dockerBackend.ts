@@ -11,17 +11,11 @@ import type { ContainerHealth, ContainerRef, OpenShellOptions, SessionBackend, S
 import { BackendError, BadRequestError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
 import { ControlShell } from './controlShell';
+import type { BrokerConfig } from '../../config/config';
 import { DockerShell } from './dockerShell';
 
-export interface DockerBackendOptions {
-  image: string;
-  deployment: string;
-  cpus: number;
-  memoryBytes: number;
-  pidsLimit: number;
-  networkMode: string;
-  pingTimeoutMs: number;
-}
+/** Resolved and validated in config.ts (BROKER_IMAGE, BROKER_CONTAINER_*, BROKER_NETWORK_MODE, ...). */
+export type DockerBackendOptions = BrokerConfig['docker'];
 
 export const LABEL_DEPLOYMENT = 'io.bash-broker.deployment';
 export const LABEL_INSTANCE = 'io.bash-broker.instance';
