@@ -61,6 +61,7 @@ export class Broker {
     );
     this.metrics.attach(this.pool);
     this.server = http.createServer({ keepAliveTimeout: 65_000 }, createApp(this.pool, this.metrics, config));
+    this.server.on('clientError', answerClientError);
   }
 
   /** Listens first, then warms: acquires wait in the queue until the first sessions are ready. */
@@ -98,4 +99,21 @@ export class Broker {
     await new Promise((r) => setTimeout(r, 50));
     this.server.closeAllConnections();
   }
+}
+
+/**
+ * Requests Node's parser rejects (an unknown method, a malformed header) never reach the app; Node
+ * would answer an empty 400. Clients get the same JSON error body as everywhere else.
+ */
+function answerClientError(err: Error & { code?: string }, socket: import('node:stream').Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, reason] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : [400, 'Bad Request'];
+  const body = JSON.stringify({ detail: `Malformed HTTP request (${err.code ?? err.message})`, code: 'bad_request' });
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
