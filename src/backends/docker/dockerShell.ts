@@ -138,8 +138,11 @@ export class DockerShell implements ShellProcess {
     await this.options.control.kill(this.pid, -1, this.options.tag, true);
     if (this.ended) return false;
     // No `2>/dev/null` on the loop: bash would save stderr in an fd >= 10 that the loop then closes.
+    // stdout/stderr first go back to the exec's own pipes (kept on 98/99 by the framing): a lease that
+    // ran `exec >&-`, `exec 2>&-` or `exec >file` would otherwise hand them to the fresh bash, whose
+    // probe (stdout) or init/markers (stderr) then never arrive — seen: 3 s and 30 s slot outages.
     this.write(
-      'builtin cd /;for __f in /proc/$$/fd/*;do __f=${__f##*/};((__f>2&&__f<255))&&exec {__f}>&-;done;' +
+      'builtin cd /;[[ -e /proc/$$/fd/98 ]]&&exec 1>&98;[[ -e /proc/$$/fd/99 ]]&&exec 2>&99;for __f in /proc/$$/fd/*;do __f=${__f##*/};((__f>2&&__f<255))&&exec {__f}>&-;done;' +
         `exec -c ${SHELL_CMD.join(' ')}\n`,
     );
     // Interactive bash reads ahead, so a probe sent with the exec line could be swallowed by the old
