@@ -11,14 +11,13 @@ import { SessionState, SessionStates } from './states';
 import { WaitQueue } from './waitQueue';
 import { type PoolObserver, NOOP_OBSERVER } from './observer';
 import { ContainerMonitor } from './containerMonitor';
-import { RetiredLeases } from './retiredLeases';
+import { LeaseBook } from './leaseBook';
 import {
   AbortedError,
   BrokerError,
   PoolExhaustedError,
   SessionBrokenError,
   SessionBusyError,
-  SessionNotFoundError,
   SessionNotInUseError,
   ShuttingDownError,
   errorMessage,
@@ -69,8 +68,7 @@ const REBUILD_BACKOFF_MAX_MS = 30_000;
 export class SessionPool {
   readonly states: SessionStates<Slot>;
   readonly containers: ContainerEntry[] = [];
-  private readonly leases = new Map<string, Lease>();
-  private readonly retired = new RetiredLeases(100_000);
+  private readonly leases = new LeaseBook();
   private readonly available: Slot[] = [];
   private readonly waiters = new WaitQueue<Slot>();
   private readonly workers: PQueue;
@@ -155,7 +153,7 @@ export class SessionPool {
   }
 
   async execute(sessionId: string, request: ExecuteRequest): Promise<ExecResult> {
-    const lease = this.activeLease(sessionId);
+    const lease = this.leases.require(sessionId);
     if (lease.executing) throw new SessionBusyError(sessionId);
     const started = process.hrtime.bigint();
     try {
@@ -170,13 +168,8 @@ export class SessionPool {
 
   /** Instant and idempotent: the slot is recycled in the background. */
   release(sessionId: string, why: 'released' | 'reclaimed' = 'released'): void {
-    const lease = this.leases.get(sessionId);
-    if (!lease) {
-      if (this.retired.has(sessionId)) return;
-      throw new SessionNotFoundError(sessionId);
-    }
-    this.leases.delete(sessionId);
-    this.retired.add(sessionId, why);
+    const lease = this.leases.end(sessionId, why);
+    if (!lease) return;
     lease.released = true;
     const slot = lease.slot;
     if (!slot) return; // it broke earlier and is already being rebuilt
@@ -204,7 +197,7 @@ export class SessionPool {
     if (this.idleTimer) clearInterval(this.idleTimer);
     this.monitor.stop();
     const deadline = Date.now() + graceMs;
-    while (Date.now() < deadline && [...this.leases.values()].some((l) => l.executing)) await delay(50);
+    while (Date.now() < deadline && this.leases.anyExecuting()) await delay(50);
     this.workers.clear();
     this.starters.clear();
     // A rebuild already running would otherwise open a shell after we closed the others.
@@ -245,18 +238,7 @@ export class SessionPool {
     const lease = new Lease(id, slot, sessionWorkdir(id), Date.now());
     slot.lease = lease;
     this.states.move(slot, SessionState.IN_USE);
-    this.leases.set(id, lease);
-    return lease;
-  }
-
-  private activeLease(sessionId: string): Lease {
-    const lease = this.leases.get(sessionId);
-    if (!lease) {
-      const why = this.retired.why(sessionId);
-      if (why) throw new SessionNotInUseError(sessionId, why === 'reclaimed' ? 'reclaimed after being idle' : 'already released');
-      throw new SessionNotFoundError(sessionId);
-    }
-    if (lease.brokenReason !== null) throw new SessionBrokenError(sessionId, lease.brokenReason);
+    this.leases.add(lease);
     return lease;
   }
 
@@ -285,11 +267,9 @@ export class SessionPool {
 
   private reclaimIdle(): void {
     const cutoff = Date.now() - this.options.sessionIdleTimeoutMs;
-    for (const lease of [...this.leases.values()]) {
-      if (!lease.executing && lease.lastActivityMs < cutoff) {
-        logger.info({ sessionId: lease.id }, 'reclaiming idle session');
-        this.release(lease.id, 'reclaimed');
-      }
+    for (const lease of this.leases.idleSince(cutoff)) {
+      logger.info({ sessionId: lease.id }, 'reclaiming idle session');
+      this.release(lease.id, 'reclaimed');
     }
   }
 
