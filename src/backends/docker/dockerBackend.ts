@@ -99,7 +99,11 @@ export class DockerBackend implements SessionBackend {
     }
     // A command killed by the memory limit sets OOMKilled while the container still runs; only a
     // container that stopped is lost (its sessions' own leases learn of their kill separately).
-    if (!state.Running) return { healthy: false, reason: state.OOMKilled ? 'container was OOM-killed' : `container is ${state.Status}` };
+    // OOMKilled stays set once any process in the container was OOM-killed, so it is only a hint.
+    if (!state.Running) {
+      const hint = state.OOMKilled ? '; a process in it was OOM-killed' : '';
+      return { healthy: false, reason: `container is ${state.Status} (exit code ${state.ExitCode}${hint})` };
+    }
     if (state.Paused) return { healthy: false, reason: 'container is paused' };
     const control = this.controls.get(ref.id);
     if (!control?.alive) return { healthy: false, reason: 'control shell is gone' };
