@@ -28,6 +28,8 @@ export interface TestBroker {
   metrics(): Promise<string>;
   /** Waits until every session is AVAILABLE again (nothing in use, cleaning or broken). */
   waitAllAvailable(timeoutMs?: number): Promise<Health>;
+  /** Any method, path, body and headers, as sent (for tests of malformed requests). */
+  request(method: string, path: string, body?: string | Buffer, headers?: Record<string, string>): Promise<HttpResult>;
   close(): Promise<void>;
 }
 
@@ -85,13 +87,13 @@ export async function startTestBroker(env: Record<string, string> = {}, override
   const dispatcher = new Agent({ keepAliveTimeout: 10_000, connections: 256 });
 
   async function call(
-    method: 'GET' | 'POST',
+    method: string,
     path: string,
     body?: string | Buffer,
     headers: Record<string, string> = {},
     signal?: AbortSignal,
   ): Promise<HttpResult> {
-    const res = await request(url + path, { method, body, headers, dispatcher, signal, headersTimeout: 0, bodyTimeout: 0 });
+    const res = await request(url + path, { method: method as 'GET', body, headers, dispatcher, signal, headersTimeout: 0, bodyTimeout: 0 });
     const text = await res.body.text();
     let json: unknown = undefined;
     try {
@@ -107,6 +109,7 @@ export async function startTestBroker(env: Record<string, string> = {}, override
     url,
     broker,
     backend,
+    request: (method, path, body, headers) => call(method, path, body, headers),
     localInstance: backend instanceof LocalBackend ? backend.instance : null,
     total: config.containers * config.sessionsPerContainer,
     post: (path, body, headers) => call('POST', path, body === undefined ? undefined : JSON.stringify(body), { ...jsonHeaders, ...headers }),

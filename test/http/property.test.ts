@@ -14,7 +14,6 @@
  */
 import { spawnSync } from 'node:child_process';
 import fc from 'fast-check';
-import { request, Agent } from 'undici';
 import { startTestBroker, testBackend, type TestBroker, type HttpResult } from '../helpers/broker';
 
 const RUNS = 150;
@@ -34,35 +33,17 @@ interface Req {
 describe(`HTTP properties (${testBackend})`, () => {
   let tb: TestBroker;
   let held: string; // a leased session, target of the random execute bodies
-  let dispatcher: Agent;
 
   beforeAll(async () => {
     tb = await startTestBroker();
     held = await tb.acquire();
-    dispatcher = new Agent({ keepAliveTimeout: 10_000, connections: 64 });
   });
   afterAll(async () => {
-    await dispatcher?.close();
     await tb?.close();
   });
 
-  async function send(r: Req): Promise<HttpResult> {
-    const res = await request(tb.url + r.path, {
-      method: r.method as 'GET',
-      body: r.body,
-      headers: r.headers,
-      dispatcher,
-      headersTimeout: 30_000,
-      bodyTimeout: 30_000,
-    });
-    const text = await res.body.text();
-    let json: unknown = undefined;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      /* asserted below */
-    }
-    return { status: res.statusCode, headers: res.headers, text, json };
+  function send(r: Req): Promise<HttpResult> {
+    return tb.request(r.method, r.path, r.body, r.headers);
   }
 
   /** Properties (1)-(3) for one request; `what` names it in failure messages. */
