@@ -308,10 +308,14 @@ export class SessionPool {
     try {
       const old = slot.session;
       slot.session = null;
-      const reused = old ? await this.recycleShell(old) : null;
       const container = slot.container;
-      if (this.closing) return;
-      if (!container.ref || !container.healthy) throw new Error(container.unhealthyReason ?? 'container is not running');
+      const reused = old ? await this.recycleShell(old, !this.closing && container.healthy) : null;
+      if (this.closing || !container.ref || !container.healthy) {
+        // A shell recycled just before the pool closed or the container failed is no one's: close it.
+        await reused?.close();
+        if (this.closing) return;
+        throw new Error(container.unhealthyReason ?? 'container is not running');
+      }
       for (const dir of [workdir, slot.orphanWorkdir]) if (dir) await this.backend.removeWorkdir(container.ref, dir);
       slot.orphanWorkdir = null;
       const shell = reused ?? (await this.backend.openShell(container.ref, { slotId: slot.slotId }));
@@ -336,8 +340,8 @@ export class SessionPool {
   }
 
   /** The old session's process made pristine in place when its backend can; else it is closed. */
-  private async recycleShell(old: BashSession): Promise<ShellProcess | null> {
-    if (old.alive && !old.busy && old.shell.recycle && !this.closing) {
+  private async recycleShell(old: BashSession, wanted: boolean): Promise<ShellProcess | null> {
+    if (wanted && old.alive && !old.busy && old.shell.recycle) {
       if (await old.shell.recycle().catch(() => false)) return old.shell;
     }
     await old.close();
