@@ -24,6 +24,9 @@
 /** Sent once to a new shell. Markers go to fds 98/99 so `exec >file` in a command cannot hide them. */
 export const SHELL_INIT_SCRIPT = [
   "PS1=;PS2=;PS0=;PS4='+ ';set +H;set +o history;unset PROMPT_COMMAND HISTFILE MAILCHECK",
+  // Files the shell inherited beyond 0-2 (a parent's fd without close-on-exec) are closed: a session
+  // must not hold the broker's pipes or sockets. (No 2>/dev/null: bash would save stderr on an fd >= 10.)
+  'for __f in /proc/$$/fd/*;do __f=${__f##*/};((__f>2&&__f<255))&&exec {__f}>&-;done;unset __f',
   'exec 98>&1 99>&2',
   "__bs(){ __bn=$1;builtin printf %s \"$1s\" >&98;builtin printf %s \"$1s\" >&99; }",
   "__be(){ local r=${2:-$?};builtin printf '%se%d\\n' \"$1\" $r >&98;builtin printf '%se\\n' \"$1\" >&99;return $r; }",

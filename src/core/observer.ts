@@ -6,6 +6,8 @@ export interface PoolObserver {
   acquireWaited(seconds: number, outcome: AcquireOutcome): void;
   executed(seconds: number, outcome: ExecuteOutcome): void;
   cleaned(seconds: number, ok: boolean): void;
+  /** After a release: the shell was made pristine in place (true) or had to be closed and reopened. */
+  recycled(inPlace: boolean): void;
   broken(reason: string): void;
   reclaimed(): void;
 }
@@ -14,6 +16,7 @@ export const NOOP_OBSERVER: PoolObserver = {
   acquireWaited: () => undefined,
   executed: () => undefined,
   cleaned: () => undefined,
+  recycled: () => undefined,
   broken: () => undefined,
   reclaimed: () => undefined,
 };

@@ -342,7 +342,9 @@ export class SessionPool {
   /** The old session's process made pristine in place when its backend can; else it is closed. */
   private async recycleShell(old: BashSession, wanted: boolean): Promise<ShellProcess | null> {
     if (wanted && old.alive && !old.busy && old.shell.recycle) {
-      if (await old.shell.recycle().catch(() => false)) return old.shell;
+      const inPlace = await old.shell.recycle().catch(() => false);
+      this.observer.recycled(inPlace);
+      if (inPlace) return old.shell;
     }
     await old.close();
     return null;

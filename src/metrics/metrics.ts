@@ -17,6 +17,7 @@ export class BrokerMetrics implements PoolObserver {
   private readonly timeouts: client.Counter;
   private readonly cleanups: client.Counter<'result'>;
   private readonly cleanupDuration: client.Histogram;
+  private readonly recycles: client.Counter<'result'>;
   private readonly broke: client.Counter;
   private readonly reclaims: client.Counter;
   private pool: SessionPool | null = null;
@@ -80,6 +81,12 @@ export class BrokerMetrics implements PoolObserver {
       buckets: LATENCY_BUCKETS,
       registers,
     });
+    this.recycles = new client.Counter({
+      name: 'broker_shell_recycles_total',
+      help: 'Released shells made pristine in place (result=in_place) or closed and reopened (result=reopened)',
+      labelNames: ['result'],
+      registers,
+    });
     this.broke = new client.Counter({ name: 'broker_sessions_broken_total', help: 'Sessions that went BROKEN', registers });
     this.reclaims = new client.Counter({ name: 'broker_sessions_reclaimed_total', help: 'Leases reclaimed after the idle timeout', registers });
   }
@@ -101,6 +108,10 @@ export class BrokerMetrics implements PoolObserver {
   cleaned(seconds: number, ok: boolean): void {
     this.cleanups.inc({ result: ok ? 'ok' : 'failed' });
     if (ok) this.cleanupDuration.observe(seconds);
+  }
+
+  recycled(inPlace: boolean): void {
+    this.recycles.inc({ result: inPlace ? 'in_place' : 'reopened' });
   }
 
   broken(): void {

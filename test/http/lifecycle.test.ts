@@ -129,6 +129,42 @@ describe.each(confinements)('cleanup after release (confinement: %s)', (confinem
     await tb.release(second);
   });
 
+  it('a released shell is made pristine in place: traps, umask, files, redirections, options, PATH all reset', async () => {
+    // What a shell looks like: everything a lease can change that `exec` would carry into the next one.
+    const probe = [
+      'echo "pid=$$"',
+      'echo "umask=$(umask)"',
+      "echo \"traps=[$(trap -p | tr '\\n' ' ')]\"",
+      'echo "fds=$(ls /proc/$$/fd | tr "\\n" " ")"',
+      'echo "opts=$- $(set -o | grep -c on) $(shopt | grep -c on)"',
+      "echo \"env=$(env | grep -v -e '^_=' -e '^PWD=' -e '^OLDPWD=' -e '^BROKER_SESSION_TAG=' | sort | md5sum)\"",
+      'echo "pwd=$(pwd -P | sed "s|/tmp/s/[0-9a-f]*|W|")"',
+    ].join('\n');
+    const first = await tb.acquire();
+    const baseline = await tb.exec(first, probe);
+    await tb.exec(
+      first,
+      "trap '' INT TERM HUP PIPE; trap 'echo caught' USR1; umask 077; exec 7>/dev/null 8</dev/null; set -o pipefail; " +
+        'shopt -s nullglob; export LEAK=1; exec 2>/dev/null; exec >/dev/null; PATH=/nonexistent; cd /',
+    );
+    await tb.release(first);
+    const second = await tb.acquire();
+    const after = await tb.exec(second, probe);
+    expect(after.stdout.replace(/^pid=.*\n/, '')).toBe(baseline.stdout.replace(/^pid=.*\n/, ''));
+    expect(after.stderr).toBe('');
+    // ^C works again (an ignored SIGINT would survive exec): a builtin loop times out, state kept.
+    await tb.exec(second, 'KEPT=yes');
+    const loop = await tb.exec(second, 'while :; do :; done', 1);
+    expect(loop.stderr).toMatch(/timed out/i);
+    expect((await tb.exec(second, 'echo $KEPT')).stdout).toBe('yes\n');
+    await tb.release(second);
+    await tb.waitAllAvailable();
+    // Both releases recycled the same process (no reopen): its pid is the same in both leases.
+    const m = await tb.metrics();
+    expect(metricValue(m, 'broker_shell_recycles_total', { result: 'in_place' })).toBeGreaterThanOrEqual(1);
+    expect(after.stdout.match(/^pid=(\d+)/)?.[1]).toBe(baseline.stdout.match(/^pid=(\d+)/)?.[1]);
+  });
+
   it('counts the cleanup in /metrics and returns the slot to available', async () => {
     const before = metricValue(await tb.metrics(), 'broker_cleanups_total', { result: 'ok' });
     const id = await tb.acquire();

@@ -6,13 +6,12 @@
 import type Dockerode from 'dockerode';
 import type { Duplex } from 'node:stream';
 import type { ShellListener, ShellProcess } from '../../core/backend';
+import { FRESH_ANSWER, FRESH_PROBE, FRESH_PROBE_EVERY_MS, isFreshAnswer, RECYCLE_TIMEOUT_MS, recycleExecLine, StdoutExpectation } from '../../core/shellRecycle';
 import { DockerDemuxer } from './demux';
 import type { ControlShell } from './controlShell';
 
 export const SHELL_CMD = ['bash', '--norc', '--noprofile', '--noediting', '-i'];
 const HANDSHAKE_TIMEOUT_MS = 20_000;
-const RECYCLE_TIMEOUT_MS = 3_000;
-const RECYCLE_PROBE_EVERY_MS = 5;
 
 export interface DockerShellOptions {
   container: Dockerode.Container;
@@ -22,13 +21,6 @@ export interface DockerShellOptions {
   tag: string;
 }
 
-/** Waits for a regular expression to appear on stdout while the shell is not serving a session. */
-interface Expectation {
-  pattern: RegExp;
-  buffer: string;
-  resolve: (m: RegExpExecArray | null) => void;
-}
-
 export class DockerShell implements ShellProcess {
   description = 'docker exec bash';
   private listener: ShellListener | null = null;
@@ -36,9 +28,11 @@ export class DockerShell implements ShellProcess {
   private pid = 0;
   private ended = false;
   private closePromise: Promise<void> | null = null;
-  private expectation: Expectation | null = null;
+  private readonly expectation = new StdoutExpectation();
   /** `export -p` of the first shell: what a recycled shell must get back after `exec -c`. */
   private exportsScript = '';
+  /** bash's absolute path (its $BASH at the handshake): the recycle's exec must not depend on the lease's PATH. */
+  private bashPath = 'bash';
   private readonly baseTag: string;
   private recycles = 0;
 
@@ -65,49 +59,23 @@ export class DockerShell implements ShellProcess {
     const socket = (await exec.start({ hijack: true, stdin: true })) as Duplex;
     this.socket = socket;
     const demux = new DockerDemuxer((stream, chunk) => {
-      if (this.expectation) this.onExpectedData(stream, chunk);
+      if (this.expectation.active) this.expectation.feed(stream, chunk);
       else this.listener?.onData(stream, chunk);
     });
     socket.on('data', (c: Buffer) => demux.push(c));
     socket.on('error', () => undefined); // 'close' follows and reports the end
     socket.on('close', () => this.onEnd('the docker exec stream closed (bash or its container died)'));
     // `exec.inspect().Pid` is a host pid (and 0 at first: FINDINGS gotcha 4); we need bash's own.
-    const m = await this.expect(
-      /\n__bkpid=(\d+)\n([\s\S]*)\n__bkend\n/,
-      () => this.write("PS1=;builtin printf '\\n__bkpid=%d\\n' $$;builtin export -p;builtin printf '\\n__bkend\\n'\n"),
+    const m = await this.expectation.wait(
+      /\n__bkpid=(\d+) (\S+)\n([\s\S]*)\n__bkend\n/,
+      () => this.write("PS1=;builtin printf '\\n__bkpid=%d %s\\n' $$ \"$BASH\";builtin export -p;builtin printf '\\n__bkend\\n'\n"),
       HANDSHAKE_TIMEOUT_MS,
     );
     if (!m) throw new Error('bash in the container did not answer');
     this.pid = Number(m[1]);
-    this.exportsScript = m[2];
+    this.bashPath = m[2];
+    this.exportsScript = m[3];
     this.description = `docker exec bash pid ${this.pid} in ${this.options.container.id.slice(0, 12)}`;
-  }
-
-  /** Sends via `send` (repeated every `repeatMs` if given) until stdout matches, or null on timeout/end. */
-  private expect(pattern: RegExp, send: () => void, timeoutMs: number, repeatMs?: number): Promise<RegExpExecArray | null> {
-    return new Promise((resolve) => {
-      const timers: NodeJS.Timeout[] = [];
-      this.expectation = {
-        pattern,
-        buffer: '',
-        resolve: (m) => {
-          timers.forEach(clearTimeout);
-          this.expectation = null;
-          resolve(m);
-        },
-      };
-      timers.push(setTimeout(() => this.expectation?.resolve(null), timeoutMs));
-      if (repeatMs) timers.push(setInterval(send, repeatMs));
-      send();
-    });
-  }
-
-  private onExpectedData(stream: string, chunk: Buffer): void {
-    const e = this.expectation!;
-    if (stream !== 'stdout') return;
-    e.buffer += chunk.toString('latin1');
-    const m = e.pattern.exec(e.buffer);
-    if (m) e.resolve(m);
   }
 
   setListener(listener: ShellListener): void {
@@ -137,23 +105,9 @@ export class DockerShell implements ShellProcess {
     this.options.control.signalGroup(this.pid, 'INT'); // a foreground builtin loop would never read
     await this.options.control.kill(this.pid, -1, this.options.tag, true);
     if (this.ended) return false;
-    // No `2>/dev/null` on the loop: bash would save stderr in an fd >= 10 that the loop then closes.
-    // stdout/stderr first go back to the exec's own pipes (kept on 98/99 by the framing): a lease that
-    // ran `exec >&-`, `exec 2>&-` or `exec >file` would otherwise hand them to the fresh bash, whose
-    // probe (stdout) or init/markers (stderr) then never arrive — seen: 3 s and 30 s slot outages.
-    this.write(
-      'builtin cd /;[[ -e /proc/$$/fd/98 ]]&&exec 1>&98;[[ -e /proc/$$/fd/99 ]]&&exec 2>&99;for __f in /proc/$$/fd/*;do __f=${__f##*/};((__f>2&&__f<255))&&exec {__f}>&-;done;' +
-        `exec -c ${SHELL_CMD.join(' ')}\n`,
-    );
-    // Interactive bash reads ahead, so a probe sent with the exec line could be swallowed by the old
-    // process: repeat it until the new bash (which has no framing nonce yet) answers.
-    const fresh = await this.expect(
-      /\n__bkfresh=(\w+)\n/,
-      () => this.write("PS1=;builtin printf '\\n__bkfresh=%s\\n' \"${__bn:-yes}\"\n"),
-      RECYCLE_TIMEOUT_MS,
-      RECYCLE_PROBE_EVERY_MS,
-    );
-    if (!fresh || fresh[1] !== 'yes' || this.ended) return false;
+    this.write(recycleExecLine('/', [this.bashPath, ...SHELL_CMD.slice(1)].join(' ')));
+    const answer = await this.expectation.wait(FRESH_ANSWER, () => this.write(FRESH_PROBE), RECYCLE_TIMEOUT_MS, FRESH_PROBE_EVERY_MS);
+    if (!isFreshAnswer(answer) || this.ended) return false;
     const nextTag = `${this.baseTag}.${++this.recycles}`;
     this.options = { ...this.options, tag: nextTag };
     this.write(`${this.exportsScript}\nbuiltin export ${nextTag};builtin umask 0022;builtin cd /\n`);
@@ -176,7 +130,7 @@ export class DockerShell implements ShellProcess {
   private onEnd(reason: string): void {
     if (this.ended) return;
     this.ended = true;
-    this.expectation?.resolve(null);
+    this.expectation.cancel();
     this.listener?.onExit({ code: null, signal: null, reason });
   }
 }

@@ -8,6 +8,8 @@ const TICKS_PER_SECOND = 100;
 
 export interface ProcInfo {
   pid: number;
+  /** One letter: R, S, D, Z (zombie: exited, not reaped yet), T... */
+  state: string;
   ppid: number;
   sid: number;
   startTicks: number;
@@ -19,7 +21,7 @@ export function parseStat(pid: number, text: string): ProcInfo | null {
   if (close < 0) return null;
   const f = text.slice(close + 2).split(' ');
   // f[0] is field 3 (state); field n is f[n - 3].
-  return { pid, ppid: Number(f[1]), sid: Number(f[3]), startTicks: Number(f[19]) };
+  return { pid, state: f[0], ppid: Number(f[1]), sid: Number(f[3]), startTicks: Number(f[19]) };
 }
 
 export function readProc(pid: number): ProcInfo | null {
