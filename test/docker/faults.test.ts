@@ -11,8 +11,16 @@ import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'undici';
 import { eventually, startTestBroker, testBackend, type Health, type TestBroker } from '../helpers/broker';
-import { LABEL_DEPLOYMENT, LABEL_INSTANCE } from '../../src/backends/docker/dockerBackend';
-import { DockerDemuxer } from '../../src/backends/docker/demux';
+import {
+  containerExists,
+  everySessionWorks,
+  execIn as execInContainer,
+  labelledContainers,
+  poolContainerIds,
+  waitHealed as waitHealedWithin,
+  watchHealth,
+} from '../helpers/dockerFaults';
+import { LABEL_INSTANCE } from '../../src/backends/docker/dockerBackend';
 
 const LONG = 60_000;
 // Per test: a fault, its healing and a full check take well under this, even on a loaded machine.
@@ -30,78 +38,12 @@ const docker = new Dockerode();
 
 /** Containers (running or not) that carry this file's deployment label. */
 async function labelled(): Promise<Dockerode.ContainerInfo[]> {
-  return docker.listContainers({ all: true, filters: { label: [`${LABEL_DEPLOYMENT}=${DEPLOYMENT}`] } });
+  return labelledContainers(docker, DEPLOYMENT);
 }
 
-async function exists(id: string): Promise<boolean> {
-  try {
-    await docker.getContainer(id).inspect();
-    return true;
-  } catch (err) {
-    if ((err as { statusCode?: number }).statusCode === 404) return false;
-    throw err;
-  }
-}
-
-/** `docker exec` of argv in a container, from outside the broker: output and exit code. */
-async function execIn(id: string, cmd: string[]): Promise<{ code: number; out: string }> {
-  const exec = await docker.getContainer(id).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, Tty: false });
-  const stream = await exec.start({ hijack: true, stdin: false });
-  let out = '';
-  const demux = new DockerDemuxer((_s, c) => (out += c.toString('utf8')));
-  await new Promise<void>((resolve, reject) => {
-    stream.on('data', (c: Buffer) => demux.push(c));
-    stream.on('end', resolve);
-    stream.on('close', resolve);
-    stream.on('error', reject);
-  });
-  const info = await exec.inspect();
-  return { code: info.ExitCode ?? -1, out };
-}
-
-/** Records every /health status seen while a fault plays out. */
-function watchHealth(tb: TestBroker): { seen: Set<string>; stop: () => Promise<void> } {
-  const seen = new Set<string>();
-  let running = true;
-  const loop = (async () => {
-    while (running) {
-      try {
-        seen.add((await tb.health()).status);
-      } catch {
-        seen.add('error');
-      }
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  })();
-  return {
-    seen,
-    stop: async () => {
-      running = false;
-      await loop;
-    },
-  };
-}
-
-/** Full size, every session AVAILABLE, both containers answering, status healthy. */
-async function waitHealed(tb: TestBroker): Promise<Health> {
-  let last: Health | null = null;
-  await eventually(
-    async () => {
-      last = await tb.health();
-      return (
-        last.status === 'healthy' &&
-        last.total_sessions === tb.total &&
-        last.available_sessions === tb.total &&
-        last.broken_sessions === 0 &&
-        last.healthy_containers === 2 &&
-        last.unhealthy_containers === 0
-      );
-    },
-    LONG,
-    () => `a healed pool (last /health: ${JSON.stringify(last)})`,
-  );
-  return last!;
-}
+const exists = (id: string) => containerExists(docker, id);
+const execIn = (id: string, cmd: string[]) => execInContainer(docker, id, cmd);
+const waitHealed = (tb: TestBroker) => waitHealedWithin(tb, LONG);
 
 /** The pool's container entry a session runs in (a container's hostname is its short id). */
 async function containerOf(tb: TestBroker, sessionId: string) {
@@ -112,24 +54,7 @@ async function containerOf(tb: TestBroker, sessionId: string) {
   return entry;
 }
 
-/** Leases every session, checks each runs a command, and returns the containers they ran in. */
-async function everySessionWorks(tb: TestBroker): Promise<Set<string>> {
-  const ids = await Promise.all(Array.from({ length: tb.total }, () => tb.acquire()));
-  const hosts = new Set<string>();
-  for (const id of ids) {
-    const r = await tb.exec(id, 'echo ok; echo $HOSTNAME');
-    expect(r.return_code).toBe(0);
-    const [ok, host] = r.stdout.trim().split('\n');
-    expect(ok).toBe('ok');
-    hosts.add(host);
-  }
-  for (const id of ids) await tb.release(id);
-  return hosts;
-}
-
-function runningIds(tb: TestBroker): string[] {
-  return tb.broker.pool.containers.map((c) => c.ref?.id ?? '');
-}
+const runningIds = poolContainerIds;
 
 /** A replaced container must be gone, and the pool must run two other, running, labelled ones. */
 async function expectReplaced(tb: TestBroker, oldId: string): Promise<void> {
@@ -332,7 +257,7 @@ if (testBackend !== 'docker') {
       const watch = watchHealth(b);
       await docker.getContainer(oldId).pause();
       const r = await b.post(`/session/${id}/execute`, { command: 'echo hi', timeout: 120 });
-      expect(r.status === 410 || r.status >= 500).toBe(true);
+      if (!(r.status === 410 || r.status >= 500)) throw new Error(`paused execute answered ${r.status} ${r.text}`);
       expect(typeof r.json?.detail).toBe('string');
       const again = await b.post(`/session/${id}/execute`, { command: 'echo hi' });
       expect(again.status).toBe(410);

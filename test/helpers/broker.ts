@@ -171,6 +171,35 @@ export async function eventually(
 }
 
 /**
+ * Waits for a full, healthy pool: every session AVAILABLE but `inUse` held ones, none cleaning or
+ * broken, and (when given) exactly `containers` containers answering. Returns the last /health.
+ */
+export async function waitFullPool(
+  tb: { health(): Promise<Health>; total: number },
+  timeoutMs: number,
+  { inUse = 0, containers }: { inUse?: number; containers?: number } = {},
+): Promise<Health> {
+  let last: Health | null = null;
+  await eventually(
+    async () => {
+      last = await tb.health();
+      return (
+        last.status === 'healthy' &&
+        last.total_sessions === tb.total &&
+        last.in_use_sessions === inUse &&
+        last.available_sessions === tb.total - inUse &&
+        last.cleaning_sessions === 0 &&
+        last.broken_sessions === 0 &&
+        (containers === undefined || (last.healthy_containers === containers && last.unhealthy_containers === 0))
+      );
+    },
+    timeoutMs,
+    () => `a full pool with ${inUse} in use${containers === undefined ? '' : ` and ${containers} containers`} (last /health: ${JSON.stringify(last)})`,
+  );
+  return last!;
+}
+
+/**
  * Sum of the samples of `name` in Prometheus text whose labels include every pair of `labels`
  * (0 when there is none).
  */

@@ -25,6 +25,12 @@ export class DockerBackend implements SessionBackend {
   readonly docker = new Dockerode();
   readonly instance = `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private readonly controls = new Map<string, ControlShell>();
+  /**
+   * Containers whose removal failed, typically because the engine was down or restarting (the pool
+   * forgets a failed container once it asked for its removal). Retried before every container start
+   * and at close, so a daemon restart leaves no container of the old generation behind.
+   */
+  private readonly unremoved = new Set<string>();
   private generation = 0;
   private starts = 0;
 
@@ -54,6 +60,7 @@ export class DockerBackend implements SessionBackend {
   }
 
   async startContainer(index: number): Promise<ContainerRef> {
+    await this.retryRemovals();
     // A fresh name per start: a replacement never waits for a stuck removal to free the old one.
     const name = `bash-broker-${this.options.deployment}-${this.instance}-c${index}-${++this.starts}`.replace(/[^a-zA-Z0-9_.-]/g, '-');
     const container = await this.docker.createContainer({
@@ -162,13 +169,24 @@ export class DockerBackend implements SessionBackend {
   async close(): Promise<void> {
     await Promise.all([...this.controls.values()].map((c) => c.close().catch(() => undefined)));
     this.controls.clear();
+    // Bounded: an engine that is still down must not hold the broker's shutdown.
+    await Promise.race([this.retryRemovals(), new Promise((r) => setTimeout(r, 10_000).unref())]);
   }
 
+  private async retryRemovals(): Promise<void> {
+    await Promise.all([...this.unremoved].map((id) => this.forceRemove(id)));
+  }
+
+  /** Gone (or 404) drops it from `unremoved`; any other outcome keeps it there for a retry. */
   private async forceRemove(id: string): Promise<void> {
     try {
       await this.docker.getContainer(id).remove({ force: true, v: true });
+      this.unremoved.delete(id);
     } catch (err) {
       const status = (err as { statusCode?: number }).statusCode;
+      // 409: a removal already in progress; a retry then finds it gone (404), or finishes it.
+      if (status === 404) this.unremoved.delete(id);
+      else this.unremoved.add(id);
       if (status !== 404 && status !== 409) logger.warn({ id, err: errorMessage(err) }, 'container removal failed');
     }
   }

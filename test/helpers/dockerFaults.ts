@@ -1,0 +1,89 @@
+/**
+ * Helpers shared by the Docker fault tests (faults.test.ts, daemon-restart.test.ts): list a
+ * deployment's containers, run a command in a container from outside the broker, watch /health
+ * while a fault plays out, and wait for (then prove) a healed pool. Each takes the engine to talk
+ * to, so the same checks serve the shared engine and a private dockerd.
+ */
+import type Dockerode from 'dockerode';
+import { waitFullPool, type Health, type TestBroker } from './broker';
+import { LABEL_DEPLOYMENT } from '../../src/backends/docker/dockerBackend';
+import { DockerDemuxer } from '../../src/backends/docker/demux';
+
+/** Containers (running or not) that carry the deployment label `deployment`. */
+export async function labelledContainers(docker: Dockerode, deployment: string): Promise<Dockerode.ContainerInfo[]> {
+  return docker.listContainers({ all: true, filters: { label: [`${LABEL_DEPLOYMENT}=${deployment}`] } });
+}
+
+export async function containerExists(docker: Dockerode, id: string): Promise<boolean> {
+  try {
+    await docker.getContainer(id).inspect();
+    return true;
+  } catch (err) {
+    if ((err as { statusCode?: number }).statusCode === 404) return false;
+    throw err;
+  }
+}
+
+/** `docker exec` of argv in a container, from outside the broker: output and exit code. */
+export async function execIn(docker: Dockerode, id: string, cmd: string[]): Promise<{ code: number; out: string }> {
+  const exec = await docker.getContainer(id).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, Tty: false });
+  const stream = await exec.start({ hijack: true, stdin: false });
+  let out = '';
+  const demux = new DockerDemuxer((_s, c) => (out += c.toString('utf8')));
+  await new Promise<void>((resolve, reject) => {
+    stream.on('data', (c: Buffer) => demux.push(c));
+    stream.on('end', resolve);
+    stream.on('close', resolve);
+    stream.on('error', reject);
+  });
+  const info = await exec.inspect();
+  return { code: info.ExitCode ?? -1, out };
+}
+
+/** Records every /health status seen while a fault plays out ('error' when /health did not answer). */
+export function watchHealth(tb: TestBroker): { seen: Set<string>; stop: () => Promise<void> } {
+  const seen = new Set<string>();
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      try {
+        seen.add((await tb.health()).status);
+      } catch {
+        seen.add('error');
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  return {
+    seen,
+    stop: async () => {
+      running = false;
+      await loop;
+    },
+  };
+}
+
+/** Full size, every session AVAILABLE, every configured container answering, status healthy. */
+export function waitHealed(tb: TestBroker, timeoutMs: number): Promise<Health> {
+  return waitFullPool(tb, timeoutMs, { containers: tb.broker.config.containers });
+}
+
+/** Leases every session, checks each runs a command, and returns the containers (hostnames) they ran in. */
+export async function everySessionWorks(tb: TestBroker): Promise<Set<string>> {
+  const ids = await Promise.all(Array.from({ length: tb.total }, () => tb.acquire()));
+  const hosts = new Set<string>();
+  for (const id of ids) {
+    const r = await tb.exec(id, 'echo ok; echo $HOSTNAME');
+    expect(r.return_code).toBe(0);
+    const [ok, host] = r.stdout.trim().split('\n');
+    expect(ok).toBe('ok');
+    hosts.add(host);
+  }
+  for (const id of ids) await tb.release(id);
+  return hosts;
+}
+
+/** The ids of the containers the pool runs now ('' for an entry with none). */
+export function poolContainerIds(tb: TestBroker): string[] {
+  return tb.broker.pool.containers.map((c) => c.ref?.id ?? '');
+}
