@@ -33,7 +33,7 @@ export function recycleExecLine(cwd: string, command: string): string {
  */
 export const FRESH_PROBE = "PS1=;builtin printf '\\n__bkfresh=%s\\n' \"${__bn:-yes}\"\n";
 export const FRESH_ANSWER = /\n__bkfresh=(\w+)\n/;
-export const FRESH_PROBE_EVERY_MS = 5;
+export const FRESH_PROBE_EVERY_MS = 1;
 export const RECYCLE_TIMEOUT_MS = 3_000;
 
 /** True when the probe's answer came from a fresh bash. */

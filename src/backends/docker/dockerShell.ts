@@ -120,9 +120,11 @@ export class DockerShell implements ShellProcess {
   }
 
   private async doClose(): Promise<void> {
-    if (!this.ended && this.pid > 1) {
+    if (this.pid > 1) {
       // Escapees first and bash with them: a child holding stdout would keep the stream open (gotcha 3).
-      await this.options.control.kill(this.pid, -1, this.options.tag, false).catch(() => 0);
+      // A bash that already died (kill -9 $$, exec, set -e) leaves its jobs reparented to init: only
+      // the tag finds them then, and its pid may already be another process's, so no tree (root -1).
+      await this.options.control.kill(this.ended ? -1 : this.pid, -1, this.options.tag, false).catch(() => 0);
     }
     this.socket?.destroy();
   }

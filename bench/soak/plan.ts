@@ -1,0 +1,78 @@
+/**
+ * The soak's command line: how long, how many clients, how big a pool, and the broker settings it
+ * runs under. Every bound (duration, drain, settle) is here, so a run always ends.
+ */
+export interface SoakPlan {
+  quick: boolean;
+  /** Load phase only; warm-up, drain and the end checks come on top. */
+  durationS: number;
+  clients: number;
+  containers: number;
+  perContainer: number;
+  image: string;
+  outDir: string;
+  seed: number;
+  /** Abuse includes fork bursts against the pids limit (--no-fork-burst leaves them out). */
+  forkBurst: boolean;
+  /** After the load stops, clients may finish the episode they are in for this long, then are aborted. */
+  drainS: number;
+  /** The broker's settings for the run (BROKER_*), chosen so that every path is reached in minutes. */
+  broker: {
+    maxOutputBytes: number;
+    idleTimeoutS: number;
+    acquireTimeoutS: number;
+    pidsLimit: number;
+    memory: string;
+  };
+  /** Samples of RSS, fds and /health every this many ms; /metrics every 5 samples. */
+  sampleEveryMs: number;
+}
+
+const USAGE = `usage: npm run soak -- [--quick] [--duration S] [--clients N] [--containers N] [--per-container N]
+                         [--image IMG] [--seed N] [--out DIR] [--no-fork-burst]`;
+
+const OPTIONS = ['duration', 'clients', 'containers', 'per-container', 'image', 'seed', 'out'];
+
+function positiveInt(opts: Map<string, string>, name: string, dflt: number): number {
+  const raw = opts.get(name);
+  if (raw === undefined) return dflt;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got '${raw}'\n${USAGE}`);
+  return n;
+}
+
+export function parseSoakArgs(argv: string[], soakDir: string): SoakPlan {
+  const opts = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--quick') opts.set('quick', '1');
+    else if (a === '--no-fork-burst') opts.set('no-fork-burst', '1');
+    else if (a === '--help' || a === '-h') throw new Error(USAGE);
+    else if (a.startsWith('--') && OPTIONS.includes(a.slice(2)) && i + 1 < argv.length) opts.set(a.slice(2), argv[++i]);
+    else throw new Error(`unknown argument '${a}'\n${USAGE}`);
+  }
+  const quick = opts.has('quick');
+  return {
+    quick,
+    durationS: positiveInt(opts, 'duration', quick ? 60 : 360),
+    clients: positiveInt(opts, 'clients', quick ? 120 : 300),
+    containers: positiveInt(opts, 'containers', quick ? 16 : 32),
+    perContainer: positiveInt(opts, 'per-container', 8),
+    image: opts.get('image') ?? 'bash-broker-sandbox:latest',
+    outDir: opts.get('out') ?? `${soakDir}/../results`,
+    seed: positiveInt(opts, 'seed', Math.floor(Math.random() * 1e9) + 1),
+    forkBurst: !opts.has('no-fork-burst'),
+    drainS: 30,
+    broker: {
+      maxOutputBytes: 1024 * 1024,
+      // Long enough that no working client is reclaimed between two calls under load (execute p99
+      // stays under ~2 s here), short enough that abandoned leases come back several times a minute.
+      idleTimeoutS: 12,
+      acquireTimeoutS: 60,
+      // 8 sessions with a few sleepers each stay far below it; a fork burst of 300 is held at it.
+      pidsLimit: 256,
+      memory: '512m',
+    },
+    sampleEveryMs: 2000,
+  };
+}
