@@ -62,6 +62,13 @@ export class PoolExhaustedError extends BrokerError {
   }
 }
 
+/** Acquire: the sessions it got kept failing while being prepared (dying shells or containers). */
+export class SessionUnavailableError extends BrokerError {
+  constructor(attempts: number, lastError: string) {
+    super(503, 'session_unavailable', `No healthy session could be prepared (${attempts} tried; last error: ${lastError}); retry later`);
+  }
+}
+
 export class ShuttingDownError extends BrokerError {
   constructor() {
     super(503, 'shutting_down', 'Broker is shutting down and takes no new sessions');

@@ -19,6 +19,7 @@ import {
   SessionBrokenError,
   SessionBusyError,
   SessionNotInUseError,
+  SessionUnavailableError,
   ShuttingDownError,
   errorMessage,
 } from '../common/errors';
@@ -64,6 +65,8 @@ export class StartupFailedError extends BrokerError {
 }
 
 const REBUILD_BACKOFF_MAX_MS = 30_000;
+/** Slots an acquire tries when the one it got fails while being prepared (its shell or container died). */
+const PREPARE_ATTEMPTS = 3;
 
 export class SessionPool {
   readonly states: SessionStates<Slot>;
@@ -122,19 +125,41 @@ export class SessionPool {
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
     if (this.closing) throw new ShuttingDownError();
+    const deadline = Date.now() + this.options.acquireTimeoutMs;
+    for (let attempt = 1; ; attempt++) {
+      const lease = this.lease(await this.takeSlot(request.signal, deadline));
+      try {
+        // The lease is not the client's yet: if its shell or container fails here, try another slot.
+        await this.backend.prepareWorkdir(lease.slot!.container.ref!, lease.workdir, request.files);
+        await this.runOnLease(lease, `builtin cd -- '${lease.workdir}'`, 10_000);
+      } catch (err) {
+        this.release(lease.id, 'released');
+        // A dead shell (410) or a failing backend (5xx, or an unexpected error) is the slot's fault, not the request's.
+        const retryable = err instanceof SessionBrokenError || !(err instanceof BrokerError) || err.status >= 500;
+        if (!retryable || request.signal?.aborted) throw err;
+        logger.warn({ attempt, err: errorMessage(err) }, 'acquire: a session failed while being prepared');
+        if (attempt >= PREPARE_ATTEMPTS || Date.now() >= deadline) throw new SessionUnavailableError(attempt, errorMessage(err));
+        continue;
+      }
+      return this.runStartupCommands(lease, request);
+    }
+  }
+
+  /** A free slot now, or the oldest waiter's turn before `deadline`. */
+  private async takeSlot(signal: AbortSignal | undefined, deadline: number): Promise<Slot> {
     const waitStart = process.hrtime.bigint();
-    let slot: Slot;
     try {
-      slot = this.takeAvailable() ?? (await this.waitForSlot(request.signal));
+      const slot = this.takeAvailable() ?? (await this.waitForSlot(signal, deadline));
       this.observer.acquireWaited(secondsSince(waitStart), 'ok');
+      return slot;
     } catch (err) {
       this.observer.acquireWaited(secondsSince(waitStart), err instanceof PoolExhaustedError ? 'timeout' : 'aborted');
       throw err;
     }
-    const lease = this.lease(slot);
+  }
+
+  private async runStartupCommands(lease: Lease, request: AcquireRequest): Promise<AcquireResult> {
     try {
-      await this.backend.prepareWorkdir(slot.container.ref!, lease.workdir, request.files);
-      await this.runOnLease(lease, `builtin cd -- '${lease.workdir}'`, 10_000);
       const startupResults: ExecResult[] = [];
       for (const [index, command] of request.startupCommands.entries()) {
         if (request.signal?.aborted) throw new AbortedError('acquire');
@@ -217,10 +242,10 @@ export class SessionPool {
     return null;
   }
 
-  private waitForSlot(signal?: AbortSignal): Promise<Slot> {
+  private waitForSlot(signal: AbortSignal | undefined, deadline: number): Promise<Slot> {
     const seconds = this.options.acquireTimeoutMs / 1000;
     return this.waiters.wait(
-      this.options.acquireTimeoutMs,
+      Math.max(0, deadline - Date.now()),
       signal,
       () => new PoolExhaustedError(seconds),
       () => new AbortedError('acquire'),

@@ -1,5 +1,5 @@
 /** Promise 5: acquire queues FIFO, forgets clients that leave, writes files, runs startup commands. */
-import { startTestBroker, eventually, metricValue, track, b64, type TestBroker, type HttpResult } from '../helpers/broker';
+import { startTestBroker, testBackend, eventually, metricValue, track, b64, type TestBroker, type HttpResult } from '../helpers/broker';
 
 /** Acquire requests waiting in the pool's queue, as /metrics reports them. */
 async function waiting(tb: TestBroker): Promise<number> {
@@ -197,5 +197,62 @@ describe('acquire with files and startup commands', () => {
       { status: 'Success', stdout: 'after-exit\n', stderr: '', return_code: 0 },
     ]);
     await tb.release(r.json.session_id);
+  });
+});
+
+/**
+ * A session that fails while an acquire prepares it (its shell dies, or its workdir cannot be made)
+ * is the pool's problem, not the client's: the acquire tries another slot; the spec has no 410 for
+ * acquire. Faults are injected for real around the real backend: the shell is really killed.
+ */
+describe('acquire when the session it got fails while being prepared', () => {
+  let tb: TestBroker;
+  let inject: 'kill-shell' | 'fail-always' | null = null;
+  beforeAll(async () => {
+    const { loadConfig } = await import('../../src/config/config');
+    const { createBackend } = await import('../../src/broker');
+    const env = { ...process.env, BROKER_BACKEND: testBackend, BROKER_DEPLOYMENT: `test-${process.pid}-prepare` };
+    const backend = createBackend(loadConfig({ ...env, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2' }));
+    const prepare = backend.prepareWorkdir.bind(backend);
+    backend.prepareWorkdir = async (container, dir, files) => {
+      const mode = inject;
+      if (mode === 'fail-always') throw new Error('injected: the workdir cannot be created');
+      await prepare(container, dir, files);
+      if (mode === 'kill-shell') {
+        inject = null;
+        // The shell of the slot this lease got: the only one IN_USE.
+        const slot = tb.broker.pool.containers.flatMap((c) => c.slots).find((s) => s.lease?.workdir === dir);
+        await slot!.session!.shell.close();
+      }
+    };
+    tb = await startTestBroker({ BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2', BROKER_ACQUIRE_TIMEOUT: '30' }, { backend });
+  });
+  afterAll(async () => {
+    await tb.close();
+  });
+
+  it('its shell killed during the acquire: the client gets another, working session', async () => {
+    inject = 'kill-shell';
+    const r = await tb.post('/session/acquire', {});
+    expect(inject).toBeNull(); // the fault did happen
+    expect(r.status).toBe(200);
+    const id = r.json.session_id as string;
+    expect(await tb.exec(id, 'pwd')).toEqual({ status: 'Success', stdout: `/tmp/s/${id}\n`, stderr: '', return_code: 0 });
+    await tb.release(id);
+    await tb.waitAllAvailable();
+  });
+
+  it('every attempt fails: 503 session_unavailable with the reason, nothing held, the pool intact', async () => {
+    inject = 'fail-always';
+    const r = await tb.post('/session/acquire', {});
+    inject = null;
+    expect(r.status).toBe(503);
+    expect(r.json.code).toBe('session_unavailable');
+    expect(r.json.detail).toMatch(/injected: the workdir cannot be created/);
+    const h = await tb.waitAllAvailable();
+    expect(h.in_use_sessions).toBe(0);
+    const id = await tb.acquire();
+    expect((await tb.exec(id, 'echo ok')).stdout).toBe('ok\n');
+    await tb.release(id);
   });
 });
