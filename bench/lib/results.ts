@@ -44,6 +44,8 @@ export interface Results {
     eventLoopLagMs: { p99: number; max: number };
   }[];
   rawAt64?: ConcResult;
+  /** The broker with 64 leases executing `true` at once (closed loop): the throughput target's figure. */
+  brokerAt64?: ConcResult;
   release?: { client: SeqResult; cleanup: HistogramSummary };
   /** Floor of release-to-AVAILABLE: close a raw session, open and start a fresh one (no HTTP, no pool). */
   rawRespawn?: SeqResult;
@@ -77,13 +79,20 @@ export function evaluateTargets(r: Results): TargetResult[] {
     out.push({ name: 'execute `true` p50', rule: '<= raw p50 + 1.5 x no-op HTTP p50', value: ms(t.broker.seq.latency.p50), limit: ms(limit), pass: t.broker.seq.latency.p50 <= limit });
   } else out.push({ name: 'execute `true` p50', rule: '<= raw p50 + 1.5 x no-op HTTP p50', value: '-', limit: '-', pass: null });
 
+  // "Commands per second with 64 sessions busy": leases held, executing back to back, against the same
+  // 64 sessions driven raw. Episodes are reported beside it (no target: each one also pays for a fresh
+  // shell, which raw `true` never does; see bench/README.md).
   const frac = r.backend === 'docker' ? 0.5 : 0.35;
-  const ep64 = r.episodes.find((e) => e.concurrency === 64);
   const rule64 = `executes/s >= ${frac * 100}% of raw throughput at 64`;
-  if (ep64 && r.rawAt64) {
+  if (r.brokerAt64 && r.rawAt64) {
     const limit = frac * r.rawAt64.opsPerSec;
-    out.push({ name: 'episodes at 64 busy sessions', rule: rule64, value: `${ep64.result.executesPerSec.toFixed(0)}/s`, limit: `${limit.toFixed(0)}/s`, pass: ep64.result.executesPerSec >= limit });
-  } else out.push({ name: 'episodes at 64 busy sessions', rule: rule64, value: '-', limit: '-', pass: null });
+    out.push({ name: 'throughput at 64 busy sessions', rule: rule64, value: `${r.brokerAt64.opsPerSec.toFixed(0)}/s`, limit: `${limit.toFixed(0)}/s`, pass: r.brokerAt64.opsPerSec >= limit });
+  } else out.push({ name: 'throughput at 64 busy sessions', rule: rule64, value: '-', limit: '-', pass: null });
+  const ep64 = r.episodes.find((e) => e.concurrency === 64);
+  if (ep64 && r.rawAt64) {
+    const ratio = ep64.result.executesPerSec / r.rawAt64.opsPerSec;
+    out.push({ name: 'episodes at 64 (reported)', rule: 'executes/s of whole episodes vs raw at 64', value: `${ep64.result.executesPerSec.toFixed(0)}/s`, limit: `${ratio.toFixed(2)}x raw`, pass: null });
+  }
 
   const relLimit = r.backend === 'docker' ? 20 : 5;
   const rel = r.release?.client.latency.p50;

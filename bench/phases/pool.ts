@@ -33,6 +33,14 @@ async function rawAt64(ctx: BenchContext): Promise<void> {
   }
 }
 
+/** 64 leases held and driven at once with `true` through the broker: set beside rawAt64 (same command, same concurrency). */
+async function brokerAt64(ctx: BenchContext, url: string): Promise<void> {
+  ctx.mark('broker 8 x 8: 64 busy sessions running `true` at once');
+  const job = { kind: 'conc', target: { via: 'broker', url }, command: 'true', expectBytes: 0, concurrency: 64, rampMs: 1000, durationMs: ctx.plan.raw64Ms } as const;
+  ctx.results.brokerAt64 = await ctx.withCpu('broker true x64', () => ctx.job<ConcResult>(job, ctx.plan.raw64Ms + 120_000));
+  ctx.log(`broker true x64: ${ctx.results.brokerAt64.opsPerSec.toFixed(0)}/s, ${fmtLatency(ctx.results.brokerAt64.latency)}`);
+}
+
 /** Docker's own time to create and start the warm-up's containers (the local backend has no such floor). */
 async function warmupFloor(ctx: BenchContext): Promise<{ label: string; ms: number; dockerStart: DockerStartResult } | null> {
   if (ctx.plan.backend !== 'docker') return null;
@@ -79,6 +87,7 @@ export async function poolPhases(ctx: BenchContext): Promise<void> {
         // An idle pool still costs: one round of container health checks every BROKER_HEALTH_INTERVAL (5 s).
         await ctx.withCpu(`idle pool of ${broker.total} sessions, 6 s`, () => sleep(6000));
       }
+      if (level === 64 && wantEpisodes) await brokerAt64(ctx, broker.url);
       if (wantEpisodes && plan.levels.includes(level)) await runEpisodes(ctx, broker, level, containers);
     });
     if (level === 64 && plan.phases.has('flood')) await floodPhase(ctx);

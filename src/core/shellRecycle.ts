@@ -5,41 +5,38 @@
  * exec` ~60 ms of dockerd), and the fresh bash then gets the usual init script and framing.
  */
 
+import { ansiCQuote } from './framing';
+
 /** Signals a lease may have ignored with `trap '' SIG`: an ignored signal stays ignored across exec. */
 const TRAPPABLE = 'HUP INT QUIT PIPE ALRM TERM USR1 USR2 CHLD TSTP TTIN TTOU XFSZ VTALRM PROF WINCH URG';
 
 /**
- * The line the old bash runs to become `command` (a fresh bash, or `env -i ... bash` for an exact
- * environment) in `cwd`. Before the exec: stdout/stderr go back to the shell's own pipes (kept on 98/99
- * by the framing; a lease that ran `exec >&-`, `exec 2>&-` or `exec >file` would otherwise hand its
- * redirection to the fresh bash, whose probe or markers then never arrive), every other file the lease
- * opened is closed, and ignored signals are reset (else `trap '' INT` would survive into the next lease
- * and ^C could no longer end its commands). No `2>/dev/null` on the fd loop: bash would save stderr in
- * an fd >= 10 that the loop then closes.
+ * The line the old bash runs to become a fresh `bash` (an absolute path: the lease may have emptied
+ * PATH) in `cwd`. Before the exec: stdout/stderr go back to the shell's own pipes (kept on 98/99 by
+ * the framing; a lease that ran `exec >&-`, `exec 2>&-` or `exec >file` would otherwise hand its
+ * redirection to the fresh bash), every other file the lease opened is closed, and ignored signals are
+ * reset (else `trap '' INT` would survive into the next lease and ^C could no longer end its commands).
+ * No `2>/dev/null` on the fd loop: bash would save stderr in an fd >= 10 that the loop then closes.
+ *
+ * `exec -c` empties the environment; the fresh bash gets it back from `restoreScript`, run as its rc
+ * file (a here-string on fd 3: no file, no fork), which then announces the shell with FRESH_ANSWER.
+ * So the broker writes one line and waits: no probing (interactive bash reads ahead, so anything sent
+ * after the exec line could be swallowed by the old process; probes were writes that woke bash, and
+ * under load they were the broker's main cost).
  */
-export function recycleExecLine(cwd: string, command: string): string {
+export function recycleExecLine(cwd: string, bash: string, restoreScript: string): string {
+  const rc = `builtin exec 3<&-\n${restoreScript}\nbuiltin printf '\\n__bkfresh=%s\\n' yes\n`;
   return (
     `builtin trap - ${TRAPPABLE};builtin cd ${cwd};` +
     '[[ -e /proc/$$/fd/98 ]]&&exec 1>&98;[[ -e /proc/$$/fd/99 ]]&&exec 2>&99;' +
     'for __f in /proc/$$/fd/*;do __f=${__f##*/};((__f>2&&__f<255))&&exec {__f}>&-;done;' +
-    `exec -c ${command}\n`
+    `exec -c ${bash} --rcfile /dev/fd/3 --noprofile --noediting -i 3<<<${ansiCQuote(rc)}\n`
   );
 }
 
-/**
- * Asks "are you fresh?": a fresh bash has no framing nonce (`__bn`) yet and answers `yes`; the old
- * one, if it is still there, answers its last nonce. Interactive bash reads ahead, so a probe sent with
- * the exec line may be swallowed by the old process: send it repeatedly until the answer comes.
- */
-export const FRESH_PROBE = "PS1=;builtin printf '\\n__bkfresh=%s\\n' \"${__bn:-yes}\"\n";
-export const FRESH_ANSWER = /\n__bkfresh=(\w+)\n/;
-export const FRESH_PROBE_EVERY_MS = 1;
+/** What the fresh bash prints once its rc file ran (`%s`: the line itself never contains it). */
+export const FRESH_ANSWER = /\n__bkfresh=yes\n/;
 export const RECYCLE_TIMEOUT_MS = 3_000;
-
-/** True when the probe's answer came from a fresh bash. */
-export function isFreshAnswer(m: RegExpExecArray | null): boolean {
-  return m !== null && m[1] === 'yes';
-}
 
 interface Pending {
   pattern: RegExp;

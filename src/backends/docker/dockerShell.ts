@@ -6,7 +6,7 @@
 import type Dockerode from 'dockerode';
 import type { Duplex } from 'node:stream';
 import type { ShellListener, ShellProcess } from '../../core/backend';
-import { FRESH_ANSWER, FRESH_PROBE, FRESH_PROBE_EVERY_MS, isFreshAnswer, RECYCLE_TIMEOUT_MS, recycleExecLine, StdoutExpectation } from '../../core/shellRecycle';
+import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, recycleExecLine, StdoutExpectation } from '../../core/shellRecycle';
 import { DockerDemuxer } from './demux';
 import type { ControlShell } from './controlShell';
 
@@ -105,12 +105,13 @@ export class DockerShell implements ShellProcess {
     this.options.control.signalGroup(this.pid, 'INT'); // a foreground builtin loop would never read
     await this.options.control.kill(this.pid, -1, this.options.tag, true);
     if (this.ended) return false;
-    this.write(recycleExecLine('/', [this.bashPath, ...SHELL_CMD.slice(1)].join(' ')));
-    const answer = await this.expectation.wait(FRESH_ANSWER, () => this.write(FRESH_PROBE), RECYCLE_TIMEOUT_MS, FRESH_PROBE_EVERY_MS);
-    if (!isFreshAnswer(answer) || this.ended) return false;
-    const nextTag = `${this.baseTag}.${++this.recycles}`;
+    const nextTag = `${this.baseTag}.${this.recycles + 1}`;
+    const restore = `${this.exportsScript}\nbuiltin export ${nextTag};builtin umask 0022;builtin cd /`;
+    const line = recycleExecLine('/', this.bashPath, restore);
+    const answer = await this.expectation.wait(FRESH_ANSWER, () => this.write(line), RECYCLE_TIMEOUT_MS);
+    if (!answer || this.ended) return false;
+    this.recycles++;
     this.options = { ...this.options, tag: nextTag };
-    this.write(`${this.exportsScript}\nbuiltin export ${nextTag};builtin umask 0022;builtin cd /\n`);
     return true;
   }
 

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import type { ShellListener, ShellProcess, StreamName } from '../../core/backend';
 import { ansiCQuote } from '../../core/framing';
-import { FRESH_ANSWER, FRESH_PROBE, FRESH_PROBE_EVERY_MS, isFreshAnswer, RECYCLE_TIMEOUT_MS, recycleExecLine, StdoutExpectation } from '../../core/shellRecycle';
+import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, recycleExecLine, StdoutExpectation } from '../../core/shellRecycle';
 import { addProcess, groupPids, killGroupAsync } from './cgroup';
 import { descendants, epochMsToStartTicks, hasEnvEntry, killQuietly, listProcs, readProc } from './procfs';
 import { bashPath } from './bashPath';
@@ -114,10 +114,10 @@ export class LocalShell implements ShellProcess {
     // No ^C first (the docker backend sends one): the shell is idle at its prompt, and an interactive
     // bash that takes SIGINT discards the input it has read, which could be the exec line itself.
     if (!this.killAllButShell()) return false;
-    this.write(recycleExecLine(ansiCQuote(this.options.cwd), `${bashPath()} ${SHELL_ARGS.join(' ')}`));
-    const answer = await this.expectation.wait(FRESH_ANSWER, () => this.write(FRESH_PROBE), RECYCLE_TIMEOUT_MS, FRESH_PROBE_EVERY_MS);
-    if (!isFreshAnswer(answer) || this.exited) return false;
-    this.write(`${this.exportsLine()};builtin umask ${INITIAL_UMASK}\n`);
+    const restore = `${this.exportsLine()};builtin umask ${INITIAL_UMASK}`;
+    const line = recycleExecLine(ansiCQuote(this.options.cwd), bashPath(), restore);
+    const answer = await this.expectation.wait(FRESH_ANSWER, () => this.write(line), RECYCLE_TIMEOUT_MS);
+    if (!answer || this.exited) return false;
     return true;
   }
 
