@@ -13,6 +13,66 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
+/** Above this many characters of string fields, a response is streamed instead of built whole. */
+const STREAM_ABOVE_CHARS = 1 << 20;
+/** Characters of one string serialized and written at a time (one write: at most ~6x this in bytes). */
+const SLICE_CHARS = 64 * 1024;
+
+/**
+ * Like sendJson, but a body with large top-level strings (a command's output: up to 2 x 16 MiB by
+ * default) is written in slices, waiting for the socket to drain between them. JSON escapes a
+ * control byte as 6 characters, so a binary output once cost ~6x its size twice over (the JSON string
+ * and its UTF-8 copy): a 16 MiB flood of NUL bytes peaked at +400 MB. Now the peak is the output's own
+ * string plus one slice. Large answers go out chunked (no Content-Length): every HTTP/1.1 client reads it.
+ */
+export async function sendJsonStreamed(res: ServerResponse, status: number, body: Record<string, unknown>): Promise<void> {
+  const big = Object.keys(body).filter((k) => typeof body[k] === 'string' && (body[k] as string).length > SLICE_CHARS);
+  const total = big.reduce((n, k) => n + (body[k] as string).length, 0);
+  if (total <= STREAM_ABOVE_CHARS) return sendJson(res, status, body);
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8' });
+  const keys = Object.keys(body);
+  for (const [i, key] of keys.entries()) {
+    if (res.destroyed) return;
+    const prefix = `${i === 0 ? '{' : ','}${JSON.stringify(key)}:`;
+    const value = body[key];
+    if (!big.includes(key)) {
+      if (!res.write(prefix + JSON.stringify(value))) await drained(res);
+      continue;
+    }
+    const text = value as string;
+    res.write(prefix + '"');
+    for (let at = 0; at < text.length; ) {
+      if (res.destroyed) return; // the client left mid-answer
+      let end = Math.min(text.length, at + SLICE_CHARS);
+      // Never split a surrogate pair between two slices.
+      if (end < text.length && isHighSurrogate(text.charCodeAt(end - 1))) end--;
+      const piece = JSON.stringify(text.slice(at, end));
+      if (!res.write(piece.slice(1, -1))) await drained(res);
+      at = end;
+    }
+    res.write('"');
+  }
+  if (!res.destroyed) res.end('}');
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+/** Resolves when the response can take more, or when it closed (the client left: nothing more to do). */
+function drained(res: ServerResponse): Promise<void> {
+  if (res.destroyed || res.writableEnded) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.once('drain', done);
+    res.once('close', done);
+  });
+}
+
 export interface ErrorResponse {
   status: number;
   body: { detail: string; code: string };

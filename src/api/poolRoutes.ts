@@ -11,7 +11,7 @@ import type { ExecResult } from '../core/bashSession';
 import { BadRequestError, ShuttingDownError } from '../common/errors';
 import { parseAcquire, parseExecute, type CommandLimits } from './validation';
 import { readJsonBody } from './body';
-import { sendError, sendJson } from './httpJson';
+import { sendError, sendJson, sendJsonStreamed } from './httpJson';
 import { UnauthorizedError } from './auth';
 
 /** Python's str(float): 5 -> "5.0", 2.5 -> "2.5", 1e-05, as the spec writes "timed out after 5.0 seconds". */
@@ -70,14 +70,14 @@ export function poolRoutes(pool: SessionPool, options: PoolRouteOptions): Handle
     if (input.startupCommands.length > 0) {
       out.startup_results = result.startupResults.map((r) => executeResponse(r, limits.defaultTimeoutSeconds));
     }
-    sendJson(res, 200, out);
+    await sendJsonStreamed(res, 200, out);
   }
 
   async function execute(id: string, body: unknown, res: ServerResponse): Promise<void> {
     const input = parseExecute(body, limits);
     if (pool.isClosing) throw new ShuttingDownError();
     const result = await pool.execute(id, { command: input.command, timeoutMs: Math.round(input.timeoutSeconds * 1000) });
-    sendJson(res, 200, executeResponse(result, input.timeoutSeconds));
+    await sendJsonStreamed(res, 200, executeResponse(result, input.timeoutSeconds));
   }
 
   async function serve(req: IncomingMessage, res: ServerResponse, m: RegExpExecArray): Promise<void> {

@@ -34,7 +34,7 @@ export class StreamCapture {
   }
 
   push(chunk: Buffer): void {
-    let data = this.carry ? Buffer.concat([this.carry, chunk]) : chunk;
+    let data = this.carry ? this.joinCarry(this.carry, chunk) : chunk;
     this.carry = null;
     while (data.length > 0 && this.phase !== 'done') {
       if (this.phase === 'start') {
@@ -66,6 +66,20 @@ export class StreamCapture {
         this.phase = 'done';
       }
     }
+  }
+
+  /**
+   * The held-back bytes and the new chunk as one. In the body (a flood: every chunk comes with a carry)
+   * not by copying the whole chunk: only the junction is searched for the end token; if it is not
+   * there, the carry is plain output and the chunk goes on alone.
+   */
+  private joinCarry(carry: Buffer, chunk: Buffer): Buffer {
+    const reach = this.endToken.length - 1;
+    if (this.phase !== 'body' || chunk.length < reach) return Buffer.concat([carry, chunk]);
+    const junction = Buffer.concat([carry, chunk.subarray(0, reach)]);
+    if (junction.indexOf(this.endToken) >= 0) return Buffer.concat([carry, chunk]);
+    this.sink(carry);
+    return chunk;
   }
 
   private hold(data: Buffer, keep: number): void {

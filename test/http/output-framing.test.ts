@@ -46,6 +46,29 @@ describe('command output framing', () => {
     expect(r.truncated).toBeUndefined();
   });
 
+  it('streams a large answer exactly: control bytes (6 JSON characters each), a surrogate pair on a slice edge, over the cap', async () => {
+    // 65535 'a' put the emoji's two UTF-16 halves across the 64 Ki-character slice boundary of the
+    // streamed answer; the NUL bytes make its JSON ~6x the output. The cap keeps 2 MB of 3.07 MB.
+    const small = await startTestBroker({ BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_MAX_OUTPUT_BYTES: '2000000' });
+    const prefix = "head -c 65535 /dev/zero | tr '\\0' a; printf '\\xf0\\x9f\\x98\\x80'; ";
+    try {
+      const sid = await small.acquire();
+      const r = await small.post(`/session/${sid}/execute`, { command: `${prefix}head -c 3000000 /dev/zero` });
+      expect(r.headers['transfer-encoding']).toBe('chunked'); // streamed, not built whole
+      const dropped = 65535 + 4 + 3_000_000 - 2_000_000;
+      expect(r.json.truncated).toBe(true);
+      expect(r.json.stdout).toBe('a'.repeat(65535) + '\u{1F600}' + '\0'.repeat(1_000_000 - 65539) + `\n[... ${dropped} bytes truncated ...]\n` + '\0'.repeat(1_000_000));
+      expect(r.json.return_code).toBe(0);
+      // Under the cap: all of it, through the same streamed path.
+      const all = await small.post(`/session/${sid}/execute`, { command: `${prefix}head -c 1200000 /dev/zero` });
+      expect(all.headers['transfer-encoding']).toBe('chunked');
+      expect(all.json.stdout).toBe('a'.repeat(65535) + '\u{1F600}' + '\0'.repeat(1_200_000));
+      expect(all.json.truncated).toBeUndefined();
+    } finally {
+      await small.close();
+    }
+  });
+
   it('returns a large varied output in order (line numbers 1..200000)', async () => {
     const r = await tb.exec(id, 'seq 1 200000');
     const lines = r.stdout.split('\n');

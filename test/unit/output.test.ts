@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { BoundedOutput } from '../../src/core/output';
 
 const marker = (dropped: number): string => `\n[... ${dropped} bytes truncated ...]\n`;
@@ -18,13 +19,12 @@ function feed(cap: number, chunks: Buffer[]): BoundedOutput {
 
 /** Bytes the object holds right now, read from its private parts (the point of the memory test). */
 function held(o: BoundedOutput): { counted: number; actual: number; backing: number } {
-  const inner = o as unknown as { head: Buffer[]; tail: Buffer[]; headBytes: number; tailBytes: number };
-  const parts = [...inner.head, ...inner.tail];
-  const backing = new Set(parts.map((b) => b.buffer));
+  const inner = o as unknown as { head: Buffer[]; ring: Buffer | null; headBytes: number; tailBytes: number };
+  const backing = new Set(inner.head.map((b) => b.buffer));
   return {
     counted: inner.headBytes + inner.tailBytes,
-    actual: parts.reduce((n, b) => n + b.length, 0),
-    backing: [...backing].reduce((n, ab) => n + ab.byteLength, 0),
+    actual: inner.head.reduce((n, b) => n + b.length, 0) + inner.tailBytes,
+    backing: [...backing].reduce((n, ab) => n + ab.byteLength, 0) + (inner.ring?.length ?? 0),
   };
 }
 
@@ -200,5 +200,45 @@ describe('BoundedOutput', () => {
       expect(headPart[k * chunkSize]).toBe(k);
       expect(tailPart[k * chunkSize]).toBe((chunks - 8 + k) % 256);
     }
+  });
+});
+
+describe('BoundedOutput against a model that keeps the whole stream (fast-check)', () => {
+  /** What the output must say: the stream (cut at `cutAt`, if any) with the middle beyond `cap` dropped. */
+  function model(stream: Buffer, cap: number, cutAt: number | null): string {
+    const headLimit = Math.floor(cap / 2);
+    const tailLimit = cap - headLimit;
+    if (cutAt === null || cutAt >= stream.length) return expectedText(stream, cap);
+    const truncated = stream.length > cap;
+    if (!truncated || cutAt <= headLimit) return expectedText(stream.subarray(0, cutAt), cap);
+    const tailStart = stream.length - tailLimit;
+    const keep = Math.max(0, cutAt - tailStart);
+    const dropped = cutAt - headLimit - keep;
+    const head = stream.subarray(0, headLimit).toString('utf8');
+    const tail = stream.subarray(tailStart, tailStart + keep).toString('utf8');
+    return dropped > 0 ? head + marker(dropped) + tail : head + tail;
+  }
+
+  it('any stream, cap, chunking and cut gives the model text', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 3000 }),
+        fc.integer({ min: 1, max: 400 }),
+        fc.array(fc.integer({ min: 1, max: 700 }), { minLength: 1, maxLength: 20 }),
+        fc.option(fc.nat({ max: 3200 }), { nil: null }),
+        (length, cap, sizes, cutAt) => {
+          const stream = sequence(length);
+          const o = new BoundedOutput(cap);
+          for (let at = 0, i = 0; at < length; i++) {
+            const size = sizes[i % sizes.length];
+            o.push(stream.subarray(at, at + size));
+            at += size;
+          }
+          if (cutAt !== null) o.truncateTo(cutAt);
+          expect(o.text()).toBe(model(stream, cap, cutAt));
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });
