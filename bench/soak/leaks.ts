@@ -1,6 +1,7 @@
 /**
  * What must be gone when the soak ends. Inside each container (before shutdown, pool settled): only
- * docker-init, the idle entrypoint bash, and exactly one bash per session plus the control shell.
+ * docker-init, the idle entrypoint bash, and exactly one bash per session plus the control shell's
+ * signal lane and, once it was used, its fs lane (src/backends/docker/controlShell.ts).
  * On the host (after shutdown): no child of the broker, no containerd shim of its containers, and no
  * container of its deployment.
  */
@@ -15,8 +16,11 @@ import { mapLimit, sleep } from '../lib/stats';
 
 const run = promisify(execFile);
 const PS = ['ps', '-eo', 'pid=,ppid=,stat=,args='];
-/** A session or control shell: as exec'd by docker, or after a recycle's `exec -c` (bash's full path). */
-const SESSION_SHELL = new RegExp(`^(\\S*/)?${SHELL_CMD.join(' ')}$`);
+/**
+ * A session or control shell: as exec'd by docker, or after a recycle's `exec -c` (bash's full path,
+ * its environment restored from an rc file: src/core/shellRecycle.ts).
+ */
+const SESSION_SHELL = new RegExp(`^(\\S*/)?(${SHELL_CMD.join(' ')}|bash --rcfile /dev/fd/3 ${SHELL_CMD.slice(2).join(' ')})$`);
 
 export interface ContainerProcesses {
   containers: number;
@@ -35,7 +39,7 @@ export async function deploymentContainers(docker: Dockerode, deployment: string
  * leak but counted apart: a recycle's `exec -c` can inherit a child killed a moment before, which the
  * fresh bash reaps at its next SIGCHLD (the next lease's first fork).
  */
-export function unexpectedProcesses(psOutput: string, shellsWanted: number): { leaks: string[]; zombiesOfShells: number } {
+export function unexpectedProcesses(psOutput: string, perContainer: number): { leaks: string[]; zombiesOfShells: number } {
   const rows = psOutput
     .split('\n')
     .filter((l) => l.trim())
@@ -57,7 +61,10 @@ export function unexpectedProcesses(psOutput: string, shellsWanted: number): { l
     else if (shellPids.has(pid) || (ppid === 0 && args === PS.join(' '))) continue; // the shells; this probe
     else leaks.push(line);
   }
-  if (shellPids.size !== shellsWanted) leaks.push(`${shellPids.size} session/control shells, want ${shellsWanted}`);
+  // The sessions, the signal lane, and the fs lane unless it was never opened (or was just discarded).
+  if (shellPids.size < perContainer + 1 || shellPids.size > perContainer + 2) {
+    leaks.push(`${shellPids.size} session/control shells, want ${perContainer + 1} or ${perContainer + 2}`);
+  }
   return { leaks, zombiesOfShells };
 }
 
@@ -68,7 +75,7 @@ export async function containerProcesses(docker: Dockerode, deployment: string, 
     const name = c.Names[0]?.replace(/^\//, '') ?? c.Id.slice(0, 12);
     try {
       const { stdout } = await run('docker', ['exec', c.Id, ...PS], { timeout: 30_000 });
-      const found = unexpectedProcesses(stdout, perContainer + 1);
+      const found = unexpectedProcesses(stdout, perContainer);
       zombiesOfShells += found.zombiesOfShells;
       return found.leaks.map((l) => `${name}: ${l}`);
     } catch (err) {

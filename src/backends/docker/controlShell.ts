@@ -1,92 +1,115 @@
 /**
- * One extra bash per container that the broker keeps for itself: it signals and kills session
- * processes (procScripts.ts) and answers health pings, in ~1 ms instead of a new docker exec (~60-80 ms).
- * It is itself framed like a session (BashSession), so the protocol is the one already tested.
+ * The broker's own shells in a container, in two lanes (controlLane.ts), so that a kill never waits
+ * behind something that can hang:
+ *
+ * - the signal lane, opened with the container: interrupts (urgent, ahead of the queue), kills
+ *   (procScripts.ts `__bk_kill`) and health pings. Bash builtins only: it never forks, so a
+ *   container at its pids limit cannot stall it, and the kills that free the pids get through.
+ * - the fs lane, opened with the container too (again on first use after a failure): `mkdir -p`
+ *   and `rm -rf`, which fork. Each first checks, with
+ *   builtins, that the container's pids cgroup has room (`__bk_room`): at the limit bash would retry
+ *   the fork for ~15 s and then abort the whole input line, end marker included. A request that
+ *   still overruns its deadline discards the fs lane's bash (killed through the signal lane) and the
+ *   next request opens a new one.
+ *
+ * Against a new `docker exec` per operation (~60-80 ms of dockerd), a lane answers in ~1 ms.
  */
 import type Dockerode from 'dockerode';
-import { BashSession, ShellDiedError } from '../../core/bashSession';
-import type { ShellListener, ShellProcess } from '../../core/backend';
-import { DockerDemuxer } from './demux';
-import { CONTROL_SCRIPT } from './procScripts';
-import { SHELL_CMD } from './dockerShell';
-import type { Duplex } from 'node:stream';
+import { BackendError } from '../../common/errors';
+import { ControlLane } from './controlLane';
+import { CONTROL_SCRIPT, FS_SCRIPT } from './procScripts';
 
 const CONTROL_TIMEOUT_MS = 10_000;
+const LANE_OPEN_TIMEOUT_MS = 20_000;
+/** A signal-lane request past its deadline may finish for this long before the lane is replaced. */
+const SIGNAL_DISCARD_GRACE_MS = 60_000;
 
-/** The control shell's own transport: a plain exec; it never needs signals or recycling. */
-class ControlTransport implements ShellProcess {
-  readonly description: string;
-  private listener: ShellListener | null = null;
-  constructor(private readonly socket: Duplex, containerId: string) {
-    this.description = `control shell of ${containerId.slice(0, 12)}`;
-    const demux = new DockerDemuxer((s, c) => this.listener?.onData(s, c));
-    socket.on('data', (c: Buffer) => demux.push(c));
-    socket.on('error', () => undefined);
-    socket.on('close', () => this.listener?.onExit({ code: null, signal: null, reason: 'control shell stream closed' }));
-  }
-  setListener(l: ShellListener): void {
-    this.listener = l;
-  }
-  write(text: string): void {
-    this.socket.write(text);
-  }
-  interrupt(): void {}
-  async killStartedSince(): Promise<number> {
-    return 0;
-  }
-  async close(): Promise<void> {
-    this.socket.destroy();
+/** What an fs-lane command prints last when it ran to its end; anything else is a failure. */
+const FS_OK = '__bk_fs_ok';
+
+/** The container's pids cgroup is (nearly) full: the fs op was not tried, no fork was attempted. */
+export class PidsLimitError extends BackendError {
+  constructor(container: string, what: string) {
+    super(`container ${container} is at its pids limit: ${what} not attempted; retry later`);
   }
 }
 
 export class ControlShell {
-  private queue: Promise<unknown> = Promise.resolve();
+  private closed = false;
 
-  private constructor(private readonly session: BashSession) {}
+  private constructor(
+    private readonly signals: ControlLane,
+    private readonly fsLane: ControlLane,
+    private readonly shortId: string,
+  ) {}
 
   static async open(container: Dockerode.Container): Promise<ControlShell> {
-    const exec = await container.exec({ Cmd: SHELL_CMD, AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: false });
-    const socket = (await exec.start({ hijack: true, stdin: true })) as Duplex;
-    const session = new BashSession(new ControlTransport(socket, container.id));
-    await session.start();
-    const control = new ControlShell(session);
-    await control.run(CONTROL_SCRIPT);
+    const shortId = container.id.slice(0, 12);
+    const signals = new ControlLane({ container, name: `signal lane of ${shortId}`, initScript: CONTROL_SCRIPT, discardGraceMs: SIGNAL_DISCARD_GRACE_MS });
+    const fsLane = new ControlLane({
+      container,
+      name: `fs lane of ${shortId}`,
+      initScript: FS_SCRIPT,
+      // Its bash (and whatever it forked, an `rm` say) must not linger: a kill is a builtin job.
+      onDiscard: (pid) => void signals.run(`__bk_kill ${pid} -1 '' 0`, CONTROL_TIMEOUT_MS).catch(() => undefined),
+    });
+    const control = new ControlShell(signals, fsLane, shortId);
+    try {
+      // Both lanes now, side by side: ~one docker exec more per container start, and the broker's
+      // idle level of sockets is its working one. An fs lane that fails to open is opened again by
+      // its first request; only the signal lane is required.
+      await Promise.all([signals.warm(LANE_OPEN_TIMEOUT_MS), fsLane.warm(LANE_OPEN_TIMEOUT_MS).catch(() => undefined)]);
+    } catch (err) {
+      await control.close();
+      throw err;
+    }
     return control;
   }
 
+  /** False once closed, or when the signal lane's bash is gone and could not be reopened. */
   get alive(): boolean {
-    return this.session.alive;
-  }
-
-  /** Commands on the control shell run one at a time (a BashSession runs one command at once). */
-  run(command: string, timeoutMs = CONTROL_TIMEOUT_MS): Promise<string> {
-    const next = this.queue.then(async () => {
-      const r = await this.session.execute(command, { timeoutMs, maxOutputBytes: 64 * 1024 });
-      if (r.timedOut) throw new Error(`control command timed out: ${command.slice(0, 60)}`);
-      return r.stdout;
-    });
-    this.queue = next.catch(() => undefined);
-    return next;
+    return !this.closed && this.signals.usable;
   }
 
   signalGroup(pid: number, signal: 'INT' | 'KILL'): void {
-    void this.run(`builtin kill -${signal} -- -${pid} 2>/dev/null || builtin kill -${signal} ${pid} 2>/dev/null; :`).catch(() => undefined);
+    const command = `builtin kill -${signal} -- -${pid} 2>/dev/null || builtin kill -${signal} ${pid} 2>/dev/null; :`;
+    void this.signals.run(command, CONTROL_TIMEOUT_MS, true).catch(() => undefined);
   }
 
   /** `sinceEpochMs` -1 kills regardless of start time. */
   async kill(rootPid: number, sinceEpochMs: number, tag: string, keepRoot: boolean): Promise<number> {
-    const out = await this.run(`__bk_kill ${rootPid} ${Math.round(sinceEpochMs)} ${quote(tag)} ${keepRoot ? 1 : 0}`);
+    const out = await this.signals.run(`__bk_kill ${rootPid} ${Math.round(sinceEpochMs)} ${quote(tag)} ${keepRoot ? 1 : 0}`, CONTROL_TIMEOUT_MS);
     return Number(out.trim()) || 0;
   }
 
+  /** Urgent like an interrupt: a queue of kills on a busy container is not a container that does not answer. */
   async ping(timeoutMs: number): Promise<void> {
-    await this.run(':', timeoutMs);
+    await this.signals.run(':', timeoutMs, true);
+  }
+
+  /** `mkdir -p -- dir` on the fs lane. Throws a BackendError (PidsLimitError at the pids limit). */
+  async makeDir(dir: string, timeoutMs: number): Promise<void> {
+    await this.fs(`mkdir -p -- ${quote(dir)}`, `mkdir ${dir}`, timeoutMs);
+  }
+
+  /** `rm -rf -- dirs...` on the fs lane. Throws a BackendError (PidsLimitError at the pids limit). */
+  async removeDirs(dirs: readonly string[], timeoutMs: number): Promise<void> {
+    await this.fs(`rm -rf -- ${dirs.map(quote).join(' ')}`, `rm -rf ${dirs.join(' ')}`, timeoutMs);
   }
 
   async close(): Promise<void> {
-    await this.session.close().catch((err) => {
-      if (!(err instanceof ShellDiedError)) throw err;
-    });
+    this.closed = true;
+    await Promise.all([this.fsLane.close(), this.signals.close()]);
+  }
+
+  private async fs(command: string, what: string, timeoutMs: number): Promise<void> {
+    const out = await this.fsLane.run(
+      `if __bk_room; then ${command} && builtin echo ${FS_OK}; else builtin echo __bk_fs_full; fi`,
+      timeoutMs,
+    );
+    if (out.includes(FS_OK)) return;
+    if (out.includes('__bk_fs_full')) throw new PidsLimitError(this.shortId, what);
+    throw new BackendError(`${what} failed in container ${this.shortId}`);
   }
 }
 

@@ -10,7 +10,7 @@ import * as tar from 'tar-stream';
 import type { ContainerHealth, ContainerRef, OpenShellOptions, SessionBackend, ShellProcess, WorkdirFile } from '../../core/backend';
 import { BackendError, BadRequestError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
-import { ControlShell } from './controlShell';
+import { ControlShell, PidsLimitError } from './controlShell';
 import type { BrokerConfig } from '../../config/config';
 import { DockerShell } from './dockerShell';
 
@@ -20,11 +20,22 @@ export type DockerBackendOptions = BrokerConfig['docker'];
 export const LABEL_DEPLOYMENT = 'io.bash-broker.deployment';
 export const LABEL_INSTANCE = 'io.bash-broker.instance';
 
+/** A lease's working directory (sessionWorkdir): the only paths the fs lane creates or removes. */
+const WORKDIR = /^\/tmp\/s\/[0-9a-f]+\/?$/;
+/** An acquire waits this long for the fs lane's mkdir before uploading the directory instead. */
+const MKDIR_TIMEOUT_MS = 5_000;
+/** A big working directory takes a while to remove on a busy container. */
+const RM_TIMEOUT_MS = 60_000;
+/** How often a removal held by the pids limit asks again (a builtin check, no fork). */
+const ROOM_POLL_MS = 250;
+
 export class DockerBackend implements SessionBackend {
   readonly kind = 'docker';
   readonly docker = new Dockerode();
   readonly instance = `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private readonly controls = new Map<string, ControlShell>();
+  /** Per container: working directories whose removal failed, retried with the next removal there. */
+  private readonly unremovedDirs = new Map<string, Set<string>>();
   /**
    * Containers whose removal failed, typically because the engine was down or restarting (the pool
    * forgets a failed container once it asked for its removal). Retried before every container start
@@ -93,6 +104,7 @@ export class DockerBackend implements SessionBackend {
   async removeContainer(ref: ContainerRef): Promise<void> {
     const control = this.controls.get(ref.id);
     this.controls.delete(ref.id);
+    this.unremovedDirs.delete(ref.id);
     await control?.close().catch(() => undefined);
     await this.forceRemove(ref.id);
   }
@@ -132,14 +144,20 @@ export class DockerBackend implements SessionBackend {
 
   /**
    * One tar upload (putArchive) creates the directory and every file, parents included. Without
-   * files a `mkdir` on the control shell does (~1 ms against ~60 ms of dockerd work for an upload).
+   * files a `mkdir` on the control shell's fs lane does (~1 ms against ~60 ms of dockerd work for an
+   * upload); when that lane cannot (the container is at its pids limit, the lane is stuck or cannot
+   * be opened) the upload of an empty directory does it, which needs no process in the container.
    */
   async prepareWorkdir(ref: ContainerRef, dir: string, files: readonly WorkdirFile[]): Promise<void> {
+    if (!WORKDIR.test(dir)) throw new BackendError(`refusing to create ${dir}`);
     const control = this.controls.get(ref.id);
     if (files.length === 0 && control?.alive) {
-      if (!/^\/tmp\/s\/[0-9a-f]+\/?$/.test(dir)) throw new Error(`refusing to create ${dir}`);
-      await control.run(`mkdir -p -- '${dir}'`);
-      return;
+      try {
+        await control.makeDir(dir, MKDIR_TIMEOUT_MS);
+        return;
+      } catch (err) {
+        logger.debug({ container: ref.name, err: errorMessage(err) }, 'mkdir on the fs lane failed: uploading the directory instead');
+      }
     }
     const pack = tar.pack();
     const root = dir.replace(/^\/+|\/+$/g, '');
@@ -159,11 +177,32 @@ export class DockerBackend implements SessionBackend {
     }
   }
 
+  /**
+   * `rm -rf` on the fs lane, with the directories of earlier removals that failed in this container
+   * (the pool does not hand a failed directory back). While the container is at its pids limit the
+   * removal waits (the slot stays CLEANING) and retries; past RM_TIMEOUT_MS it fails with a
+   * BackendError (the slot goes BROKEN and is rebuilt with backoff) and the directory is kept for
+   * the next removal in the container.
+   */
   async removeWorkdir(ref: ContainerRef, dir: string): Promise<void> {
     const control = this.controls.get(ref.id);
-    if (!control?.alive) return; // the container is being replaced: its files go with it
-    if (!/^\/tmp\/s\/[0-9a-f]+\/?$/.test(dir)) throw new Error(`refusing to remove ${dir}`);
-    await control.run(`rm -rf -- '${dir}'`, 60_000);
+    if (!control) return; // the container is being replaced: its files go with it
+    if (!WORKDIR.test(dir)) throw new BackendError(`refusing to remove ${dir}`);
+    let pending = this.unremovedDirs.get(ref.id);
+    if (!pending) this.unremovedDirs.set(ref.id, (pending = new Set()));
+    pending.add(dir);
+    const deadline = Date.now() + RM_TIMEOUT_MS;
+    for (;;) {
+      const dirs = [...pending];
+      try {
+        await control.removeDirs(dirs, Math.max(1, deadline - Date.now()));
+        for (const d of dirs) pending.delete(d);
+        return;
+      } catch (err) {
+        if (!(err instanceof PidsLimitError) || Date.now() + ROOM_POLL_MS >= deadline || !control.alive) throw err;
+        await new Promise((resolve) => setTimeout(resolve, ROOM_POLL_MS).unref());
+      }
+    }
   }
 
   async close(): Promise<void> {

@@ -4,9 +4,12 @@
  * criterion catches every escapee; the union of parent tree, session id and an environment tag does.
  *
  *   __bk_kill ROOT SINCE_EPOCH_MS TAG KEEP_ROOT
- *     kills (SIGKILL, one pass) every process that is ROOT's descendant, or in ROOT's session, or
- *     carries TAG in its environment; only those started at or after SINCE_EPOCH_MS (-1: all);
- *     ROOT itself only when KEEP_ROOT is 0. Never PID 1 or the control shell. Prints the count.
+ *     kills (SIGKILL) every process that is ROOT's descendant, or in ROOT's session, or carries TAG
+ *     in its environment; only those started at or after SINCE_EPOCH_MS (-1: all); ROOT itself
+ *     only when KEEP_ROOT is 0. Never PID 1 or the control shell. Prints the count.
+ *     Each pass stops its victims before killing them, and passes repeat (up to 3) while they find
+ *     any: a parent still alive while its children die may fork again into the room they free
+ *     (a fork burst held at the pids limit does exactly that), after the /proc snapshot was taken.
  *
  * The threshold is converted to /proc's start-time ticks when the kill RUNS, from the clock read
  * then ($EPOCHREALTIME, /proc/uptime): the control shell may run it seconds after it was queued when
@@ -14,12 +17,25 @@
  */
 export const CONTROL_SCRIPT = `
 __bk_kill(){
-  local root=$1 since=$2 tag=$3 keep=$4 f l p e up now min=-1 changed=1
+  local total=0 round envmin=-1 up
+  for round in 1 2 3; do
+    builtin read -r up _ < /proc/uptime; up=\${up/./}
+    __bk_kill_pass "$@" "$envmin"
+    ((total += __bk_n))
+    ((__bk_n)) || break
+    envmin=$((up - 1))
+  done
+  builtin echo "$total"
+}
+__bk_kill_pass(){
+  local root=$1 since=$2 tag=$3 keep=$4 envmin=$5 f l p e up now min=-1 changed=1
   local -A pp=() sd=() st=() hit=()
+  __bk_n=0
   for f in /proc/[0-9]*/stat; do
     { builtin read -r l < "$f"; } 2>/dev/null || continue
     p=\${f#/proc/}; p=\${p%/stat}
     set -- \${l##*) }
+    [[ $1 == [ZX] ]] && continue
     pp[$p]=$2; sd[$p]=$4; st[$p]=\${20}
   done
   hit[$root]=1
@@ -29,15 +45,19 @@ __bk_kill(){
     done
   done
   for p in "\${!sd[@]}"; do [[ \${sd[$p]} == "$root" ]] && hit[$p]=1; done
-  if [[ -n $tag ]]; then
-    for p in "\${!pp[@]}"; do
-      [[ -n \${hit[$p]} ]] && continue
-      while IFS= builtin read -r -d '' e; do [[ $e == "$tag" ]] && { hit[$p]=1; break; }; done < /proc/$p/environ 2>/dev/null
-    done
-  fi
   if ((since >= 0)); then
     builtin read -r up _ < /proc/uptime; up=\${up/./}; now=\${EPOCHREALTIME//[!0-9]/}
     min=$(( up - (now / 1000 - since) / 10 - 1 ))
+  fi
+  # Reading environments is the costly part: skip processes too old to be victims, and, in a later
+  # pass, those the previous pass already read.
+  ((envmin < min)) && envmin=$min
+  if [[ -n $tag ]]; then
+    for p in "\${!pp[@]}"; do
+      [[ -n \${hit[$p]} ]] && continue
+      ((envmin >= 0 && \${st[$p]} < envmin)) && continue
+      while IFS= builtin read -r -d '' e; do [[ $e == "$tag" ]] && { hit[$p]=1; break; }; done < /proc/$p/environ 2>/dev/null
+    done
   fi
   local victims=()
   for p in "\${!hit[@]}"; do
@@ -46,7 +66,26 @@ __bk_kill(){
     ((min >= 0 && \${st[$p]} < min)) && continue
     victims+=("$p")
   done
-  ((\${#victims[@]})) && builtin kill -9 "\${victims[@]}" 2>/dev/null
-  builtin echo "\${#victims[@]}"
+  ((\${#victims[@]})) && { builtin kill -STOP "\${victims[@]}"; builtin kill -9 "\${victims[@]}"; } 2>/dev/null
+  __bk_n=\${#victims[@]}
+}
+`;
+
+/**
+ * The fs lane's one function. `__bk_room` succeeds when the container's pids cgroup (v1 or v2, as
+ * seen from inside) has room for a few more processes, or when no limit is visible; builtins only,
+ * so asking costs no fork. A fork at the limit would make bash retry for ~15 s, then abort the
+ * whole input line (the framing's end marker with it).
+ */
+export const FS_SCRIPT = `
+__bk_room(){
+  local d m c
+  for d in /sys/fs/cgroup/pids /sys/fs/cgroup; do
+    { builtin read -r m < "$d/pids.max" && builtin read -r c < "$d/pids.current"; } 2>/dev/null || continue
+    [[ $m == max ]] && return 0
+    (( m - c > 4 ))
+    return
+  done
+  return 0
 }
 `;
