@@ -330,11 +330,12 @@ export class SessionPool {
     if (this.states.has(slot) && slot.state !== SessionState.CLEANING && slot.state !== SessionState.BROKEN) return;
     slot.rebuilding = true;
     const started = process.hrtime.bigint();
+    let reused: ShellProcess | null = null;
     try {
       const old = slot.session;
       slot.session = null;
       const container = slot.container;
-      const reused = old ? await this.recycleShell(old, !this.closing && container.healthy) : null;
+      reused = old ? await this.recycleShell(old, !this.closing && container.healthy) : null;
       if (this.closing || !container.ref || !container.healthy) {
         // A shell recycled just before the pool closed or the container failed is no one's: close it.
         await reused?.close();
@@ -356,6 +357,10 @@ export class SessionPool {
       this.offer(slot);
     } catch (err) {
       if (workdir) this.observer.cleaned(secondsSince(started), false);
+      // Not given to a session: close it (a bash, or a docker exec, would leak). The lease's workdir
+      // is removed by the retry.
+      if (reused && slot.session?.shell !== reused) await reused.close().catch(() => undefined);
+      if (workdir) slot.orphanWorkdir ??= workdir;
       slot.failures++;
       logger.warn({ slot: slot.slotId, err: errorMessage(err), failures: slot.failures }, 'could not give the slot a shell');
       this.markBroken(slot, `could not start a shell: ${errorMessage(err)}`);
