@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type { BrokerConfig } from './config/config';
 import type { SessionBackend } from './core/backend';
 import { SessionPool } from './core/pool';
-import type { BashSessionTimings } from './core/bashSession';
+import { DEFAULT_TIMINGS, type BashSessionTimings } from './core/bashSession';
 import { BrokerMetrics } from './metrics/metrics';
 import { createApp } from './api/app';
 import { LocalBackend } from './backends/local/localBackend';
@@ -55,7 +55,7 @@ export class Broker {
         maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,
         healthCheckIntervalMs: overrides.healthCheckIntervalMs ?? config.healthCheckIntervalMs,
         startConcurrency: 8,
-        timings: overrides.timings,
+        timings: overrides.timings ?? { ...DEFAULT_TIMINGS, killGraceMs: config.timeoutKillGraceMs },
       },
       this.metrics,
     );

@@ -21,6 +21,8 @@ export interface BrokerConfig {
   maxBodyBytes: number;
   maxCommandBytes: number;
   shutdownGraceMs: number;
+  /** After a command's timeout: how long its shell may take to come back before it is declared BROKEN. */
+  timeoutKillGraceMs: number;
   /** Per stream and per execute; beyond it the head and tail are kept (BROKER_MAX_OUTPUT_BYTES). */
   maxOutputBytes: number;
   healthCheckIntervalMs: number;
@@ -136,6 +138,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     maxBodyBytes: int(env, 'BROKER_MAX_BODY_BYTES', 64 * 1024 * 1024, { min: 1024 }),
     maxCommandBytes: int(env, 'BROKER_MAX_COMMAND_BYTES', 1024 * 1024, { min: 16 }),
     shutdownGraceMs: seconds(env, 'BROKER_SHUTDOWN_GRACE', 10),
+    timeoutKillGraceMs: seconds(env, 'BROKER_TIMEOUT_KILL_GRACE', 10),
     maxOutputBytes: int(env, 'BROKER_MAX_OUTPUT_BYTES', 16 * 1024 * 1024, { min: 1024 }),
     healthCheckIntervalMs: seconds(env, 'BROKER_HEALTH_INTERVAL', 5),
     token,

@@ -18,6 +18,7 @@ describe('loadConfig', () => {
       defaultCommandTimeoutMs: 30_000,
       maxCommandTimeoutMs: 86_400_000,
       shutdownGraceMs: 10_000,
+      timeoutKillGraceMs: 10_000,
       localCgroups: 'auto',
     });
     expect(c.localRoot).toBe(path.join(os.tmpdir(), `bash-broker-${process.pid}`));
@@ -80,6 +81,7 @@ describe('loadConfig', () => {
     ['SWEREX_CLEANUP_WORKERS', 'x'],
     ['BROKER_SESSION_IDLE_TIMEOUT', '1e3'],
     ['BROKER_SHUTDOWN_GRACE', 'NaN'],
+    ['BROKER_TIMEOUT_KILL_GRACE', '0'],
     ['PORT', '70000'],
     ['PORT', 'http'],
     ['BROKER_BACKEND', 'kubernetes'],
