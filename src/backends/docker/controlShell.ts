@@ -34,8 +34,18 @@ export class PidsLimitError extends BackendError {
   }
 }
 
+/** Tags whose kill failed, kept for retries (bounded: a container with this many is replaced anyway). */
+const MAX_PENDING_TAGS = 256;
+
 export class ControlShell {
   private closed = false;
+  /**
+   * Sessions whose final kill failed (the signal lane timed out on a starved container): their
+   * processes may outlive them, reparented to init, and fill the pids limit. Swept by tag at every
+   * health ping until a pass finds none.
+   */
+  private readonly pendingTags = new Set<string>();
+  private sweeping = false;
 
   private constructor(
     private readonly signals: ControlLane,
@@ -85,6 +95,25 @@ export class ControlShell {
   /** Urgent like an interrupt: a queue of kills on a busy container is not a container that does not answer. */
   async ping(timeoutMs: number): Promise<void> {
     await this.signals.run(':', timeoutMs, true);
+    if (this.pendingTags.size && !this.sweeping) void this.sweep();
+  }
+
+  /** Kills whatever still carries `tag` later, at the next health pings, until none is found. */
+  killLater(tag: string): void {
+    if (this.pendingTags.size < MAX_PENDING_TAGS) this.pendingTags.add(tag);
+  }
+
+  private async sweep(): Promise<void> {
+    this.sweeping = true;
+    try {
+      for (const tag of [...this.pendingTags]) {
+        if (this.closed) return;
+        const killed = await this.kill(-1, -1, tag, false).catch(() => -1);
+        if (killed === 0) this.pendingTags.delete(tag);
+      }
+    } finally {
+      this.sweeping = false;
+    }
   }
 
   /** `mkdir -p -- dir` on the fs lane. Throws a BackendError (PidsLimitError at the pids limit). */

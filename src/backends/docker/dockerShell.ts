@@ -125,7 +125,8 @@ export class DockerShell implements ShellProcess {
       // Escapees first and bash with them: a child holding stdout would keep the stream open (gotcha 3).
       // A bash that already died (kill -9 $$, exec, set -e) leaves its jobs reparented to init: only
       // the tag finds them then, and its pid may already be another process's, so no tree (root -1).
-      await this.options.control.kill(this.ended ? -1 : this.pid, -1, this.options.tag, false).catch(() => 0);
+      const { control, tag } = this.options;
+      await control.kill(this.ended ? -1 : this.pid, -1, tag, false).catch(() => control.killLater(tag));
     }
     this.socket?.destroy();
   }
