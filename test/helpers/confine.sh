@@ -21,7 +21,18 @@ case "${1:-}" in
     ;;
   inner)
     shift
+    # A checkout under /tmp (a CI clone, say) would vanish under the private /tmp with the broker's
+    # code and node_modules: hold it by an fd, then bind it back at the same path. (--no-canonicalize:
+    # else mount resolves /proc/self/fd/9 to its path string, which then names the empty tmpfs dir.)
+    repo=$PWD
+    case "$repo/" in /tmp/*) exec 9<"$repo" ;; *) repo= ;; esac
     mount -t tmpfs -o "size=${CONFINE_TMP_MIB}m,mode=1777" confined-tmp /tmp
+    if [[ -n $repo ]]; then
+      mkdir -p "$repo"
+      mount --no-canonicalize --bind /proc/self/fd/9 "$repo"
+      exec 9<&-
+      cd "$repo"
+    fi
     # Hide the host's cgroup hierarchies (their limits must not be writable from a session), and
     # give the broker a cgroup2 whose root is our own group: its sweep of "dead instances" and its
     # cgroup.kill can only ever see this subtree.
