@@ -1,7 +1,7 @@
 /**
  * Recycling a shell in place: the backend kills everything the lease started but bash itself, then
  * bash `exec`s a fresh bash in the same process (same pipes, same pid, same cgroup). That costs the
- * broker two writes instead of a new process (a local spawn is ~5 ms of the event loop; a `docker
+ * broker one write instead of a new process (a local spawn is ~5 ms of the event loop; a `docker
  * exec` ~60 ms of dockerd), and the fresh bash then gets the usual init script and framing.
  */
 
@@ -45,8 +45,8 @@ interface Pending {
 }
 
 /**
- * Waits for a pattern on a shell's stdout while the shell serves no command (handshakes, recycle
- * probes). While one is pending, the shell routes its output here instead of to its session.
+ * Waits for a pattern on a shell's stdout while the shell serves no command (the docker
+ * handshake, a recycled bash's announcement). While one is pending, the shell routes its output here instead of to its session.
  */
 export class StdoutExpectation {
   private pending: Pending | null = null;
@@ -64,22 +64,20 @@ export class StdoutExpectation {
     if (m) p.resolve(m);
   }
 
-  /** Calls `send` (again every `repeatMs` if given) until stdout matches; null on timeout or cancel. */
-  wait(pattern: RegExp, send: () => void, timeoutMs: number, repeatMs?: number): Promise<RegExpExecArray | null> {
+  /** Calls `send` once, then resolves with the match on stdout, or null on timeout or cancel. */
+  wait(pattern: RegExp, send: () => void, timeoutMs: number): Promise<RegExpExecArray | null> {
     this.cancel();
     return new Promise((resolve) => {
-      const timers: NodeJS.Timeout[] = [];
+      const timer = setTimeout(() => this.cancel(), timeoutMs);
       this.pending = {
         pattern,
         buffer: '',
         resolve: (m) => {
-          timers.forEach(clearTimeout);
+          clearTimeout(timer);
           this.pending = null;
           resolve(m);
         },
       };
-      timers.push(setTimeout(() => this.cancel(), timeoutMs));
-      if (repeatMs) timers.push(setInterval(send, repeatMs));
       send();
     });
   }

@@ -36,11 +36,15 @@ export class LocalShell implements ShellProcess {
   private closePromise: Promise<void> | null = null;
   private readonly expectation = new StdoutExpectation();
 
+  /** The spawn's environment, tag included: a recycled bash gets exactly this back. */
+  private readonly env: Record<string, string>;
+
   constructor(private readonly options: LocalShellOptions) {
     const [key, value] = splitTag(options.tag);
+    this.env = { ...options.env, [key]: value };
     this.child = spawn(bashPath(), SHELL_ARGS, {
       cwd: options.cwd,
-      env: { ...options.env, [key]: value },
+      env: this.env,
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe'],
     });
@@ -117,8 +121,7 @@ export class LocalShell implements ShellProcess {
     const restore = `${this.exportsLine()};builtin umask ${INITIAL_UMASK}`;
     const line = recycleExecLine(ansiCQuote(this.options.cwd), bashPath(), restore);
     const answer = await this.expectation.wait(FRESH_ANSWER, () => this.write(line), RECYCLE_TIMEOUT_MS);
-    if (!answer || this.exited) return false;
-    return true;
+    return answer !== null && !this.exited;
   }
 
   /** SIGKILL to every process of this shell but bash, until none is left (or too many passes). */
@@ -133,9 +136,7 @@ export class LocalShell implements ShellProcess {
 
   /** `exec -c` empties the environment: the spawn's own comes back, tag included. */
   private exportsLine(): string {
-    const [key, value] = splitTag(this.options.tag);
-    const env = { ...this.options.env, [key]: value };
-    return 'builtin export ' + Object.entries(env).map(([k, v]) => `${k}=${ansiCQuote(v)}`).join(' ');
+    return 'builtin export ' + Object.entries(this.env).map(([k, v]) => `${k}=${ansiCQuote(v)}`).join(' ');
   }
 
   close(): Promise<void> {
