@@ -42,6 +42,14 @@ export interface BrokerConfig {
     pidsLimit: number;
     networkMode: string;
     pingTimeoutMs: number;
+    /**
+     * How a bash reaches the broker: `fifo`, pipes the container's entrypoint spawns it on (needs the
+     * engine on this host, or `fifoRoot` mounted at the same path); `exec`, one `docker exec` each;
+     * `auto`, pipes when the first container shows they work, else exec.
+     */
+    transport: 'auto' | 'fifo' | 'exec';
+    /** Host directory of the pipes (BROKER_DOCKER_FIFO_DIR). */
+    fifoRoot: string;
   };
 }
 
@@ -113,6 +121,12 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
   if (cgroups !== 'auto' && cgroups !== 'off') {
     throw new ConfigError(`BROKER_LOCAL_CGROUPS must be 'auto' or 'off', got '${cgroups}'`);
   }
+  const transport = (env.BROKER_DOCKER_TRANSPORT ?? 'auto').trim() || 'auto';
+  if (transport !== 'auto' && transport !== 'fifo' && transport !== 'exec') {
+    throw new ConfigError(`BROKER_DOCKER_TRANSPORT must be 'auto', 'fifo' or 'exec', got '${transport}'`);
+  }
+  const fifoRoot = (env.BROKER_DOCKER_FIFO_DIR ?? '').trim() || '/run/bash-broker';
+  if (!path.isAbsolute(fifoRoot)) throw new ConfigError(`BROKER_DOCKER_FIFO_DIR must be an absolute path, got '${fifoRoot}'`);
   const token = (env.BROKER_TOKEN ?? '').trim() || null;
   if (!token && !isLoopback(host) && !flag(env, 'BROKER_ALLOW_INSECURE')) {
     throw new ConfigError(
@@ -153,6 +167,8 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
       pidsLimit: int(env, 'BROKER_CONTAINER_PIDS_LIMIT', 1024, { min: 16 }),
       networkMode: (env.BROKER_NETWORK_MODE ?? '').trim() || 'bridge',
       pingTimeoutMs: seconds(env, 'BROKER_CONTAINER_PING_TIMEOUT', 5),
+      transport,
+      fifoRoot,
     },
   };
 }

@@ -7,6 +7,7 @@ import Dockerode from 'dockerode';
 import { testBackend } from '../helpers/broker';
 import { execIn } from '../helpers/dockerFaults';
 import { ControlLane } from '../../src/backends/docker/controlLane';
+import { execChannelOpener } from '../../src/backends/docker/channel';
 import { BackendError } from '../../src/common/errors';
 
 jest.setTimeout(120_000);
@@ -39,7 +40,7 @@ if (testBackend !== 'docker') {
     });
 
     function lane(discardGraceMs = 0): ControlLane {
-      const l = new ControlLane({ container, name: 'test lane', initScript: '__t(){ builtin echo t; }', discardGraceMs });
+      const l = new ControlLane({ openChannel: execChannelOpener(container), name: 'test lane', initScript: '__t(){ builtin echo t; }', discardGraceMs });
       lanes.push(l);
       return l;
     }
@@ -96,7 +97,7 @@ if (testBackend !== 'docker') {
     it('a discarded bash is handed to onDiscard, which can kill it and what it runs', async () => {
       const killer = lane();
       const l = new ControlLane({
-        container,
+        openChannel: execChannelOpener(container),
         name: 'discarding lane',
         initScript: ':',
         onDiscard: (pid) => void killer.run(`builtin kill -9 -- -${pid}`, 20_000).catch(() => undefined),

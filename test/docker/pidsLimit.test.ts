@@ -9,6 +9,7 @@
 import Dockerode from 'dockerode';
 import { eventually, metricValue, startTestBroker, testBackend, type HttpResult, type TestBroker } from '../helpers/broker';
 import { everySessionWorks, execIn, labelledContainers, poolContainerIds, waitHealed } from '../helpers/dockerFaults';
+import { PS, unexpectedProcesses } from '../helpers/containerPs';
 
 const LONG = 90_000;
 jest.setTimeout(300_000);
@@ -108,15 +109,10 @@ if (testBackend !== 'docker') {
         LONG,
         () => `no sleep 3600 left (last ps:\n${left.split('\n').slice(0, 30).join('\n')})`,
       );
-      // Only the sessions' shells and the control shell's lanes: no shell leaked by a failed cleanup.
-      const ps = (await execIn(docker, containerId, ['ps', '-eo', 'pid=,ppid=,stat=,args='])).out;
-      const rows = ps.split('\n').filter((l) => l.trim()).map((l) => /^\s*(\d+)\s+(\d+)\s+(\S+)\s+(.*)$/.exec(l)!);
-      const shells = rows.filter((m) => m[2] === '0' && /^\S*bash .*--noprofile --noediting -i$/.test(m[4]));
-      const others = rows.filter((m) => !shells.includes(m) && m[1] !== '1' && !(m[2] === '1' && m[4] === 'bash') && !m[4].startsWith('ps '));
-      expect(others.map((m) => m[0])).toEqual([]);
-      // Each session's shell, the signal lane, and the fs lane (opened by the first mkdir).
-      expect(shells.length).toBeGreaterThanOrEqual(PER_CONTAINER + 1);
-      expect(shells.length).toBeLessThanOrEqual(PER_CONTAINER + 2);
+      // Only the sessions' shells and the control shell's lanes (the fs lane opened by the first
+      // mkdir): no shell leaked by a failed cleanup, nothing else left.
+      const ps = (await execIn(docker, containerId, PS)).out;
+      expect(unexpectedProcesses(ps, PER_CONTAINER).leaks).toEqual([]);
       // No slot had to be rebuilt: cleanups waited for room instead of failing.
       const metrics = await b.metrics();
       expect(metricValue(metrics, 'broker_cleanups_total', { result: 'failed' })).toBe(0);

@@ -1,5 +1,6 @@
 /**
- * One of a container's control lanes: a bash the broker keeps for itself over a plain `docker exec`,
+ * One of a container's control lanes: a bash the broker keeps for itself (over the container's
+ * channel: a plain `docker exec`, or pipes its entrypoint spawned it on),
  * framed like a session (BashSession), running its requests one at a time. controlShell.ts keeps
  * two per container so that a request that can hang (a fork at the pids limit) never delays one
  * that frees the container (a kill).
@@ -9,44 +10,43 @@
  * bash is discarded (its stream closed, `onDiscard` told its pid so it can be killed) and a new
  * one is opened, lazily, for the next request. Callers get a BackendError either way.
  */
-import type Dockerode from 'dockerode';
-import type { Duplex } from 'node:stream';
 import { BashSession, ShellDiedError } from '../../core/bashSession';
 import type { ShellListener, ShellProcess } from '../../core/backend';
 import { BackendError, errorMessage } from '../../common/errors';
-import { DockerDemuxer } from './demux';
-import { SHELL_CMD } from './dockerShell';
+import type { ChannelOpener, ShellChannel } from './channel';
 
 /** After a failed open, requests fail at once for this long instead of each trying a new exec. */
 const REOPEN_HOLDOFF_MS = 1_000;
 const MAX_OUTPUT_BYTES = 64 * 1024;
 
-/** The lane's own transport: a plain exec; it never needs signals or recycling. */
+/** The lane's own transport: a bare channel; it never needs signals or recycling. */
 class LaneTransport implements ShellProcess {
-  readonly description: string;
   private listener: ShellListener | null = null;
-  constructor(
-    private readonly socket: Duplex,
-    description: string,
-  ) {
-    this.description = description;
-    const demux = new DockerDemuxer((s, c) => this.listener?.onData(s, c));
-    socket.on('data', (c: Buffer) => demux.push(c));
-    socket.on('error', () => undefined);
-    socket.on('close', () => this.listener?.onExit({ code: null, signal: null, reason: `${description}: stream closed` }));
+  private channel: ShellChannel | null = null;
+  constructor(readonly description: string) {}
+  static async open(openChannel: ChannelOpener, description: string): Promise<LaneTransport> {
+    const lane = new LaneTransport(description);
+    lane.channel = await openChannel({
+      env: [],
+      sink: {
+        onData: (s, c) => lane.listener?.onData(s, c),
+        onEnd: (reason) => lane.listener?.onExit({ code: null, signal: null, reason: `${description}: ${reason}` }),
+      },
+    });
+    return lane;
   }
   setListener(l: ShellListener): void {
     this.listener = l;
   }
   write(text: string): void {
-    this.socket.write(text);
+    this.channel?.write(text);
   }
   interrupt(): void {}
   async killStartedSince(): Promise<number> {
     return 0;
   }
   async close(): Promise<void> {
-    this.socket.destroy();
+    this.channel?.destroy();
   }
 }
 
@@ -69,7 +69,7 @@ interface Request {
 }
 
 export interface LaneOptions {
-  container: Dockerode.Container;
+  openChannel: ChannelOpener;
   /** For messages: `signal lane of 0123456789ab`. */
   name: string;
   /** Sent once to every new bash of the lane (function definitions). */
@@ -203,10 +203,7 @@ export class ControlLane {
   }
 
   private async open(): Promise<LaneShell> {
-    const { container, name } = this.options;
-    const exec = await container.exec({ Cmd: SHELL_CMD, AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: false });
-    const socket = (await exec.start({ hijack: true, stdin: true })) as Duplex;
-    const session = new BashSession(new LaneTransport(socket, name));
+    const session = new BashSession(await LaneTransport.open(this.options.openChannel, this.options.name));
     try {
       await session.start();
       const r = await session.execute(`${this.options.initScript}\nbuiltin echo $$`, { timeoutMs: 20_000, maxOutputBytes: MAX_OUTPUT_BYTES });

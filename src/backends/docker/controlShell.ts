@@ -14,8 +14,8 @@
  *
  * Against a new `docker exec` per operation (~60-80 ms of dockerd), a lane answers in ~1 ms.
  */
-import type Dockerode from 'dockerode';
 import { BackendError } from '../../common/errors';
+import type { ChannelOpener } from './channel';
 import { ControlLane } from './controlLane';
 import { CONTROL_SCRIPT, FS_SCRIPT } from './procScripts';
 
@@ -53,11 +53,11 @@ export class ControlShell {
     private readonly shortId: string,
   ) {}
 
-  static async open(container: Dockerode.Container): Promise<ControlShell> {
-    const shortId = container.id.slice(0, 12);
-    const signals = new ControlLane({ container, name: `signal lane of ${shortId}`, initScript: CONTROL_SCRIPT, discardGraceMs: SIGNAL_DISCARD_GRACE_MS });
+  static async open(containerId: string, openChannel: ChannelOpener): Promise<ControlShell> {
+    const shortId = containerId.slice(0, 12);
+    const signals = new ControlLane({ openChannel, name: `signal lane of ${shortId}`, initScript: CONTROL_SCRIPT, discardGraceMs: SIGNAL_DISCARD_GRACE_MS });
     const fsLane = new ControlLane({
-      container,
+      openChannel,
       name: `fs lane of ${shortId}`,
       initScript: FS_SCRIPT,
       // Its bash (and whatever it forked, an `rm` say) must not linger: a kill is a builtin job.

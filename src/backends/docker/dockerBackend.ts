@@ -1,10 +1,15 @@
 /**
- * The Docker backend: C containers from BROKER_IMAGE, S long-lived `docker exec` bash sessions in
- * each, plus one control shell per container for signals, cleanup and health pings. Containers carry
- * labels naming the deployment and the broker instance, so a later start sweeps what a crash left.
+ * The Docker backend: C containers from BROKER_IMAGE, S long-lived bash sessions in each, plus one
+ * control shell per container for signals, cleanup and health pings. Each bash reaches the broker
+ * over a channel (channel.ts): pipes the container's entrypoint spawns it on (fifoSpawner.ts, no
+ * dockerd work per shell) when the broker shares a filesystem with the engine, else a `docker exec`.
+ * Containers carry labels naming the deployment and the broker instance, so a later start sweeps
+ * what a crash left.
  */
 import Dockerode from 'dockerode';
+import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import * as tar from 'tar-stream';
 import type { ContainerHealth, ContainerRef, OpenShellOptions, SessionBackend, ShellProcess, WorkdirFile } from '../../core/backend';
@@ -13,6 +18,8 @@ import { logger } from '../../common/logger';
 import { ControlShell, PidsLimitError } from './controlShell';
 import type { BrokerConfig } from '../../config/config';
 import { DockerShell } from './dockerShell';
+import { type ChannelOpener, execChannelOpener } from './channel';
+import { FifoSpawner, SPAWNER_SCRIPT } from './fifoSpawner';
 
 /** Resolved and validated in config.ts (BROKER_IMAGE, BROKER_CONTAINER_*, BROKER_NETWORK_MODE, ...). */
 export type DockerBackendOptions = BrokerConfig['docker'];
@@ -28,12 +35,26 @@ const MKDIR_TIMEOUT_MS = 5_000;
 const RM_TIMEOUT_MS = 60_000;
 /** How often a removal held by the pids limit asks again (a builtin check, no fork). */
 const ROOM_POLL_MS = 250;
+/** How long a started container's entrypoint has to announce itself on the pipes. */
+const SPAWNER_READY_TIMEOUT_MS = 15_000;
+
+interface ContainerLink {
+  control: ControlShell;
+  openChannel: ChannelOpener;
+  spawner: FifoSpawner | null;
+}
 
 export class DockerBackend implements SessionBackend {
   readonly kind = 'docker';
   readonly docker = new Dockerode();
   readonly instance = `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-  private readonly controls = new Map<string, ControlShell>();
+  private readonly links = new Map<string, ContainerLink>();
+  /**
+   * Whether pipes work with this engine: unknown until the first container tells. Once they failed
+   * before ever working (a remote engine, a broker in a container without the shared directory),
+   * later containers go straight to docker exec instead of waiting for an announcement each.
+   */
+  private fifoState: 'unknown' | 'works' | 'off';
   /** Per container: working directories whose removal failed, retried with the next removal there. */
   private readonly unremovedDirs = new Map<string, Set<string>>();
   /**
@@ -45,7 +66,14 @@ export class DockerBackend implements SessionBackend {
   private generation = 0;
   private starts = 0;
 
-  constructor(private readonly options: DockerBackendOptions) {}
+  constructor(private readonly options: DockerBackendOptions) {
+    this.fifoState = options.transport === 'exec' ? 'off' : 'unknown';
+  }
+
+  /** Host directory of this deployment's pipes (one subdirectory per container). */
+  private get fifoDir(): string {
+    return path.join(this.options.fifoRoot, this.options.deployment);
+  }
 
   /** Checks the engine and the image, and removes containers a previous instance of this deployment left. */
   async init(): Promise<void> {
@@ -61,6 +89,8 @@ export class DockerBackend implements SessionBackend {
     }
     const removed = await this.sweep();
     if (removed > 0) logger.info({ removed, deployment: this.options.deployment }, 'removed containers left by an earlier broker');
+    // Their pipes too: the directory is this deployment's, and its containers are gone.
+    if (this.options.transport !== 'exec') await fs.promises.rm(this.fifoDir, { recursive: true, force: true }).catch(() => undefined);
   }
 
   async sweep(): Promise<number> {
@@ -74,11 +104,71 @@ export class DockerBackend implements SessionBackend {
     await this.retryRemovals();
     // A fresh name per start: a replacement never waits for a stuck removal to free the old one.
     const name = `bash-broker-${this.options.deployment}-${this.instance}-c${index}-${++this.starts}`.replace(/[^a-zA-Z0-9_.-]/g, '-');
-    const container = await this.docker.createContainer({
+    const spawner = await this.newSpawner(name);
+    let container: Dockerode.Container;
+    try {
+      container = await this.createContainer(name, spawner);
+    } catch (err) {
+      await spawner?.close();
+      throw err;
+    }
+    try {
+      await container.start();
+      const openChannel = await this.channelOpener(container, spawner);
+      const control = await ControlShell.open(container.id, openChannel);
+      this.links.set(container.id, { control, openChannel, spawner: openChannel === spawner?.opener ? spawner : null });
+    } catch (err) {
+      await spawner?.close();
+      await this.forceRemove(container.id);
+      throw new BackendError(`container ${name} failed to start: ${errorMessage(err)}`);
+    }
+    return { id: container.id, name };
+  }
+
+  /** Pipes for a new container, unless this engine does not share them (then null: docker exec). */
+  private async newSpawner(name: string): Promise<FifoSpawner | null> {
+    if (this.fifoState === 'off') return null;
+    try {
+      return await FifoSpawner.create(this.fifoDir, name);
+    } catch (err) {
+      if (this.options.transport === 'fifo') throw new BackendError(`cannot make pipes in ${this.fifoDir}: ${errorMessage(err)}`);
+      this.fifoOff(`cannot make pipes in ${this.fifoDir}: ${errorMessage(err)}`);
+      return null;
+    }
+  }
+
+  /** The spawner's pipes once its entrypoint announced itself there; else docker exec. */
+  private async channelOpener(container: Dockerode.Container, spawner: FifoSpawner | null): Promise<ChannelOpener> {
+    if (spawner && (await spawner.ready(SPAWNER_READY_TIMEOUT_MS))) {
+      this.fifoState = 'works';
+      return spawner.opener;
+    }
+    if (spawner) {
+      await spawner.close();
+      const why = `the container's entrypoint did not answer on the pipes in ${this.fifoDir} within ${SPAWNER_READY_TIMEOUT_MS} ms`;
+      if (this.options.transport === 'fifo') throw new BackendError(why);
+      // Once pipes worked here, one silent container is that container's trouble, not the engine's.
+      if (this.fifoState === 'unknown') this.fifoOff(why);
+      else logger.warn({ container: container.id.slice(0, 12) }, `${why}: this container uses docker exec`);
+    }
+    return execChannelOpener(container);
+  }
+
+  private fifoOff(why: string): void {
+    this.fifoState = 'off';
+    logger.warn(
+      { fifoDir: this.fifoDir },
+      `${why}: sessions use docker exec (slower to open). A local engine and a broker on its host (or with the directory mounted at the same path) use pipes`,
+    );
+  }
+
+  private createContainer(name: string, spawner: FifoSpawner | null): Promise<Dockerode.Container> {
+    return this.docker.createContainer({
       name,
       Image: this.options.image,
-      // Only bash is required of the image: it idles reading a stdin that stays open.
-      Entrypoint: ['bash'],
+      // Only bash is required of the image. Its entrypoint spawns shells on the broker's pipes, or
+      // (without them) idles reading a stdin that stays open.
+      Entrypoint: ['bash', '-c', SPAWNER_SCRIPT],
       Cmd: [],
       OpenStdin: true,
       Tty: false,
@@ -89,24 +179,18 @@ export class DockerBackend implements SessionBackend {
         Memory: this.options.memoryBytes,
         PidsLimit: this.options.pidsLimit,
         NetworkMode: this.options.networkMode,
+        Binds: spawner ? [spawner.bind] : undefined,
       },
     });
-    try {
-      await container.start();
-      this.controls.set(container.id, await ControlShell.open(container));
-    } catch (err) {
-      await this.forceRemove(container.id);
-      throw new BackendError(`container ${name} failed to start: ${errorMessage(err)}`);
-    }
-    return { id: container.id, name };
   }
 
   async removeContainer(ref: ContainerRef): Promise<void> {
-    const control = this.controls.get(ref.id);
-    this.controls.delete(ref.id);
+    const link = this.links.get(ref.id);
+    this.links.delete(ref.id);
     this.unremovedDirs.delete(ref.id);
-    await control?.close().catch(() => undefined);
+    await link?.control.close().catch(() => undefined);
     await this.forceRemove(ref.id);
+    await link?.spawner?.close();
   }
 
   async checkContainer(ref: ContainerRef): Promise<ContainerHealth> {
@@ -124,7 +208,7 @@ export class DockerBackend implements SessionBackend {
       return { healthy: false, reason: `container is ${state.Status} (exit code ${state.ExitCode}${hint})` };
     }
     if (state.Paused) return { healthy: false, reason: 'container is paused' };
-    const control = this.controls.get(ref.id);
+    const control = this.links.get(ref.id)?.control;
     if (!control?.alive) return { healthy: false, reason: 'control shell is gone' };
     try {
       await control.ping(this.options.pingTimeoutMs);
@@ -136,10 +220,10 @@ export class DockerBackend implements SessionBackend {
 
   async openShell(ref: ContainerRef, options: OpenShellOptions): Promise<ShellProcess> {
     if (options.pty) throw new BadRequestError('the docker backend does not open PTY sessions yet');
-    const control = this.controls.get(ref.id);
-    if (!control?.alive) throw new BackendError(`container ${ref.name} has no control shell`);
+    const link = this.links.get(ref.id);
+    if (!link?.control.alive) throw new BackendError(`container ${ref.name} has no control shell`);
     const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${++this.generation}`;
-    return DockerShell.open({ container: this.docker.getContainer(ref.id), control, env: [tag, 'TERM=dumb'], tag });
+    return DockerShell.open({ openChannel: link.openChannel, containerId: ref.id, control: link.control, env: [tag, 'TERM=dumb'], tag });
   }
 
   /**
@@ -150,7 +234,7 @@ export class DockerBackend implements SessionBackend {
    */
   async prepareWorkdir(ref: ContainerRef, dir: string, files: readonly WorkdirFile[]): Promise<void> {
     if (!WORKDIR.test(dir)) throw new BackendError(`refusing to create ${dir}`);
-    const control = this.controls.get(ref.id);
+    const control = this.links.get(ref.id)?.control;
     if (files.length === 0 && control?.alive) {
       try {
         await control.makeDir(dir, MKDIR_TIMEOUT_MS);
@@ -185,7 +269,7 @@ export class DockerBackend implements SessionBackend {
    * the next removal in the container.
    */
   async removeWorkdir(ref: ContainerRef, dir: string): Promise<void> {
-    const control = this.controls.get(ref.id);
+    const control = this.links.get(ref.id)?.control;
     if (!control) return; // the container is being replaced: its files go with it
     if (!WORKDIR.test(dir)) throw new BackendError(`refusing to remove ${dir}`);
     let pending = this.unremovedDirs.get(ref.id);
@@ -206,8 +290,11 @@ export class DockerBackend implements SessionBackend {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.controls.values()].map((c) => c.close().catch(() => undefined)));
-    this.controls.clear();
+    const links = [...this.links.values()];
+    this.links.clear();
+    await Promise.all(links.map((l) => l.control.close().catch(() => undefined)));
+    await Promise.all(links.map((l) => l.spawner?.close()));
+    await fs.promises.rmdir(this.fifoDir).catch(() => undefined); // only if empty: another broker's may be there
     // Bounded: an engine that is still down must not hold the broker's shutdown.
     await Promise.race([this.retryRemovals(), new Promise((r) => setTimeout(r, 10_000).unref())]);
   }

@@ -1,20 +1,21 @@
 /**
- * A session's bash as a long-lived `docker exec` over a hijacked stream (Tty false), demultiplexed
- * here. Signals and kills go through the container's control shell (controlShell.ts), using the
- * bash's pid inside the container, learned by a handshake before the session is handed out.
+ * A session's bash in a container, over a channel (channel.ts: a long-lived `docker exec`, or pipes
+ * the container's entrypoint spawned it on). Signals and kills go through the container's control
+ * shell (controlShell.ts), using the bash's pid inside the container, learned by a handshake before
+ * the session is handed out.
  */
-import type Dockerode from 'dockerode';
-import type { Duplex } from 'node:stream';
 import type { ShellListener, ShellProcess } from '../../core/backend';
 import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, recycleExecLine, StdoutExpectation } from '../../core/shellRecycle';
-import { DockerDemuxer } from './demux';
+import type { ChannelOpener, ShellChannel } from './channel';
 import type { ControlShell } from './controlShell';
 
-export const SHELL_CMD = ['bash', '--norc', '--noprofile', '--noediting', '-i'];
 const HANDSHAKE_TIMEOUT_MS = 20_000;
 
 export interface DockerShellOptions {
-  container: Dockerode.Container;
+  /** The container's way of opening a bash (exec or fifo). */
+  openChannel: ChannelOpener;
+  /** For messages and the description. */
+  containerId: string;
   control: ControlShell;
   /** Extra environment of the exec (the session tag); the container's own comes with it. */
   env: string[];
@@ -22,9 +23,9 @@ export interface DockerShellOptions {
 }
 
 export class DockerShell implements ShellProcess {
-  description = 'docker exec bash';
+  description = 'docker bash';
   private listener: ShellListener | null = null;
-  private socket: Duplex | null = null;
+  private channel: ShellChannel | null = null;
   private pid = 0;
   private ended = false;
   private closePromise: Promise<void> | null = null;
@@ -42,29 +43,26 @@ export class DockerShell implements ShellProcess {
 
   static async open(options: DockerShellOptions): Promise<DockerShell> {
     const shell = new DockerShell(options);
-    await shell.attach();
+    try {
+      await shell.attach();
+    } catch (err) {
+      shell.channel?.destroy();
+      throw err;
+    }
     return shell;
   }
 
   private async attach(): Promise<void> {
-    const exec = await this.options.container.exec({
-      Cmd: SHELL_CMD,
-      AttachStdin: true,
-      AttachStdout: true,
-      AttachStderr: true,
-      Tty: false,
-      Env: this.options.env,
-      WorkingDir: '/',
+    this.channel = await this.options.openChannel({
+      env: this.options.env,
+      sink: {
+        onData: (stream, chunk) => {
+          if (this.expectation.active) this.expectation.feed(stream, chunk);
+          else this.listener?.onData(stream, chunk);
+        },
+        onEnd: (reason) => this.onEnd(reason),
+      },
     });
-    const socket = (await exec.start({ hijack: true, stdin: true })) as Duplex;
-    this.socket = socket;
-    const demux = new DockerDemuxer((stream, chunk) => {
-      if (this.expectation.active) this.expectation.feed(stream, chunk);
-      else this.listener?.onData(stream, chunk);
-    });
-    socket.on('data', (c: Buffer) => demux.push(c));
-    socket.on('error', () => undefined); // 'close' follows and reports the end
-    socket.on('close', () => this.onEnd('the docker exec stream closed (bash or its container died)'));
     // `exec.inspect().Pid` is a host pid (and 0 at first: FINDINGS gotcha 4); we need bash's own.
     const m = await this.expectation.wait(
       /\n__bkpid=(\d+) (\S+)\n([\s\S]*)\n__bkend\n/,
@@ -75,7 +73,7 @@ export class DockerShell implements ShellProcess {
     this.pid = Number(m[1]);
     this.bashPath = m[2];
     this.exportsScript = m[3];
-    this.description = `docker exec bash pid ${this.pid} in ${this.options.container.id.slice(0, 12)}`;
+    this.description = `docker ${this.channel.transport} bash pid ${this.pid} in ${this.options.containerId.slice(0, 12)}`;
   }
 
   setListener(listener: ShellListener): void {
@@ -83,7 +81,7 @@ export class DockerShell implements ShellProcess {
   }
 
   write(text: string): void {
-    if (!this.ended) this.socket?.write(text);
+    if (!this.ended) this.channel?.write(text);
   }
 
   interrupt(): void {
@@ -95,7 +93,7 @@ export class DockerShell implements ShellProcess {
   }
 
   /**
-   * A pristine shell in this same exec, without a new `docker exec` (~60 ms): kill everything the
+   * A pristine shell in this same process, without a new shell (a `docker exec` is ~60 ms): kill everything the
    * lease started but bash, close the files it opened, then `exec -c` a fresh bash in the same process
    * (same pipes, same pid) and give it back the exec's original environment with a new tag.
    * False when that cannot be done (bash ignores ^C in a builtin loop, for one); then close and reopen.
@@ -128,7 +126,7 @@ export class DockerShell implements ShellProcess {
       const { control, tag } = this.options;
       await control.kill(this.ended ? -1 : this.pid, -1, tag, false).catch(() => control.killLater(tag));
     }
-    this.socket?.destroy();
+    this.channel?.destroy();
   }
 
   private onEnd(reason: string): void {

@@ -4,7 +4,8 @@
  * criterion catches every escapee; the union of parent tree, session id and an environment tag does.
  *
  *   __bk_kill ROOT SINCE_EPOCH_MS TAG KEEP_ROOT
- *     kills (SIGKILL) every process that is ROOT's descendant, or in ROOT's session, or carries TAG
+ *     kills (SIGKILL) every process that is ROOT's descendant, or in ROOT's session or process group
+ *     (a shell spawned by the container's entrypoint leads its group, not a session), or carries TAG
  *     in its environment; only those started at or after SINCE_EPOCH_MS (-1: all); ROOT itself
  *     only when KEEP_ROOT is 0. Never PID 1 or the control shell. Prints the count.
  *     Each pass stops its victims before killing them, and passes repeat (up to 3) while they find
@@ -29,14 +30,14 @@ __bk_kill(){
 }
 __bk_kill_pass(){
   local root=$1 since=$2 tag=$3 keep=$4 envmin=$5 f l p e up now min=-1 changed=1
-  local -A pp=() sd=() st=() hit=()
+  local -A pp=() sd=() pg=() st=() hit=()
   __bk_n=0
   for f in /proc/[0-9]*/stat; do
     { builtin read -r l < "$f"; } 2>/dev/null || continue
     p=\${f#/proc/}; p=\${p%/stat}
     set -- \${l##*) }
     [[ $1 == [ZX] ]] && continue
-    pp[$p]=$2; sd[$p]=$4; st[$p]=\${20}
+    pp[$p]=$2; pg[$p]=$3; sd[$p]=$4; st[$p]=\${20}
   done
   hit[$root]=1
   while ((changed)); do changed=0
@@ -44,7 +45,7 @@ __bk_kill_pass(){
       if [[ -z \${hit[$p]} && -n \${hit[\${pp[$p]}]} ]]; then hit[$p]=1; changed=1; fi
     done
   done
-  for p in "\${!sd[@]}"; do [[ \${sd[$p]} == "$root" ]] && hit[$p]=1; done
+  for p in "\${!sd[@]}"; do [[ \${sd[$p]} == "$root" || \${pg[$p]} == "$root" ]] && hit[$p]=1; done
   if ((since >= 0)); then
     builtin read -r up _ < /proc/uptime; up=\${up/./}; now=\${EPOCHREALTIME//[!0-9]/}
     min=$(( up - (now / 1000 - since) / 10 - 1 ))
