@@ -116,7 +116,7 @@ export class SessionPool {
   /** Warms the pool. Each slot serves acquires as soon as its shell answers; resolves when all tried. */
   async start(): Promise<void> {
     await this.backend.init?.();
-    await Promise.all(this.containers.map((entry) => this.starters.add(() => this.startContainer(entry))));
+    await Promise.all(this.containers.map((entry) => this.startContainer(entry)));
     this.monitor.start();
     const everyMs = Math.max(100, Math.min(this.options.sessionIdleTimeoutMs / 4, 15_000));
     this.idleTimer = setInterval(() => this.reclaimIdle(), everyMs);
@@ -298,8 +298,12 @@ export class SessionPool {
     }
   }
 
+  /**
+   * Only the container's start holds a starter: its shells open on the workers meanwhile, so the
+   * next container starts at once (Docker's start rate, not start + shells, sets the warm-up).
+   */
   private async startContainer(entry: ContainerEntry): Promise<void> {
-    await this.bootContainer(entry);
+    await this.starters.add(() => this.bootContainer(entry));
     await this.fillContainer(entry);
   }
 
