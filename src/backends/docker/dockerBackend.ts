@@ -19,7 +19,8 @@ import { ControlShell, PidsLimitError } from './controlShell';
 import type { BrokerConfig } from '../../config/config';
 import { DockerShell } from './dockerShell';
 import { type ChannelOpener, execChannelOpener } from './channel';
-import { FifoSpawner, SPAWNER_SCRIPT } from './fifoSpawner';
+import { FIFO_MOUNT, FifoSpawner, SPAWNER_SCRIPT } from './fifoSpawner';
+import { HostPids } from './hostPids';
 
 /** Resolved and validated in config.ts (BROKER_IMAGE, BROKER_CONTAINER_*, BROKER_NETWORK_MODE, ...). */
 export type DockerBackendOptions = BrokerConfig['docker'];
@@ -42,6 +43,8 @@ interface ContainerLink {
   control: ControlShell;
   openChannel: ChannelOpener;
   spawner: FifoSpawner | null;
+  /** Host-side signals, when the broker sees the container's processes (hostPids.ts). */
+  hostPids: HostPids | null;
 }
 
 export class DockerBackend implements SessionBackend {
@@ -116,7 +119,10 @@ export class DockerBackend implements SessionBackend {
       await container.start();
       const openChannel = await this.channelOpener(container, spawner);
       const control = await ControlShell.open(container.id, openChannel);
-      this.links.set(container.id, { control, openChannel, spawner: openChannel === spawner?.opener ? spawner : null });
+      const piped = openChannel === spawner?.opener;
+      // The pipes worked, so the broker likely shares the engine's host: signals can skip the lane.
+      const hostPids = piped ? await HostPids.forContainer((await container.inspect()).State.Pid, `d=${FIFO_MOUNT}`) : null;
+      this.links.set(container.id, { control, openChannel, spawner: piped ? spawner : null, hostPids });
     } catch (err) {
       await spawner?.close();
       await this.forceRemove(container.id);
@@ -223,7 +229,14 @@ export class DockerBackend implements SessionBackend {
     const link = this.links.get(ref.id);
     if (!link?.control.alive) throw new BackendError(`container ${ref.name} has no control shell`);
     const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${++this.generation}`;
-    return DockerShell.open({ openChannel: link.openChannel, containerId: ref.id, control: link.control, env: [tag, 'TERM=dumb'], tag });
+    return DockerShell.open({
+      openChannel: link.openChannel,
+      containerId: ref.id,
+      control: link.control,
+      hostPids: link.hostPids,
+      env: [tag, 'TERM=dumb'],
+      tag,
+    });
   }
 
   /**
