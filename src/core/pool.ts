@@ -278,7 +278,11 @@ export class SessionPool {
     lease.executing = true;
     lease.lastActivityMs = Date.now();
     try {
-      return await session.execute(command, { timeoutMs, maxOutputBytes: this.options.maxOutputBytes, onOutput });
+      const result = await session.execute(command, { timeoutMs, maxOutputBytes: this.options.maxOutputBytes, onOutput });
+      // Its container failed while it ran (a paused container is thawed to be removed, and its
+      // output may still arrive): the lease's state is lost, and the answer says so.
+      if (lease.brokenReason !== null) throw new SessionBrokenError(lease.id, lease.brokenReason);
+      return result;
     } catch (err) {
       if (!(err instanceof ShellDiedError)) throw err;
       if (lease.brokenReason !== null) throw new SessionBrokenError(lease.id, lease.brokenReason);

@@ -36,6 +36,8 @@ const MKDIR_TIMEOUT_MS = 5_000;
 const RM_TIMEOUT_MS = 60_000;
 /** How often a removal held by the pids limit asks again (a builtin check, no fork). */
 const ROOM_POLL_MS = 250;
+/** Pings a starved container may miss in a row (about a minute at the default interval) before it is replaced. */
+const MAX_BUSY_MISSES = 12;
 /** How long a started container's entrypoint has to announce itself on the pipes. */
 const SPAWNER_READY_TIMEOUT_MS = 15_000;
 
@@ -45,6 +47,8 @@ interface ContainerLink {
   spawner: FifoSpawner | null;
   /** Host-side signals, when the broker sees the container's processes (hostPids.ts). */
   hostPids: HostPids | null;
+  /** Pings missed in a row while the container's processes were runnable (starved, not stuck). */
+  busyMisses: number;
 }
 
 export class DockerBackend implements SessionBackend {
@@ -122,7 +126,7 @@ export class DockerBackend implements SessionBackend {
       const piped = openChannel === spawner?.opener;
       // The pipes worked, so the broker likely shares the engine's host: signals can skip the lane.
       const hostPids = piped ? await HostPids.forContainer((await container.inspect()).State.Pid, `d=${FIFO_MOUNT}`) : null;
-      this.links.set(container.id, { control, openChannel, spawner: piped ? spawner : null, hostPids });
+      this.links.set(container.id, { control, openChannel, spawner: piped ? spawner : null, hostPids, busyMisses: 0 });
     } catch (err) {
       await spawner?.close();
       await this.forceRemove(container.id);
@@ -216,9 +220,18 @@ export class DockerBackend implements SessionBackend {
     if (state.Paused) return { healthy: false, reason: 'container is paused' };
     const control = this.links.get(ref.id)?.control;
     if (!control?.alive) return { healthy: false, reason: 'control shell is gone' };
+    const link = this.links.get(ref.id)!;
     try {
       await control.ping(this.options.pingTimeoutMs);
+      link.busyMisses = 0;
     } catch {
+      // Replacing a container whose CPU is merely taken (its sessions' busy loops, an overloaded host)
+      // would cost its sessions and more CPU; one whose processes are runnable gets a few more pings.
+      if (link.hostPids && link.busyMisses < MAX_BUSY_MISSES && (await link.hostPids.busy().catch(() => false))) {
+        link.busyMisses++;
+        logger.warn({ container: ref.name, misses: link.busyMisses }, 'container missed a ping while starved of CPU: not replaced yet');
+        return { healthy: true };
+      }
       return { healthy: false, reason: `container did not answer within ${this.options.pingTimeoutMs} ms` };
     }
     return { healthy: true };

@@ -98,6 +98,10 @@ export class DockerShell implements ShellProcess {
     );
   }
 
+  async isStarved(): Promise<boolean> {
+    return (await this.options.hostPids?.busy()) ?? false;
+  }
+
   killStartedSince(sinceEpochMs: number): Promise<number> {
     return this.options.control.kill(this.pid, sinceEpochMs, this.options.tag, true);
   }

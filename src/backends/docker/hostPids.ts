@@ -82,6 +82,23 @@ export class HostPids {
     }
   }
 
+  /**
+   * Some process of the container is runnable (state R: running or waiting for a CPU). A container
+   * that misses a ping or a shell that is slow to come back after a ^C while this holds is starved of
+   * CPU (its own busy loops, or a host with more work than cores), not stuck.
+   */
+  async busy(): Promise<boolean> {
+    const states = await Promise.all(
+      (await this.containerPids()).map((pid) =>
+        fs.promises.readFile(`/proc/${pid}/stat`, 'latin1').then(
+          (stat) => stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3),
+          () => '',
+        ),
+      ),
+    );
+    return states.includes('R');
+  }
+
   private async containerPids(): Promise<number[]> {
     this.procsFile ??= await this.findProcsFile();
     if (!this.procsFile) return [];
