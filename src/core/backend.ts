@@ -53,11 +53,6 @@ export interface ShellProcess {
    * a fresh bash in its place) when that is much cheaper than a new one. False: close and reopen.
    */
   recycle?(): Promise<boolean>;
-  /**
-   * Optional: the shell is slow because its CPU is taken (runnable, waiting for a core), not because
-   * it is stuck. A timed-out command's shell then gets longer to come back before it is given up.
-   */
-  isStarved?(): Promise<boolean>;
 }
 
 export interface WorkdirFile {

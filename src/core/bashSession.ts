@@ -38,9 +38,6 @@ export interface BashSessionTimings {
  * CPU share a runaway command may be eating (seen: 3 s was not enough with 4 busy loops under 1 CPU).
  * It only matters for a shell that ignores ^C; declaring it BROKEN too early would lose its state.
  */
-/** How many kill graces a timed-out command's shell gets in all while its backend says it is starved. */
-export const STARVED_GRACE_FACTOR = 6;
-
 export const DEFAULT_TIMINGS: BashSessionTimings = { interruptGraceMs: 300, killGraceMs: 10_000, readyTimeoutMs: 20_000 };
 
 /** The shell is gone: it exited, was killed, or could not be brought back after a timeout. */
@@ -209,23 +206,12 @@ export class BashSession {
    */
   private escalate(run: Running, since: number): void {
     if (this.running !== run || run.reaping) return;
-    const waited = Date.now() - since;
-    if (waited >= this.timings.killGraceMs) {
-      // A shell starved of CPU (the backend can tell) is slow, not lost: it gets up to
-      // STARVED_GRACE_FACTOR times the grace before its session is given up.
-      if (!this.shell.isStarved || waited >= this.timings.killGraceMs * STARVED_GRACE_FACTOR) return this.onUnrecoverable(run);
-      void this.shell.isStarved().then(
-        (starved) => (starved ? this.retry(run, since) : this.onUnrecoverable(run)),
-        () => this.onUnrecoverable(run),
-      );
-      return;
-    }
-    this.retry(run, since);
-  }
-
-  private retry(run: Running, since: number): void {
-    if (this.running !== run || run.reaping) return;
+    if (Date.now() - since >= this.timings.killGraceMs) return this.onUnrecoverable(run);
     this.shell.interrupt();
+    // A ^C that lands while bash is reading the earlier request (bash reads a pipe a byte at a time)
+    // discards the part it read: ask again, or the shell could never answer. Extra answers carry this
+    // command's nonce and fall between commands, where output is dropped.
+    this.shell.write(endMarkerRequest(run.nonce));
     // The next round starts once the kill has landed: a backend slow to kill (a busy container, a
     // queue of kills) must not make a healthy shell look unrecoverable.
     void this.killStarted(run).then(() => {

@@ -19,8 +19,7 @@ import { ControlShell, PidsLimitError } from './controlShell';
 import type { BrokerConfig } from '../../config/config';
 import { DockerShell } from './dockerShell';
 import { type ChannelOpener, execChannelOpener } from './channel';
-import { FIFO_MOUNT, FifoSpawner, SPAWNER_SCRIPT } from './fifoSpawner';
-import { HostPids } from './hostPids';
+import { FifoSpawner, SPAWNER_SCRIPT } from './fifoSpawner';
 
 /** Resolved and validated in config.ts (BROKER_IMAGE, BROKER_CONTAINER_*, BROKER_NETWORK_MODE, ...). */
 export type DockerBackendOptions = BrokerConfig['docker'];
@@ -36,8 +35,6 @@ const MKDIR_TIMEOUT_MS = 5_000;
 const RM_TIMEOUT_MS = 60_000;
 /** How often a removal held by the pids limit asks again (a builtin check, no fork). */
 const ROOM_POLL_MS = 250;
-/** Pings a starved container may miss in a row (about a minute at the default interval) before it is replaced. */
-const MAX_BUSY_MISSES = 12;
 /** How long a started container's entrypoint has to announce itself on the pipes. */
 const SPAWNER_READY_TIMEOUT_MS = 15_000;
 
@@ -45,10 +42,6 @@ interface ContainerLink {
   control: ControlShell;
   openChannel: ChannelOpener;
   spawner: FifoSpawner | null;
-  /** Host-side signals, when the broker sees the container's processes (hostPids.ts). */
-  hostPids: HostPids | null;
-  /** Pings missed in a row while the container's processes were runnable (starved, not stuck). */
-  busyMisses: number;
 }
 
 export class DockerBackend implements SessionBackend {
@@ -123,10 +116,7 @@ export class DockerBackend implements SessionBackend {
       await container.start();
       const openChannel = await this.channelOpener(container, spawner);
       const control = await ControlShell.open(container.id, openChannel);
-      const piped = openChannel === spawner?.opener;
-      // The pipes worked, so the broker likely shares the engine's host: signals can skip the lane.
-      const hostPids = piped ? await HostPids.forContainer((await container.inspect()).State.Pid, `d=${FIFO_MOUNT}`) : null;
-      this.links.set(container.id, { control, openChannel, spawner: piped ? spawner : null, hostPids, busyMisses: 0 });
+      this.links.set(container.id, { control, openChannel, spawner: openChannel === spawner?.opener ? spawner : null });
     } catch (err) {
       await spawner?.close();
       await this.forceRemove(container.id);
@@ -220,18 +210,9 @@ export class DockerBackend implements SessionBackend {
     if (state.Paused) return { healthy: false, reason: 'container is paused' };
     const control = this.links.get(ref.id)?.control;
     if (!control?.alive) return { healthy: false, reason: 'control shell is gone' };
-    const link = this.links.get(ref.id)!;
     try {
       await control.ping(this.options.pingTimeoutMs);
-      link.busyMisses = 0;
     } catch {
-      // Replacing a container whose CPU is merely taken (its sessions' busy loops, an overloaded host)
-      // would cost its sessions and more CPU; one whose processes are runnable gets a few more pings.
-      if (link.hostPids && link.busyMisses < MAX_BUSY_MISSES && (await link.hostPids.busy().catch(() => false))) {
-        link.busyMisses++;
-        logger.warn({ container: ref.name, misses: link.busyMisses }, 'container missed a ping while starved of CPU: not replaced yet');
-        return { healthy: true };
-      }
       return { healthy: false, reason: `container did not answer within ${this.options.pingTimeoutMs} ms` };
     }
     return { healthy: true };
@@ -242,14 +223,7 @@ export class DockerBackend implements SessionBackend {
     const link = this.links.get(ref.id);
     if (!link?.control.alive) throw new BackendError(`container ${ref.name} has no control shell`);
     const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${++this.generation}`;
-    return DockerShell.open({
-      openChannel: link.openChannel,
-      containerId: ref.id,
-      control: link.control,
-      hostPids: link.hostPids,
-      env: [tag, 'TERM=dumb'],
-      tag,
-    });
+    return DockerShell.open({ openChannel: link.openChannel, containerId: ref.id, control: link.control, env: [tag, 'TERM=dumb'], tag });
   }
 
   /**

@@ -8,7 +8,6 @@ import type { ShellListener, ShellProcess } from '../../core/backend';
 import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, recycleExecLine, StdoutExpectation } from '../../core/shellRecycle';
 import type { ChannelOpener, ShellChannel } from './channel';
 import type { ControlShell } from './controlShell';
-import type { HostPids } from './hostPids';
 
 const HANDSHAKE_TIMEOUT_MS = 20_000;
 
@@ -18,8 +17,6 @@ export interface DockerShellOptions {
   /** For messages and the description. */
   containerId: string;
   control: ControlShell;
-  /** Signals from the host (no container CPU needed), when the broker sees the container's processes. */
-  hostPids: HostPids | null;
   /** Extra environment of the exec (the session tag); the container's own comes with it. */
   env: string[];
   tag: string;
@@ -87,19 +84,8 @@ export class DockerShell implements ShellProcess {
     if (!this.ended) this.channel?.write(text);
   }
 
-  /** From the host when it can (a starved container runs its signal lane late), else through the lane. */
   interrupt(): void {
-    if (this.ended || this.pid <= 1) return;
-    const { control, hostPids } = this.options;
-    if (!hostPids) return control.signalGroup(this.pid, 'INT');
-    void hostPids.signalGroup(this.pid, 'SIGINT').then(
-      (sent) => sent || control.signalGroup(this.pid, 'INT'),
-      () => control.signalGroup(this.pid, 'INT'),
-    );
-  }
-
-  async isStarved(): Promise<boolean> {
-    return (await this.options.hostPids?.busy()) ?? false;
+    if (!this.ended && this.pid > 1) this.options.control.signalGroup(this.pid, 'INT');
   }
 
   killStartedSince(sinceEpochMs: number): Promise<number> {
