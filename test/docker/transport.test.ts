@@ -7,7 +7,7 @@
 import Dockerode from 'dockerode';
 import { startTestBroker, testBackend, type TestBroker } from '../helpers/broker';
 import { execIn, poolContainerIds } from '../helpers/dockerFaults';
-import { PS, unexpectedProcesses } from '../helpers/containerPs';
+import { PS, SESSION_SHELL, unexpectedProcesses } from '../helpers/containerPs';
 
 const docker = new Dockerode();
 
@@ -17,7 +17,7 @@ async function shellParents(containerId: string): Promise<string[]> {
   return ps
     .split('\n')
     .map((l) => /^\s*(\d+)\s+(\d+)\s+\S+\s+(.*)$/.exec(l))
-    .filter((m): m is RegExpExecArray => m !== null && /bash .*--noprofile --noediting -i$/.test(m[3]))
+    .filter((m): m is RegExpExecArray => m !== null && SESSION_SHELL.test(m[3]))
     .map((m) => m[2]);
 }
 

@@ -12,7 +12,7 @@ export const PS = ['ps', '-eo', 'pid=,ppid=,stat=,args='];
  * A session or control shell: as exec'd by docker, or after a recycle's `exec -c` (bash's full path,
  * its environment restored from an rc file: src/core/shellRecycle.ts).
  */
-const SESSION_SHELL = new RegExp(`^(\\S*/)?(${SHELL_CMD.join(' ')}|bash --rcfile /dev/fd/3 ${SHELL_CMD.slice(2).join(' ')})$`);
+export const SESSION_SHELL = new RegExp(`^(\\S*/)?(${SHELL_CMD.join(' ')}|bash --rcfile /dev/fd/3 ${SHELL_CMD.slice(2).join(' ')})$`);
 
 /**
  * Classifies `ps` output of one container. A zombie whose parent is a live session shell is not a

@@ -114,9 +114,10 @@ export class DockerBackend implements SessionBackend {
     }
     try {
       await container.start();
-      const openChannel = await this.channelOpener(container, spawner);
+      const piped = await this.answeringSpawner(container, spawner);
+      const openChannel = piped?.opener ?? execChannelOpener(container);
       const control = await ControlShell.open(container.id, openChannel);
-      this.links.set(container.id, { control, openChannel, spawner: openChannel === spawner?.opener ? spawner : null });
+      this.links.set(container.id, { control, openChannel, spawner: piped });
     } catch (err) {
       await spawner?.close();
       await this.forceRemove(container.id);
@@ -137,21 +138,20 @@ export class DockerBackend implements SessionBackend {
     }
   }
 
-  /** The spawner's pipes once its entrypoint announced itself there; else docker exec. */
-  private async channelOpener(container: Dockerode.Container, spawner: FifoSpawner | null): Promise<ChannelOpener> {
-    if (spawner && (await spawner.ready(SPAWNER_READY_TIMEOUT_MS))) {
+  /** The spawner once its entrypoint announced itself on the pipes; null (closed): use docker exec. */
+  private async answeringSpawner(container: Dockerode.Container, spawner: FifoSpawner | null): Promise<FifoSpawner | null> {
+    if (!spawner) return null;
+    if (await spawner.ready(SPAWNER_READY_TIMEOUT_MS)) {
       this.fifoState = 'works';
-      return spawner.opener;
+      return spawner;
     }
-    if (spawner) {
-      await spawner.close();
-      const why = `the container's entrypoint did not answer on the pipes in ${this.fifoDir} within ${SPAWNER_READY_TIMEOUT_MS} ms`;
-      if (this.options.transport === 'fifo') throw new BackendError(why);
-      // Once pipes worked here, one silent container is that container's trouble, not the engine's.
-      if (this.fifoState === 'unknown') this.fifoOff(why);
-      else logger.warn({ container: container.id.slice(0, 12) }, `${why}: this container uses docker exec`);
-    }
-    return execChannelOpener(container);
+    await spawner.close();
+    const why = `the container's entrypoint did not answer on the pipes in ${this.fifoDir} within ${SPAWNER_READY_TIMEOUT_MS} ms`;
+    if (this.options.transport === 'fifo') throw new BackendError(why);
+    // Once pipes worked here, one silent container is that container's trouble, not the engine's.
+    if (this.fifoState === 'unknown') this.fifoOff(why);
+    else logger.warn({ container: container.id.slice(0, 12) }, `${why}: this container uses docker exec`);
+    return null;
   }
 
   private fifoOff(why: string): void {

@@ -17,7 +17,7 @@ export interface DockerShellOptions {
   /** For messages and the description. */
   containerId: string;
   control: ControlShell;
-  /** Extra environment of the exec (the session tag); the container's own comes with it. */
+  /** Extra environment of the bash (the session tag); the container's own comes with it. */
   env: string[];
   tag: string;
 }

@@ -22,7 +22,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { BackendError, errorMessage } from '../../common/errors';
-import type { ChannelRequest, ChannelSink, ShellChannel } from './channel';
+import { type ChannelRequest, type ChannelSink, type ShellChannel, SHELL_CMD } from './channel';
 
 const execFileAsync = promisify(execFile);
 const openAsync = promisify(fs.open);
@@ -52,7 +52,7 @@ if [[ -p $d/spawn && -p $d/events ]] && exec 3<>"$d/spawn" 4<>"$d/events"; then
       builtin set -m
       exec 3<&- 5<"$d/$n.in" 6<>"$d/$n.out" 7<>"$d/$n.err" || { builtin echo "failed $n 0" >&4; builtin exit 1; }
       builtin export TERM=dumb "$v"
-      bash --norc --noprofile --noediting -i <&5 >&6 2>&7 4>&- 5<&- 6>&- 7>&- &
+      ${SHELL_CMD.join(' ')} <&5 >&6 2>&7 4>&- 5<&- 6>&- 7>&- &
       p=$!
       exec 5<&- 6>&- 7>&-
       builtin echo "spawned $n $p" >&4
