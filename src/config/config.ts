@@ -43,6 +43,12 @@ export interface BrokerConfig {
     networkMode: string;
     pingTimeoutMs: number;
     /**
+     * A running, unpaused container whose pings time out is replaced only once its control lane has
+     * answered nothing for this long: on a CPU-starved host a healthy container can miss a ping, and
+     * replacing it costs every lease on it its state.
+     */
+    stallTimeoutMs: number;
+    /**
      * How a bash reaches the broker: `fifo`, pipes the container's entrypoint spawns it on (needs the
      * engine on this host, or `fifoRoot` mounted at the same path); `exec`, one `docker exec` each;
      * `auto`, pipes when the first container shows they work, else exec.
@@ -167,6 +173,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
       pidsLimit: int(env, 'BROKER_CONTAINER_PIDS_LIMIT', 1024, { min: 16 }),
       networkMode: (env.BROKER_NETWORK_MODE ?? '').trim() || 'bridge',
       pingTimeoutMs: seconds(env, 'BROKER_CONTAINER_PING_TIMEOUT', 5),
+      stallTimeoutMs: seconds(env, 'BROKER_CONTAINER_STALL_TIMEOUT', 30),
       transport,
       fifoRoot,
     },

@@ -40,6 +40,9 @@ export interface BashSessionTimings {
  */
 export const DEFAULT_TIMINGS: BashSessionTimings = { interruptGraceMs: 300, killGraceMs: 10_000, readyTimeoutMs: 20_000 };
 
+/** How many kill graces a timed-out command may wait for its first kill to be carried out. */
+const MAX_KILL_WAIT_ROUNDS = 3;
+
 /** The shell is gone: it exited, was killed, or could not be brought back after a timeout. */
 export class ShellDiedError extends Error {
   constructor(readonly reason: string) {
@@ -158,10 +161,18 @@ export class BashSession {
     });
   }
 
-  /** Kills what `run` started; bounded, so a backend that cannot answer does not hold us forever. */
-  private killStarted(run: Running): Promise<unknown> {
-    const bound = new Promise((resolve) => run.timers.push(setTimeout(resolve, this.timings.killGraceMs)));
-    return Promise.race([this.shell.killStartedSince(run.startedAtMs).catch(() => 0), bound]);
+  /**
+   * Kills what `run` started; bounded, so a backend that cannot answer does not hold us forever.
+   * True when the kill was carried out (whether or not it found anything), false when it failed or
+   * did not come back within the bound.
+   */
+  private killStarted(run: Running): Promise<boolean> {
+    const bound = new Promise<boolean>((resolve) => run.timers.push(setTimeout(() => resolve(false), this.timings.killGraceMs)));
+    const kill = this.shell.killStartedSince(run.startedAtMs).then(
+      () => true,
+      () => false,
+    );
+    return Promise.race([kill, bound]);
   }
 
   private result(run: Running): ExecResult {
@@ -195,18 +206,26 @@ export class BashSession {
     run.stderrBytesAtInterrupt = run.err.byteLength + run.stderr.heldBodyBytes;
     this.shell.interrupt();
     this.shell.write(endMarkerRequest(run.nonce));
-    run.timers.push(setTimeout(() => this.escalate(run, Date.now()), this.timings.interruptGraceMs));
+    run.timers.push(setTimeout(() => this.escalate(run, null, Date.now()), this.timings.interruptGraceMs));
   }
 
   /**
    * Until the shell answers: ^C again and SIGKILL what the command started, every grace period.
    * Repeating matters: a ^C that lands while a loop's child exits normally is taken by bash as
    * handled by the child (bash's "wait and cooperative exit"), and the loop goes on; a later one
-   * lands between children and stops it. Gives up after killGraceMs of trying.
+   * lands between children and stops it.
+   *
+   * Gives up killGraceMs after the first kill that was carried out (`landedAt`): a shell that still
+   * does not answer once its command's processes are dead ignores ^C for good. Until a kill lands
+   * (a container starved of CPU runs its kills late) the shell is not to blame; that wait is bounded
+   * by MAX_KILL_WAIT_ROUNDS x killGraceMs from the first round (`since`), and a container that stops
+   * answering altogether is the health check's to replace.
    */
-  private escalate(run: Running, since: number): void {
+  private escalate(run: Running, landedAt: number | null, since: number): void {
     if (this.running !== run || run.reaping) return;
-    if (Date.now() - since >= this.timings.killGraceMs) return this.onUnrecoverable(run);
+    const now = Date.now();
+    if (landedAt !== null && now - landedAt >= this.timings.killGraceMs) return this.onUnrecoverable(run);
+    if (now - since >= MAX_KILL_WAIT_ROUNDS * this.timings.killGraceMs) return this.onUnrecoverable(run);
     this.shell.interrupt();
     // A ^C that lands while bash is reading the earlier request (bash reads a pipe a byte at a time)
     // discards the part it read: ask again, or the shell could never answer. Extra answers carry this
@@ -214,9 +233,10 @@ export class BashSession {
     this.shell.write(endMarkerRequest(run.nonce));
     // The next round starts once the kill has landed: a backend slow to kill (a busy container, a
     // queue of kills) must not make a healthy shell look unrecoverable.
-    void this.killStarted(run).then(() => {
+    void this.killStarted(run).then((landed) => {
       if (this.running === run && !run.reaping) {
-        run.timers.push(setTimeout(() => this.escalate(run, since), this.timings.interruptGraceMs));
+        const firstLanded = landedAt ?? (landed ? Date.now() : null);
+        run.timers.push(setTimeout(() => this.escalate(run, firstLanded, since), this.timings.interruptGraceMs));
       }
     });
   }

@@ -15,9 +15,10 @@
  * Against a new `docker exec` per operation (~60-80 ms of dockerd), a lane answers in ~1 ms.
  */
 import { BackendError } from '../../common/errors';
+import { logger } from '../../common/logger';
 import type { ChannelOpener } from './channel';
 import { ControlLane } from './controlLane';
-import { CONTROL_SCRIPT, FS_SCRIPT } from './procScripts';
+import { CONTROL_SCRIPT, FS_SCRIPT, GC_SCRIPT } from './procScripts';
 
 const CONTROL_TIMEOUT_MS = 10_000;
 const LANE_OPEN_TIMEOUT_MS = 20_000;
@@ -34,18 +35,22 @@ export class PidsLimitError extends BackendError {
   }
 }
 
-/** Tags whose kill failed, kept for retries (bounded: a container with this many is replaced anyway). */
-const MAX_PENDING_TAGS = 256;
+/** Health pings between two collections when nothing asked for one (a safety net, ~1 min at 5 s). */
+const COLLECT_EVERY_PINGS = 12;
 
 export class ControlShell {
   private closed = false;
   /**
-   * Sessions whose final kill failed (the signal lane timed out on a starved container): their
-   * processes may outlive them, reparented to init, and fill the pids limit. Swept by tag at every
-   * health ping until a pass finds none.
+   * The session tags (`BROKER_SESSION_TAG=...`) of this container's live shells. Any other tag found
+   * on a process marks an escapee of an ended session: `collect` kills it (procScripts.ts `__bk_gc`).
    */
-  private readonly pendingTags = new Set<string>();
-  private sweeping = false;
+  private readonly liveTags = new Set<string>();
+  /** A shell ended or a kill failed since the last collection: collect at the next health ping. */
+  private collectDue = false;
+  private collecting = false;
+  private pingsSinceCollect = 0;
+  /** When the signal lane last answered anything (a ping, a kill): the container's sign of life. */
+  private lastAnswerAtMs = Date.now();
 
   private constructor(
     private readonly signals: ControlLane,
@@ -55,7 +60,7 @@ export class ControlShell {
 
   static async open(containerId: string, openChannel: ChannelOpener): Promise<ControlShell> {
     const shortId = containerId.slice(0, 12);
-    const signals = new ControlLane({ openChannel, name: `signal lane of ${shortId}`, initScript: CONTROL_SCRIPT, discardGraceMs: SIGNAL_DISCARD_GRACE_MS });
+    const signals = new ControlLane({ openChannel, name: `signal lane of ${shortId}`, initScript: CONTROL_SCRIPT + GC_SCRIPT, discardGraceMs: SIGNAL_DISCARD_GRACE_MS });
     const fsLane = new ControlLane({
       openChannel,
       name: `fs lane of ${shortId}`,
@@ -83,36 +88,70 @@ export class ControlShell {
 
   signalGroup(pid: number, signal: 'INT' | 'KILL'): void {
     const command = `builtin kill -${signal} -- -${pid} 2>/dev/null || builtin kill -${signal} ${pid} 2>/dev/null; :`;
-    void this.signals.run(command, CONTROL_TIMEOUT_MS, true).catch(() => undefined);
+    void this.signal(command, CONTROL_TIMEOUT_MS, true).catch(() => undefined);
   }
 
   /** `sinceEpochMs` -1 kills regardless of start time. */
   async kill(rootPid: number, sinceEpochMs: number, tag: string, keepRoot: boolean): Promise<number> {
-    const out = await this.signals.run(`__bk_kill ${rootPid} ${Math.round(sinceEpochMs)} ${quote(tag)} ${keepRoot ? 1 : 0}`, CONTROL_TIMEOUT_MS);
+    const out = await this.signal(`__bk_kill ${rootPid} ${Math.round(sinceEpochMs)} ${quote(tag)} ${keepRoot ? 1 : 0}`, CONTROL_TIMEOUT_MS);
     return Number(out.trim()) || 0;
   }
 
-  /** Urgent like an interrupt: a queue of kills on a busy container is not a container that does not answer. */
+  /**
+   * Urgent like an interrupt: a queue of kills on a busy container is not a container that does not
+   * answer. After an answer, collects what ended sessions left when one is due (or every
+   * COLLECT_EVERY_PINGS pings, whatever happened).
+   */
   async ping(timeoutMs: number): Promise<void> {
-    await this.signals.run(':', timeoutMs, true);
-    if (this.pendingTags.size && !this.sweeping) void this.sweep();
+    await this.signal(':', timeoutMs, true);
+    if (++this.pingsSinceCollect >= COLLECT_EVERY_PINGS) this.collectDue = true;
+    if (this.collectDue && !this.collecting) void this.collect();
   }
 
-  /** Kills whatever still carries `tag` later, at the next health pings, until none is found. */
-  killLater(tag: string): void {
-    if (this.pendingTags.size < MAX_PENDING_TAGS) this.pendingTags.add(tag);
+  /** How long ago the signal lane last answered a request (any request, not only pings). */
+  get silentForMs(): number {
+    return Date.now() - this.lastAnswerAtMs;
   }
 
-  private async sweep(): Promise<void> {
-    this.sweeping = true;
+  /** A shell with this tag is about to start (or a recycled one to take it): its processes are a session's. */
+  addTag(tag: string): void {
+    this.liveTags.add(tag);
+  }
+
+  /**
+   * No shell has this tag any more; whatever still carries it is an escapee. `collectNow`: collect at
+   * the next health ping (a shell that ended; a recycle just killed its tag's processes itself and
+   * leaves stragglers to the periodic collection).
+   */
+  dropTag(tag: string, collectNow = true): void {
+    if (this.liveTags.delete(tag) && collectNow) this.collectDue = true;
+  }
+
+  /** Asks for a collection at the next health ping (a kill failed, or may have missed something). */
+  collectSoon(): void {
+    this.collectDue = true;
+  }
+
+  /** Kills every process that carries a session tag no live shell has (procScripts.ts `__bk_gc`). */
+  async collect(): Promise<number> {
+    this.collecting = true;
+    this.collectDue = false;
+    this.pingsSinceCollect = 0;
     try {
-      for (const tag of [...this.pendingTags]) {
-        if (this.closed) return;
-        const killed = await this.kill(-1, -1, tag, false).catch(() => -1);
-        if (killed === 0) this.pendingTags.delete(tag);
+      // Written now, with the tags live now: a process started after this line is spared.
+      const line = `__bk_gc ${Date.now()} ${[...this.liveTags].map(quote).join(' ')}`;
+      const killed = Number((await this.signal(line, CONTROL_TIMEOUT_MS)).trim()) || 0;
+      if (killed > 0) {
+        logger.info({ container: this.shortId, killed }, 'killed processes left behind by ended sessions');
+        // A victim's own children may have been forked after the snapshot: look again next time.
+        this.collectDue = true;
       }
+      return killed;
+    } catch {
+      this.collectDue = true;
+      return -1;
     } finally {
-      this.sweeping = false;
+      this.collecting = false;
     }
   }
 
@@ -129,6 +168,13 @@ export class ControlShell {
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all([this.fsLane.close(), this.signals.close()]);
+  }
+
+  /** A request on the signal lane; its answer is the container's latest sign of life. */
+  private async signal(command: string, timeoutMs: number, urgent = false): Promise<string> {
+    const out = await this.signals.run(command, timeoutMs, urgent);
+    this.lastAnswerAtMs = Date.now();
+    return out;
   }
 
   private async fs(command: string, what: string, timeoutMs: number): Promise<void> {

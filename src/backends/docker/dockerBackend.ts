@@ -213,7 +213,14 @@ export class DockerBackend implements SessionBackend {
     try {
       await control.ping(this.options.pingTimeoutMs);
     } catch {
-      return { healthy: false, reason: `container did not answer within ${this.options.pingTimeoutMs} ms` };
+      // The engine says it runs: a missed ping alone is a starved container (a busy host, a kill
+      // scanning a fork burst ahead of the ping), not a dead one, until the lane is silent this long.
+      const silentMs = control.silentForMs;
+      if (silentMs < this.options.stallTimeoutMs) {
+        logger.warn({ container: ref.name, silentMs }, `container missed a ping (${this.options.pingTimeoutMs} ms): slow, not replaced yet`);
+        return { healthy: true };
+      }
+      return { healthy: false, reason: `container did not answer for ${Math.round(silentMs / 1000)} s (pings time out after ${this.options.pingTimeoutMs} ms)` };
     }
     return { healthy: true };
   }

@@ -39,6 +39,8 @@ export class DockerShell implements ShellProcess {
 
   private constructor(private options: DockerShellOptions) {
     this.baseTag = options.tag;
+    // Live before bash starts: the collector never takes this session's processes for an escapee's.
+    options.control.addTag(options.tag);
   }
 
   static async open(options: DockerShellOptions): Promise<DockerShell> {
@@ -47,6 +49,7 @@ export class DockerShell implements ShellProcess {
       await shell.attach();
     } catch (err) {
       shell.channel?.destroy();
+      options.control.dropTag(options.tag);
       throw err;
     }
     return shell;
@@ -101,14 +104,18 @@ export class DockerShell implements ShellProcess {
   async recycle(): Promise<boolean> {
     if (this.ended || this.pid <= 1) return false;
     this.options.control.signalGroup(this.pid, 'INT'); // a foreground builtin loop would never read
-    await this.options.control.kill(this.pid, -1, this.options.tag, true);
+    const killed = await this.options.control.kill(this.pid, -1, this.options.tag, true);
     if (this.ended) return false;
     const nextTag = `${this.baseTag}.${this.recycles + 1}`;
+    this.options.control.addTag(nextTag);
     const restore = `${this.exportsScript}\nbuiltin export ${nextTag};builtin umask 0022;builtin cd /`;
     const line = recycleExecLine('/', this.bashPath, restore);
     const answer = await this.expectation.wait(FRESH_ANSWER, () => this.write(line), RECYCLE_TIMEOUT_MS);
     if (!answer || this.ended) return false;
     this.recycles++;
+    // A lease that left processes behind may have left one its kill missed (forked after the
+    // snapshot): collect at the next ping. One that left none (most) costs no collection.
+    this.options.control.dropTag(this.options.tag, killed > 0);
     this.options = { ...this.options, tag: nextTag };
     return true;
   }
@@ -119,13 +126,17 @@ export class DockerShell implements ShellProcess {
   }
 
   private async doClose(): Promise<void> {
+    const { control, tag } = this.options;
     if (this.pid > 1) {
       // Escapees first and bash with them: a child holding stdout would keep the stream open (gotcha 3).
       // A bash that already died (kill -9 $$, exec, set -e) leaves its jobs reparented to init: only
       // the tag finds them then, and its pid may already be another process's, so no tree (root -1).
-      const { control, tag } = this.options;
-      await control.kill(this.ended ? -1 : this.pid, -1, tag, false).catch(() => control.killLater(tag));
+      // What this misses (the kill timed out; a child forked after its snapshot) the collector takes.
+      await control.kill(this.ended ? -1 : this.pid, -1, tag, false).catch(() => control.collectSoon());
     }
+    control.dropTag(tag);
+    // A recycle that timed out may have left the next tag on a bash that is now gone.
+    control.dropTag(`${this.baseTag}.${this.recycles + 1}`);
     this.channel?.destroy();
   }
 

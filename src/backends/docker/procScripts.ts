@@ -73,6 +73,50 @@ __bk_kill_pass(){
 `;
 
 /**
+ * The collector of what ended sessions left behind (controlShell.ts, `collect`):
+ *
+ *   __bk_gc BEFORE_EPOCH_MS LIVE_TAG...
+ *     kills (SIGKILL) every process started before BEFORE_EPOCH_MS whose environment carries a
+ *     non-empty BROKER_SESSION_TAG= entry that is none of the LIVE_TAGs (the control lanes carry an
+ *     empty one). Never PID 1 or the control shell.
+ *     Prints the count.
+ *
+ * A session's tag is live from before its bash starts until its shell is closed or recycled, so a
+ * process with a tag that is not live belongs to no session: an escapee its session's kills missed
+ * (reparented to init after its bash died, or forked after a kill pass took its snapshot). Only
+ * processes older than the request count, so a session opened after the live list was written is
+ * never taken for a dead one. A process that drops or rewrites the variable escapes this; the
+ * README says the variable is the broker's.
+ */
+export const GC_SCRIPT = `
+__bk_gc(){
+  local before=$1 f l p e up now max victims=() env=()
+  local -A live=()
+  shift
+  for e; do live[$e]=1; done
+  builtin read -r up _ < /proc/uptime; up=\${up/./}; now=\${EPOCHREALTIME//[!0-9]/}
+  max=$(( up - (now / 1000 - before) / 10 - 1 ))
+  for f in /proc/[0-9]*/stat; do
+    { builtin read -r l < "$f"; } 2>/dev/null || continue
+    p=\${f#/proc/}; p=\${p%/stat}
+    [[ $p == 1 || $p == "$$" || $p == "$BASHPID" ]] && continue
+    builtin set -- \${l##*) }
+    [[ $1 == [ZX] ]] && continue
+    ((\${20} < max)) || continue
+    { builtin mapfile -d '' -t env < "/proc/$p/environ"; } 2>/dev/null || continue
+    for e in "\${env[@]}"; do
+      [[ $e == BROKER_SESSION_TAG=* ]] || continue
+      [[ $e == BROKER_SESSION_TAG= ]] && break # the control lanes' (fifoSpawner.ts): no session's
+      [[ -z \${live[$e]} ]] && victims+=("$p")
+      break
+    done
+  done
+  ((\${#victims[@]})) && { builtin kill -STOP "\${victims[@]}"; builtin kill -9 "\${victims[@]}"; } 2>/dev/null
+  builtin echo "\${#victims[@]}"
+}
+`;
+
+/**
  * The fs lane's one function. `__bk_room` succeeds when the container's pids cgroup (v1 or v2, as
  * seen from inside) has room for a few more processes, or when no limit is visible; builtins only,
  * so asking costs no fork. A fork at the limit would make bash retry for ~15 s, then abort the

@@ -1,0 +1,82 @@
+/**
+ * BashSession's timeout escalation, around a scripted shell (a pure unit: the real-bash behaviour is
+ * tested in test/http/timeouts.test.ts and the Docker suite). What is pinned here is when a session
+ * gives up on a shell: killGraceMs after its first kill was carried out, not after it was asked for,
+ * because a container starved of CPU runs kills late and its shell is not to blame for that.
+ */
+import { BashSession, ShellDiedError, type BashSessionTimings } from '../../src/core/bashSession';
+import type { ShellListener, ShellProcess } from '../../src/core/backend';
+
+const TIMINGS: BashSessionTimings = { interruptGraceMs: 20, killGraceMs: 200, readyTimeoutMs: 1_000 };
+
+/** Speaks the framing (src/core/framing.ts) for one command that never ends by itself. */
+class ScriptedShell implements ShellProcess {
+  readonly description = 'scripted shell';
+  listener: ShellListener | null = null;
+  /** Set by the test: whether a `__be NONCE` request (after a ^C) is answered. */
+  answersEndRequests = false;
+  kills = 0;
+  constructor(private readonly kill: () => Promise<number>) {}
+  setListener(listener: ShellListener): void {
+    this.listener = listener;
+  }
+  write(text: string): void {
+    const started = /^__bs ([0-9a-f]+);/.exec(text);
+    if (started) {
+      this.emit('stdout', `${started[1]}s`);
+      this.emit('stderr', `${started[1]}s`);
+      return;
+    }
+    const asked = /^__be ([0-9a-f]+)\n$/.exec(text);
+    if (asked && this.answersEndRequests) {
+      this.emit('stdout', `${asked[1]}e130\n`);
+      this.emit('stderr', `${asked[1]}e\n`);
+    }
+  }
+  interrupt(): void {}
+  killStartedSince(): Promise<number> {
+    this.kills++;
+    return this.kill();
+  }
+  async close(): Promise<void> {}
+  private emit(stream: 'stdout' | 'stderr', text: string): void {
+    this.listener?.onData(stream, Buffer.from(text));
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('BashSession: giving up on a timed-out shell', () => {
+  it('a kill carried out late (after a whole kill grace) does not count against the shell', async () => {
+    const t0 = Date.now();
+    // Every kill asked for lands 450 ms after the start: the first round's kill misses its 200 ms bound.
+    const shell = new ScriptedShell(async () => {
+      await sleep(Math.max(0, t0 + 450 - Date.now()));
+      shell.answersEndRequests = true; // the command's processes are dead: bash comes back
+      return 1;
+    });
+    const session = new BashSession(shell, TIMINGS);
+    const result = await session.execute('sleep 100', { timeoutMs: 50, maxOutputBytes: 1024 });
+    expect(result.timedOut).toBe(true);
+    expect(result.returnCode).toBe(-1);
+    expect(session.alive).toBe(true);
+    expect(shell.kills).toBeGreaterThanOrEqual(2);
+  });
+
+  it('kills carried out and still no answer: the shell is declared dead', async () => {
+    const shell = new ScriptedShell(async () => 0);
+    const session = new BashSession(shell, TIMINGS);
+    let died: string | null = null;
+    session.onDeath((reason) => (died = reason));
+    await expect(session.execute('trap "" INT; while :; do :; done', { timeoutMs: 50, maxOutputBytes: 1024 })).rejects.toThrow(ShellDiedError);
+    expect(died).toMatch(/did not come back/);
+    expect(session.alive).toBe(false);
+  });
+
+  it('kills that never come back: the shell is declared dead all the same, later', async () => {
+    const shell = new ScriptedShell(() => new Promise<number>(() => undefined));
+    const session = new BashSession(shell, TIMINGS);
+    await expect(session.execute('sleep 100', { timeoutMs: 50, maxOutputBytes: 1024 })).rejects.toThrow(/did not come back/);
+    expect(shell.kills).toBeGreaterThanOrEqual(2);
+  });
+});
