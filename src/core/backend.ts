@@ -42,8 +42,12 @@ export interface ShellProcess {
   readonly description: string;
   setListener(listener: ShellListener): void;
   write(text: string): void;
-  /** A terminal's ^C: SIGINT to the shell's foreground process group. */
-  interrupt(): void;
+  /**
+   * A terminal's ^C: SIGINT to the shell's foreground process group. A backend that delivers it
+   * later (a queue in a busy container) asks `stillWanted` first and drops a ^C whose command has
+   * ended: a late one would interrupt the next command.
+   */
+  interrupt(stillWanted?: () => boolean): void;
   /** SIGKILL every process the shell started at or after `sinceEpochMs` (the shell itself survives). */
   killStartedSince(sinceEpochMs: number): Promise<number>;
   /** Kill the shell and every process it ever started, escapees included. Safe to call twice. */

@@ -204,7 +204,7 @@ export class BashSession {
     run.timedOut = true;
     // Count what the capture still holds back too: it is output the command wrote before the ^C.
     run.stderrBytesAtInterrupt = run.err.byteLength + run.stderr.heldBodyBytes;
-    this.shell.interrupt();
+    this.shell.interrupt(() => this.wantsInterrupt(run));
     this.shell.write(endMarkerRequest(run.nonce));
     run.timers.push(setTimeout(() => this.escalate(run, null, Date.now()), this.timings.interruptGraceMs));
   }
@@ -226,7 +226,7 @@ export class BashSession {
     const now = Date.now();
     if (landedAt !== null && now - landedAt >= this.timings.killGraceMs) return this.onUnrecoverable(run);
     if (now - since >= MAX_KILL_WAIT_ROUNDS * this.timings.killGraceMs) return this.onUnrecoverable(run);
-    this.shell.interrupt();
+    this.shell.interrupt(() => this.wantsInterrupt(run));
     // A ^C that lands while bash is reading the earlier request (bash reads a pipe a byte at a time)
     // discards the part it read: ask again, or the shell could never answer. Extra answers carry this
     // command's nonce and fall between commands, where output is dropped.
@@ -239,6 +239,11 @@ export class BashSession {
         run.timers.push(setTimeout(() => this.escalate(run, firstLanded, since), this.timings.interruptGraceMs));
       }
     });
+  }
+
+  /** A ^C for `run` still has a purpose: the shell has not answered yet (else it hits the next command). */
+  private wantsInterrupt(run: Running): boolean {
+    return this.running === run && !run.reaping;
   }
 
   private onUnrecoverable(run: Running): void {

@@ -29,7 +29,9 @@ export const SHELL_INIT_SCRIPT = [
   'for __f in /proc/$$/fd/*;do __f=${__f##*/};((__f>2&&__f<255))&&exec {__f}>&-;done;unset __f',
   'exec 98>&1 99>&2',
   "__bs(){ __bn=$1;builtin printf %s \"$1s\" >&98;builtin printf %s \"$1s\" >&99; }",
-  "__be(){ local r=${2:-$?};builtin printf '%se%d\\n' \"$1\" $r >&98;builtin printf '%se\\n' \"$1\" >&99;return $r; }",
+  // One %s each, the marker whole in its argument: a ^C that lands inside printf can then leave no
+  // fragment of it (the nonce alone) in bash's stdout buffer, to be flushed into the body later.
+  "__be(){ local r=${2:-$?};builtin printf %s \"$1e$r\"$'\\n' >&98;builtin printf %s \"$1e\"$'\\n' >&99;return $r; }",
   'exit(){ local r=$?',
   '  if [[ $BASHPID != "$$" ]]; then builtin exit "$@"; fi',
   '  if [[ $# -gt 0 ]]; then if [[ $1 =~ ^-?[0-9]+$ ]]; then r=$(( $1 & 255 )); else builtin printf "bash: exit: %s: numeric argument required\\n" "$1" >&2; r=2; fi; fi',

@@ -7,6 +7,9 @@ import type { AcquireOutcome, ExecuteOutcome, PoolObserver } from '../core/obser
 import type { SessionPool } from '../core/pool';
 import { SessionState } from '../core/states';
 
+/** Executes recorded but not yet handed to prom-client: flushed at every scrape, or when this many wait. */
+const MAX_PENDING_EXECUTES = 4096;
+
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
 export class BrokerMetrics implements PoolObserver {
@@ -21,6 +24,14 @@ export class BrokerMetrics implements PoolObserver {
   private readonly broke: client.Counter;
   private readonly reclaims: client.Counter;
   private pool: SessionPool | null = null;
+  /**
+   * Executes seen since the last flush. prom-client's observe() with a label costs ~5 us (label
+   * validation, hashing, closures); on the execute path that is ~1% of a `true` round trip, so the
+   * path only stores two numbers and the scrape (or a full buffer) pays.
+   */
+  private readonly pendingSeconds = new Float64Array(MAX_PENDING_EXECUTES);
+  private readonly pendingOutcomes: ExecuteOutcome[] = new Array(MAX_PENDING_EXECUTES);
+  private pendingCount = 0;
 
   constructor() {
     client.collectDefaultMetrics({ register: this.registry });
@@ -65,15 +76,17 @@ export class BrokerMetrics implements PoolObserver {
       buckets: LATENCY_BUCKETS,
       registers,
     });
+    const flush = (): void => this.flushExecutes();
     this.executeDuration = new client.Histogram({
       name: 'broker_execute_duration_seconds',
       help: 'Execute duration, from request to result',
       labelNames: ['outcome'],
       buckets: LATENCY_BUCKETS,
       registers,
+      collect: flush,
     });
-    this.executes = new client.Counter({ name: 'broker_executes_total', help: 'Executes by outcome', labelNames: ['outcome'], registers });
-    this.timeouts = new client.Counter({ name: 'broker_execute_timeouts_total', help: 'Commands killed at their timeout', registers });
+    this.executes = new client.Counter({ name: 'broker_executes_total', help: 'Executes by outcome', labelNames: ['outcome'], registers, collect: flush });
+    this.timeouts = new client.Counter({ name: 'broker_execute_timeouts_total', help: 'Commands killed at their timeout', registers, collect: flush });
     this.cleanups = new client.Counter({ name: 'broker_cleanups_total', help: 'Session cleanups after release', labelNames: ['result'], registers });
     this.cleanupDuration = new client.Histogram({
       name: 'broker_cleanup_duration_seconds',
@@ -100,9 +113,20 @@ export class BrokerMetrics implements PoolObserver {
   }
 
   executed(seconds: number, outcome: ExecuteOutcome): void {
-    this.executeDuration.observe({ outcome }, seconds);
-    this.executes.inc({ outcome });
-    if (outcome === 'timeout') this.timeouts.inc();
+    if (this.pendingCount === MAX_PENDING_EXECUTES) this.flushExecutes();
+    this.pendingSeconds[this.pendingCount] = seconds;
+    this.pendingOutcomes[this.pendingCount++] = outcome;
+  }
+
+  private flushExecutes(): void {
+    const n = this.pendingCount;
+    this.pendingCount = 0;
+    for (let i = 0; i < n; i++) {
+      const outcome = this.pendingOutcomes[i];
+      this.executeDuration.observe({ outcome }, this.pendingSeconds[i]);
+      this.executes.inc({ outcome });
+      if (outcome === 'timeout') this.timeouts.inc();
+    }
   }
 
   cleaned(seconds: number, ok: boolean): void {

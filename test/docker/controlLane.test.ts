@@ -85,6 +85,20 @@ if (testBackend !== 'docker') {
       expect(order).toEqual(['urgent', 'normal']);
     });
 
+    it('a queued request whose reason is gone when its turn comes (a late ^C) is dropped, not run', async () => {
+      const l = lane();
+      await l.run('X=before', 20_000);
+      let commandEnded = false;
+      const busy = l.run('sleep 1', 60_000);
+      const stale = l.run('X=stale; builtin echo ran', 60_000, true, () => !commandEnded);
+      const fresh = l.run('builtin echo kept', 60_000, true, () => true);
+      commandEnded = true; // e.g. the shell answered while the ^C waited behind a slow kill
+      await busy;
+      expect(await stale).toBe('');
+      expect(await fresh).toBe('kept\n');
+      expect(await l.run('builtin echo $X', 20_000)).toBe('before\n');
+    });
+
     it('a closed lane fails its queue with a BackendError', async () => {
       const l = lane();
       await l.run(':', 20_000);

@@ -62,6 +62,8 @@ interface Request {
   timer: NodeJS.Timeout;
   graceTimer?: NodeJS.Timeout;
   urgent: boolean;
+  /** Asked when the request's turn comes: false settles it with '' without running it. */
+  stillWanted?: () => boolean;
   running: boolean;
   done: boolean;
   resolve: (stdout: string) => void;
@@ -109,12 +111,13 @@ export class ControlLane {
   /**
    * Runs `command` (stdout returned) within `timeoutMs` of now, queue wait included. `urgent`
    * requests go before every queued non-urgent one (a ^C must not wait behind cleanups' kills).
+   * `stillWanted`, asked when the request's turn comes, can drop it (a ^C whose command ended).
    */
-  run(command: string, timeoutMs: number, urgent = false): Promise<string> {
+  run(command: string, timeoutMs: number, urgent = false, stillWanted?: () => boolean): Promise<string> {
     if (this.closed) return Promise.reject(new BackendError(`${this.options.name} is closed`));
     return new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => this.expire(req, timeoutMs), timeoutMs);
-      const req: Request = { command, deadline: Date.now() + timeoutMs, timer, urgent, running: false, done: false, resolve, reject };
+      const req: Request = { command, deadline: Date.now() + timeoutMs, timer, urgent, stillWanted, running: false, done: false, resolve, reject };
       const firstNormal = urgent ? this.queue.findIndex((r) => !r.urgent) : -1;
       this.queue.splice(firstNormal < 0 ? this.queue.length : firstNormal, 0, req);
       void this.pump();
@@ -137,6 +140,10 @@ export class ControlLane {
     try {
       for (let req = this.queue.shift(); req; req = this.queue.shift()) {
         if (req.done) continue;
+        if (req.stillWanted && !req.stillWanted()) {
+          this.settle(req, '');
+          continue;
+        }
         req.running = true;
         this.current = req;
         await this.execute(req);

@@ -86,9 +86,10 @@ export class ControlShell {
     return !this.closed && this.signals.usable;
   }
 
-  signalGroup(pid: number, signal: 'INT' | 'KILL'): void {
+  /** `stillWanted`: asked when the signal's turn comes; false drops it (its reason is gone). */
+  signalGroup(pid: number, signal: 'INT' | 'KILL', stillWanted?: () => boolean): void {
     const command = `builtin kill -${signal} -- -${pid} 2>/dev/null || builtin kill -${signal} ${pid} 2>/dev/null; :`;
-    void this.signal(command, CONTROL_TIMEOUT_MS, true).catch(() => undefined);
+    void this.signal(command, CONTROL_TIMEOUT_MS, true, stillWanted).catch(() => undefined);
   }
 
   /** `sinceEpochMs` -1 kills regardless of start time. */
@@ -171,8 +172,8 @@ export class ControlShell {
   }
 
   /** A request on the signal lane; its answer is the container's latest sign of life. */
-  private async signal(command: string, timeoutMs: number, urgent = false): Promise<string> {
-    const out = await this.signals.run(command, timeoutMs, urgent);
+  private async signal(command: string, timeoutMs: number, urgent = false, stillWanted?: () => boolean): Promise<string> {
+    const out = await this.signals.run(command, timeoutMs, urgent, stillWanted);
     this.lastAnswerAtMs = Date.now();
     return out;
   }

@@ -87,8 +87,8 @@ export class DockerShell implements ShellProcess {
     if (!this.ended) this.channel?.write(text);
   }
 
-  interrupt(): void {
-    if (!this.ended && this.pid > 1) this.options.control.signalGroup(this.pid, 'INT');
+  interrupt(stillWanted?: () => boolean): void {
+    if (!this.ended && this.pid > 1) this.options.control.signalGroup(this.pid, 'INT', stillWanted);
   }
 
   killStartedSince(sinceEpochMs: number): Promise<number> {
