@@ -3,13 +3,15 @@ import type { ServerResponse } from 'node:http';
 import { BrokerError } from '../common/errors';
 import { logger } from '../common/logger';
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, {
-    ...headers,
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': Buffer.byteLength(text),
-  });
+  // A flat [name, value, ...] list: node takes it as is (no header object to build and walk), the
+  // common case on the execute path.
+  const list = ['Content-Type', JSON_TYPE, 'Content-Length', String(Buffer.byteLength(text))];
+  if (headers) for (const [name, value] of Object.entries(headers)) list.push(name, value);
+  res.writeHead(status, list);
   res.end(text);
 }
 
@@ -26,10 +28,11 @@ const SLICE_CHARS = 64 * 1024;
  * string plus one slice. Large answers go out chunked (no Content-Length): every HTTP/1.1 client reads it.
  */
 export async function sendJsonStreamed(res: ServerResponse, status: number, body: Record<string, unknown>): Promise<void> {
+  if (!hasStringsLongerThan(body, SLICE_CHARS)) return sendJson(res, status, body); // the common case, without arrays
   const big = Object.keys(body).filter((k) => typeof body[k] === 'string' && (body[k] as string).length > SLICE_CHARS);
   const total = big.reduce((n, k) => n + (body[k] as string).length, 0);
   if (total <= STREAM_ABOVE_CHARS) return sendJson(res, status, body);
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8' });
+  res.writeHead(status, { 'Content-Type': JSON_TYPE });
   const keys = Object.keys(body);
   for (const [i, key] of keys.entries()) {
     if (res.destroyed) return;
@@ -53,6 +56,14 @@ export async function sendJsonStreamed(res: ServerResponse, status: number, body
     res.write('"');
   }
   if (!res.destroyed) res.end('}');
+}
+
+function hasStringsLongerThan(body: Record<string, unknown>, chars: number): boolean {
+  for (const key in body) {
+    const value = body[key];
+    if (typeof value === 'string' && value.length > chars) return true;
+  }
+  return false;
 }
 
 function isHighSurrogate(code: number): boolean {

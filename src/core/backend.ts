@@ -69,7 +69,17 @@ export interface SessionBackend {
   readonly kind: string;
   /** Once, before any container starts: check prerequisites, sweep what a crashed broker left. */
   init?(): Promise<void>;
+  /**
+   * The engine's part of a container start (create and start it). The pool bounds how many run at
+   * once; `connectContainer`, if any, is called after, outside that bound.
+   */
   startContainer(index: number): Promise<ContainerRef>;
+  /**
+   * Optional second phase: makes a started container ready to serve shells (the Docker backend waits
+   * for its entrypoint and opens its control shell). Throws when it cannot; the container is then
+   * removed with removeContainer.
+   */
+  connectContainer?(container: ContainerRef): Promise<void>;
   removeContainer(container: ContainerRef): Promise<void>;
   checkContainer(container: ContainerRef): Promise<ContainerHealth>;
   openShell(container: ContainerRef, options: OpenShellOptions): Promise<ShellProcess>;

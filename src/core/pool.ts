@@ -303,18 +303,30 @@ export class SessionPool {
   }
 
   /**
-   * Only the container's start holds a starter: its shells open on the workers meanwhile, so the
-   * next container starts at once (Docker's start rate, not start + shells, sets the warm-up).
+   * Only the engine's part of a container start holds a starter: connecting to it and its shells
+   * happen meanwhile, so the next container starts at once (Docker's start rate sets the warm-up).
    */
   private async startContainer(entry: ContainerEntry): Promise<void> {
-    await this.starters.add(() => this.bootContainer(entry));
+    await this.bootContainer(entry);
     await this.fillContainer(entry);
   }
 
   /** Starts the container itself; on failure the entry stays unhealthy and the monitor retries. */
   private async bootContainer(entry: ContainerEntry): Promise<void> {
     try {
-      entry.ref = await this.backend.startContainer(entry.index);
+      const ref = await this.starters.add(() => this.backend.startContainer(entry.index));
+      try {
+        await this.backend.connectContainer?.(ref);
+      } catch (err) {
+        await this.backend.removeContainer(ref).catch(() => undefined);
+        throw err;
+      }
+      if (this.closing) {
+        // close() may have collected the containers to remove before this one was connected.
+        await this.backend.removeContainer(ref).catch(() => undefined);
+        return;
+      }
+      entry.ref = ref;
       entry.healthy = true;
       entry.unhealthyReason = null;
     } catch (err) {
@@ -438,7 +450,7 @@ export class SessionPool {
       }
       if (entry.ref) await this.backend.removeContainer(entry.ref).catch(() => undefined);
       entry.ref = null;
-      if (!this.closing) await this.starters.add(() => this.bootContainer(entry));
+      if (!this.closing) await this.bootContainer(entry);
     } finally {
       entry.replacing = false;
     }

@@ -38,6 +38,12 @@ const ROOM_POLL_MS = 250;
 /** How long a started container's entrypoint has to announce itself on the pipes. */
 const SPAWNER_READY_TIMEOUT_MS = 15_000;
 
+/** A container started but not yet connected (connectContainer): its pipes, if any. */
+interface Starting {
+  container: Dockerode.Container;
+  spawner: FifoSpawner | null;
+}
+
 interface ContainerLink {
   control: ControlShell;
   openChannel: ChannelOpener;
@@ -49,6 +55,7 @@ export class DockerBackend implements SessionBackend {
   readonly docker = new Dockerode();
   readonly instance = `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private readonly links = new Map<string, ContainerLink>();
+  private readonly starting = new Map<string, Starting>();
   /**
    * Whether pipes work with this engine: unknown until the first container tells. Once they failed
    * before ever working (a remote engine, a broker in a container without the shared directory),
@@ -114,16 +121,34 @@ export class DockerBackend implements SessionBackend {
     }
     try {
       await container.start();
+    } catch (err) {
+      await spawner?.close();
+      await this.forceRemove(container.id);
+      throw new BackendError(`container ${name} failed to start: ${errorMessage(err)}`);
+    }
+    this.starting.set(container.id, { container, spawner });
+    return { id: container.id, name };
+  }
+
+  /**
+   * Waits for the entrypoint to announce itself on the pipes (or falls back to docker exec) and opens
+   * the control shell. Outside the pool's start bound: the next container's create and start need
+   * not wait for this one's bash processes (the 1024-session warm-up is Docker's start rate).
+   */
+  async connectContainer(ref: ContainerRef): Promise<void> {
+    const pending = this.starting.get(ref.id);
+    if (!pending) throw new BackendError(`container ${ref.name} is not starting`);
+    this.starting.delete(ref.id);
+    const { container, spawner } = pending;
+    try {
       const piped = await this.answeringSpawner(container, spawner);
       const openChannel = piped?.opener ?? execChannelOpener(container);
       const control = await ControlShell.open(container.id, openChannel);
       this.links.set(container.id, { control, openChannel, spawner: piped });
     } catch (err) {
       await spawner?.close();
-      await this.forceRemove(container.id);
-      throw new BackendError(`container ${name} failed to start: ${errorMessage(err)}`);
+      throw new BackendError(`container ${ref.name} failed to start: ${errorMessage(err)}`);
     }
-    return { id: container.id, name };
   }
 
   /** Pipes for a new container, unless this engine does not share them (then null: docker exec). */
@@ -187,6 +212,9 @@ export class DockerBackend implements SessionBackend {
   async removeContainer(ref: ContainerRef): Promise<void> {
     const link = this.links.get(ref.id);
     this.links.delete(ref.id);
+    const pending = this.starting.get(ref.id);
+    this.starting.delete(ref.id);
+    await pending?.spawner?.close();
     this.unremovedDirs.delete(ref.id);
     await link?.control.close().catch(() => undefined);
     await this.forceRemove(ref.id);
@@ -297,6 +325,13 @@ export class DockerBackend implements SessionBackend {
   }
 
   async close(): Promise<void> {
+    // Started but never connected (the pool closed meanwhile): nobody else knows these.
+    const starting = [...this.starting.entries()];
+    this.starting.clear();
+    await Promise.all(starting.map(async ([id, s]) => {
+      await s.spawner?.close();
+      await this.forceRemove(id);
+    }));
     const links = [...this.links.values()];
     this.links.clear();
     await Promise.all(links.map((l) => l.control.close().catch(() => undefined)));

@@ -25,6 +25,48 @@ import { BackendError, errorMessage } from '../../common/errors';
 import { type ChannelRequest, type ChannelSink, type ShellChannel, SHELL_CMD } from './channel';
 
 const execFileAsync = promisify(execFile);
+
+/**
+ * Node has no mkfifo(3): each batch costs one `mkfifo` process, and a spawn from the broker (a large
+ * process) is ~ms of its CPU. Paths asked for in the same turn of the event loop, by every container
+ * (a warm-up fills dozens at once), share one process. When it fails (a container's directory was
+ * removed meanwhile), only the callers whose own pipes are missing fail.
+ */
+interface MkfifoWaiter {
+  paths: string[];
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+let mkfifoWaiters: MkfifoWaiter[] | null = null;
+
+function mkfifoBatched(paths: string[]): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (!mkfifoWaiters) {
+      const waiters: MkfifoWaiter[] = [];
+      mkfifoWaiters = waiters;
+      setImmediate(() => {
+        mkfifoWaiters = null;
+        void runMkfifo(waiters);
+      });
+    }
+    mkfifoWaiters.push({ paths, resolve, reject });
+  });
+}
+
+async function runMkfifo(waiters: MkfifoWaiter[]): Promise<void> {
+  try {
+    await execFileAsync('mkfifo', ['-m', '600', '--', ...waiters.flatMap((w) => w.paths)]);
+    for (const w of waiters) w.resolve();
+  } catch (err) {
+    await Promise.all(
+      waiters.map(async (w) => {
+        const made = await Promise.all(w.paths.map((p) => fs.promises.lstat(p).then((st) => st.isFIFO(), () => false)));
+        if (made.every(Boolean)) w.resolve();
+        else w.reject(new BackendError(`mkfifo failed: ${errorMessage(err)}`));
+      }),
+    );
+  }
+}
 const openAsync = promisify(fs.open);
 const fstatAsync = promisify(fs.fstat);
 
@@ -80,7 +122,6 @@ export class FifoSpawner {
   private readonly channels = new Map<string, FifoChannel>();
   private closed = false;
   /** FIFO paths waiting for the next batched mkfifo (one process for a whole warm-up burst). */
-  private mkfifoBatch: { paths: string[]; done: Promise<void>; fire: () => void } | null = null;
 
   private constructor(readonly hostDir: string) {}
 
@@ -88,7 +129,7 @@ export class FifoSpawner {
   static async create(hostRoot: string, containerName: string): Promise<FifoSpawner> {
     const hostDir = path.join(hostRoot, containerName);
     await makeDirs(hostDir);
-    await execFileAsync('mkfifo', ['-m', '600', path.join(hostDir, 'spawn'), path.join(hostDir, 'events')]);
+    await mkfifoBatched([path.join(hostDir, 'spawn'), path.join(hostDir, 'events')]);
     return new FifoSpawner(hostDir);
   }
 
@@ -169,22 +210,7 @@ export class FifoSpawner {
   }
 
   private mkfifo(paths: string[]): Promise<void> {
-    if (!this.mkfifoBatch) {
-      let fire!: () => void;
-      const go = new Promise<void>((resolve) => (fire = resolve));
-      const batch = {
-        paths: [] as string[],
-        fire,
-        done: go.then(async () => {
-          this.mkfifoBatch = null;
-          await execFileAsync('mkfifo', ['-m', '600', '--', ...batch.paths]);
-        }),
-      };
-      this.mkfifoBatch = batch;
-      setImmediate(batch.fire);
-    }
-    this.mkfifoBatch.paths.push(...paths);
-    return this.mkfifoBatch.done;
+    return mkfifoBatched(paths);
   }
 
   private onEvents(chunk: Buffer): void {
