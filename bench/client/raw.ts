@@ -43,7 +43,11 @@ export async function openRaw(kind: 'local' | 'docker', containers: number, perC
   };
   try {
     // 8 containers at once, as the broker starts them.
-    await mapLimit(Array.from({ length: containers }, (_, i) => i), 8, async (i) => refs.push(await backend.startContainer(i)));
+    await mapLimit(Array.from({ length: containers }, (_, i) => i), 8, async (i) => {
+      const ref = await backend.startContainer(i);
+      refs.push(ref);
+      await backend.connectContainer?.(ref);
+    });
     const slots = refs.flatMap((ref, c) => Array.from({ length: perContainer }, (_, s) => ({ ref, slotId: `floor-c${c}s${s}` })));
     await mapLimit(slots, concurrency, async ({ ref, slotId }) => {
       const session = await open(ref, slotId);
