@@ -23,6 +23,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { BackendError, errorMessage } from '../../common/errors';
 import { type ChannelRequest, type ChannelSink, type ShellChannel, SHELL_CMD } from './channel';
+import { FS_SCRIPT } from './procScripts';
 
 const execFileAsync = promisify(execFile);
 
@@ -81,8 +82,13 @@ const MAX_EVENT_LINE = 256;
  * `<name> <VAR=value>`; without them (a remote engine) it idles on its open stdin as a plain `bash`
  * entrypoint would, and the broker uses docker exec. `set -m` gives each spawned bash its own process
  * group (it leads it, as under docker exec: a ^C to the group reaches its commands and nothing else).
+ *
+ * It forks only when the container's pids cgroup has room (`__bk_room`, builtins only), and answers
+ * `failed` otherwise: at the limit bash retries a fork for ~15 s and then, being non-interactive,
+ * EXITS (status 254) — the entrypoint gone, the container and every session in it with it. A
+ * neighbour's fork burst held at the limit did exactly that in the soak.
  */
-export const SPAWNER_SCRIPT = `
+export const SPAWNER_SCRIPT = `${FS_SCRIPT}
 builtin cd /
 d=${FIFO_MOUNT}
 if [[ -p $d/spawn && -p $d/events ]] && exec 3<>"$d/spawn" 4<>"$d/events"; then
@@ -90,6 +96,7 @@ if [[ -p $d/spawn && -p $d/events ]] && exec 3<>"$d/spawn" 4<>"$d/events"; then
   builtin echo ready >&4
   while builtin read -r n v <&3; do
     [[ $n =~ ^[0-9a-f]{8,64}$ && $v =~ ^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]*$ ]] || continue
+    __bk_room || { builtin echo "failed $n 0" >&4; continue; }
     {
       builtin set -m
       exec 3<&- 5<"$d/$n.in" 6<>"$d/$n.out" 7<>"$d/$n.err" || { builtin echo "failed $n 0" >&4; builtin exit 1; }
