@@ -12,7 +12,7 @@ import Dockerode from 'dockerode';
 import os from 'node:os';
 import path from 'node:path';
 import fs from 'node:fs';
-import { testBackend } from '../helpers/broker';
+import { eventually, testBackend } from '../helpers/broker';
 import { FifoSpawner, SPAWNER_SCRIPT } from '../../src/backends/docker/fifoSpawner';
 import type { ShellChannel } from '../../src/backends/docker/channel';
 
@@ -26,14 +26,6 @@ const PIDS_LIMIT = 16;
 function collect(): { sink: { onData: (s: string, c: Buffer) => void; onEnd: (r: string) => void }; text: () => string } {
   let out = '';
   return { sink: { onData: (_s, c) => (out += c.toString()), onEnd: () => undefined }, text: () => out };
-}
-
-async function until(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 if (testBackend !== 'docker') {
@@ -74,7 +66,7 @@ if (testBackend !== 'docker') {
       channels.push(ch);
       ch.write('for i in $(seq 100); do sleep 3600 & done; builtin echo FILLED-OUT\n');
       ch.write('builtin echo IDLE\n');
-      await until(() => filler.text().includes('IDLE'), 90_000, 'the filler shell to give up and idle at the limit');
+      await eventually(() => filler.text().includes('IDLE'), 90_000, 'the filler shell to give up and idle at the limit');
 
       const refused = await spawner.opener({ env: ['BROKER_SESSION_TAG=late'], sink: collect().sink }).then(
         (c) => (channels.push(c), 'opened'),
@@ -92,7 +84,7 @@ if (testBackend !== 'docker') {
       const ok = await spawner.opener({ env: ['BROKER_SESSION_TAG=after'], sink: again.sink });
       channels.push(ok);
       ok.write('builtin echo "$BROKER_SESSION_TAG"\n');
-      await until(() => again.text().includes('after'), 30_000, 'a new shell after room came back');
+      await eventually(() => again.text().includes('after'), 30_000, 'a new shell after room came back');
     });
   });
 }

@@ -45,7 +45,7 @@ export class ControlShell {
    * on a process marks an escapee of an ended session: `collect` kills it (procScripts.ts `__bk_gc`).
    */
   private readonly liveTags = new Set<string>();
-  /** A shell ended or a kill failed since the last collection: collect at the next health ping. */
+  /** A shell ended (or a recycle killed something) since the last collection: collect at the next health ping. */
   private collectDue = false;
   private collecting = false;
   private pingsSinceCollect = 0;
@@ -126,11 +126,6 @@ export class ControlShell {
    */
   dropTag(tag: string, collectNow = true): void {
     if (this.liveTags.delete(tag) && collectNow) this.collectDue = true;
-  }
-
-  /** Asks for a collection at the next health ping (a kill failed, or may have missed something). */
-  collectSoon(): void {
-    this.collectDue = true;
   }
 
   /** Kills every process that carries a session tag no live shell has (procScripts.ts `__bk_gc`). */

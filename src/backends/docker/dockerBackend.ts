@@ -40,6 +40,7 @@ const SPAWNER_READY_TIMEOUT_MS = 15_000;
 
 /** A container started but not yet connected (connectContainer): its pipes, if any. */
 interface Starting {
+  ref: ContainerRef;
   container: Dockerode.Container;
   spawner: FifoSpawner | null;
 }
@@ -126,8 +127,9 @@ export class DockerBackend implements SessionBackend {
       await this.forceRemove(container.id);
       throw new BackendError(`container ${name} failed to start: ${errorMessage(err)}`);
     }
-    this.starting.set(container.id, { container, spawner });
-    return { id: container.id, name };
+    const ref = { id: container.id, name };
+    this.starting.set(container.id, { ref, container, spawner });
+    return ref;
   }
 
   /**
@@ -326,12 +328,7 @@ export class DockerBackend implements SessionBackend {
 
   async close(): Promise<void> {
     // Started but never connected (the pool closed meanwhile): nobody else knows these.
-    const starting = [...this.starting.entries()];
-    this.starting.clear();
-    await Promise.all(starting.map(async ([id, s]) => {
-      await s.spawner?.close();
-      await this.forceRemove(id);
-    }));
+    await Promise.all([...this.starting.values()].map((s) => this.removeContainer(s.ref)));
     const links = [...this.links.values()];
     this.links.clear();
     await Promise.all(links.map((l) => l.control.close().catch(() => undefined)));

@@ -106,7 +106,7 @@ export class DockerShell implements ShellProcess {
     this.options.control.signalGroup(this.pid, 'INT'); // a foreground builtin loop would never read
     const killed = await this.options.control.kill(this.pid, -1, this.options.tag, true);
     if (this.ended) return false;
-    const nextTag = `${this.baseTag}.${this.recycles + 1}`;
+    const nextTag = this.nextTag;
     this.options.control.addTag(nextTag);
     const restore = `${this.exportsScript}\nbuiltin export ${nextTag};builtin umask 0022;builtin cd /`;
     const line = recycleExecLine('/', this.bashPath, restore);
@@ -120,6 +120,11 @@ export class DockerShell implements ShellProcess {
     return true;
   }
 
+  /** The tag the next recycle gives its fresh bash. */
+  private get nextTag(): string {
+    return `${this.baseTag}.${this.recycles + 1}`;
+  }
+
   close(): Promise<void> {
     this.closePromise ??= this.doClose();
     return this.closePromise;
@@ -131,12 +136,13 @@ export class DockerShell implements ShellProcess {
       // Escapees first and bash with them: a child holding stdout would keep the stream open (gotcha 3).
       // A bash that already died (kill -9 $$, exec, set -e) leaves its jobs reparented to init: only
       // the tag finds them then, and its pid may already be another process's, so no tree (root -1).
-      // What this misses (the kill timed out; a child forked after its snapshot) the collector takes.
-      await control.kill(this.ended ? -1 : this.pid, -1, tag, false).catch(() => control.collectSoon());
+      // What this misses (the kill timed out; a child forked after its snapshot) the collector takes:
+      // dropping the tag below asks for a collection at the next health ping.
+      await control.kill(this.ended ? -1 : this.pid, -1, tag, false).catch(() => undefined);
     }
     control.dropTag(tag);
     // A recycle that timed out may have left the next tag on a bash that is now gone.
-    control.dropTag(`${this.baseTag}.${this.recycles + 1}`);
+    control.dropTag(this.nextTag);
     this.channel?.destroy();
   }
 

@@ -128,7 +128,6 @@ export class FifoSpawner {
   private readonly pending = new Map<string, PendingSpawn>();
   private readonly channels = new Map<string, FifoChannel>();
   private closed = false;
-  /** FIFO paths waiting for the next batched mkfifo (one process for a whole warm-up burst). */
 
   private constructor(readonly hostDir: string) {}
 
@@ -176,7 +175,7 @@ export class FifoSpawner {
     const paths = [`${base}.in`, `${base}.out`, `${base}.err`];
     const fds: number[] = [];
     try {
-      await this.mkfifo(paths);
+      await mkfifoBatched(paths);
       // Our write end of stdin first: the wrapper's read-only open of it then returns at once.
       fds.push(await openFifo(paths[0], fs.constants.O_RDWR));
       const spawned = new Promise<number>((resolve, reject) => {
@@ -216,10 +215,6 @@ export class FifoSpawner {
     await fs.promises.rm(this.hostDir, { recursive: true, force: true }).catch(() => undefined);
   }
 
-  private mkfifo(paths: string[]): Promise<void> {
-    return mkfifoBatched(paths);
-  }
-
   private onEvents(chunk: Buffer): void {
     this.eventBuffer += chunk.toString('latin1');
     let nl: number;
@@ -242,7 +237,7 @@ export class FifoSpawner {
       this.pending.delete(m[2]);
       clearTimeout(p.timer);
       if (m[1] === 'spawned') p.resolve(Number(m[3]));
-      else p.reject(new BackendError("the container's spawner could not open a shell's pipes"));
+      else p.reject(new BackendError("the container's spawner refused the shell (its pids limit is full) or could not open its pipes"));
     } else {
       this.channels.get(m[2])?.end(`bash exited (status ${m[4] ?? '?'})`);
     }

@@ -12,11 +12,23 @@
  *     any: a parent still alive while its children die may fork again into the room they free
  *     (a fork burst held at the pids limit does exactly that), after the /proc snapshot was taken.
  *
+ *   __bk_ticks EPOCH_MS      sets __bk_t to that moment in /proc's start-time ticks (also __bk_gc's)
+ *   __bk_slay PID...         stops, then SIGKILLs its arguments (none: nothing)
+ *
  * The threshold is converted to /proc's start-time ticks when the kill RUNS, from the clock read
  * then ($EPOCHREALTIME, /proc/uptime): the control shell may run it seconds after it was queued when
  * a runaway command starves its container's CPU, and a relative "ms ago" would then be stale.
  */
 export const CONTROL_SCRIPT = `
+__bk_ticks(){
+  local up now
+  builtin read -r up _ < /proc/uptime; up=\${up/./}; now=\${EPOCHREALTIME//[!0-9]/}
+  __bk_t=$(( up - (now / 1000 - $1) / 10 - 1 ))
+}
+__bk_slay(){
+  (($#)) && { builtin kill -STOP "$@"; builtin kill -9 "$@"; } 2>/dev/null
+  :
+}
 __bk_kill(){
   local total=0 round envmin=-1 up
   for round in 1 2 3; do
@@ -29,7 +41,7 @@ __bk_kill(){
   builtin echo "$total"
 }
 __bk_kill_pass(){
-  local root=$1 since=$2 tag=$3 keep=$4 envmin=$5 f l p e up now min=-1 changed=1
+  local root=$1 since=$2 tag=$3 keep=$4 envmin=$5 f l p e min=-1 changed=1
   local -A pp=() sd=() pg=() st=() hit=()
   __bk_n=0
   for f in /proc/[0-9]*/stat; do
@@ -46,10 +58,7 @@ __bk_kill_pass(){
     done
   done
   for p in "\${!sd[@]}"; do [[ \${sd[$p]} == "$root" || \${pg[$p]} == "$root" ]] && hit[$p]=1; done
-  if ((since >= 0)); then
-    builtin read -r up _ < /proc/uptime; up=\${up/./}; now=\${EPOCHREALTIME//[!0-9]/}
-    min=$(( up - (now / 1000 - since) / 10 - 1 ))
-  fi
+  if ((since >= 0)); then __bk_ticks "$since"; min=$__bk_t; fi
   # Reading environments is the costly part: skip processes too old to be victims, and, in a later
   # pass, those the previous pass already read.
   ((envmin < min)) && envmin=$min
@@ -67,7 +76,7 @@ __bk_kill_pass(){
     ((min >= 0 && \${st[$p]} < min)) && continue
     victims+=("$p")
   done
-  ((\${#victims[@]})) && { builtin kill -STOP "\${victims[@]}"; builtin kill -9 "\${victims[@]}"; } 2>/dev/null
+  __bk_slay "\${victims[@]}"
   __bk_n=\${#victims[@]}
 }
 `;
@@ -90,12 +99,11 @@ __bk_kill_pass(){
  */
 export const GC_SCRIPT = `
 __bk_gc(){
-  local before=$1 f l p e up now max victims=() env=()
+  local before=$1 f l p e max victims=() env=()
   local -A live=()
   shift
   for e; do live[$e]=1; done
-  builtin read -r up _ < /proc/uptime; up=\${up/./}; now=\${EPOCHREALTIME//[!0-9]/}
-  max=$(( up - (now / 1000 - before) / 10 - 1 ))
+  __bk_ticks "$before"; max=$__bk_t
   for f in /proc/[0-9]*/stat; do
     { builtin read -r l < "$f"; } 2>/dev/null || continue
     p=\${f#/proc/}; p=\${p%/stat}
@@ -111,7 +119,7 @@ __bk_gc(){
       break
     done
   done
-  ((\${#victims[@]})) && { builtin kill -STOP "\${victims[@]}"; builtin kill -9 "\${victims[@]}"; } 2>/dev/null
+  __bk_slay "\${victims[@]}"
   builtin echo "\${#victims[@]}"
 }
 `;
