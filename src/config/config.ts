@@ -40,6 +40,11 @@ export interface BrokerConfig {
     cpus: number;
     memoryBytes: number;
     pidsLimit: number;
+    /**
+     * Each session's own share of its container's pids (0: none), so a fork bomb leaves its
+     * neighbours room to fork (sessionPids.ts: needs cgroup v1 and the engine's host).
+     */
+    sessionPidsLimit: number;
     networkMode: string;
     pingTimeoutMs: number;
     /**
@@ -133,6 +138,12 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
   }
   const fifoRoot = (env.BROKER_DOCKER_FIFO_DIR ?? '').trim() || '/run/bash-broker';
   if (!path.isAbsolute(fifoRoot)) throw new ConfigError(`BROKER_DOCKER_FIFO_DIR must be an absolute path, got '${fifoRoot}'`);
+  const pidsLimit = int(env, 'BROKER_CONTAINER_PIDS_LIMIT', 1024, { min: 16 });
+  // A quarter by default: one fork bomb leaves three quarters of the container to the rest.
+  const sessionPidsLimit = int(env, 'BROKER_SESSION_PIDS_LIMIT', Math.max(16, Math.floor(pidsLimit / 4)), { min: 0 });
+  if (sessionPidsLimit > pidsLimit) {
+    throw new ConfigError(`BROKER_SESSION_PIDS_LIMIT (${sessionPidsLimit}) must not exceed BROKER_CONTAINER_PIDS_LIMIT (${pidsLimit}); 0 turns it off`);
+  }
   const token = (env.BROKER_TOKEN ?? '').trim() || null;
   if (!token && !isLoopback(host) && !flag(env, 'BROKER_ALLOW_INSECURE')) {
     throw new ConfigError(
@@ -170,7 +181,8 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
       deployment: deploymentName(env),
       cpus: positiveFloat(env, 'BROKER_CONTAINER_CPUS', 1),
       memoryBytes: bytes(env, 'BROKER_CONTAINER_MEMORY', 1024 ** 3),
-      pidsLimit: int(env, 'BROKER_CONTAINER_PIDS_LIMIT', 1024, { min: 16 }),
+      pidsLimit,
+      sessionPidsLimit,
       networkMode: (env.BROKER_NETWORK_MODE ?? '').trim() || 'bridge',
       pingTimeoutMs: seconds(env, 'BROKER_CONTAINER_PING_TIMEOUT', 5),
       stallTimeoutMs: seconds(env, 'BROKER_CONTAINER_STALL_TIMEOUT', 30),

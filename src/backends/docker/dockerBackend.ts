@@ -20,6 +20,7 @@ import type { BrokerConfig } from '../../config/config';
 import { DockerShell } from './dockerShell';
 import { type ChannelOpener, execChannelOpener } from './channel';
 import { FifoSpawner, SPAWNER_SCRIPT } from './fifoSpawner';
+import { ContainerPids, readPidsMount } from './sessionPids';
 
 /** Resolved and validated in config.ts (BROKER_IMAGE, BROKER_CONTAINER_*, BROKER_NETWORK_MODE, ...). */
 export type DockerBackendOptions = BrokerConfig['docker'];
@@ -49,6 +50,8 @@ interface ContainerLink {
   control: ControlShell;
   openChannel: ChannelOpener;
   spawner: FifoSpawner | null;
+  /** Per-session pids cgroups (sessionPids.ts); null when sessions share the container's limit. */
+  pids: ContainerPids | null;
 }
 
 export class DockerBackend implements SessionBackend {
@@ -73,9 +76,14 @@ export class DockerBackend implements SessionBackend {
   private readonly unremoved = new Set<string>();
   private generation = 0;
   private starts = 0;
+  /** The host's cgroup v1 pids mount, when per-session pids limits are wanted; see sessionPids.ts. */
+  private readonly pidsMount: string | null;
+  /** Whether the first container's answer about per-session pids limits was logged. */
+  private pidsLogged = false;
 
   constructor(private readonly options: DockerBackendOptions) {
     this.fifoState = options.transport === 'exec' ? 'off' : 'unknown';
+    this.pidsMount = options.sessionPidsLimit > 0 ? readPidsMount().mount : null;
   }
 
   /** Host directory of this deployment's pipes (one subdirectory per container). */
@@ -146,7 +154,7 @@ export class DockerBackend implements SessionBackend {
       const piped = await this.answeringSpawner(container, spawner);
       const openChannel = piped?.opener ?? execChannelOpener(container);
       const control = await ControlShell.open(container.id, openChannel);
-      this.links.set(container.id, { control, openChannel, spawner: piped });
+      this.links.set(container.id, { control, openChannel, spawner: piped, pids: this.sessionPids(container.id) });
     } catch (err) {
       await spawner?.close();
       throw new BackendError(`container ${ref.name} failed to start: ${errorMessage(err)}`);
@@ -179,6 +187,19 @@ export class DockerBackend implements SessionBackend {
     if (this.fifoState === 'unknown') this.fifoOff(why);
     else logger.warn({ container: container.id.slice(0, 12) }, `${why}: this container uses docker exec`);
     return null;
+  }
+
+  /** The container's per-session pids cgroups, or null (said once, with the reason). */
+  private sessionPids(containerId: string): ContainerPids | null {
+    const max = this.options.sessionPidsLimit;
+    if (max <= 0) return null;
+    const pids = ContainerPids.locate(this.pidsMount, containerId, max);
+    if (!this.pidsLogged) {
+      this.pidsLogged = true;
+      if (typeof pids === 'string') logger.warn(`per-session pids limits are off: ${pids}; a fork bomb can take the forks of its container's other sessions`);
+      else logger.info({ sessionPidsLimit: max, containerPidsLimit: this.options.pidsLimit }, 'per-session pids limits are on');
+    }
+    return typeof pids === 'string' ? null : pids;
   }
 
   private fifoOff(why: string): void {
@@ -260,7 +281,15 @@ export class DockerBackend implements SessionBackend {
     const link = this.links.get(ref.id);
     if (!link?.control.alive) throw new BackendError(`container ${ref.name} has no control shell`);
     const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${++this.generation}`;
-    return DockerShell.open({ openChannel: link.openChannel, containerId: ref.id, control: link.control, env: [tag, 'TERM=dumb'], tag });
+    const shell = await DockerShell.open({ openChannel: link.openChannel, containerId: ref.id, control: link.control, env: [tag, 'TERM=dumb'], tag });
+    if (link.pids) {
+      // Before the lease's first command: bash has started nothing yet, so all it starts is capped.
+      // A shell that could not be moved still works, sharing the container's limit: say so, go on.
+      await link.pids.confine(shell.containerPid, `bkr-${options.slotId}`.replace(/[^A-Za-z0-9_.-]/g, '-')).catch((err: unknown) => {
+        logger.warn({ container: ref.name, slot: options.slotId, err: errorMessage(err) }, 'could not give the session its own pids limit');
+      });
+    }
+    return shell;
   }
 
   /**

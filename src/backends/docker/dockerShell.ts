@@ -79,6 +79,11 @@ export class DockerShell implements ShellProcess {
     this.description = `docker ${this.channel.transport} bash pid ${this.pid} in ${this.options.containerId.slice(0, 12)}`;
   }
 
+  /** bash's pid inside the container (0 before the handshake). */
+  get containerPid(): number {
+    return this.pid;
+  }
+
   setListener(listener: ShellListener): void {
     this.listener = listener;
   }
