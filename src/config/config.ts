@@ -45,6 +45,11 @@ export interface BrokerConfig {
      * neighbours room to fork (sessionPids.ts: needs cgroup v1 and the engine's host).
      */
     sessionPidsLimit: number;
+    /**
+     * Size of a tmpfs volume at /tmp, where the working directories are (0: none, /tmp is in the
+     * container's writable layer, which overlay2 on ext4 cannot cap: a disk filler fills the host).
+     */
+    tmpBytes: number;
     networkMode: string;
     pingTimeoutMs: number;
     /**
@@ -103,9 +108,10 @@ function seconds(env: Env, name: string, dfltSeconds: number, alias?: string): n
 }
 
 /** Docker-style sizes: 512m, 2g, 1024k, or plain bytes. */
-function bytes(env: Env, name: string, dflt: number): number {
+function bytes(env: Env, name: string, dflt: number, opts: { zeroIsOff?: boolean } = {}): number {
   const v = pick(env, name);
   if (!v) return dflt;
+  if (opts.zeroIsOff && v.raw === '0') return 0;
   const m = /^(\d+(?:\.\d+)?)([kmg]?)b?$/i.exec(v.raw);
   if (!m) throw new ConfigError(`${name} must be a size like 512m or 2g, got '${v.raw}'`);
   const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[m[2].toLowerCase() as '' | 'k' | 'm' | 'g'];
@@ -144,6 +150,13 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
   if (sessionPidsLimit > pidsLimit) {
     throw new ConfigError(`BROKER_SESSION_PIDS_LIMIT (${sessionPidsLimit}) must not exceed BROKER_CONTAINER_PIDS_LIMIT (${pidsLimit}); 0 turns it off`);
   }
+  const memoryBytes = bytes(env, 'BROKER_CONTAINER_MEMORY', 1024 ** 3);
+  const tmpBytes = bytes(env, 'BROKER_CONTAINER_TMP_SIZE', 0, { zeroIsOff: true });
+  // tmpfs pages are charged to the container's memory: a full /tmp must leave its processes room,
+  // or the OOM killer (which does not count tmpfs files) picks a process instead of the filler.
+  if (tmpBytes > memoryBytes / 2) {
+    throw new ConfigError(`BROKER_CONTAINER_TMP_SIZE must be at most half of BROKER_CONTAINER_MEMORY (${memoryBytes} bytes): its files are charged to the container's memory`);
+  }
   const token = (env.BROKER_TOKEN ?? '').trim() || null;
   if (!token && !isLoopback(host) && !flag(env, 'BROKER_ALLOW_INSECURE')) {
     throw new ConfigError(
@@ -180,9 +193,10 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
       image: (env.BROKER_IMAGE ?? '').trim() || 'bash-broker-sandbox:latest',
       deployment: deploymentName(env),
       cpus: positiveFloat(env, 'BROKER_CONTAINER_CPUS', 1),
-      memoryBytes: bytes(env, 'BROKER_CONTAINER_MEMORY', 1024 ** 3),
+      memoryBytes,
       pidsLimit,
       sessionPidsLimit,
+      tmpBytes,
       networkMode: (env.BROKER_NETWORK_MODE ?? '').trim() || 'bridge',
       pingTimeoutMs: seconds(env, 'BROKER_CONTAINER_PING_TIMEOUT', 5),
       stallTimeoutMs: seconds(env, 'BROKER_CONTAINER_STALL_TIMEOUT', 30),

@@ -9,12 +9,14 @@
  * recovery are asserted. No timing assertions beyond each execute's own timeout.
  */
 import { startTestBroker, testBackend, type TestBroker } from '../helpers/broker';
-import { abuseContext, defineCommonAbuseCases, defineKillAllCase } from '../helpers/abuseCases';
+import { abuseContext, defineCommonAbuseCases, defineDiskFillerCase, defineKillAllCase } from '../helpers/abuseCases';
 
 jest.setTimeout(240_000);
 const d = testBackend === 'docker' ? describe : describe.skip;
 
-d('abusive commands (docker backend, pids 128, memory 256m)', () => {
+const TMP_MIB = 32;
+
+d(`abusive commands (docker backend, pids 128, memory 256m, /tmp ${TMP_MIB}m)`, () => {
   let tb: TestBroker;
   // A container's hostname is its short id.
   const ctx = abuseContext(() => tb, { containerCommand: 'echo $HOSTNAME' });
@@ -23,6 +25,7 @@ d('abusive commands (docker backend, pids 128, memory 256m)', () => {
     tb = await startTestBroker({
       BROKER_CONTAINER_PIDS_LIMIT: '128',
       BROKER_CONTAINER_MEMORY: '256m',
+      BROKER_CONTAINER_TMP_SIZE: `${TMP_MIB}m`,
       BROKER_HEALTH_INTERVAL: '0.5',
       BROKER_CONTAINER_PING_TIMEOUT: '2',
     });
@@ -32,6 +35,7 @@ d('abusive commands (docker backend, pids 128, memory 256m)', () => {
   afterAll(async () => tb?.close());
 
   defineCommonAbuseCases(ctx, { memoryHogCommand: 'head -c 400m /dev/zero | tail' });
+  defineDiskFillerCase(ctx, TMP_MIB);
   // Last: it kills every process in container A, the same-container neighbour included.
   defineKillAllCase(ctx, 'container');
 });

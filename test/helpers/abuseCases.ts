@@ -316,6 +316,40 @@ export function defineCommonAbuseCases(ctx: AbuseContext, options: CommonCaseOpt
   });
 }
 
+const MiB = 1024 * 1024;
+
+/**
+ * A disk filler, in its working directory and in /tmp, on a /tmp of `tmpMiB` (local: the confined
+ * namespace's tmpfs; Docker: BROKER_CONTAINER_TMP_SIZE): ENOSPC, the session and its neighbours go
+ * on, and the release gives the space of the working directory back.
+ */
+export function defineDiskFillerCase(ctx: AbuseContext, tmpMiB: number): void {
+  const { ok, leaseInA, afterAbuse, release, waitPool } = ctx;
+  it(`disk filler: ENOSPC in the workdir and in /tmp (${tmpMiB} MiB), the session goes on; the workdir is gone after release`, async () => {
+    const id = await leaseInA();
+    const wd = (await ok(id, 'pwd')).stdout.trim();
+    expect(wd).toMatch(/^\/tmp\/s\/[0-9a-f]{32}$/);
+    for (const target of ['big', '/tmp/filler']) {
+      // Bounded (2 GiB), in bytes (busybox head has no 2G); `cat` says ENOSPC by name in GNU and busybox alike.
+      const r = await ok(id, `head -c 2147483648 /dev/zero | cat > ${target}`, 60);
+      expect([r.status, r.stdout, r.return_code]).toEqual(['Failed', '', 1]);
+      expect(r.stderr).toMatch(/No space left on device/);
+    }
+    expect((await ok(id, 'stat -f -c %a /tmp')).stdout).toBe('0\n'); // full
+    expect((await ok(id, 'X=1; echo after $X')).stdout).toBe('after 1\n');
+    await ctx.expectNeighboursKept();
+    // Outside its workdir a lease's files are not the broker's to remove (as on a real machine).
+    await ok(id, 'rm /tmp/filler');
+    await afterAbuse(id);
+    const probe = await leaseInA();
+    expect((await ok(probe, `[[ -e ${wd} ]] && echo present || echo gone`)).stdout).toBe('gone\n');
+    const free = (await ok(probe, 'stat -f -c "%a %S" /tmp')).stdout.trim().split(' ').map(Number);
+    expect(free[0] * free[1]).toBeGreaterThan((tmpMiB - 4) * MiB);
+    await release(probe);
+    await waitPool(2);
+  });
+}
+
 /**
  * Which neighbours `kill -9 -1` takes: in Docker everything in container A (the same-container
  * neighbour too, the other container's survives); locally, confined, every process of the sessions'

@@ -13,7 +13,7 @@
  */
 import fs from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { abuseContext, defineCommonAbuseCases, defineKillAllCase, LONG_MS } from '../helpers/abuseCases';
+import { abuseContext, defineCommonAbuseCases, defineDiskFillerCase, defineKillAllCase, LONG_MS } from '../helpers/abuseCases';
 import { startConfinedBroker, type ConfinedBroker, type NsProcess } from '../helpers/confinedBroker';
 import { eventually } from '../helpers/broker';
 import { findByMark, procAlive, uniqueMark } from '../helpers/procs';
@@ -93,27 +93,7 @@ describe(`abusive commands (local backend, confined: pids ${LIMITS.pidsMax}, mem
 
   defineCommonAbuseCases(ctx, { memoryHogCommand: 'head -c 1024m /dev/zero | tail' });
 
-  it(`disk filler: ENOSPC in the workdir and in /tmp (${LIMITS.tmpMiB} MiB tmpfs), the session goes on; the workdir is gone after release`, async () => {
-    const id = await ctx.leaseInA();
-    const wd = (await ok(id, 'pwd')).stdout.trim();
-    for (const target of ['big', '/tmp/filler']) {
-      const r = await ok(id, `head -c 2G /dev/zero > ${target}`, 60);
-      expect([r.status, r.stdout, r.return_code]).toEqual(['Failed', '', 1]);
-      expect(r.stderr).toMatch(/No space left on device/);
-    }
-    expect((await ok(id, 'stat -f -c %a /tmp')).stdout).toBe('0\n'); // full
-    expect((await ok(id, 'X=1; echo after $X')).stdout).toBe('after 1\n');
-    await ctx.expectNeighboursKept();
-    // Outside its workdir a lease's files are not the broker's to remove (as on a real machine).
-    await ok(id, 'rm /tmp/filler');
-    await ctx.afterAbuse(id);
-    expect(fs.existsSync(cb.insidePath(wd))).toBe(false);
-    const probe = await ctx.leaseInA();
-    const free = (await ok(probe, 'stat -f -c "%a %S" /tmp')).stdout.trim().split(' ').map(Number);
-    expect(free[0] * free[1]).toBeGreaterThan((LIMITS.tmpMiB - 4) * MiB);
-    await ctx.release(probe);
-    await ctx.waitPool(2);
-  });
+  defineDiskFillerCase(ctx, LIMITS.tmpMiB);
 
   // Last of the abuses: it kills every process of N1, both neighbours included.
   defineKillAllCase(ctx, 'every-session');

@@ -228,6 +228,7 @@ export class DockerBackend implements SessionBackend {
         PidsLimit: this.options.pidsLimit,
         NetworkMode: this.options.networkMode,
         Binds: spawner ? [spawner.bind] : undefined,
+        Mounts: this.options.tmpBytes > 0 ? [tmpVolume(this.options.tmpBytes, this.options.deployment)] : undefined,
       },
     });
   }
@@ -384,6 +385,25 @@ export class DockerBackend implements SessionBackend {
       if (status !== 404 && status !== 409) logger.warn({ id, err: errorMessage(err) }, 'container removal failed');
     }
   }
+}
+
+/**
+ * /tmp (the working directories) on a tmpfs of its own size, so a disk filler gets ENOSPC there
+ * instead of filling the engine's disk. An anonymous volume of the local driver rather than
+ * HostConfig.Tmpfs: putArchive (files on acquire) cannot write into a container's tmpfs mounts,
+ * but does into its volumes. Removed with the container (`v: true`).
+ */
+function tmpVolume(sizeBytes: number, deployment: string): Dockerode.MountSettings {
+  return {
+    Type: 'volume',
+    Source: '', // anonymous: one per container, removed with it
+    Target: '/tmp',
+    VolumeOptions: {
+      NoCopy: true,
+      Labels: { [LABEL_DEPLOYMENT]: deployment },
+      DriverConfig: { Name: 'local', Options: { type: 'tmpfs', device: 'tmpfs', o: `size=${sizeBytes},mode=1777` } },
+    },
+  };
 }
 
 function streamToBuffer(stream: tar.Pack): Promise<Buffer> {

@@ -1,4 +1,7 @@
-/** The parsing behind per-session pids limits (src/backends/docker/sessionPids.ts); the real thing is test/docker/sessionPids.test.ts. */
+/**
+ * The parsing behind per-session pids limits (src/backends/docker/sessionPids.ts; the real thing is
+ * test/docker/sessionPids.test.ts) and the Docker containment settings' validation.
+ */
 import { containerCgroupCandidates, innermostPid, pidsV1Mount } from '../../src/backends/docker/sessionPids';
 import { loadConfig } from '../../src/config/config';
 
@@ -34,5 +37,15 @@ describe('BROKER_SESSION_PIDS_LIMIT', () => {
     expect(loadConfig({ BROKER_SESSION_PIDS_LIMIT: '0' }).docker.sessionPidsLimit).toBe(0);
     expect(() => loadConfig({ BROKER_CONTAINER_PIDS_LIMIT: '64', BROKER_SESSION_PIDS_LIMIT: '65' })).toThrow(/must not exceed BROKER_CONTAINER_PIDS_LIMIT \(64\)/);
     expect(() => loadConfig({ BROKER_SESSION_PIDS_LIMIT: 'many' })).toThrow(/BROKER_SESSION_PIDS_LIMIT must be an integer/);
+  });
+});
+
+describe('BROKER_CONTAINER_TMP_SIZE', () => {
+  it('is off by default, takes a size, and must leave the container half its memory', () => {
+    expect(loadConfig({}).docker.tmpBytes).toBe(0);
+    expect(loadConfig({ BROKER_CONTAINER_TMP_SIZE: '0' }).docker.tmpBytes).toBe(0);
+    expect(loadConfig({ BROKER_CONTAINER_TMP_SIZE: '256m' }).docker.tmpBytes).toBe(256 * 1024 * 1024);
+    expect(() => loadConfig({ BROKER_CONTAINER_MEMORY: '256m', BROKER_CONTAINER_TMP_SIZE: '200m' })).toThrow(/at most half of BROKER_CONTAINER_MEMORY/);
+    expect(() => loadConfig({ BROKER_CONTAINER_TMP_SIZE: 'lots' })).toThrow(/must be a size like 512m/);
   });
 });
