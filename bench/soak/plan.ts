@@ -23,13 +23,15 @@ export interface SoakPlan {
     acquireTimeoutS: number;
     pidsLimit: number;
     memory: string;
+    /** More BROKER_* settings from `--env NAME=VALUE` (repeatable), e.g. to compare one setting's effect. */
+    extra: Record<string, string>;
   };
   /** Samples of RSS, fds and /health every this many ms; /metrics every 5 samples. */
   sampleEveryMs: number;
 }
 
 const USAGE = `usage: npm run soak -- [--quick] [--duration S] [--clients N] [--containers N] [--per-container N]
-                         [--image IMG] [--seed N] [--out DIR] [--no-fork-burst]`;
+                         [--image IMG] [--seed N] [--out DIR] [--no-fork-burst] [--env BROKER_X=VALUE]...`;
 
 const OPTIONS = ['duration', 'clients', 'containers', 'per-container', 'image', 'seed', 'out'];
 
@@ -43,9 +45,15 @@ function positiveInt(opts: Map<string, string>, name: string, dflt: number): num
 
 export function parseSoakArgs(argv: string[], soakDir: string): SoakPlan {
   const opts = new Map<string, string>();
+  const extra: Record<string, string> = {};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') opts.set('quick', '1');
+    else if (a === '--env' && i + 1 < argv.length) {
+      const m = /^(BROKER_[A-Z0-9_]+)=(.*)$/.exec(argv[++i]);
+      if (!m) throw new Error(`--env takes BROKER_NAME=VALUE, got '${argv[i]}'\n${USAGE}`);
+      extra[m[1]] = m[2];
+    }
     else if (a === '--no-fork-burst') opts.set('no-fork-burst', '1');
     else if (a === '--help' || a === '-h') throw new Error(USAGE);
     else if (a.startsWith('--') && OPTIONS.includes(a.slice(2)) && i + 1 < argv.length) opts.set(a.slice(2), argv[++i]);
@@ -72,6 +80,7 @@ export function parseSoakArgs(argv: string[], soakDir: string): SoakPlan {
       // 8 sessions with a few sleepers each stay far below it; a fork burst of 300 is held at it.
       pidsLimit: 256,
       memory: '512m',
+      extra,
     },
     sampleEveryMs: 2000,
   };

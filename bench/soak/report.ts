@@ -63,7 +63,7 @@ export function renderMarkdown(r: SoakResults): string {
     '',
     `${r.startedAt}, ${m.gitCommit}${m.gitDirty ? ' (src/ modified)' : ''}. ${m.cores} x ${m.cpuModel}, ${m.ramGiB} GiB, ${m.kernel}, Node ${m.node}, Docker ${m.docker}; load average at start ${m.loadAvgAtStart.join(' / ')}.`,
     `Docker backend, ${p.containers} x ${p.perContainer} sessions, ${p.clients} clients for ${r.loadS.toFixed(0)} s (seed ${p.seed}), fork bursts ${p.forkBurst ? 'on' : 'off'}; BROKER_MAX_OUTPUT_BYTES=${p.broker.maxOutputBytes}, ` +
-      `BROKER_SESSION_IDLE_TIMEOUT=${p.broker.idleTimeoutS}, BROKER_CONTAINER_PIDS_LIMIT=${p.broker.pidsLimit}, BROKER_CONTAINER_MEMORY=${p.broker.memory}. ` +
+      `BROKER_SESSION_IDLE_TIMEOUT=${p.broker.idleTimeoutS}, BROKER_CONTAINER_PIDS_LIMIT=${p.broker.pidsLimit}, BROKER_CONTAINER_MEMORY=${p.broker.memory}${Object.entries(p.broker.extra).map(([k, v]) => `, ${k}=${v}`).join("")}. ` +
       `Warm-up ${(r.warmUpMs / 1000).toFixed(1)} s; whole run ${r.totalS.toFixed(0)} s.`,
     '',
     '## Checks',

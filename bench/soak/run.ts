@@ -43,6 +43,7 @@ function brokerEnv(plan: SoakPlan): Record<string, string> {
     BROKER_CONTAINER_MEMORY: b.memory,
     // No session needs a network; and the shared engine's default bridge is not always there.
     BROKER_NETWORK_MODE: 'none',
+    ...b.extra,
   };
 }
 
