@@ -298,6 +298,21 @@ export function defineCommonAbuseCases(ctx: AbuseContext, options: CommonCaseOpt
     await afterAbuse(id);
   });
 
+  it('an editor without a tty (vi): it gives up or waits for keys until the timeout; the session goes on', async () => {
+    const id = await leaseInA();
+    await ok(id, 'X=kept');
+    // A command's stdin is /dev/null (framing.ts): busybox vi reads EOF and exits with status 1.
+    // vim, when stdin is no tty, takes its keys from stderr (the broker's pipe: nothing comes) and
+    // waits, as it would in a terminal, until the timeout ends it (^C, then SIGKILL).
+    const r = await exec(id, 'vi edited.txt', 3);
+    expect(r.status).toBe(200);
+    const rc = r.json.return_code as number;
+    expect([1, -1]).toContain(rc);
+    if (rc === -1) expect(r.json.stderr).toMatch(/Command timed out after 3\.0 seconds$/);
+    expect((await ok(id, '[[ -e edited.txt ]] && echo written || echo "not written $X"')).stdout).toBe('not written kept\n');
+    await afterAbuse(id);
+  });
+
   it('background processes holding stdout open: job notice, then exact output; killed on release', async () => {
     const id = await leaseInA();
     const r = await ok(id, 'sleep 100 > /dev/null & (sleep 100 &)');
