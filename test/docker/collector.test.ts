@@ -6,7 +6,8 @@
  * pass's snapshot, a bash that died and left its jobs to init).
  */
 import Dockerode from 'dockerode';
-import { eventually, startTestBroker, testBackend, type TestBroker } from '../helpers/broker';
+import { eventually, startTestBroker, type TestBroker } from '../helpers/broker';
+import { describeDocker } from '../helpers/dockerSuite';
 import { execIn, poolContainerIds } from '../helpers/dockerFaults';
 import type { ControlShell } from '../../src/backends/docker/controlShell';
 
@@ -31,65 +32,59 @@ function controlOf(tb: TestBroker, containerId: string): ControlShell {
   return link.control;
 }
 
-if (testBackend !== 'docker') {
-  describe('docker escapee collector', () => {
-    it('runs only in the jest "docker" project (BROKER_TEST_BACKEND=docker)', () => undefined);
+describeDocker('docker escapee collector', () => {
+  let tb: TestBroker | null = null;
+  afterEach(async () => {
+    await tb?.close();
+    tb = null;
   });
-} else {
-  describe('docker escapee collector', () => {
-    let tb: TestBroker | null = null;
-    afterEach(async () => {
-      await tb?.close();
-      tb = null;
-    });
 
-    it('kills processes with an ended session tag at a health ping; a live lease keeps its own', async () => {
-      tb = await startTestBroker({ BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2', BROKER_HEALTH_INTERVAL: '0.5' });
-      const [cid] = poolContainerIds(tb);
-      const id = await tb.acquire();
-      // Two orphans (reparented to init at once): one with a tag no shell has, as an ended session's
-      // escapee carries; one with the lease's own tag, as its own double fork does.
-      const r = await tb.exec(id, '(BROKER_SESSION_TAG=an-ended-session.3 exec sleep 3600 &); (exec sleep 3601 &); echo started');
-      expect(r.stdout).toBe('started\n');
-      expect(await pidsOf(cid, 'sleep 3600')).toHaveLength(1);
-      const ownOrphan = await pidsOf(cid, 'sleep 3601');
-      expect(ownOrphan).toHaveLength(1);
+  it('kills processes with an ended session tag at a health ping; a live lease keeps its own', async () => {
+    tb = await startTestBroker({ BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2', BROKER_HEALTH_INTERVAL: '0.5' });
+    const [cid] = poolContainerIds(tb);
+    const id = await tb.acquire();
+    // Two orphans (reparented to init at once): one with a tag no shell has, as an ended session's
+    // escapee carries; one with the lease's own tag, as its own double fork does.
+    const r = await tb.exec(id, '(BROKER_SESSION_TAG=an-ended-session.3 exec sleep 3600 &); (exec sleep 3601 &); echo started');
+    expect(r.stdout).toBe('started\n');
+    expect(await pidsOf(cid, 'sleep 3600')).toHaveLength(1);
+    const ownOrphan = await pidsOf(cid, 'sleep 3601');
+    expect(ownOrphan).toHaveLength(1);
 
-      // Nothing asked for a collection: the periodic one (every 12th ping, 0.5 s apart) takes it.
-      await eventually(async () => (await pidsOf(cid, 'sleep 3600')).length === 0, 60_000, 'the stale-tagged sleep collected');
-      // The lease's own orphan is its business until the lease ends, and its state is intact.
-      expect(await pidsOf(cid, 'sleep 3601')).toEqual(ownOrphan);
-      expect((await tb.exec(id, 'echo still')).stdout).toBe('still\n');
+    // Nothing asked for a collection: the periodic one (every 12th ping, 0.5 s apart) takes it.
+    await eventually(async () => (await pidsOf(cid, 'sleep 3600')).length === 0, 60_000, 'the stale-tagged sleep collected');
+    // The lease's own orphan is its business until the lease ends, and its state is intact.
+    expect(await pidsOf(cid, 'sleep 3601')).toEqual(ownOrphan);
+    expect((await tb.exec(id, 'echo still')).stdout).toBe('still\n');
 
-      await tb.release(id);
-      await eventually(async () => (await pidsOf(cid, 'sleep 3601')).length === 0, 60_000, "the released lease's orphan killed");
-      await tb.waitAllAvailable(60_000);
-    });
-
-    it('spares a stale-tagged process started after the list was written, and reports what it killed', async () => {
-      tb = await startTestBroker({ BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_HEALTH_INTERVAL: '3600' });
-      const [cid] = poolContainerIds(tb);
-      const control = controlOf(tb, cid);
-      const id = await tb.acquire();
-      await tb.exec(id, '(BROKER_SESSION_TAG=gone.1 exec sleep 3602 &); echo ok');
-      await eventually(async () => (await pidsOf(cid, 'sleep 3602')).length === 1, 30_000, 'sleep 3602 running');
-      // The collector spares what started less than one clock tick (10 ms) before its list: wait past it.
-      await new Promise((r) => setTimeout(r, 100));
-      expect(await control.collect()).toBe(1);
-      expect(await pidsOf(cid, 'sleep 3602')).toEqual([]);
-
-      // Simulate a list written before a new escapee started: the same request, an older time stamp.
-      await tb.exec(id, '(BROKER_SESSION_TAG=gone.2 exec sleep 3603 &); echo ok');
-      await eventually(async () => (await pidsOf(cid, 'sleep 3603')).length === 1, 30_000, 'sleep 3603 running');
-      const spared = await (control as unknown as { signal(c: string, t: number): Promise<string> }).signal(`__bk_gc ${Date.now() - 60_000}`, 10_000);
-      expect(spared.trim()).toBe('0');
-      expect(await pidsOf(cid, 'sleep 3603')).toHaveLength(1);
-      // With the list written now, it is taken, and the live session is not.
-      expect(await control.collect()).toBe(1);
-      expect(await pidsOf(cid, 'sleep 3603')).toEqual([]);
-      expect((await tb.exec(id, 'echo alive')).stdout).toBe('alive\n');
-      await tb.release(id);
-      await tb.waitAllAvailable(60_000);
-    });
+    await tb.release(id);
+    await eventually(async () => (await pidsOf(cid, 'sleep 3601')).length === 0, 60_000, "the released lease's orphan killed");
+    await tb.waitAllAvailable(60_000);
   });
-}
+
+  it('spares a stale-tagged process started after the list was written, and reports what it killed', async () => {
+    tb = await startTestBroker({ BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_HEALTH_INTERVAL: '3600' });
+    const [cid] = poolContainerIds(tb);
+    const control = controlOf(tb, cid);
+    const id = await tb.acquire();
+    await tb.exec(id, '(BROKER_SESSION_TAG=gone.1 exec sleep 3602 &); echo ok');
+    await eventually(async () => (await pidsOf(cid, 'sleep 3602')).length === 1, 30_000, 'sleep 3602 running');
+    // The collector spares what started less than one clock tick (10 ms) before its list: wait past it.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await control.collect()).toBe(1);
+    expect(await pidsOf(cid, 'sleep 3602')).toEqual([]);
+
+    // Simulate a list written before a new escapee started: the same request, an older time stamp.
+    await tb.exec(id, '(BROKER_SESSION_TAG=gone.2 exec sleep 3603 &); echo ok');
+    await eventually(async () => (await pidsOf(cid, 'sleep 3603')).length === 1, 30_000, 'sleep 3603 running');
+    const spared = await (control as unknown as { signal(c: string, t: number): Promise<string> }).signal(`__bk_gc ${Date.now() - 60_000}`, 10_000);
+    expect(spared.trim()).toBe('0');
+    expect(await pidsOf(cid, 'sleep 3603')).toHaveLength(1);
+    // With the list written now, it is taken, and the live session is not.
+    expect(await control.collect()).toBe(1);
+    expect(await pidsOf(cid, 'sleep 3603')).toEqual([]);
+    expect((await tb.exec(id, 'echo alive')).stdout).toBe('alive\n');
+    await tb.release(id);
+    await tb.waitAllAvailable(60_000);
+  });
+});

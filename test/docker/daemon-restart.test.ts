@@ -10,7 +10,8 @@
  * the old generation is left and no process of it survives on the host.
  */
 import Dockerode from 'dockerode';
-import { eventually, startTestBroker, testBackend, type TestBroker } from '../helpers/broker';
+import { eventually, startTestBroker, type TestBroker } from '../helpers/broker';
+import { describeDocker } from '../helpers/dockerSuite';
 import { everySessionWorks, execIn, labelledContainers, poolContainerIds, waitHealed, watchHealth } from '../helpers/dockerFaults';
 import { cleanupLeftovers, PrivateDockerd } from '../helpers/privateDockerd';
 import { hostPidsOfContainers } from '../helpers/privateDockerdCleanup';
@@ -42,132 +43,124 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
   }
 }
 
-if (testBackend !== 'docker') {
-  describe('docker daemon restart', () => {
-    it('runs only in the jest "docker" project (BROKER_TEST_BACKEND=docker)', () => {
-      console.warn(`test/docker/daemon-restart.test.ts: BROKER_TEST_BACKEND is '${testBackend}', not 'docker'`);
-    });
+describeDocker('the Docker daemon restarts under the broker: the pool heals', () => {
+  let daemon: PrivateDockerd | null = null;
+  let tb: TestBroker | null = null;
+
+  beforeAll(async () => {
+    await cleanupLeftovers();
+    daemon = new PrivateDockerd();
+    await daemon.start();
+    await daemon.loadImage(IMAGE);
   });
-} else {
-  describe('the Docker daemon restarts under the broker: the pool heals', () => {
-    let daemon: PrivateDockerd | null = null;
-    let tb: TestBroker | null = null;
 
-    beforeAll(async () => {
-      await cleanupLeftovers();
-      daemon = new PrivateDockerd();
-      await daemon.start();
-      await daemon.loadImage(IMAGE);
-    });
+  afterEach(async () => {
+    // Normally closed by the test; this is for one that failed half-way (the engine may be down).
+    if (daemon && !daemon.running) await daemon.start().catch(() => undefined);
+    await tb?.close().catch(() => undefined);
+    tb = null;
+  });
 
-    afterEach(async () => {
-      // Normally closed by the test; this is for one that failed half-way (the engine may be down).
-      if (daemon && !daemon.running) await daemon.start().catch(() => undefined);
-      await tb?.close().catch(() => undefined);
-      tb = null;
-    });
+  afterAll(async () => {
+    await daemon?.teardown();
+    daemon = null;
+  });
 
-    afterAll(async () => {
-      await daemon?.teardown();
-      daemon = null;
-    });
+  /** A warm broker whose backend talks to the private daemon (checked, not assumed). */
+  async function startBroker(d: PrivateDockerd): Promise<TestBroker> {
+    // startTestBroker builds the backend (and its dockerode client) before its first await.
+    const b = await d.withDockerHost(() => startTestBroker(ENV));
+    tb = b;
+    await b.waitAllAvailable(LONG_MS);
+    // Its containers are on the private daemon, none on the shared engine.
+    expect((await labelledContainers(d.docker, DEPLOYMENT)).map((c) => c.Id).sort()).toEqual(poolContainerIds(b).sort());
+    expect(await labelledContainers(sharedEngine, DEPLOYMENT)).toHaveLength(0);
+    return b;
+  }
 
-    /** A warm broker whose backend talks to the private daemon (checked, not assumed). */
-    async function startBroker(d: PrivateDockerd): Promise<TestBroker> {
-      // startTestBroker builds the backend (and its dockerode client) before its first await.
-      const b = await d.withDockerHost(() => startTestBroker(ENV));
-      tb = b;
-      await b.waitAllAvailable(LONG_MS);
-      // Its containers are on the private daemon, none on the shared engine.
-      expect((await labelledContainers(d.docker, DEPLOYMENT)).map((c) => c.Id).sort()).toEqual(poolContainerIds(b).sort());
-      expect(await labelledContainers(sharedEngine, DEPLOYMENT)).toHaveLength(0);
-      return b;
+  async function restartUnderLeases(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
+    const d = daemon!;
+    const b = await startBroker(d);
+    const oldIds = poolContainerIds(b);
+    const idle = await b.acquire();
+    const busy = await b.acquire();
+    expect((await b.exec(idle, 'export KEEP=1; echo up')).stdout).toBe('up\n');
+    const host = (await b.exec(busy, 'echo $HOSTNAME')).stdout.trim();
+    const busyContainer = oldIds.find((id) => id.startsWith(host))!;
+    expect(busyContainer).toBeDefined();
+    const running = b.post(`/session/${busy}/execute`, { command: 'sleep 60; echo finished', timeout: 120 });
+    await eventually(async () => (await execIn(d.docker, busyContainer, ['ps'])).out.includes('sleep 60'), LONG_MS, 'sleep 60 running');
+
+    const watch = watchHealth(b);
+    await d.stop(signal);
+
+    // The running command's holder learns its shell is gone: a clear error, not a hang or a fake success.
+    const r = await within(running, LONG_MS, 'the running execute');
+    expect(r.status).toBe(410);
+    expect(r.json.detail).toMatch(/broken/);
+    expect(r.text).not.toContain('finished');
+    // The idle holder's state went with the engine: 410 too, and again (not a one-off).
+    for (let i = 0; i < 2; i++) {
+      const next = await within(b.post(`/session/${idle}/execute`, { command: 'echo $KEEP' }), LONG_MS, 'execute on a lost lease');
+      expect(next.status).toBe(410);
+      expect(next.json.detail).toMatch(/broken/);
     }
 
-    async function restartUnderLeases(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
-      const d = daemon!;
-      const b = await startBroker(d);
-      const oldIds = poolContainerIds(b);
-      const idle = await b.acquire();
-      const busy = await b.acquire();
-      expect((await b.exec(idle, 'export KEEP=1; echo up')).stdout).toBe('up\n');
-      const host = (await b.exec(busy, 'echo $HOSTNAME')).stdout.trim();
-      const busyContainer = oldIds.find((id) => id.startsWith(host))!;
-      expect(busyContainer).toBeDefined();
-      const running = b.post(`/session/${busy}/execute`, { command: 'sleep 60; echo finished', timeout: 120 });
-      await eventually(async () => (await execIn(d.docker, busyContainer, ['ps'])).out.includes('sleep 60'), LONG_MS, 'sleep 60 running');
+    // /health answers, and says the broker cannot serve (503 is how "unhealthy" is answered).
+    let last: { status: number; body: unknown } | null = null;
+    await eventually(
+      async () => {
+        const h = await b.get('/health');
+        last = { status: h.status, body: h.json };
+        return h.status === 503 && h.json?.status === 'unhealthy' && h.json.healthy_containers === 0 && h.json.available_sessions === 0;
+      },
+      LONG_MS,
+      () => `/health reporting the engine gone (last: ${JSON.stringify(last)})`,
+    );
+    // An acquire while the engine is down waits its acquire timeout (3 s here), then 503: no hang.
+    const acquire = await within(b.post('/session/acquire', {}), LONG_MS, 'acquire while the engine is down');
+    expect(acquire.status).toBe(503);
+    expect(acquire.json.code).toBe('pool_exhausted');
 
-      const watch = watchHealth(b);
-      await d.stop(signal);
-
-      // The running command's holder learns its shell is gone: a clear error, not a hang or a fake success.
-      const r = await within(running, LONG_MS, 'the running execute');
-      expect(r.status).toBe(410);
-      expect(r.json.detail).toMatch(/broken/);
-      expect(r.text).not.toContain('finished');
-      // The idle holder's state went with the engine: 410 too, and again (not a one-off).
-      for (let i = 0; i < 2; i++) {
-        const next = await within(b.post(`/session/${idle}/execute`, { command: 'echo $KEEP' }), LONG_MS, 'execute on a lost lease');
-        expect(next.status).toBe(410);
-        expect(next.json.detail).toMatch(/broken/);
-      }
-
-      // /health answers, and says the broker cannot serve (503 is how "unhealthy" is answered).
-      let last: { status: number; body: unknown } | null = null;
-      await eventually(
-        async () => {
-          const h = await b.get('/health');
-          last = { status: h.status, body: h.json };
-          return h.status === 503 && h.json?.status === 'unhealthy' && h.json.healthy_containers === 0 && h.json.available_sessions === 0;
-        },
-        LONG_MS,
-        () => `/health reporting the engine gone (last: ${JSON.stringify(last)})`,
-      );
-      // An acquire while the engine is down waits its acquire timeout (3 s here), then 503: no hang.
-      const acquire = await within(b.post('/session/acquire', {}), LONG_MS, 'acquire while the engine is down');
-      expect(acquire.status).toBe(503);
-      expect(acquire.json.code).toBe('pool_exhausted');
-
-      if (signal === 'SIGKILL') {
-        // What makes this fault different: the old containers (shims, init, bash, the sleep) outlive dockerd.
-        expect(hostPidsOfContainers([busyContainer]).length).toBeGreaterThan(0);
-      }
-      await d.start();
-
-      await waitHealed(b, LONG_MS);
-      await watch.stop();
-      expect(watch.seen).toContain('unhealthy');
-      expect(watch.seen).not.toContain('error'); // /health always answered
-
-      // A new generation: no container of the old one left (running or exited), none of its processes.
-      const now = poolContainerIds(b);
-      for (const id of oldIds) expect(now).not.toContain(id);
-      await eventually(
-        async () => (await labelledContainers(d.docker, DEPLOYMENT)).every((c) => !oldIds.includes(c.Id)),
-        LONG_MS,
-        () => `no container of the old generation (old: ${oldIds.map((id) => id.slice(0, 12))})`,
-      );
-      const live = await labelledContainers(d.docker, DEPLOYMENT);
-      expect(live.map((c) => c.Id).sort()).toEqual([...now].sort());
-      expect(live.every((c) => c.State === 'running')).toBe(true);
-      await eventually(() => hostPidsOfContainers(oldIds).length === 0, LONG_MS, 'no host process of the old containers');
-
-      expect((await everySessionWorks(b)).size).toBe(2);
-      await b.release(idle); // lost leases still release cleanly
-      await b.release(busy);
-      await b.waitAllAvailable(LONG_MS);
-      await b.close();
-      tb = null;
-      expect(await labelledContainers(d.docker, DEPLOYMENT)).toHaveLength(0);
-      expect(hostPidsOfContainers(now)).toEqual([]);
+    if (signal === 'SIGKILL') {
+      // What makes this fault different: the old containers (shims, init, bash, the sleep) outlive dockerd.
+      expect(hostPidsOfContainers([busyContainer]).length).toBeGreaterThan(0);
     }
+    await d.start();
 
-    it('dockerd stopped gracefully (SIGTERM) and started again while leases are held and a command runs', async () => {
-      await restartUnderLeases('SIGTERM');
-    });
+    await waitHealed(b, LONG_MS);
+    await watch.stop();
+    expect(watch.seen).toContain('unhealthy');
+    expect(watch.seen).not.toContain('error'); // /health always answered
 
-    it('dockerd SIGKILLed (its containers outlive it) and started again while leases are held and a command runs', async () => {
-      await restartUnderLeases('SIGKILL');
-    });
+    // A new generation: no container of the old one left (running or exited), none of its processes.
+    const now = poolContainerIds(b);
+    for (const id of oldIds) expect(now).not.toContain(id);
+    await eventually(
+      async () => (await labelledContainers(d.docker, DEPLOYMENT)).every((c) => !oldIds.includes(c.Id)),
+      LONG_MS,
+      () => `no container of the old generation (old: ${oldIds.map((id) => id.slice(0, 12))})`,
+    );
+    const live = await labelledContainers(d.docker, DEPLOYMENT);
+    expect(live.map((c) => c.Id).sort()).toEqual([...now].sort());
+    expect(live.every((c) => c.State === 'running')).toBe(true);
+    await eventually(() => hostPidsOfContainers(oldIds).length === 0, LONG_MS, 'no host process of the old containers');
+
+    expect((await everySessionWorks(b)).size).toBe(2);
+    await b.release(idle); // lost leases still release cleanly
+    await b.release(busy);
+    await b.waitAllAvailable(LONG_MS);
+    await b.close();
+    tb = null;
+    expect(await labelledContainers(d.docker, DEPLOYMENT)).toHaveLength(0);
+    expect(hostPidsOfContainers(now)).toEqual([]);
+  }
+
+  it('dockerd stopped gracefully (SIGTERM) and started again while leases are held and a command runs', async () => {
+    await restartUnderLeases('SIGTERM');
   });
-}
+
+  it('dockerd SIGKILLed (its containers outlive it) and started again while leases are held and a command runs', async () => {
+    await restartUnderLeases('SIGKILL');
+  });
+});

@@ -12,7 +12,8 @@ import Dockerode from 'dockerode';
 import os from 'node:os';
 import path from 'node:path';
 import fs from 'node:fs';
-import { eventually, testBackend } from '../helpers/broker';
+import { eventually } from '../helpers/broker';
+import { describeDocker } from '../helpers/dockerSuite';
 import { FifoSpawner, SPAWNER_SCRIPT } from '../../src/backends/docker/fifoSpawner';
 import type { ShellChannel } from '../../src/backends/docker/channel';
 
@@ -28,63 +29,57 @@ function collect(): { sink: { onData: (s: string, c: Buffer) => void; onEnd: (r:
   return { sink: { onData: (_s, c) => (out += c.toString()), onEnd: () => undefined }, text: () => out };
 }
 
-if (testBackend !== 'docker') {
-  describe('docker spawner at the pids limit', () => {
-    it('runs only in the jest "docker" project (BROKER_TEST_BACKEND=docker)', () => undefined);
+describeDocker('docker spawner at the pids limit', () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bkr-spawnlimit-'));
+  let spawner: FifoSpawner | null = null;
+  let container: Dockerode.Container | null = null;
+  const channels: ShellChannel[] = [];
+
+  afterAll(async () => {
+    for (const c of channels) c.destroy();
+    await container?.remove({ force: true, v: true }).catch(() => undefined);
+    await spawner?.close();
+    fs.rmSync(root, { recursive: true, force: true });
   });
-} else {
-  describe('docker spawner at the pids limit', () => {
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bkr-spawnlimit-'));
-    let spawner: FifoSpawner | null = null;
-    let container: Dockerode.Container | null = null;
-    const channels: ShellChannel[] = [];
 
-    afterAll(async () => {
-      for (const c of channels) c.destroy();
-      await container?.remove({ force: true, v: true }).catch(() => undefined);
-      await spawner?.close();
-      fs.rmSync(root, { recursive: true, force: true });
+  it('a shell asked for at the limit is refused at once, and the entrypoint (the container) lives on', async () => {
+    spawner = await FifoSpawner.create(root, `spawnlimit-${process.pid}`);
+    container = await docker.createContainer({
+      Image: process.env.BROKER_IMAGE ?? 'bash-broker-sandbox:latest',
+      Entrypoint: ['bash', '-c', SPAWNER_SCRIPT],
+      Cmd: [],
+      OpenStdin: true,
+      Labels: { 'io.bash-broker.deployment': `spawnlimit-${process.pid}` },
+      HostConfig: { Init: true, PidsLimit: PIDS_LIMIT, NetworkMode: 'none', Binds: [spawner.bind] },
     });
+    await container.start();
+    expect(await spawner.ready(30_000)).toBe(true);
 
-    it('a shell asked for at the limit is refused at once, and the entrypoint (the container) lives on', async () => {
-      spawner = await FifoSpawner.create(root, `spawnlimit-${process.pid}`);
-      container = await docker.createContainer({
-        Image: process.env.BROKER_IMAGE ?? 'bash-broker-sandbox:latest',
-        Entrypoint: ['bash', '-c', SPAWNER_SCRIPT],
-        Cmd: [],
-        OpenStdin: true,
-        Labels: { 'io.bash-broker.deployment': `spawnlimit-${process.pid}` },
-        HostConfig: { Init: true, PidsLimit: PIDS_LIMIT, NetworkMode: 'none', Binds: [spawner.bind] },
-      });
-      await container.start();
-      expect(await spawner.ready(30_000)).toBe(true);
+    // One shell fills the container: its bash retries the forks that fail, gives up the line
+    // (an interactive bash returns to its prompt), and then nothing runs and nothing exits.
+    const filler = collect();
+    const ch = await spawner.opener({ env: ['BROKER_SESSION_TAG=filler'], sink: filler.sink });
+    channels.push(ch);
+    ch.write('for i in $(seq 100); do sleep 3600 & done; builtin echo FILLED-OUT\n');
+    ch.write('builtin echo IDLE\n');
+    await eventually(() => filler.text().includes('IDLE'), 90_000, 'the filler shell to give up and idle at the limit');
 
-      // One shell fills the container: its bash retries the forks that fail, gives up the line
-      // (an interactive bash returns to its prompt), and then nothing runs and nothing exits.
-      const filler = collect();
-      const ch = await spawner.opener({ env: ['BROKER_SESSION_TAG=filler'], sink: filler.sink });
-      channels.push(ch);
-      ch.write('for i in $(seq 100); do sleep 3600 & done; builtin echo FILLED-OUT\n');
-      ch.write('builtin echo IDLE\n');
-      await eventually(() => filler.text().includes('IDLE'), 90_000, 'the filler shell to give up and idle at the limit');
+    const refused = await spawner.opener({ env: ['BROKER_SESSION_TAG=late'], sink: collect().sink }).then(
+      (c) => (channels.push(c), 'opened'),
+      (err: Error) => err.message,
+    );
+    expect(refused).not.toBe('opened');
 
-      const refused = await spawner.opener({ env: ['BROKER_SESSION_TAG=late'], sink: collect().sink }).then(
-        (c) => (channels.push(c), 'opened'),
-        (err: Error) => err.message,
-      );
-      expect(refused).not.toBe('opened');
+    await new Promise((r) => setTimeout(r, HELD_MS));
+    const state = (await container.inspect()).State;
+    expect({ running: state.Running, exitCode: state.ExitCode }).toEqual({ running: true, exitCode: 0 });
 
-      await new Promise((r) => setTimeout(r, HELD_MS));
-      const state = (await container.inspect()).State;
-      expect({ running: state.Running, exitCode: state.ExitCode }).toEqual({ running: true, exitCode: 0 });
-
-      // Room again (the limit raised from outside): the same spawner serves a shell.
-      await container.update({ PidsLimit: PIDS_LIMIT * 4 });
-      const again = collect();
-      const ok = await spawner.opener({ env: ['BROKER_SESSION_TAG=after'], sink: again.sink });
-      channels.push(ok);
-      ok.write('builtin echo "$BROKER_SESSION_TAG"\n');
-      await eventually(() => again.text().includes('after'), 30_000, 'a new shell after room came back');
-    });
+    // Room again (the limit raised from outside): the same spawner serves a shell.
+    await container.update({ PidsLimit: PIDS_LIMIT * 4 });
+    const again = collect();
+    const ok = await spawner.opener({ env: ['BROKER_SESSION_TAG=after'], sink: again.sink });
+    channels.push(ok);
+    ok.write('builtin echo "$BROKER_SESSION_TAG"\n');
+    await eventually(() => again.text().includes('after'), 30_000, 'a new shell after room came back');
   });
-}
+});

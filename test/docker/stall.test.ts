@@ -6,7 +6,8 @@
  * Bounds are generous (the stall timeout is 8x the ping timeout); no timing is measured.
  */
 import Dockerode from 'dockerode';
-import { eventually, startTestBroker, testBackend, type TestBroker } from '../helpers/broker';
+import { eventually, startTestBroker, type TestBroker } from '../helpers/broker';
+import { describeDocker } from '../helpers/dockerSuite';
 import { containerExists, execIn, poolContainerIds } from '../helpers/dockerFaults';
 
 jest.setTimeout(180_000);
@@ -26,50 +27,44 @@ async function signalLanes(containerId: string, signal: 'STOP' | 'CONT', pids: n
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-if (testBackend !== 'docker') {
-  describe('docker stalled container', () => {
-    it('runs only in the jest "docker" project (BROKER_TEST_BACKEND=docker)', () => undefined);
+describeDocker('docker stalled container', () => {
+  let tb: TestBroker | null = null;
+  afterEach(async () => {
+    await tb?.close();
+    tb = null;
   });
-} else {
-  describe('docker stalled container', () => {
-    let tb: TestBroker | null = null;
-    afterEach(async () => {
-      await tb?.close();
-      tb = null;
+
+  it('missed pings alone do not replace a running container; silence past the stall timeout does', async () => {
+    tb = await startTestBroker({
+      BROKER_CONTAINERS: '1',
+      BROKER_SESSIONS_PER_CONTAINER: '2',
+      BROKER_HEALTH_INTERVAL: '0.5',
+      BROKER_CONTAINER_PING_TIMEOUT: '1',
+      BROKER_CONTAINER_STALL_TIMEOUT: '8',
     });
+    const [cid] = poolContainerIds(tb);
+    const id = await tb.acquire();
+    await tb.exec(id, 'export KEPT=yes');
+    const lanes = await lanePids(cid);
+    expect(lanes.length).toBe(2); // the signal lane and the fs lane
 
-    it('missed pings alone do not replace a running container; silence past the stall timeout does', async () => {
-      tb = await startTestBroker({
-        BROKER_CONTAINERS: '1',
-        BROKER_SESSIONS_PER_CONTAINER: '2',
-        BROKER_HEALTH_INTERVAL: '0.5',
-        BROKER_CONTAINER_PING_TIMEOUT: '1',
-        BROKER_CONTAINER_STALL_TIMEOUT: '8',
-      });
-      const [cid] = poolContainerIds(tb);
-      const id = await tb.acquire();
-      await tb.exec(id, 'export KEPT=yes');
-      const lanes = await lanePids(cid);
-      expect(lanes.length).toBe(2); // the signal lane and the fs lane
+    // A short stall: several pings time out (1 s each), the container stays, the lease keeps its state.
+    await signalLanes(cid, 'STOP', lanes);
+    await sleep(3_500);
+    expect(poolContainerIds(tb)).toEqual([cid]);
+    await signalLanes(cid, 'CONT', lanes);
+    expect((await tb.exec(id, 'echo $KEPT')).stdout).toBe('yes\n');
+    expect(poolContainerIds(tb)).toEqual([cid]);
 
-      // A short stall: several pings time out (1 s each), the container stays, the lease keeps its state.
-      await signalLanes(cid, 'STOP', lanes);
-      await sleep(3_500);
-      expect(poolContainerIds(tb)).toEqual([cid]);
-      await signalLanes(cid, 'CONT', lanes);
-      expect((await tb.exec(id, 'echo $KEPT')).stdout).toBe('yes\n');
-      expect(poolContainerIds(tb)).toEqual([cid]);
-
-      // A stall longer than the stall timeout: the container is replaced, the lease learns it (410).
-      await signalLanes(cid, 'STOP', lanes);
-      await eventually(async () => !(await containerExists(docker, cid)), 90_000, 'the stalled container replaced');
-      const after = await tb.post(`/session/${id}/execute`, { command: 'echo $KEPT' });
-      expect(after.status).toBe(410);
-      expect(JSON.stringify(after.json)).toMatch(/did not answer for \d+ s/);
-      await tb.release(id);
-      const health = await tb.waitAllAvailable(90_000);
-      expect(health.available_sessions).toBe(2);
-      expect(poolContainerIds(tb)).not.toContain(cid);
-    });
+    // A stall longer than the stall timeout: the container is replaced, the lease learns it (410).
+    await signalLanes(cid, 'STOP', lanes);
+    await eventually(async () => !(await containerExists(docker, cid)), 90_000, 'the stalled container replaced');
+    const after = await tb.post(`/session/${id}/execute`, { command: 'echo $KEPT' });
+    expect(after.status).toBe(410);
+    expect(JSON.stringify(after.json)).toMatch(/did not answer for \d+ s/);
+    await tb.release(id);
+    const health = await tb.waitAllAvailable(90_000);
+    expect(health.available_sessions).toBe(2);
+    expect(poolContainerIds(tb)).not.toContain(cid);
   });
-}
+});

@@ -5,7 +5,8 @@
  * give the container anything of the host's but its own read-only directory.
  */
 import Dockerode from 'dockerode';
-import { startTestBroker, testBackend, type TestBroker } from '../helpers/broker';
+import { startTestBroker, type TestBroker } from '../helpers/broker';
+import { describeDocker } from '../helpers/dockerSuite';
 import { execIn, poolContainerIds } from '../helpers/dockerFaults';
 import { PS, SESSION_SHELL, unexpectedProcesses } from '../helpers/containerPs';
 
@@ -40,55 +41,49 @@ async function sessionsWork(tb: TestBroker): Promise<void> {
   await tb.release(next);
 }
 
-if (testBackend !== 'docker') {
-  describe('docker transports', () => {
-    it('runs only in the jest "docker" project (BROKER_TEST_BACKEND=docker)', () => undefined);
+describeDocker('docker transports', () => {
+  let tb: TestBroker | null = null;
+  afterEach(async () => {
+    await tb?.close();
+    tb = null;
   });
-} else {
-  describe('docker transports', () => {
-    let tb: TestBroker | null = null;
-    afterEach(async () => {
-      await tb?.close();
-      tb = null;
-    });
 
-    it('by default, sessions and lanes are spawned by the entrypoint on pipes in a read-only mount', async () => {
-      tb = await startTestBroker();
-      const [id] = poolContainerIds(tb);
-      const parents = await shellParents(id);
-      expect(parents.length).toBeGreaterThanOrEqual(tb.total / 2 + 1); // this container's sessions + the signal lane
-      expect(parents).not.toContain('0'); // no docker exec
-      const info = await docker.getContainer(id).inspect();
-      const mount = info.Mounts.find((m) => m.Destination === '/.bkr');
-      expect(mount?.RW).toBe(false);
-      // The container cannot create anything there, and the shells' pipes were unlinked once open.
-      expect((await execIn(docker, id, ['bash', '-c', 'echo x > /.bkr/x'])).code).not.toBe(0);
-      expect((await execIn(docker, id, ['ls', '-A', '/.bkr'])).out.split('\n').filter(Boolean).sort()).toEqual(['events', 'spawn']);
-      await sessionsWork(tb);
-      expect(unexpectedProcesses((await execIn(docker, id, PS)).out, tb.total / 2).leaks).toEqual([]);
-      const dir = mount!.Source;
-      await tb.close();
-      tb = null;
-      // Its directory goes with the broker.
-      expect((await execIn(docker, id, ['true']).catch(() => ({ code: -1 }))).code).toBe(-1);
-      await expect(import('node:fs').then((fs) => fs.promises.stat(dir))).rejects.toThrow(/ENOENT/);
-    });
-
-    it('BROKER_DOCKER_TRANSPORT=exec: one docker exec per shell, same sessions', async () => {
-      tb = await startTestBroker({ BROKER_DOCKER_TRANSPORT: 'exec' });
-      const [id] = poolContainerIds(tb);
-      const parents = await shellParents(id);
-      expect(parents.length).toBeGreaterThanOrEqual(tb.total / 2 + 1);
-      expect(new Set(parents)).toEqual(new Set(['0']));
-      expect((await docker.getContainer(id).inspect()).Mounts).toEqual([]);
-      await sessionsWork(tb);
-    });
-
-    it('auto falls back to docker exec when the pipes cannot be made', async () => {
-      tb = await startTestBroker({ BROKER_DOCKER_FIFO_DIR: '/proc/no-such-dir' });
-      const [id] = poolContainerIds(tb);
-      expect(new Set(await shellParents(id))).toEqual(new Set(['0']));
-      await sessionsWork(tb);
-    });
+  it('by default, sessions and lanes are spawned by the entrypoint on pipes in a read-only mount', async () => {
+    tb = await startTestBroker();
+    const [id] = poolContainerIds(tb);
+    const parents = await shellParents(id);
+    expect(parents.length).toBeGreaterThanOrEqual(tb.total / 2 + 1); // this container's sessions + the signal lane
+    expect(parents).not.toContain('0'); // no docker exec
+    const info = await docker.getContainer(id).inspect();
+    const mount = info.Mounts.find((m) => m.Destination === '/.bkr');
+    expect(mount?.RW).toBe(false);
+    // The container cannot create anything there, and the shells' pipes were unlinked once open.
+    expect((await execIn(docker, id, ['bash', '-c', 'echo x > /.bkr/x'])).code).not.toBe(0);
+    expect((await execIn(docker, id, ['ls', '-A', '/.bkr'])).out.split('\n').filter(Boolean).sort()).toEqual(['events', 'spawn']);
+    await sessionsWork(tb);
+    expect(unexpectedProcesses((await execIn(docker, id, PS)).out, tb.total / 2).leaks).toEqual([]);
+    const dir = mount!.Source;
+    await tb.close();
+    tb = null;
+    // Its directory goes with the broker.
+    expect((await execIn(docker, id, ['true']).catch(() => ({ code: -1 }))).code).toBe(-1);
+    await expect(import('node:fs').then((fs) => fs.promises.stat(dir))).rejects.toThrow(/ENOENT/);
   });
-}
+
+  it('BROKER_DOCKER_TRANSPORT=exec: one docker exec per shell, same sessions', async () => {
+    tb = await startTestBroker({ BROKER_DOCKER_TRANSPORT: 'exec' });
+    const [id] = poolContainerIds(tb);
+    const parents = await shellParents(id);
+    expect(parents.length).toBeGreaterThanOrEqual(tb.total / 2 + 1);
+    expect(new Set(parents)).toEqual(new Set(['0']));
+    expect((await docker.getContainer(id).inspect()).Mounts).toEqual([]);
+    await sessionsWork(tb);
+  });
+
+  it('auto falls back to docker exec when the pipes cannot be made', async () => {
+    tb = await startTestBroker({ BROKER_DOCKER_FIFO_DIR: '/proc/no-such-dir' });
+    const [id] = poolContainerIds(tb);
+    expect(new Set(await shellParents(id))).toEqual(new Set(['0']));
+    await sessionsWork(tb);
+  });
+});

@@ -1,0 +1,13 @@
+/**
+ * A suite of test/docker/. These files run in the jest "docker" project, whose setup
+ * (dockerProject.ts) sets BROKER_TEST_BACKEND=docker; run any other way, the suite is one test that
+ * says why it did nothing.
+ */
+import { testBackend } from './broker';
+
+export function describeDocker(title: string, body: () => void): void {
+  if (testBackend === 'docker') return describe(title, body);
+  describe(title, () => {
+    it(`runs only in the jest "docker" project (BROKER_TEST_BACKEND is '${testBackend}', not 'docker')`, () => undefined);
+  });
+}
