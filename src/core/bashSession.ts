@@ -7,6 +7,7 @@ import { BoundedOutput } from './output';
 import { StreamCapture } from './streamCapture';
 import { SHELL_INIT_SCRIPT, commandLine, endMarkerRequest, markerTokens } from './framing';
 import { newNonce } from '../common/ids';
+import { DeadlineTimer, deadlinePassed } from './deadlineTimer';
 
 export interface ExecOptions {
   timeoutMs: number;
@@ -57,10 +58,13 @@ interface Running {
   out: BoundedOutput;
   err: BoundedOutput;
   startedAtMs: number;
+  /** When the command times out, on the monotonic clock of `performance.now()`. */
+  deadline: number;
   timedOut: boolean;
   /** Timed out and the shell is back: killing what the command left before answering. */
   reaping: boolean;
   stderrBytesAtInterrupt: number;
+  /** The escalation's timers after a timeout (the command's own deadline is the session's DeadlineTimer). */
   timers: NodeJS.Timeout[];
   resolve: (r: ExecResult) => void;
   reject: (e: Error) => void;
@@ -71,6 +75,7 @@ export class BashSession {
   private deathReason: string | null = null;
   private closing = false;
   private deathListener: ((reason: string) => void) | null = null;
+  private readonly deadline = new DeadlineTimer(() => this.onDeadline());
 
   constructor(
     readonly shell: ShellProcess,
@@ -120,6 +125,7 @@ export class BashSession {
           live?.('stderr', c);
         }),
         startedAtMs: Date.now(),
+        deadline: performance.now() + options.timeoutMs,
         timedOut: false,
         reaping: false,
         stderrBytesAtInterrupt: 0,
@@ -128,7 +134,7 @@ export class BashSession {
         reject,
       };
       this.running = run;
-      run.timers.push(setTimeout(() => this.onTimeout(run), options.timeoutMs));
+      this.deadline.arm(run.deadline);
       this.shell.write(commandLine(command, nonce));
     });
   }
@@ -138,6 +144,7 @@ export class BashSession {
     this.closing = true;
     if (this.deathReason === null) this.deathReason = 'session closed';
     this.finish(new ShellDiedError('session closed'));
+    this.deadline.stop();
     await this.shell.close();
   }
 
@@ -198,6 +205,14 @@ export class BashSession {
     else run.resolve(outcome);
   }
 
+  /** The deadline timer went off: the running command's time is up, or it is re-armed for the rest. */
+  private onDeadline(): void {
+    const run = this.running;
+    if (!run || run.timedOut) return;
+    if (deadlinePassed(run.deadline)) this.onTimeout(run);
+    else this.deadline.arm(run.deadline); // it was armed for an earlier command's deadline
+  }
+
   /** ^C first (state survives, as in a terminal); then SIGKILL what ignores it; then give up. */
   private onTimeout(run: Running): void {
     if (this.running !== run) return;
@@ -251,6 +266,7 @@ export class BashSession {
     const reason = 'the shell did not come back after the command timed out';
     this.deathReason = reason;
     this.finish(new ShellDiedError(reason));
+    this.deadline.stop();
     void this.shell.close().catch(() => undefined);
     this.deathListener?.(reason);
   }
@@ -259,6 +275,7 @@ export class BashSession {
     if (this.deathReason !== null) return;
     this.deathReason = exit.reason;
     this.finish(new ShellDiedError(exit.reason));
+    this.deadline.stop();
     if (!this.closing) this.deathListener?.(exit.reason);
   }
 }
