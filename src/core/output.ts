@@ -93,6 +93,7 @@ export class BoundedOutput {
 
   /** UTF-8 text; invalid sequences become U+FFFD, so the JSON response is always valid. */
   text(): string {
+    if (this.byteLength === 0) return ''; // most commands leave one stream empty: no buffer to build
     const head = this.head.length === 1 ? this.head[0] : Buffer.concat(this.head);
     if (this.droppedBytes === 0) return this.tailBytes ? Buffer.concat([head, this.tail()]).toString('utf8') : head.toString('utf8');
     return head.toString('utf8') + `\n[... ${this.droppedBytes} bytes truncated ...]\n` + this.tail().toString('utf8');
