@@ -64,6 +64,8 @@ interface Running {
   /** Timed out and the shell is back: killing what the command left before answering. */
   reaping: boolean;
   stderrBytesAtInterrupt: number;
+  /** Rounds of ^C and kill after the timeout (escalate). */
+  escalations: number;
   /** The escalation's timers after a timeout (the command's own deadline is the session's DeadlineTimer). */
   timers: NodeJS.Timeout[];
   resolve: (r: ExecResult) => void;
@@ -129,6 +131,7 @@ export class BashSession {
         timedOut: false,
         reaping: false,
         stderrBytesAtInterrupt: 0,
+        escalations: 0,
         timers: [],
         resolve,
         reject,
@@ -239,8 +242,14 @@ export class BashSession {
   private escalate(run: Running, landedAt: number | null, since: number): void {
     if (this.running !== run || run.reaping) return;
     const now = Date.now();
-    if (landedAt !== null && now - landedAt >= this.timings.killGraceMs) return this.onUnrecoverable(run);
-    if (now - since >= MAX_KILL_WAIT_ROUNDS * this.timings.killGraceMs) return this.onUnrecoverable(run);
+    const rounds = `${run.escalations} round${run.escalations === 1 ? '' : 's'} of ^C and kill`;
+    if (landedAt !== null && now - landedAt >= this.timings.killGraceMs) {
+      return this.onUnrecoverable(run, `${seconds(now - landedAt)} s after the first kill was carried out, ${rounds}`);
+    }
+    if (now - since >= MAX_KILL_WAIT_ROUNDS * this.timings.killGraceMs) {
+      return this.onUnrecoverable(run, `no kill was carried out in ${seconds(now - since)} s, ${rounds}`);
+    }
+    run.escalations++;
     this.shell.interrupt(() => this.wantsInterrupt(run));
     // A ^C that lands while bash is reading the earlier request (bash reads a pipe a byte at a time)
     // discards the part it read: ask again, or the shell could never answer. Extra answers carry this
@@ -261,9 +270,10 @@ export class BashSession {
     return this.running === run && !run.reaping;
   }
 
-  private onUnrecoverable(run: Running): void {
+  /** `why`: what the escalation saw, so that a 410 tells a shell that ignored ^C from a starved container. */
+  private onUnrecoverable(run: Running, why: string): void {
     if (this.running !== run) return;
-    const reason = 'the shell did not come back after the command timed out';
+    const reason = `the shell did not come back after the command timed out: ${why}`;
     this.deathReason = reason;
     this.finish(new ShellDiedError(reason));
     this.deadline.stop();
@@ -278,4 +288,8 @@ export class BashSession {
     this.deadline.stop();
     if (!this.closing) this.deathListener?.(exit.reason);
   }
+}
+
+function seconds(ms: number): string {
+  return (ms / 1000).toFixed(1);
 }
