@@ -41,8 +41,17 @@ export interface BashSessionTimings {
  */
 export const DEFAULT_TIMINGS: BashSessionTimings = { interruptGraceMs: 300, killGraceMs: 10_000, readyTimeoutMs: 20_000 };
 
-/** How many kill graces a timed-out command may wait for its first kill to be carried out. */
+/** How many kill graces a timed-out command's shell may take to come back, at most (however starved). */
 const MAX_KILL_WAIT_ROUNDS = 3;
+
+/**
+ * Kills that must have been carried out, besides a kill grace since the first, before a shell is
+ * declared dead sooner than that bound. A responsive container carries out a round every ~0.35 s
+ * (20 in ~7 s, inside the grace): a shell that ignores ^C is declared dead after the grace, as
+ * before. A starved one takes seconds per round (the soak: 5-10 rounds in 10-14 s before three shells
+ * were given up for dead): there the shell is not to blame, and gets up to the bound.
+ */
+const MIN_LANDED_KILLS = 20;
 
 /** The shell is gone: it exited, was killed, or could not be brought back after a timeout. */
 export class ShellDiedError extends Error {
@@ -64,8 +73,9 @@ interface Running {
   /** Timed out and the shell is back: killing what the command left before answering. */
   reaping: boolean;
   stderrBytesAtInterrupt: number;
-  /** Rounds of ^C and kill after the timeout (escalate). */
+  /** Rounds of ^C and kill after the timeout (escalate), and how many of their kills were carried out. */
   escalations: number;
+  landedKills: number;
   /** The escalation's timers after a timeout (the command's own deadline is the session's DeadlineTimer). */
   timers: NodeJS.Timeout[];
   resolve: (r: ExecResult) => void;
@@ -132,6 +142,7 @@ export class BashSession {
         reaping: false,
         stderrBytesAtInterrupt: 0,
         escalations: 0,
+        landedKills: 0,
         timers: [],
         resolve,
         reject,
@@ -233,21 +244,21 @@ export class BashSession {
    * handled by the child (bash's "wait and cooperative exit"), and the loop goes on; a later one
    * lands between children and stops it.
    *
-   * Gives up killGraceMs after the first kill that was carried out (`landedAt`): a shell that still
-   * does not answer once its command's processes are dead ignores ^C for good. Until a kill lands
-   * (a container starved of CPU runs its kills late) the shell is not to blame; that wait is bounded
-   * by MAX_KILL_WAIT_ROUNDS x killGraceMs from the first round (`since`), and a container that stops
-   * answering altogether is the health check's to replace.
+   * Gives up killGraceMs after the first kill that was carried out (`landedAt`), once MIN_LANDED_KILLS
+   * kills were: a shell that still does not answer while its container carries out kill after kill
+   * ignores ^C for good. A container starved of CPU carries out its kills late and few, and its shell
+   * is not to blame; that wait is bounded by MAX_KILL_WAIT_ROUNDS x killGraceMs from the first round
+   * (`since`), and a container that stops answering altogether is the health check's to replace.
    */
   private escalate(run: Running, landedAt: number | null, since: number): void {
     if (this.running !== run || run.reaping) return;
     const now = Date.now();
-    const rounds = `${run.escalations} round${run.escalations === 1 ? '' : 's'} of ^C and kill`;
-    if (landedAt !== null && now - landedAt >= this.timings.killGraceMs) {
+    const rounds = `${run.landedKills} of ${run.escalations} rounds of ^C and kill carried out`;
+    if (landedAt !== null && now - landedAt >= this.timings.killGraceMs && run.landedKills >= MIN_LANDED_KILLS) {
       return this.onUnrecoverable(run, `${seconds(now - landedAt)} s after the first kill was carried out, ${rounds}`);
     }
     if (now - since >= MAX_KILL_WAIT_ROUNDS * this.timings.killGraceMs) {
-      return this.onUnrecoverable(run, `no kill was carried out in ${seconds(now - since)} s, ${rounds}`);
+      return this.onUnrecoverable(run, `${seconds(now - since)} s after the timeout, ${rounds}`);
     }
     run.escalations++;
     this.shell.interrupt(() => this.wantsInterrupt(run));
@@ -259,6 +270,7 @@ export class BashSession {
     // queue of kills) must not make a healthy shell look unrecoverable.
     void this.killStarted(run).then((landed) => {
       if (this.running === run && !run.reaping) {
+        if (landed) run.landedKills++;
         const firstLanded = landedAt ?? (landed ? Date.now() : null);
         run.timers.push(setTimeout(() => this.escalate(run, firstLanded, since), this.timings.interruptGraceMs));
       }
