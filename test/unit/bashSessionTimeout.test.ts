@@ -29,12 +29,34 @@ class ScriptedShell implements ShellProcess {
       return;
     }
     const asked = /^__be ([0-9a-f]+)\n$/.exec(text);
+    if (asked && this.lateInterruptMs !== null) return this.answerLater(asked[1], 30);
     if (asked && this.answersEndRequests) {
       this.emit('stdout', `${asked[1]}e130\n`);
       this.emit('stderr', `${asked[1]}e\n`);
     }
   }
-  interrupt(): void {}
+  interrupts = 0;
+  /** Set by the test: a ^C lands this long after it is sent, and discards a request bash is running. */
+  lateInterruptMs: number | null = null;
+  private pendingAnswer: NodeJS.Timeout | null = null;
+  interrupt(): void {
+    this.interrupts++;
+    if (this.lateInterruptMs !== null) {
+      setTimeout(() => {
+        if (this.pendingAnswer) clearTimeout(this.pendingAnswer);
+        this.pendingAnswer = null;
+      }, this.lateInterruptMs);
+    }
+  }
+  /** A request bash answers `ms` after reading it, unless a ^C lands first. */
+  answerLater(nonce: string, ms: number): void {
+    if (this.pendingAnswer) return;
+    this.pendingAnswer = setTimeout(() => {
+      this.pendingAnswer = null;
+      this.emit('stdout', `${nonce}e130\n`);
+      this.emit('stderr', `${nonce}e\n`);
+    }, ms);
+  }
   killStartedSince(): Promise<number> {
     this.kills++;
     return this.kill();
@@ -84,6 +106,20 @@ describe('BashSession: giving up on a timed-out shell', () => {
       if (Date.now() - t0 > 450) shell.answersEndRequests = true; // back after 2+ graces
       return 1;
     });
+    const session = new BashSession(shell, TIMINGS);
+    const result = await session.execute('sleep 100', { timeoutMs: 50, maxOutputBytes: 1024 });
+    expect(result.timedOut).toBe(true);
+    expect(session.alive).toBe(true);
+  });
+
+  it("late ^Cs (a starved container's lane): rounds without a ^C let the shell answer its end-marker request", async () => {
+    // The command's processes are dead (each kill finds none); bash needs 30 ms to run a request, and
+    // a ^C lands 10 ms after it was sent, discarding the request bash is running.
+    const shell = new ScriptedShell(async () => {
+      await sleep(5);
+      return 0;
+    });
+    shell.lateInterruptMs = 10;
     const session = new BashSession(shell, TIMINGS);
     const result = await session.execute('sleep 100', { timeoutMs: 50, maxOutputBytes: 1024 });
     expect(result.timedOut).toBe(true);
