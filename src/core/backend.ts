@@ -52,6 +52,8 @@ export interface ShellProcess {
   killStartedSince(sinceEpochMs: number): Promise<number>;
   /** Kill the shell and every process it ever started, escapees included. Safe to call twice. */
   close(): Promise<void>;
+  /** Optional: the shell's process and its children as the OS shows them, for the log (diagnostics only). */
+  describe?(): Promise<string>;
   /**
    * Optional: make this same process a pristine shell again (everything the lease started killed,
    * a fresh bash in its place) when that is much cheaper than a new one. False: close and reopen.

@@ -7,6 +7,7 @@ import { BoundedOutput } from './output';
 import { StreamCapture } from './streamCapture';
 import { SHELL_INIT_SCRIPT, commandLine, endMarkerRequest, markerTokens } from './framing';
 import { newNonce } from '../common/ids';
+import { logger } from '../common/logger';
 import { DeadlineTimer, deadlinePassed } from './deadlineTimer';
 
 export interface ExecOptions {
@@ -293,6 +294,11 @@ export class BashSession {
     const reason = `the shell did not come back after the command timed out: ${why}`;
     this.deathReason = reason;
     this.finish(new ShellDiedError(reason));
+    // Queued before the close's kills: what the shell was doing when it was given up.
+    void this.shell
+      .describe?.()
+      .then((processes) => logger.warn({ shell: this.shell.description, processes }, 'a timed-out shell was given up'))
+      .catch(() => undefined);
     this.deadline.stop();
     void this.shell.close().catch(() => undefined);
     this.deathListener?.(reason);

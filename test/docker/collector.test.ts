@@ -87,4 +87,16 @@ describeDocker('docker escapee collector', () => {
     await tb.release(id);
     await tb.waitAllAvailable(60_000);
   });
+
+  it("describes a shell's process tree for the log (__bk_ps), with builtins", async () => {
+    tb = await startTestBroker({ BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_HEALTH_INTERVAL: '3600' });
+    const [cid] = poolContainerIds(tb);
+    const id = await tb.acquire();
+    const pid = Number((await tb.exec(id, 'sleep 3603 & echo $$')).stdout.trim());
+    const tree = await controlOf(tb, cid).describeTree(pid);
+    expect(tree).toMatch(new RegExp(`(^|; )${pid}\\(bash\\) [RS] \\S+;`));
+    expect(tree).toMatch(/\d+\(sleep\) S \S+;( |$)/);
+    expect(await controlOf(tb, cid).describeTree(999999)).toBe('gone');
+    await tb.release(id);
+  });
 });

@@ -92,6 +92,11 @@ export class ControlShell {
     void this.signal(command, CONTROL_TIMEOUT_MS, true, stillWanted).catch(() => undefined);
   }
 
+  /** A process and its children as /proc shows them (`__bk_ps`): for the log, when a shell did not answer. */
+  async describeTree(pid: number): Promise<string> {
+    return (await this.signal(`__bk_ps ${pid}`, CONTROL_TIMEOUT_MS)).trim();
+  }
+
   /** `sinceEpochMs` -1 kills regardless of start time. */
   async kill(rootPid: number, sinceEpochMs: number, tag: string, keepRoot: boolean): Promise<number> {
     const out = await this.signal(`__bk_kill ${rootPid} ${Math.round(sinceEpochMs)} ${quote(tag)} ${keepRoot ? 1 : 0}`, CONTROL_TIMEOUT_MS);

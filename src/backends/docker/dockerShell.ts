@@ -96,6 +96,10 @@ export class DockerShell implements ShellProcess {
     if (!this.ended && this.pid > 1) this.options.control.signalGroup(this.pid, 'INT', stillWanted);
   }
 
+  describe(): Promise<string> {
+    return this.pid > 1 ? this.options.control.describeTree(this.pid) : Promise.resolve('no pid');
+  }
+
   killStartedSince(sinceEpochMs: number): Promise<number> {
     return this.options.control.kill(this.pid, sinceEpochMs, this.options.tag, true);
   }

@@ -12,6 +12,8 @@
  *     any: a parent still alive while its children die may fork again into the room they free
  *     (a fork burst held at the pids limit does exactly that), after the /proc snapshot was taken.
  *
+ *   __bk_ps PID              one line: PID and its children, each `pid(comm) state wchan;` ("gone":
+ *                            none), to say why a shell did not answer (builtins only)
  *   __bk_ticks EPOCH_MS      sets __bk_t to that moment in /proc's start-time ticks (also __bk_gc's)
  *   __bk_slay PID...         stops, then SIGKILLs its arguments (none: nothing)
  *
@@ -20,6 +22,19 @@
  * a runaway command starves its container's CPU, and a relative "ms ago" would then be stale.
  */
 export const CONTROL_SCRIPT = `
+__bk_ps(){
+  local root=$1 f l p c w out=
+  for f in /proc/[0-9]*/stat; do
+    { builtin read -r l < "$f"; } 2>/dev/null || continue
+    p=\${f#/proc/}; p=\${p%/stat}
+    c=\${l#*\\(}; c=\${c%)*}
+    builtin set -- \${l##*) }
+    [[ $p == "$root" || $2 == "$root" ]] || continue
+    w=; { builtin read -r w < "/proc/$p/wchan"; } 2>/dev/null
+    out+="$p($c) $1 \${w:-?}; "
+  done
+  builtin echo "\${out:-gone}"
+}
 __bk_ticks(){
   local up now
   builtin read -r up _ < /proc/uptime; up=\${up/./}; now=\${EPOCHREALTIME//[!0-9]/}
