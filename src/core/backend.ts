@@ -45,9 +45,10 @@ export interface ShellProcess {
   /**
    * A terminal's ^C: SIGINT to the shell's foreground process group. A backend that delivers it
    * later (a queue in a busy container) asks `stillWanted` first and drops a ^C whose command has
-   * ended: a late one would interrupt the next command.
+   * ended: a late one would interrupt the next command. Such a backend returns a promise that
+   * settles once the ^C was delivered or dropped: the session writes no next command before.
    */
-  interrupt(stillWanted?: () => boolean): void;
+  interrupt(stillWanted?: () => boolean): void | Promise<void>;
   /** SIGKILL every process the shell started at or after `sinceEpochMs` (the shell itself survives). */
   killStartedSince(sinceEpochMs: number): Promise<number>;
   /** Kill the shell and every process it ever started, escapees included. Safe to call twice. */

@@ -88,6 +88,8 @@ export class BashSession {
   private deathReason: string | null = null;
   private closing = false;
   private deathListener: ((reason: string) => void) | null = null;
+  /** ^Cs and kills of earlier commands still under way in the backend. */
+  private readonly inFlight = new Set<Promise<void>>();
   private readonly deadline = new DeadlineTimer(() => this.onDeadline());
 
   constructor(
@@ -117,6 +119,37 @@ export class BashSession {
   }
 
   execute(command: string, options: ExecOptions): Promise<ExecResult> {
+    if (this.inFlight.size === 0) return this.run(command, options);
+    return this.settleInFlight().then(() => this.run(command, options));
+  }
+
+  /**
+   * Waits (at most a kill grace) for the ^Cs and kills an earlier command's timeout still has under
+   * way. A backend that delivers them late (a starved container's lane) would otherwise deliver them
+   * into this command: a ^C while bash reads its line discards the line (its start marker never
+   * comes, and the session was given up for dead with bash idle at its prompt: soak, session 5); a
+   * kill of "everything started since" the earlier command takes this one's processes too.
+   */
+  private async settleInFlight(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.timings.killGraceMs)));
+    await Promise.race([Promise.all(this.inFlight), bound]);
+    clearTimeout(timer);
+    this.inFlight.clear();
+  }
+
+  /** Remembers a ^C or kill under way until it settles (see settleInFlight). */
+  private track(op: void | Promise<unknown>): void {
+    if (!op) return;
+    const settled = op.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.inFlight.add(settled);
+    void settled.then(() => this.inFlight.delete(settled));
+  }
+
+  private run(command: string, options: ExecOptions): Promise<ExecResult> {
     if (this.deathReason !== null) return Promise.reject(new ShellDiedError(this.deathReason));
     if (this.running) return Promise.reject(new Error('BashSession.execute called while busy'));
     const nonce = newNonce();
@@ -190,7 +223,9 @@ export class BashSession {
    */
   private killStarted(run: Running): Promise<boolean> {
     const bound = new Promise<boolean>((resolve) => run.timers.push(setTimeout(() => resolve(false), this.timings.killGraceMs)));
-    const kill = this.shell.killStartedSince(run.startedAtMs).then(
+    const started = this.shell.killStartedSince(run.startedAtMs);
+    this.track(started);
+    const kill = started.then(
       () => true,
       () => false,
     );
@@ -234,7 +269,7 @@ export class BashSession {
     run.timedOut = true;
     // Count what the capture still holds back too: it is output the command wrote before the ^C.
     run.stderrBytesAtInterrupt = run.err.byteLength + run.stderr.heldBodyBytes;
-    this.shell.interrupt(() => this.wantsInterrupt(run));
+    this.track(this.shell.interrupt(() => this.wantsInterrupt(run)));
     this.shell.write(endMarkerRequest(run.nonce));
     run.timers.push(setTimeout(() => this.escalate(run, null, Date.now()), this.timings.interruptGraceMs));
   }
@@ -267,7 +302,7 @@ export class BashSession {
     // it late, well after the request was written) discards that: with a ^C in every round, two
     // shells of the soak, their kills all carried out, never answered in 30 s. A builtin loop, which
     // only ^C stops, still gets one every ~0.7 s.
-    if (run.escalations % 2 === 1) this.shell.interrupt(() => this.wantsInterrupt(run));
+    if (run.escalations % 2 === 1) this.track(this.shell.interrupt(() => this.wantsInterrupt(run)));
     // A ^C that lands while bash is reading the earlier request (bash reads a pipe a byte at a time)
     // discards the part it read: ask again, or the shell could never answer. Extra answers carry this
     // command's nonce and fall between commands, where output is dropped.

@@ -16,6 +16,8 @@ class ScriptedShell implements ShellProcess {
   listener: ShellListener | null = null;
   /** Set by the test: whether a `__be NONCE` request (after a ^C) is answered. */
   answersEndRequests = false;
+  /** Set by the test: whether a command line runs (and ends) at once. */
+  answersCommands = false;
   kills = 0;
   constructor(private readonly kill: () => Promise<number>) {}
   setListener(listener: ShellListener): void {
@@ -23,6 +25,12 @@ class ScriptedShell implements ShellProcess {
   }
   write(text: string): void {
     const started = /^__bs ([0-9a-f]+);/.exec(text);
+    if (started) this.events.push(`line ${started[1]}`);
+    if (started && this.answersCommands) {
+      this.emit('stdout', `${started[1]}s${started[1]}e0\n`);
+      this.emit('stderr', `${started[1]}s${started[1]}e\n`);
+      return;
+    }
     if (started) {
       this.emit('stdout', `${started[1]}s`);
       this.emit('stderr', `${started[1]}s`);
@@ -39,8 +47,15 @@ class ScriptedShell implements ShellProcess {
   /** Set by the test: a ^C lands this long after it is sent, and discards a request bash is running. */
   lateInterruptMs: number | null = null;
   private pendingAnswer: NodeJS.Timeout | null = null;
-  interrupt(): void {
+  /** Set by the test: each ^C is delivered (its promise settles) this long after it was sent. */
+  interruptDeliveryMs: number | null = null;
+  /** What happened, in order: `^C delivered`, and each command line written (`line <nonce>`). */
+  readonly events: string[] = [];
+  interrupt(): void | Promise<void> {
     this.interrupts++;
+    if (this.interruptDeliveryMs !== null) {
+      return sleep(this.interruptDeliveryMs).then(() => void this.events.push('^C delivered'));
+    }
     if (this.lateInterruptMs !== null) {
       setTimeout(() => {
         if (this.pendingAnswer) clearTimeout(this.pendingAnswer);
@@ -124,6 +139,20 @@ describe('BashSession: giving up on a timed-out shell', () => {
     const result = await session.execute('sleep 100', { timeoutMs: 50, maxOutputBytes: 1024 });
     expect(result.timedOut).toBe(true);
     expect(session.alive).toBe(true);
+  });
+
+  it("a ^C delivered late (after its command was answered) is waited for before the next command's line is written", async () => {
+    const shell = new ScriptedShell(async () => 1);
+    shell.answersEndRequests = true;
+    shell.interruptDeliveryMs = 150; // the ^C sent at the timeout lands long after the answer
+    const session = new BashSession(shell, TIMINGS);
+    const first = await session.execute('sleep 100', { timeoutMs: 20, maxOutputBytes: 1024 });
+    expect(first.timedOut).toBe(true);
+    expect(shell.events).toEqual([expect.stringMatching(/^line /)]); // answered; the ^C still on its way
+    shell.answersCommands = true;
+    const second = await session.execute('true', { timeoutMs: 5_000, maxOutputBytes: 1024 });
+    expect(second.returnCode).toBe(0);
+    expect(shell.events.slice(1)).toEqual(['^C delivered', expect.stringMatching(/^line /)]);
   });
 
   it('kills that never come back: the shell is declared dead all the same, later', async () => {

@@ -86,10 +86,16 @@ export class ControlShell {
     return !this.closed && this.signals.usable;
   }
 
-  /** `stillWanted`: asked when the signal's turn comes; false drops it (its reason is gone). */
-  signalGroup(pid: number, signal: 'INT' | 'KILL', stillWanted?: () => boolean): void {
+  /**
+   * `stillWanted`: asked when the signal's turn comes; false drops it (its reason is gone). Settles
+   * (never rejects) once the lane carried it out, dropped it, or gave up on it.
+   */
+  signalGroup(pid: number, signal: 'INT' | 'KILL', stillWanted?: () => boolean): Promise<void> {
     const command = `builtin kill -${signal} -- -${pid} 2>/dev/null || builtin kill -${signal} ${pid} 2>/dev/null; :`;
-    void this.signal(command, CONTROL_TIMEOUT_MS, true, stillWanted).catch(() => undefined);
+    return this.signal(command, CONTROL_TIMEOUT_MS, true, stillWanted).then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   /** A process and its children as /proc shows them (`__bk_ps`): for the log, when a shell did not answer. */

@@ -92,8 +92,8 @@ export class DockerShell implements ShellProcess {
     if (!this.ended) this.channel?.write(text);
   }
 
-  interrupt(stillWanted?: () => boolean): void {
-    if (!this.ended && this.pid > 1) this.options.control.signalGroup(this.pid, 'INT', stillWanted);
+  interrupt(stillWanted?: () => boolean): Promise<void> | void {
+    if (!this.ended && this.pid > 1) return this.options.control.signalGroup(this.pid, 'INT', stillWanted);
   }
 
   describe(): Promise<string> {
