@@ -62,7 +62,8 @@ describe('misbehaving clients', () => {
     expect(head).toMatch(/^transfer-encoding: chunked$/im);
     const json = JSON.parse(dechunk(answer.slice(split + 4)));
     expect(json.stdout.length).toBe(8_000_000);
-    expect(json.stdout).toMatch(/^a+$/);
+    // Compared whole, not with /^a+$/: V8's regex engine can overflow its stack on 8 MB (seen in CI).
+    expect(json.stdout === 'a'.repeat(8_000_000)).toBe(true);
     for (const id of [slowId, otherId]) await tb.post(`/session/${id}/release`);
     await tb.waitAllAvailable();
   });
