@@ -7,6 +7,7 @@ import { BoundedOutput } from './output';
 import { StreamCapture } from './streamCapture';
 import { SHELL_INIT_SCRIPT, commandLine, endMarkerRequest, markerTokens } from './framing';
 import { newNonce } from '../common/ids';
+import { delay } from '../common/delay';
 import { logger } from '../common/logger';
 import { DeadlineTimer, deadlinePassed } from './deadlineTimer';
 
@@ -77,6 +78,9 @@ interface Running {
   /** Rounds of ^C and kill after the timeout (escalate), and how many of their kills were carried out. */
   escalations: number;
   landedKills: number;
+  /** When the escalation's first round ran, and when its first kill was carried out (epoch ms). */
+  firstRoundAtMs: number;
+  firstKillLandedAtMs: number | null;
   /** The escalation's timers after a timeout (the command's own deadline is the session's DeadlineTimer). */
   timers: NodeJS.Timeout[];
   resolve: (r: ExecResult) => void;
@@ -131,10 +135,7 @@ export class BashSession {
    * kill of "everything started since" the earlier command takes this one's processes too.
    */
   private async settleInFlight(): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.timings.killGraceMs)));
-    await Promise.race([Promise.all(this.inFlight), bound]);
-    clearTimeout(timer);
+    await Promise.race([Promise.all(this.inFlight), delay(this.timings.killGraceMs)]);
     this.inFlight.clear();
   }
 
@@ -177,6 +178,8 @@ export class BashSession {
         stderrBytesAtInterrupt: 0,
         escalations: 0,
         landedKills: 0,
+        firstRoundAtMs: 0,
+        firstKillLandedAtMs: null,
         timers: [],
         resolve,
         reject,
@@ -271,7 +274,7 @@ export class BashSession {
     run.stderrBytesAtInterrupt = run.err.byteLength + run.stderr.heldBodyBytes;
     this.track(this.shell.interrupt(() => this.wantsInterrupt(run)));
     this.shell.write(endMarkerRequest(run.nonce));
-    run.timers.push(setTimeout(() => this.escalate(run, null, Date.now()), this.timings.interruptGraceMs));
+    run.timers.push(setTimeout(() => this.escalate(run), this.timings.interruptGraceMs));
   }
 
   /**
@@ -280,28 +283,31 @@ export class BashSession {
    * handled by the child (bash's "wait and cooperative exit"), and the loop goes on; a later one
    * lands between children and stops it.
    *
-   * Gives up killGraceMs after the first kill that was carried out (`landedAt`), once MIN_LANDED_KILLS
+   * Gives up killGraceMs after the first kill that was carried out (`firstKillLandedAtMs`), once MIN_LANDED_KILLS
    * kills were: a shell that still does not answer while its container carries out kill after kill
    * ignores ^C for good. A container starved of CPU carries out its kills late and few, and its shell
    * is not to blame; that wait is bounded by MAX_KILL_WAIT_ROUNDS x killGraceMs from the first round
-   * (`since`), and a container that stops answering altogether is the health check's to replace.
+   * (`firstRoundAtMs`), and a container that stops answering altogether is the health check's to replace.
    */
-  private escalate(run: Running, landedAt: number | null, since: number): void {
+  private escalate(run: Running): void {
     if (this.running !== run || run.reaping) return;
     const now = Date.now();
+    run.firstRoundAtMs ||= now;
+    const landedAt = run.firstKillLandedAtMs;
     const rounds = `${run.landedKills} of ${run.escalations} rounds of ^C and kill carried out`;
     if (landedAt !== null && now - landedAt >= this.timings.killGraceMs && run.landedKills >= MIN_LANDED_KILLS) {
       return this.onUnrecoverable(run, `${seconds(now - landedAt)} s after the first kill was carried out, ${rounds}`);
     }
-    if (now - since >= MAX_KILL_WAIT_ROUNDS * this.timings.killGraceMs) {
-      return this.onUnrecoverable(run, `${seconds(now - since)} s after the timeout, ${rounds}`);
+    if (now - run.firstRoundAtMs >= MAX_KILL_WAIT_ROUNDS * this.timings.killGraceMs) {
+      return this.onUnrecoverable(run, `${seconds(now - run.firstRoundAtMs)} s after the timeout, ${rounds}`);
     }
     run.escalations++;
     // ^C on every other round only. Once the command's processes are dead, bash only has to read and
     // run the end-marker request, and a ^C landing meanwhile (a starved container's lane delivers
-    // it late, well after the request was written) discards that: with a ^C in every round, two
-    // shells of the soak, their kills all carried out, never answered in 30 s. A builtin loop, which
-    // only ^C stops, still gets one every ~0.7 s.
+    // it late, well after the request was written) discards that. (The soak's shells that never
+    // answered with every kill carried out turned out to be another late ^C, one landing in the
+    // NEXT command's line: settleInFlight.) A builtin loop, which only ^C stops, still gets one
+    // every ~0.7 s.
     if (run.escalations % 2 === 1) this.track(this.shell.interrupt(() => this.wantsInterrupt(run)));
     // A ^C that lands while bash is reading the earlier request (bash reads a pipe a byte at a time)
     // discards the part it read: ask again, or the shell could never answer. Extra answers carry this
@@ -311,9 +317,11 @@ export class BashSession {
     // queue of kills) must not make a healthy shell look unrecoverable.
     void this.killStarted(run).then((landed) => {
       if (this.running === run && !run.reaping) {
-        if (landed) run.landedKills++;
-        const firstLanded = landedAt ?? (landed ? Date.now() : null);
-        run.timers.push(setTimeout(() => this.escalate(run, firstLanded, since), this.timings.interruptGraceMs));
+        if (landed) {
+          run.landedKills++;
+          run.firstKillLandedAtMs ??= Date.now();
+        }
+        run.timers.push(setTimeout(() => this.escalate(run), this.timings.interruptGraceMs));
       }
     });
   }

@@ -25,6 +25,7 @@ import {
 } from '../common/errors';
 import { newSessionId } from '../common/ids';
 import { logger } from '../common/logger';
+import { delay } from '../common/delay';
 
 export interface PoolOptions {
   containers: number;
@@ -462,7 +463,3 @@ function secondsSince(start: bigint): number {
   return Number(process.hrtime.bigint() - start) / 1e9;
 }
 
-/** Unref'd: a bound raced against other work must not hold the process open once that work is done. */
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}

@@ -39,7 +39,7 @@ describeDocker('docker per-session pids limits', () => {
   });
 
   it("a fork burst is held at its session's limit; a neighbour in the same container forks at once", async () => {
-    const { mount } = readPidsMount();
+    const mount = readPidsMount();
     if (!mount) throw new Error('this host has no cgroup v1 pids hierarchy: per-session pids limits cannot work here (see sessionPids.ts)');
     const b = (tb = await startTestBroker({
       BROKER_DEPLOYMENT: DEPLOYMENT,

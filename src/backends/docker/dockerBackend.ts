@@ -83,7 +83,7 @@ export class DockerBackend implements SessionBackend {
 
   constructor(private readonly options: DockerBackendOptions) {
     this.fifoState = options.transport === 'exec' ? 'off' : 'unknown';
-    this.pidsMount = options.sessionPidsLimit > 0 ? readPidsMount().mount : null;
+    this.pidsMount = options.sessionPidsLimit > 0 ? readPidsMount() : null;
   }
 
   /** Host directory of this deployment's pipes (one subdirectory per container). */

@@ -15,7 +15,6 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { errorMessage } from '../../common/errors';
 
 /** The pids controller's cgroup v1 mount point on this host, from /proc/self/mountinfo; null without one. */
 export function pidsV1Mount(mountinfo: string): string | null {
@@ -100,11 +99,11 @@ export class ContainerPids {
   }
 }
 
-/** The host's pids mount, read once; null (with the reason) when there is none. */
-export function readPidsMount(): { mount: string | null; error?: string } {
+/** The host's pids mount, read once; null when there is none (or /proc cannot tell). */
+export function readPidsMount(): string | null {
   try {
-    return { mount: pidsV1Mount(fs.readFileSync('/proc/self/mountinfo', 'latin1')) };
-  } catch (err) {
-    return { mount: null, error: errorMessage(err) };
+    return pidsV1Mount(fs.readFileSync('/proc/self/mountinfo', 'latin1'));
+  } catch {
+    return null;
   }
 }

@@ -10,6 +10,7 @@ import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, recycleExecLine, StdoutExpectation } 
 import { addProcess, groupPids, killGroupAsync } from './cgroup';
 import { descendants, epochMsToStartTicks, hasEnvEntry, killQuietly, listProcs, readProc } from './procfs';
 import { bashPath } from './bashPath';
+import { delay } from '../../common/delay';
 
 export const SHELL_ARGS = ['--norc', '--noprofile', '--noediting', '-i'];
 const EXIT_WAIT_MS = 5000;
@@ -179,6 +180,3 @@ function splitTag(tag: string): [string, string] {
   return [tag.slice(0, eq), tag.slice(eq + 1)];
 }
 
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
