@@ -62,6 +62,8 @@ export interface DockerStartResult {
   concurrency: number;
   createStartMs: number;
   removeMs: number;
+  /** Where the machine's CPU went during the create+start (cores, by category: bench/lib/cpuAccount.ts). */
+  cpu: Record<string, number>;
 }
 
 export interface RawOpenResult {

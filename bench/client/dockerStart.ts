@@ -8,6 +8,7 @@ import { loadConfig } from '../../src/config/config';
 import { LABEL_DEPLOYMENT } from '../../src/backends/docker/dockerBackend';
 import { FLOOR_DEPLOYMENT, type DockerStartResult } from '../protocol';
 import { mapLimit, nowMs } from '../lib/stats';
+import { cpuBreakdown, snapshotCpu } from '../lib/cpuAccount';
 
 export async function dockerStartFloor(image: string, count: number, concurrency: number): Promise<DockerStartResult> {
   const docker = new Dockerode();
@@ -15,6 +16,7 @@ export async function dockerStartFloor(image: string, count: number, concurrency
   const ids: string[] = [];
   const removeAll = (): Promise<unknown> =>
     mapLimit(ids, concurrency, (id) => docker.getContainer(id).remove({ force: true, v: true }).catch(() => undefined));
+  const cpuBefore = snapshotCpu();
   const t0 = nowMs();
   try {
     await mapLimit(Array.from({ length: count }, (_, i) => i), concurrency, async (i) => {
@@ -42,7 +44,8 @@ export async function dockerStartFloor(image: string, count: number, concurrency
     throw err;
   }
   const createStartMs = nowMs() - t0;
+  const cpu = cpuBreakdown(cpuBefore, snapshotCpu(), { client: process.pid, containerIds: new Set(ids) });
   const r0 = nowMs();
   await removeAll();
-  return { count, concurrency, createStartMs, removeMs: nowMs() - r0 };
+  return { count, concurrency, createStartMs, removeMs: nowMs() - r0, cpu };
 }

@@ -56,6 +56,7 @@ export class BenchContext {
     const after = snapshotCpu();
     for (const id of await this.benchContainerIds()) containerIds.add(id);
     const servers = [this.http.noop.pid, this.http.app.pid];
+    // The broker may have started inside `fn` (a warm-up): it is the current one by the end.
     const breakdown = cpuBreakdown(before, after, { broker: this.current?.pid, client: this.client.pid, servers, containerIds });
     // Throughput beside the cores gives CPU per operation (cores / ops per second).
     const opsPerSec = (result as { opsPerSec?: unknown } | undefined)?.opsPerSec;
@@ -71,13 +72,15 @@ export class BenchContext {
   }
 
   /** Starts a broker for `spec`, waits until every session is AVAILABLE, runs `fn`, stops it. */
-  async withBroker<T>(spec: PoolSpec, fn: (broker: BrokerProcess, warmMs: number) => Promise<T>): Promise<T> {
+  async withBroker<T>(spec: PoolSpec, fn: (broker: BrokerProcess, warmMs: number) => Promise<T>, warmCpuLabel?: string): Promise<T> {
     const { backend, image } = this.plan;
     const perContainerBoundMs = backend === 'docker' ? 3000 : 500;
     const broker = await BrokerProcess.start({ ...spec, backend, image }, this.logDir);
     this.current = broker;
     try {
-      const warmMs = await broker.waitWarm(60_000 + spec.containers * perContainerBoundMs);
+      const warm = (): Promise<number> => broker.waitWarm(60_000 + spec.containers * perContainerBoundMs);
+      // With a label: where the CPU went from the broker's spawn until it was warm.
+      const warmMs = warmCpuLabel ? await this.withCpu(warmCpuLabel, warm) : await warm();
       this.log(`broker ${spec.name}: ${broker.total} sessions warm in ${(warmMs / 1000).toFixed(2)} s (pid ${broker.pid})`);
       return await fn(broker, warmMs);
     } finally {

@@ -48,6 +48,7 @@ async function warmupFloor(ctx: BenchContext): Promise<{ label: string; ms: numb
   ctx.mark(`floor: Docker creates and starts ${containers} containers, 8 at once`);
   const ds = await ctx.job<DockerStartResult>({ kind: 'dockerStart', image: ctx.plan.image, count: containers, concurrency: 8 }, 600_000);
   ctx.log(`docker create+start x${containers}: ${(ds.createStartMs / 1000).toFixed(1)} s (removal ${(ds.removeMs / 1000).toFixed(1)} s)`);
+  ctx.results.cpu[`docker create+start x${containers} (floor)`] = ds.cpu;
   return { label: `Docker create+start of ${containers} containers, 8 at once`, ms: ds.createStartMs, dockerStart: ds };
 }
 
@@ -79,6 +80,7 @@ export async function poolPhases(ctx: BenchContext): Promise<void> {
     const isWarmup = plan.phases.has('warmup') && containers === warmContainers;
     const floor = isWarmup ? await warmupFloor(ctx) : null;
     ctx.mark(`broker ${containers} x 8${isWarmup ? ': warm-up, idle RSS' : ''}${wantEpisodes && plan.levels.includes(level) ? `, episodes at ${level}` : ''}`);
+    const warmCpuLabel = isWarmup ? `warm-up of ${containers * 8} sessions` : undefined;
     await ctx.withBroker({ name: `${containers}x8`, containers, perContainer: 8 }, async (broker, warmMs) => {
       if (isWarmup) {
         results.warmup = { sessions: broker.total, containers, brokerMs: warmMs, floor: floor?.label, floorMs: floor?.ms, dockerStart: floor?.dockerStart };
@@ -89,7 +91,7 @@ export async function poolPhases(ctx: BenchContext): Promise<void> {
       }
       if (level === 64 && wantEpisodes) await brokerAt64(ctx, broker.url);
       if (wantEpisodes && plan.levels.includes(level)) await runEpisodes(ctx, broker, level, containers);
-    });
+    }, warmCpuLabel);
     if (level === 64 && plan.phases.has('flood')) await floodPhase(ctx);
   }
   if (plan.phases.has('flood') && !sizes.includes(64)) await floodPhase(ctx);

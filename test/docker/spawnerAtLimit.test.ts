@@ -15,6 +15,7 @@ import fs from 'node:fs';
 import { eventually } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import { FifoSpawner, SPAWNER_SCRIPT } from '../../src/backends/docker/fifoSpawner';
+import { FifoStock } from '../../src/backends/docker/fifoStock';
 import type { ShellChannel } from '../../src/backends/docker/channel';
 
 jest.setTimeout(180_000);
@@ -31,6 +32,7 @@ function collect(): { sink: { onData: (s: string, c: Buffer) => void; onEnd: (r:
 
 describeDocker('docker spawner at the pids limit', () => {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bkr-spawnlimit-'));
+  const stock = new FifoStock(path.join(root, '.stock'));
   let spawner: FifoSpawner | null = null;
   let container: Dockerode.Container | null = null;
   const channels: ShellChannel[] = [];
@@ -39,11 +41,12 @@ describeDocker('docker spawner at the pids limit', () => {
     for (const c of channels) c.destroy();
     await container?.remove({ force: true, v: true }).catch(() => undefined);
     await spawner?.close();
+    await stock.close();
     fs.rmSync(root, { recursive: true, force: true });
   });
 
   it('a shell asked for at the limit is refused at once, and the entrypoint (the container) lives on', async () => {
-    spawner = await FifoSpawner.create(root, `spawnlimit-${process.pid}`);
+    spawner = await FifoSpawner.create(root, `spawnlimit-${process.pid}`, stock);
     container = await docker.createContainer({
       Image: process.env.BROKER_IMAGE ?? 'bash-broker-sandbox:latest',
       Entrypoint: ['bash', '-c', SPAWNER_SCRIPT],

@@ -20,6 +20,7 @@ import type { BrokerConfig } from '../../config/config';
 import { DockerShell } from './dockerShell';
 import { type ChannelOpener, execChannelOpener } from './channel';
 import { FifoSpawner, SPAWNER_SCRIPT } from './fifoSpawner';
+import { FifoStock } from './fifoStock';
 import { ContainerPids, readPidsMount } from './sessionPids';
 
 /** Resolved and validated in config.ts (BROKER_IMAGE, BROKER_CONTAINER_*, BROKER_NETWORK_MODE, ...). */
@@ -80,10 +81,13 @@ export class DockerBackend implements SessionBackend {
   private readonly pidsMount: string | null;
   /** Whether the first container's answer about per-session pids limits was logged. */
   private pidsLogged = false;
+  /** Makes the named pipes of every container (fifo transport); in the deployment's pipe directory. */
+  private readonly fifoStock: FifoStock;
 
   constructor(private readonly options: DockerBackendOptions) {
     this.fifoState = options.transport === 'exec' ? 'off' : 'unknown';
     this.pidsMount = options.sessionPidsLimit > 0 ? readPidsMount() : null;
+    this.fifoStock = new FifoStock(path.join(this.fifoDir, `.stock-${this.instance}`));
   }
 
   /** Host directory of this deployment's pipes (one subdirectory per container). */
@@ -165,7 +169,7 @@ export class DockerBackend implements SessionBackend {
   private async newSpawner(name: string): Promise<FifoSpawner | null> {
     if (this.fifoState === 'off') return null;
     try {
-      return await FifoSpawner.create(this.fifoDir, name);
+      return await FifoSpawner.create(this.fifoDir, name, this.fifoStock);
     } catch (err) {
       if (this.options.transport === 'fifo') throw new BackendError(`cannot make pipes in ${this.fifoDir}: ${errorMessage(err)}`);
       this.fifoOff(`cannot make pipes in ${this.fifoDir}: ${errorMessage(err)}`);
@@ -363,6 +367,7 @@ export class DockerBackend implements SessionBackend {
     this.links.clear();
     await Promise.all(links.map((l) => l.control.close().catch(() => undefined)));
     await Promise.all(links.map((l) => l.spawner?.close()));
+    await this.fifoStock.close();
     await fs.promises.rmdir(this.fifoDir).catch(() => undefined); // only if empty: another broker's may be there
     // Bounded: an engine that is still down must not hold the broker's shutdown.
     await Promise.race([this.retryRemovals(), new Promise((r) => setTimeout(r, 10_000).unref())]);

@@ -15,61 +15,15 @@
  * host path mounted into the broker). `ready()` tells: the entrypoint announces itself on the pipe
  * only if it sees the broker's pipes. Otherwise the backend falls back to docker exec.
  */
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { BackendError, errorMessage } from '../../common/errors';
 import { type ChannelRequest, type ChannelSink, type ShellChannel, SHELL_CMD } from './channel';
 import { FS_SCRIPT } from './procScripts';
+import type { FifoStock } from './fifoStock';
 
-const execFileAsync = promisify(execFile);
-
-/**
- * Node has no mkfifo(3): each batch costs one `mkfifo` process, and a spawn from the broker (a large
- * process) is ~ms of its CPU. Paths asked for in the same turn of the event loop, by every container
- * (a warm-up fills dozens at once), share one process. When it fails (a container's directory was
- * removed meanwhile), only the callers whose own pipes are missing fail.
- */
-interface MkfifoWaiter {
-  paths: string[];
-  resolve: () => void;
-  reject: (err: Error) => void;
-}
-let mkfifoWaiters: MkfifoWaiter[] | null = null;
-
-function mkfifoBatched(paths: string[]): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    if (!mkfifoWaiters) {
-      const waiters: MkfifoWaiter[] = [];
-      mkfifoWaiters = waiters;
-      setImmediate(() => {
-        mkfifoWaiters = null;
-        void runMkfifo(waiters);
-      });
-    }
-    mkfifoWaiters.push({ paths, resolve, reject });
-  });
-}
-
-async function runMkfifo(waiters: MkfifoWaiter[]): Promise<void> {
-  try {
-    await execFileAsync('mkfifo', ['-m', '600', '--', ...waiters.flatMap((w) => w.paths)]);
-    for (const w of waiters) w.resolve();
-  } catch (err) {
-    await Promise.all(
-      waiters.map(async (w) => {
-        const made = await Promise.all(w.paths.map((p) => fs.promises.lstat(p).then((st) => st.isFIFO(), () => false)));
-        if (made.every(Boolean)) w.resolve();
-        else w.reject(new BackendError(`mkfifo failed: ${errorMessage(err)}`));
-      }),
-    );
-  }
-}
-const openAsync = promisify(fs.open);
-const fstatAsync = promisify(fs.fstat);
 
 /** Where the directory appears in the container. */
 export const FIFO_MOUNT = '/.bkr';
@@ -129,14 +83,20 @@ export class FifoSpawner {
   private readonly channels = new Map<string, FifoChannel>();
   private closed = false;
 
-  private constructor(readonly hostDir: string) {}
+  private constructor(
+    readonly hostDir: string,
+    private readonly stock: FifoStock,
+  ) {}
 
-  /** Makes the container's directory and its two control pipes; `bind` goes into HostConfig.Binds. */
-  static async create(hostRoot: string, containerName: string): Promise<FifoSpawner> {
+  /**
+   * Makes the container's directory and its two control pipes; `bind` goes into HostConfig.Binds.
+   * `stock` makes the pipes, and must live in `hostRoot` (it moves them into place by rename).
+   */
+  static async create(hostRoot: string, containerName: string, stock: FifoStock): Promise<FifoSpawner> {
     const hostDir = path.join(hostRoot, containerName);
     await makeDirs(hostDir);
-    await mkfifoBatched([path.join(hostDir, 'spawn'), path.join(hostDir, 'events')]);
-    return new FifoSpawner(hostDir);
+    await stock.take([path.join(hostDir, 'spawn'), path.join(hostDir, 'events')]);
+    return new FifoSpawner(hostDir, stock);
   }
 
   get bind(): string {
@@ -146,9 +106,9 @@ export class FifoSpawner {
   /** Resolves once the entrypoint announced itself; false when it did not within `timeoutMs`. */
   async ready(timeoutMs: number): Promise<boolean> {
     // Read-write: neither open blocks, and the broker's own end keeps each pipe open.
-    this.spawnSocket = new net.Socket({ fd: await openFifo(path.join(this.hostDir, 'spawn'), fs.constants.O_RDWR), readable: false, writable: true });
+    this.spawnSocket = new net.Socket({ fd: openFifo(path.join(this.hostDir, 'spawn'), fs.constants.O_RDWR), readable: false, writable: true });
     this.spawnSocket.on('error', () => undefined);
-    this.eventsSocket = new net.Socket({ fd: await openFifo(path.join(this.hostDir, 'events'), fs.constants.O_RDWR), readable: true, writable: false });
+    this.eventsSocket = new net.Socket({ fd: openFifo(path.join(this.hostDir, 'events'), fs.constants.O_RDWR), readable: true, writable: false });
     this.eventsSocket.on('error', () => undefined);
     this.eventsSocket.on('data', (chunk: Buffer) => this.onEvents(chunk));
     const announced = new Promise<void>((resolve) => (this.readyWaiter = resolve));
@@ -175,9 +135,9 @@ export class FifoSpawner {
     const paths = [`${base}.in`, `${base}.out`, `${base}.err`];
     const fds: number[] = [];
     try {
-      await mkfifoBatched(paths);
+      await this.stock.take(paths);
       // Our write end of stdin first: the wrapper's read-only open of it then returns at once.
-      fds.push(await openFifo(paths[0], fs.constants.O_RDWR));
+      fds.push(openFifo(paths[0], fs.constants.O_RDWR));
       const spawned = new Promise<number>((resolve, reject) => {
         const timer = setTimeout(() => {
           this.pending.delete(name);
@@ -189,13 +149,14 @@ export class FifoSpawner {
       await spawned;
       // bash holds the write ends now: read-only opens see EOF only once bash and everything that
       // inherited its output are gone, as a pipe would.
-      fds.push(await openFifo(paths[1], fs.constants.O_RDONLY), await openFifo(paths[2], fs.constants.O_RDONLY));
+      fds.push(openFifo(paths[1], fs.constants.O_RDONLY), openFifo(paths[2], fs.constants.O_RDONLY));
     } catch (err) {
       for (const fd of fds) fs.close(fd, () => undefined);
       throw err instanceof BackendError ? err : new BackendError(`could not open a shell over pipes: ${errorMessage(err)}`);
     } finally {
-      // Once opened on both sides the names are not needed; nobody else may open them.
-      await Promise.all(paths.map((p) => fs.promises.rm(p, { force: true }).catch(() => undefined)));
+      // Once opened on both sides the names are not needed; nobody else may open them. (A plain
+      // unlink: fs.rm would lstat each first; one that never got there fails with ENOENT, ignored.)
+      await Promise.all(paths.map((p) => fs.promises.unlink(p).catch(() => undefined)));
     }
     const channel = new FifoChannel(fds[0], fds[1], fds[2], sink, () => this.channels.delete(name));
     this.channels.set(name, channel);
@@ -259,13 +220,18 @@ async function makeDirs(dir: string): Promise<void> {
   }
 }
 
-/** Opens a pipe without following a link and checks it is one (the directory is visible in the container). */
-async function openFifo(file: string, mode: number): Promise<number> {
-  const fd = await openAsync(file, mode | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW);
+/**
+ * Opens a pipe without following a link and checks it is one (the directory is visible in the
+ * container). Synchronously: with O_NONBLOCK neither a read-only nor a read-write open of a pipe
+ * waits for the other side, so this is two syscalls; through the thread pool they cost ~20x that
+ * (three pipes per shell, ~0.8 s of the broker's warm-up profile).
+ */
+function openFifo(file: string, mode: number): number {
+  const fd = fs.openSync(file, mode | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW);
   try {
-    if (!(await fstatAsync(fd)).isFIFO()) throw new BackendError(`${file} is not a named pipe`);
+    if (!fs.fstatSync(fd).isFIFO()) throw new BackendError(`${file} is not a named pipe`);
   } catch (err) {
-    fs.close(fd, () => undefined);
+    fs.closeSync(fd);
     throw err;
   }
   return fd;
