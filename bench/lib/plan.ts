@@ -25,11 +25,12 @@ export interface Plan {
   episodeWindow(level: number): { rampMs: number; durationMs: number };
   raw64Ms: number;
   flood: { sessions: number; bytesPerSession: number; capBytes: number };
-  warmup: { containers: number; perContainer: number };
+  /** `rounds`: floor and broker warm-ups measured in turn, the target on the median of their ratios. */
+  warmup: { containers: number; perContainer: number; rounds: number };
 }
 
 const USAGE = `usage: npm run bench -- [--backend local|docker] [--quick] [--image IMG] [--levels 1,8,64,256,1024]
-                          [--skip ${PHASES.join(',')}] [--out DIR]`;
+                          [--skip ${PHASES.join(',')}] [--warmup-rounds N] [--out DIR]`;
 
 export function parseArgs(argv: string[], benchDir: string): Plan {
   const opts = new Map<string, string>();
@@ -40,7 +41,7 @@ export function parseArgs(argv: string[], benchDir: string): Plan {
     else if (a.startsWith('--') && i + 1 < argv.length) opts.set(a.slice(2), argv[++i]);
     else throw new Error(`unknown argument '${a}'\n${USAGE}`);
   }
-  for (const k of opts.keys()) if (!['quick', 'backend', 'image', 'levels', 'skip', 'out'].includes(k)) throw new Error(`unknown option --${k}\n${USAGE}`);
+  for (const k of opts.keys()) if (!['quick', 'backend', 'image', 'levels', 'skip', 'out', 'warmup-rounds'].includes(k)) throw new Error(`unknown option --${k}\n${USAGE}`);
   const backend = opts.get('backend') ?? 'local';
   if (backend !== 'local' && backend !== 'docker') throw new Error(`--backend must be local or docker\n${USAGE}`);
   const quick = opts.has('quick');
@@ -50,6 +51,8 @@ export function parseArgs(argv: string[], benchDir: string): Plan {
   const phases = new Set<Phase>((quick ? quickPhases : [...PHASES]).filter((p) => !skip.has(p)));
   const levels = (opts.get('levels') ?? (quick ? '1,8' : '1,8,64,256,1024')).split(',').map(Number);
   if (levels.some((l) => !Number.isInteger(l) || l < 1 || l > 4096)) throw new Error(`--levels: integers 1..4096\n${USAGE}`);
+  const warmupRounds = Number(opts.get('warmup-rounds') ?? 3);
+  if (!Number.isInteger(warmupRounds) || warmupRounds < 1 || warmupRounds > 9) throw new Error(`--warmup-rounds: an integer 1..9\n${USAGE}`);
   return {
     backend,
     quick,
@@ -69,6 +72,6 @@ export function parseArgs(argv: string[], benchDir: string): Plan {
       quick ? { rampMs: 300, durationMs: 2000 } : { rampMs: level >= 256 ? 3000 : 1000, durationMs: level >= 256 ? 12_000 : 6000 },
     raw64Ms: 5000,
     flood: { sessions: 64, bytesPerSession: 50_000_000, capBytes: 65536 },
-    warmup: { containers: 128, perContainer: 8 },
+    warmup: { containers: 128, perContainer: 8, rounds: warmupRounds },
   };
 }

@@ -114,7 +114,10 @@ function lifecycle(r: Results): string[] {
   const w = r.warmup;
   if (w) {
     const floor = w.floorMs === undefined ? 'none (local)' : `${f(w.floorMs / 1000, 1)} s (${w.floor})`;
-    out.push(row([`warm-up of ${w.sessions} sessions over ${w.containers} containers (spawn to all AVAILABLE)`, `${f(w.brokerMs / 1000, 1)} s`, floor, ratio(w.brokerMs, w.floorMs)]));
+    const median = w.rounds.length > 1 ? `, median of ${w.rounds.length} rounds` : '';
+    const rounds = w.rounds.length > 1 ? ` (rounds: ${w.rounds.map((x) => `${f(x.brokerMs / 1000, 1)} / ${f((x.floorMs ?? NaN) / 1000, 1)} s`).join(', ')})` : '';
+    const r2 = w.ratio === undefined ? '-' : `${f(w.ratio, 2)}x`;
+    out.push(row([`warm-up of ${w.sessions} sessions over ${w.containers} containers (spawn to all AVAILABLE${median})${rounds}`, `${f(w.brokerMs / 1000, 1)} s`, floor, r2]));
   }
   const { at8, at1024, perSessionBytes, flood, singleFloodDefaultCap: one } = r.rss;
   out.push(row(['broker RSS, 8 idle sessions / 1024 idle sessions', `${mb(at8)} / ${mb(at1024)}`, '-', '-']));

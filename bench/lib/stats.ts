@@ -11,6 +11,14 @@ export function summarize(samples: number[]): LatencySummary {
   return { n, p50: at(0.5), p90: at(0.9), p99: at(0.99), mean: sum / n, max: samples[n - 1] };
 }
 
+/** The median (the mean of the middle two for an even count); NaN for none. */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return NaN;
+  const v = [...values].sort((a, b) => a - b);
+  const mid = v.length >> 1;
+  return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
 export function nowMs(): number {
   return performance.now();
 }

@@ -5,7 +5,7 @@
 import type { ConcResult, DockerStartResult, FloodResult, RawOpenResult, SeqResult } from '../protocol';
 import { fmtLatency, type BenchContext } from '../lib/context';
 import { histogram } from '../lib/metricsText';
-import { sleep } from '../lib/stats';
+import { median, sleep } from '../lib/stats';
 import { CLEANUP_METRIC, errors, idleRss, mb, runEpisodes } from './single';
 
 export async function releasePhase(ctx: BenchContext): Promise<void> {
@@ -39,6 +39,41 @@ async function brokerAt64(ctx: BenchContext, url: string): Promise<void> {
   const job = { kind: 'conc', target: { via: 'broker', url }, command: 'true', expectBytes: 0, concurrency: 64, rampMs: 1000, durationMs: ctx.plan.raw64Ms } as const;
   ctx.results.brokerAt64 = await ctx.withCpu('broker true x64', () => ctx.job<ConcResult>(job, ctx.plan.raw64Ms + 120_000));
   ctx.log(`broker true x64: ${ctx.results.brokerAt64.opsPerSec.toFixed(0)}/s, ${fmtLatency(ctx.results.brokerAt64.latency)}`);
+}
+
+interface WarmupRound {
+  brokerMs: number;
+  floorMs?: number;
+}
+
+/**
+ * All warm-up rounds but the last (which also serves the idle RSS and the episodes at its size):
+ * Docker's floor, then a broker that warms up and stops. Both take ~20 s and vary by +-30% from one
+ * minute to the next on a shared machine; measured in turn, a round's two share its noise.
+ */
+async function extraWarmupRounds(ctx: BenchContext, containers: number): Promise<WarmupRound[]> {
+  const rounds: WarmupRound[] = [];
+  if (ctx.plan.backend !== 'docker') return rounds; // no floor to pair with
+  for (let round = 1; round < ctx.plan.warmup.rounds; round++) {
+    const floor = await warmupFloor(ctx);
+    ctx.mark(`broker ${containers} x 8: warm-up, round ${round} of ${ctx.plan.warmup.rounds}`);
+    const brokerMs = await ctx.withBroker({ name: `${containers}x8-round${round}`, containers, perContainer: 8 }, async (_broker, warmMs) => warmMs);
+    rounds.push({ brokerMs, floorMs: floor?.ms });
+  }
+  return rounds;
+}
+
+function warmupSummary(rounds: WarmupRound[]): { brokerMs: number; floorMs?: number; ratio?: number } {
+  const brokerMs = median(rounds.map((r) => r.brokerMs));
+  const paired = rounds.filter((r): r is Required<WarmupRound> => r.floorMs !== undefined);
+  if (paired.length === 0) return { brokerMs };
+  return { brokerMs, floorMs: median(paired.map((r) => r.floorMs)), ratio: median(paired.map((r) => r.brokerMs / r.floorMs)) };
+}
+
+function logWarmup(ctx: BenchContext, rounds: WarmupRound[]): void {
+  if (rounds.length < 2) return;
+  const each = rounds.map((r) => (r.floorMs === undefined ? `${(r.brokerMs / 1000).toFixed(1)} s` : `${(r.brokerMs / r.floorMs).toFixed(2)}x`));
+  ctx.log(`warm-up rounds (broker / Docker's start): ${each.join(', ')}; median ${warmupSummary(rounds).ratio?.toFixed(2) ?? '-'}x`);
 }
 
 /** Docker's own time to create and start the warm-up's containers (the local backend has no such floor). */
@@ -78,12 +113,15 @@ export async function poolPhases(ctx: BenchContext): Promise<void> {
     const containers = Math.ceil(level / 8);
     if (level === 64 && wantEpisodes) await rawAt64(ctx);
     const isWarmup = plan.phases.has('warmup') && containers === warmContainers;
+    const rounds: WarmupRound[] = isWarmup ? await extraWarmupRounds(ctx, containers) : [];
     const floor = isWarmup ? await warmupFloor(ctx) : null;
     ctx.mark(`broker ${containers} x 8${isWarmup ? ': warm-up, idle RSS' : ''}${wantEpisodes && plan.levels.includes(level) ? `, episodes at ${level}` : ''}`);
     const warmCpuLabel = isWarmup ? `warm-up of ${containers * 8} sessions` : undefined;
     await ctx.withBroker({ name: `${containers}x8`, containers, perContainer: 8 }, async (broker, warmMs) => {
       if (isWarmup) {
-        results.warmup = { sessions: broker.total, containers, brokerMs: warmMs, floor: floor?.label, floorMs: floor?.ms, dockerStart: floor?.dockerStart };
+        rounds.push({ brokerMs: warmMs, floorMs: floor?.ms });
+        results.warmup = { sessions: broker.total, containers, ...warmupSummary(rounds), floor: floor?.label, rounds, dockerStart: floor?.dockerStart };
+        logWarmup(ctx, rounds);
         results.rss.at1024 = await idleRss(broker);
         ctx.log(`RSS at ${broker.total} idle sessions: ${mb(results.rss.at1024)}`);
         // An idle pool still costs: one round of container health checks every BROKER_HEALTH_INTERVAL (5 s).
