@@ -70,10 +70,10 @@ function warmupSummary(rounds: WarmupRound[]): { brokerMs: number; floorMs?: num
   return { brokerMs, floorMs: median(paired.map((r) => r.floorMs)), ratio: median(paired.map((r) => r.brokerMs / r.floorMs)) };
 }
 
-function logWarmup(ctx: BenchContext, rounds: WarmupRound[]): void {
+function logWarmup(ctx: BenchContext, rounds: WarmupRound[], medianRatio: number | undefined): void {
   if (rounds.length < 2) return;
   const each = rounds.map((r) => (r.floorMs === undefined ? `${(r.brokerMs / 1000).toFixed(1)} s` : `${(r.brokerMs / r.floorMs).toFixed(2)}x`));
-  ctx.log(`warm-up rounds (broker / Docker's start): ${each.join(', ')}; median ${warmupSummary(rounds).ratio?.toFixed(2) ?? '-'}x`);
+  ctx.log(`warm-up rounds (broker / Docker's start): ${each.join(', ')}; median ${medianRatio?.toFixed(2) ?? '-'}x`);
 }
 
 /** Docker's own time to create and start the warm-up's containers (the local backend has no such floor). */
@@ -120,8 +120,9 @@ export async function poolPhases(ctx: BenchContext): Promise<void> {
     await ctx.withBroker({ name: `${containers}x8`, containers, perContainer: 8 }, async (broker, warmMs) => {
       if (isWarmup) {
         rounds.push({ brokerMs: warmMs, floorMs: floor?.ms });
-        results.warmup = { sessions: broker.total, containers, ...warmupSummary(rounds), floor: floor?.label, rounds, dockerStart: floor?.dockerStart };
-        logWarmup(ctx, rounds);
+        const summary = warmupSummary(rounds);
+        results.warmup = { sessions: broker.total, containers, ...summary, floor: floor?.label, rounds, dockerStart: floor?.dockerStart };
+        logWarmup(ctx, rounds, summary.ratio);
         results.rss.at1024 = await idleRss(broker);
         ctx.log(`RSS at ${broker.total} idle sessions: ${mb(results.rss.at1024)}`);
         // An idle pool still costs: one round of container health checks every BROKER_HEALTH_INTERVAL (5 s).

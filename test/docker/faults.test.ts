@@ -18,6 +18,7 @@ import {
   execIn as execInContainer,
   labelledContainers,
   poolContainerIds,
+  removeLabelledContainers,
   waitHealed as waitHealedWithin,
   watchHealth,
 } from '../helpers/dockerFaults';
@@ -79,7 +80,22 @@ async function freePort(): Promise<number> {
 }
 
 async function removeLabelled(): Promise<void> {
-  await Promise.all((await labelled()).map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
+  await removeLabelledContainers(docker, DEPLOYMENT);
+}
+
+/**
+ * After its container was lost: the lease `id` answers 410 "broken", /health went through degraded or
+ * unhealthy meanwhile (`watch`), and the pool healed with a new container in place of `oldId`.
+ */
+async function expectLeaseBrokenAndReplaced(b: TestBroker, id: string, oldId: string, watch: ReturnType<typeof watchHealth>): Promise<void> {
+  const next = await b.post(`/session/${id}/execute`, { command: 'echo hi' });
+  expect(next.status).toBe(410);
+  expect(next.json.detail).toMatch(/broken/);
+  await waitHealed(b);
+  await watch.stop();
+  expect([...watch.seen].some((s) => s === 'degraded' || s === 'unhealthy')).toBe(true);
+  await expectReplaced(b, oldId);
+  expect((await everySessionWorks(b)).size).toBe(2);
 }
 
 describeDocker('docker fault injection: the pool heals', () => {
@@ -120,15 +136,7 @@ describeDocker('docker fault injection: the pool heals', () => {
     expect(typeof r.json?.detail).toBe('string');
     expect(r.text).not.toContain('finished');
 
-    const next = await b.post(`/session/${id}/execute`, { command: 'echo hi' });
-    expect(next.status).toBe(410);
-    expect(next.json.detail).toMatch(/broken/);
-
-    await waitHealed(b);
-    await watch.stop();
-    expect([...watch.seen].some((s) => s === 'degraded' || s === 'unhealthy')).toBe(true);
-    await expectReplaced(b, oldId);
-    expect((await everySessionWorks(b)).size).toBe(2);
+    await expectLeaseBrokenAndReplaced(b, id, oldId, watch);
     await b.release(id); // a broken lease still releases cleanly
     await b.close();
   });
@@ -168,15 +176,7 @@ describeDocker('docker fault injection: the pool heals', () => {
     const next = await b.post(`/session/${id}/execute`, { command: 'echo hi' });
     expect(next.status === 410 || next.status >= 500).toBe(true);
     expect(typeof next.json?.detail).toBe('string');
-    const again = await b.post(`/session/${id}/execute`, { command: 'echo hi' });
-    expect(again.status).toBe(410);
-    expect(again.json.detail).toMatch(/broken/);
-
-    await waitHealed(b);
-    await watch.stop();
-    expect([...watch.seen].some((s) => s === 'degraded' || s === 'unhealthy')).toBe(true);
-    await expectReplaced(b, oldId);
-    expect((await everySessionWorks(b)).size).toBe(2);
+    await expectLeaseBrokenAndReplaced(b, id, oldId, watch);
     await b.close();
   });
 
@@ -253,15 +253,7 @@ describeDocker('docker fault injection: the pool heals', () => {
     const r = await b.post(`/session/${id}/execute`, { command: 'echo hi', timeout: 120 });
     if (!(r.status === 410 || r.status >= 500)) throw new Error(`paused execute answered ${r.status} ${r.text}`);
     expect(typeof r.json?.detail).toBe('string');
-    const again = await b.post(`/session/${id}/execute`, { command: 'echo hi' });
-    expect(again.status).toBe(410);
-    expect(again.json.detail).toMatch(/broken/);
-
-    await waitHealed(b);
-    await watch.stop();
-    expect([...watch.seen].some((s) => s === 'degraded' || s === 'unhealthy')).toBe(true);
-    await expectReplaced(b, oldId);
-    expect((await everySessionWorks(b)).size).toBe(2);
+    await expectLeaseBrokenAndReplaced(b, id, oldId, watch);
     await b.close();
   });
 

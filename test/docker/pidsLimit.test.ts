@@ -9,7 +9,7 @@
 import Dockerode from 'dockerode';
 import { eventually, metricValue, startTestBroker, type HttpResult, type TestBroker } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { everySessionWorks, execIn, labelledContainers, poolContainerIds, waitHealed } from '../helpers/dockerFaults';
+import { everySessionWorks, execIn, poolContainerIds, removeLabelledContainers, waitHealed } from '../helpers/dockerFaults';
 import { PS, unexpectedProcesses } from '../helpers/containerPs';
 
 const LONG = 90_000;
@@ -26,8 +26,7 @@ describeDocker('docker: a fork burst holding the pids limit', () => {
 
   afterAll(async () => {
     await tb?.close().catch(() => undefined);
-    const left = await labelledContainers(docker, DEPLOYMENT);
-    await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
+    await removeLabelledContainers(docker, DEPLOYMENT);
   });
 
   it("neighbours keep their timeouts, acquire never answers 500, and the container recovers once the burst's lease is released", async () => {

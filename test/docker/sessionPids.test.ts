@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { eventually, startTestBroker, type HttpResult, type TestBroker } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { execIn, labelledContainers, poolContainerIds, waitHealed } from '../helpers/dockerFaults';
+import { execIn, poolContainerIds, removeLabelledContainers, waitHealed } from '../helpers/dockerFaults';
 import { readPidsMount } from '../../src/backends/docker/sessionPids';
 
 const LONG = 90_000;
@@ -34,8 +34,7 @@ describeDocker('docker per-session pids limits', () => {
 
   afterAll(async () => {
     await tb?.close().catch(() => undefined);
-    const left = await labelledContainers(docker, DEPLOYMENT);
-    await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
+    await removeLabelledContainers(docker, DEPLOYMENT);
   });
 
   it("a fork burst is held at its session's limit; a neighbour in the same container forks at once", async () => {

@@ -14,6 +14,12 @@ export async function labelledContainers(docker: Dockerode, deployment: string):
   return docker.listContainers({ all: true, filters: { label: [`${LABEL_DEPLOYMENT}=${deployment}`] } });
 }
 
+/** Force-removes every container of the deployment `deployment` (a suite's cleanup; errors ignored). */
+export async function removeLabelledContainers(docker: Dockerode, deployment: string): Promise<void> {
+  const left = await labelledContainers(docker, deployment);
+  await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
+}
+
 export async function containerExists(docker: Dockerode, id: string): Promise<boolean> {
   try {
     await docker.getContainer(id).inspect();

@@ -40,11 +40,12 @@ export class FifoStock {
   /** `dir`: created on first use (mode 0700), on the same filesystem as every destination. */
   constructor(readonly dir: string) {}
 
-  /** How many pipes are in stock, and how many `mkfifo` processes made them so far (for tests). */
+  /** How many pipes are in stock (for tests). */
   get size(): number {
     return this.available.length;
   }
 
+  /** How many `mkfifo` processes made pipes so far (for tests). */
   get batches(): number {
     return this.batchCount;
   }
@@ -86,7 +87,7 @@ export class FifoStock {
   private reserve(count: number): Promise<string[]> {
     if (this.closed) return Promise.reject(new BackendError('the broker is stopping'));
     if (this.waiters.length === 0 && this.available.length >= count) {
-      const names = this.available.splice(this.available.length - count, count);
+      const names = this.takeNames(count);
       if (this.available.length < LOW_WATER) void this.refill();
       return Promise.resolve(names);
     }
@@ -138,7 +139,11 @@ export class FifoStock {
   private serveWaiters(): void {
     while (this.waiters.length > 0 && this.available.length >= this.waiters[0].count) {
       const w = this.waiters.shift() as Waiter;
-      w.resolve(this.available.splice(this.available.length - w.count, w.count));
+      w.resolve(this.takeNames(w.count));
     }
+  }
+
+  private takeNames(count: number): string[] {
+    return this.available.splice(this.available.length - count, count);
   }
 }
