@@ -3,12 +3,24 @@
  * back. Every latency is in milliseconds; every job is bounded in time and in count.
  */
 
-/** Deployment labels: the brokers under test are "bench", the floors' containers "bench-floor". */
+/**
+ * Deployment labels: the brokers under test are "bench", the floors' containers "bench-floor", and
+ * the docker exec floor's "bench-floor-exec" (a backend's start sweeps its deployment's containers of
+ * other instances, so the two raw backends cannot share one).
+ */
 export const BENCH_DEPLOYMENT = 'bench';
 export const FLOOR_DEPLOYMENT = 'bench-floor';
+export const FLOOR_EXEC_DEPLOYMENT = 'bench-floor-exec';
+
+/**
+ * How a raw session reaches its bash: the backend's default (local: pipes to a child; docker: named
+ * pipes into the container, the broker's own transport), or, docker only, a `docker exec` attach
+ * stream through the engine: the floor issue #4 names for the docker backend.
+ */
+export type RawTransport = 'default' | 'exec';
 
 /** Where a command goes: the broker over HTTP, the no-op HTTP server, or a raw BashSession (no HTTP). */
-export type Target = { via: 'broker'; url: string } | { via: 'noop'; url: string } | { via: 'raw' };
+export type Target = { via: 'broker'; url: string } | { via: 'noop'; url: string } | { via: 'raw'; transport: RawTransport };
 
 export interface LatencySummary {
   n: number;
@@ -76,7 +88,7 @@ export type Job =
   /** Like 'seq', but one operation on each target in turn, so all of them see the same machine. */
   | { kind: 'seqCompare'; targets: Target[]; command: string; expectBytes: number; n: number; warmup: number; maxMs: number }
   | { kind: 'conc'; target: Target; command: string; expectBytes: number; concurrency: number; rampMs: number; durationMs: number }
-  | { kind: 'rawOpen'; backend: 'local' | 'docker'; containers: number; perContainer: number; image: string; concurrency: number }
+  | { kind: 'rawOpen'; backend: 'local' | 'docker'; transport: RawTransport; containers: number; perContainer: number; image: string; concurrency: number }
   | { kind: 'rawClose' }
   | { kind: 'rawRespawn'; n: number; maxMs: number }
   | { kind: 'acquireFree'; url: string; poolSize: number; rounds: number; maxMs: number }

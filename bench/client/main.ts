@@ -2,7 +2,7 @@
  * The client process: forked by run.ts, it runs one job at a time and reports JSON back over IPC.
  * It drives the broker, the no-op server and the raw sessions with the same machinery (drive.ts).
  */
-import type { Job, JobReply, JobRequest } from '../protocol';
+import type { Job, JobReply, JobRequest, RawTransport } from '../protocol';
 import { runClosedLoop, runInterleaved, runSequential } from './drive';
 import { openRunners, type Runners } from './targets';
 import { openRaw, type RawSet } from './raw';
@@ -10,18 +10,19 @@ import { acquireFree, episodes, flood, releaseToAvailable } from './poolJobs';
 import { dockerStartFloor } from './dockerStart';
 import { nowMs } from '../lib/stats';
 
-let raw: RawSet | null = null;
+/** Open raw sessions by transport (rawOpen opens, rawClose closes them all). */
+const rawSets = new Map<RawTransport, RawSet>();
 
 async function closeRaw(): Promise<void> {
-  const set = raw;
-  raw = null;
-  await set?.close();
+  const sets = [...rawSets.values()];
+  rawSets.clear();
+  await Promise.all(sets.map((s) => s.close()));
 }
 
 async function run(job: Job): Promise<unknown> {
   switch (job.kind) {
     case 'seq': {
-      const runners = await openRunners(job.target, 1, job.command, job.expectBytes, raw);
+      const runners = await openRunners(job.target, 1, job.command, job.expectBytes, rawSets);
       try {
         return await runSequential(runners.ops[0], job.n, job.warmup, job.maxMs);
       } finally {
@@ -31,7 +32,7 @@ async function run(job: Job): Promise<unknown> {
     case 'seqCompare': {
       const all: Runners[] = [];
       try {
-        for (const target of job.targets) all.push(await openRunners(target, 1, job.command, job.expectBytes, raw));
+        for (const target of job.targets) all.push(await openRunners(target, 1, job.command, job.expectBytes, rawSets));
         return await runInterleaved(
           all.map((r) => r.ops[0]),
           job.n,
@@ -43,7 +44,7 @@ async function run(job: Job): Promise<unknown> {
       }
     }
     case 'conc': {
-      const runners = await openRunners(job.target, job.concurrency, job.command, job.expectBytes, raw);
+      const runners = await openRunners(job.target, job.concurrency, job.command, job.expectBytes, rawSets);
       try {
         return await runClosedLoop(runners.ops, { rampMs: job.rampMs, durationMs: job.durationMs, drainMs: 30_000 });
       } finally {
@@ -51,16 +52,18 @@ async function run(job: Job): Promise<unknown> {
       }
     }
     case 'rawOpen': {
-      await closeRaw();
+      await rawSets.get(job.transport)?.close();
+      rawSets.delete(job.transport);
       const t0 = nowMs();
-      raw = await openRaw(job.backend, job.containers, job.perContainer, job.image, job.concurrency);
-      return { sessions: raw.sessions.length, openMs: nowMs() - t0 };
+      const set = await openRaw(job.backend, job.transport, job.containers, job.perContainer, job.image, job.concurrency);
+      rawSets.set(job.transport, set);
+      return { sessions: set.sessions.length, openMs: nowMs() - t0 };
     }
     case 'rawClose':
       await closeRaw();
       return {};
     case 'rawRespawn': {
-      const set = raw;
+      const set = rawSets.get('default');
       if (!set) throw new Error('rawRespawn needs an open raw set');
       return runSequential(() => set.respawn(0), job.n, 1, job.maxMs);
     }

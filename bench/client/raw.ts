@@ -1,6 +1,7 @@
 /**
  * The raw backend round trip: the broker's own backend (LocalBackend or DockerBackend, with its
- * defaults) and BashSession, in this process, with no HTTP and no pool. The floor of every execute.
+ * defaults, or DockerBackend over docker exec streams) and BashSession, in this process, with no HTTP
+ * and no pool. The floor of every execute.
  */
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -11,7 +12,7 @@ import { LocalBackend } from '../../src/backends/local/localBackend';
 import { DockerBackend } from '../../src/backends/docker/dockerBackend';
 import { loadConfig } from '../../src/config/config';
 import { mapLimit } from '../lib/stats';
-import { FLOOR_DEPLOYMENT } from '../protocol';
+import { FLOOR_DEPLOYMENT, FLOOR_EXEC_DEPLOYMENT, type RawTransport } from '../protocol';
 
 export interface RawSet {
   sessions: BashSession[];
@@ -20,9 +21,12 @@ export interface RawSet {
   close(): Promise<void>;
 }
 
-async function makeBackend(kind: 'local' | 'docker', image: string): Promise<{ backend: SessionBackend; root: string | null }> {
+async function makeBackend(kind: 'local' | 'docker', transport: RawTransport, image: string): Promise<{ backend: SessionBackend; root: string | null }> {
+  if (transport === 'exec' && kind !== 'docker') throw new Error('the docker exec transport needs the docker backend');
   if (kind === 'docker') {
-    const backend = new DockerBackend(loadConfig({ BROKER_BACKEND: 'docker', BROKER_IMAGE: image, BROKER_DEPLOYMENT: FLOOR_DEPLOYMENT }).docker);
+    const env: Record<string, string> = { BROKER_BACKEND: 'docker', BROKER_IMAGE: image, BROKER_DEPLOYMENT: FLOOR_DEPLOYMENT };
+    if (transport === 'exec') Object.assign(env, { BROKER_DOCKER_TRANSPORT: 'exec', BROKER_DEPLOYMENT: FLOOR_EXEC_DEPLOYMENT });
+    const backend = new DockerBackend(loadConfig(env).docker);
     await backend.init(); // also sweeps floor containers a crashed run left
     return { backend, root: null };
   }
@@ -30,8 +34,15 @@ async function makeBackend(kind: 'local' | 'docker', image: string): Promise<{ b
   return { backend: new LocalBackend({ root, cgroups: 'auto' }), root };
 }
 
-export async function openRaw(kind: 'local' | 'docker', containers: number, perContainer: number, image: string, concurrency: number): Promise<RawSet> {
-  const { backend, root } = await makeBackend(kind, image);
+export async function openRaw(
+  kind: 'local' | 'docker',
+  transport: RawTransport,
+  containers: number,
+  perContainer: number,
+  image: string,
+  concurrency: number,
+): Promise<RawSet> {
+  const { backend, root } = await makeBackend(kind, transport, image);
   const refs: ContainerRef[] = [];
   const sessions: BashSession[] = [];
   const open = async (ref: ContainerRef, slotId: string): Promise<BashSession> => new BashSession(await backend.openShell(ref, { slotId }));

@@ -1,9 +1,10 @@
 /**
  * One command, three ways to run it: through the broker (a leased session per worker), through the
- * no-op HTTP server (the same request, answered `{}`), or on a raw BashSession (no HTTP at all).
+ * no-op HTTP server (the same request, answered `{}`), or on a raw BashSession (no HTTP at all) over
+ * one of the raw transports.
  */
 import { loadConfig } from '../../src/config/config';
-import type { Target } from '../protocol';
+import type { RawTransport, Target } from '../protocol';
 import type { Op } from './drive';
 import { BrokerHttp } from './brokerHttp';
 import type { RawSet } from './raw';
@@ -19,7 +20,7 @@ export interface Runners {
 /** The broker's default output cap, so raw sessions capture as much as the broker does. */
 const MAX_OUTPUT_BYTES = loadConfig({}).maxOutputBytes;
 
-export async function openRunners(target: Target, count: number, command: string, expectBytes: number, raw: RawSet | null): Promise<Runners> {
+export async function openRunners(target: Target, count: number, command: string, expectBytes: number, raw: ReadonlyMap<RawTransport, RawSet>): Promise<Runners> {
   switch (target.via) {
     case 'broker':
       return brokerRunners(target.url, count, command, expectBytes);
@@ -30,7 +31,7 @@ export async function openRunners(target: Target, count: number, command: string
       return { ops: Array.from({ length: count }, () => op), close: () => http.close() };
     }
     case 'raw':
-      return rawRunners(raw, count, command, expectBytes);
+      return rawRunners(raw.get(target.transport) ?? null, count, command, expectBytes);
   }
 }
 

@@ -39,7 +39,7 @@ function targets(r: Results): string[] {
 function single(r: Results): string[] {
   const t = r.commands.true;
   const noop = t?.noop?.seq?.latency;
-  const raw = r.backend === 'docker' ? 'DockerShell (a docker exec stream)' : 'LocalShell (pipes)';
+  const raw = r.backend === 'docker' ? 'DockerShell over named pipes into the container (its default transport)' : 'LocalShell (pipes)';
   const out = [
     '## Single operations',
     '',
@@ -58,7 +58,7 @@ function single(r: Results): string[] {
     const floor = noop && t?.raw.seq ? noop.p50 + t.raw.seq.latency.p50 : undefined;
     out.push(row(['acquire (free sessions)', lat(r.acquire.latency), `${f(floor)} (no-op + raw \`true\`)`, ratio(r.acquire.latency.p50, floor), f(floor === undefined ? undefined : r.acquire.latency.p50 - floor), f(r.acquire.opsPerSec, 0) + ' (seq)', '-', '-']));
   }
-  out.push('');
+  out.push('', ...execFloor(r));
   if (!t?.noop) return out;
   const overhead = t.broker.seq && t.raw.seq ? t.broker.seq.latency.p50 - t.raw.seq.latency.p50 : undefined;
   out.push(
@@ -80,6 +80,25 @@ function single(r: Results): string[] {
 }
 
 type PathFiguresLike = { seq?: SeqResult; conc?: { opsPerSec: number } };
+
+/** Docker only: the same raw BashSession over a `docker exec` attach stream, the floor issue #4 names. */
+function execFloor(r: Results): string[] {
+  const named = Object.entries(r.commands).filter(([, c]) => c.rawExec?.seq);
+  if (!named.length) return [];
+  const out = [
+    "Docker's own stream: the same raw BashSession over a `docker exec` attach stream through the engine (the floor issue #4 names for the docker backend; the broker's pipes bypass it).",
+    '',
+    row(['figure', 'raw docker exec', 'raw pipes p50', 'exec / pipes p50', 'broker p50', 'broker - exec p50', 'raw docker exec /s']),
+    row(['---', '---:', '---:', '---:', '---:', '---:', '---:']),
+  ];
+  for (const [name, c] of named) {
+    const e = c.rawExec?.seq?.latency;
+    const b = c.broker.seq?.latency.p50;
+    const p = c.raw.seq?.latency.p50;
+    out.push(row([LABELS[name] ?? name, lat(e), f(p), ratio(e?.p50, p), f(b), f(b !== undefined && e ? b - e.p50 : undefined), f(c.rawExec?.conc?.opsPerSec, 0)]));
+  }
+  return [...out, ''];
+}
 
 function episodes(r: Results): string[] {
   if (!r.episodes.length) return [];

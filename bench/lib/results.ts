@@ -29,8 +29,12 @@ export interface Results {
   startedAt: string;
   durationS: number;
   machine: Machine;
-  /** noop: bare node:http answering `{}`; app: the broker's express app over a stub pool (`true` only). */
-  commands: Partial<Record<CommandName, { broker: PathFigures; raw: PathFigures; noop?: PathFigures; app?: PathFigures }>>;
+  /**
+   * raw: the backend's own transport (docker: named pipes); rawExec (docker, `true` and `echo`): a
+   * `docker exec` attach stream; noop: bare node:http answering `{}`; app: the broker's express app
+   * over a stub pool (`true` only).
+   */
+  commands: Partial<Record<CommandName, { broker: PathFigures; raw: PathFigures; rawExec?: PathFigures; noop?: PathFigures; app?: PathFigures }>>;
   acquire?: SeqResult;
   episodes: {
     concurrency: number;
@@ -83,14 +87,37 @@ export interface TargetResult {
 
 const ms = (v: number): string => `${v.toFixed(3)} ms`;
 
+/**
+ * Issue #4: execute `true` p50 <= the raw backend round trip + 1.5 x the no-op HTTP round trip, with
+ * the raw floors it names: a bash pipe (local) and a `docker exec` stream (docker). The docker
+ * backend's own transport (named pipes into the container) is faster than a docker exec stream, so
+ * the same rule against it, stricter than the issue's, is reported beside it.
+ */
+function executeTargets(r: Results): TargetResult[] {
+  const t = r.commands.true;
+  const broker = t?.broker.seq?.latency.p50;
+  const noop = t?.noop?.seq?.latency.p50;
+  const name = 'execute `true` p50';
+  const rule = (floor: string): string => `<= ${floor} p50 + 1.5 x no-op HTTP p50`;
+  if (broker === undefined || noop === undefined || !t?.raw.seq) return [{ name, rule: rule('raw'), value: '-', limit: '-', pass: null }];
+  const pipes = t.raw.seq.latency.p50 + 1.5 * noop;
+  if (r.backend === 'local') return [{ name, rule: rule('raw bash pipe'), value: ms(broker), limit: ms(pipes), pass: broker <= pipes }];
+  const exec = t.rawExec?.seq?.latency.p50;
+  const strict: TargetResult = {
+    name: `${name}, against the broker's own pipes (reported)`,
+    rule: rule('raw named-pipe'),
+    value: `${ms(broker)} (${broker <= pipes ? 'within' : `over by ${((broker / pipes - 1) * 100).toFixed(0)}%`})`,
+    limit: ms(pipes),
+    pass: null,
+  };
+  if (exec === undefined) return [{ name, rule: rule('raw docker exec stream'), value: ms(broker), limit: '-', pass: null }, strict];
+  const limit = exec + 1.5 * noop;
+  return [{ name, rule: rule('raw docker exec stream'), value: ms(broker), limit: ms(limit), pass: broker <= limit }, strict];
+}
+
 export function evaluateTargets(r: Results): TargetResult[] {
   const out: TargetResult[] = [];
-  const t = r.commands.true;
-  const noop = t?.noop?.seq?.latency.p50;
-  if (t?.broker.seq && t.raw.seq && noop !== undefined) {
-    const limit = t.raw.seq.latency.p50 + 1.5 * noop;
-    out.push({ name: 'execute `true` p50', rule: '<= raw p50 + 1.5 x no-op HTTP p50', value: ms(t.broker.seq.latency.p50), limit: ms(limit), pass: t.broker.seq.latency.p50 <= limit });
-  } else out.push({ name: 'execute `true` p50', rule: '<= raw p50 + 1.5 x no-op HTTP p50', value: '-', limit: '-', pass: null });
+  out.push(...executeTargets(r));
 
   // "Commands per second with 64 sessions busy": leases held, executing back to back, against the same
   // 64 sessions driven raw. Episodes are reported beside it (no target: each one also pays for a fresh

@@ -6,6 +6,7 @@ import type { ConcResult, DockerStartResult, FloodResult, RawOpenResult, SeqResu
 import { fmtLatency, type BenchContext } from '../lib/context';
 import { histogram } from '../lib/metricsText';
 import { median, sleep } from '../lib/stats';
+import { settle } from '../lib/settle';
 import { CLEANUP_METRIC, errors, idleRss, mb, runEpisodes } from './single';
 
 export async function releasePhase(ctx: BenchContext): Promise<void> {
@@ -23,9 +24,9 @@ export async function releasePhase(ctx: BenchContext): Promise<void> {
 async function rawAt64(ctx: BenchContext): Promise<void> {
   const { plan } = ctx;
   ctx.mark(`floor: 64 raw ${plan.backend} sessions running \`true\` at once`);
-  await ctx.job<RawOpenResult>({ kind: 'rawOpen', backend: plan.backend, containers: 8, perContainer: 8, image: plan.image, concurrency: 16 }, 300_000);
+  await ctx.job<RawOpenResult>({ kind: 'rawOpen', backend: plan.backend, transport: 'default', containers: 8, perContainer: 8, image: plan.image, concurrency: 16 }, 300_000);
   try {
-    const job = { kind: 'conc', target: { via: 'raw' }, command: 'true', expectBytes: 0, concurrency: 64, rampMs: 1000, durationMs: plan.raw64Ms } as const;
+    const job = { kind: 'conc', target: { via: 'raw', transport: 'default' }, command: 'true', expectBytes: 0, concurrency: 64, rampMs: 1000, durationMs: plan.raw64Ms } as const;
     ctx.results.rawAt64 = await ctx.withCpu('raw true x64', () => ctx.job<ConcResult>(job, plan.raw64Ms + 120_000));
     ctx.log(`raw true x64: ${ctx.results.rawAt64.opsPerSec.toFixed(0)}/s, ${fmtLatency(ctx.results.rawAt64.latency)}`);
   } finally {
@@ -56,6 +57,7 @@ async function extraWarmupRounds(ctx: BenchContext, containers: number): Promise
   if (ctx.plan.backend !== 'docker') return rounds; // no floor to pair with
   for (let round = 1; round < ctx.plan.warmup.rounds; round++) {
     const floor = await warmupFloor(ctx);
+    await settleBeforeWarmup(ctx);
     ctx.mark(`broker ${containers} x 8: warm-up, round ${round} of ${ctx.plan.warmup.rounds}`);
     const brokerMs = await ctx.withBroker({ name: `${containers}x8-round${round}`, containers, perContainer: 8 }, async (_broker, warmMs) => warmMs);
     rounds.push({ brokerMs, floorMs: floor?.ms });
@@ -76,10 +78,18 @@ function logWarmup(ctx: BenchContext, rounds: WarmupRound[], medianRatio: number
   ctx.log(`warm-up rounds (broker / Docker's start): ${each.join(', ')}; median ${medianRatio?.toFixed(2) ?? '-'}x`);
 }
 
+/** Both sides of a warm-up round start on a quiet machine (lib/settle.ts); the wait is logged. */
+async function settleBeforeWarmup(ctx: BenchContext): Promise<void> {
+  const s = await settle(ctx.results.machine.cores);
+  const how = s.settled ? 'quiet' : `still ${s.busyCores.toFixed(2)} cores busy, going on`;
+  ctx.log(`waited ${(s.waitedMs / 1000).toFixed(1)} s for the machine to settle (${how})`);
+}
+
 /** Docker's own time to create and start the warm-up's containers (the local backend has no such floor). */
 async function warmupFloor(ctx: BenchContext): Promise<{ label: string; ms: number; dockerStart: DockerStartResult } | null> {
   if (ctx.plan.backend !== 'docker') return null;
   const { containers } = ctx.plan.warmup;
+  await settleBeforeWarmup(ctx);
   ctx.mark(`floor: Docker creates and starts ${containers} containers, 8 at once`);
   const ds = await ctx.job<DockerStartResult>({ kind: 'dockerStart', image: ctx.plan.image, count: containers, concurrency: 8 }, 600_000);
   ctx.log(`docker create+start x${containers}: ${(ds.createStartMs / 1000).toFixed(1)} s (removal ${(ds.removeMs / 1000).toFixed(1)} s)`);
@@ -115,6 +125,7 @@ export async function poolPhases(ctx: BenchContext): Promise<void> {
     const isWarmup = plan.phases.has('warmup') && containers === warmContainers;
     const rounds: WarmupRound[] = isWarmup ? await extraWarmupRounds(ctx, containers) : [];
     const floor = isWarmup ? await warmupFloor(ctx) : null;
+    if (isWarmup) await settleBeforeWarmup(ctx);
     ctx.mark(`broker ${containers} x 8${isWarmup ? ': warm-up, idle RSS' : ''}${wantEpisodes && plan.levels.includes(level) ? `, episodes at ${level}` : ''}`);
     const warmCpuLabel = isWarmup ? `warm-up of ${containers * 8} sessions` : undefined;
     await ctx.withBroker({ name: `${containers}x8`, containers, perContainer: 8 }, async (broker, warmMs) => {

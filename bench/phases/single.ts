@@ -18,8 +18,10 @@ const SLACK_MS = 90_000;
 export const CONC_SESSIONS = 8;
 const DEFAULT_MAX_OUTPUT_BYTES = loadConfig({}).maxOutputBytes;
 
-type PathName = 'broker' | 'raw' | 'noop' | 'app';
-const PATH_LABELS: Record<PathName, string> = { broker: 'broker', raw: 'raw', noop: 'no-op HTTP', app: 'broker app, stub pool' };
+type PathName = 'broker' | 'raw' | 'rawExec' | 'noop' | 'app';
+const PATH_LABELS: Record<PathName, string> = { broker: 'broker', raw: 'raw', rawExec: 'raw docker exec', noop: 'no-op HTTP', app: 'broker app, stub pool' };
+/** The docker exec floor runs the small commands only: it exists for the execute target. */
+const EXEC_FLOOR_COMMANDS: CommandName[] = ['true', 'echo'];
 
 /**
  * One command on the broker and its floors: sequential latency with the paths interleaved (one
@@ -28,7 +30,8 @@ const PATH_LABELS: Record<PathName, string> = { broker: 'broker', raw: 'raw', no
  */
 async function compareCommand(ctx: BenchContext, brokerUrl: string, name: CommandName): Promise<Record<PathName, PathFigures>> {
   const { command, expectBytes } = COMMANDS[name];
-  const targets: Partial<Record<PathName, Target>> = { broker: { via: 'broker', url: brokerUrl }, raw: { via: 'raw' } };
+  const targets: Partial<Record<PathName, Target>> = { broker: { via: 'broker', url: brokerUrl }, raw: { via: 'raw', transport: 'default' } };
+  if (ctx.plan.backend === 'docker' && EXEC_FLOOR_COMMANDS.includes(name)) targets.rawExec = { via: 'raw', transport: 'exec' };
   if (name === 'true') {
     targets.noop = { via: 'noop', url: ctx.http.noop.url };
     targets.app = { via: 'noop', url: ctx.http.app.url };
@@ -104,7 +107,9 @@ export async function runEpisodes(ctx: BenchContext, broker: BrokerProcess, leve
 export async function singlePhase(ctx: BenchContext): Promise<void> {
   const { plan, results } = ctx;
   ctx.mark(`broker 1 x 8 beside its floors (raw ${plan.backend} sessions, no-op HTTP, broker app over a stub pool)`);
-  await ctx.job({ kind: 'rawOpen', backend: plan.backend, containers: 1, perContainer: CONC_SESSIONS, image: plan.image, concurrency: 8 }, 120_000);
+  const rawOpen = { kind: 'rawOpen', backend: plan.backend, containers: 1, perContainer: CONC_SESSIONS, image: plan.image, concurrency: 8 } as const;
+  await ctx.job({ ...rawOpen, transport: 'default' }, 120_000);
+  if (plan.backend === 'docker') await ctx.job({ ...rawOpen, transport: 'exec' }, 120_000);
   try {
     await ctx.withBroker({ name: '1x8', containers: 1, perContainer: 8 }, async (broker) => {
       results.rss.at8 = await idleRss(broker);
