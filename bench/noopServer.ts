@@ -3,8 +3,12 @@
  * - `http`: a bare node:http server that reads the body and answers `{}` to every POST (the no-op floor);
  * - `app`: the broker's own express app (createApp: body reader, routers, validation, error handler,
  *   metrics) over a stub pool that answers every execute at once. Broker minus this = pool + shell.
+ * - `relay`: the broker's shape with no work in it: node:http that, per request, writes a line to a
+ *   `cat` child over a pipe and answers `{}` when the line comes back. Relay minus no-op is what the
+ *   second process hop costs here (client -> server -> child -> server -> client), whatever the code.
  */
 import http from 'node:http';
+import { spawn } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../src/api/app';
 import { loadConfig } from '../src/config/config';
@@ -28,7 +32,35 @@ function stubApp(): http.RequestListener {
   return createApp(pool, new BrokerMetrics(), loadConfig({}));
 }
 
-const handler = process.argv[2] === 'app' ? stubApp() : bareHandler;
+/** One request at a time per connection, and the bench drives it with one connection: one waiter. */
+function relayHandler(): http.RequestListener {
+  const cat = spawn('cat', [], { stdio: ['pipe', 'pipe', 'ignore'] });
+  cat.on('exit', () => process.exit(1)); // the floor is gone: the orchestrator sees the server die
+  const waiting: (() => void)[] = [];
+  let pending = '';
+  cat.stdout.setEncoding('latin1');
+  cat.stdout.on('data', (text: string) => {
+    pending += text;
+    let nl: number;
+    while ((nl = pending.indexOf('\n')) >= 0) {
+      pending = pending.slice(nl + 1);
+      waiting.shift()?.();
+    }
+  });
+  return (req, res) => {
+    req.on('data', () => undefined);
+    req.on('end', () => {
+      waiting.push(() => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': EMPTY.length });
+        res.end(EMPTY);
+      });
+      cat.stdin.write('x\n');
+    });
+  };
+}
+
+const mode = process.argv[2];
+const handler = mode === 'app' ? stubApp() : mode === 'relay' ? relayHandler() : bareHandler;
 const server = http.createServer({ keepAliveTimeout: 65_000 }, handler);
 server.listen(0, '127.0.0.1', () => process.send?.({ port: (server.address() as AddressInfo).port }));
 process.on('disconnect', () => process.exit(0));

@@ -68,11 +68,11 @@ async function main(): Promise<number> {
     targets: [],
     notes: [],
   };
-  const [noop, app, client] = await Promise.all([NoopServer.start('http'), NoopServer.start('app'), ClientProcess.start()]);
-  const ctx = new BenchContext(plan, client, { noop, app }, results, logDir);
+  const [noop, app, relay, client] = await Promise.all([NoopServer.start('http'), NoopServer.start('app'), NoopServer.start('relay'), ClientProcess.start()]);
+  const ctx = new BenchContext(plan, client, { noop, app, relay }, results, logDir);
   const shutdown = async (): Promise<void> => {
     await ctx.stopBroker().catch(() => undefined);
-    await Promise.all([client.close(), noop.close(), app.close()]);
+    await Promise.all([client.close(), noop.close(), app.close(), relay.close()]);
     const left = plan.backend === 'docker' ? await sweepBenchContainers(new Dockerode()) : 0;
     if (left > 0) results.notes.push(`${left} containers of this bench were left behind and removed at the end`);
   };

@@ -105,7 +105,7 @@ export class NoopServer {
   ) {}
 
   /** `http`: bare node:http answering `{}`; `app`: the broker's express app over a stub pool. */
-  static async start(mode: 'http' | 'app'): Promise<NoopServer> {
+  static async start(mode: 'http' | 'app' | 'relay'): Promise<NoopServer> {
     const child = forkTs('noopServer.ts', [mode]);
     const { port } = await firstMessage<{ port: number }>(child, 60_000);
     return new NoopServer(child, `http://127.0.0.1:${port}`);

@@ -24,7 +24,7 @@ export class BenchContext {
     readonly plan: Plan,
     readonly client: ClientProcess,
     /** The no-op floor (bare node:http) and the broker's own app over a stub pool. */
-    readonly http: { noop: NoopServer; app: NoopServer },
+    readonly http: { noop: NoopServer; app: NoopServer; relay: NoopServer },
     readonly results: Results,
     readonly logDir: string,
   ) {}

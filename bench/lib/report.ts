@@ -76,6 +76,16 @@ function single(r: Results): string[] {
   for (const [label, p] of paths) {
     out.push(row([label, lat(p?.seq?.latency), ratio(p?.seq?.latency.p50, noop?.p50), f(p?.conc?.opsPerSec, 0), ratio(p?.conc?.opsPerSec, t.noop.conc?.opsPerSec)]));
   }
+  const rf = r.relayFloor;
+  if (rf) {
+    const hop = rf.relay.latency.p50 - rf.noop.latency.p50;
+    out.push(
+      '',
+      'The second hop, with no work in it: a node:http server that writes a line to `cat` over a pipe per request and answers `{}` when it comes back ' +
+        '(client -> server -> cat -> server -> client, the broker\'s shape), interleaved with the no-op as a pair of their own: ' +
+        `p50 ${f(rf.relay.latency.p50)} against ${f(rf.noop.latency.p50)} ms: the hop and cat's echo cost ${f(hop)} ms = ${ratio(hop, rf.noop.latency.p50)} the no-op.`,
+    );
+  }
   return [...out, ''];
 }
 

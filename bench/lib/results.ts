@@ -35,6 +35,8 @@ export interface Results {
    * over a stub pool (`true` only).
    */
   commands: Partial<Record<CommandName, { broker: PathFigures; raw: PathFigures; rawExec?: PathFigures; noop?: PathFigures; app?: PathFigures }>>;
+  /** The no-op beside a node:http relay to `cat` (noopServer.ts), interleaved as a pair of their own. */
+  relayFloor?: { noop: SeqResult; relay: SeqResult };
   acquire?: SeqResult;
   episodes: {
     concurrency: number;

@@ -19,7 +19,13 @@ export const CONC_SESSIONS = 8;
 const DEFAULT_MAX_OUTPUT_BYTES = loadConfig({}).maxOutputBytes;
 
 type PathName = 'broker' | 'raw' | 'rawExec' | 'noop' | 'app';
-const PATH_LABELS: Record<PathName, string> = { broker: 'broker', raw: 'raw', rawExec: 'raw docker exec', noop: 'no-op HTTP', app: 'broker app, stub pool' };
+const PATH_LABELS: Record<PathName, string> = {
+  broker: 'broker',
+  raw: 'raw',
+  rawExec: 'raw docker exec',
+  noop: 'no-op HTTP',
+  app: 'broker app, stub pool',
+};
 /** The docker exec floor runs the small commands only: it exists for the execute target. */
 const EXEC_FLOOR_COMMANDS: CommandName[] = ['true', 'echo'];
 
@@ -53,6 +59,19 @@ async function compareCommand(ctx: BenchContext, brokerUrl: string, name: Comman
     ctx.log(`${PATH_LABELS[p]} ${name} x${CONC_SESSIONS}: ${conc.opsPerSec.toFixed(0)}/s${errors(conc.errors, conc.firstError)}`);
   }
   return out;
+}
+
+/**
+ * The relay floor beside the no-op, as a pair of their own (added to the broker's interleaving it
+ * would change what the broker's figures are measured beside): what a second process hop costs here.
+ */
+async function relayFloor(ctx: BenchContext): Promise<void> {
+  const { n, warmup } = ctx.plan.seq.true;
+  const targets = [ctx.http.noop, ctx.http.relay].map((s) => ({ via: 'noop', url: s.url }) as const);
+  const job = { kind: 'seqCompare', targets, command: 'true', expectBytes: 0, n, warmup, maxMs: SEQ_MAX_MS } as const;
+  const [noop, relay] = await ctx.job<SeqResult[]>(job, SEQ_MAX_MS + SLACK_MS);
+  ctx.results.relayFloor = { noop, relay };
+  ctx.log(`no-op HTTP / relay to cat, a pair of their own: p50 ${noop.latency.p50.toFixed(3)} / ${relay.latency.p50.toFixed(3)} ms${errors(noop.errors + relay.errors)}`);
 }
 
 export function errors(n: number, first?: string): string {
@@ -115,6 +134,7 @@ export async function singlePhase(ctx: BenchContext): Promise<void> {
       results.rss.at8 = await idleRss(broker);
       ctx.log(`RSS at 8 idle sessions: ${mb(results.rss.at8)}`);
       for (const name of plan.commands) results.commands[name] = await compareCommand(ctx, broker.url, name);
+      await relayFloor(ctx);
       if (plan.phases.has('release')) {
         results.rawRespawn = await ctx.job<SeqResult>({ kind: 'rawRespawn', n: plan.releaseN, maxMs: 60_000 }, 180_000);
         ctx.log(`raw respawn (close + new shell + first answer): ${fmtLatency(results.rawRespawn.latency)}${errors(results.rawRespawn.errors)}`);
