@@ -12,7 +12,7 @@ import { describeMachine } from './lib/machine';
 import { ClientProcess, NoopServer } from './lib/children';
 import { REPO_DIR } from './lib/brokerProcess';
 import { BenchContext } from './lib/context';
-import { evaluateTargets, type Results } from './lib/results';
+import { emptyResults, evaluateTargets, type Results } from './lib/results';
 import { renderMarkdown } from './lib/report';
 import { renderChart } from './lib/chart';
 import { sweepBenchContainers } from './lib/containers';
@@ -53,21 +53,13 @@ async function main(): Promise<number> {
   fs.mkdirSync(logDir, { recursive: true });
   if (plan.backend === 'docker') await checkDocker(plan.image);
   const startedAt = new Date();
-  const results: Results = {
+  const results = emptyResults({
     backend: plan.backend,
     mode: plan.quick ? 'quick' : 'full',
     image: plan.backend === 'docker' ? plan.image : null,
     startedAt: startedAt.toISOString(),
-    durationS: 0,
     machine: await describeMachine(REPO_DIR),
-    commands: {},
-    episodes: [],
-    rss: {},
-    cpu: {},
-    phases: [],
-    targets: [],
-    notes: [],
-  };
+  });
   const [noop, app, relay, client] = await Promise.all([NoopServer.start('http'), NoopServer.start('app'), NoopServer.start('relay'), ClientProcess.start()]);
   const ctx = new BenchContext(plan, client, { noop, app, relay }, results, logDir);
   const shutdown = async (): Promise<void> => {

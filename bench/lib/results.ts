@@ -78,6 +78,11 @@ export interface Results {
   notes: string[];
 }
 
+/** A run's results before any phase: what it is and where it runs, no figures yet. */
+export function emptyResults(run: Pick<Results, 'backend' | 'mode' | 'image' | 'startedAt' | 'machine'>): Results {
+  return { ...run, durationS: 0, commands: {}, episodes: [], rss: {}, cpu: {}, phases: [], targets: [], notes: [] };
+}
+
 export interface TargetResult {
   name: string;
   rule: string;

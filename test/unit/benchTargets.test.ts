@@ -3,7 +3,7 @@
  * names for each backend (local: a bash pipe; docker: a docker exec stream), and the stricter docker
  * comparison against the broker's own pipes is reported beside it, never judged.
  */
-import { evaluateTargets, type Results } from '../../bench/lib/results';
+import { emptyResults, evaluateTargets, type Results } from '../../bench/lib/results';
 import type { LatencySummary, SeqResult } from '../../bench/protocol';
 
 function seq(p50: number): { seq: SeqResult } {
@@ -12,28 +12,14 @@ function seq(p50: number): { seq: SeqResult } {
 }
 
 function results(backend: 'local' | 'docker', p50: { broker: number; raw: number; noop: number; rawExec?: number }): Results {
-  return {
-    backend,
-    mode: 'quick',
-    image: null,
-    startedAt: '2026-11-24T00:00:00Z',
-    durationS: 1,
-    machine: {} as Results['machine'],
-    commands: {
-      true: {
-        broker: seq(p50.broker),
-        raw: seq(p50.raw),
-        noop: seq(p50.noop),
-        ...(p50.rawExec === undefined ? {} : { rawExec: seq(p50.rawExec) }),
-      },
-    },
-    episodes: [],
-    rss: {},
-    cpu: {},
-    phases: [],
-    targets: [],
-    notes: [],
+  const r = emptyResults({ backend, mode: 'quick', image: null, startedAt: '2026-11-24T00:00:00Z', machine: {} as Results['machine'] });
+  r.commands.true = {
+    broker: seq(p50.broker),
+    raw: seq(p50.raw),
+    noop: seq(p50.noop),
+    ...(p50.rawExec === undefined ? {} : { rawExec: seq(p50.rawExec) }),
   };
+  return r;
 }
 
 const executeRows = (r: Results) => evaluateTargets(r).filter((t) => t.name.startsWith('execute `true` p50'));
