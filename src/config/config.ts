@@ -64,8 +64,11 @@ export interface BrokerConfig {
      * `auto`, pipes when the first container shows they work, else exec.
      */
     transport: 'auto' | 'fifo' | 'exec';
-    /** Host directory of the pipes (BROKER_DOCKER_FIFO_DIR). */
-    fifoRoot: string;
+    /**
+     * Host directory of the pipes (BROKER_DOCKER_FIFO_DIR); null: the default, chosen at start
+     * (/run/bash-broker, or /dev/shm/bash-broker where /run is on a disk: backends/docker/fifoRoot.ts).
+     */
+    fifoRoot: string | null;
   };
 }
 
@@ -142,8 +145,8 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
   if (transport !== 'auto' && transport !== 'fifo' && transport !== 'exec') {
     throw new ConfigError(`BROKER_DOCKER_TRANSPORT must be 'auto', 'fifo' or 'exec', got '${transport}'`);
   }
-  const fifoRoot = (env.BROKER_DOCKER_FIFO_DIR ?? '').trim() || '/run/bash-broker';
-  if (!path.isAbsolute(fifoRoot)) throw new ConfigError(`BROKER_DOCKER_FIFO_DIR must be an absolute path, got '${fifoRoot}'`);
+  const fifoRoot = (env.BROKER_DOCKER_FIFO_DIR ?? '').trim() || null;
+  if (fifoRoot !== null && !path.isAbsolute(fifoRoot)) throw new ConfigError(`BROKER_DOCKER_FIFO_DIR must be an absolute path, got '${fifoRoot}'`);
   const pidsLimit = int(env, 'BROKER_CONTAINER_PIDS_LIMIT', 1024, { min: 16 });
   // A quarter by default: one fork bomb leaves three quarters of the container to the rest.
   const sessionPidsLimit = int(env, 'BROKER_SESSION_PIDS_LIMIT', Math.max(16, Math.floor(pidsLimit / 4)), { min: 0 });

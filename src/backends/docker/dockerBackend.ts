@@ -21,6 +21,7 @@ import { DockerShell } from './dockerShell';
 import { type ChannelOpener, execChannelOpener } from './channel';
 import { FifoSpawner, SPAWNER_SCRIPT } from './fifoSpawner';
 import { FifoStock } from './fifoStock';
+import { defaultFifoRoot, ensureOwnRoot, inMemoryFs } from './fifoRoot';
 import { ContainerPids, readPidsMount } from './sessionPids';
 
 /** Resolved and validated in config.ts (BROKER_IMAGE, BROKER_CONTAINER_*, BROKER_NETWORK_MODE, ...). */
@@ -83,16 +84,22 @@ export class DockerBackend implements SessionBackend {
   private pidsLogged = false;
   /** Makes the named pipes of every container (fifo transport); in the deployment's pipe directory. */
   private readonly fifoStock: FifoStock;
+  /** Host directory of every deployment's pipes: the configured one, or the default chosen for this host. */
+  private readonly fifoRoot: string;
+  private readonly fifoRootReason: string;
 
   constructor(private readonly options: DockerBackendOptions) {
     this.fifoState = options.transport === 'exec' ? 'off' : 'unknown';
+    const chosen = options.fifoRoot === null ? defaultFifoRoot() : { root: options.fifoRoot, reason: 'BROKER_DOCKER_FIFO_DIR' };
+    this.fifoRoot = chosen.root;
+    this.fifoRootReason = chosen.reason;
     this.pidsMount = options.sessionPidsLimit > 0 ? readPidsMount() : null;
     this.fifoStock = new FifoStock(path.join(this.fifoDir, `.stock-${this.instance}`));
   }
 
   /** Host directory of this deployment's pipes (one subdirectory per container). */
   private get fifoDir(): string {
-    return path.join(this.options.fifoRoot, this.options.deployment);
+    return path.join(this.fifoRoot, this.options.deployment);
   }
 
   /** Checks the engine and the image, and removes containers a previous instance of this deployment left. */
@@ -110,7 +117,23 @@ export class DockerBackend implements SessionBackend {
     const removed = await this.sweep();
     if (removed > 0) logger.info({ removed, deployment: this.options.deployment }, 'removed containers left by an earlier broker');
     // Their pipes too: the directory is this deployment's, and its containers are gone.
-    if (this.options.transport !== 'exec') await fs.promises.rm(this.fifoDir, { recursive: true, force: true }).catch(() => undefined);
+    if (this.options.transport !== 'exec') await this.preparePipesRoot();
+  }
+
+  /** Clears this deployment's old pipes and checks the pipes' root is safe; without one, pipes are off. */
+  private async preparePipesRoot(): Promise<void> {
+    await fs.promises.rm(this.fifoDir, { recursive: true, force: true }).catch(() => undefined);
+    try {
+      ensureOwnRoot(this.fifoRoot);
+    } catch (err) {
+      const why = `the pipes' directory cannot be trusted: ${errorMessage(err)}`;
+      if (this.options.transport === 'fifo') throw new BackendError(`${why}; set BROKER_DOCKER_FIFO_DIR`);
+      this.fifoOff(why);
+      return;
+    }
+    const onDisk = inMemoryFs(this.fifoRoot) === false;
+    const hint = onDisk ? ': on a disk filesystem, where each pipe costs journal work; a tmpfs is cheaper (BROKER_DOCKER_FIFO_DIR, bench/README.md)' : '';
+    logger.info({ fifoRoot: this.fifoRoot, reason: this.fifoRootReason }, `named pipes directory${hint}`);
   }
 
   async sweep(): Promise<number> {
