@@ -51,7 +51,7 @@ export function parseArgs(argv: string[], benchDir: string): Plan {
   const phases = new Set<Phase>((quick ? quickPhases : [...PHASES]).filter((p) => !skip.has(p)));
   const levels = (opts.get('levels') ?? (quick ? '1,8' : '1,8,64,256,1024')).split(',').map(Number);
   if (levels.some((l) => !Number.isInteger(l) || l < 1 || l > 4096)) throw new Error(`--levels: integers 1..4096\n${USAGE}`);
-  const warmupRounds = Number(opts.get('warmup-rounds') ?? 3);
+  const warmupRounds = Number(opts.get('warmup-rounds') ?? 5);
   if (!Number.isInteger(warmupRounds) || warmupRounds < 1 || warmupRounds > 9) throw new Error(`--warmup-rounds: an integer 1..9\n${USAGE}`);
   return {
     backend,
