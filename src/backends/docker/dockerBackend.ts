@@ -72,10 +72,13 @@ export class DockerBackend implements SessionBackend {
   private readonly unremovedDirs = new Map<string, Set<string>>();
   /**
    * Containers whose removal failed, typically because the engine was down or restarting (the pool
-   * forgets a failed container once it asked for its removal). Retried before every container start
-   * and at close, so a daemon restart leaves no container of the old generation behind.
+   * forgets a failed container once it asked for its removal). Retried before every container start,
+   * with every health check and at close, so a daemon restart leaves no container of the old
+   * generation behind.
    */
   private readonly unremoved = new Set<string>();
+  /** A retry of `unremoved` from the health checks is under way. */
+  private removalsRetrying = false;
   private generation = 0;
   private starts = 0;
   /** The host's cgroup v1 pids mount, when per-session pids limits are wanted; see sessionPids.ts. */
@@ -273,6 +276,12 @@ export class DockerBackend implements SessionBackend {
   }
 
   async checkContainer(ref: ContainerRef): Promise<ContainerHealth> {
+    // Removals that failed (the engine was down) are retried before each container start, but a pool
+    // whose replacements all started leaves them waiting for the next start: retry with the checks too.
+    if (this.unremoved.size > 0 && !this.removalsRetrying) {
+      this.removalsRetrying = true;
+      void this.retryRemovals().finally(() => (this.removalsRetrying = false));
+    }
     let state: Dockerode.ContainerInspectInfo['State'];
     try {
       state = (await this.docker.getContainer(ref.id).inspect()).State;
