@@ -104,7 +104,7 @@ export class NoopServer {
     readonly url: string,
   ) {}
 
-  /** `http`: bare node:http answering `{}`; `app`: the broker's express app over a stub pool. */
+  /** `http`: bare node:http answering `{}`; `app`: the broker's express app over a stub pool; `relay`: node:http relaying to `cat` (noopServer.ts). */
   static async start(mode: 'http' | 'app' | 'relay'): Promise<NoopServer> {
     const child = forkTs('noopServer.ts', [mode]);
     const { port } = await firstMessage<{ port: number }>(child, 60_000);

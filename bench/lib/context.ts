@@ -23,7 +23,7 @@ export class BenchContext {
   constructor(
     readonly plan: Plan,
     readonly client: ClientProcess,
-    /** The no-op floor (bare node:http) and the broker's own app over a stub pool. */
+    /** The no-op floor (bare node:http), the broker's own app over a stub pool, and the relay to `cat`. */
     readonly http: { noop: NoopServer; app: NoopServer; relay: NoopServer },
     readonly results: Results,
     readonly logDir: string,
@@ -55,7 +55,7 @@ export class BenchContext {
     const result = await fn();
     const after = snapshotCpu();
     for (const id of await this.benchContainerIds()) containerIds.add(id);
-    const servers = [this.http.noop.pid, this.http.app.pid];
+    const servers = [this.http.noop.pid, this.http.app.pid, this.http.relay.pid];
     // The broker may have started inside `fn` (a warm-up): it is the current one by the end.
     const breakdown = cpuBreakdown(before, after, { broker: this.current?.pid, client: this.client.pid, servers, containerIds });
     // Throughput beside the cores gives CPU per operation (cores / ops per second).

@@ -5,6 +5,9 @@
  * give the container anything of the host's but its own read-only directory.
  */
 import Dockerode from 'dockerode';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { startTestBroker, type TestBroker } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import { execIn, poolContainerIds } from '../helpers/dockerFaults';
@@ -78,6 +81,28 @@ describeDocker('docker transports', () => {
     expect(new Set(parents)).toEqual(new Set(['0']));
     expect((await docker.getContainer(id).inspect()).Mounts).toEqual([]);
     await sessionsWork(tb);
+  });
+
+  it('refuses a pipes directory someone else could control, and removes nothing through it', async () => {
+    // /dev/shm's shape: a world-writable parent, where another user could have put a link first.
+    const shared = fs.mkdtempSync(path.join(os.tmpdir(), 'fifo-shared-'));
+    fs.chmodSync(shared, 0o1777);
+    const victim = fs.mkdtempSync(path.join(os.tmpdir(), 'fifo-victim-'));
+    const deployment = `test-${process.pid}-link`;
+    fs.mkdirSync(path.join(victim, deployment));
+    fs.writeFileSync(path.join(victim, deployment, 'keep'), 'x');
+    fs.symlinkSync(victim, path.join(shared, 'bash-broker'));
+    try {
+      tb = await startTestBroker({ BROKER_DOCKER_FIFO_DIR: path.join(shared, 'bash-broker'), BROKER_DEPLOYMENT: deployment });
+      const [id] = poolContainerIds(tb);
+      expect(new Set(await shellParents(id))).toEqual(new Set(['0']));
+      await tb.close();
+      tb = null;
+      expect(fs.readdirSync(path.join(victim, deployment))).toEqual(['keep']);
+    } finally {
+      fs.rmSync(shared, { recursive: true, force: true });
+      fs.rmSync(victim, { recursive: true, force: true });
+    }
   });
 
   it('auto falls back to docker exec when the pipes cannot be made', async () => {

@@ -90,6 +90,8 @@ export class DockerBackend implements SessionBackend {
   /** Host directory of every deployment's pipes: the configured one, or the default chosen for this host. */
   private readonly fifoRoot: string;
   private readonly fifoRootReason: string;
+  /** The root failed ensureOwnRoot: nothing under it is made or removed. */
+  private fifoRootRefused = false;
 
   constructor(private readonly options: DockerBackendOptions) {
     this.fifoState = options.transport === 'exec' ? 'off' : 'unknown';
@@ -123,17 +125,21 @@ export class DockerBackend implements SessionBackend {
     if (this.options.transport !== 'exec') await this.preparePipesRoot();
   }
 
-  /** Clears this deployment's old pipes and checks the pipes' root is safe; without one, pipes are off. */
+  /**
+   * Checks the pipes' root is safe (without one, pipes are off), then clears this deployment's old
+   * pipes. In that order: a root someone else controls (a link, say) is never removed through.
+   */
   private async preparePipesRoot(): Promise<void> {
-    await fs.promises.rm(this.fifoDir, { recursive: true, force: true }).catch(() => undefined);
     try {
       ensureOwnRoot(this.fifoRoot);
     } catch (err) {
       const why = `the pipes' directory cannot be trusted: ${errorMessage(err)}`;
+      this.fifoRootRefused = true;
       if (this.options.transport === 'fifo') throw new BackendError(`${why}; set BROKER_DOCKER_FIFO_DIR`);
       this.fifoOff(why);
       return;
     }
+    await fs.promises.rm(this.fifoDir, { recursive: true, force: true }).catch(() => undefined);
     const onDisk = inMemoryFs(this.fifoRoot) === false;
     const hint = onDisk ? ': on a disk filesystem, where each pipe costs journal work; a tmpfs is cheaper (BROKER_DOCKER_FIFO_DIR, bench/README.md)' : '';
     logger.info({ fifoRoot: this.fifoRoot, reason: this.fifoRootReason }, `named pipes directory${hint}`);
@@ -399,8 +405,10 @@ export class DockerBackend implements SessionBackend {
     this.links.clear();
     await Promise.all(links.map((l) => l.control.close().catch(() => undefined)));
     await Promise.all(links.map((l) => l.spawner?.close()));
-    await this.fifoStock.close();
-    await fs.promises.rmdir(this.fifoDir).catch(() => undefined); // only if empty: another broker's may be there
+    if (!this.fifoRootRefused) {
+      await this.fifoStock.close();
+      await fs.promises.rmdir(this.fifoDir).catch(() => undefined); // only if empty: another broker's may be there
+    }
     // Bounded: an engine that is still down must not hold the broker's shutdown.
     await Promise.race([this.retryRemovals(), new Promise((r) => setTimeout(r, 10_000).unref())]);
   }
