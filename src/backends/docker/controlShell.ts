@@ -5,7 +5,7 @@
  * - the signal lane, opened with the container: interrupts (urgent, ahead of the queue), kills
  *   (procScripts.ts `__bk_kill`) and health pings. Bash builtins only: it never forks, so a
  *   container at its pids limit cannot stall it, and the kills that free the pids get through.
- * - the fs lane, opened with the container too (again on first use after a failure): `mkdir -p`
+ * - the fs lane, opened on its first use (again on first use after a failure): `mkdir -p`
  *   and `rm -rf`, which fork. Each first checks, with
  *   builtins, that the container's pids cgroup has room (`__bk_room`): at the limit bash would retry
  *   the fork for ~15 s and then abort the whole input line, end marker included. A request that
@@ -70,10 +70,10 @@ export class ControlShell {
     });
     const control = new ControlShell(signals, fsLane, shortId);
     try {
-      // Both lanes now, side by side: ~one docker exec more per container start, and the broker's
-      // idle level of sockets is its working one. An fs lane that fails to open is opened again by
-      // its first request; only the signal lane is required.
-      await Promise.all([signals.warm(LANE_OPEN_TIMEOUT_MS), fsLane.warm(LANE_OPEN_TIMEOUT_MS).catch(() => undefined)]);
+      // Only the signal lane now: it is required (health pings, kills). The fs lane opens on its
+      // first request, the first acquire in this container (a few ms, once): 128 fewer bash
+      // processes during a 1024-session warm-up, which is CPU-bound on Docker's own work.
+      await signals.warm(LANE_OPEN_TIMEOUT_MS);
     } catch (err) {
       await control.close();
       throw err;

@@ -156,7 +156,8 @@ export class FifoSpawner {
     } finally {
       // Once opened on both sides the names are not needed; nobody else may open them. (A plain
       // unlink: fs.rm would lstat each first; one that never got there fails with ENOENT, ignored.)
-      await Promise.all(paths.map((p) => fs.promises.unlink(p).catch(() => undefined)));
+      // Synchronous, like openFifo and the stock's renames: a syscall on the pipes' tmpfs.
+      for (const p of paths) unlinkQuietly(p);
     }
     const channel = new FifoChannel(fds[0], fds[1], fds[2], sink, () => this.channels.delete(name));
     this.channels.set(name, channel);
@@ -217,6 +218,14 @@ async function makeDirs(dir: string): Promise<void> {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
+  }
+}
+
+function unlinkQuietly(file: string): void {
+  try {
+    fs.unlinkSync(file);
+  } catch {
+    /* never placed (the take failed), or already gone */
   }
 }
 

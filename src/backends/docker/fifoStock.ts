@@ -56,24 +56,29 @@ export class FifoStock {
    */
   async take(destinations: readonly string[]): Promise<void> {
     const sources = await this.reserve(destinations.length);
-    const results = await Promise.allSettled(sources.map((src, i) => fs.promises.rename(src, destinations[i])));
-    const failed = results.findIndex((r) => r.status === 'rejected');
-    if (failed < 0) return;
-    // Pipes not moved go back to the stock; the moved ones are the caller's to remove. A pipe that is
-    // gone from the stock means its directory was removed under us (another broker's start sweeps
-    // the deployment's pipes): the rest of the stock is gone too.
+    // Synchronous renames: one syscall each within one filesystem (a tmpfs by default, fifoRoot.ts).
+    // Through the thread pool each cost a worker's wakeup and the event loop's, ~20x the syscall:
+    // ~0.2 s of the broker's 1024-session warm-up profile, for ~3000 renames.
+    let failure: { at: number; err: unknown } | null = null;
     let stockLost = false;
-    for (const [i, r] of results.entries()) {
-      if (r.status === 'fulfilled') continue;
-      if (fs.existsSync(sources[i])) this.available.push(sources[i]);
-      else stockLost = true;
+    for (const [i, src] of sources.entries()) {
+      try {
+        fs.renameSync(src, destinations[i]);
+      } catch (err) {
+        failure ??= { at: i, err };
+        // Pipes not moved go back to the stock; the moved ones are the caller's to remove. A pipe
+        // that is gone from the stock means its directory was removed under us (another broker's
+        // start sweeps the deployment's pipes): the rest of the stock is gone too.
+        if (fs.existsSync(src)) this.available.push(src);
+        else stockLost = true;
+      }
     }
+    if (!failure) return;
     if (stockLost) {
       this.available.length = 0;
       this.dirMade = false;
     }
-    const reason = (results[failed] as PromiseRejectedResult).reason;
-    throw new BackendError(`could not place a named pipe at ${destinations[failed]}: ${errorMessage(reason)}`);
+    throw new BackendError(`could not place a named pipe at ${destinations[failure.at]}: ${errorMessage(failure.err)}`);
   }
 
   /** Removes the stock's directory; later takes fail. */
