@@ -8,17 +8,10 @@
 import Dockerode from 'dockerode';
 import { eventually, startTestBroker, type TestBroker } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { containerExists, execIn, poolContainerIds } from '../helpers/dockerFaults';
+import { containerExists, execIn, lanePids, poolContainerIds } from '../helpers/dockerFaults';
 
 jest.setTimeout(180_000);
 const docker = new Dockerode();
-
-/** The control lanes' bash pids: the processes spawned with an empty session tag (fifoSpawner.ts). */
-async function lanePids(containerId: string): Promise<number[]> {
-  const script = 'for p in /proc/[0-9]*; do grep -qxz BROKER_SESSION_TAG= "$p/environ" 2>/dev/null && echo "${p#/proc/}"; done';
-  const out = (await execIn(docker, containerId, ['bash', '-c', script])).out;
-  return out.split('\n').filter(Boolean).map(Number);
-}
 
 async function signalLanes(containerId: string, signal: 'STOP' | 'CONT', pids: number[]): Promise<void> {
   const r = await execIn(docker, containerId, ['kill', `-${signal}`, ...pids.map(String)]);
@@ -45,7 +38,7 @@ describeDocker('docker stalled container', () => {
     const [cid] = poolContainerIds(tb);
     const id = await tb.acquire();
     await tb.exec(id, 'export KEPT=yes');
-    const lanes = await lanePids(cid);
+    const lanes = await lanePids(docker, cid);
     expect(lanes.length).toBe(2); // the signal lane and the fs lane
 
     // A short stall: several pings time out (1 s each), the container stays, the lease keeps its state.

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startTestBroker, type TestBroker } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { execIn, poolContainerIds } from '../helpers/dockerFaults';
+import { execIn, lanePids, poolContainerIds } from '../helpers/dockerFaults';
 import { PS, SESSION_SHELL, unexpectedProcesses } from '../helpers/containerPs';
 
 const docker = new Dockerode();
@@ -71,6 +71,20 @@ describeDocker('docker transports', () => {
     // Its directory goes with the broker.
     expect((await execIn(docker, id, ['true']).catch(() => ({ code: -1 }))).code).toBe(-1);
     await expect(import('node:fs').then((fs) => fs.promises.stat(dir))).rejects.toThrow(/ENOENT/);
+  });
+
+  it('a container opens its fs lane with its first acquire, not with the container (one bash fewer per container during a warm-up)', async () => {
+    tb = await startTestBroker({ BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2' });
+    const [cid] = poolContainerIds(tb);
+    expect(await lanePids(docker, cid)).toHaveLength(1); // the signal lane: pings and kills need it at once
+    const id = await tb.acquire(); // makes the lease's working directory on the fs lane
+    expect(await lanePids(docker, cid)).toHaveLength(2);
+    expect((await tb.exec(id, 'pwd; echo ok')).stdout).toMatch(/^\/tmp\/.+\nok\n$/);
+    await tb.release(id);
+    // The next lease reuses the lane: still one signal lane and one fs lane.
+    const next = await tb.acquire();
+    expect((await tb.exec(next, 'echo again')).stdout).toBe('again\n');
+    expect(await lanePids(docker, cid)).toHaveLength(2);
   });
 
   it('BROKER_DOCKER_TRANSPORT=exec: one docker exec per shell, same sessions', async () => {

@@ -46,6 +46,13 @@ export async function execIn(docker: Dockerode, id: string, cmd: string[]): Prom
   return { code: info.ExitCode ?? -1, out };
 }
 
+/** The control lanes' bash pids in a container: the processes spawned with an empty session tag (fifoSpawner.ts). */
+export async function lanePids(docker: Dockerode, containerId: string): Promise<number[]> {
+  const script = 'for p in /proc/[0-9]*; do grep -qxz BROKER_SESSION_TAG= "$p/environ" 2>/dev/null && echo "${p#/proc/}"; done';
+  const out = (await execIn(docker, containerId, ['bash', '-c', script])).out;
+  return out.split('\n').filter(Boolean).map(Number);
+}
+
 /** Records every /health status seen while a fault plays out ('error' when /health did not answer). */
 export function watchHealth(tb: TestBroker): { seen: Set<string>; stop: () => Promise<void> } {
   const seen = new Set<string>();
