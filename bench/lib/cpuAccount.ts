@@ -51,9 +51,19 @@ function readProc(pid: number): ProcTimes | null {
   }
 }
 
+/**
+ * The whole machine's CPU ticks so far, from the first line of /proc/stat: busy (user, nice, system,
+ * irq, softirq, steal) and total (those plus idle and iowait; guest time is already inside user).
+ */
+export function machineTicks(): { busy: number; total: number } {
+  const cpu = fs.readFileSync('/proc/stat', 'latin1').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, idle, iowait, irq, softirq, steal = 0] = cpu;
+  const busy = user + nice + system + irq + softirq + steal;
+  return { busy, total: busy + idle + iowait };
+}
+
 export function snapshotCpu(): CpuSnapshot {
-  const cpu = fs.readFileSync('/proc/stat', 'latin1').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  const [user, nice, system, , , irq, softirq, steal] = cpu;
+  const machine = machineTicks();
   const procs = new Map<number, ProcTimes>();
   for (const name of fs.readdirSync('/proc')) {
     const pid = Number(name);
@@ -61,7 +71,7 @@ export function snapshotCpu(): CpuSnapshot {
     const p = readProc(pid);
     if (p) procs.set(pid, p);
   }
-  return { atMs: Date.now(), busyTicks: user + nice + system + irq + softirq + (steal ?? 0), procs };
+  return { atMs: Date.now(), busyTicks: machine.busy, procs };
 }
 
 const SESSIONS = 'sessions (bash, commands)';

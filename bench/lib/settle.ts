@@ -3,16 +3,8 @@
  * and the kernel busy for a while after `docker rm` returns, and the warm-up's floor and broker run
  * back to back: without this, whichever comes second starts on a busier machine than the first.
  */
-import fs from 'node:fs';
 import { nowMs, sleep } from './stats';
-
-/** Busy and total jiffies of all cores, from the first line of /proc/stat. */
-function cpuJiffies(): { busy: number; total: number } {
-  const fields = fs.readFileSync('/proc/stat', 'latin1').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number);
-  const total = fields.reduce((a, b) => a + b, 0);
-  const idle = fields[3] + (fields[4] ?? 0); // idle + iowait
-  return { busy: total - idle, total };
-}
+import { machineTicks } from './cpuAccount';
 
 export interface SettleResult {
   waitedMs: number;
@@ -29,9 +21,9 @@ export async function settle(cores: number, { maxBusyCores = 0.25, windowMs = 10
   const t0 = nowMs();
   let busyCores = cores;
   while (nowMs() - t0 < timeoutMs) {
-    const a = cpuJiffies();
+    const a = machineTicks();
     await sleep(windowMs);
-    const b = cpuJiffies();
+    const b = machineTicks();
     busyCores = b.total > a.total ? (cores * (b.busy - a.busy)) / (b.total - a.total) : 0;
     if (busyCores < maxBusyCores) return { waitedMs: nowMs() - t0, busyCores, settled: true };
   }

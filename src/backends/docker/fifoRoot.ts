@@ -10,6 +10,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { readMountinfo } from './mountinfo';
 
 export const FIFO_ROOT_ON_RUN = '/run/bash-broker';
 export const FIFO_ROOT_IN_MEMORY = '/dev/shm/bash-broker';
@@ -42,15 +43,7 @@ export interface HostProbe {
 
 export const hostProbe: HostProbe = {
   inMemoryFs,
-  isMountPoint(dir) {
-    try {
-      const mountinfo = fs.readFileSync('/proc/self/mountinfo', 'latin1');
-      // id parent major:minor root mountpoint ... (octal escapes for spaces, never in our paths)
-      return mountinfo.split('\n').some((line) => line.split(' ')[4] === dir);
-    } catch {
-      return false;
-    }
-  },
+  isMountPoint: (dir) => readMountinfo().some((m) => m.mountPoint === dir),
 };
 
 /** The pipes directory when BROKER_DOCKER_FIFO_DIR is not set, and why (for the log). */

@@ -15,18 +15,15 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { parseMountinfo, readMountinfo, type MountEntry } from './mountinfo';
 
 /** The pids controller's cgroup v1 mount point on this host, from /proc/self/mountinfo; null without one. */
 export function pidsV1Mount(mountinfo: string): string | null {
-  for (const line of mountinfo.split('\n')) {
-    // id parent major:minor root mountpoint options [optional fields] - fstype source superoptions
-    const [before, after] = line.split(' - ');
-    if (!after) continue;
-    const [fstype, , superOptions = ''] = after.split(' ');
-    const fields = before.split(' ');
-    if (fstype === 'cgroup' && superOptions.split(',').includes('pids') && fields[3] === '/') return fields[4];
-  }
-  return null;
+  return pidsV1MountOf(parseMountinfo(mountinfo));
+}
+
+function pidsV1MountOf(mounts: readonly MountEntry[]): string | null {
+  return mounts.find((m) => m.fstype === 'cgroup' && m.superOptions.includes('pids') && m.root === '/')?.mountPoint ?? null;
 }
 
 /** Where engines put a container's cgroup: the cgroupfs driver, then the systemd driver. */
@@ -103,9 +100,5 @@ export class ContainerPids {
 
 /** The host's pids mount, read once; null when there is none (or /proc cannot tell). */
 export function readPidsMount(): string | null {
-  try {
-    return pidsV1Mount(fs.readFileSync('/proc/self/mountinfo', 'latin1'));
-  } catch {
-    return null;
-  }
+  return pidsV1MountOf(readMountinfo());
 }
