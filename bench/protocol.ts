@@ -4,13 +4,15 @@
  */
 
 /**
- * Deployment labels: the brokers under test are "bench", the floors' containers "bench-floor", and
- * the docker exec floor's "bench-floor-exec" (a backend's start sweeps its deployment's containers of
- * other instances, so the two raw backends cannot share one).
+ * Deployment labels: the brokers under test are "bench", the floors' containers "bench-floor", the
+ * docker exec floor's "bench-floor-exec", and the shell server's (shellServer.ts) "bench-floor-shell"
+ * (a backend's start sweeps its deployment's containers of other instances, so no two raw backends
+ * can share one).
  */
 export const BENCH_DEPLOYMENT = 'bench';
 export const FLOOR_DEPLOYMENT = 'bench-floor';
 export const FLOOR_EXEC_DEPLOYMENT = 'bench-floor-exec';
+export const SHELL_FLOOR_DEPLOYMENT = 'bench-floor-shell';
 
 /**
  * How a raw session reaches its bash: the backend's default (local: pipes to a child; docker: named

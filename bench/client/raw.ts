@@ -21,10 +21,10 @@ export interface RawSet {
   close(): Promise<void>;
 }
 
-async function makeBackend(kind: 'local' | 'docker', transport: RawTransport, image: string): Promise<{ backend: SessionBackend; root: string | null }> {
+async function makeBackend(kind: 'local' | 'docker', transport: RawTransport, image: string, deployment: string): Promise<{ backend: SessionBackend; root: string | null }> {
   if (transport === 'exec' && kind !== 'docker') throw new Error('the docker exec transport needs the docker backend');
   if (kind === 'docker') {
-    const env: Record<string, string> = { BROKER_BACKEND: 'docker', BROKER_IMAGE: image, BROKER_DEPLOYMENT: FLOOR_DEPLOYMENT };
+    const env: Record<string, string> = { BROKER_BACKEND: 'docker', BROKER_IMAGE: image, BROKER_DEPLOYMENT: deployment };
     if (transport === 'exec') Object.assign(env, { BROKER_DOCKER_TRANSPORT: 'exec', BROKER_DEPLOYMENT: FLOOR_EXEC_DEPLOYMENT });
     const backend = new DockerBackend(loadConfig(env).docker);
     await backend.init(); // also sweeps floor containers a crashed run left
@@ -41,8 +41,9 @@ export async function openRaw(
   perContainer: number,
   image: string,
   concurrency: number,
+  deployment = FLOOR_DEPLOYMENT,
 ): Promise<RawSet> {
-  const { backend, root } = await makeBackend(kind, transport, image);
+  const { backend, root } = await makeBackend(kind, transport, image, deployment);
   const refs: ContainerRef[] = [];
   const sessions: BashSession[] = [];
   const open = async (ref: ContainerRef, slotId: string): Promise<BashSession> => new BashSession(await backend.openShell(ref, { slotId }));

@@ -102,13 +102,27 @@ export class NoopServer {
   private constructor(
     private readonly child: ChildProcess,
     readonly url: string,
+    /** How long closing may take: the shell server removes its container first. */
+    private readonly closeGraceMs: number,
   ) {}
 
   /** `http`: bare node:http answering `{}`; `app`: the broker's express app over a stub pool; `relay`: node:http relaying to `cat` (noopServer.ts). */
   static async start(mode: 'http' | 'app' | 'relay'): Promise<NoopServer> {
     const child = forkTs('noopServer.ts', [mode]);
     const { port } = await firstMessage<{ port: number }>(child, 60_000);
-    return new NoopServer(child, `http://127.0.0.1:${port}`);
+    return new NoopServer(child, `http://127.0.0.1:${port}`, 5_000);
+  }
+
+  /** node:http around one BashSession on the bench's backend (shellServer.ts). */
+  static async startShell(backend: 'local' | 'docker', image: string): Promise<NoopServer> {
+    const child = forkTs('shellServer.ts', [backend, image]);
+    try {
+      const { port } = await firstMessage<{ port: number }>(child, 120_000);
+      return new NoopServer(child, `http://127.0.0.1:${port}`, 120_000);
+    } catch (err) {
+      await endChild(child, 120_000);
+      throw err;
+    }
   }
 
   get pid(): number {
@@ -116,6 +130,6 @@ export class NoopServer {
   }
 
   close(): Promise<void> {
-    return endChild(this.child, 5_000);
+    return endChild(this.child, this.closeGraceMs);
   }
 }

@@ -86,7 +86,31 @@ function single(r: Results): string[] {
         `p50 ${f(rf.relay.latency.p50)} against ${f(rf.noop.latency.p50)} ms: the hop and cat's echo cost ${f(hop)} ms = ${ratio(hop, rf.noop.latency.p50)} the no-op.`,
     );
   }
+  out.push(...leastServer(r));
   return [...out, ''];
+}
+
+/**
+ * The least server over the broker's sessions in the broker's place: what any HTTP server over this
+ * session layer pays here, and what is left for the broker's own code.
+ */
+function leastServer(r: Results): string[] {
+  const s = r.shellFloor;
+  const t = r.commands.true;
+  if (!s) return [];
+  const p50 = (x: SeqResult): number => x.latency.p50;
+  const serverAdds = p50(s.shell) - p50(s.raw);
+  const brokerAdds = t?.broker.seq && t.raw.seq ? t.broker.seq.latency.p50 - t.raw.seq.latency.p50 : undefined;
+  const noop = t?.noop?.seq?.latency.p50;
+  return [
+    '',
+    'The least server over the same sessions: node:http around one BashSession on this backend, with the broker\'s body reader and answer ' +
+      '(no routing, validation, pool, leases or metrics; bench/shellServer.ts), measured in the broker\'s place in an interleaving of its own ' +
+      `with the same raw, no-op and stub-app paths: p50 ${f(p50(s.shell))} ms (raw ${f(p50(s.raw))}, no-op ${f(p50(s.noop))}, stub app ${f(p50(s.app))}). ` +
+      `It adds ${f(serverAdds)} ms to its raw round trip = ${ratio(serverAdds, p50(s.noop))} its no-op; ` +
+      `the broker adds ${f(brokerAdds)} ms = ${ratio(brokerAdds, noop)} its no-op. ` +
+      `Broker minus least server, each over its own raw: ${f(brokerAdds === undefined ? undefined : brokerAdds - serverAdds)} ms.`,
+  ];
 }
 
 type PathFiguresLike = { seq?: SeqResult; conc?: { opsPerSec: number } };

@@ -37,6 +37,11 @@ export interface Results {
   commands: Partial<Record<CommandName, { broker: PathFigures; raw: PathFigures; rawExec?: PathFigures; noop?: PathFigures; app?: PathFigures }>>;
   /** The no-op beside a node:http relay to `cat` (noopServer.ts), interleaved as a pair of their own. */
   relayFloor?: { noop: SeqResult; relay: SeqResult };
+  /**
+   * Execute `true` on the least server over the broker's session layer (shellServer.ts), in the
+   * broker's place in an interleaving otherwise the same as the broker's (raw, no-op, stub app).
+   */
+  shellFloor?: { shell: SeqResult; raw: SeqResult; noop: SeqResult; app: SeqResult };
   acquire?: SeqResult;
   episodes: {
     concurrency: number;
@@ -108,7 +113,8 @@ function executeTargets(r: Results): TargetResult[] {
   const rule = (floor: string): string => `<= ${floor} p50 + 1.5 x no-op HTTP p50`;
   if (broker === undefined || noop === undefined || !t?.raw.seq) return [{ name, rule: rule('raw'), value: '-', limit: '-', pass: null }];
   const pipes = t.raw.seq.latency.p50 + 1.5 * noop;
-  if (r.backend === 'local') return [{ name, rule: rule('raw bash pipe'), value: ms(broker), limit: ms(pipes), pass: broker <= pipes }];
+  const least = leastServerTarget(r, rule(r.backend === 'local' ? 'raw bash pipe' : 'raw named-pipe'));
+  if (r.backend === 'local') return [{ name, rule: rule('raw bash pipe'), value: ms(broker), limit: ms(pipes), pass: broker <= pipes }, ...least];
   const exec = t.rawExec?.seq?.latency.p50;
   const strict: TargetResult = {
     name: `${name}, against the broker's own pipes (reported)`,
@@ -117,9 +123,26 @@ function executeTargets(r: Results): TargetResult[] {
     limit: ms(pipes),
     pass: null,
   };
-  if (exec === undefined) return [{ name, rule: rule('raw docker exec stream'), value: ms(broker), limit: '-', pass: null }, strict];
+  if (exec === undefined) return [{ name, rule: rule('raw docker exec stream'), value: ms(broker), limit: '-', pass: null }, strict, ...least];
   const limit = exec + 1.5 * noop;
-  return [{ name, rule: rule('raw docker exec stream'), value: ms(broker), limit: ms(limit), pass: broker <= limit }, strict];
+  return [{ name, rule: rule('raw docker exec stream'), value: ms(broker), limit: ms(limit), pass: broker <= limit }, strict, ...least];
+}
+
+/** The execute rule applied to the least server over the same sessions (shellServer.ts): reported, no verdict. */
+function leastServerTarget(r: Results, rule: string): TargetResult[] {
+  const s = r.shellFloor;
+  if (!s) return [];
+  const value = s.shell.latency.p50;
+  const limit = s.raw.latency.p50 + 1.5 * s.noop.latency.p50;
+  return [
+    {
+      name: 'the same for the least server over one session (node:http + BashSession; reported)',
+      rule,
+      value: `${ms(value)} (${value <= limit ? 'within' : `over by ${((value / limit - 1) * 100).toFixed(0)}%`})`,
+      limit: ms(limit),
+      pass: null,
+    },
+  ];
 }
 
 export function evaluateTargets(r: Results): TargetResult[] {

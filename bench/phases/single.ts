@@ -10,6 +10,7 @@ import type { BrokerProcess } from '../lib/brokerProcess';
 import { sleep } from '../lib/stats';
 import { histogram, metricValue } from '../lib/metricsText';
 import { listenOverflows } from '../lib/netstat';
+import { NoopServer } from '../lib/children';
 
 export const CLEANUP_METRIC = 'broker_cleanup_duration_seconds';
 
@@ -74,6 +75,30 @@ async function relayFloor(ctx: BenchContext): Promise<void> {
   ctx.log(`no-op HTTP / relay to cat, a pair of their own: p50 ${noop.latency.p50.toFixed(3)} / ${relay.latency.p50.toFixed(3)} ms${errors(noop.errors + relay.errors)}`);
 }
 
+/**
+ * The least server over the broker's own sessions (shellServer.ts) in the broker's place, beside the
+ * same raw, no-op and stub-app paths as the broker's execute `true`: its own interleaving, the same
+ * shape, so each path has been idle as long as in the broker's. Tells what any HTTP server over this
+ * session layer pays here, and so what the broker's own code adds.
+ */
+async function shellFloor(ctx: BenchContext, shellUrl: string): Promise<void> {
+  const { n, warmup } = ctx.plan.seq.true;
+  const targets: Target[] = [
+    { via: 'noop', url: shellUrl },
+    { via: 'raw', transport: 'default' },
+    { via: 'noop', url: ctx.http.noop.url },
+    { via: 'noop', url: ctx.http.app.url },
+  ];
+  const job = { kind: 'seqCompare', targets, command: 'true', expectBytes: 0, n, warmup, maxMs: SEQ_MAX_MS * 2 } as const;
+  const [shell, raw, noop, app] = await ctx.job<SeqResult[]>(job, SEQ_MAX_MS * 2 + SLACK_MS);
+  ctx.results.shellFloor = { shell, raw, noop, app };
+  const over = (shell.latency.p50 - raw.latency.p50) / noop.latency.p50;
+  ctx.log(
+    `least server over one session / raw / no-op / stub app: p50 ${[shell, raw, noop, app].map((x) => x.latency.p50.toFixed(3)).join(' / ')} ms ` +
+      `(server - raw = ${over.toFixed(2)} x no-op)${errors(shell.errors + raw.errors + noop.errors + app.errors)}`,
+  );
+}
+
 export function errors(n: number, first?: string): string {
   return n > 0 ? `  !! ${n} errors${first ? `: ${first}` : ''}` : '';
 }
@@ -127,6 +152,8 @@ export async function singlePhase(ctx: BenchContext): Promise<void> {
   const { plan, results } = ctx;
   ctx.mark(`broker 1 x 8 beside its floors (raw ${plan.backend} sessions, no-op HTTP, broker app over a stub pool)`);
   const rawOpen = { kind: 'rawOpen', backend: plan.backend, containers: 1, perContainer: CONC_SESSIONS, image: plan.image, concurrency: 8 } as const;
+  const shell = plan.commands.includes('true') ? NoopServer.startShell(plan.backend, plan.image) : null;
+  shell?.catch(() => undefined); // awaited (and its failure reported) where it is used
   await ctx.job({ ...rawOpen, transport: 'default' }, 120_000);
   if (plan.backend === 'docker') await ctx.job({ ...rawOpen, transport: 'exec' }, 120_000);
   try {
@@ -135,6 +162,7 @@ export async function singlePhase(ctx: BenchContext): Promise<void> {
       ctx.log(`RSS at 8 idle sessions: ${mb(results.rss.at8)}`);
       for (const name of plan.commands) results.commands[name] = await compareCommand(ctx, broker.url, name);
       await relayFloor(ctx);
+      if (shell) await shellFloor(ctx, (await shell).url);
       if (plan.phases.has('release')) {
         results.rawRespawn = await ctx.job<SeqResult>({ kind: 'rawRespawn', n: plan.releaseN, maxMs: 60_000 }, 180_000);
         ctx.log(`raw respawn (close + new shell + first answer): ${fmtLatency(results.rawRespawn.latency)}${errors(results.rawRespawn.errors)}`);
@@ -146,6 +174,6 @@ export async function singlePhase(ctx: BenchContext): Promise<void> {
       if (plan.phases.has('flood')) await singleFlood(ctx, broker);
     });
   } finally {
-    await ctx.job({ kind: 'rawClose' }, 120_000);
+    await Promise.all([ctx.job({ kind: 'rawClose' }, 120_000), shell?.then((s) => s.close(), () => undefined)]);
   }
 }

@@ -45,3 +45,19 @@ describe('the execute target', () => {
     expect(strict.value).toBe('0.350 ms (within)');
   });
 });
+
+describe('the least server over the same sessions', () => {
+  const leastRow = (r: Results) => evaluateTargets(r).find((t) => t.name.startsWith('the same for the least server'));
+
+  it('gets the execute rule against its own interleaving, reported and never judged', () => {
+    const r = results('local', { broker: 0.5, raw: 0.1, noop: 0.2 });
+    r.shellFloor = { shell: seq(0.45).seq, raw: seq(0.12).seq, noop: seq(0.2).seq, app: seq(0.25).seq };
+    expect(leastRow(r)).toEqual(expect.objectContaining({ value: '0.450 ms (over by 7%)', limit: '0.420 ms', pass: null }));
+    r.shellFloor.shell = seq(0.4).seq;
+    expect(leastRow(r)?.value).toBe('0.400 ms (within)');
+  });
+
+  it('is absent when it was not measured', () => {
+    expect(leastRow(results('docker', { broker: 0.35, raw: 0.1, noop: 0.2, rawExec: 0.45 }))).toBeUndefined();
+  });
+});
