@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Dockerode from 'dockerode';
 import { parseArgs, type Plan } from './lib/plan';
-import { ensureBuilt } from './lib/build';
+import { ensureBenchBuilt, ensureBuilt } from './lib/build';
 import { describeMachine } from './lib/machine';
 import { ClientProcess, NoopServer } from './lib/children';
 import { REPO_DIR } from './lib/brokerProcess';
@@ -49,6 +49,7 @@ function writeResults(plan: Plan, results: Results, failed: boolean): string {
 async function main(): Promise<number> {
   const plan = parseArgs(process.argv.slice(2), __dirname);
   ensureBuilt(REPO_DIR);
+  ensureBenchBuilt(REPO_DIR);
   const logDir = path.join(plan.outDir, 'raw');
   fs.mkdirSync(logDir, { recursive: true });
   if (plan.backend === 'docker') await checkDocker(plan.image);

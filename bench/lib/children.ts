@@ -1,16 +1,18 @@
 /**
- * The orchestrator's helper processes: the client (runs jobs, answers JSON over IPC) and the no-op
- * HTTP server. Both are TypeScript run through ts-node's transpile-only hook, so neither needs a build.
+ * The orchestrator's helper processes: the client (runs jobs, answers JSON over IPC), the no-op HTTP
+ * servers and the shell server. They run compiled (dist-bench/, ensureBenchBuilt), not under ts-node,
+ * whose `repl` and `domain` modules would slow their event emitters beside a broker that has neither.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Job, JobReply } from '../protocol';
 
-const BENCH_DIR = path.resolve(__dirname, '..');
+/** Where ensureBenchBuilt puts the compiled bench (this file is bench/lib/children.ts). */
+const HELPER_DIR = path.resolve(__dirname, '..', '..', 'dist-bench', 'bench');
 
-function forkTs(script: string, args: string[] = []): ChildProcess {
-  return fork(path.join(BENCH_DIR, script), args, {
-    execArgv: ['-r', 'ts-node/register/transpile-only'],
+function forkHelper(script: string, args: string[] = []): ChildProcess {
+  return fork(path.join(HELPER_DIR, script.replace(/\.ts$/, '.js')), args, {
+    execArgv: [],
     env: { ...process.env, BROKER_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     serialization: 'advanced', // structured clone: a NaN (no samples) stays a number, not null
@@ -61,7 +63,7 @@ export class ClientProcess {
   }
 
   static async start(): Promise<ClientProcess> {
-    const child = forkTs('client/main.ts');
+    const child = forkHelper('client/main.ts');
     await firstMessage(child, 60_000);
     return new ClientProcess(child);
   }
@@ -108,14 +110,14 @@ export class NoopServer {
 
   /** `http`: bare node:http answering `{}`; `app`: the broker's express app over a stub pool; `relay`: node:http relaying to `cat` (noopServer.ts). */
   static async start(mode: 'http' | 'app' | 'relay'): Promise<NoopServer> {
-    const child = forkTs('noopServer.ts', [mode]);
+    const child = forkHelper('noopServer.ts', [mode]);
     const { port } = await firstMessage<{ port: number }>(child, 60_000);
     return new NoopServer(child, `http://127.0.0.1:${port}`, 5_000);
   }
 
   /** node:http around one BashSession on the bench's backend (shellServer.ts). */
   static async startShell(backend: 'local' | 'docker', image: string): Promise<NoopServer> {
-    const child = forkTs('shellServer.ts', [backend, image]);
+    const child = forkHelper('shellServer.ts', [backend, image]);
     try {
       const { port } = await firstMessage<{ port: number }>(child, 120_000);
       return new NoopServer(child, `http://127.0.0.1:${port}`, 120_000);
