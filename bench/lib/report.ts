@@ -106,7 +106,7 @@ function leastServer(r: Results): string[] {
     '',
     'The least server over the same sessions: node:http around one BashSession on this backend, with the broker\'s body reader and answer ' +
       '(no routing, validation, pool, leases or metrics; bench/shellServer.ts), measured in the broker\'s place in an interleaving of its own ' +
-      `with the same raw, no-op and stub-app paths: p50 ${f(p50(s.shell))} ms (raw ${f(p50(s.raw))}, no-op ${f(p50(s.noop))}, stub app ${f(p50(s.app))}). ` +
+      `with the same paths as the broker's: p50 ${f(p50(s.shell))} ms (raw ${f(p50(s.raw))}, no-op ${f(p50(s.noop))}, stub app ${f(p50(s.app))}). ` +
       `It adds ${f(serverAdds)} ms to its raw round trip = ${ratio(serverAdds, p50(s.noop))} its no-op; ` +
       `the broker adds ${f(brokerAdds)} ms = ${ratio(brokerAdds, noop)} its no-op. ` +
       `Broker minus least server, each over its own raw: ${f(brokerAdds === undefined ? undefined : brokerAdds - serverAdds)} ms.`,

@@ -39,9 +39,10 @@ export interface Results {
   relayFloor?: { noop: SeqResult; relay: SeqResult };
   /**
    * Execute `true` on the least server over the broker's session layer (shellServer.ts), in the
-   * broker's place in an interleaving otherwise the same as the broker's (raw, no-op, stub app).
+   * broker's place in an interleaving otherwise the same as the broker's (raw, docker exec on
+   * docker, no-op, stub app).
    */
-  shellFloor?: { shell: SeqResult; raw: SeqResult; noop: SeqResult; app: SeqResult };
+  shellFloor?: { shell: SeqResult; raw: SeqResult; rawExec?: SeqResult; noop: SeqResult; app: SeqResult };
   acquire?: SeqResult;
   episodes: {
     concurrency: number;
