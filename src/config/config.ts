@@ -59,6 +59,12 @@ export interface BrokerConfig {
      */
     stallTimeoutMs: number;
     /**
+     * How long the engine may take to create and start a container before the start fails (and
+     * the pool retries it): a stuck engine answers nothing, and a start without a deadline would
+     * hold its start slot for good (README, Known limits).
+     */
+    startTimeoutMs: number;
+    /**
      * How a bash reaches the broker: `fifo`, pipes the container's entrypoint spawns it on (needs the
      * engine on this host, or `fifoRoot` mounted at the same path); `exec`, one `docker exec` each;
      * `auto`, pipes when the first container shows they work, else exec.
@@ -203,6 +209,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
       networkMode: (env.BROKER_NETWORK_MODE ?? '').trim() || 'bridge',
       pingTimeoutMs: seconds(env, 'BROKER_CONTAINER_PING_TIMEOUT', 5),
       stallTimeoutMs: seconds(env, 'BROKER_CONTAINER_STALL_TIMEOUT', 30),
+      startTimeoutMs: seconds(env, 'BROKER_CONTAINER_START_TIMEOUT', 120),
       transport,
       fifoRoot,
     },

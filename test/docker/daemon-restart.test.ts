@@ -1,10 +1,12 @@
 /**
- * Fault: the Docker daemon itself goes away under a working broker and comes back. Injected for real
+ * Fault: the Docker daemon itself goes away under a working broker and comes back, or stops answering. Injected for real
  * on a PRIVATE dockerd (privateDockerd.ts) so the shared engine, its containers and other tests are
- * never touched. Two ways down:
+ * never touched. Three faults:
  *  - SIGTERM: dockerd's graceful shutdown stops every container (live-restore is off) and exits;
  *  - SIGKILL: dockerd and its managed containerd die at once, the containers and their shims outlive
- *    them; the next dockerd kills those containers (they stay, exited) on start.
+ *    them; the next dockerd kills those containers (they stay, exited) on start;
+ *  - SIGSTOP (not down, stuck: it answers nothing, as when it deadlocks): a container start fails at
+ *    BROKER_CONTAINER_START_TIMEOUT, leases go on, and nothing the broker asked for is left.
  * Either way the holders of leases get a clear error, /health says so while the engine is gone,
  * acquires do not hang, and once the engine is back the pool heals to full size, no container of
  * the old generation is left and no process of it survives on the host.
@@ -55,7 +57,9 @@ describeDocker('the Docker daemon restarts under the broker: the pool heals', ()
   });
 
   afterEach(async () => {
-    // Normally closed by the test; this is for one that failed half-way (the engine may be down).
+    // Normally closed by the test; this is for one that failed half-way (the engine may be down,
+    // or stopped).
+    if (daemon?.pid && daemon.running) process.kill(daemon.pid, 'SIGCONT');
     if (daemon && !daemon.running) await daemon.start().catch(() => undefined);
     await tb?.close().catch(() => undefined);
     tb = null;
@@ -162,5 +166,40 @@ describeDocker('the Docker daemon restarts under the broker: the pool heals', ()
 
   it('dockerd SIGKILLed (its containers outlive it) and started again while leases are held and a command runs', async () => {
     await restartUnderLeases('SIGKILL');
+  });
+
+  it('a stuck dockerd (SIGSTOPped): a container start fails at its deadline instead of hanging; leases go on; nothing is left', async () => {
+    const d = daemon!;
+    const b = await d.withDockerHost(() => startTestBroker({ ...ENV, BROKER_CONTAINERS: '1', BROKER_CONTAINER_START_TIMEOUT: '2' }));
+    tb = b;
+    await b.waitAllAvailable(LONG_MS);
+    const poolIds = poolContainerIds(b);
+    const id = await b.acquire();
+    // Stopped, dockerd answers nothing, as when it deadlocks (README, Known limits).
+    process.kill(d.pid!, 'SIGSTOP');
+    try {
+      const start = b.backend.startContainer(7);
+      await expect(within(start, LONG_MS, 'a container start on a stuck engine')).rejects.toThrow(/did not create and start it within 2 s \(is dockerd stuck\?\)/);
+      // Sessions talk to their container over pipes, not through the engine: a lease goes on.
+      expect((await within(b.exec(id, 'echo alive'), LONG_MS, 'an execute while the engine is stuck')).stdout).toBe('alive\n');
+    } finally {
+      process.kill(d.pid!, 'SIGCONT');
+    }
+    await b.release(id);
+    // Whatever the engine made of the abandoned create, the broker removes it (by name, with its
+    // removal retries): only the pool's container stays.
+    await eventually(
+      async () => {
+        const ids = (await labelledContainers(d.docker, DEPLOYMENT)).map((c) => c.Id);
+        return ids.length === poolIds.length && ids.every((x) => poolIds.includes(x));
+      },
+      LONG_MS,
+      'only the pool container left on the engine',
+    );
+    await b.waitAllAvailable(LONG_MS);
+    expect((await b.health()).status).toBe('healthy');
+    await b.close();
+    tb = null;
+    expect(await labelledContainers(d.docker, DEPLOYMENT)).toHaveLength(0);
   });
 });

@@ -40,6 +40,11 @@ const RM_TIMEOUT_MS = 60_000;
 const ROOM_POLL_MS = 250;
 /** How long a started container's entrypoint has to announce itself on the pipes. */
 const SPAWNER_READY_TIMEOUT_MS = 15_000;
+/**
+ * How long one container removal may wait for the engine. A stuck engine answers nothing; past
+ * this the removal counts as failed and is retried (`unremoved`), so no caller waits for good.
+ */
+const REMOVE_CALL_TIMEOUT_MS = 60_000;
 
 /** A container started but not yet connected (connectContainer): its pipes, if any. */
 interface Starting {
@@ -76,7 +81,7 @@ export class DockerBackend implements SessionBackend {
    * with every health check and at close, so a daemon restart leaves no container of the old
    * generation behind.
    */
-  private readonly unremoved = new Set<string>();
+  private readonly unremoved = new Set<string>(); // container ids, or names (a create past its deadline)
   /** A retry of `unremoved` from the health checks is under way. */
   private removalsRetrying = false;
   private generation = 0;
@@ -157,19 +162,32 @@ export class DockerBackend implements SessionBackend {
     // A fresh name per start: a replacement never waits for a stuck removal to free the old one.
     const name = `bash-broker-${this.options.deployment}-${this.instance}-c${index}-${++this.starts}`.replace(/[^a-zA-Z0-9_.-]/g, '-');
     const spawner = await this.newSpawner(name);
+    // One deadline over create and start: a stuck engine must not hold a start slot for good.
+    const deadline = AbortSignal.timeout(this.options.startTimeoutMs);
+    const failure = (err: unknown): BackendError =>
+      new BackendError(
+        deadline.aborted
+          ? `container ${name} failed to start: the engine did not create and start it within ${this.options.startTimeoutMs / 1000} s (is dockerd stuck?)`
+          : `container ${name} failed to start: ${errorMessage(err)}`,
+      );
     let container: Dockerode.Container;
     try {
-      container = await this.createContainer(name, spawner);
+      container = await this.createContainer(name, spawner, deadline);
     } catch (err) {
       await spawner?.close();
-      throw err;
+      // A stuck engine may still create it once it moves again: remove by name with the retries
+      // (a 404 then drops it).
+      if (deadline.aborted) this.unremoved.add(name);
+      throw failure(err);
     }
     try {
-      await container.start();
+      await container.start({ abortSignal: deadline } as Dockerode.ContainerStartOptions);
     } catch (err) {
       await spawner?.close();
-      await this.forceRemove(container.id);
-      throw new BackendError(`container ${name} failed to start: ${errorMessage(err)}`);
+      // Past the deadline the engine is likely stuck: leave the removal to the retries, not this start.
+      if (deadline.aborted) this.unremoved.add(container.id);
+      else await this.forceRemove(container.id);
+      throw failure(err);
     }
     const ref = { id: container.id, name };
     this.starting.set(container.id, { ref, container, spawner });
@@ -246,8 +264,9 @@ export class DockerBackend implements SessionBackend {
     );
   }
 
-  private createContainer(name: string, spawner: FifoSpawner | null): Promise<Dockerode.Container> {
-    return this.docker.createContainer({
+  private createContainer(name: string, spawner: FifoSpawner | null, abortSignal: AbortSignal): Promise<Dockerode.Container> {
+    const options: Dockerode.ContainerCreateOptions & { abortSignal: AbortSignal } = {
+      abortSignal,
       name,
       Image: this.options.image,
       // Only bash is required of the image. Its entrypoint spawns shells on the broker's pipes, or
@@ -266,7 +285,8 @@ export class DockerBackend implements SessionBackend {
         Binds: spawner ? [spawner.bind] : undefined,
         Mounts: this.options.tmpBytes > 0 ? [tmpVolume(this.options.tmpBytes, this.options.deployment)] : undefined,
       },
-    });
+    };
+    return this.docker.createContainer(options);
   }
 
   async removeContainer(ref: ContainerRef): Promise<void> {
@@ -420,7 +440,7 @@ export class DockerBackend implements SessionBackend {
   /** Gone (or 404) drops it from `unremoved`; any other outcome keeps it there for a retry. */
   private async forceRemove(id: string): Promise<void> {
     try {
-      await this.docker.getContainer(id).remove({ force: true, v: true });
+      await this.docker.getContainer(id).remove({ force: true, v: true, abortSignal: AbortSignal.timeout(REMOVE_CALL_TIMEOUT_MS) });
       this.unremoved.delete(id);
     } catch (err) {
       const status = (err as { statusCode?: number }).statusCode;
