@@ -78,8 +78,9 @@ async function relayFloor(ctx: BenchContext): Promise<void> {
 /**
  * The least server over the broker's own sessions (shellServer.ts) in the broker's place, beside the
  * same raw, no-op and stub-app paths as the broker's execute `true` (and on docker the docker exec
- * floor): its own interleaving, the same shape, so each path has been idle as long as in the broker's. Tells what any HTTP server over this
- * session layer pays here, and so what the broker's own code adds.
+ * floor): its own interleaving, the same shape, so each path has been idle as long as in the
+ * broker's. Tells what any HTTP server over this session layer pays here, and so what the broker's
+ * own code adds.
  */
 async function shellFloor(ctx: BenchContext, shellUrl: string): Promise<void> {
   const { n, warmup } = ctx.plan.seq.true;
@@ -160,9 +161,9 @@ export async function singlePhase(ctx: BenchContext): Promise<void> {
   const rawOpen = { kind: 'rawOpen', backend: plan.backend, containers: 1, perContainer: CONC_SESSIONS, image: plan.image, concurrency: 8 } as const;
   const shell = plan.commands.includes('true') ? NoopServer.startShell(plan.backend, plan.image) : null;
   shell?.catch(() => undefined); // awaited (and its failure reported) where it is used
-  await ctx.job({ ...rawOpen, transport: 'default' }, 120_000);
-  if (plan.backend === 'docker') await ctx.job({ ...rawOpen, transport: 'exec' }, 120_000);
   try {
+    await ctx.job({ ...rawOpen, transport: 'default' }, 120_000);
+    if (plan.backend === 'docker') await ctx.job({ ...rawOpen, transport: 'exec' }, 120_000);
     await ctx.withBroker({ name: '1x8', containers: 1, perContainer: 8 }, async (broker) => {
       results.rss.at8 = await idleRss(broker);
       ctx.log(`RSS at 8 idle sessions: ${mb(results.rss.at8)}`);
