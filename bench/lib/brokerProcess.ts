@@ -11,7 +11,15 @@ import { nowMs, sleep } from './stats';
 import { metricValue } from './metricsText';
 import { BENCH_DEPLOYMENT } from '../protocol';
 
-export const REPO_DIR = path.resolve(__dirname, '..', '..');
+/** The repository: the nearest directory up with a package.json (bench/lib, or dist-bench/bench/lib compiled). */
+export const REPO_DIR = repoRoot(__dirname);
+
+function repoRoot(from: string): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
+    if (path.dirname(dir) === dir) throw new Error(`no package.json above ${from}`);
+  }
+}
 
 export interface BrokerSpec {
   name: string;

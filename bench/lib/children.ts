@@ -6,9 +6,10 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Job, JobReply } from '../protocol';
+import { REPO_DIR } from './brokerProcess';
 
-/** Where ensureBenchBuilt puts the compiled bench (this file is bench/lib/children.ts). */
-const HELPER_DIR = path.resolve(__dirname, '..', '..', 'dist-bench', 'bench');
+/** Where ensureBenchBuilt puts the compiled bench. */
+const HELPER_DIR = path.join(REPO_DIR, 'dist-bench', 'bench');
 
 function forkHelper(script: string, args: string[] = []): ChildProcess {
   return fork(path.join(HELPER_DIR, script.replace(/\.ts$/, '.js')), args, {
