@@ -6,7 +6,8 @@
  *  - SIGKILL: dockerd and its managed containerd die at once, the containers and their shims outlive
  *    them; the next dockerd kills those containers (they stay, exited) on start;
  *  - SIGSTOP (not down, stuck: it answers nothing, as when it deadlocks): a container start fails at
- *    BROKER_CONTAINER_START_TIMEOUT, leases go on, and nothing the broker asked for is left.
+ *    BROKER_CONTAINER_START_TIMEOUT, leases go on, a container that dies meanwhile is still seen
+ *    (through its control lane), and once the engine answers the pool heals with nothing left over.
  * Either way the holders of leases get a clear error, /health says so while the engine is gone,
  * acquires do not hang, and once the engine is back the pool heals to full size, no container of
  * the old generation is left and no process of it survives on the host.
@@ -168,35 +169,51 @@ describeDocker('the Docker daemon restarts under the broker: the pool heals', ()
     await restartUnderLeases('SIGKILL');
   });
 
-  it('a stuck dockerd (SIGSTOPped): a container start fails at its deadline instead of hanging; leases go on; nothing is left', async () => {
+  it('a stuck dockerd (SIGSTOPped): starts fail at their deadline, leases go on, a dead container is still seen; then the pool heals', async () => {
     const d = daemon!;
-    const b = await d.withDockerHost(() => startTestBroker({ ...ENV, BROKER_CONTAINERS: '1', BROKER_CONTAINER_START_TIMEOUT: '2' }));
+    const b = await d.withDockerHost(() => startTestBroker({ ...ENV, BROKER_CONTAINERS: '2', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_CONTAINER_START_TIMEOUT: '2' }));
     tb = b;
     await b.waitAllAvailable(LONG_MS);
-    const poolIds = poolContainerIds(b);
-    const id = await b.acquire();
+    const [first, second] = [await b.acquire(), await b.acquire()];
+    const hosts = [(await b.exec(first, 'echo $HOSTNAME')).stdout.trim(), (await b.exec(second, 'echo $HOSTNAME')).stdout.trim()];
+    const doomedId = poolContainerIds(b).find((cid) => cid.startsWith(hosts[1]))!;
+    expect(doomedId).toBeDefined();
+    const doomedInit = (await d.docker.getContainer(doomedId).inspect()).State.Pid; // docker-init, in the host's pid namespace
     // Stopped, dockerd answers nothing, as when it deadlocks (README, Known limits).
     process.kill(d.pid!, 'SIGSTOP');
     try {
       const start = b.backend.startContainer(7);
       await expect(within(start, LONG_MS, 'a container start on a stuck engine')).rejects.toThrow(/did not create and start it within 2 s \(is dockerd stuck\?\)/);
       // Sessions talk to their container over pipes, not through the engine: a lease goes on.
-      expect((await within(b.exec(id, 'echo alive'), LONG_MS, 'an execute while the engine is stuck')).stdout).toBe('alive\n');
+      expect((await within(b.exec(first, 'echo alive'), LONG_MS, 'an execute while the engine is stuck')).stdout).toBe('alive\n');
+      // A container that dies meanwhile is still seen: the health checks do not wait on the engine
+      // for good, they judge by the container's control lane (its pipes hit EOF).
+      process.kill(doomedInit, 'SIGKILL');
+      await eventually(async () => (await b.health()).unhealthy_containers === 1, LONG_MS, '/health to count the dead container');
+      expect((await b.health()).healthy_containers).toBe(1);
+      const lost = await within(b.post(`/session/${second}/execute`, { command: 'echo $HOSTNAME' }), LONG_MS, 'an execute on the dead container');
+      expect(lost.status).toBe(410);
+      expect((await b.exec(first, 'echo still')).stdout).toBe('still\n');
     } finally {
       process.kill(d.pid!, 'SIGCONT');
     }
-    await b.release(id);
-    // Whatever the engine made of the abandoned create, the broker removes it (by name, with its
-    // removal retries): only the pool's container stays.
+    await b.release(first);
+    await b.release(second);
+    // The engine answers again: the dead container is replaced, and whatever the engine made of the
+    // abandoned create is removed (by name, with the removal retries): only the pool's containers stay.
+    await b.waitAllAvailable(LONG_MS);
+    let leftover = '';
     await eventually(
       async () => {
-        const ids = (await labelledContainers(d.docker, DEPLOYMENT)).map((c) => c.Id);
-        return ids.length === poolIds.length && ids.every((x) => poolIds.includes(x));
+        const all = await labelledContainers(d.docker, DEPLOYMENT);
+        leftover = all.map((c) => `${c.Id.slice(0, 12)} ${c.Names[0]} ${c.State}`).join(', ');
+        const ids = all.map((c) => c.Id).sort();
+        const pool = poolContainerIds(b).sort();
+        return !pool.includes(doomedId) && ids.length === pool.length && ids.every((x, i) => x === pool[i]);
       },
       LONG_MS,
-      'only the pool container left on the engine',
+      () => `only the pool containers left on the engine (pool ${poolContainerIds(b).map((x) => x.slice(0, 12)).join(', ')}; engine: ${leftover})`,
     );
-    await b.waitAllAvailable(LONG_MS);
     expect((await b.health()).status).toBe('healthy');
     await b.close();
     tb = null;

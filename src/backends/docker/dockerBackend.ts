@@ -45,6 +45,19 @@ const SPAWNER_READY_TIMEOUT_MS = 15_000;
  * this the removal counts as failed and is retried (`unremoved`), so no caller waits for good.
  */
 const REMOVE_CALL_TIMEOUT_MS = 60_000;
+/**
+ * How long a health check waits for the engine's `inspect`. Past it the engine's silence says
+ * nothing about the container (a stuck or swamped engine), and the check goes on with the
+ * container's own control lane alone: the monitor neither hangs with the engine nor replaces
+ * containers that still serve leases.
+ */
+const INSPECT_TIMEOUT_MS = 10_000;
+/**
+ * A create abandoned at its deadline may still be carried out once the engine moves again, after a
+ * removal by name already found nothing. So its name is retried until the engine has said "no such
+ * container" for this long: a queued request is served within seconds of the engine answering.
+ */
+const ABANDONED_NAME_GRACE_MS = 60_000;
 
 /** A container started but not yet connected (connectContainer): its pipes, if any. */
 interface Starting {
@@ -81,7 +94,13 @@ export class DockerBackend implements SessionBackend {
    * with every health check and at close, so a daemon restart leaves no container of the old
    * generation behind.
    */
-  private readonly unremoved = new Set<string>(); // container ids, or names (a create past its deadline)
+  private readonly unremoved = new Set<string>();
+  /**
+   * Names of creates abandoned at their deadline, each with when the engine first said it has no
+   * such container (null: not yet). Retried with `unremoved`; dropped ABANDONED_NAME_GRACE_MS after
+   * that first "no such container", or once removed.
+   */
+  private readonly abandonedNames = new Map<string, number | null>();
   /** A retry of `unremoved` from the health checks is under way. */
   private removalsRetrying = false;
   private generation = 0;
@@ -177,7 +196,7 @@ export class DockerBackend implements SessionBackend {
       await spawner?.close();
       // A stuck engine may still create it once it moves again: remove by name with the retries
       // (a 404 then drops it).
-      if (deadline.aborted) this.unremoved.add(name);
+      if (deadline.aborted) this.abandonedNames.set(name, null);
       throw failure(err);
     }
     try {
@@ -304,31 +323,34 @@ export class DockerBackend implements SessionBackend {
   async checkContainer(ref: ContainerRef): Promise<ContainerHealth> {
     // Removals that failed (the engine was down) are retried before each container start, but a pool
     // whose replacements all started leaves them waiting for the next start: retry with the checks too.
-    if (this.unremoved.size > 0 && !this.removalsRetrying) {
+    if (this.unremoved.size + this.abandonedNames.size > 0 && !this.removalsRetrying) {
       this.removalsRetrying = true;
       void this.retryRemovals().finally(() => (this.removalsRetrying = false));
     }
-    let state: Dockerode.ContainerInspectInfo['State'];
+    const deadline = AbortSignal.timeout(INSPECT_TIMEOUT_MS);
+    let state: Dockerode.ContainerInspectInfo['State'] | null = null;
     try {
-      state = (await this.docker.getContainer(ref.id).inspect()).State;
+      state = (await this.docker.getContainer(ref.id).inspect({ abortSignal: deadline })).State;
     } catch (err) {
-      return { healthy: false, reason: `inspect failed: ${errorMessage(err)}` };
+      if (!deadline.aborted) return { healthy: false, reason: `inspect failed: ${errorMessage(err)}` };
+      logger.warn({ container: ref.name }, `the engine did not answer an inspect within ${INSPECT_TIMEOUT_MS / 1000} s: checking the container's control lane alone`);
     }
     // A command killed by the memory limit sets OOMKilled while the container still runs; only a
     // container that stopped is lost (its sessions' own leases learn of their kill separately).
     // OOMKilled stays set once any process in the container was OOM-killed, so it is only a hint.
-    if (!state.Running) {
+    if (state && !state.Running) {
       const hint = state.OOMKilled ? '; a process in it was OOM-killed' : '';
       return { healthy: false, reason: `container is ${state.Status} (exit code ${state.ExitCode}${hint})` };
     }
-    if (state.Paused) return { healthy: false, reason: 'container is paused' };
+    if (state?.Paused) return { healthy: false, reason: 'container is paused' };
     const control = this.links.get(ref.id)?.control;
-    if (!control?.alive) return { healthy: false, reason: 'control shell is gone' };
+    if (!control?.alive) return { healthy: false, reason: state ? 'control shell is gone' : 'control shell is gone (and the engine does not answer)' };
     try {
       await control.ping(this.options.pingTimeoutMs);
     } catch {
-      // The engine says it runs: a missed ping alone is a starved container (a busy host, a kill
-      // scanning a fork burst ahead of the ping), not a dead one, until the lane is silent this long.
+      // The engine says it runs (or says nothing): a missed ping alone is a starved container (a busy
+      // host, a kill scanning a fork burst ahead of the ping), not a dead one, until the lane is
+      // silent this long.
       const silentMs = control.silentForMs;
       if (silentMs < this.options.stallTimeoutMs) {
         logger.warn({ container: ref.name, silentMs }, `container missed a ping (${this.options.pingTimeoutMs} ms): slow, not replaced yet`);
@@ -434,7 +456,9 @@ export class DockerBackend implements SessionBackend {
   }
 
   private async retryRemovals(): Promise<void> {
-    await Promise.all([...this.unremoved].map((id) => this.forceRemove(id)));
+    const byId = [...this.unremoved].map((id) => this.forceRemove(id));
+    const byName = [...this.abandonedNames.keys()].map((name) => this.removeAbandoned(name));
+    await Promise.all([...byId, ...byName]);
   }
 
   /** Gone (or 404) drops it from `unremoved`; any other outcome keeps it there for a retry. */
@@ -450,6 +474,20 @@ export class DockerBackend implements SessionBackend {
       if (status !== 404 && status !== 409) logger.warn({ id, err: errorMessage(err) }, 'container removal failed');
     }
   }
+  /** Removes a container by the name of a create abandoned at its deadline (abandonedNames). */
+  private async removeAbandoned(name: string): Promise<void> {
+    try {
+      await this.docker.getContainer(name).remove({ force: true, v: true, abortSignal: AbortSignal.timeout(REMOVE_CALL_TIMEOUT_MS) });
+      this.abandonedNames.delete(name);
+      logger.info({ container: name }, 'removed a container the engine created after its start was abandoned');
+    } catch (err) {
+      if ((err as { statusCode?: number }).statusCode !== 404) return; // the engine did not answer: later
+      const firstMissing = this.abandonedNames.get(name) ?? Date.now();
+      if (Date.now() - firstMissing >= ABANDONED_NAME_GRACE_MS) this.abandonedNames.delete(name);
+      else this.abandonedNames.set(name, firstMissing);
+    }
+  }
+
 }
 
 /**
