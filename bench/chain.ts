@@ -20,6 +20,7 @@ import { NOOP_PATH } from './client/targets';
 import { BrokerProcess, REPO_DIR } from './lib/brokerProcess';
 import { NoopServer } from './lib/children';
 import { ensureBenchBuilt, ensureBuilt } from './lib/build';
+import { snapshotCpu } from './lib/cpuAccount';
 import { summarize } from './lib/stats';
 
 const N = Number(process.env.N ?? 5000);
@@ -57,24 +58,22 @@ function usage(pid: number): Usage {
   return { cpuNs, switches };
 }
 
-/** `pid`'s descendants, from every process's parent in /proc. */
-function descendants(pid: number): number[] {
-  const parent = new Map<number, number>();
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = readOr(`/proc/${entry}/stat`);
-    const after = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (after.length > 1) parent.set(Number(entry), Number(after[1]));
-  }
-  const out: number[] = [];
-  const queue = [pid];
-  while (queue.length > 0) {
-    const p = queue.shift()!;
-    for (const [child, ppid] of parent) {
-      if (ppid !== p) continue;
-      out.push(child);
-      queue.push(child);
+/** The descendants of each of `roots`, from one snapshot of every process's parent. */
+function descendantsOf(roots: readonly number[]): Map<number, number[]> {
+  const { procs } = snapshotCpu();
+  const out = new Map<number, number[]>();
+  for (const root of roots) {
+    const found: number[] = [];
+    const queue = [root];
+    while (queue.length > 0) {
+      const p = queue.shift()!;
+      for (const [child, info] of procs) {
+        if (info.ppid !== p) continue;
+        found.push(child);
+        queue.push(child);
+      }
     }
+    out.set(root, found);
   }
   return out;
 }
@@ -138,9 +137,12 @@ async function main(): Promise<void> {
   try {
     await broker.waitWarm(60_000);
     const id = await http.broker.acquire();
-    const rawBash = descendants(process.pid).filter((pid) => ![noop.pid, least.pid, broker.pid].some((s) => s === pid || descendants(s).includes(pid)));
+    const servers = [noop.pid, least.pid, broker.pid];
+    const tree = descendantsOf([process.pid, ...servers]);
+    const ofServers = new Set(servers.flatMap((s) => [s, ...tree.get(s)!]));
+    const rawBash = tree.get(process.pid)!.filter((pid) => !ofServers.has(pid));
     const self = [process.pid];
-    const server = (pid: number) => () => ({ client: self, server: [pid], bash: descendants(pid) });
+    const server = (pid: number) => () => ({ client: self, server: [pid], bash: descendantsOf([pid]).get(pid)! });
     const body = { command: 'true', timeout: 30 };
     const paths: Path[] = [
       { name: 'no-op HTTP', op: async () => void (await http.noop.post(NOOP_PATH, body)), groups: server(noop.pid) },

@@ -194,8 +194,8 @@ export class DockerBackend implements SessionBackend {
       container = await this.createContainer(name, spawner, deadline);
     } catch (err) {
       await spawner?.close();
-      // A stuck engine may still create it once it moves again: remove by name with the retries
-      // (a 404 then drops it).
+      // A stuck engine may still create it once it moves again: remove it by name with the retries
+      // (removeAbandoned).
       if (deadline.aborted) this.abandonedNames.set(name, null);
       throw failure(err);
     }
@@ -464,7 +464,7 @@ export class DockerBackend implements SessionBackend {
   /** Gone (or 404) drops it from `unremoved`; any other outcome keeps it there for a retry. */
   private async forceRemove(id: string): Promise<void> {
     try {
-      await this.docker.getContainer(id).remove({ force: true, v: true, abortSignal: AbortSignal.timeout(REMOVE_CALL_TIMEOUT_MS) });
+      await this.removeCall(id);
       this.unremoved.delete(id);
     } catch (err) {
       const status = (err as { statusCode?: number }).statusCode;
@@ -474,10 +474,11 @@ export class DockerBackend implements SessionBackend {
       if (status !== 404 && status !== 409) logger.warn({ id, err: errorMessage(err) }, 'container removal failed');
     }
   }
+
   /** Removes a container by the name of a create abandoned at its deadline (abandonedNames). */
   private async removeAbandoned(name: string): Promise<void> {
     try {
-      await this.docker.getContainer(name).remove({ force: true, v: true, abortSignal: AbortSignal.timeout(REMOVE_CALL_TIMEOUT_MS) });
+      await this.removeCall(name);
       this.abandonedNames.delete(name);
       logger.info({ container: name }, 'removed a container the engine created after its start was abandoned');
     } catch (err) {
@@ -488,6 +489,10 @@ export class DockerBackend implements SessionBackend {
     }
   }
 
+  /** One forced removal (volumes too) by id or name, given up after REMOVE_CALL_TIMEOUT_MS. */
+  private removeCall(idOrName: string): Promise<unknown> {
+    return this.docker.getContainer(idOrName).remove({ force: true, v: true, abortSignal: AbortSignal.timeout(REMOVE_CALL_TIMEOUT_MS) });
+  }
 }
 
 /**
