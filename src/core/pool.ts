@@ -1,17 +1,20 @@
 /**
- * The session pool: leases warm shells to clients, runs their commands, recycles released slots on
- * background workers and rebuilds broken ones. It knows no HTTP and no container technology: it
- * talks to a SessionBackend and reports to a PoolObserver.
+ * The session pool: leases warm shells to clients and runs their commands. Released and broken
+ * slots are rebuilt on background workers (slotRebuilder.ts); containers are started, watched and
+ * replaced by the fleet (containerFleet.ts); free slots and waiting acquires meet in slotQueue.ts.
+ * It knows no HTTP and no container technology: it talks to a SessionBackend and reports to a
+ * PoolObserver.
  */
 import PQueue from 'p-queue';
 import { BashSession, ShellDiedError, type BashSessionTimings, DEFAULT_TIMINGS, type ExecResult } from './bashSession';
-import { sessionWorkdir, type SessionBackend, type ShellProcess, type StreamName, type WorkdirFile } from './backend';
-import { ContainerEntry, Lease, Slot } from './slot';
+import { sessionWorkdir, type SessionBackend, type StreamName, type WorkdirFile } from './backend';
+import { type ContainerEntry, Lease, type Slot } from './slot';
 import { SessionState, SessionStates } from './states';
-import { WaitQueue } from './waitQueue';
+import { SlotQueue } from './slotQueue';
 import { type PoolObserver, NOOP_OBSERVER } from './observer';
-import { ContainerMonitor } from './containerMonitor';
 import { LeaseBook } from './leaseBook';
+import { SlotRebuilder } from './slotRebuilder';
+import { ContainerFleet, type FleetOptions } from './containerFleet';
 import {
   AbortedError,
   BrokerError,
@@ -27,17 +30,12 @@ import { newSessionId } from '../common/ids';
 import { logger } from '../common/logger';
 import { delay } from '../common/delay';
 
-export interface PoolOptions {
-  containers: number;
-  sessionsPerContainer: number;
+export interface PoolOptions extends FleetOptions {
   acquireTimeoutMs: number;
   cleanupWorkers: number;
   sessionIdleTimeoutMs: number;
   defaultCommandTimeoutMs: number;
   maxOutputBytes: number;
-  healthCheckIntervalMs: number;
-  /** How many containers start at once during warm-up and replacement. */
-  startConcurrency: number;
   timings?: BashSessionTimings;
 }
 
@@ -65,20 +63,20 @@ export class StartupFailedError extends BrokerError {
   }
 }
 
-const REBUILD_BACKOFF_MAX_MS = 30_000;
 /** Slots an acquire tries when the one it got fails while being prepared (its shell or container died). */
 const PREPARE_ATTEMPTS = 3;
 
+/**
+ * Leasing: acquire (queue, workdir, startup commands), execute, release, idle reclaim and close.
+ * Slot rebuilds are the SlotRebuilder's; containers and their health, the ContainerFleet's.
+ */
 export class SessionPool {
-  readonly states: SessionStates<Slot>;
-  readonly containers: ContainerEntry[] = [];
+  readonly states = new SessionStates<Slot>();
   private readonly leases = new LeaseBook();
-  private readonly available: Slot[] = [];
-  private readonly waiters = new WaitQueue<Slot>();
+  private readonly slots: SlotQueue;
   private readonly workers: PQueue;
-  private readonly starters: PQueue;
-  private readonly monitor: ContainerMonitor;
-  private readonly timings: BashSessionTimings;
+  private readonly rebuilder: SlotRebuilder;
+  private readonly fleet: ContainerFleet;
   private idleTimer: NodeJS.Timeout | null = null;
   private closing = false;
   private closePromise: Promise<void> | null = null;
@@ -88,18 +86,19 @@ export class SessionPool {
     private readonly options: PoolOptions,
     private readonly observer: PoolObserver = NOOP_OBSERVER,
   ) {
-    this.states = new SessionStates<Slot>();
+    this.slots = new SlotQueue(options.acquireTimeoutMs);
     this.workers = new PQueue({ concurrency: options.cleanupWorkers });
-    this.starters = new PQueue({ concurrency: options.startConcurrency });
-    this.timings = options.timings ?? DEFAULT_TIMINGS;
-    this.monitor = new ContainerMonitor(backend, this.containers, options.healthCheckIntervalMs, (entry, reason) =>
-      this.onContainerFailed(entry, reason),
-    );
-    for (let c = 0; c < options.containers; c++) {
-      const entry = new ContainerEntry(c);
-      for (let s = 0; s < options.sessionsPerContainer; s++) entry.slots.push(new Slot(`c${c}s${s}`, entry));
-      this.containers.push(entry);
-    }
+    const isClosing = (): boolean => this.closing;
+    this.rebuilder = new SlotRebuilder(backend, this.states, this.workers, options.timings ?? DEFAULT_TIMINGS, observer, {
+      isClosing,
+      onAvailable: (slot) => this.offer(slot),
+      onShellDied: () => this.fleet.checkSoon(),
+    });
+    this.fleet = new ContainerFleet(backend, options, this.rebuilder, isClosing);
+  }
+
+  get containers(): readonly ContainerEntry[] {
+    return this.fleet.containers;
   }
 
   get targetSessions(): number {
@@ -107,7 +106,7 @@ export class SessionPool {
   }
 
   get waiting(): number {
-    return this.waiters.length;
+    return this.slots.waiting;
   }
 
   get isClosing(): boolean {
@@ -117,8 +116,7 @@ export class SessionPool {
   /** Warms the pool. Each slot serves acquires as soon as its shell answers; resolves when all tried. */
   async start(): Promise<void> {
     await this.backend.init?.();
-    await Promise.all(this.containers.map((entry) => this.startContainer(entry)));
-    this.monitor.start();
+    await this.fleet.start();
     const everyMs = Math.max(100, Math.min(this.options.sessionIdleTimeoutMs / 4, 15_000));
     this.idleTimer = setInterval(() => this.reclaimIdle(), everyMs);
     this.idleTimer.unref();
@@ -150,7 +148,7 @@ export class SessionPool {
   private async takeSlot(signal: AbortSignal | undefined, deadline: number): Promise<Slot> {
     const waitStart = process.hrtime.bigint();
     try {
-      const slot = this.takeAvailable() ?? (await this.waitForSlot(signal, deadline));
+      const slot = await this.slots.take(signal, deadline);
       this.observer.acquireWaited(secondsSince(waitStart), 'ok');
       return slot;
     } catch (err) {
@@ -203,7 +201,7 @@ export class SessionPool {
     slot.lease = null;
     this.states.move(slot, SessionState.CLEANING);
     if (why === 'reclaimed') this.observer.reclaimed();
-    void this.workers.add(() => this.rebuild(slot, lease.workdir));
+    void this.rebuilder.schedule(slot, lease.workdir);
   }
 
   health(): { counts: ReturnType<SessionStates<Slot>['snapshot']>; healthyContainers: number; unhealthyContainers: number } {
@@ -219,44 +217,23 @@ export class SessionPool {
 
   private async doClose(graceMs: number): Promise<void> {
     this.closing = true;
-    this.waiters.rejectAll(new ShuttingDownError());
+    this.slots.rejectAll(new ShuttingDownError());
     if (this.idleTimer) clearInterval(this.idleTimer);
-    this.monitor.stop();
+    this.fleet.stopHealthChecks();
     const deadline = Date.now() + graceMs;
     while (Date.now() < deadline && this.leases.anyExecuting()) await delay(50);
     this.workers.clear();
-    this.starters.clear();
     // A rebuild already running would otherwise open a shell after we closed the others.
-    await Promise.race([Promise.all([this.workers.onIdle(), this.starters.onIdle()]), delay(5_000)]);
+    await Promise.race([Promise.all([this.workers.onIdle(), this.fleet.settleStarts()]), delay(5_000)]);
     const sessions = this.containers.flatMap((c) => c.slots.map((s) => s.session)).filter((s): s is BashSession => s !== null);
     await Promise.all(sessions.map((s) => s.close().catch(() => undefined)));
-    await Promise.all(this.containers.map((c) => (c.ref ? this.backend.removeContainer(c.ref).catch(() => undefined) : undefined)));
+    await this.fleet.removeAll();
     await this.backend.close();
   }
 
-  private takeAvailable(): Slot | null {
-    if (this.waiters.length > 0) return null; // keep FIFO fairness: queued clients go first
-    while (this.available.length) {
-      const slot = this.available.shift()!;
-      if (slot.state === SessionState.AVAILABLE && !slot.lease) return slot;
-    }
-    return null;
-  }
-
-  private waitForSlot(signal: AbortSignal | undefined, deadline: number): Promise<Slot> {
-    const seconds = this.options.acquireTimeoutMs / 1000;
-    return this.waiters.wait(
-      Math.max(0, deadline - Date.now()),
-      signal,
-      () => new PoolExhaustedError(seconds),
-      () => new AbortedError('acquire'),
-    );
-  }
-
-  /** A slot became AVAILABLE: the oldest waiter gets it, or it joins the available list. */
+  /** A slot became AVAILABLE: the oldest waiter gets it, or it joins the free list. */
   private offer(slot: Slot): void {
-    if (this.closing) return;
-    if (!this.waiters.serve(slot)) this.available.push(slot);
+    if (!this.closing) this.slots.offer(slot);
   }
 
   private lease(slot: Slot): Lease {
@@ -301,161 +278,6 @@ export class SessionPool {
       logger.info({ sessionId: lease.id }, 'reclaiming idle session');
       this.release(lease.id, 'reclaimed');
     }
-  }
-
-  /**
-   * Only the engine's part of a container start holds a starter: connecting to it and its shells
-   * happen meanwhile, so the next container starts at once (Docker's start rate sets the warm-up).
-   */
-  private async startContainer(entry: ContainerEntry): Promise<void> {
-    await this.bootContainer(entry);
-    await this.fillContainer(entry);
-  }
-
-  /** Starts the container itself; on failure the entry stays unhealthy and the monitor retries. */
-  private async bootContainer(entry: ContainerEntry): Promise<void> {
-    try {
-      const ref = await this.starters.add(() => this.backend.startContainer(entry.index));
-      try {
-        await this.backend.connectContainer?.(ref);
-      } catch (err) {
-        await this.backend.removeContainer(ref).catch(() => undefined);
-        throw err;
-      }
-      if (this.closing) {
-        // close() may have collected the containers to remove before this one was connected.
-        await this.backend.removeContainer(ref).catch(() => undefined);
-        return;
-      }
-      entry.ref = ref;
-      entry.healthy = true;
-      entry.unhealthyReason = null;
-    } catch (err) {
-      entry.healthy = false;
-      entry.unhealthyReason = errorMessage(err);
-      logger.error({ container: entry.index, err: errorMessage(err) }, 'container failed to start');
-    }
-  }
-
-  /** Gives every slot of the container a shell (those that fail go BROKEN and retry with backoff). */
-  private async fillContainer(entry: ContainerEntry): Promise<void> {
-    await Promise.all(entry.slots.map((slot) => this.workers.add(() => this.rebuild(slot, null))));
-  }
-
-  /**
-   * Gives `slot` a fresh shell: closes the old one (killing everything its lease started), removes
-   * the lease's working directory, opens a new shell. Ends AVAILABLE, or BROKEN with a retry.
-   */
-  private async rebuild(slot: Slot, workdir: string | null): Promise<void> {
-    if (slot.rebuilding) return;
-    if (this.states.has(slot) && slot.state !== SessionState.CLEANING && slot.state !== SessionState.BROKEN) return;
-    slot.rebuilding = true;
-    const started = process.hrtime.bigint();
-    let reused: ShellProcess | null = null;
-    try {
-      const old = slot.session;
-      slot.session = null;
-      const container = slot.container;
-      reused = old ? await this.recycleShell(old, !this.closing && container.healthy) : null;
-      if (this.closing || !container.ref || !container.healthy) {
-        // A shell recycled just before the pool closed or the container failed is no one's: close it.
-        await reused?.close();
-        if (this.closing) return;
-        throw new Error(container.unhealthyReason ?? 'container is not running');
-      }
-      for (const dir of [workdir, slot.orphanWorkdir]) if (dir) await this.backend.removeWorkdir(container.ref, dir);
-      slot.orphanWorkdir = null;
-      const shell = reused ?? (await this.backend.openShell(container.ref, { slotId: slot.slotId }));
-      const session = new BashSession(shell, this.timings);
-      slot.session = session;
-      session.onDeath((reason) => this.onSessionDeath(slot, session, reason));
-      await session.start();
-      if (this.closing) return;
-      slot.failures = 0;
-      if (this.states.has(slot)) this.states.move(slot, SessionState.AVAILABLE);
-      else this.states.add(slot, SessionState.AVAILABLE);
-      if (workdir) this.observer.cleaned(secondsSince(started), true);
-      this.offer(slot);
-    } catch (err) {
-      if (workdir) this.observer.cleaned(secondsSince(started), false);
-      // Not given to a session: close it (a bash, or a docker exec, would leak). The lease's workdir
-      // is removed by the retry.
-      if (reused && slot.session?.shell !== reused) await reused.close().catch(() => undefined);
-      if (workdir) slot.orphanWorkdir ??= workdir;
-      slot.failures++;
-      logger.warn({ slot: slot.slotId, err: errorMessage(err), failures: slot.failures }, 'could not give the slot a shell');
-      this.markBroken(slot, `could not start a shell: ${errorMessage(err)}`);
-    } finally {
-      slot.rebuilding = false;
-    }
-  }
-
-  /** The old session's process made pristine in place when its backend can; else it is closed. */
-  private async recycleShell(old: BashSession, wanted: boolean): Promise<ShellProcess | null> {
-    if (wanted && old.alive && !old.busy && old.shell.recycle) {
-      const inPlace = await old.shell.recycle().catch(() => false);
-      this.observer.recycled(inPlace);
-      if (inPlace) return old.shell;
-    }
-    await old.close();
-    return null;
-  }
-
-  /** A shell died on its own (killed, exited, or unrecoverable after a timeout). */
-  private onSessionDeath(slot: Slot, session: BashSession, reason: string): void {
-    if (slot.session !== session || this.closing) return;
-    if (slot.state === SessionState.CLEANING || slot.state === SessionState.BROKEN) return;
-    logger.warn({ slot: slot.slotId, reason }, 'session shell died');
-    this.markBroken(slot, reason);
-    this.monitor.checkSoon(); // a dead shell often means a dead container: look now, not at the next tick
-  }
-
-  /** Moves a slot to BROKEN (its lease, if any, learns why) and schedules its rebuild. */
-  private markBroken(slot: Slot, reason: string): void {
-    const lease = slot.lease;
-    if (lease) {
-      lease.brokenReason = reason;
-      lease.slot = null;
-      slot.lease = null;
-      slot.orphanWorkdir = lease.workdir;
-    }
-    if (!this.states.has(slot)) {
-      this.states.add(slot, SessionState.BROKEN);
-    } else if (slot.state !== SessionState.BROKEN) {
-      this.states.move(slot, SessionState.BROKEN);
-    }
-    this.observer.broken(reason);
-    if (this.closing || slot.container.replacing) return;
-    const backoffMs = Math.min(REBUILD_BACKOFF_MAX_MS, 250 * 2 ** Math.max(0, slot.failures - 1));
-    setTimeout(() => {
-      if (!this.closing && slot.state === SessionState.BROKEN && !slot.container.replacing) {
-        void this.workers.add(() => this.rebuild(slot, null));
-      }
-    }, slot.failures === 0 ? 0 : backoffMs).unref();
-  }
-
-  /**
-   * Replaces a failed container. `replacing` stays set until the new container runs, so neither an
-   * overlapping monitor pass nor a slot's retry starts a second one (which would be orphaned); the
-   * slots are filled after, when a failed rebuild may schedule its own retry again.
-   */
-  private async onContainerFailed(entry: ContainerEntry, reason: string): Promise<void> {
-    if (entry.replacing) return;
-    entry.replacing = true;
-    logger.error({ container: entry.index, reason }, 'container unhealthy: replacing it');
-    entry.healthy = false;
-    entry.unhealthyReason = reason;
-    try {
-      for (const slot of entry.slots) {
-        if (slot.state !== SessionState.BROKEN && slot.state !== SessionState.CLEANING) this.markBroken(slot, `container failed: ${reason}`);
-      }
-      if (entry.ref) await this.backend.removeContainer(entry.ref).catch(() => undefined);
-      entry.ref = null;
-      if (!this.closing) await this.bootContainer(entry);
-    } finally {
-      entry.replacing = false;
-    }
-    if (!this.closing && entry.healthy) await this.fillContainer(entry);
   }
 }
 

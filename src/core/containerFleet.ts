@@ -1,0 +1,132 @@
+/**
+ * The container fleet: starts the pool's containers (a bounded number at once), fills each with
+ * shells through the slot rebuilder, watches them (ContainerMonitor) and replaces one that fails.
+ */
+import PQueue from 'p-queue';
+import type { SessionBackend } from './backend';
+import { ContainerEntry, Slot } from './slot';
+import { SessionState } from './states';
+import { ContainerMonitor } from './containerMonitor';
+import type { SlotRebuilder } from './slotRebuilder';
+import { errorMessage } from '../common/errors';
+import { logger } from '../common/logger';
+
+export interface FleetOptions {
+  containers: number;
+  sessionsPerContainer: number;
+  healthCheckIntervalMs: number;
+  /** How many containers start at once during warm-up and replacement. */
+  startConcurrency: number;
+}
+
+export class ContainerFleet {
+  readonly containers: ContainerEntry[] = [];
+  private readonly starters: PQueue;
+  private readonly monitor: ContainerMonitor;
+
+  constructor(
+    private readonly backend: SessionBackend,
+    options: FleetOptions,
+    private readonly rebuilder: SlotRebuilder,
+    private readonly isClosing: () => boolean,
+  ) {
+    this.starters = new PQueue({ concurrency: options.startConcurrency });
+    this.monitor = new ContainerMonitor(backend, this.containers, options.healthCheckIntervalMs, (entry, reason) =>
+      this.onContainerFailed(entry, reason),
+    );
+    for (let c = 0; c < options.containers; c++) {
+      const entry = new ContainerEntry(c);
+      for (let s = 0; s < options.sessionsPerContainer; s++) entry.slots.push(new Slot(`c${c}s${s}`, entry));
+      this.containers.push(entry);
+    }
+  }
+
+  /** Starts every container and fills it with shells; then the health checks begin. */
+  async start(): Promise<void> {
+    await Promise.all(this.containers.map((entry) => this.startContainer(entry)));
+    this.monitor.start();
+  }
+
+  /** A shell died: its container may have, too. */
+  checkSoon(): void {
+    this.monitor.checkSoon();
+  }
+
+  stopHealthChecks(): void {
+    this.monitor.stop();
+  }
+
+  /** Drops the container starts not begun yet; resolves once none is running. */
+  settleStarts(): Promise<void> {
+    this.starters.clear();
+    return this.starters.onIdle();
+  }
+
+  /** Removes every container (at close, after their sessions were closed). */
+  async removeAll(): Promise<void> {
+    await Promise.all(this.containers.map((c) => (c.ref ? this.backend.removeContainer(c.ref).catch(() => undefined) : undefined)));
+  }
+
+  /**
+   * Only the engine's part of a container start holds a starter: connecting to it and its shells
+   * happen meanwhile, so the next container starts at once (Docker's start rate sets the warm-up).
+   */
+  private async startContainer(entry: ContainerEntry): Promise<void> {
+    await this.bootContainer(entry);
+    await this.fillContainer(entry);
+  }
+
+  /** Starts the container itself; on failure the entry stays unhealthy and the monitor retries. */
+  private async bootContainer(entry: ContainerEntry): Promise<void> {
+    try {
+      const ref = await this.starters.add(() => this.backend.startContainer(entry.index));
+      try {
+        await this.backend.connectContainer?.(ref);
+      } catch (err) {
+        await this.backend.removeContainer(ref).catch(() => undefined);
+        throw err;
+      }
+      if (this.isClosing()) {
+        // close() may have collected the containers to remove before this one was connected.
+        await this.backend.removeContainer(ref).catch(() => undefined);
+        return;
+      }
+      entry.ref = ref;
+      entry.healthy = true;
+      entry.unhealthyReason = null;
+    } catch (err) {
+      entry.healthy = false;
+      entry.unhealthyReason = errorMessage(err);
+      logger.error({ container: entry.index, err: errorMessage(err) }, 'container failed to start');
+    }
+  }
+
+  /** Gives every slot of the container a shell (those that fail go BROKEN and retry with backoff). */
+  private async fillContainer(entry: ContainerEntry): Promise<void> {
+    await Promise.all(entry.slots.map((slot) => this.rebuilder.schedule(slot, null)));
+  }
+
+  /**
+   * Replaces a failed container. `replacing` stays set until the new container runs, so neither an
+   * overlapping monitor pass nor a slot's retry starts a second one (which would be orphaned); the
+   * slots are filled after, when a failed rebuild may schedule its own retry again.
+   */
+  private async onContainerFailed(entry: ContainerEntry, reason: string): Promise<void> {
+    if (entry.replacing) return;
+    entry.replacing = true;
+    logger.error({ container: entry.index, reason }, 'container unhealthy: replacing it');
+    entry.healthy = false;
+    entry.unhealthyReason = reason;
+    try {
+      for (const slot of entry.slots) {
+        if (slot.state !== SessionState.BROKEN && slot.state !== SessionState.CLEANING) this.rebuilder.markBroken(slot, `container failed: ${reason}`);
+      }
+      if (entry.ref) await this.backend.removeContainer(entry.ref).catch(() => undefined);
+      entry.ref = null;
+      if (!this.isClosing()) await this.bootContainer(entry);
+    } finally {
+      entry.replacing = false;
+    }
+    if (!this.isClosing() && entry.healthy) await this.fillContainer(entry);
+  }
+}
