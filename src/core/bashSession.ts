@@ -1,15 +1,15 @@
 /**
- * One stateful bash over a backend's ShellProcess: runs framed commands one at a time, enforces
- * timeouts as a terminal would (^C, then SIGKILL for what ignores it), and reports shell death.
+ * One stateful bash over a backend's ShellProcess: runs framed commands one at a time, hands a
+ * command whose time is up to a TimeoutEscalation (timeoutEscalation.ts), and reports shell death.
  */
 import type { ShellExit, ShellProcess, StreamName } from './backend';
 import { BoundedOutput } from './output';
 import { StreamCapture } from './streamCapture';
-import { SHELL_INIT_SCRIPT, commandLine, endMarkerRequest, markerTokens } from './framing';
+import { SHELL_INIT_SCRIPT, commandLine, markerTokens } from './framing';
 import { newNonce } from '../common/ids';
-import { delay } from '../common/delay';
 import { logger } from '../common/logger';
 import { DeadlineTimer, deadlinePassed } from './deadlineTimer';
+import { InFlightSignals, TimeoutEscalation, type EscalationTimings } from './timeoutEscalation';
 
 export interface ExecOptions {
   timeoutMs: number;
@@ -27,11 +27,7 @@ export interface ExecResult {
   truncated: boolean;
 }
 
-export interface BashSessionTimings {
-  /** After ^C, how long to wait before SIGKILLing what the command started (FINDINGS: ~300 ms). */
-  interruptGraceMs: number;
-  /** After that SIGKILL, how long before the shell is declared unrecoverable. */
-  killGraceMs: number;
+export interface BashSessionTimings extends EscalationTimings {
   /** How long a new shell may take to answer its first command. */
   readyTimeoutMs: number;
 }
@@ -42,18 +38,6 @@ export interface BashSessionTimings {
  * It only matters for a shell that ignores ^C; declaring it BROKEN too early would lose its state.
  */
 export const DEFAULT_TIMINGS: BashSessionTimings = { interruptGraceMs: 300, killGraceMs: 10_000, readyTimeoutMs: 20_000 };
-
-/** How many kill graces a timed-out command's shell may take to come back, at most (however starved). */
-const MAX_KILL_WAIT_ROUNDS = 3;
-
-/**
- * Kills that must have been carried out, besides a kill grace since the first, before a shell is
- * declared dead sooner than that bound. A responsive container carries out a round every ~0.35 s
- * (20 in ~7 s, inside the grace): a shell that ignores ^C is declared dead after the grace, as
- * before. A starved one takes seconds per round (the soak: 5-10 rounds in 10-14 s before three shells
- * were given up for dead): there the shell is not to blame, and gets up to the bound.
- */
-const MIN_LANDED_KILLS = 20;
 
 /** The shell is gone: it exited, was killed, or could not be brought back after a timeout. */
 export class ShellDiedError extends Error {
@@ -71,18 +55,9 @@ interface Running {
   startedAtMs: number;
   /** When the command times out, on the monotonic clock of `performance.now()`. */
   deadline: number;
-  timedOut: boolean;
-  /** Timed out and the shell is back: killing what the command left before answering. */
-  reaping: boolean;
+  /** Set once the command timed out (the command's own deadline is the session's DeadlineTimer). */
+  timeout: TimeoutEscalation | null;
   stderrBytesAtInterrupt: number;
-  /** Rounds of ^C and kill after the timeout (escalate), and how many of their kills were carried out. */
-  escalations: number;
-  landedKills: number;
-  /** When the escalation's first round ran, and when its first kill was carried out (epoch ms). */
-  firstRoundAtMs: number;
-  firstKillLandedAtMs: number | null;
-  /** The escalation's timers after a timeout (the command's own deadline is the session's DeadlineTimer). */
-  timers: NodeJS.Timeout[];
   resolve: (r: ExecResult) => void;
   reject: (e: Error) => void;
 }
@@ -93,7 +68,7 @@ export class BashSession {
   private closing = false;
   private deathListener: ((reason: string) => void) | null = null;
   /** ^Cs and kills of earlier commands still under way in the backend. */
-  private readonly inFlight = new Set<Promise<void>>();
+  private readonly inFlight = new InFlightSignals();
   private readonly deadline = new DeadlineTimer(() => this.onDeadline());
 
   constructor(
@@ -123,31 +98,9 @@ export class BashSession {
   }
 
   execute(command: string, options: ExecOptions): Promise<ExecResult> {
-    if (this.inFlight.size === 0) return this.run(command, options);
-    return this.settleInFlight().then(() => this.run(command, options));
-  }
-
-  /**
-   * Waits (at most a kill grace) for the ^Cs and kills an earlier command's timeout still has under
-   * way. A backend that delivers them late (a starved container's lane) would otherwise deliver them
-   * into this command: a ^C while bash reads its line discards the line (its start marker never
-   * comes, and the session was given up for dead with bash idle at its prompt: soak, session 5); a
-   * kill of "everything started since" the earlier command takes this one's processes too.
-   */
-  private async settleInFlight(): Promise<void> {
-    await Promise.race([Promise.all(this.inFlight), delay(this.timings.killGraceMs)]);
-    this.inFlight.clear();
-  }
-
-  /** Remembers a ^C or kill under way until it settles (see settleInFlight). */
-  private track(op: void | Promise<unknown>): void {
-    if (!op) return;
-    const settled = op.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.inFlight.add(settled);
-    void settled.then(() => this.inFlight.delete(settled));
+    if (this.inFlight.empty) return this.run(command, options);
+    // At most a kill grace: a ^C or kill still under way would land in this command (InFlightSignals).
+    return this.inFlight.settle(this.timings.killGraceMs).then(() => this.run(command, options));
   }
 
   private run(command: string, options: ExecOptions): Promise<ExecResult> {
@@ -173,14 +126,8 @@ export class BashSession {
         }),
         startedAtMs: Date.now(),
         deadline: performance.now() + options.timeoutMs,
-        timedOut: false,
-        reaping: false,
+        timeout: null,
         stderrBytesAtInterrupt: 0,
-        escalations: 0,
-        landedKills: 0,
-        firstRoundAtMs: 0,
-        firstKillLandedAtMs: null,
-        timers: [],
         resolve,
         reject,
       };
@@ -208,43 +155,22 @@ export class BashSession {
   }
 
   private complete(run: Running): void {
-    if (!run.timedOut) return this.finish(this.result(run));
-    if (run.reaping) return;
-    run.reaping = true;
-    for (const t of run.timers) clearTimeout(t);
-    // ^C brought the shell back, but what the command started in the background (immune to SIGINT
-    // without job control) may still run: kill it before the next command can start anything.
-    void this.killStarted(run).then(() => {
-      if (this.running === run) this.finish(this.result(run));
+    if (!run.timeout) return this.finish(this.result(run));
+    void run.timeout.reap().then((first) => {
+      if (first && this.running === run) this.finish(this.result(run));
     });
   }
 
-  /**
-   * Kills what `run` started; bounded, so a backend that cannot answer does not hold us forever.
-   * True when the kill was carried out (whether or not it found anything), false when it failed or
-   * did not come back within the bound.
-   */
-  private killStarted(run: Running): Promise<boolean> {
-    const bound = new Promise<boolean>((resolve) => run.timers.push(setTimeout(() => resolve(false), this.timings.killGraceMs)));
-    const started = this.shell.killStartedSince(run.startedAtMs);
-    this.track(started);
-    const kill = started.then(
-      () => true,
-      () => false,
-    );
-    return Promise.race([kill, bound]);
-  }
-
   private result(run: Running): ExecResult {
-    if (run.timedOut) {
+    if (run.timeout) {
       // What bash prints after ^C (a newline, tcsetattr noise) is not the command's output.
       run.err.truncateTo(run.stderrBytesAtInterrupt);
     }
     return {
       stdout: run.out.text(),
       stderr: run.err.text(),
-      returnCode: run.timedOut ? -1 : (run.stdout.status ?? -1),
-      timedOut: run.timedOut,
+      returnCode: run.timeout ? -1 : (run.stdout.status ?? -1),
+      timedOut: run.timeout !== null,
       truncated: run.out.truncated || run.err.truncated,
     };
   }
@@ -253,7 +179,7 @@ export class BashSession {
     const run = this.running;
     if (!run) return;
     this.running = null;
-    for (const t of run.timers) clearTimeout(t);
+    run.timeout?.stop();
     if (outcome instanceof Error) run.reject(outcome);
     else run.resolve(outcome);
   }
@@ -261,7 +187,7 @@ export class BashSession {
   /** The deadline timer went off: the running command's time is up, or it is re-armed for the rest. */
   private onDeadline(): void {
     const run = this.running;
-    if (!run || run.timedOut) return;
+    if (!run || run.timeout) return;
     if (deadlinePassed(run.deadline)) this.onTimeout(run);
     else this.deadline.arm(run.deadline); // it was armed for an earlier command's deadline
   }
@@ -269,66 +195,13 @@ export class BashSession {
   /** ^C first (state survives, as in a terminal); then SIGKILL what ignores it; then give up. */
   private onTimeout(run: Running): void {
     if (this.running !== run) return;
-    run.timedOut = true;
     // Count what the capture still holds back too: it is output the command wrote before the ^C.
     run.stderrBytesAtInterrupt = run.err.byteLength + run.stderr.heldBodyBytes;
-    this.track(this.shell.interrupt(() => this.wantsInterrupt(run)));
-    this.shell.write(endMarkerRequest(run.nonce));
-    run.timers.push(setTimeout(() => this.escalate(run), this.timings.interruptGraceMs));
-  }
-
-  /**
-   * Until the shell answers: ^C again and SIGKILL what the command started, every grace period.
-   * Repeating matters: a ^C that lands while a loop's child exits normally is taken by bash as
-   * handled by the child (bash's "wait and cooperative exit"), and the loop goes on; a later one
-   * lands between children and stops it.
-   *
-   * Gives up killGraceMs after the first kill that was carried out (`firstKillLandedAtMs`), once MIN_LANDED_KILLS
-   * kills were: a shell that still does not answer while its container carries out kill after kill
-   * ignores ^C for good. A container starved of CPU carries out its kills late and few, and its shell
-   * is not to blame; that wait is bounded by MAX_KILL_WAIT_ROUNDS x killGraceMs from the first round
-   * (`firstRoundAtMs`), and a container that stops answering altogether is the health check's to replace.
-   */
-  private escalate(run: Running): void {
-    if (this.running !== run || run.reaping) return;
-    const now = Date.now();
-    run.firstRoundAtMs ||= now;
-    const landedAt = run.firstKillLandedAtMs;
-    const rounds = `${run.landedKills} of ${run.escalations} rounds of ^C and kill carried out`;
-    if (landedAt !== null && now - landedAt >= this.timings.killGraceMs && run.landedKills >= MIN_LANDED_KILLS) {
-      return this.onUnrecoverable(run, `${seconds(now - landedAt)} s after the first kill was carried out, ${rounds}`);
-    }
-    if (now - run.firstRoundAtMs >= MAX_KILL_WAIT_ROUNDS * this.timings.killGraceMs) {
-      return this.onUnrecoverable(run, `${seconds(now - run.firstRoundAtMs)} s after the timeout, ${rounds}`);
-    }
-    run.escalations++;
-    // ^C on every other round only. Once the command's processes are dead, bash only has to read and
-    // run the end-marker request, and a ^C landing meanwhile (a starved container's lane delivers
-    // it late, well after the request was written) discards that. (The soak's shells that never
-    // answered with every kill carried out turned out to be another late ^C, one landing in the
-    // NEXT command's line: settleInFlight.) A builtin loop, which only ^C stops, still gets one
-    // every ~0.7 s.
-    if (run.escalations % 2 === 1) this.track(this.shell.interrupt(() => this.wantsInterrupt(run)));
-    // A ^C that lands while bash is reading the earlier request (bash reads a pipe a byte at a time)
-    // discards the part it read: ask again, or the shell could never answer. Extra answers carry this
-    // command's nonce and fall between commands, where output is dropped.
-    this.shell.write(endMarkerRequest(run.nonce));
-    // The next round starts once the kill has landed: a backend slow to kill (a busy container, a
-    // queue of kills) must not make a healthy shell look unrecoverable.
-    void this.killStarted(run).then((landed) => {
-      if (this.running === run && !run.reaping) {
-        if (landed) {
-          run.landedKills++;
-          run.firstKillLandedAtMs ??= Date.now();
-        }
-        run.timers.push(setTimeout(() => this.escalate(run), this.timings.interruptGraceMs));
-      }
+    run.timeout = new TimeoutEscalation(this.shell, this.timings, this.inFlight, run.nonce, run.startedAtMs, {
+      isCurrent: () => this.running === run,
+      giveUp: (why) => this.onUnrecoverable(run, why),
     });
-  }
-
-  /** A ^C for `run` still has a purpose: the shell has not answered yet (else it hits the next command). */
-  private wantsInterrupt(run: Running): boolean {
-    return this.running === run && !run.reaping;
+    run.timeout.begin();
   }
 
   /** `why`: what the escalation saw, so that a 410 tells a shell that ignored ^C from a starved container. */
@@ -354,8 +227,4 @@ export class BashSession {
     this.deadline.stop();
     if (!this.closing) this.deathListener?.(exit.reason);
   }
-}
-
-function seconds(ms: number): string {
-  return (ms / 1000).toFixed(1);
 }
