@@ -1,0 +1,65 @@
+/**
+ * What a session container is made of: image, entrypoint, labels and limits, as the engine's create
+ * options. Pure: no engine call here.
+ */
+import type Dockerode from 'dockerode';
+import type { BrokerConfig } from '../../config/config';
+import { SPAWNER_SCRIPT } from './fifoSpawner';
+
+export const LABEL_DEPLOYMENT = 'io.bash-broker.deployment';
+export const LABEL_INSTANCE = 'io.bash-broker.instance';
+
+export type ContainerSpecOptions = Pick<
+  BrokerConfig['docker'],
+  'image' | 'deployment' | 'cpus' | 'memoryBytes' | 'pidsLimit' | 'networkMode' | 'tmpBytes'
+>;
+
+/** `bind`: the pipes' directory to mount (fifo transport), or null. */
+export function containerCreateOptions(
+  name: string,
+  options: ContainerSpecOptions,
+  instance: string,
+  bind: string | null,
+  abortSignal: AbortSignal,
+): Dockerode.ContainerCreateOptions & { abortSignal: AbortSignal } {
+  return {
+    abortSignal,
+    name,
+    Image: options.image,
+    // Only bash is required of the image. Its entrypoint spawns shells on the broker's pipes, or
+    // (without them) idles reading a stdin that stays open.
+    Entrypoint: ['bash', '-c', SPAWNER_SCRIPT],
+    Cmd: [],
+    OpenStdin: true,
+    Tty: false,
+    Labels: { [LABEL_DEPLOYMENT]: options.deployment, [LABEL_INSTANCE]: instance },
+    HostConfig: {
+      Init: true, // reaps killed orphans; without it they stay zombies (FINDINGS)
+      NanoCpus: Math.round(options.cpus * 1e9),
+      Memory: options.memoryBytes,
+      PidsLimit: options.pidsLimit,
+      NetworkMode: options.networkMode,
+      Binds: bind ? [bind] : undefined,
+      Mounts: options.tmpBytes > 0 ? [tmpVolume(options.tmpBytes, options.deployment)] : undefined,
+    },
+  };
+}
+
+/**
+ * /tmp (the working directories) on a tmpfs of its own size, so a disk filler gets ENOSPC there
+ * instead of filling the engine's disk. An anonymous volume of the local driver rather than
+ * HostConfig.Tmpfs: putArchive (files on acquire) cannot write into a container's tmpfs mounts,
+ * but does into its volumes. Removed with the container (`v: true`).
+ */
+function tmpVolume(sizeBytes: number, deployment: string): Dockerode.MountSettings {
+  return {
+    Type: 'volume',
+    Source: '', // anonymous: one per container, removed with it
+    Target: '/tmp',
+    VolumeOptions: {
+      NoCopy: true,
+      Labels: { [LABEL_DEPLOYMENT]: deployment },
+      DriverConfig: { Name: 'local', Options: { type: 'tmpfs', device: 'tmpfs', o: `size=${sizeBytes},mode=1777` } },
+    },
+  };
+}
