@@ -75,6 +75,16 @@ export class ShuttingDownError extends BrokerError {
   }
 }
 
+/**
+ * A backend was asked for something it does not offer (a PTY session, say). A domain error: the
+ * request was well formed, this backend just cannot serve it. Answered 400, as before it had a class.
+ */
+export class NotSupportedError extends BrokerError {
+  constructor(detail: string) {
+    super(400, 'not_supported', detail);
+  }
+}
+
 /** A backend failed in a way the client cannot fix (container gone, engine unreachable). */
 export class BackendError extends BrokerError {
   constructor(detail: string) {

@@ -5,7 +5,7 @@
 import type { ShellExit, ShellProcess, StreamName } from './backend';
 import { BoundedOutput } from './output';
 import { StreamCapture } from './streamCapture';
-import { SHELL_INIT_SCRIPT, commandLine, markerTokens } from './framing';
+import { SHELL_INIT_SCRIPT, changeDirectoryCommand, commandLine, markerTokens } from './framing';
 import { newNonce } from '../common/ids';
 import { logger } from '../common/logger';
 import { DeadlineTimer, deadlinePassed } from './deadlineTimer';
@@ -95,6 +95,11 @@ export class BashSession {
   async start(): Promise<void> {
     this.shell.write(SHELL_INIT_SCRIPT);
     await this.execute('', { timeoutMs: this.timings.readyTimeoutMs, maxOutputBytes: 4096 });
+  }
+
+  /** `cd` to `dir` as a command of its own (the session's state keeps it); no output expected. */
+  changeDirectory(dir: string, timeoutMs: number): Promise<ExecResult> {
+    return this.execute(changeDirectoryCommand(dir), { timeoutMs, maxOutputBytes: 4096 });
   }
 
   execute(command: string, options: ExecOptions): Promise<ExecResult> {

@@ -67,6 +67,11 @@ export function ansiCQuote(command: string): string {
   return "$'" + command.replace(NEEDS_ESCAPE, escapeChar) + "'";
 }
 
+/** The command that makes `dir` the shell's working directory (whatever characters it holds). */
+export function changeDirectoryCommand(dir: string): string {
+  return `builtin cd -- ${ansiCQuote(dir)}`;
+}
+
 /** The one line that runs `command` framed by `nonce`. The caller rejects NUL bytes beforehand. */
 export function commandLine(command: string, nonce: string): string {
   return `__bs ${nonce};eval ${ansiCQuote(command)} </dev/null;__be ${nonce}\n`;

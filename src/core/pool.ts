@@ -63,6 +63,8 @@ export class StartupFailedError extends BrokerError {
   }
 }
 
+/** How long the `cd` into a new lease's working directory may take (a starved container is slow). */
+const CHANGE_DIRECTORY_TIMEOUT_MS = 10_000;
 /** Slots an acquire tries when the one it got fails while being prepared (its shell or container died). */
 const PREPARE_ATTEMPTS = 3;
 
@@ -130,7 +132,7 @@ export class SessionPool {
       try {
         // The lease is not the client's yet: if its shell or container fails here, try another slot.
         await this.backend.prepareWorkdir(lease.slot!.container.ref!, lease.workdir, request.files);
-        await this.runOnLease(lease, `builtin cd -- '${lease.workdir}'`, 10_000);
+        await this.onLease(lease, (session) => session.changeDirectory(lease.workdir, CHANGE_DIRECTORY_TIMEOUT_MS));
       } catch (err) {
         this.release(lease.id, 'released');
         // A dead shell (410) or a failing backend (5xx, or an unexpected error) is the slot's fault, not the request's.
@@ -245,18 +247,18 @@ export class SessionPool {
     return lease;
   }
 
-  private async runOnLease(
-    lease: Lease,
-    command: string,
-    timeoutMs: number,
-    onOutput?: ExecuteRequest['onOutput'],
-  ): Promise<ExecResult> {
+  private runOnLease(lease: Lease, command: string, timeoutMs: number, onOutput?: ExecuteRequest['onOutput']): Promise<ExecResult> {
+    return this.onLease(lease, (session) => session.execute(command, { timeoutMs, maxOutputBytes: this.options.maxOutputBytes, onOutput }));
+  }
+
+  /** Runs `work` on the lease's session; a dead shell or container becomes the lease's error. */
+  private async onLease(lease: Lease, work: (session: BashSession) => Promise<ExecResult>): Promise<ExecResult> {
     const session = lease.slot?.session;
     if (!session) throw new SessionBrokenError(lease.id, lease.brokenReason ?? 'no shell');
     lease.executing = true;
     lease.lastActivityMs = Date.now();
     try {
-      const result = await session.execute(command, { timeoutMs, maxOutputBytes: this.options.maxOutputBytes, onOutput });
+      const result = await work(session);
       // Its container failed while it ran (a paused container is thawed to be removed, and its
       // output may still arrive): the lease's state is lost, and the answer says so.
       if (lease.brokenReason !== null) throw new SessionBrokenError(lease.id, lease.brokenReason);

@@ -10,7 +10,7 @@ import { SHELL_CMD } from '../../src/backends/docker/channel';
 export const PS = ['ps', '-eo', 'pid=,ppid=,stat=,args='];
 /**
  * A session or control shell: as exec'd by docker, or after a recycle's `exec -c` (bash's full path,
- * its environment restored from an rc file: src/core/shellRecycle.ts).
+ * its environment restored from an rc file: src/backends/shellRecycle.ts).
  */
 export const SESSION_SHELL = new RegExp(`^(\\S*/)?(${SHELL_CMD.join(' ')}|bash --rcfile /dev/fd/3 ${SHELL_CMD.slice(2).join(' ')})$`);
 

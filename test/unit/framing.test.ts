@@ -1,5 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { SHELL_INIT_SCRIPT, ansiCQuote, commandLine, markerTokens } from '../../src/core/framing';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { SHELL_INIT_SCRIPT, ansiCQuote, changeDirectoryCommand, commandLine, markerTokens } from '../../src/core/framing';
 
 /** What a real bash makes of `$QUOTED`: `bash --norc -c "printf %s $QUOTED"`, no shell in between. */
 function bashPrintf(quoted: string): Buffer {
@@ -93,6 +96,16 @@ describe('commandLine', () => {
     const t2 = markerTokens(n2);
     expect(out).toBe(`${t1.start}read:\n${t1.end}1\n${t2.start}/tmp kept\n${t2.end}0\n`);
     expect(r.stderr.toString('latin1')).toBe(`${t1.start}${t1.end}\n${t2.start}${t2.end}\n`);
+  });
+
+  it('changeDirectoryCommand enters a directory whatever its name holds', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cd it's -x $HOME \\ "));
+    try {
+      const r = spawnSync('bash', ['--norc', '--noprofile', '-c', `${changeDirectoryCommand(dir)} && builtin printf %s "$PWD"`], { timeout: 20_000 });
+      expect(r.stdout.toString()).toBe(dir);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('markerTokens are the nonce with s and e', () => {

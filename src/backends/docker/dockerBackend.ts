@@ -14,7 +14,7 @@ import Dockerode from 'dockerode';
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { ContainerHealth, ContainerRef, OpenShellOptions, SessionBackend, ShellProcess, WorkdirFile } from '../../core/backend';
-import { BackendError, BadRequestError, errorMessage } from '../../common/errors';
+import { BackendError, NotSupportedError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
 import { ControlShell } from './controlShell';
 import type { BrokerConfig } from '../../config/config';
@@ -185,7 +185,7 @@ export class DockerBackend implements SessionBackend {
   }
 
   async openShell(ref: ContainerRef, options: OpenShellOptions): Promise<ShellProcess> {
-    if (options.pty) throw new BadRequestError('the docker backend does not open PTY sessions yet');
+    if (options.pty) throw new NotSupportedError('the docker backend does not open PTY sessions yet');
     const link = this.links.get(ref.id);
     if (!link?.control.alive) throw new BackendError(`container ${ref.name} has no control shell`);
     const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${++this.generation}`;

@@ -5,7 +5,7 @@
  * the session is handed out.
  */
 import type { ShellListener, ShellProcess } from '../../core/backend';
-import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, recycleExecLine, StdoutExpectation } from '../../core/shellRecycle';
+import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, recycleExecLine, StdoutExpectation } from '../shellRecycle';
 import type { ChannelOpener, ShellChannel } from './channel';
 import type { ControlShell } from './controlShell';
 

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { ContainerHealth, ContainerRef, OpenShellOptions, SessionBackend, ShellProcess, WorkdirFile } from '../../core/backend';
-import { BadRequestError } from '../../common/errors';
+import { NotSupportedError } from '../../common/errors';
 import { CgroupTree } from './cgroup';
 import { LocalShell } from './localShell';
 
@@ -61,7 +61,7 @@ export class LocalBackend implements SessionBackend {
   }
 
   async openShell(container: ContainerRef, options: OpenShellOptions): Promise<ShellProcess> {
-    if (options.pty) throw new BadRequestError('the local backend does not open PTY sessions yet');
+    if (options.pty) throw new NotSupportedError('the local backend does not open PTY sessions yet');
     this.generation++;
     return new LocalShell({
       cwd: container.id,
