@@ -57,8 +57,9 @@ export class SessionBrokenError extends BrokerError {
 }
 
 export class PoolExhaustedError extends BrokerError {
-  constructor(timeoutSeconds: number) {
-    super(503, 'pool_exhausted', `No session available within ${timeoutSeconds} seconds`);
+  /** The message is the spec's, in seconds: `timeoutMs` 120000 reads "within 120 seconds". */
+  constructor(timeoutMs: number) {
+    super(503, 'pool_exhausted', `No session available within ${timeoutMs / 1000} seconds`);
   }
 }
 

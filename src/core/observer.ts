@@ -1,11 +1,15 @@
-/** What the pool reports as it works; the metrics module implements it. The core imports no metrics library. */
+/**
+ * What the pool reports as it works; the metrics module implements it. The core imports no metrics
+ * library. Durations are milliseconds, as everywhere in the broker; metrics converts at its boundary.
+ */
 export type AcquireOutcome = 'ok' | 'timeout' | 'aborted';
 export type ExecuteOutcome = 'success' | 'failed' | 'timeout' | 'error';
 
 export interface PoolObserver {
-  acquireWaited(seconds: number, outcome: AcquireOutcome): void;
-  executed(seconds: number, outcome: ExecuteOutcome): void;
-  cleaned(seconds: number, ok: boolean): void;
+  acquireWaited(waitedMs: number, outcome: AcquireOutcome): void;
+  executed(durationMs: number, outcome: ExecuteOutcome): void;
+  /** From release to the slot AVAILABLE again (or to the cleanup's failure). */
+  cleaned(durationMs: number, ok: boolean): void;
   /** After a release: the shell was made pristine in place (true) or had to be closed and reopened. */
   recycled(inPlace: boolean): void;
   broken(reason: string): void;

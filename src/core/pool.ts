@@ -148,13 +148,13 @@ export class SessionPool {
 
   /** A free slot now, or the oldest waiter's turn before `deadline`. */
   private async takeSlot(signal: AbortSignal | undefined, deadline: number): Promise<Slot> {
-    const waitStart = process.hrtime.bigint();
+    const waitStartMs = performance.now();
     try {
       const slot = await this.slots.take(signal, deadline);
-      this.observer.acquireWaited(secondsSince(waitStart), 'ok');
+      this.observer.acquireWaited(performance.now() - waitStartMs, 'ok');
       return slot;
     } catch (err) {
-      this.observer.acquireWaited(secondsSince(waitStart), err instanceof PoolExhaustedError ? 'timeout' : 'aborted');
+      this.observer.acquireWaited(performance.now() - waitStartMs, err instanceof PoolExhaustedError ? 'timeout' : 'aborted');
       throw err;
     }
   }
@@ -181,13 +181,13 @@ export class SessionPool {
   async execute(sessionId: string, request: ExecuteRequest): Promise<ExecResult> {
     const lease = this.leases.require(sessionId);
     if (lease.executing) throw new SessionBusyError(sessionId);
-    const started = process.hrtime.bigint();
+    const startedMs = performance.now();
     try {
       const result = await this.runOnLease(lease, request.command, request.timeoutMs, request.onOutput);
-      this.observer.executed(secondsSince(started), result.timedOut ? 'timeout' : result.returnCode === 0 ? 'success' : 'failed');
+      this.observer.executed(performance.now() - startedMs, result.timedOut ? 'timeout' : result.returnCode === 0 ? 'success' : 'failed');
       return result;
     } catch (err) {
-      this.observer.executed(secondsSince(started), 'error');
+      this.observer.executed(performance.now() - startedMs, 'error');
       throw err;
     }
   }
@@ -282,8 +282,3 @@ export class SessionPool {
     }
   }
 }
-
-function secondsSince(start: bigint): number {
-  return Number(process.hrtime.bigint() - start) / 1e9;
-}
-

@@ -42,11 +42,10 @@ export class SlotQueue {
   }
 
   private waitForSlot(signal: AbortSignal | undefined, deadline: number): Promise<Slot> {
-    const seconds = this.acquireTimeoutMs / 1000;
     return this.waiters.wait(
       Math.max(0, deadline - Date.now()),
       signal,
-      () => new PoolExhaustedError(seconds),
+      () => new PoolExhaustedError(this.acquireTimeoutMs),
       () => new AbortedError('acquire'),
     );
   }

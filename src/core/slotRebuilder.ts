@@ -47,7 +47,7 @@ export class SlotRebuilder {
     if (slot.rebuilding) return;
     if (this.states.has(slot) && slot.state !== SessionState.CLEANING && slot.state !== SessionState.BROKEN) return;
     slot.rebuilding = true;
-    const started = process.hrtime.bigint();
+    const startedMs = performance.now();
     let reused: ShellProcess | null = null;
     try {
       const old = slot.session;
@@ -71,10 +71,10 @@ export class SlotRebuilder {
       slot.failures = 0;
       if (this.states.has(slot)) this.states.move(slot, SessionState.AVAILABLE);
       else this.states.add(slot, SessionState.AVAILABLE);
-      if (workdir) this.observer.cleaned(secondsSince(started), true);
+      if (workdir) this.observer.cleaned(performance.now() - startedMs, true);
       this.hooks.onAvailable(slot);
     } catch (err) {
-      if (workdir) this.observer.cleaned(secondsSince(started), false);
+      if (workdir) this.observer.cleaned(performance.now() - startedMs, false);
       // Not given to a session: close it (a bash, or a docker exec, would leak). The lease's workdir
       // is removed by the retry.
       if (reused && slot.session?.shell !== reused) await reused.close().catch(() => undefined);
@@ -130,8 +130,4 @@ export class SlotRebuilder {
       }
     }, slot.failures === 0 ? 0 : backoffMs).unref();
   }
-}
-
-function secondsSince(start: bigint): number {
-  return Number(process.hrtime.bigint() - start) / 1e9;
 }

@@ -1,6 +1,7 @@
 /**
  * Prometheus metrics (prom-client) on a registry of our own. Implements the pool's observer;
- * session-state gauges are read from the pool at scrape time, so they can never drift.
+ * session-state gauges are read from the pool at scrape time, so they can never drift. The observer
+ * reports milliseconds; the histograms are in seconds (Prometheus' base unit), converted here only.
  */
 import client, { Registry } from 'prom-client';
 import type { AcquireOutcome, ExecuteOutcome, PoolObserver } from '../core/observer';
@@ -10,6 +11,8 @@ import { SessionState } from '../core/states';
 /** Executes recorded but not yet handed to prom-client: flushed at every scrape, or when this many wait. */
 const MAX_PENDING_EXECUTES = 4096;
 
+const MS_PER_SECOND = 1000;
+/** Seconds, as Prometheus histograms are. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
 export class BrokerMetrics implements PoolObserver {
@@ -29,7 +32,7 @@ export class BrokerMetrics implements PoolObserver {
    * validation, hashing, closures); on the execute path that is ~1% of a `true` round trip, so the
    * path only stores two numbers and the scrape (or a full buffer) pays.
    */
-  private readonly pendingSeconds = new Float64Array(MAX_PENDING_EXECUTES);
+  private readonly pendingMs = new Float64Array(MAX_PENDING_EXECUTES);
   private readonly pendingOutcomes: ExecuteOutcome[] = new Array(MAX_PENDING_EXECUTES);
   private pendingCount = 0;
 
@@ -108,13 +111,13 @@ export class BrokerMetrics implements PoolObserver {
     this.pool = pool;
   }
 
-  acquireWaited(seconds: number, outcome: AcquireOutcome): void {
-    this.acquireWait.observe({ outcome }, seconds);
+  acquireWaited(waitedMs: number, outcome: AcquireOutcome): void {
+    this.acquireWait.observe({ outcome }, waitedMs / MS_PER_SECOND);
   }
 
-  executed(seconds: number, outcome: ExecuteOutcome): void {
+  executed(durationMs: number, outcome: ExecuteOutcome): void {
     if (this.pendingCount === MAX_PENDING_EXECUTES) this.flushExecutes();
-    this.pendingSeconds[this.pendingCount] = seconds;
+    this.pendingMs[this.pendingCount] = durationMs;
     this.pendingOutcomes[this.pendingCount++] = outcome;
   }
 
@@ -126,7 +129,7 @@ export class BrokerMetrics implements PoolObserver {
     const counts: Partial<Record<ExecuteOutcome, number>> = {};
     for (let i = 0; i < n; i++) {
       const outcome = this.pendingOutcomes[i];
-      this.executeDuration.observe({ outcome }, this.pendingSeconds[i]);
+      this.executeDuration.observe({ outcome }, this.pendingMs[i] / MS_PER_SECOND);
       counts[outcome] = (counts[outcome] ?? 0) + 1;
     }
     for (const [outcome, count] of Object.entries(counts) as [ExecuteOutcome, number][]) {
@@ -135,9 +138,9 @@ export class BrokerMetrics implements PoolObserver {
     }
   }
 
-  cleaned(seconds: number, ok: boolean): void {
+  cleaned(durationMs: number, ok: boolean): void {
     this.cleanups.inc({ result: ok ? 'ok' : 'failed' });
-    if (ok) this.cleanupDuration.observe(seconds);
+    if (ok) this.cleanupDuration.observe(durationMs / MS_PER_SECOND);
   }
 
   recycled(inPlace: boolean): void {
