@@ -54,7 +54,7 @@ export class Broker {
         defaultCommandTimeoutMs: config.defaultCommandTimeoutMs,
         maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,
         healthCheckIntervalMs: overrides.healthCheckIntervalMs ?? config.healthCheckIntervalMs,
-        startConcurrency: 8,
+        startConcurrency: config.startConcurrency,
         timings: overrides.timings ?? { ...DEFAULT_TIMINGS, killGraceMs: config.timeoutKillGraceMs },
       },
       this.metrics,

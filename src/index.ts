@@ -1,7 +1,7 @@
 /** Entry point: configuration from the environment, a broker on HOST:PORT, shutdown on SIGTERM/SIGINT. */
 import { ConfigError, loadConfig, type BrokerConfig } from './config/config';
 import { Broker } from './broker';
-import { logger } from './common/logger';
+import { configureLogger, logger } from './common/logger';
 import { errorMessage } from './common/errors';
 
 async function main(): Promise<void> {
@@ -15,6 +15,7 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  configureLogger(config.logLevel);
   const broker = new Broker(config);
   const address = await broker.start();
   logger.info(

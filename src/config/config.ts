@@ -7,6 +7,18 @@ import path from 'node:path';
 
 export type BackendKind = 'local' | 'docker';
 
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** What a local session inherits of the broker's own environment (nothing else of it: tokens stay out). */
+export interface HostEnv {
+  /** The sessions' PATH, and where the broker looks for bash. */
+  path: string;
+  lang: string;
+  /** null: unset, the sessions get none. */
+  tz: string | null;
+}
+
 export interface BrokerConfig {
   backend: BackendKind;
   host: string;
@@ -26,6 +38,10 @@ export interface BrokerConfig {
   /** Per stream and per execute; beyond it the head and tail are kept (BROKER_MAX_OUTPUT_BYTES). */
   maxOutputBytes: number;
   healthCheckIntervalMs: number;
+  /** How many containers start at once during warm-up and replacement (BROKER_START_CONCURRENCY). */
+  startConcurrency: number;
+  /** BROKER_LOG_LEVEL: pino's level; `warn` by default under NODE_ENV=test (jest), else `info`. */
+  logLevel: LogLevel;
   /** BROKER_TOKEN: when set, every route but GET /health needs it. */
   token: string | null;
   metricsPublic: boolean;
@@ -33,6 +49,8 @@ export interface BrokerConfig {
   localRoot: string;
   /** Local backend: confine each session in its own cgroup v2 when the host allows it. */
   localCgroups: 'auto' | 'off';
+  /** Local backend: PATH, LANG and TZ as the broker got them. */
+  hostEnv: HostEnv;
   docker: {
     image: string;
     /** Containers of one deployment name belong to one broker at a time; a new start sweeps the rest. */
@@ -194,10 +212,13 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     timeoutKillGraceMs: seconds(env, 'BROKER_TIMEOUT_KILL_GRACE', 10),
     maxOutputBytes: int(env, 'BROKER_MAX_OUTPUT_BYTES', 16 * 1024 * 1024, { min: 1024 }),
     healthCheckIntervalMs: seconds(env, 'BROKER_HEALTH_INTERVAL', 5),
+    startConcurrency: int(env, 'BROKER_START_CONCURRENCY', 8, { max: 1024 }),
+    logLevel: logLevel(env),
     token,
     metricsPublic: flag(env, 'BROKER_METRICS_PUBLIC'),
     localRoot: (env.BROKER_LOCAL_ROOT ?? '').trim() || path.join(os.tmpdir(), `bash-broker-${process.pid}`),
     localCgroups: cgroups,
+    hostEnv: hostEnv(env),
     docker: {
       image: (env.BROKER_IMAGE ?? '').trim() || 'bash-broker-sandbox:latest',
       deployment: deploymentName(env),
@@ -214,6 +235,21 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
       fifoRoot,
     },
   };
+}
+
+function logLevel(env: Env): LogLevel {
+  const raw = (env.BROKER_LOG_LEVEL ?? '').trim();
+  if (raw === '') return env.NODE_ENV === 'test' ? 'warn' : 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(raw)) throw new ConfigError(`BROKER_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got '${raw}'`);
+  return raw as LogLevel;
+}
+
+/**
+ * PATH, LANG and TZ for local sessions, as the broker got them (an empty PATH stays empty: that is
+ * what the broker runs with). Exported for the local backend's callers that have no BrokerConfig.
+ */
+export function hostEnv(env: Env = process.env): HostEnv {
+  return { path: env.PATH ?? '/usr/local/bin:/usr/bin:/bin', lang: env.LANG ?? 'C.UTF-8', tz: env.TZ || null };
 }
 
 function deploymentName(env: Env): string {

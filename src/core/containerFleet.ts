@@ -10,14 +10,9 @@ import { ContainerMonitor } from './containerMonitor';
 import type { SlotRebuilder } from './slotRebuilder';
 import { errorMessage } from '../common/errors';
 import { logger } from '../common/logger';
+import type { BrokerConfig } from '../config/config';
 
-export interface FleetOptions {
-  containers: number;
-  sessionsPerContainer: number;
-  healthCheckIntervalMs: number;
-  /** How many containers start at once during warm-up and replacement. */
-  startConcurrency: number;
-}
+export type FleetOptions = Pick<BrokerConfig, 'containers' | 'sessionsPerContainer' | 'healthCheckIntervalMs' | 'startConcurrency'>;
 
 export class ContainerFleet {
   readonly containers: ContainerEntry[] = [];

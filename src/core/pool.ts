@@ -27,17 +27,15 @@ import {
   errorMessage,
 } from '../common/errors';
 import { newSessionId } from '../common/ids';
+import type { BrokerConfig } from '../config/config';
 import { logger } from '../common/logger';
 import { delay } from '../common/delay';
 
-export interface PoolOptions extends FleetOptions {
-  acquireTimeoutMs: number;
-  cleanupWorkers: number;
-  sessionIdleTimeoutMs: number;
-  defaultCommandTimeoutMs: number;
-  maxOutputBytes: number;
-  timings?: BashSessionTimings;
-}
+/** The pool's part of the configuration (config.ts documents each), and the session timings. */
+export type PoolOptions = FleetOptions &
+  Pick<BrokerConfig, 'acquireTimeoutMs' | 'cleanupWorkers' | 'sessionIdleTimeoutMs' | 'defaultCommandTimeoutMs' | 'maxOutputBytes'> & {
+    timings?: BashSessionTimings;
+  };
 
 export interface AcquireRequest {
   files: readonly WorkdirFile[];

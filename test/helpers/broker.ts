@@ -5,6 +5,7 @@
 import { request, Agent } from 'undici';
 import { loadConfig } from '../../src/config/config';
 import { Broker, createBackend, type BrokerOverrides } from '../../src/broker';
+import { configureLogger } from '../../src/common/logger';
 import type { SessionBackend } from '../../src/core/backend';
 import { LocalBackend } from '../../src/backends/local/localBackend';
 
@@ -76,8 +77,11 @@ export async function startTestBroker(env: Record<string, string> = {}, override
     // start, so two test brokers (or a test and a developer's broker) must never share one.
     BROKER_DEPLOYMENT: `test-${process.pid}-${++brokersStarted}`,
     ...(process.env.BROKER_IMAGE ? { BROKER_IMAGE: process.env.BROKER_IMAGE } : {}),
+    // Quiet unless asked: BROKER_LOG_LEVEL=debug npx jest ... shows the broker's log.
+    BROKER_LOG_LEVEL: process.env.BROKER_LOG_LEVEL ?? 'warn',
     ...env,
   });
+  configureLogger(config.logLevel);
   // Built here rather than inside Broker so tests can name what the backend started.
   const backend = overrides.backend ?? createBackend(config);
   const broker = new Broker(config, { ...overrides, backend });

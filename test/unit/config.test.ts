@@ -87,9 +87,38 @@ describe('loadConfig', () => {
     ['BROKER_BACKEND', 'kubernetes'],
     ['BROKER_LOCAL_CGROUPS', 'yes'],
     ['BROKER_MAX_COMMAND_TIMEOUT', '99999999'],
+    ['BROKER_START_CONCURRENCY', '0'],
+    ['BROKER_START_CONCURRENCY', 'all'],
+    ['BROKER_START_CONCURRENCY', '2000'],
+    ['BROKER_LOG_LEVEL', 'verbose'],
+    ['BROKER_LOG_LEVEL', 'INFO'],
   ])('rejects %s=%s with a message naming the variable', (name, value) => {
     const load = (): unknown => loadConfig({ [name]: value });
     expect(load).toThrow(ConfigError);
     expect(load).toThrow(name);
+  });
+
+  it('reads BROKER_START_CONCURRENCY, 8 by default', () => {
+    expect(loadConfig({}).startConcurrency).toBe(8);
+    expect(loadConfig({ BROKER_START_CONCURRENCY: '32' }).startConcurrency).toBe(32);
+    expect(loadConfig({ BROKER_START_CONCURRENCY: '1' }).startConcurrency).toBe(1);
+  });
+
+  it('reads BROKER_LOG_LEVEL: info by default, warn by default under NODE_ENV=test', () => {
+    expect(loadConfig({}).logLevel).toBe('info');
+    expect(loadConfig({ NODE_ENV: 'test' }).logLevel).toBe('warn');
+    expect(loadConfig({ NODE_ENV: 'test', BROKER_LOG_LEVEL: 'debug' }).logLevel).toBe('debug');
+    expect(loadConfig({ BROKER_LOG_LEVEL: ' silent ' }).logLevel).toBe('silent');
+  });
+
+  it("takes the local sessions' PATH, LANG and TZ from the environment it is given", () => {
+    expect(loadConfig({ PATH: '/opt/x/bin:/bin', LANG: 'de_DE.UTF-8', TZ: 'Europe/Berlin' }).hostEnv).toEqual({
+      path: '/opt/x/bin:/bin',
+      lang: 'de_DE.UTF-8',
+      tz: 'Europe/Berlin',
+    });
+    expect(loadConfig({}).hostEnv).toEqual({ path: '/usr/local/bin:/usr/bin:/bin', lang: 'C.UTF-8', tz: null });
+    // An empty PATH is what the broker runs with: kept, not replaced by the default.
+    expect(loadConfig({ PATH: '', TZ: '' }).hostEnv).toMatchObject({ path: '', tz: null });
   });
 });

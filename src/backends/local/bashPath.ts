@@ -1,19 +1,13 @@
 /**
- * The absolute path of bash, found once on the broker's PATH. Spawns use it, and so does the `exec`
- * that recycles a shell in place: there the lease's own PATH (which it may have emptied) is in force.
+ * The absolute path of bash on a PATH (the broker's, from its configuration), found once per
+ * backend. Spawns use it, and so does the `exec` that recycles a shell in place: there the lease's
+ * own PATH (which it may have emptied) is in force.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 
-let found: string | null = null;
-
-export function bashPath(): string {
-  found ??= locate();
-  return found;
-}
-
-function locate(): string {
-  for (const dir of (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(':')) {
+export function findBash(searchPath: string): string {
+  for (const dir of searchPath.split(':')) {
     const candidate = path.join(dir || '.', 'bash');
     try {
       fs.accessSync(candidate, fs.constants.X_OK);

@@ -9,24 +9,22 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { ContainerHealth, ContainerRef, OpenShellOptions, SessionBackend, ShellProcess, WorkdirFile } from '../../core/backend';
 import { NotSupportedError } from '../../common/errors';
+import { hostEnv, type BrokerConfig, type HostEnv } from '../../config/config';
+import { findBash } from './bashPath';
 import { CgroupTree } from './cgroup';
 import { LocalShell } from './localShell';
 
 export interface LocalBackendOptions {
-  root: string;
-  cgroups: 'auto' | 'off';
+  root: BrokerConfig['localRoot'];
+  cgroups: BrokerConfig['localCgroups'];
+  /** BrokerConfig's hostEnv; without it, config.ts resolves it from this process's environment. */
+  hostEnv?: HostEnv;
 }
 
 /** The environment a session starts with: nothing of the broker's own (tokens stay out). */
-function baseEnv(home: string): Record<string, string> {
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
-    HOME: home,
-    TERM: 'dumb',
-    LANG: process.env.LANG ?? 'C.UTF-8',
-    SHELL: '/bin/bash',
-  };
-  if (process.env.TZ) env.TZ = process.env.TZ;
+function baseEnv(home: string, host: HostEnv): Record<string, string> {
+  const env: Record<string, string> = { PATH: host.path, HOME: home, TERM: 'dumb', LANG: host.lang, SHELL: '/bin/bash' };
+  if (host.tz) env.TZ = host.tz;
   return env;
 }
 
@@ -37,8 +35,13 @@ export class LocalBackend implements SessionBackend {
   private generation = 0;
   /** Working directories not removed yet: they live outside the roots, so close() must sweep them. */
   private readonly workdirs = new Set<string>();
+  private readonly hostEnv: HostEnv;
+  /** bash's absolute path on the broker's PATH, found once (see bashPath.ts). */
+  private readonly bash: string;
 
   constructor(private readonly options: LocalBackendOptions) {
+    this.hostEnv = options.hostEnv ?? hostEnv();
+    this.bash = findBash(this.hostEnv.path);
     this.cgroups = options.cgroups === 'auto' ? CgroupTree.create(this.instance) : null;
   }
 
@@ -65,7 +68,8 @@ export class LocalBackend implements SessionBackend {
     this.generation++;
     return new LocalShell({
       cwd: container.id,
-      env: baseEnv(container.id),
+      env: baseEnv(container.id, this.hostEnv),
+      bash: this.bash,
       tag: `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${this.generation}`,
       cgroup: this.cgroups ? this.cgroups.slotPath(options.slotId) : null,
     });

@@ -9,7 +9,6 @@ import { ansiCQuote } from '../../core/framing';
 import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, recycleExecLine, StdoutExpectation } from '../shellRecycle';
 import { addProcess, groupPids, killGroupAsync } from './cgroup';
 import { descendants, epochMsToStartTicks, hasEnvEntry, killQuietly, listProcs, readProc } from './procfs';
-import { bashPath } from './bashPath';
 import { delay } from '../../common/delay';
 
 export const SHELL_ARGS = ['--norc', '--noprofile', '--noediting', '-i'];
@@ -20,6 +19,8 @@ const RECYCLE_KILL_PASSES = 5;
 const INITIAL_UMASK = process.umask().toString(8).padStart(4, '0');
 
 export interface LocalShellOptions {
+  /** bash's absolute path: spawns use it, and so does the recycle's exec (the lease may have emptied PATH). */
+  bash: string;
   cwd: string;
   env: Record<string, string>;
   /** `KEY=value` placed in the environment, for finding escapees when there is no cgroup. */
@@ -43,7 +44,7 @@ export class LocalShell implements ShellProcess {
   constructor(private readonly options: LocalShellOptions) {
     const [key, value] = splitTag(options.tag);
     this.env = { ...options.env, [key]: value };
-    this.child = spawn(bashPath(), SHELL_ARGS, {
+    this.child = spawn(options.bash, SHELL_ARGS, {
       cwd: options.cwd,
       env: this.env,
       detached: true,
@@ -120,7 +121,7 @@ export class LocalShell implements ShellProcess {
     // bash that takes SIGINT discards the input it has read, which could be the exec line itself.
     if (!this.killAllButShell()) return false;
     const restore = `${this.exportsLine()};builtin umask ${INITIAL_UMASK}`;
-    const line = recycleExecLine(ansiCQuote(this.options.cwd), bashPath(), restore);
+    const line = recycleExecLine(ansiCQuote(this.options.cwd), this.options.bash, restore);
     const answer = await this.expectation.wait(FRESH_ANSWER, () => this.write(line), RECYCLE_TIMEOUT_MS);
     return answer !== null && !this.exited;
   }
