@@ -1,5 +1,6 @@
 /**
- * The wire protocol between the broker and one interactive bash (FINDINGS.md, "Framing").
+ * The wire protocol between the broker and one interactive bash. Short per command on purpose: bash
+ * reads a pipe one byte per read(2), so every byte of framing is a system call.
  *
  * Once per shell we define two tiny functions. Per command we send ONE short line:
  *

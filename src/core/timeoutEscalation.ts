@@ -8,7 +8,10 @@ import { endMarkerRequest } from './framing';
 import { delay } from '../common/delay';
 
 export interface EscalationTimings {
-  /** After ^C, how long to wait before SIGKILLing what the command started. */
+  /**
+   * After ^C, how long to wait before SIGKILLing what the command started: long enough for a
+   * program that handles SIGINT to exit by itself (300 ms by default), short for one that ignores it.
+   */
   interruptGraceMs: number;
   /** After that SIGKILL, how long before the shell is declared unrecoverable. */
   killGraceMs: number;

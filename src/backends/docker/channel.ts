@@ -3,7 +3,8 @@
  * when the bash (with everything holding its output) is gone. Two transports implement it:
  *
  * - exec (this file): a long-lived `docker exec` over a hijacked stream, demultiplexed here. Works
- *   wherever the engine is; each one costs dockerd and runc ~60 ms to open (FINDINGS).
+ *   wherever the engine is; each one costs dockerd and runc ~60 ms to open (runc's exec of the
+ *   first command is most of it).
  * - fifo (fifoSpawner.ts): the container's own entrypoint spawns the bash on named pipes the broker
  *   shares with the engine's host. No dockerd work per shell: what lets 1024 sessions warm as fast as
  *   their containers start.
@@ -24,7 +25,10 @@ export interface ChannelSink {
 export interface ShellChannel {
   readonly transport: 'exec' | 'fifo';
   write(text: string): void;
-  /** Closes the broker's side: an idle bash reads EOF and exits; a running command goes on (FINDINGS 5). */
+  /**
+   * Closes the broker's side: an idle bash reads EOF and exits; a running command goes on to its
+   * end (closing a stream signals nothing), so callers kill what runs first.
+   */
   destroy(): void;
 }
 

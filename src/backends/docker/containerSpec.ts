@@ -34,7 +34,9 @@ export function containerCreateOptions(
     Tty: false,
     Labels: { [LABEL_DEPLOYMENT]: options.deployment, [LABEL_INSTANCE]: instance },
     HostConfig: {
-      Init: true, // reaps killed orphans; without it they stay zombies (FINDINGS)
+      // An init as pid 1 reaps the orphans the cleanup kills; with the entrypoint bash as pid 1
+      // they stayed zombies for good.
+      Init: true,
       NanoCpus: Math.round(options.cpus * 1e9),
       Memory: options.memoryBytes,
       PidsLimit: options.pidsLimit,

@@ -1,7 +1,9 @@
 /**
  * Demultiplexer for Docker's attach/exec stream framing (Tty false): each frame is an 8-byte header
  * [stream, 0, 0, 0, size32be] then `size` bytes. Written here instead of dockerode's demuxStream,
- * which ignores backpressure and buffers without limit (FINDINGS.md, dockerode gotcha 1).
+ * which ignores backpressure and buffers without limit (a slow consumer of a flood grows the
+ * broker's memory by the flood's size). Pausing the raw socket instead blocks the producer inside
+ * the container: real backpressure.
  */
 export type DemuxSink = (stream: 'stdout' | 'stderr', chunk: Buffer) => void;
 

@@ -66,7 +66,8 @@ export class DockerShell implements ShellProcess {
         onEnd: (reason) => this.onEnd(reason),
       },
     });
-    // `exec.inspect().Pid` is a host pid (and 0 at first: FINDINGS gotcha 4); we need bash's own.
+    // `exec.inspect().Pid` is a host pid, and can be 0 right after start (exec.start resolves before
+    // the process exists); we need bash's own pid, inside the container: it says it itself.
     const m = await this.expectation.wait(
       /\n__bkpid=(\d+) (\S+)\n([\s\S]*)\n__bkend\n/,
       () => this.write("PS1=;builtin printf '\\n__bkpid=%d %s\\n' $$ \"$BASH\";builtin export -p;builtin printf '\\n__bkend\\n'\n"),

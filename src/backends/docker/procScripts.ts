@@ -1,7 +1,8 @@
 /**
  * Bash functions the per-container control shell uses to find and kill a session's processes with
- * nothing but bash builtins and /proc (the image needs no tool of ours). FINDINGS.md: no single
- * criterion catches every escapee; the union of parent tree, session id and an environment tag does.
+ * nothing but bash builtins and /proc (the image needs no tool of ours). No single criterion catches
+ * every escapee: the parent tree misses a double fork plus setsid, the session or process group
+ * misses setsid, the environment tag misses `env -i`. Their union catches all of them.
  *
  *   __bk_kill ROOT SINCE_EPOCH_MS TAG KEEP_ROOT
  *     kills (SIGKILL) every process that is ROOT's descendant, or in ROOT's session or process group
