@@ -15,7 +15,7 @@
 import Dockerode from 'dockerode';
 import { eventually, startTestBroker, type TestBroker } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { everySessionWorks, execIn, labelledContainers, poolContainerIds, waitHealed, watchHealth } from '../helpers/dockerFaults';
+import { everySessionWorks, execIn, labelledContainers, poolContainerIds, watchHealth } from '../helpers/dockerFaults';
 import { cleanupLeftovers, PrivateDockerd } from '../helpers/privateDockerd';
 import { hostPidsOfContainers } from '../helpers/privateDockerdCleanup';
 
@@ -133,7 +133,7 @@ describeDocker('the Docker daemon restarts under the broker: the pool heals', ()
     }
     await d.start();
 
-    await waitHealed(b, LONG_MS);
+    await b.waitAllAvailable(LONG_MS);
     await watch.stop();
     expect(watch.seen).toContain('unhealthy');
     expect(watch.seen).not.toContain('error'); // /health always answered

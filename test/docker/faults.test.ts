@@ -19,7 +19,6 @@ import {
   labelledContainers,
   poolContainerIds,
   removeLabelledContainers,
-  waitHealed as waitHealedWithin,
   watchHealth,
 } from '../helpers/dockerFaults';
 import { LABEL_INSTANCE } from '../../src/backends/docker/dockerBackend';
@@ -45,7 +44,6 @@ async function labelled(): Promise<Dockerode.ContainerInfo[]> {
 
 const exists = (id: string) => containerExists(docker, id);
 const execIn = (id: string, cmd: string[]) => execInContainer(docker, id, cmd);
-const waitHealed = (tb: TestBroker) => waitHealedWithin(tb, LONG);
 
 /** The pool's container entry a session runs in (a container's hostname is its short id). */
 async function containerOf(tb: TestBroker, sessionId: string) {
@@ -91,7 +89,7 @@ async function expectLeaseBrokenAndReplaced(b: TestBroker, id: string, oldId: st
   const next = await b.post(`/session/${id}/execute`, { command: 'echo hi' });
   expect(next.status).toBe(410);
   expect(next.json.detail).toMatch(/broken/);
-  await waitHealed(b);
+  await b.waitAllAvailable(LONG);
   await watch.stop();
   expect([...watch.seen].some((s) => s === 'degraded' || s === 'unhealthy')).toBe(true);
   await expectReplaced(b, oldId);
@@ -158,7 +156,7 @@ describeDocker('docker fault injection: the pool heals', () => {
     const again = await b.post(`/session/${id}/execute`, { command: 'echo hi' });
     expect(again.status).toBe(410);
 
-    await waitHealed(b);
+    await b.waitAllAvailable(LONG);
     expect(runningIds(b)).toEqual(before); // only the shell died: no container was replaced
     expect((await everySessionWorks(b)).size).toBe(2);
     await b.release(id);
@@ -203,7 +201,7 @@ describeDocker('docker fault injection: the pool heals', () => {
     }
     await b.release(id);
 
-    await waitHealed(b);
+    await b.waitAllAvailable(LONG);
     expect(runningIds(b)).toEqual(before);
     // The release's cleanup killed every sleep the filler started (init reaps them).
     await eventually(async () => !(await execIn(cid, ['ps'])).out.includes('sleep 30'), LONG, 'no sleep 30 left in the container');
@@ -237,7 +235,7 @@ describeDocker('docker fault injection: the pool heals', () => {
     expect((await b.exec(neighbour, 'echo $KEEP $PWD')).stdout).toBe('neighbour /tmp\n');
     expect(runningIds(b)).toEqual(before); // one command's OOM is not a container failure
     for (const id of ids) await b.release(id);
-    await waitHealed(b);
+    await b.waitAllAvailable(LONG);
     expect((await everySessionWorks(b)).size).toBe(2);
     await b.close();
   });
@@ -284,7 +282,7 @@ describeDocker('docker fault injection: the pool heals', () => {
 
     // The cause goes away: the next monitor pass must start the container again.
     await docker.getImage(base).tag({ repo, tag });
-    await waitHealed(b);
+    await b.waitAllAvailable(LONG);
     await expectReplaced(b, oldId);
     expect((await everySessionWorks(b)).size).toBe(2);
     await b.close();

@@ -9,7 +9,7 @@
 import Dockerode from 'dockerode';
 import { eventually, metricValue, startTestBroker, type HttpResult, type TestBroker } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { everySessionWorks, execIn, poolContainerIds, removeLabelledContainers, waitHealed } from '../helpers/dockerFaults';
+import { everySessionWorks, execIn, poolContainerIds, removeLabelledContainers } from '../helpers/dockerFaults';
 import { PS, unexpectedProcesses } from '../helpers/containerPs';
 
 const LONG = 90_000;
@@ -94,7 +94,7 @@ describeDocker('docker: a fork burst holding the pids limit', () => {
     expect(end.json).toBeDefined();
     await b.release(neighbour);
 
-    await waitHealed(b, LONG);
+    await b.waitAllAvailable(LONG);
     expect(poolContainerIds(b)).toEqual([containerId]); // the container answered throughout: not replaced
     let left = '';
     await eventually(

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { eventually, startTestBroker, type HttpResult, type TestBroker } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { execIn, poolContainerIds, removeLabelledContainers, waitHealed } from '../helpers/dockerFaults';
+import { execIn, poolContainerIds, removeLabelledContainers } from '../helpers/dockerFaults';
 import { readPidsMount } from '../../src/backends/docker/sessionPids';
 
 const LONG = 90_000;
@@ -80,7 +80,7 @@ describeDocker('docker per-session pids limits', () => {
     const end = await burst;
     expect([200, 400, 410]).toContain(end.status);
     await b.release(neighbour);
-    await waitHealed(b, LONG);
+    await b.waitAllAvailable(LONG);
     let left = '';
     await eventually(
       async () => {

@@ -27,7 +27,7 @@ export interface TestBroker {
   release(id: string): Promise<void>;
   health(): Promise<Health>;
   metrics(): Promise<string>;
-  /** Waits until every session is AVAILABLE again (nothing in use, cleaning or broken). */
+  /** Waits until the pool is healed: full, healthy, every session AVAILABLE (waitFullPool). */
   waitAllAvailable(timeoutMs?: number): Promise<Health>;
   /** Any method, path, body and headers, as sent (for tests of malformed requests). */
   request(method: string, path: string, body?: string | Buffer, headers?: Record<string, string>): Promise<HttpResult>;
@@ -140,18 +140,7 @@ export async function startTestBroker(env: Record<string, string> = {}, override
     async metrics() {
       return (await tb.get('/metrics')).text;
     },
-    async waitAllAvailable(timeoutMs = 20_000) {
-      let last: Health | null = null;
-      await eventually(
-        async () => {
-          last = await tb.health();
-          return last.available_sessions === tb.total && last.in_use_sessions === 0 && last.cleaning_sessions === 0 && last.broken_sessions === 0;
-        },
-        timeoutMs,
-        () => `every session available (last /health: ${JSON.stringify(last)})`,
-      );
-      return last!;
-    },
+    waitAllAvailable: (timeoutMs = 20_000) => waitFullPool(tb, timeoutMs),
     async close() {
       await broker.close();
       await dispatcher.close();
@@ -175,13 +164,14 @@ export async function eventually(
 }
 
 /**
- * Waits for a full, healthy pool: every session AVAILABLE but `inUse` held ones, none cleaning or
- * broken, and (when given) exactly `containers` containers answering. Returns the last /health.
+ * The one heal-wait: until /health shows a full, healthy pool, every session AVAILABLE but `inUse`
+ * held ones, none cleaning or broken, every container answering ('healthy' implies all of them).
+ * Returns the last /health.
  */
 export async function waitFullPool(
   tb: { health(): Promise<Health>; total: number },
   timeoutMs: number,
-  { inUse = 0, containers }: { inUse?: number; containers?: number } = {},
+  { inUse = 0 }: { inUse?: number } = {},
 ): Promise<Health> {
   let last: Health | null = null;
   await eventually(
@@ -194,13 +184,26 @@ export async function waitFullPool(
         last.available_sessions === tb.total - inUse &&
         last.cleaning_sessions === 0 &&
         last.broken_sessions === 0 &&
-        (containers === undefined || (last.healthy_containers === containers && last.unhealthy_containers === 0))
+        last.unhealthy_containers === 0
       );
     },
     timeoutMs,
-    () => `a full pool with ${inUse} in use${containers === undefined ? '' : ` and ${containers} containers`} (last /health: ${JSON.stringify(last)})`,
+    () => `a full, healthy pool with ${inUse} in use (last /health: ${JSON.stringify(last)})`,
   );
   return last!;
+}
+
+/**
+ * The one lease fixture: acquires a session (with `body`, if given), runs `use` on it and releases
+ * it whatever happens.
+ */
+export async function withLease<T>(tb: Pick<TestBroker, 'acquire' | 'release'>, use: (id: string) => Promise<T>, body?: unknown): Promise<T> {
+  const id = await tb.acquire(body);
+  try {
+    return await use(id);
+  } finally {
+    await tb.release(id);
+  }
 }
 
 /**

@@ -5,7 +5,7 @@
  * to, so the same checks serve the shared engine and a private dockerd.
  */
 import type Dockerode from 'dockerode';
-import { waitFullPool, type Health, type TestBroker } from './broker';
+import { type TestBroker } from './broker';
 import { LABEL_DEPLOYMENT } from '../../src/backends/docker/dockerBackend';
 import { DockerDemuxer } from '../../src/backends/docker/demux';
 
@@ -76,10 +76,6 @@ export function watchHealth(tb: TestBroker): { seen: Set<string>; stop: () => Pr
   };
 }
 
-/** Full size, every session AVAILABLE, every configured container answering, status healthy. */
-export function waitHealed(tb: TestBroker, timeoutMs: number): Promise<Health> {
-  return waitFullPool(tb, timeoutMs, { containers: tb.broker.config.containers });
-}
 
 /** Leases every session, checks each runs a command, and returns the containers (hostnames) they ran in. */
 export async function everySessionWorks(tb: TestBroker): Promise<Set<string>> {

@@ -1,6 +1,6 @@
 /** Promise 2 (output): stdout and stderr exact and apart, nothing added, lost or mixed between commands. */
 import { randomBytes } from 'node:crypto';
-import { startTestBroker, eventually, type TestBroker } from '../helpers/broker';
+import { startTestBroker, eventually, withLease, type TestBroker } from '../helpers/broker';
 
 describe('command output framing', () => {
   let tb: TestBroker;
@@ -90,15 +90,13 @@ describe('command output framing', () => {
   });
 
   it('output a background job prints between commands is dropped, not given to the next command', async () => {
-    const helper = await tb.acquire(); // same container: it can watch this session's directory
-    try {
+    // The helper is in the same container: it can watch this session's directory.
+    await withLease(tb, async (helper) => {
       await tb.exec(id, '(sleep 0.3; echo late; echo late-err >&2; touch printed) &');
       // Watch from the other session, so no command runs in this one while the job prints.
       await eventually(async () => (await tb.exec(helper, `test -e /tmp/s/${id}/printed && echo yes; true`)).stdout === 'yes\n', 20_000, 'job printed');
       expect(await tb.exec(id, 'echo next')).toEqual({ status: 'Success', stdout: 'next\n', stderr: '', return_code: 0 });
-    } finally {
-      await tb.release(helper);
-    }
+    });
   });
 
   it('a background job that outlives its command does not hold the command open', async () => {

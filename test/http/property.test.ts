@@ -14,7 +14,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import fc from 'fast-check';
-import { startTestBroker, testBackend, type TestBroker, type HttpResult } from '../helpers/broker';
+import { startTestBroker, testBackend, withLease, type TestBroker, type HttpResult } from '../helpers/broker';
 
 const RUNS = 150;
 const SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : undefined;
@@ -350,9 +350,8 @@ describe(`HTTP properties (${testBackend})`, () => {
   });
 
   it('execute of random safe snippets answers exactly what bash -c answers', async () => {
-    const id = await tb.acquire();
-    try {
-      await fc.assert(
+    await withLease(tb, (id) =>
+      fc.assert(
         fc.asyncProperty(script, async (s) => {
           const r = await tb.exec(id, s.cmd);
           const got = { stdout: r.stdout, stderr: r.stderr, return_code: r.return_code, status: r.status };
@@ -363,9 +362,7 @@ describe(`HTTP properties (${testBackend})`, () => {
           }
         }),
         params,
-      );
-    } finally {
-      await tb.release(id);
-    }
+      ),
+    );
   });
 });

@@ -1,5 +1,5 @@
 /** Promise 2 (state): a lease's shell keeps its state between executes, in /tmp/s/<session_id>/. */
-import { startTestBroker, type TestBroker } from '../helpers/broker';
+import { startTestBroker, withLease, type TestBroker } from '../helpers/broker';
 
 describe('session state between executes', () => {
   let tb: TestBroker;
@@ -116,13 +116,10 @@ describe('session state between executes', () => {
   });
 
   it('keeps sessions apart: state set in one lease is invisible in another', async () => {
-    const other = await tb.acquire();
-    try {
+    await withLease(tb, async (other) => {
       await tb.exec(id, 'export ONLY_HERE=1; only_here() { :; }; cd /');
       const r = await tb.exec(other, 'echo "[${ONLY_HERE:-}]"; type only_here >/dev/null 2>&1 || echo nofunc; pwd');
       expect(r.stdout).toBe(`[]\nnofunc\n/tmp/s/${other}\n`);
-    } finally {
-      await tb.release(other);
-    }
+    });
   });
 });

@@ -1,5 +1,5 @@
 /** Promise 3: per-command timeouts stop the command and all it started; the session lives on. */
-import { startTestBroker, testBackend, eventually, type TestBroker } from '../helpers/broker';
+import { startTestBroker, testBackend, eventually, withLease, type TestBroker } from '../helpers/broker';
 import { findByMark, procAlive, uniqueMark } from '../helpers/procs';
 
 describe('command timeouts', () => {
@@ -64,19 +64,18 @@ describe('command timeouts', () => {
     };
     // In parallel, each on its own lease (the pool has room), so eight 1 s timeouts cost about one.
     const seen = await Promise.all(
-      Object.entries(cases).map(async ([name, command]) => {
-        const own = await tb.acquire();
-        try {
-          await tb.exec(own, 'BEFORE=kept; mkdir -p wd && cd wd');
-          const r = await tb.exec(own, command, 1);
-          const after = await tb.exec(own, 'echo "$BEFORE $PWD"');
-          return [name, { status: r.status, code: r.return_code, stderr: r.stderr, after: after.stdout.replace(own, '<id>') }] as const;
-        } catch (err) {
-          return [name, { error: String(err) }] as const; // so a failure names its case
-        } finally {
-          await tb.release(own);
-        }
-      }),
+      Object.entries(cases).map(([name, command]) =>
+        withLease(tb, async (own) => {
+          try {
+            await tb.exec(own, 'BEFORE=kept; mkdir -p wd && cd wd');
+            const r = await tb.exec(own, command, 1);
+            const after = await tb.exec(own, 'echo "$BEFORE $PWD"');
+            return [name, { status: r.status, code: r.return_code, stderr: r.stderr, after: after.stdout.replace(own, '<id>') }] as const;
+          } catch (err) {
+            return [name, { error: String(err) }] as const; // so a failure names its case
+          }
+        }),
+      ),
     );
     const expected = { status: 'Failed', code: -1, stderr: 'Command timed out after 1.0 seconds', after: 'kept /tmp/s/<id>/wd\n' };
     expect(Object.fromEntries(seen)).toEqual(Object.fromEntries(Object.keys(cases).map((name) => [name, expected])));
