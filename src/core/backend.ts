@@ -30,7 +30,10 @@ export interface ShellListener {
 export interface OpenShellOptions {
   /** Stable id of the pool slot, used to tag and confine the shell's processes. */
   slotId: string;
-  /** Room for the PTY workspace: a terminal instead of pipes (stdout and stderr merged). */
+  /**
+   * Room for the PTY workspace: a terminal instead of pipes (stdout and stderr merged). A backend
+   * that cannot open one throws NotSupportedError.
+   */
   pty?: { cols: number; rows: number };
 }
 
