@@ -9,7 +9,9 @@ import type { SessionBackend } from './core/backend';
 import { SessionPool } from './core/pool';
 import { DEFAULT_TIMINGS, type BashSessionTimings } from './core/bashSession';
 import { BrokerMetrics } from './metrics/metrics';
-import { createApp } from './api/app';
+import { createSeam } from './api/app';
+import type { HttpSeam } from './api/seam';
+import type { Router } from './api/router';
 import { LocalBackend } from './backends/local/localBackend';
 import { DockerBackend } from './backends/docker/dockerBackend';
 import { logger } from './common/logger';
@@ -20,6 +22,8 @@ export interface BrokerOverrides {
   timings?: BashSessionTimings;
   healthCheckIntervalMs?: number;
   maxOutputBytes?: number;
+  /** Routers mounted beside the broker's own (tests mount routes of their own). */
+  routers?: Router[];
 }
 
 export function createBackend(config: BrokerConfig): SessionBackend {
@@ -35,6 +39,7 @@ export class Broker {
   readonly pool: SessionPool;
   readonly metrics = new BrokerMetrics();
   readonly server: http.Server;
+  readonly seam: HttpSeam;
   private closePromise: Promise<void> | null = null;
   private warmPromise: Promise<void> | null = null;
 
@@ -60,8 +65,10 @@ export class Broker {
       this.metrics,
     );
     this.metrics.attach(this.pool);
-    this.server = http.createServer({ keepAliveTimeout: 65_000 }, createApp(this.pool, this.metrics, config));
-    this.server.on('clientError', answerClientError);
+    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers);
+    this.server = http.createServer({ keepAliveTimeout: 65_000 }, this.seam.serveRequest);
+    this.server.on('upgrade', this.seam.serveUpgrade);
+    this.server.on('clientError', this.seam.serveClientError);
   }
 
   /** Listens first, then warms: acquires wait in the queue until the first sessions are ready. */
@@ -93,27 +100,12 @@ export class Broker {
     const graceMs = this.config.shutdownGraceMs;
     this.server.close(); // no new connections
     this.server.closeIdleConnections();
+    // WebSockets first: whatever a socket's route holds (a lease) is let go while the pool can take it.
+    await this.seam.close();
     await this.warmPromise?.catch(() => undefined);
     await this.pool.close(graceMs);
     // Give in-flight responses a moment to flush, then cut what is left.
     await new Promise((r) => setTimeout(r, 50));
     this.server.closeAllConnections();
   }
-}
-
-/**
- * Requests Node's parser rejects (an unknown method, a malformed header) never reach the app; Node
- * would answer an empty 400. Clients get the same JSON error body as everywhere else.
- */
-function answerClientError(err: Error & { code?: string }, socket: import('node:stream').Duplex): void {
-  if (err.code === 'ECONNRESET' || !socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const [status, reason] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : [400, 'Bad Request'];
-  const body = JSON.stringify({ detail: `Malformed HTTP request (${err.code ?? err.message})`, code: 'bad_request' });
-  socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
 }

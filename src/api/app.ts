@@ -1,36 +1,38 @@
 /**
- * Assembles the HTTP request listener: the pool API on plain node:http (the hot path), everything
- * else (health, metrics, 404, errors) through express.
+ * The broker's HTTP surface: which routers are mounted, over the one seam (seam.ts). A new API is a
+ * router file in this folder and one line in `brokerRouters`.
  */
 import type { RequestListener } from 'node:http';
-import express from 'express';
 import type { SessionPool } from '../core/pool';
 import type { BrokerMetrics } from '../metrics/metrics';
 import type { BrokerConfig } from '../config/config';
-import { requireToken, tokenChecker } from './auth';
-import { poolRoutes } from './poolRoutes';
+import { createAuthorize } from './auth';
+import { poolErrorFormat } from './errorFormats';
+import { HttpSeam } from './seam';
+import type { Router } from './router';
+import { poolRouter } from './poolRoutes';
 import { healthRouter } from './healthRoutes';
-import { errorHandler, notFound } from './errorHandler';
 
-export function createApp(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig): RequestListener {
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false); // hashing every response buys a client nothing
-  if (config.token) app.use(requireToken(config.token, config.metricsPublic));
-  app.use(healthRouter(pool, metrics));
-  app.use(notFound);
-  app.use(errorHandler);
-
-  const servePool = poolRoutes(pool, {
-    limits: {
-      defaultTimeoutSeconds: config.defaultCommandTimeoutMs / 1000,
-      maxTimeoutSeconds: config.maxCommandTimeoutMs / 1000,
-      maxCommandBytes: config.maxCommandBytes,
-    },
-    maxBodyBytes: config.maxBodyBytes,
-    authorized: config.token ? tokenChecker(config.token) : null,
-  });
-  return (req, res) => {
-    if (!servePool(req, res)) app(req, res);
+export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig): Router[] {
+  const limits = {
+    defaultTimeoutSeconds: config.defaultCommandTimeoutMs / 1000,
+    maxTimeoutSeconds: config.maxCommandTimeoutMs / 1000,
+    maxCommandBytes: config.maxCommandBytes,
   };
+  return [poolRouter(pool, limits), healthRouter(pool, metrics, { metricsPublic: config.metricsPublic })];
+}
+
+/** `extraRouters` mount beside the broker's own (tests mount routes of their own this way). */
+export function createSeam(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, extraRouters: Router[] = []): HttpSeam {
+  return new HttpSeam([...brokerRouters(pool, metrics, config), ...extraRouters], {
+    authorize: createAuthorize(config.token),
+    maxBodyBytes: config.maxBodyBytes,
+    // Requests no router's prefix claims get the pool API's format, as they always have.
+    defaultErrors: poolErrorFormat,
+  });
+}
+
+/** The request listener alone (the bench measures it over a stub pool). */
+export function createApp(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig): RequestListener {
+  return createSeam(pool, metrics, config).serveRequest;
 }

@@ -1,19 +1,22 @@
 /**
- * Bearer-token authentication (BROKER_TOKEN). Every route but GET /health needs
- * `Authorization: Bearer <token>` or the execd spec's `X-EXECD-ACCESS-TOKEN: <token>`; /metrics too
- * unless BROKER_METRICS_PUBLIC=1. Tokens are compared in constant time (over their SHA-256 digests,
+ * Bearer-token authentication (BROKER_TOKEN): THE check every route and every WebSocket upgrade goes
+ * through (seam.ts), unless its router declares it public (GET /health; /metrics with
+ * BROKER_METRICS_PUBLIC=1). A client sends `Authorization: Bearer <token>` or the execd spec's
+ * `X-EXECD-ACCESS-TOKEN: <token>`. Tokens are compared in constant time (over their SHA-256 digests,
  * so neither the content nor the length leaks through timing).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { NextFunction, Request, Response } from 'express';
 import { BrokerError } from '../common/errors';
 
 export class UnauthorizedError extends BrokerError {
   constructor() {
-    super(401, 'unauthorized', 'Missing or invalid access token: send Authorization: Bearer <token> or X-EXECD-ACCESS-TOKEN');
+    super('unauthorized', 'unauthorized', 'Missing or invalid access token: send Authorization: Bearer <token> or X-EXECD-ACCESS-TOKEN');
   }
 }
+
+/** Whether a request may reach a route that is not public. */
+export type Authorize = (req: IncomingMessage) => boolean;
 
 function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
@@ -29,19 +32,12 @@ export function presentedToken(req: IncomingMessage): string | null {
   return typeof execd === 'string' && execd.length > 0 ? execd : null;
 }
 
-/** Whether the request carries `token` (constant time). */
-export function tokenChecker(token: string): (req: IncomingMessage) => boolean {
+/** The broker's one `authorize(req)`: every request passes when it runs without a token. */
+export function createAuthorize(token: string | null): Authorize {
+  if (token === null) return () => true;
   const expected = digest(token);
   return (req) => {
     const given = presentedToken(req);
     return given !== null && timingSafeEqual(digest(given), expected);
-  };
-}
-
-export function requireToken(token: string, metricsPublic: boolean) {
-  const hasToken = tokenChecker(token);
-  return (req: Request, _res: Response, next: NextFunction): void => {
-    if (req.method === 'GET' && (req.path === '/health' || (metricsPublic && req.path === '/metrics'))) return next();
-    next(hasToken(req) ? undefined : new UnauthorizedError());
   };
 }

@@ -1,7 +1,9 @@
-/** GET /health (the spec's fields, exactly) and GET /metrics (Prometheus text). */
-import { Router } from 'express';
+/** GET /health (the spec's fields, exactly; always public) and GET /metrics (Prometheus text). */
 import type { SessionPool } from '../core/pool';
 import type { BrokerMetrics } from '../metrics/metrics';
+import { sendJson } from './httpJson';
+import { poolErrorFormat } from './errorFormats';
+import type { Router } from './router';
 
 export type HealthStatus = 'healthy' | 'degraded' | 'unhealthy';
 
@@ -29,15 +31,31 @@ export function healthReport(pool: SessionPool) {
   };
 }
 
-export function healthRouter(pool: SessionPool, metrics: BrokerMetrics): Router {
-  const router = Router();
-  router.get('/health', (_req, res) => {
-    const report = healthReport(pool);
-    res.status(report.status === 'unhealthy' ? 503 : 200).json(report);
-  });
-  router.get('/metrics', async (_req, res) => {
-    res.setHeader('Content-Type', metrics.registry.contentType);
-    res.send(await metrics.registry.metrics());
-  });
-  return router;
+/** `metricsPublic`: /metrics without a token (BROKER_METRICS_PUBLIC=1), for a scraper that cannot send one. */
+export function healthRouter(pool: SessionPool, metrics: BrokerMetrics, { metricsPublic }: { metricsPublic: boolean }): Router {
+  return {
+    name: 'health',
+    errors: poolErrorFormat,
+    routes: [
+      {
+        method: 'GET',
+        path: '/health',
+        public: true,
+        handle({ res }) {
+          const report = healthReport(pool);
+          sendJson(res, report.status === 'unhealthy' ? 503 : 200, report);
+        },
+      },
+      {
+        method: 'GET',
+        path: '/metrics',
+        public: metricsPublic,
+        async handle({ res }) {
+          const text = await metrics.registry.metrics();
+          res.writeHead(200, { 'Content-Type': metrics.registry.contentType, 'Content-Length': Buffer.byteLength(text) });
+          res.end(text);
+        },
+      },
+    ],
+  };
 }

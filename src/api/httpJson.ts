@@ -1,12 +1,15 @@
-/** JSON responses and THE mapping from errors to responses: `{"detail": ..., "code": ...}`, never a stack. */
-import type { ServerResponse } from 'node:http';
-import { BrokerError } from '../common/errors';
-import { logger } from '../common/logger';
+/** JSON responses: whole, or streamed in slices when a command's output is large. */
+import { STATUS_CODES, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { ErrorReply } from './errorFormats';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void {
-  const text = JSON.stringify(body);
+  sendJsonText(res, status, JSON.stringify(body), headers);
+}
+
+function sendJsonText(res: ServerResponse, status: number, text: string, headers?: Record<string, string>): void {
   // A flat [name, value, ...] list: node takes it as is (no header object to build and walk), the
   // common case on the execute path.
   const list = ['Content-Type', JSON_TYPE, 'Content-Length', String(Buffer.byteLength(text))];
@@ -84,34 +87,26 @@ function drained(res: ServerResponse): Promise<void> {
   });
 }
 
-export interface ErrorResponse {
-  status: number;
-  body: { detail: string; code: string };
-}
-
-export function errorResponse(err: unknown, path: string): ErrorResponse {
-  if (err instanceof BrokerError) {
-    if (err.status >= 500) logger.warn({ path, code: err.code }, err.message);
-    // 499 (the client went away) is never seen by that client; anyone else gets a plain 400.
-    return { status: err.status === 499 ? 400 : err.status, body: { detail: err.detail, code: err.code } };
-  }
-  // Errors raised by express itself (a malformed URI, for instance) carry a 4xx status.
-  const status = (err as { status?: number }).status;
-  if (typeof status === 'number' && status >= 400 && status < 500) {
-    return { status, body: { detail: (err as Error).message || 'Bad Request', code: 'bad_request' } };
-  }
-  logger.error({ err, path }, 'unhandled error');
-  return { status: 500, body: { detail: 'Internal server error', code: 'internal' } };
-}
-
-export function sendError(res: ServerResponse, err: unknown, path: string): void {
+/** An error's answer (errorFormats.ts); once the answer has begun, all that is left is to cut it. */
+export function sendErrorReply(res: ServerResponse, reply: ErrorReply): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const { status, body } = errorResponse(err, path);
-  const headers: Record<string, string> = {};
-  if (status === 401) headers['WWW-Authenticate'] = 'Bearer';
-  if (status === 413) headers.Connection = 'close'; // the rest of the body is not read
-  sendJson(res, status, body, headers);
+  sendJsonText(res, reply.status, reply.body, reply.headers);
+}
+
+/**
+ * The same answer written on a socket that no ServerResponse owns (a refused upgrade, a request
+ * Node's parser rejected), then the socket is closed.
+ */
+export function sendErrorReplyOnSocket(socket: Duplex, reply: ErrorReply): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  let head = `HTTP/1.1 ${reply.status} ${STATUS_CODES[reply.status] ?? 'Error'}\r\nContent-Type: ${JSON_TYPE}\r\n`;
+  head += `Content-Length: ${Buffer.byteLength(reply.body)}\r\nConnection: close\r\n`;
+  for (const [name, value] of Object.entries(reply.headers)) if (name !== 'Connection') head += `${name}: ${value}\r\n`;
+  socket.end(`${head}\r\n${reply.body}`);
 }

@@ -1,18 +1,15 @@
 /**
  * The pool API of spec 003: acquire, execute, release. A thin router: validate, call the pool, shape.
- *
- * Served on plain node:http rather than through express: these three routes are the hot path, and
- * express's router and response helpers cost 100-200 us of CPU per request here against ~20 us for
- * node:http (bench/README.md). Express still serves /health, /metrics and the 404s.
+ * These are the hot routes: the seam (seam.ts) costs them a Map lookup and a regex.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { SessionPool } from '../core/pool';
 import type { ExecResult } from '../core/bashSession';
-import { BadRequestError, ShuttingDownError } from '../common/errors';
+import { ShuttingDownError } from '../common/errors';
 import { parseAcquire, parseExecute, type CommandLimits } from './validation';
-import { readJsonBody } from './body';
-import { sendError, sendJson, sendJsonStreamed } from './httpJson';
-import { UnauthorizedError } from './auth';
+import { sendJson, sendJsonStreamed } from './httpJson';
+import { poolErrorFormat } from './errorFormats';
+import type { Router } from './router';
 
 /** Python's str(float): 5 -> "5.0", 2.5 -> "2.5", 1e-05, as the spec writes "timed out after 5.0 seconds". */
 export function pythonFloat(value: number): string {
@@ -47,63 +44,47 @@ function clientGone(res: ServerResponse): AbortSignal {
   return controller.signal;
 }
 
-export interface PoolRouteOptions {
-  limits: CommandLimits;
-  maxBodyBytes: number;
-  /** Checks the access token; null when the broker runs without one. */
-  authorized: ((req: IncomingMessage) => boolean) | null;
-}
-
-/** POST /session/acquire, /session/<id>/execute, /session/<id>/release (a trailing slash or query allowed). */
-const ROUTE = /^\/session\/(?:(acquire)|([^/?#]+)\/(execute|release))\/?(?:\?.*)?$/;
-
-type Handler = (req: IncomingMessage, res: ServerResponse) => boolean;
-
-/** Returns a handler that serves the pool routes and answers false for any other request. */
-export function poolRoutes(pool: SessionPool, options: PoolRouteOptions): Handler {
-  const { limits } = options;
-
-  async function acquire(body: unknown, res: ServerResponse): Promise<void> {
-    const input = parseAcquire(body, limits);
-    const result = await pool.acquire({ files: input.files, startupCommands: input.startupCommands, signal: clientGone(res) });
-    const out: Record<string, unknown> = { session_id: result.sessionId };
-    if (input.startupCommands.length > 0) {
-      out.startup_results = result.startupResults.map((r) => executeResponse(r, limits.defaultTimeoutSeconds));
-    }
-    await sendJsonStreamed(res, 200, out);
-  }
-
-  async function execute(id: string, body: unknown, res: ServerResponse): Promise<void> {
-    const input = parseExecute(body, limits);
-    if (pool.isClosing) throw new ShuttingDownError();
-    const result = await pool.execute(id, { command: input.command, timeoutMs: Math.round(input.timeoutSeconds * 1000) });
-    await sendJsonStreamed(res, 200, executeResponse(result, input.timeoutSeconds));
-  }
-
-  async function serve(req: IncomingMessage, res: ServerResponse, m: RegExpExecArray): Promise<void> {
-    // Auth before the body is read: an unauthenticated client cannot make us buffer 64 MiB.
-    if (options.authorized && !options.authorized(req)) throw new UnauthorizedError();
-    const body = await readJsonBody(req, options.maxBodyBytes);
-    if (m[1]) return acquire(body, res);
-    const id = decodeId(m[2]);
-    if (m[3] === 'execute') return execute(id, body, res);
-    pool.release(id);
-    sendJson(res, 200, { status: 'released' });
-  }
-
-  return (req, res) => {
-    if (req.method !== 'POST') return false;
-    const m = ROUTE.exec(req.url ?? '');
-    if (!m) return false;
-    serve(req, res, m).catch((err) => sendError(res, err, req.url ?? ''));
-    return true;
+/** POST /session/acquire, /session/<id>/execute, /session/<id>/release. */
+export function poolRouter(pool: SessionPool, limits: CommandLimits): Router {
+  return {
+    name: 'pool',
+    errors: poolErrorFormat,
+    routes: [
+      {
+        method: 'POST',
+        path: '/session/acquire',
+        body: 'json',
+        async handle({ body, res }) {
+          const input = parseAcquire(body, limits);
+          const result = await pool.acquire({ files: input.files, startupCommands: input.startupCommands, signal: clientGone(res) });
+          const out: Record<string, unknown> = { session_id: result.sessionId };
+          if (input.startupCommands.length > 0) {
+            out.startup_results = result.startupResults.map((r) => executeResponse(r, limits.defaultTimeoutSeconds));
+          }
+          await sendJsonStreamed(res, 200, out);
+        },
+      },
+      {
+        method: 'POST',
+        path: '/session/:sessionId/execute',
+        body: 'json',
+        async handle({ body, params, res }) {
+          const input = parseExecute(body, limits);
+          if (pool.isClosing) throw new ShuttingDownError();
+          const result = await pool.execute(params.sessionId, { command: input.command, timeoutMs: Math.round(input.timeoutSeconds * 1000) });
+          await sendJsonStreamed(res, 200, executeResponse(result, input.timeoutSeconds));
+        },
+      },
+      {
+        method: 'POST',
+        path: '/session/:sessionId/release',
+        // Any valid JSON body (or none) is taken, and ignored.
+        body: 'json',
+        handle({ params, res }) {
+          pool.release(params.sessionId);
+          sendJson(res, 200, { status: 'released' });
+        },
+      },
+    ],
   };
-}
-
-function decodeId(raw: string): string {
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    throw new BadRequestError(`session id '${raw}' is not valid percent-encoding`);
-  }
 }

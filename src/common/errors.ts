@@ -1,78 +1,147 @@
 /**
- * The broker's error hierarchy. Core and backends throw these; the HTTP layer maps `status` and
- * `code` to a response in one place (api/errorHandler.ts). `detail` is what the client reads.
+ * The broker's error hierarchy. Core and backends throw these with a domain `kind` (what went wrong,
+ * in the broker's own terms) and a `code` (which error exactly, stable for clients). They know no
+ * HTTP: the api layer maps a kind to a status and a body, once per wire format (api/errorFormats.ts).
+ * `detail` is what the client reads.
  */
+export type ErrorKind =
+  /** The request is malformed or breaks a rule: nothing was changed. */
+  | 'invalid'
+  /** A body or field beyond a configured limit. */
+  | 'too_large'
+  /** A valid request for something this broker does not offer (an option a backend lacks). */
+  | 'unsupported'
+  /** No or a wrong access token. */
+  | 'unauthorized'
+  | 'not_found'
+  /** Conflicts with work in progress (another execute on the same session). */
+  | 'busy'
+  /** Existed, and is lost for good (a broken session). */
+  | 'gone'
+  /** Well-formed, but what it asked for failed, and nothing was leased (startup commands). */
+  | 'rejected'
+  /** No capacity now, or shutting down: retry later. */
+  | 'unavailable'
+  /** The backend failed in a way the client cannot fix. */
+  | 'backend'
+  /** The client left before the answer. */
+  | 'aborted'
+  | 'internal';
+
 export class BrokerError extends Error {
+  readonly kind: ErrorKind;
+
+  /**
+   * `kind` may still be given as the HTTP status the error used to carry: errors written before the
+   * api layer owned the statuses (StartupFailedError in core/pool.ts, errors on branches in flight)
+   * keep compiling and keep their status until they pass a kind.
+   */
   constructor(
-    readonly status: number,
+    kind: ErrorKind | number,
     readonly code: string,
     detail: string,
   ) {
     super(detail);
     this.name = new.target.name;
+    this.kind = typeof kind === 'number' ? kindOfLegacyStatus(kind) : kind;
   }
+
   get detail(): string {
     return this.message;
   }
+
+  /** The broker's or its backend's fault rather than the request's: another attempt may succeed. */
+  get isBrokerFault(): boolean {
+    return this.kind === 'unavailable' || this.kind === 'backend' || this.kind === 'internal';
+  }
+
+  /**
+   * @deprecated The HTTP status this error carried before the api layer owned statuses
+   * (api/errorFormats.ts answers with its own table). Kept, derived from the same legacy table as the
+   * numeric constructor argument, so code reading it (core/pool.ts: `status >= 500`, which is
+   * `isBrokerFault`) keeps working across the merge of branches in flight; remove once none reads it.
+   */
+  get status(): number {
+    for (const [status, kind] of Object.entries(LEGACY_STATUS_KINDS)) if (kind === this.kind) return Number(status);
+    return this.kind === 'internal' ? 500 : 400;
+  }
+}
+
+/** The statuses errors carried before kinds: read both ways while code written against them remains. */
+const LEGACY_STATUS_KINDS: Readonly<Record<number, ErrorKind>> = {
+  400: 'invalid',
+  401: 'unauthorized',
+  404: 'not_found',
+  409: 'busy',
+  410: 'gone',
+  413: 'too_large',
+  422: 'rejected',
+  499: 'aborted',
+  502: 'backend',
+  503: 'unavailable',
+};
+
+function kindOfLegacyStatus(status: number): ErrorKind {
+  return LEGACY_STATUS_KINDS[status] ?? (status >= 500 ? 'internal' : 'invalid');
 }
 
 /** A malformed request: bad JSON, wrong types, forbidden paths. Nothing was changed. */
 export class BadRequestError extends BrokerError {
   constructor(detail: string) {
-    super(400, 'bad_request', detail);
+    super('invalid', 'bad_request', detail);
   }
 }
 
 export class PayloadTooLargeError extends BrokerError {
   constructor(detail: string) {
-    super(413, 'payload_too_large', detail);
+    super('too_large', 'payload_too_large', detail);
   }
 }
 
 export class SessionNotFoundError extends BrokerError {
   constructor(sessionId: string) {
-    super(404, 'session_not_found', `Session not found: ${sessionId}`);
+    super('not_found', 'session_not_found', `Session not found: ${sessionId}`);
   }
 }
 
-/** The id is known but its lease has ended (released or reclaimed): the spec's 400. */
+/** The id is known but its lease has ended (released or reclaimed): the pool API calls it a bad request. */
 export class SessionNotInUseError extends BrokerError {
   constructor(sessionId: string, why = 'already released') {
-    super(400, 'session_not_in_use', `Session not in use: ${sessionId} (${why})`);
+    super('invalid', 'session_not_in_use', `Session not in use: ${sessionId} (${why})`);
   }
 }
 
 /** Another execute is running on the same session; we refuse rather than mix output. */
 export class SessionBusyError extends BrokerError {
   constructor(sessionId: string) {
-    super(409, 'session_busy', `Session ${sessionId} is already executing a command; wait for it to finish`);
+    super('busy', 'session_busy', `Session ${sessionId} is already executing a command; wait for it to finish`);
   }
 }
 
 /** The lease's shell died or could not be recovered. The client must acquire a new session. */
 export class SessionBrokenError extends BrokerError {
   constructor(sessionId: string, reason: string) {
-    super(410, 'session_broken', `Session ${sessionId} is broken (${reason}); its state is lost, acquire a new session`);
+    super('gone', 'session_broken', `Session ${sessionId} is broken (${reason}); its state is lost, acquire a new session`);
   }
 }
 
 export class PoolExhaustedError extends BrokerError {
   /** The message is the spec's, in seconds: `timeoutMs` 120000 reads "within 120 seconds". */
   constructor(timeoutMs: number) {
-    super(503, 'pool_exhausted', `No session available within ${timeoutMs / 1000} seconds`);
+    super('unavailable', 'pool_exhausted', `No session available within ${timeoutMs / 1000} seconds`);
   }
 }
 
 /** Acquire: the sessions it got kept failing while being prepared (dying shells or containers). */
 export class SessionUnavailableError extends BrokerError {
   constructor(attempts: number, lastError: string) {
-    super(503, 'session_unavailable', `No healthy session could be prepared (${attempts} tried; last error: ${lastError}); retry later`);
+    super('unavailable', 'session_unavailable', `No healthy session could be prepared (${attempts} tried; last error: ${lastError}); retry later`);
   }
 }
 
 export class ShuttingDownError extends BrokerError {
   constructor() {
-    super(503, 'shutting_down', 'Broker is shutting down and takes no new sessions');
+    super('unavailable', 'shutting_down', 'Broker is shutting down and takes no new sessions');
   }
 }
 
@@ -89,14 +158,14 @@ export class NotSupportedError extends BrokerError {
 /** A backend failed in a way the client cannot fix (container gone, engine unreachable). */
 export class BackendError extends BrokerError {
   constructor(detail: string) {
-    super(502, 'backend_error', detail);
+    super('backend', 'backend_error', detail);
   }
 }
 
 /** The caller gave up (client disconnected) before the operation finished. */
 export class AbortedError extends BrokerError {
   constructor(what: string) {
-    super(499, 'aborted', `${what} aborted by the client`);
+    super('aborted', 'aborted', `${what} aborted by the client`);
   }
 }
 

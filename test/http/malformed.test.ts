@@ -1,16 +1,5 @@
-import net from 'node:net';
 import { startTestBroker, type TestBroker } from '../helpers/broker';
-
-/** Sends raw bytes and returns the whole answer (the server closes the connection after it). */
-function rawRequest(port: number, text: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1', () => socket.write(text));
-    let answer = '';
-    socket.on('data', (c) => (answer += c.toString('latin1')));
-    socket.on('end', () => resolve(answer));
-    socket.on('error', reject);
-  });
-}
+import { rawJsonBody, rawRequest } from './rawHttp';
 
 describe('requests the HTTP parser rejects', () => {
   let tb: TestBroker;
@@ -28,8 +17,15 @@ describe('requests the HTTP parser rejects', () => {
     const port = Number(new URL(tb.url).port);
     const answer = await rawRequest(port, text);
     expect(answer).toMatch(/^HTTP\/1\.1 400 /);
-    const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
-    expect(body.detail).toMatch(/Malformed HTTP request/);
+    expect(rawJsonBody(answer).detail).toMatch(/Malformed HTTP request/);
     expect((await tb.get('/health')).status).toBe(200);
+  });
+
+  it('answers exactly as before the seam (status line, headers, body)', async () => {
+    const answer = await rawRequest(Number(new URL(tb.url).port), 'FOO / HTTP/1.1\r\nHost: x\r\n\r\n');
+    const body = '{"detail":"Malformed HTTP request (HPE_INVALID_METHOD)","code":"bad_request"}';
+    expect(answer).toBe(
+      `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+    );
   });
 });

@@ -1,0 +1,105 @@
+/**
+ * THE mapping from errors to HTTP answers, one object per wire format. A router names its format;
+ * the seam (seam.ts) sends every error of that router's routes through it, and through nothing else.
+ *
+ * - pool API (spec 003): `{"detail": "...", "code": "session_not_found"}`, the code being the domain's;
+ * - OpenSandbox (execd and lifecycle APIs): `{"code": "INVALID_REQUEST_BODY", "message": "..."}`, the
+ *   code being OpenSandbox's.
+ *
+ * A domain error's kind decides the status, the same in both formats. Never a stack trace to a client:
+ * anything that is not a BrokerError is logged here and answered as a plain 500.
+ */
+import { BrokerError, type ErrorKind } from '../common/errors';
+import { logger } from '../common/logger';
+
+export const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
+  invalid: 400,
+  too_large: 413,
+  unsupported: 400,
+  unauthorized: 401,
+  not_found: 404,
+  busy: 409,
+  gone: 410,
+  rejected: 422,
+  unavailable: 503,
+  backend: 502,
+  // The client that left never sees it; anyone else who gets it sees a plain 400.
+  aborted: 400,
+  internal: 500,
+};
+
+/** What one error becomes on the wire. `body` is the JSON text. */
+export interface ErrorReply {
+  status: number;
+  body: string;
+  headers: Record<string, string>;
+}
+
+export interface ErrorFormat {
+  readonly name: string;
+  /** `where` (method and path) is for the log only. */
+  reply(err: unknown, where: string): ErrorReply;
+}
+
+interface Described {
+  status: number;
+  kind: ErrorKind;
+  /** The domain's code, 'internal' for a foreign error. */
+  code: string;
+  message: string;
+}
+
+function describe(err: unknown, where: string): Described {
+  if (err instanceof BrokerError) {
+    const status = STATUS_OF_KIND[err.kind];
+    if (status >= 500) logger.warn({ where, code: err.code }, err.message);
+    return { status, kind: err.kind, code: err.code, message: err.detail };
+  }
+  logger.error({ err, where }, 'unhandled error');
+  return { status: 500, kind: 'internal', code: 'internal', message: 'Internal server error' };
+}
+
+function reply(status: number, body: object): ErrorReply {
+  const headers: Record<string, string> = {};
+  if (status === 401) headers['WWW-Authenticate'] = 'Bearer';
+  if (status === 413) headers.Connection = 'close'; // the rest of the body is not read
+  return { status, body: JSON.stringify(body), headers };
+}
+
+/** The pool API's body, as spec 003 shows it (`detail`), with the domain code beside it. */
+export const poolErrorFormat: ErrorFormat = {
+  name: 'pool',
+  reply(err, where) {
+    const { status, code, message } = describe(err, where);
+    return reply(status, { detail: message, code });
+  },
+};
+
+/**
+ * OpenSandbox's codes: INVALID_REQUEST_BODY, RUNTIME_ERROR and NOT_SUPPORTED are execd's, NOT_FOUND is
+ * the lifecycle API's (execd names only files and contexts: FILE_NOT_FOUND, CONTEXT_NOT_FOUND; when
+ * the execd router raises those as domain errors, a code-specific entry belongs beside this table).
+ * Neither API names a code for 401: UNAUTHORIZED.
+ */
+const OPEN_SANDBOX_CODE_OF_KIND: Readonly<Record<ErrorKind, string>> = {
+  invalid: 'INVALID_REQUEST_BODY',
+  too_large: 'INVALID_REQUEST_BODY',
+  unsupported: 'NOT_SUPPORTED',
+  unauthorized: 'UNAUTHORIZED',
+  not_found: 'NOT_FOUND',
+  busy: 'RUNTIME_ERROR',
+  gone: 'RUNTIME_ERROR',
+  rejected: 'RUNTIME_ERROR',
+  unavailable: 'RUNTIME_ERROR',
+  backend: 'RUNTIME_ERROR',
+  aborted: 'RUNTIME_ERROR',
+  internal: 'RUNTIME_ERROR',
+};
+
+export const openSandboxErrorFormat: ErrorFormat = {
+  name: 'opensandbox',
+  reply(err, where) {
+    const { status, kind, message } = describe(err, where);
+    return reply(status, { code: OPEN_SANDBOX_CODE_OF_KIND[kind], message });
+  },
+};

@@ -1,0 +1,65 @@
+/**
+ * What a router file declares, and all it declares: its routes (method, path pattern, handler), its
+ * WebSocket upgrades, which of them are public, and which wire format its errors take. The seam
+ * (seam.ts) does the rest for every route alike: authorization, reading a JSON body, mapping errors.
+ *
+ * Path patterns are literal segments and `:name` parameters (`/session/:id/execute`); a parameter
+ * matches one non-empty segment and reaches the handler percent-decoded. One trailing slash and the
+ * query string are ignored when matching.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { WebSocket } from 'ws';
+import type { ErrorFormat } from './errorFormats';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface RouteContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  /** Path parameters by name, percent-decoded. */
+  readonly params: Readonly<Record<string, string>>;
+  /** The parsed JSON body when the route declares `body: 'json'` (undefined when it was empty). */
+  readonly body: unknown;
+  /** The query string without its '?' ('' when there is none). */
+  readonly query: string;
+}
+
+export interface Route {
+  method: HttpMethod;
+  path: string;
+  /** Served without a token. */
+  public?: boolean;
+  /**
+   * 'json': the seam reads the body (bounded by BROKER_MAX_BODY_BYTES) and parses it before the
+   * handler runs, after authorization. Otherwise the handler reads the request itself, if at all.
+   */
+  body?: 'json';
+  /** Writes the answer (httpJson.ts, sse.ts); whatever it throws or rejects with is the router's error format's. */
+  handle(ctx: RouteContext): void | Promise<void>;
+}
+
+export interface UpgradeContext {
+  readonly req: IncomingMessage;
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: string;
+}
+
+/** A WebSocket endpoint: `accept` gets the socket once the handshake is done (authorization passed). */
+export interface UpgradeRoute {
+  path: string;
+  public?: boolean;
+  accept(ws: WebSocket, ctx: UpgradeContext): void;
+}
+
+export interface Router {
+  /** Names the router in start-up errors (a route declared twice). */
+  name: string;
+  errors: ErrorFormat;
+  /**
+   * The part of the URL space this API owns (`/v1/sandboxes`): a request under it that matches no
+   * route is answered 401/404 in this router's format. Elsewhere the seam's default format answers.
+   */
+  pathPrefix?: string;
+  routes: Route[];
+  upgrades?: UpgradeRoute[];
+}
