@@ -6,7 +6,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { BadRequestError } from '../common/errors';
+import { BadRequestError, ShuttingDownError } from '../common/errors';
 import type { ErrorFormat } from './errorFormats';
 import { sendErrorReplyOnSocket } from './httpJson';
 import { logger } from '../common/logger';
@@ -20,7 +20,9 @@ export class WebSocketUpgrades {
   private readonly server: WebSocketServer;
   /** The format of the route each handshake was for, for its errors (set just before handleUpgrade). */
   private readonly formats = new WeakMap<IncomingMessage, ErrorFormat>();
+  private closing = false;
 
+  /** `maxPayloadBytes`: one message may be as large as one HTTP body (BROKER_MAX_BODY_BYTES), no larger. */
   constructor(maxPayloadBytes: number) {
     this.server = new WebSocketServer({ noServer: true, maxPayload: maxPayloadBytes });
     // A listener here makes `ws` hand us its handshake errors instead of answering them in HTML.
@@ -34,6 +36,9 @@ export class WebSocketUpgrades {
 
   /** Completes the handshake; `accept` then owns the socket. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, format: ErrorFormat, accept: (ws: WebSocket) => void): void {
+    // An upgrade on a kept-alive connection after close() would outlive the shutdown: the server no
+    // longer tracks upgraded sockets.
+    if (this.closing) return sendErrorReplyOnSocket(socket, format.reply(new ShuttingDownError(), `${req.method} ${req.url}`));
     this.formats.set(req, format);
     this.server.handleUpgrade(req, socket, head, (ws) => {
       try {
@@ -52,6 +57,7 @@ export class WebSocketUpgrades {
 
   /** Sends every open socket a close frame, and cuts those that have not closed after a grace. */
   async close(): Promise<void> {
+    this.closing = true;
     const open = [...this.server.clients];
     if (open.length === 0) return;
     const closed = open.map((ws) => new Promise<void>((resolve) => ws.once('close', () => resolve())));

@@ -1,0 +1,57 @@
+/** Route matching: literal segments before parameters, one trailing slash and the query ignored, parameters decoded. */
+import { RouteTable, formatForPath, splitTarget } from '../../src/api/routeTable';
+import { openSandboxErrorFormat, poolErrorFormat } from '../../src/api/errorFormats';
+import { BadRequestError } from '../../src/common/errors';
+import type { Router } from '../../src/api/router';
+
+/** Each router with an error format of its own, so that a test can tell which one answered. */
+const router = (name: string, pathPrefix?: string): Router => ({ name, errors: { ...openSandboxErrorFormat, name }, pathPrefix, routes: [] });
+
+function table(...paths: string[]): RouteTable<{ path: string }> {
+  const t = new RouteTable<{ path: string }>();
+  for (const path of paths) t.add('GET', { path }, router('r'));
+  return t;
+}
+
+describe('RouteTable', () => {
+  it('prefers a literal segment to a parameter, whatever the declaration order', () => {
+    const t = table('/files/:name', '/files/info', '/:anything');
+    expect(t.match('GET', '/files/info')?.route.path).toBe('/files/info');
+    expect(t.match('GET', '/files/a.txt')?.params).toEqual({ name: 'a.txt' });
+    expect(t.match('GET', '/other')?.params).toEqual({ anything: 'other' });
+    expect(t.match('POST', '/files/info')).toBeNull();
+    expect(t.match('GET', '/files/a/b')).toBeNull();
+  });
+
+  it('decodes parameters, and names a bad one in words', () => {
+    const t = table('/session/:sessionId/run');
+    expect(t.match('GET', '/session/a%2Fb/run')?.params).toEqual({ sessionId: 'a/b' });
+    expect(() => t.match('GET', '/session/%E0%A4/run')).toThrow(new BadRequestError("session id '%E0%A4' is not valid percent-encoding"));
+  });
+
+  it('matches the root', () => {
+    expect(table('/').match('GET', '/')?.route.path).toBe('/');
+  });
+});
+
+describe('splitTarget', () => {
+  it.each([
+    ['/health', '/health', ''],
+    ['/health/', '/health', ''],
+    ['/health?x=1&y', '/health', 'x=1&y'],
+    ['/session/acquire/?a', '/session/acquire', 'a'],
+    ['/', '/', ''],
+  ])('%s', (url, path, query) => {
+    expect(splitTarget(url)).toEqual({ path, query });
+  });
+});
+
+describe('formatForPath', () => {
+  it('takes the longest claiming prefix, on segment boundaries, else the fallback', () => {
+    const routers = [router('a', '/v1'), router('b', '/v1/sandboxes')];
+    expect(formatForPath(routers, '/v1/sandboxes/x', poolErrorFormat).name).toBe('b');
+    expect(formatForPath(routers, '/v1/sandboxesx', poolErrorFormat).name).toBe('a');
+    expect(formatForPath(routers, '/v1', poolErrorFormat).name).toBe('a');
+    expect(formatForPath(routers, '/v10/x', poolErrorFormat)).toBe(poolErrorFormat);
+  });
+});
