@@ -97,12 +97,25 @@ function compile(pattern: string): { regex: RegExp; paramNames: string[]; shape:
   return { regex: new RegExp(`^/${parts.join('/')}$`), paramNames, shape, first };
 }
 
-/** The path part of a request target, without its query string or one trailing slash. */
+/**
+ * The path part of a request target, without its query string or one trailing slash. An absolute
+ * target (`GET http://host/health`, which HTTP/1.1 servers must accept) is reduced to its path.
+ */
 export function splitTarget(url: string): { path: string; query: string } {
+  if (!url.startsWith('/')) url = originForm(url);
   const q = url.indexOf('?');
   let path = q < 0 ? url : url.slice(0, q);
   if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
   return { path, query: q < 0 ? '' : url.slice(q + 1) };
+}
+
+function originForm(target: string): string {
+  try {
+    const parsed = new URL(target);
+    return parsed.pathname + parsed.search;
+  } catch {
+    return target; // '*' or garbage: matches no route
+  }
 }
 
 /** The error format of the router owning `path` by its declared prefix (the longest wins), else `fallback`. */

@@ -41,6 +41,8 @@ describe('splitTarget', () => {
     ['/health?x=1&y', '/health', 'x=1&y'],
     ['/session/acquire/?a', '/session/acquire', 'a'],
     ['/', '/', ''],
+    ['http://broker:8180/health?x', '/health', 'x'],
+    ['*', '*', ''],
   ])('%s', (url, path, query) => {
     expect(splitTarget(url)).toEqual({ path, query });
   });
