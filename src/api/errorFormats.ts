@@ -2,7 +2,7 @@
  * THE mapping from errors to HTTP answers, one object per wire format. A router names its format;
  * the seam (seam.ts) sends every error of that router's routes through it, and through nothing else.
  *
- * - pool API (spec 003): `{"detail": "...", "code": "session_not_found"}`, the code being the domain's;
+ * - the pool API: `{"detail": "...", "code": "session_not_found"}`, the code being the domain's;
  * - OpenSandbox (execd and lifecycle APIs): `{"code": "INVALID_REQUEST_BODY", "message": "..."}`, the
  *   code being OpenSandbox's.
  *
@@ -12,7 +12,7 @@
 import { BrokerError, type ErrorKind } from '../common/errors';
 import { logger } from '../common/logger';
 
-export const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
+const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
   invalid: 400,
   too_large: 413,
   unsupported: 400,

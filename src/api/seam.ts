@@ -89,8 +89,14 @@ export class HttpSeam {
     const { path, query } = splitTarget(req.url ?? '/');
     const where = `UPGRADE ${path}`;
     let format = formatForPath(this.routers, path, this.options.defaultErrors);
+    let match: Match<UpgradeRoute> | null;
     try {
-      const match = this.upgrades.match(UPGRADE, path);
+      match = this.upgrades.match(UPGRADE, path);
+    } catch (err) {
+      // A bad percent-encoding in a parameter: refused like an unknown route, the token checked first.
+      return sendErrorReplyOnSocket(socket, format.reply(this.options.authorize(req) ? err : new UnauthorizedError(), where));
+    }
+    try {
       if (match) format = match.router.errors;
       if (!match?.route.public && !this.options.authorize(req)) throw new UnauthorizedError();
       if (String(req.headers.upgrade).toLowerCase() !== 'websocket') {

@@ -186,11 +186,15 @@ describe('the request seam', () => {
       }
     });
 
-    it('an upgrade to a path with no WebSocket route is a 404 JSON (after the token is checked)', async () => {
+    it('an upgrade to a path with no WebSocket route is a 404 JSON, a bad parameter a 400 (each after the token is checked)', async () => {
       expect((await refusedUpgrade(`${wsUrl}/test/nowhere`)).status).toBe(401);
       const r = await refusedUpgrade(`${wsUrl}/test/nowhere`, bearer);
       expect(r.status).toBe(404);
       expect(JSON.parse(r.body)).toEqual({ detail: 'Not Found: GET /test/nowhere', code: 'route_not_found' });
+      expect((await refusedUpgrade(`${wsUrl}/test/ws/%zz`)).status).toBe(401);
+      const badParam = await refusedUpgrade(`${wsUrl}/test/ws/%zz`, bearer);
+      expect(badParam.status).toBe(400);
+      expect(JSON.parse(badParam.body).detail).toBe("room '%zz' is not valid percent-encoding");
     });
 
     it('a malformed handshake and a non-WebSocket upgrade are JSON 400s', async () => {
