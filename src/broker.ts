@@ -29,7 +29,7 @@ export interface BrokerOverrides {
 export function createBackend(config: BrokerConfig): SessionBackend {
   switch (config.backend) {
     case 'local':
-      return new LocalBackend({ root: config.localRoot, cgroups: config.localCgroups });
+      return new LocalBackend({ root: config.localRoot, cgroups: config.localCgroups, hostEnv: config.hostEnv });
     case 'docker':
       return new DockerBackend(config.docker);
   }

@@ -29,21 +29,13 @@ export type ErrorKind =
   | 'internal';
 
 export class BrokerError extends Error {
-  readonly kind: ErrorKind;
-
-  /**
-   * `kind` may still be given as the HTTP status the error used to carry: errors written before the
-   * api layer owned the statuses (StartupFailedError in core/pool.ts, errors on branches in flight)
-   * keep compiling and keep their status until they pass a kind.
-   */
   constructor(
-    kind: ErrorKind | number,
+    readonly kind: ErrorKind,
     readonly code: string,
     detail: string,
   ) {
     super(detail);
     this.name = new.target.name;
-    this.kind = typeof kind === 'number' ? kindOfLegacyStatus(kind) : kind;
   }
 
   get detail(): string {
@@ -54,35 +46,6 @@ export class BrokerError extends Error {
   get isBrokerFault(): boolean {
     return this.kind === 'unavailable' || this.kind === 'backend' || this.kind === 'internal';
   }
-
-  /**
-   * @deprecated The HTTP status this error carried before the api layer owned statuses
-   * (api/errorFormats.ts answers with its own table). Kept, derived from the same legacy table as the
-   * numeric constructor argument, so code reading it (core/pool.ts: `status >= 500`, which is
-   * `isBrokerFault`) keeps working across the merge of branches in flight; remove once none reads it.
-   */
-  get status(): number {
-    for (const [status, kind] of Object.entries(LEGACY_STATUS_KINDS)) if (kind === this.kind) return Number(status);
-    return this.kind === 'internal' ? 500 : 400;
-  }
-}
-
-/** The statuses errors carried before kinds: read both ways while code written against them remains. */
-const LEGACY_STATUS_KINDS: Readonly<Record<number, ErrorKind>> = {
-  400: 'invalid',
-  401: 'unauthorized',
-  404: 'not_found',
-  409: 'busy',
-  410: 'gone',
-  413: 'too_large',
-  422: 'rejected',
-  499: 'aborted',
-  502: 'backend',
-  503: 'unavailable',
-};
-
-function kindOfLegacyStatus(status: number): ErrorKind {
-  return LEGACY_STATUS_KINDS[status] ?? (status >= 500 ? 'internal' : 'invalid');
 }
 
 /** A malformed request: bad JSON, wrong types, forbidden paths. Nothing was changed. */
@@ -151,7 +114,7 @@ export class ShuttingDownError extends BrokerError {
  */
 export class NotSupportedError extends BrokerError {
   constructor(detail: string) {
-    super(400, 'not_supported', detail);
+    super('unsupported', 'not_supported', detail);
   }
 }
 

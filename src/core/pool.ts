@@ -57,7 +57,7 @@ export interface ExecuteRequest {
 /** A startup command killed its shell: no session was leased. */
 export class StartupFailedError extends BrokerError {
   constructor(index: number, reason: string) {
-    super(422, 'startup_failed', `startup_commands[${index}] broke the session (${reason}); no session was leased`);
+    super('rejected', 'startup_failed', `startup_commands[${index}] broke the session (${reason}); no session was leased`);
   }
 }
 
@@ -134,7 +134,7 @@ export class SessionPool {
       } catch (err) {
         this.release(lease.id, 'released');
         // A dead shell (410) or a failing backend (5xx, or an unexpected error) is the slot's fault, not the request's.
-        const retryable = err instanceof SessionBrokenError || !(err instanceof BrokerError) || err.status >= 500;
+        const retryable = err instanceof SessionBrokenError || !(err instanceof BrokerError) || err.isBrokerFault;
         if (!retryable || request.signal?.aborted) throw err;
         logger.warn({ attempt, err: errorMessage(err) }, 'acquire: a session failed while being prepared');
         if (attempt >= PREPARE_ATTEMPTS || Date.now() >= deadline) throw new SessionUnavailableError(attempt, errorMessage(err));

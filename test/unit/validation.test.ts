@@ -16,7 +16,7 @@ function expectBadRequest(fn: () => unknown, ...mentions: string[]): void {
   }
   expect(caught).toBeInstanceOf(BadRequestError);
   const err = caught as BadRequestError;
-  expect(err.status).toBe(400);
+  expect(err.kind).toBe('invalid');
   for (const m of mentions) expect(err.message).toContain(m);
 }
 
@@ -73,7 +73,7 @@ describe('parseExecute', () => {
         caught = err;
       }
       expect(caught).toBeInstanceOf(PayloadTooLargeError);
-      expect((caught as PayloadTooLargeError).status).toBe(413);
+      expect((caught as PayloadTooLargeError).kind).toBe('too_large');
       expect((caught as Error).message).toContain("'command'");
       expect((caught as Error).message).toContain('BROKER_MAX_COMMAND_BYTES');
     }
