@@ -13,6 +13,8 @@ export const BENCH_DEPLOYMENT = 'bench';
 export const FLOOR_DEPLOYMENT = 'bench-floor';
 export const FLOOR_EXEC_DEPLOYMENT = 'bench-floor-exec';
 export const SHELL_FLOOR_DEPLOYMENT = 'bench-floor-shell';
+/** The episode floor's containers (client/episodeFloor.ts). */
+export const EPISODE_FLOOR_DEPLOYMENT = 'bench-floor-episodes';
 
 /**
  * How a raw session reaches its bash: the backend's default (local: pipes to a child; docker: named
@@ -59,6 +61,59 @@ export interface EpisodeResult extends ConcResult {
   acquire: LatencySummary;
   execute: LatencySummary;
   release: LatencySummary;
+  /** Processes created during the window (fork/clone count), machine-wide and net of the idle rate. */
+  forks?: ForkCount;
+}
+
+/**
+ * Processes the machine created (the `processes` line of /proc/stat: every fork and clone, threads
+ * included) during a measured window, with the machine's rate just before the job, when nothing of
+ * the bench ran, subtracted. Machine-wide: other users' work is in it (read with the load average).
+ */
+export interface ForkCount {
+  /** Processes created during the window. */
+  created: number;
+  /** The machine's background rate measured just before the job, per second. */
+  idlePerSec: number;
+  /** (created - idlePerSec x window) / episodes completed in the window. */
+  perEpisode: number;
+}
+
+/**
+ * The episode floor: N loops, each holding one bash on the backend's own transport (local: pipes to
+ * a spawned bash; docker: the broker's named pipes into the container), each episode `exec -c`-ing
+ * a fresh bash in place (the broker's recycle line, src/core/shellRecycle.ts) and then running
+ * `true` 5 times, one round trip each. No HTTP, no pool, no kill, no workdir.
+ */
+export interface EpisodeFloorResult extends ConcResult {
+  /** The fresh bash: exec line written to its announcement read, ms. */
+  exec: LatencySummary;
+  /** One `true` round trip, ms. */
+  command: LatencySummary;
+  /** Sessions opened, and how long opening them took (containers included on docker). */
+  sessions: number;
+  openMs: number;
+  forks?: ForkCount;
+}
+
+/**
+ * Episodes arriving on their own (open loop): arrivals at `ratePerSec` (Poisson or fixed interval),
+ * each one acquire, 5 x `echo $i`, release, whatever the earlier ones are doing. An arrival when
+ * `maxOutstanding` are still running is dropped and counted: the run stays bounded.
+ */
+export interface OpenLoopResult {
+  ratePerSec: number;
+  arrivals: 'poisson' | 'fixed';
+  windowMs: number;
+  started: number;
+  completed: number;
+  dropped: number;
+  errors: number;
+  firstError?: string;
+  /** Completed episodes per second of the window. */
+  opsPerSec: number;
+  acquire: LatencySummary;
+  episode: LatencySummary;
 }
 
 export interface FloodResult {
@@ -94,10 +149,12 @@ export type Job =
   | { kind: 'rawClose' }
   | { kind: 'rawRespawn'; n: number; maxMs: number }
   | { kind: 'acquireFree'; url: string; poolSize: number; rounds: number; maxMs: number }
-  | { kind: 'episodes'; url: string; concurrency: number; rampMs: number; durationMs: number; drainMs: number }
+  | { kind: 'episodes'; url: string; concurrency: number; rampMs: number; durationMs: number; drainMs: number; countForks?: boolean }
   | { kind: 'releaseToAvailable'; url: string; n: number; maxMs: number }
   | { kind: 'flood'; url: string; sessions: number; bytesPerSession: number; timeoutS: number }
-  | { kind: 'dockerStart'; image: string; count: number; concurrency: number };
+  | { kind: 'dockerStart'; image: string; count: number; concurrency: number }
+  | { kind: 'episodeFloor'; backend: 'local' | 'docker'; image: string; concurrency: number; perContainer: number; rampMs: number; durationMs: number }
+  | { kind: 'episodesOpen'; url: string; ratePerSec: number; arrivals: 'poisson' | 'fixed'; durationMs: number; maxOutstanding: number; drainMs: number };
 
 export type JobRequest = { id: number; job: Job };
 export type JobReply = { id: number; ok: true; result: unknown } | { id: number; ok: false; error: string };

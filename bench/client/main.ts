@@ -6,7 +6,8 @@ import type { Job, JobReply, JobRequest, RawTransport } from '../protocol';
 import { runClosedLoop, runInterleaved, runSequential } from './drive';
 import { openRunners, type Runners } from './targets';
 import { openRaw, type RawSet } from './raw';
-import { acquireFree, episodes, flood, releaseToAvailable } from './poolJobs';
+import { acquireFree, episodes, episodesOpen, flood, releaseToAvailable } from './poolJobs';
+import { episodeFloor } from './episodeFloor';
 import { dockerStartFloor } from './dockerStart';
 import { nowMs } from '../lib/stats';
 
@@ -70,7 +71,11 @@ async function run(job: Job): Promise<unknown> {
     case 'acquireFree':
       return acquireFree(job.url, job.poolSize, job.rounds, job.maxMs);
     case 'episodes':
-      return episodes(job.url, job.concurrency, job.rampMs, job.durationMs, job.drainMs);
+      return episodes(job.url, job.concurrency, job.rampMs, job.durationMs, job.drainMs, job.countForks);
+    case 'episodesOpen':
+      return episodesOpen(job.url, job.ratePerSec, job.arrivals, job.durationMs, job.maxOutstanding, job.drainMs);
+    case 'episodeFloor':
+      return episodeFloor(job.backend, job.image, job.concurrency, job.perContainer, job.rampMs, job.durationMs);
     case 'releaseToAvailable':
       return releaseToAvailable(job.url, job.n, job.maxMs);
     case 'flood':

@@ -1,6 +1,7 @@
 /** The pool-level figures: acquire, whole episodes, release-to-AVAILABLE, and the output flood. */
-import type { EpisodeResult, FloodResult, SeqResult } from '../protocol';
+import type { EpisodeResult, FloodResult, OpenLoopResult, SeqResult } from '../protocol';
 import { nowMs, sleep, summarize } from '../lib/stats';
+import { forkWindow, idleForkRate } from '../lib/forks';
 import { runClosedLoop, type Op } from './drive';
 import { BrokerHttp } from './brokerHttp';
 
@@ -44,45 +45,123 @@ interface EpisodeDetail {
   releaseMs: number;
 }
 
-/** `concurrency` clients, each looping: acquire, `echo 1` .. `echo 5`, release. */
-export async function episodes(url: string, concurrency: number, rampMs: number, durationMs: number, drainMs: number): Promise<EpisodeResult> {
-  const http = new BrokerHttp(url, concurrency);
-  const episode: Op<EpisodeDetail> = async (signal) => {
-    const t0 = nowMs();
-    const id = await http.acquire(signal); // aborted when the window is over: it may wait long
-    const acquireMs = nowMs() - t0;
-    const executeMs: number[] = [];
-    let releaseMs: number;
-    try {
-      for (let i = 1; i <= EXECUTES_PER_EPISODE; i++) {
-        const s = nowMs();
-        const r = await http.execute(id, `echo ${i}`);
-        if (r.stdout !== `${i}\n` || r.return_code !== 0) throw new Error(`episode: echo ${i} gave rc ${r.return_code} '${r.stdout}'`);
-        executeMs.push(nowMs() - s);
-      }
-    } finally {
+/** One episode on `http`: acquire (timed), `echo 1` .. `echo 5` (each checked), release. */
+async function oneEpisode(http: BrokerHttp, signal?: AbortSignal): Promise<EpisodeDetail> {
+  const t0 = nowMs();
+  const id = await http.acquire(signal); // aborted when the window is over: it may wait long
+  const acquireMs = nowMs() - t0;
+  const executeMs: number[] = [];
+  let releaseMs: number;
+  try {
+    for (let i = 1; i <= EXECUTES_PER_EPISODE; i++) {
       const s = nowMs();
-      await http.release(id);
-      releaseMs = nowMs() - s;
+      const r = await http.execute(id, `echo ${i}`);
+      if (r.stdout !== `${i}\n` || r.return_code !== 0) throw new Error(`episode: echo ${i} gave rc ${r.return_code} '${r.stdout}'`);
+      executeMs.push(nowMs() - s);
     }
-    return { acquireMs, executeMs, releaseMs };
-  };
+  } finally {
+    const s = nowMs();
+    await http.release(id);
+    releaseMs = nowMs() - s;
+  }
+  return { acquireMs, executeMs, releaseMs };
+}
+
+/**
+ * `concurrency` clients, each looping: acquire, `echo 1` .. `echo 5`, release. `countForks`: the
+ * processes the machine created during the window, per episode (lib/forks.ts).
+ */
+export async function episodes(url: string, concurrency: number, rampMs: number, durationMs: number, drainMs: number, countForks = false): Promise<EpisodeResult> {
+  const http = new BrokerHttp(url, concurrency);
+  const episode: Op<EpisodeDetail> = (signal) => oneEpisode(http, signal);
   try {
     // Rollout clients keep their connections: open all of them first, so the window sees steady state.
     const c0 = nowMs();
     const connect = await Promise.allSettled(Array.from({ length: concurrency }, () => http.health()));
     const connectMs = nowMs() - c0;
     const connectErrors = connect.filter((c) => c.status === 'rejected').length;
+    const idlePerSec = countForks ? await idleForkRate(1000) : 0;
+    const window = countForks ? forkWindow(rampMs, durationMs) : null;
     const loop = await runClosedLoop(Array.from({ length: concurrency }, () => episode), { rampMs, durationMs, drainMs });
+    const forks = window?.done(loop.completed, idlePerSec);
     const { details, ...result } = loop;
     return {
       ...result,
+      ...(forks ? { forks } : {}),
       connectMs,
       connectErrors,
       executesPerSec: result.opsPerSec * EXECUTES_PER_EPISODE,
       acquire: summarize(details.map((d) => d.acquireMs)),
       execute: summarize(details.flatMap((d) => d.executeMs)),
       release: summarize(details.map((d) => d.releaseMs)),
+    };
+  } finally {
+    await http.close();
+  }
+}
+
+/**
+ * Episodes arriving on their own at `ratePerSec` for `durationMs` (open loop: an arrival does not
+ * wait for earlier episodes), each on a connection of its own (up to `maxOutstanding`; an arrival
+ * beyond that is dropped and counted). Acquire latency is then the wait a rollout sees below
+ * saturation, which a closed loop at saturation cannot show (there it is Little's law).
+ */
+export async function episodesOpen(url: string, ratePerSec: number, arrivals: 'poisson' | 'fixed', durationMs: number, maxOutstanding: number, drainMs: number): Promise<OpenLoopResult> {
+  const http = new BrokerHttp(url, maxOutstanding);
+  const acquire: number[] = [];
+  const episode: number[] = [];
+  let started = 0;
+  let dropped = 0;
+  let errors = 0;
+  let firstError: string | undefined;
+  const running = new Set<Promise<void>>();
+  const meanGapMs = 1000 / ratePerSec;
+  try {
+    // Warm connections first, as a rollout client keeps them.
+    await Promise.allSettled(Array.from({ length: Math.min(maxOutstanding, 64) }, () => http.health()));
+    const t0 = nowMs();
+    let next = t0;
+    while (next < t0 + durationMs) {
+      const wait = next - nowMs();
+      if (wait > 0) await sleep(wait);
+      if (running.size >= maxOutstanding) dropped++;
+      else {
+        started++;
+        const s = nowMs();
+        const p: Promise<void> = oneEpisode(http).then(
+          (d) => {
+            acquire.push(d.acquireMs);
+            episode.push(nowMs() - s);
+          },
+          (err: Error) => {
+            errors++;
+            firstError ??= err.message;
+          },
+        );
+        running.add(p);
+        void p.finally(() => running.delete(p));
+      }
+      // Poisson arrivals: exponential gaps of mean 1 / rate.
+      next += arrivals === 'poisson' ? -Math.log(1 - Math.random()) * meanGapMs : meanGapMs;
+    }
+    const windowMs = nowMs() - t0;
+    const drained = await Promise.race([Promise.all([...running]).then(() => true), sleep(drainMs).then(() => false)]);
+    if (!drained) {
+      errors++;
+      firstError ??= `${running.size} episodes had not finished ${drainMs} ms after the last arrival`;
+    }
+    return {
+      ratePerSec,
+      arrivals,
+      windowMs,
+      started,
+      completed: episode.length,
+      dropped,
+      errors,
+      firstError,
+      opsPerSec: (episode.length * 1000) / windowMs,
+      acquire: summarize(acquire),
+      episode: summarize(episode),
     };
   } finally {
     await http.close();

@@ -21,7 +21,7 @@ export interface RawSet {
   close(): Promise<void>;
 }
 
-async function makeBackend(kind: 'local' | 'docker', transport: RawTransport, image: string, deployment: string): Promise<{ backend: SessionBackend; root: string | null }> {
+export async function makeBackend(kind: 'local' | 'docker', transport: RawTransport, image: string, deployment: string): Promise<{ backend: SessionBackend; root: string | null }> {
   if (transport === 'exec' && kind !== 'docker') throw new Error('the docker exec transport needs the docker backend');
   if (kind === 'docker') {
     const env: Record<string, string> = { BROKER_BACKEND: 'docker', BROKER_IMAGE: image, BROKER_DEPLOYMENT: deployment };

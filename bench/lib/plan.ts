@@ -4,7 +4,12 @@
  */
 import type { CommandName } from '../protocol';
 
-export const PHASES = ['core', 'release', 'episodes', 'flood', 'warmup', 'profile'] as const;
+/**
+ * `floor`: the episode floor beside the broker's episodes above 8 (client/episodeFloor.ts); `open`:
+ * episodes arriving open-loop at half the closed loop's rate, for acquire latency below saturation.
+ * Both run only with `episodes`.
+ */
+export const PHASES = ['core', 'release', 'episodes', 'floor', 'open', 'flood', 'warmup', 'profile'] as const;
 export type Phase = (typeof PHASES)[number];
 
 export interface Plan {
@@ -24,6 +29,8 @@ export interface Plan {
   releaseN: number;
   episodeWindow(level: number): { rampMs: number; durationMs: number };
   raw64Ms: number;
+  /** The open-loop episodes: their rate is this fraction of the closed loop's at the same level. */
+  openLoop: { fraction: number; durationMs: number; arrivals: 'poisson' | 'fixed' };
   flood: { sessions: number; bytesPerSession: number; capBytes: number };
   /** `rounds`: floor and broker warm-ups measured in turn, the target on the median of their ratios. */
   warmup: { containers: number; perContainer: number; rounds: number };
@@ -75,6 +82,7 @@ export function parseArgs(argv: string[], benchDir: string): Plan {
     episodeWindow: (level) =>
       quick ? { rampMs: 300, durationMs: 2000 } : { rampMs: level >= 256 ? 3000 : 1000, durationMs: level >= 256 ? 12_000 : 6000 },
     raw64Ms: 5000,
+    openLoop: { fraction: 0.5, durationMs: quick ? 4000 : 10_000, arrivals: 'poisson' },
     flood: { sessions: 64, bytesPerSession: 50_000_000, capBytes: 65536 },
     warmup: { containers: 128, perContainer: 8, rounds: warmupRounds },
   };

@@ -156,6 +156,44 @@ function episodes(r: Results): string[] {
   return [...out, '', '![episodes](' + `${r.backend}-${r.mode === 'quick' ? 'quick' : 'latest'}.svg)`, ''];
 }
 
+/** Issue 17: whole episodes beside the episode floor, processes per episode, acquire in an open loop. */
+function episodeFloor(r: Results): string[] {
+  const rows = r.episodes.filter((e) => e.floor || e.openLoop || e.result.forks);
+  if (!rows.length) return [];
+  const forks = (v: number | undefined): string => f(v, 2);
+  const out = [
+    '## Episodes against the episode floor; processes per episode; acquire in an open loop',
+    '',
+    'Episode floor: C raw shells on the backend\'s own transport (local: pipes to a spawned bash; docker: the broker\'s named pipes into the container), ' +
+      'each episode `exec -c` of a fresh bash in place with the broker\'s recycle line, then 5 x `true`, one round trip each; no HTTP, no pool, no kill, no workdir. ' +
+      'Measured just before the broker of the same size, same window. Processes: machine-wide forks during the window (/proc/stat), net of the rate measured idle just before, per episode. ' +
+      'Open loop: episodes arriving at a fraction of the closed loop\'s rate on the same broker, acquire timed from arrival.',
+    '',
+    row(['C', 'floor episodes/s', 'broker episodes/s', 'broker / floor', 'floor fresh bash ms p50 / p99', 'floor `true` ms p50', 'processes / episode: broker / floor', 'open loop: rate /s, arrivals, dropped', 'open-loop acquire ms p50 / p99', 'open-loop episode ms p50 / p99', 'errors (floor / open)']),
+    row(['---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+  ];
+  for (const e of rows) {
+    const fl = e.floor;
+    const o = e.openLoop;
+    out.push(
+      row([
+        String(e.concurrency),
+        f(fl?.opsPerSec, 1),
+        f(e.result.opsPerSec, 1),
+        ratio(e.result.opsPerSec, fl?.opsPerSec),
+        fl ? `${f(fl.exec.p50, 1)} / ${f(fl.exec.p99, 1)}` : '-',
+        f(fl?.command.p50, 2),
+        `${forks(e.result.forks?.perEpisode)} / ${forks(fl?.forks?.perEpisode)}`,
+        o ? `${f(o.ratePerSec, 1)} (${o.arrivals}), ${o.started}, ${o.dropped}` : '-',
+        o ? `${f(o.acquire.p50, 1)} / ${f(o.acquire.p99, 1)}` : '-',
+        o ? `${f(o.episode.p50, 1)} / ${f(o.episode.p99, 1)}` : '-',
+        `${fl ? fl.errors : '-'} / ${o ? o.errors : '-'}`,
+      ]),
+    );
+  }
+  return [...out, ''];
+}
+
 function lifecycle(r: Results): string[] {
   const out = ['## Session lifecycle and memory', '', row(['figure', 'broker', 'floor', 'ratio']), row(['---', '---:', '---:', '---:'])];
   const rel = r.release;
@@ -226,5 +264,5 @@ function profile(p: ProfileSummary | undefined, during: string): string[] {
 
 export function renderMarkdown(r: Results): string {
   const notes = r.notes.length ? ['## Notes', '', ...r.notes.map((n) => `- ${n}`), ''] : [];
-  return [...header(r), ...targets(r), ...single(r), ...episodes(r), ...lifecycle(r), ...cpu(r), ...profile(r.profile, 'execute `true`'), ...profile(r.profileEpisodes, 'episodes at 64'), ...notes].join('\n');
+  return [...header(r), ...targets(r), ...single(r), ...episodes(r), ...episodeFloor(r), ...lifecycle(r), ...cpu(r), ...profile(r.profile, 'execute `true`'), ...profile(r.profileEpisodes, 'episodes at 64'), ...notes].join('\n');
 }

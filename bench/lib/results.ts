@@ -1,5 +1,5 @@
 /** The shape of results/<backend>-latest.json, and the targets evaluated on it. */
-import type { CommandName, ConcResult, DockerStartResult, EpisodeResult, SeqResult } from '../protocol';
+import type { CommandName, ConcResult, DockerStartResult, EpisodeFloorResult, EpisodeResult, OpenLoopResult, SeqResult } from '../protocol';
 import type { CpuBreakdown } from './cpuAccount';
 import type { HistogramSummary } from './metricsText';
 import type { Machine } from './machine';
@@ -54,6 +54,10 @@ export interface Results {
     listenOverflows: number;
     /** The broker's event-loop delay during the job (prom-client, 10 ms resolution, so >= 10). */
     eventLoopLagMs: { p99: number; max: number };
+    /** The episode floor at the same concurrency, measured just before this broker started. */
+    floor?: EpisodeFloorResult;
+    /** Episodes arriving open-loop at a fraction of this level's closed-loop rate, on the same broker. */
+    openLoop?: OpenLoopResult;
   }[];
   rawAt64?: ConcResult;
   /** The broker with 64 leases executing `true` at once (closed loop): the throughput target's figure. */
@@ -146,6 +150,61 @@ function leastServerTarget(r: Results, rule: string): TargetResult[] {
   ];
 }
 
+/** Issue 17: whole episodes against the episode floor at these concurrencies. */
+export const EPISODE_FLOOR_LEVELS = [64, 256] as const;
+export const EPISODE_FLOOR_FRACTION = 0.7;
+export const OPEN_ACQUIRE_LIMITS_MS = { p50: 20, p99: 100 };
+
+/**
+ * Issue 17's episode targets: episodes/s >= 0.7 x the episode floor at 64 and at 256; throughput
+ * falls from 64 to 256 no more than the floor's does; acquire p50 / p99 <= 20 / 100 ms with episodes
+ * arriving open-loop at half the measured maximum; processes per episode, reported.
+ */
+export function episodeTargets(r: Results): TargetResult[] {
+  const out: TargetResult[] = [];
+  const at = (c: number): Results['episodes'][number] | undefined => r.episodes.find((e) => e.concurrency === c);
+  const pct = `${EPISODE_FLOOR_FRACTION * 100}%`;
+  for (const c of EPISODE_FLOOR_LEVELS) {
+    const e = at(c);
+    const name = `episodes/s at ${c} at once`;
+    const rule = `>= ${pct} of the episode floor at ${c} (same run)`;
+    if (!e?.floor || !(e.floor.opsPerSec > 0)) {
+      out.push({ name, rule, value: e ? `${e.result.opsPerSec.toFixed(1)}/s` : '-', limit: '-', pass: null });
+      continue;
+    }
+    const limit = EPISODE_FLOOR_FRACTION * e.floor.opsPerSec;
+    const ratio = e.result.opsPerSec / e.floor.opsPerSec;
+    out.push({ name, rule, value: `${e.result.opsPerSec.toFixed(1)}/s (${ratio.toFixed(2)}x floor ${e.floor.opsPerSec.toFixed(1)}/s)`, limit: `${limit.toFixed(1)}/s`, pass: e.result.opsPerSec >= limit });
+  }
+  const [lo, hi] = EPISODE_FLOOR_LEVELS.map(at);
+  const scaleName = `episodes/s from ${EPISODE_FLOOR_LEVELS[0]} to ${EPISODE_FLOOR_LEVELS[1]} at once`;
+  const scaleRule = `broker's ${EPISODE_FLOOR_LEVELS[1]} / ${EPISODE_FLOOR_LEVELS[0]} >= the floor's`;
+  if (lo?.floor && hi?.floor && lo.result.opsPerSec > 0 && lo.floor.opsPerSec > 0) {
+    const broker = hi.result.opsPerSec / lo.result.opsPerSec;
+    const floor = hi.floor.opsPerSec / lo.floor.opsPerSec;
+    out.push({ name: scaleName, rule: scaleRule, value: `${broker.toFixed(2)}x`, limit: `${floor.toFixed(2)}x`, pass: broker >= floor });
+  } else out.push({ name: scaleName, rule: scaleRule, value: '-', limit: '-', pass: null });
+  const { p50: p50Limit, p99: p99Limit } = OPEN_ACQUIRE_LIMITS_MS;
+  const open = r.episodes.filter((e) => e.openLoop);
+  if (open.length === 0) out.push({ name: 'acquire, open loop', rule: `p50 <= ${p50Limit} ms, p99 <= ${p99Limit} ms at 50% of the max episode rate`, value: '-', limit: '-', pass: null });
+  for (const e of open) {
+    const o = e.openLoop!;
+    const rule = `p50 <= ${p50Limit} ms, p99 <= ${p99Limit} ms; ${o.arrivals} arrivals at ${o.ratePerSec.toFixed(1)}/s (${((o.ratePerSec / e.result.opsPerSec) * 100).toFixed(0)}% of the closed loop's)`;
+    const name = `acquire p50 / p99, open loop, pool of ${e.sessions}`;
+    const { p50, p99, n } = o.acquire;
+    const clean = n > 0 && o.errors === 0 && o.dropped === 0;
+    out.push({ name, rule, value: n ? `${p50.toFixed(1)} / ${p99.toFixed(1)} ms${clean ? '' : ` (${o.errors} errors, ${o.dropped} dropped)`}` : '-', limit: `${p50Limit} / ${p99Limit} ms`, pass: n ? clean && p50 <= p50Limit && p99 <= p99Limit : null });
+  }
+  for (const e of r.episodes) {
+    const b = e.result.forks?.perEpisode;
+    const f = e.floor?.forks?.perEpisode;
+    if (b === undefined && f === undefined) continue;
+    const show = (v: number | undefined): string => (v === undefined ? '-' : v.toFixed(2));
+    out.push({ name: `processes created per episode at ${e.concurrency} (reported)`, rule: 'machine-wide forks in the window, net of the idle rate, / episodes', value: show(b), limit: `floor ${show(f)}`, pass: null });
+  }
+  return out;
+}
+
 export function evaluateTargets(r: Results): TargetResult[] {
   const out: TargetResult[] = [];
   out.push(...executeTargets(r));
@@ -164,6 +223,8 @@ export function evaluateTargets(r: Results): TargetResult[] {
     const ratio = ep64.result.executesPerSec / r.rawAt64.opsPerSec;
     out.push({ name: 'episodes at 64 (reported)', rule: 'executes/s of whole episodes vs raw at 64', value: `${ep64.result.executesPerSec.toFixed(0)}/s`, limit: `${ratio.toFixed(2)}x raw`, pass: null });
   }
+
+  out.push(...episodeTargets(r));
 
   const relLimit = r.backend === 'docker' ? 20 : 5;
   const rel = r.release?.client.latency.p50;

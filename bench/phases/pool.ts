@@ -2,12 +2,53 @@
  * Pool-level figures: release-to-AVAILABLE on a 1 x 1 pool, episodes on pools sized to each
  * concurrency (a broker per size), the output flood, the 1024-session warm-up and its floor.
  */
-import type { ConcResult, DockerStartResult, FloodResult, RawOpenResult, SeqResult } from '../protocol';
+import type { ConcResult, DockerStartResult, EpisodeFloorResult, FloodResult, OpenLoopResult, RawOpenResult, SeqResult } from '../protocol';
 import { fmtLatency, type BenchContext } from '../lib/context';
 import { histogram } from '../lib/metricsText';
 import { median, sleep } from '../lib/stats';
 import { settle } from '../lib/settle';
-import { CLEANUP_METRIC, errors, idleRss, mb, runEpisodes } from './single';
+import { CLEANUP_METRIC, errors, forksNote, idleRss, mb, runEpisodes } from './single';
+import type { BrokerProcess } from '../lib/brokerProcess';
+import { EPISODE_FLOOR_LEVELS, type Results } from '../lib/results';
+
+/** Sessions per container in the episode pools, and in the episode floor's containers. */
+const PER_CONTAINER = 8;
+
+/**
+ * The episode floor at `level` (client/episodeFloor.ts): `level` raw shells in ceil(level / 8)
+ * containers (local: directories), the same window as the broker's episodes at that level.
+ */
+async function episodeFloor(ctx: BenchContext, level: number): Promise<EpisodeFloorResult> {
+  const { plan } = ctx;
+  const { rampMs, durationMs } = plan.episodeWindow(level);
+  ctx.mark(`floor: ${level} raw ${plan.backend} shells, each episode exec -c a fresh bash + 5 x \`true\``);
+  const job = { kind: 'episodeFloor', backend: plan.backend, image: plan.image, concurrency: level, perContainer: PER_CONTAINER, rampMs, durationMs } as const;
+  const floor = await ctx.withCpu(`episode floor x${level}`, () => ctx.job<EpisodeFloorResult>(job, rampMs + durationMs + 600_000));
+  ctx.log(
+    `episode floor x${level}: ${floor.opsPerSec.toFixed(1)} episodes/s; fresh bash p50 ${floor.exec.p50.toFixed(1)} ms, p99 ${floor.exec.p99.toFixed(1)} ms; ` +
+      `\`true\` p50 ${floor.command.p50.toFixed(2)} ms (${floor.sessions} shells opened in ${(floor.openMs / 1000).toFixed(1)} s)${forksNote(floor.forks)}${errors(floor.errors, floor.firstError)}`,
+  );
+  return floor;
+}
+
+/**
+ * Episodes arriving open-loop at a fraction of the closed loop's rate just measured on this broker:
+ * the acquire latency a rollout sees below saturation.
+ */
+async function openLoopEpisodes(ctx: BenchContext, broker: BrokerProcess, entry: Results['episodes'][number]): Promise<void> {
+  const { fraction, durationMs, arrivals } = ctx.plan.openLoop;
+  const ratePerSec = fraction * entry.result.opsPerSec;
+  if (!(ratePerSec > 0)) return;
+  ctx.mark(`broker ${entry.containers} x 8: episodes arriving open-loop at ${ratePerSec.toFixed(1)}/s (${fraction * 100}% of ${entry.result.opsPerSec.toFixed(1)}/s)`);
+  const drainMs = 60_000;
+  const job = { kind: 'episodesOpen', url: broker.url, ratePerSec, arrivals, durationMs, maxOutstanding: 4 * entry.sessions, drainMs } as const;
+  const o = await ctx.withCpu(`open-loop episodes at ${ratePerSec.toFixed(0)}/s, pool of ${entry.sessions}`, () => ctx.job<OpenLoopResult>(job, durationMs + drainMs + 60_000));
+  entry.openLoop = o;
+  ctx.log(
+    `open loop: ${o.started} arrivals in ${(o.windowMs / 1000).toFixed(1)} s, ${o.completed} completed, ${o.dropped} dropped; ` +
+      `acquire p50 ${o.acquire.p50.toFixed(1)} ms, p99 ${o.acquire.p99.toFixed(1)} ms; episode p50 ${o.episode.p50.toFixed(1)} ms${errors(o.errors, o.firstError)}`,
+  );
+}
 
 export async function releasePhase(ctx: BenchContext): Promise<void> {
   ctx.mark('broker 1 x 1: release-to-AVAILABLE');
@@ -122,11 +163,15 @@ export async function poolPhases(ctx: BenchContext): Promise<void> {
   for (const level of sizes.sort((a, b) => a - b)) {
     const containers = Math.ceil(level / 8);
     if (level === 64 && wantEpisodes) await rawAt64(ctx);
+    const episodesHere = wantEpisodes && plan.levels.includes(level);
+    // Before the warm-up's rounds, which want a quiet machine between their floor and their broker.
+    const floorHere = episodesHere && plan.phases.has('floor') && (EPISODE_FLOOR_LEVELS as readonly number[]).includes(level);
+    const epFloor = floorHere ? await episodeFloor(ctx, level) : undefined;
     const isWarmup = plan.phases.has('warmup') && containers === warmContainers;
     const rounds: WarmupRound[] = isWarmup ? await extraWarmupRounds(ctx, containers) : [];
     const floor = isWarmup ? await warmupFloor(ctx) : null;
     if (isWarmup) await settleBeforeWarmup(ctx);
-    ctx.mark(`broker ${containers} x 8${isWarmup ? ': warm-up, idle RSS' : ''}${wantEpisodes && plan.levels.includes(level) ? `, episodes at ${level}` : ''}`);
+    ctx.mark(`broker ${containers} x 8${isWarmup ? ': warm-up, idle RSS' : ''}${episodesHere ? `, episodes at ${level}` : ''}`);
     const warmCpuLabel = isWarmup ? `warm-up of ${containers * 8} sessions` : undefined;
     await ctx.withBroker({ name: `${containers}x8`, containers, perContainer: 8 }, async (broker, warmMs) => {
       if (isWarmup) {
@@ -140,7 +185,9 @@ export async function poolPhases(ctx: BenchContext): Promise<void> {
         await ctx.withCpu(`idle pool of ${broker.total} sessions, 6 s`, () => sleep(6000));
       }
       if (level === 64 && wantEpisodes) await brokerAt64(ctx, broker.url);
-      if (wantEpisodes && plan.levels.includes(level)) await runEpisodes(ctx, broker, level, containers);
+      if (!episodesHere) return;
+      const entry = await runEpisodes(ctx, broker, level, containers, epFloor);
+      if (plan.phases.has('open')) await openLoopEpisodes(ctx, broker, entry);
     }, warmCpuLabel);
     if (level === 64 && plan.phases.has('flood')) await floodPhase(ctx);
   }

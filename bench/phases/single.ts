@@ -2,10 +2,10 @@
  * Single-command figures (execute `true`, `echo hello`, 64 KiB, 1 MiB) on the broker and on its two
  * floors, plus acquire and the small episodes, all on a 1 x 8 pool.
  */
-import { COMMANDS, type CommandName, type ConcResult, type EpisodeResult, type FloodResult, type SeqResult, type Target } from '../protocol';
+import { COMMANDS, type CommandName, type ConcResult, type EpisodeFloorResult, type EpisodeResult, type FloodResult, type ForkCount, type SeqResult, type Target } from '../protocol';
 import { loadConfig } from '../../src/config/config';
 import { fmtLatency, type BenchContext } from '../lib/context';
-import type { PathFigures } from '../lib/results';
+import type { PathFigures, Results } from '../lib/results';
 import type { BrokerProcess } from '../lib/brokerProcess';
 import { sleep } from '../lib/stats';
 import { histogram, metricValue } from '../lib/metricsText';
@@ -130,11 +130,14 @@ async function singleFlood(ctx: BenchContext, broker: BrokerProcess): Promise<vo
   ctx.log(`one ${bytesPerSession / 1e6} MB flood at the default cap: RSS ${mb(before)} -> peak ${mb(peak)}${errors(result.errors, result.firstError)}`);
 }
 
-/** Episodes at `level` on a running broker; its cleanup histogram tells how long slots took to come back. */
-export async function runEpisodes(ctx: BenchContext, broker: BrokerProcess, level: number, containers: number): Promise<void> {
+/**
+ * Episodes at `level` on a running broker; its cleanup histogram tells how long slots took to come
+ * back. `floor`: the episode floor measured at this level just before (phases/pool.ts).
+ */
+export async function runEpisodes(ctx: BenchContext, broker: BrokerProcess, level: number, containers: number, floor?: EpisodeFloorResult): Promise<Results['episodes'][number]> {
   const { rampMs, durationMs } = ctx.plan.episodeWindow(level);
   const drainMs = 60_000;
-  const job = { kind: 'episodes', url: broker.url, concurrency: level, rampMs, durationMs, drainMs } as const;
+  const job = { kind: 'episodes', url: broker.url, concurrency: level, rampMs, durationMs, drainMs, countForks: true } as const;
   const baseline = await broker.metrics();
   const overflowsBefore = listenOverflows();
   const result = await ctx.withCpu(`episodes x${level}`, () => ctx.job<EpisodeResult>(job, rampMs + durationMs + drainMs + 60_000));
@@ -143,7 +146,8 @@ export async function runEpisodes(ctx: BenchContext, broker: BrokerProcess, leve
   const cleanup = histogram(after, CLEANUP_METRIC, baseline);
   // prom-client resets its event-loop delay histogram at every scrape: this is the job's.
   const eventLoopLagMs = { p99: metricValue(after, 'nodejs_eventloop_lag_p99_seconds') * 1000, max: metricValue(after, 'nodejs_eventloop_lag_max_seconds') * 1000 };
-  ctx.results.episodes.push({ concurrency: level, containers, sessions: containers * 8, result, cleanup, listenOverflows: overflows, eventLoopLagMs });
+  const entry = { concurrency: level, containers, sessions: containers * 8, result, cleanup, listenOverflows: overflows, eventLoopLagMs, ...(floor ? { floor } : {}) };
+  ctx.results.episodes.push(entry);
   ctx.log(
     `${level} connections opened in ${(result.connectMs / 1000).toFixed(2)} s (${result.connectErrors} failed); listen queue overflows: ${overflows}; ` +
       `broker event-loop delay p99 ${eventLoopLagMs.p99.toFixed(1)} ms, max ${eventLoopLagMs.max.toFixed(1)} ms`,
@@ -151,8 +155,14 @@ export async function runEpisodes(ctx: BenchContext, broker: BrokerProcess, leve
   ctx.log(
     `episodes x${level}: ${result.opsPerSec.toFixed(1)} episodes/s (${result.executesPerSec.toFixed(0)} executes/s), ` +
       `${fmtLatency(result.latency)}; acquire p50 ${result.acquire.p50.toFixed(2)} ms; ` +
-      `cleanup p50 ~${cleanup.p50Ms.toFixed(1)} ms${errors(result.errors, result.firstError)}`,
+      `cleanup p50 ~${cleanup.p50Ms.toFixed(1)} ms${forksNote(result.forks)}${errors(result.errors, result.firstError)}`,
   );
+  if (floor) ctx.log(`episodes x${level} / episode floor: ${(result.opsPerSec / floor.opsPerSec).toFixed(2)}x`);
+  return entry;
+}
+
+export function forksNote(forks: ForkCount | undefined): string {
+  return forks ? `; ${forks.perEpisode.toFixed(2)} processes created per episode (${forks.created} in the window, idle ${forks.idlePerSec.toFixed(1)}/s)` : '';
 }
 
 export async function singlePhase(ctx: BenchContext): Promise<void> {

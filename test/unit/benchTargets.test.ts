@@ -1,10 +1,11 @@
 /**
  * The bench's verdicts (bench/lib/results.ts): the execute target is judged against the floor issue #4
  * names for each backend (local: a bash pipe; docker: a docker exec stream), and the stricter docker
- * comparison against the broker's own pipes is reported beside it, never judged.
+ * comparison against the broker's own pipes is reported beside it, never judged. Issue 17's episode
+ * targets are judged against the episode floor of the same run.
  */
-import { emptyResults, evaluateTargets, type Results } from '../../bench/lib/results';
-import type { LatencySummary, SeqResult } from '../../bench/protocol';
+import { emptyResults, episodeTargets, evaluateTargets, type Results } from '../../bench/lib/results';
+import type { EpisodeFloorResult, LatencySummary, OpenLoopResult, SeqResult } from '../../bench/protocol';
 
 function seq(p50: number): { seq: SeqResult } {
   const latency: LatencySummary = { n: 100, p50, p90: p50, p99: p50, mean: p50, max: p50 };
@@ -59,5 +60,75 @@ describe('the least server over the same sessions', () => {
 
   it('is absent when it was not measured', () => {
     expect(leastRow(results('docker', { broker: 0.35, raw: 0.1, noop: 0.2, rawExec: 0.45 }))).toBeUndefined();
+  });
+});
+
+describe('the episode targets (issue 17)', () => {
+  const lat = (p50: number, p99 = p50): LatencySummary => ({ n: 100, p50, p90: p50, p99, mean: p50, max: p99 });
+  const conc = (opsPerSec: number) => ({ concurrency: 64, windowMs: 6000, completed: opsPerSec * 6, opsPerSec, latency: lat(100), errors: 0 });
+  const floor = (opsPerSec: number, perEpisode = 0): EpisodeFloorResult => ({
+    ...conc(opsPerSec),
+    exec: lat(50),
+    command: lat(0.2),
+    sessions: 64,
+    openMs: 300,
+    forks: { created: 0, idlePerSec: 0, perEpisode },
+  });
+  const entry = (c: number, broker: number, floorRate?: number, open?: Partial<OpenLoopResult>): Results['episodes'][number] => ({
+    concurrency: c,
+    containers: c / 8,
+    sessions: c,
+    result: { ...conc(broker), connectMs: 10, connectErrors: 0, executesPerSec: broker * 5, acquire: lat(5), execute: lat(1), release: lat(1), forks: { created: 0, idlePerSec: 0, perEpisode: 2 } },
+    cleanup: { count: 0, meanMs: 0, p50Ms: 0, p90Ms: 0, p99Ms: 0 },
+    listenOverflows: 0,
+    eventLoopLagMs: { p99: 10, max: 10 },
+    ...(floorRate === undefined ? {} : { floor: floor(floorRate, 0) }),
+    ...(open ? { openLoop: { ratePerSec: broker / 2, arrivals: 'poisson', windowMs: 10_000, started: 100, completed: 100, dropped: 0, errors: 0, opsPerSec: broker / 2, acquire: lat(5, 50), episode: lat(20), ...open } } : {}),
+  });
+  const rows = (r: Results) => episodeTargets(r);
+  const find = (r: Results, prefix: string) => rows(r).filter((t) => t.name.startsWith(prefix));
+  const run = (...episodes: Results['episodes']) => {
+    const r = results('docker', { broker: 0.5, raw: 0.1, noop: 0.2 });
+    r.episodes = episodes;
+    return r;
+  };
+
+  it('holds episodes/s to 70% of the floor at 64 and at 256', () => {
+    const [at64, at256] = find(run(entry(64, 71, 100), entry(256, 69, 100)), 'episodes/s at ');
+    expect(at64).toEqual(expect.objectContaining({ name: 'episodes/s at 64 at once', limit: '70.0/s', pass: true }));
+    expect(at64.value).toBe('71.0/s (0.71x floor 100.0/s)');
+    expect(at256.pass).toBe(false);
+  });
+
+  it('is not judged without a floor', () => {
+    const [at64, at256] = find(run(entry(64, 71)), 'episodes/s at ');
+    expect(at64).toEqual(expect.objectContaining({ value: '71.0/s', pass: null }));
+    expect(at256).toEqual(expect.objectContaining({ value: '-', pass: null }));
+  });
+
+  it('lets throughput fall from 64 to 256 no more than the floor does', () => {
+    const [scale] = find(run(entry(64, 100, 140), entry(256, 70, 90)), 'episodes/s from 64 to 256');
+    expect(scale).toEqual(expect.objectContaining({ value: '0.70x', limit: '0.64x', pass: true }));
+    expect(find(run(entry(64, 100, 140), entry(256, 50, 90)), 'episodes/s from')[0].pass).toBe(false);
+    expect(find(run(entry(64, 100, 140)), 'episodes/s from')[0].pass).toBeNull();
+  });
+
+  it('judges open-loop acquire on p50 and p99, and fails a run that dropped arrivals', () => {
+    const ok = find(run(entry(64, 100, 140, {})), 'acquire p50 / p99, open loop');
+    expect(ok).toEqual([expect.objectContaining({ value: '5.0 / 50.0 ms', limit: '20 / 100 ms', pass: true })]);
+    expect(find(run(entry(64, 100, 140, { acquire: lat(21, 50) })), 'acquire p50')[0].pass).toBe(false);
+    expect(find(run(entry(64, 100, 140, { acquire: lat(5, 101) })), 'acquire p50')[0].pass).toBe(false);
+    expect(find(run(entry(64, 100, 140, { dropped: 3 })), 'acquire p50')[0]).toEqual(expect.objectContaining({ value: '5.0 / 50.0 ms (0 errors, 3 dropped)', pass: false }));
+    expect(find(run(entry(64, 100, 140)), 'acquire, open loop')[0].pass).toBeNull();
+  });
+
+  it('reports processes per episode beside the floor, never judged', () => {
+    const [p] = find(run(entry(64, 100, 140)), 'processes created per episode at 64');
+    expect(p).toEqual(expect.objectContaining({ value: '2.00', limit: 'floor 0.00', pass: null }));
+  });
+
+  it('sits in the targets table', () => {
+    const names = evaluateTargets(run(entry(64, 71, 100))).map((t) => t.name);
+    expect(names).toEqual(expect.arrayContaining(['episodes/s at 64 at once', 'episodes/s at 256 at once', 'episodes/s from 64 to 256 at once']));
   });
 });
