@@ -63,6 +63,15 @@ export interface EpisodeResult extends ConcResult {
   release: LatencySummary;
   /** Processes created during the window (fork/clone count), machine-wide and net of the idle rate. */
   forks?: ForkCount;
+  sessionCpu?: SessionCpu;
+}
+
+/** CPU of the sessions' processes during the window, from their cgroups (lib/sessionCpu.ts), per episode. */
+export interface SessionCpu {
+  where: string;
+  /** Cores used during the window. */
+  cores: number;
+  msPerEpisode: number;
 }
 
 /**
@@ -94,6 +103,7 @@ export interface EpisodeFloorResult extends ConcResult {
   sessions: number;
   openMs: number;
   forks?: ForkCount;
+  sessionCpu?: SessionCpu;
 }
 
 /**
@@ -149,7 +159,8 @@ export type Job =
   | { kind: 'rawClose' }
   | { kind: 'rawRespawn'; n: number; maxMs: number }
   | { kind: 'acquireFree'; url: string; poolSize: number; rounds: number; maxMs: number }
-  | { kind: 'episodes'; url: string; concurrency: number; rampMs: number; durationMs: number; drainMs: number; countForks?: boolean }
+  /** `sessionCgroups`: whose CPU counts as the sessions' (lib/sessionCpu.ts). */
+  | { kind: 'episodes'; url: string; concurrency: number; rampMs: number; durationMs: number; drainMs: number; countForks?: boolean; sessionCgroups?: { containerIds: string[] } | { localInstance: string } }
   | { kind: 'releaseToAvailable'; url: string; n: number; maxMs: number }
   | { kind: 'flood'; url: string; sessions: number; bytesPerSession: number; timeoutS: number }
   | { kind: 'dockerStart'; image: string; count: number; concurrency: number }

@@ -2,6 +2,7 @@
 import type { EpisodeResult, FloodResult, OpenLoopResult, SeqResult } from '../protocol';
 import { nowMs, sleep, summarize } from '../lib/stats';
 import { forkWindow, idleForkRate } from '../lib/forks';
+import { sessionCpuMeter, sessionCpuOf, windowDelta } from '../lib/sessionCpu';
 import { runClosedLoop, type Op } from './drive';
 import { BrokerHttp } from './brokerHttp';
 
@@ -71,7 +72,15 @@ async function oneEpisode(http: BrokerHttp, signal?: AbortSignal): Promise<Episo
  * `concurrency` clients, each looping: acquire, `echo 1` .. `echo 5`, release. `countForks`: the
  * processes the machine created during the window, per episode (lib/forks.ts).
  */
-export async function episodes(url: string, concurrency: number, rampMs: number, durationMs: number, drainMs: number, countForks = false): Promise<EpisodeResult> {
+export async function episodes(
+  url: string,
+  concurrency: number,
+  rampMs: number,
+  durationMs: number,
+  drainMs: number,
+  countForks = false,
+  sessionCgroups?: { containerIds: string[] } | { localInstance: string },
+): Promise<EpisodeResult> {
   const http = new BrokerHttp(url, concurrency);
   const episode: Op<EpisodeDetail> = (signal) => oneEpisode(http, signal);
   try {
@@ -82,12 +91,16 @@ export async function episodes(url: string, concurrency: number, rampMs: number,
     const connectErrors = connect.filter((c) => c.status === 'rejected').length;
     const idlePerSec = countForks ? await idleForkRate(1000) : 0;
     const window = countForks ? forkWindow(rampMs, durationMs) : null;
+    const meter = sessionCgroups ? sessionCpuMeter(sessionCgroups) : null;
+    const cpuWindow = meter ? windowDelta(rampMs, durationMs, () => meter.read()) : null;
     const loop = await runClosedLoop(Array.from({ length: concurrency }, () => episode), { rampMs, durationMs, drainMs });
     const forks = window?.done(loop.completed, idlePerSec);
+    const sessionCpu = sessionCpuOf(meter, cpuWindow, loop.completed);
     const { details, ...result } = loop;
     return {
       ...result,
       ...(forks ? { forks } : {}),
+      ...(sessionCpu ? { sessionCpu } : {}),
       connectMs,
       connectErrors,
       executesPerSec: result.opsPerSec * EXECUTES_PER_EPISODE,

@@ -10,6 +10,8 @@ import type { ClientProcess, NoopServer } from './children';
 import Dockerode from 'dockerode';
 import { BrokerProcess, type BrokerSpec } from './brokerProcess';
 import { benchContainers } from './containers';
+import { LABEL_DEPLOYMENT } from '../../src/backends/docker/dockerBackend';
+import { BENCH_DEPLOYMENT } from '../protocol';
 import { cpuBreakdown, snapshotCpu } from './cpuAccount';
 import { nowMs } from './stats';
 
@@ -63,6 +65,17 @@ export class BenchContext {
     if (typeof opsPerSec === 'number') breakdown['ops/s'] = Math.round(opsPerSec);
     this.results.cpu[label] = breakdown;
     return result;
+  }
+
+  /**
+   * Whose CPU counts as the broker's sessions' (lib/sessionCpu.ts): its containers (deployment
+   * "bench"), or its local instance's cgroup, named after its pid.
+   */
+  async sessionCgroups(broker: BrokerProcess): Promise<{ containerIds: string[] } | { localInstance: string }> {
+    if (this.plan.backend === 'local') return { localInstance: String(broker.pid) };
+    const label = `${LABEL_DEPLOYMENT}=${BENCH_DEPLOYMENT}`;
+    const list = await this.docker.listContainers({ filters: { label: [label] } }).catch(() => []);
+    return { containerIds: list.map((c) => c.Id) };
   }
 
   /** Ids of the containers of this run (the broker's and the floors'), so others' count as "rest". */

@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import type { ForkCount } from '../protocol';
 import { nowMs, sleep } from './stats';
+import { windowDelta } from './sessionCpu';
 
 export function processesCreated(): number {
   const m = /^processes (\d+)$/m.exec(fs.readFileSync('/proc/stat', 'latin1'));
@@ -26,26 +27,12 @@ export async function idleForkRate(ms: number): Promise<number> {
  * gives the count once the window is over and the number of episodes it held is known.
  */
 export function forkWindow(startInMs: number, durationMs: number): { done(episodes: number, idlePerSec: number): ForkCount | undefined } {
-  let first = NaN;
-  let last = NaN;
-  let firstAt = 0;
-  let lastAt = 0;
-  const t1 = setTimeout(() => {
-    first = processesCreated();
-    firstAt = nowMs();
-  }, startInMs);
-  const t2 = setTimeout(() => {
-    last = processesCreated();
-    lastAt = nowMs();
-  }, startInMs + durationMs);
+  const w = windowDelta(startInMs, durationMs, processesCreated);
   return {
     done(episodes: number, idlePerSec: number): ForkCount | undefined {
-      clearTimeout(t1);
-      clearTimeout(t2);
-      if (!Number.isFinite(first) || !Number.isFinite(last) || episodes <= 0) return undefined;
-      const created = last - first;
-      const background = (idlePerSec * (lastAt - firstAt)) / 1000;
-      return { created, idlePerSec, perEpisode: (created - background) / episodes };
+      const d = w.done();
+      if (!d || episodes <= 0) return undefined;
+      return { created: d.delta, idlePerSec, perEpisode: (d.delta - (idlePerSec * d.ms) / 1000) / episodes };
     },
   };
 }

@@ -166,11 +166,11 @@ function episodeFloor(r: Results): string[] {
     '',
     'Episode floor: C raw shells on the backend\'s own transport (local: pipes to a spawned bash; docker: the broker\'s named pipes into the container), ' +
       'each episode `exec -c` of a fresh bash in place with the broker\'s recycle line, then 5 x `true`, one round trip each; no HTTP, no pool, no kill, no workdir. ' +
-      'Measured just before the broker of the same size, same window. Processes: machine-wide forks during the window (/proc/stat), net of the rate measured idle just before, per episode. ' +
+      'Measured just before the broker of the same size, same window. Sessions\' CPU: their cgroups (docker: the containers\'; local: the instance\'s), per episode. Processes: machine-wide forks during the window (/proc/stat), net of the rate measured idle just before, per episode. ' +
       'Open loop: episodes arriving at a fraction of the closed loop\'s rate on the same broker, acquire timed from arrival.',
     '',
-    row(['C', 'floor episodes/s', 'broker episodes/s', 'broker / floor', 'floor fresh bash ms p50 / p99', 'floor `true` ms p50', 'processes / episode: broker / floor', 'open loop: rate /s, arrivals, dropped', 'open-loop acquire ms p50 / p99', 'open-loop episode ms p50 / p99', 'errors (floor / open)']),
-    row(['---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+    row(['C', 'floor episodes/s', 'broker episodes/s', 'broker / floor', 'floor fresh bash ms p50 / p99', 'floor `true` ms p50', 'processes / episode: broker / floor', 'sessions\' CPU ms / episode: broker / floor', 'open loop: rate /s, arrivals, dropped', 'open-loop acquire ms p50 / p99', 'open-loop episode ms p50 / p99', 'errors (floor / open)']),
+    row(['---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
   ];
   for (const e of rows) {
     const fl = e.floor;
@@ -184,6 +184,7 @@ function episodeFloor(r: Results): string[] {
         fl ? `${f(fl.exec.p50, 1)} / ${f(fl.exec.p99, 1)}` : '-',
         f(fl?.command.p50, 2),
         `${forks(e.result.forks?.perEpisode)} / ${forks(fl?.forks?.perEpisode)}`,
+        `${forks(e.result.sessionCpu?.msPerEpisode)} / ${forks(fl?.sessionCpu?.msPerEpisode)}`,
         o ? `${f(o.ratePerSec, 1)} (${o.arrivals}), ${o.started}, ${o.dropped}` : '-',
         o ? `${f(o.acquire.p50, 1)} / ${f(o.acquire.p99, 1)}` : '-',
         o ? `${f(o.episode.p50, 1)} / ${f(o.episode.p99, 1)}` : '-',

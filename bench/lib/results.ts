@@ -202,6 +202,13 @@ export function episodeTargets(r: Results): TargetResult[] {
     const show = (v: number | undefined): string => (v === undefined ? '-' : v.toFixed(2));
     out.push({ name: `processes created per episode at ${e.concurrency} (reported)`, rule: 'machine-wide forks in the window, net of the idle rate, / episodes', value: show(b), limit: `floor ${show(f)}`, pass: null });
   }
+  for (const e of r.episodes) {
+    const b = e.result.sessionCpu?.msPerEpisode;
+    const f = e.floor?.sessionCpu?.msPerEpisode;
+    if (b === undefined && f === undefined) continue;
+    const show = (v: number | undefined): string => (v === undefined ? '-' : `${v.toFixed(2)} ms`);
+    out.push({ name: `sessions' CPU per episode at ${e.concurrency} (reported)`, rule: "the sessions' cgroups' CPU in the window / episodes", value: show(b), limit: `floor ${show(f)}`, pass: null });
+  }
   return out;
 }
 

@@ -2,7 +2,7 @@
  * Single-command figures (execute `true`, `echo hello`, 64 KiB, 1 MiB) on the broker and on its two
  * floors, plus acquire and the small episodes, all on a 1 x 8 pool.
  */
-import { COMMANDS, type CommandName, type ConcResult, type EpisodeFloorResult, type EpisodeResult, type FloodResult, type ForkCount, type SeqResult, type Target } from '../protocol';
+import { COMMANDS, type CommandName, type ConcResult, type EpisodeFloorResult, type EpisodeResult, type FloodResult, type ForkCount, type SeqResult, type SessionCpu, type Target } from '../protocol';
 import { loadConfig } from '../../src/config/config';
 import { fmtLatency, type BenchContext } from '../lib/context';
 import type { PathFigures, Results } from '../lib/results';
@@ -137,7 +137,8 @@ async function singleFlood(ctx: BenchContext, broker: BrokerProcess): Promise<vo
 export async function runEpisodes(ctx: BenchContext, broker: BrokerProcess, level: number, containers: number, floor?: EpisodeFloorResult): Promise<Results['episodes'][number]> {
   const { rampMs, durationMs } = ctx.plan.episodeWindow(level);
   const drainMs = 60_000;
-  const job = { kind: 'episodes', url: broker.url, concurrency: level, rampMs, durationMs, drainMs, countForks: true } as const;
+  const sessionCgroups = await ctx.sessionCgroups(broker);
+  const job = { kind: 'episodes', url: broker.url, concurrency: level, rampMs, durationMs, drainMs, countForks: true, sessionCgroups } as const;
   const baseline = await broker.metrics();
   const overflowsBefore = listenOverflows();
   const result = await ctx.withCpu(`episodes x${level}`, () => ctx.job<EpisodeResult>(job, rampMs + durationMs + drainMs + 60_000));
@@ -155,10 +156,14 @@ export async function runEpisodes(ctx: BenchContext, broker: BrokerProcess, leve
   ctx.log(
     `episodes x${level}: ${result.opsPerSec.toFixed(1)} episodes/s (${result.executesPerSec.toFixed(0)} executes/s), ` +
       `${fmtLatency(result.latency)}; acquire p50 ${result.acquire.p50.toFixed(2)} ms; ` +
-      `cleanup p50 ~${cleanup.p50Ms.toFixed(1)} ms${forksNote(result.forks)}${errors(result.errors, result.firstError)}`,
+      `cleanup p50 ~${cleanup.p50Ms.toFixed(1)} ms${forksNote(result.forks)}${sessionCpuNote(result.sessionCpu)}${errors(result.errors, result.firstError)}`,
   );
   if (floor) ctx.log(`episodes x${level} / episode floor: ${(result.opsPerSec / floor.opsPerSec).toFixed(2)}x`);
   return entry;
+}
+
+export function sessionCpuNote(cpu: SessionCpu | undefined): string {
+  return cpu ? `; sessions' CPU ${cpu.msPerEpisode.toFixed(2)} ms per episode (${cpu.cores.toFixed(2)} cores, ${cpu.where})` : '';
 }
 
 export function forksNote(forks: ForkCount | undefined): string {

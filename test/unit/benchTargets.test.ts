@@ -127,6 +127,14 @@ describe('the episode targets (issue 17)', () => {
     expect(p).toEqual(expect.objectContaining({ value: '2.00', limit: 'floor 0.00', pass: null }));
   });
 
+  it('reports the sessions\' CPU per episode beside the floor\'s when measured', () => {
+    const e = entry(64, 100, 140);
+    expect(find(run(e), "sessions' CPU")).toEqual([]);
+    e.result.sessionCpu = { where: 'x', cores: 0.5, msPerEpisode: 9.5 };
+    e.floor!.sessionCpu = { where: 'y', cores: 0.5, msPerEpisode: 2.25 };
+    expect(find(run(e), "sessions' CPU per episode at 64")[0]).toEqual(expect.objectContaining({ value: '9.50 ms', limit: 'floor 2.25 ms', pass: null }));
+  });
+
   it('sits in the targets table', () => {
     const names = evaluateTargets(run(entry(64, 71, 100))).map((t) => t.name);
     expect(names).toEqual(expect.arrayContaining(['episodes/s at 64 at once', 'episodes/s at 256 at once', 'episodes/s from 64 to 256 at once']));

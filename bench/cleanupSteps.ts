@@ -1,0 +1,173 @@
+/**
+ * `node -r ts-node/register/transpile-only bench/cleanupSteps.ts [--backend local|docker] [--n 30]
+ * [--image IMG]`: one episode's pool work taken apart step by step (issue 17), on the broker's own
+ * backend and BashSession in this process (no HTTP, no pool), each step timed alone: the acquire's
+ * `mkdir` and `cd`, then what release -> rebuild -> recycleShell does (docker: the ^C and the kill
+ * pass on the container's signal lane, the `exec -c` of a fresh bash, `rm -rf` on the fs lane, the
+ * new session's init; local: the kill (the slot's cgroup, or /proc without one) and the exec, the
+ * removal, the init). Per
+ * step: wall time, CPU of this process (the broker's share), CPU of the container (docker: its
+ * cpuacct cgroup) or of the session's bash (local), and processes created (/proc/stat, machine-wide:
+ * read on a quiet machine). Then the same cleanup for all 8 sessions of one container at once, as
+ * the pool's cleanup workers run them: what the container's one lane of each kind serializes.
+ * Bounded: n samples, one container of 8 sessions, removed at the end.
+ */
+import fs from 'node:fs';
+import { BashSession } from '../src/core/bashSession';
+import type { ContainerRef, SessionBackend, ShellProcess } from '../src/core/backend';
+import { sessionWorkdir } from '../src/core/backend';
+import type { ControlShell } from '../src/backends/docker/controlShell';
+import type { DockerShell } from '../src/backends/docker/dockerShell';
+import { newSessionId } from '../src/common/ids';
+import { makeBackend } from './client/raw';
+import { processesCreated } from './lib/forks';
+import { median, nowMs, summarize } from './lib/stats';
+import { EPISODE_FLOOR_DEPLOYMENT } from './protocol';
+
+const PER_CONTAINER = 8;
+
+interface Probe {
+  /** CPU of what runs the sessions (container cgroup, or the local bash), in ms. */
+  sessionCpuMs(): number;
+}
+
+interface StepSample {
+  wallMs: number;
+  brokerCpuMs: number;
+  sessionCpuMs: number;
+  forks: number;
+}
+
+const samples = new Map<string, StepSample[]>();
+
+async function step<T>(name: string, probe: Probe, fn: () => Promise<T>): Promise<T> {
+  const f0 = processesCreated();
+  const c0 = process.cpuUsage();
+  const s0 = probe.sessionCpuMs();
+  const t0 = nowMs();
+  const out = await fn();
+  const wallMs = nowMs() - t0;
+  const c = process.cpuUsage(c0);
+  const sample = { wallMs, brokerCpuMs: (c.user + c.system) / 1000, sessionCpuMs: probe.sessionCpuMs() - s0, forks: processesCreated() - f0 };
+  const list = samples.get(name) ?? [];
+  list.push(sample);
+  samples.set(name, list);
+  return out;
+}
+
+function containerProbe(id: string): Probe {
+  const file = [`/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, `/sys/fs/cgroup/system.slice/docker-${id}.scope/cpu.stat`].find((f) => fs.existsSync(f));
+  return {
+    sessionCpuMs(): number {
+      if (!file) return NaN;
+      const text = fs.readFileSync(file, 'latin1');
+      if (file.endsWith('cpuacct.usage')) return Number(text.trim()) / 1e6;
+      return Number(/usage_usec (\d+)/.exec(text)?.[1] ?? NaN) / 1000;
+    },
+  };
+}
+
+/** The local bash's own CPU and that of the children it reaped, from /proc (10 ms ticks: read as a mean). */
+function bashProbe(shell: ShellProcess): Probe {
+  const pid = Number(/pid (\d+)/.exec(shell.description)?.[1]);
+  return {
+    sessionCpuMs(): number {
+      try {
+        const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 10;
+      } catch {
+        return NaN;
+      }
+    },
+  };
+}
+
+type Internals = { links: Map<string, { control: ControlShell }> };
+type ShellInternals = { options: { tag: string } };
+
+async function episodeSteps(kind: 'local' | 'docker', backend: SessionBackend, ref: ContainerRef, session: BashSession, probe: Probe, prefix = ''): Promise<BashSession> {
+  const dir = sessionWorkdir(newSessionId());
+  await step(`${prefix}acquire: mkdir workdir`, probe, () => backend.prepareWorkdir(ref, dir, []));
+  await step(`${prefix}acquire: cd (one round trip)`, probe, () => session.execute(`builtin cd -- '${dir}'`, { timeoutMs: 10_000, maxOutputBytes: 4096 }));
+  for (let i = 1; i <= 5; i++) await session.execute(`echo ${i}`, { timeoutMs: 10_000, maxOutputBytes: 4096 });
+  const shell = session.shell;
+  if (kind === 'docker') {
+    const control = (backend as unknown as Internals).links.get(ref.id)!.control;
+    const pid = (shell as DockerShell).containerPid;
+    const tag = (shell as unknown as ShellInternals).options.tag;
+    await step(`${prefix}cleanup: ^C to the group (signal lane)`, probe, () => control.signalGroup(pid, 'INT'));
+    await step(`${prefix}cleanup: __bk_kill pass (signal lane, /proc + environ scan)`, probe, () => control.kill(pid, -1, tag, true));
+  }
+  // Local: the kill inside recycle() reads the slot's cgroup.procs (cgroup v2), or walks /proc without one.
+  const ok = await step(`${prefix}cleanup: recycle() whole (${kind === 'docker' ? '^C + kill + exec + fresh bash' : 'kill + exec + fresh bash'})`, probe, () => shell.recycle!());
+  if (!ok) throw new Error('recycle failed');
+  await step(`${prefix}cleanup: remove workdir`, probe, () => backend.removeWorkdir(ref, dir));
+  const fresh = new BashSession(shell);
+  await step(`${prefix}cleanup: new session init (init script + round trip)`, probe, () => fresh.start());
+  return fresh;
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const opt = (name: string, dflt: string): string => {
+    const i = args.indexOf(`--${name}`);
+    return i >= 0 && i + 1 < args.length ? args[i + 1] : dflt;
+  };
+  const kind = opt('backend', 'local') as 'local' | 'docker';
+  const n = Number(opt('n', '30'));
+  const image = opt('image', 'bash-broker-sandbox:latest');
+  const { backend, root } = await makeBackend(kind, 'default', image, EPISODE_FLOOR_DEPLOYMENT);
+  let ref: ContainerRef | null = null;
+  const sessions: BashSession[] = [];
+  try {
+    ref = await backend.startContainer(0);
+    await backend.connectContainer?.(ref);
+    for (let i = 0; i < PER_CONTAINER; i++) {
+      const s = new BashSession(await backend.openShell(ref, { slotId: `steps-${i}` }));
+      await s.start();
+      sessions.push(s);
+    }
+    const r = ref;
+    const probeOf = (s: BashSession): Probe => (kind === 'docker' ? containerProbe(r.id) : bashProbe(s.shell));
+    // One session at a time: each step's own cost, nothing queued before it.
+    for (let i = 0; i < n; i++) sessions[0] = await episodeSteps(kind, backend, r, sessions[0], probeOf(sessions[0]));
+    // All 8 of the container at once (CPU figures then overlap: read the wall times).
+    const together: number[] = [];
+    for (let i = 0; i < Math.ceil(n / 4); i++) {
+      const t0 = nowMs();
+      const fresh = await Promise.all(sessions.map((s) => episodeSteps(kind, backend, r, s, probeOf(s), '8 at once | ')));
+      together.push(nowMs() - t0);
+      fresh.forEach((s, k) => (sessions[k] = s));
+    }
+    print(`${kind}${'confinement' in backend ? ` (${String(backend.confinement)})` : ''}`, n, together);
+  } finally {
+    await Promise.all(sessions.map((s) => s.close().catch(() => undefined)));
+    if (ref) await backend.removeContainer(ref).catch(() => undefined);
+    await backend.close();
+    if (root) fs.rmSync(root, { recursive: true, force: true });
+  }
+}
+
+function print(kind: string, n: number, together: number[]): void {
+  const load = fs.readFileSync('/proc/loadavg', 'latin1').split(' ').slice(0, 3).join(' ');
+  console.log(`cleanup steps, ${kind} backend, n=${n} sequential samples; load average ${load}`);
+  console.log('| step | wall ms p50 / p90 | broker CPU ms (mean) | session/container CPU ms (mean) | processes created (mean) |');
+  console.log('| --- | ---: | ---: | ---: | ---: |');
+  const mean = (v: number[]): number => v.reduce((a, b) => a + b, 0) / Math.max(1, v.length);
+  for (const [name, list] of samples) {
+    const w = summarize(list.map((s) => s.wallMs));
+    console.log(
+      `| ${name} | ${w.p50.toFixed(2)} / ${w.p90.toFixed(2)} | ${mean(list.map((s) => s.brokerCpuMs)).toFixed(2)} | ${mean(list.map((s) => s.sessionCpuMs)).toFixed(2)} | ${mean(list.map((s) => s.forks)).toFixed(2)} |`,
+    );
+  }
+  console.log(`8 episodes' pool work in one container at once (mkdir, cd, 5 x echo, cleanup): wall p50 ${median(together).toFixed(1)} ms over ${together.length} rounds`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err: Error) => {
+    console.error(err.stack);
+    process.exit(1);
+  },
+);
