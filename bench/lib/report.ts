@@ -1,6 +1,6 @@
 /** results/<backend>-latest.md: every broker figure beside its floor, with the ratio and the targets. */
 import type { LatencySummary, SeqResult } from '../protocol';
-import type { Results } from './results';
+import { episodeFloorRate, type Results } from './results';
 import type { ProfileSummary } from './profile';
 
 const f = (v: number | undefined, digits = 3): string => (v === undefined || !Number.isFinite(v) ? '-' : v.toFixed(digits));
@@ -166,21 +166,22 @@ function episodeFloor(r: Results): string[] {
     '',
     'Episode floor: C raw shells on the backend\'s own transport (local: pipes to a spawned bash; docker: the broker\'s named pipes into the container), ' +
       'each episode `exec -c` of a fresh bash in place with the broker\'s recycle line, then 5 x `true`, one round trip each; no HTTP, no pool, no kill, no workdir. ' +
-      'Measured just before the broker of the same size, same window. Sessions\' CPU: their cgroups (docker: the containers\'; local: the instance\'s), per episode. Processes: machine-wide forks during the window (/proc/stat), net of the rate measured idle just before, per episode. ' +
+      'Measured just before the broker of the same size and again just after it, same window; the broker is held to the mean of the two. Sessions\' CPU: their cgroups (docker: the containers\'; local: the instance\'s), per episode. Processes: machine-wide forks during the window (/proc/stat), net of the rate measured idle just before, per episode. ' +
       'Open loop: episodes arriving at a fraction of the closed loop\'s rate on the same broker, acquire timed from arrival.',
     '',
-    row(['C', 'floor episodes/s', 'broker episodes/s', 'broker / floor', 'floor fresh bash ms p50 / p99', 'floor `true` ms p50', 'processes / episode: broker / floor', 'sessions\' CPU ms / episode: broker / floor', 'open loop: rate /s, arrivals, dropped', 'open-loop acquire ms p50 / p99', 'open-loop episode ms p50 / p99', 'errors (floor / open)']),
+    row(['C', 'floor episodes/s: mean (before / after)', 'broker episodes/s', 'broker / floor', 'floor fresh bash ms p50 / p99', 'floor `true` ms p50', 'processes / episode: broker / floor', 'sessions\' CPU ms / episode: broker / floor', 'open loop: rate /s, arrivals, dropped', 'open-loop acquire ms p50 / p99', 'open-loop episode ms p50 / p99', 'errors (floor / open)']),
     row(['---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
   ];
   for (const e of rows) {
     const fl = e.floor;
     const o = e.openLoop;
+    const rate = episodeFloorRate(e);
     out.push(
       row([
         String(e.concurrency),
-        f(fl?.opsPerSec, 1),
+        `${f(rate, 1)} (${f(fl?.opsPerSec, 1)} / ${f(e.floorAfter?.opsPerSec, 1)})`,
         f(e.result.opsPerSec, 1),
-        ratio(e.result.opsPerSec, fl?.opsPerSec),
+        ratio(e.result.opsPerSec, rate),
         fl ? `${f(fl.exec.p50, 1)} / ${f(fl.exec.p99, 1)}` : '-',
         f(fl?.command.p50, 2),
         `${forks(e.result.forks?.perEpisode)} / ${forks(fl?.forks?.perEpisode)}`,

@@ -9,7 +9,7 @@ import { median, sleep } from '../lib/stats';
 import { settle } from '../lib/settle';
 import { CLEANUP_METRIC, errors, forksNote, idleRss, mb, runEpisodes, sessionCpuNote } from './single';
 import type { BrokerProcess } from '../lib/brokerProcess';
-import { EPISODE_FLOOR_LEVELS, type Results } from '../lib/results';
+import { EPISODE_FLOOR_LEVELS, episodeFloorRate, type Results } from '../lib/results';
 
 /** Sessions per container in the episode pools, and in the episode floor's containers. */
 const PER_CONTAINER = 8;
@@ -18,12 +18,12 @@ const PER_CONTAINER = 8;
  * The episode floor at `level` (client/episodeFloor.ts): `level` raw shells in ceil(level / 8)
  * containers (local: directories), the same window as the broker's episodes at that level.
  */
-async function episodeFloor(ctx: BenchContext, level: number): Promise<EpisodeFloorResult> {
+async function episodeFloor(ctx: BenchContext, level: number, when = ''): Promise<EpisodeFloorResult> {
   const { plan } = ctx;
   const { rampMs, durationMs } = plan.episodeWindow(level);
-  ctx.mark(`floor: ${level} raw ${plan.backend} shells, each episode exec -c a fresh bash + 5 x \`true\``);
+  ctx.mark(`floor: ${level} raw ${plan.backend} shells, each episode exec -c a fresh bash + 5 x \`true\`${when ? ` (${when})` : ''}`);
   const job = { kind: 'episodeFloor', backend: plan.backend, image: plan.image, concurrency: level, perContainer: PER_CONTAINER, rampMs, durationMs } as const;
-  const floor = await ctx.withCpu(`episode floor x${level}`, () => ctx.job<EpisodeFloorResult>(job, rampMs + durationMs + 600_000));
+  const floor = await ctx.withCpu(`episode floor x${level}${when ? ` (${when})` : ''}`, () => ctx.job<EpisodeFloorResult>(job, rampMs + durationMs + 600_000));
   ctx.log(
     `episode floor x${level}: ${floor.opsPerSec.toFixed(1)} episodes/s; fresh bash p50 ${floor.exec.p50.toFixed(1)} ms, p99 ${floor.exec.p99.toFixed(1)} ms; ` +
       `\`true\` p50 ${floor.command.p50.toFixed(2)} ms (${floor.sessions} shells opened in ${(floor.openMs / 1000).toFixed(1)} s)${forksNote(floor.forks)}${sessionCpuNote(floor.sessionCpu)}${errors(floor.errors, floor.firstError)}`,
@@ -173,6 +173,7 @@ export async function poolPhases(ctx: BenchContext): Promise<void> {
     if (isWarmup) await settleBeforeWarmup(ctx);
     ctx.mark(`broker ${containers} x 8${isWarmup ? ': warm-up, idle RSS' : ''}${episodesHere ? `, episodes at ${level}` : ''}`);
     const warmCpuLabel = isWarmup ? `warm-up of ${containers * 8} sessions` : undefined;
+    let entry: Results['episodes'][number] | undefined;
     await ctx.withBroker({ name: `${containers}x8`, containers, perContainer: 8 }, async (broker, warmMs) => {
       if (isWarmup) {
         rounds.push({ brokerMs: warmMs, floorMs: floor?.ms });
@@ -186,9 +187,14 @@ export async function poolPhases(ctx: BenchContext): Promise<void> {
       }
       if (level === 64 && wantEpisodes) await brokerAt64(ctx, broker.url);
       if (!episodesHere) return;
-      const entry = await runEpisodes(ctx, broker, level, containers, epFloor);
+      entry = await runEpisodes(ctx, broker, level, containers, epFloor);
       if (plan.phases.has('open')) await openLoopEpisodes(ctx, broker, entry);
     }, warmCpuLabel);
+    // The floor again once the broker is gone: a shared machine's load drifts in a minute.
+    if (entry && floorHere) {
+      entry.floorAfter = await episodeFloor(ctx, level, 'again, after the broker');
+      ctx.log(`episodes x${level} / mean of the floors: ${(entry.result.opsPerSec / (episodeFloorRate(entry) ?? NaN)).toFixed(2)}x`);
+    }
     if (level === 64 && plan.phases.has('flood')) await floodPhase(ctx);
   }
   if (plan.phases.has('flood') && !sizes.includes(64)) await floodPhase(ctx);

@@ -158,7 +158,7 @@ export async function runEpisodes(ctx: BenchContext, broker: BrokerProcess, leve
       `${fmtLatency(result.latency)}; acquire p50 ${result.acquire.p50.toFixed(2)} ms; ` +
       `cleanup p50 ~${cleanup.p50Ms.toFixed(1)} ms${forksNote(result.forks)}${sessionCpuNote(result.sessionCpu)}${errors(result.errors, result.firstError)}`,
   );
-  if (floor) ctx.log(`episodes x${level} / episode floor: ${(result.opsPerSec / floor.opsPerSec).toFixed(2)}x`);
+  if (floor) ctx.log(`episodes x${level} / episode floor before it: ${(result.opsPerSec / floor.opsPerSec).toFixed(2)}x`);
   return entry;
 }
 

@@ -4,7 +4,7 @@
  * comparison against the broker's own pipes is reported beside it, never judged. Issue 17's episode
  * targets are judged against the episode floor of the same run.
  */
-import { emptyResults, episodeTargets, evaluateTargets, type Results } from '../../bench/lib/results';
+import { emptyResults, episodeFloorRate, episodeTargets, evaluateTargets, type Results } from '../../bench/lib/results';
 import type { EpisodeFloorResult, LatencySummary, OpenLoopResult, SeqResult } from '../../bench/protocol';
 
 function seq(p50: number): { seq: SeqResult } {
@@ -98,6 +98,14 @@ describe('the episode targets (issue 17)', () => {
     expect(at64).toEqual(expect.objectContaining({ name: 'episodes/s at 64 at once', limit: '70.0/s', pass: true }));
     expect(at64.value).toBe('71.0/s (0.71x floor 100.0/s)');
     expect(at256.pass).toBe(false);
+  });
+
+  it('holds the broker to the mean of the floor run before it and the one after it', () => {
+    const e = entry(64, 71, 120);
+    e.floorAfter = floor(80);
+    const [at64] = find(run(e), 'episodes/s at 64');
+    expect(at64).toEqual(expect.objectContaining({ value: '71.0/s (0.71x floor 100.0/s (120.0 before, 80.0 after))', limit: '70.0/s', pass: true }));
+    expect(episodeFloorRate(e)).toBe(100);
   });
 
   it('is not judged without a floor', () => {
