@@ -1,7 +1,7 @@
 /**
  * The HTTP floors, each in its own process, forked by run.ts (the port comes back over IPC):
  * - `http`: a bare node:http server that reads the body and answers `{}` to every POST (the no-op floor);
- * - `app`: the broker's own express app (createApp: body reader, routers, validation, error handler,
+ * - `app`: the broker's own app (createApp: the request seam, body reader, routers, validation, error formats,
  *   metrics) over a stub pool that answers every execute at once. Broker minus this = pool + shell.
  * - `relay`: the broker's shape with no work in it: node:http that, per request, writes a line to a
  *   `cat` child over a pipe and answers `{}` when the line comes back. Relay minus no-op is what the

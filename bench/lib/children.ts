@@ -109,7 +109,7 @@ export class NoopServer {
     private readonly closeGraceMs: number,
   ) {}
 
-  /** `http`: bare node:http answering `{}`; `app`: the broker's express app over a stub pool; `relay`: node:http relaying to `cat` (noopServer.ts). */
+  /** `http`: bare node:http answering `{}`; `app`: the broker's app (request seam and routers) over a stub pool; `relay`: node:http relaying to `cat` (noopServer.ts). */
   static async start(mode: 'http' | 'app' | 'relay'): Promise<NoopServer> {
     const child = forkHelper('noopServer.ts', [mode]);
     const { port } = await firstMessage<{ port: number }>(child, 60_000);

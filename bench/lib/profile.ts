@@ -26,14 +26,13 @@ export interface ProfileSummary {
   areas: Record<string, number>;
 }
 
-/** Which layer a function belongs to: the broker, express, Node's core, native code, GC. */
+/** Which layer a function belongs to: the broker, Node's core, a dependency, native code, GC. */
 function area(fn: string, where: string): string {
   if (fn === '(garbage collector)') return 'GC';
   if (fn.startsWith('(')) return 'V8 (program)';
   if (!where) return 'native (syscalls: writev, writeUtf8String, spawn, ...)';
   if (where.startsWith('dist/')) return 'broker code (dist/)';
   if (where.startsWith('node:')) return 'node core (http, net, streams, events, child_process)';
-  if (/^(express|router|body-parser|finalhandler|send|on-finished|depd|qs|path-to-regexp|type-is|content-type|mime)/.test(where)) return 'express + router';
   return `dependency: ${where.split('/')[0]}`;
 }
 

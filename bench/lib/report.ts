@@ -70,7 +70,7 @@ function single(r: Results): string[] {
   );
   const paths: [string, PathFiguresLike | undefined][] = [
     ['no-op HTTP (bare node:http answering `{}`)', t.noop],
-    ['broker app over a stub pool (express, body reader, validation, metrics; no pool, no shell)', t.app],
+    ['broker app over a stub pool (request seam, body reader, validation, metrics; no pool, no shell)', t.app],
     ['broker (app + pool + shell)', t.broker],
   ];
   for (const [label, p] of paths) {

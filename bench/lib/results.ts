@@ -31,7 +31,7 @@ export interface Results {
   machine: Machine;
   /**
    * raw: the backend's own transport (docker: named pipes); rawExec (docker, `true` and `echo`): a
-   * `docker exec` attach stream; noop: bare node:http answering `{}`; app: the broker's express app
+   * `docker exec` attach stream; noop: bare node:http answering `{}`; app: the broker's app (request seam)
    * over a stub pool (`true` only).
    */
   commands: Partial<Record<CommandName, { broker: PathFigures; raw: PathFigures; rawExec?: PathFigures; noop?: PathFigures; app?: PathFigures }>>;
