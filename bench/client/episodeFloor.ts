@@ -9,7 +9,7 @@
  */
 import fs from 'node:fs/promises';
 import type { ContainerRef, SessionBackend, ShellProcess } from '../../src/core/backend';
-import { FRESH_ANSWER, recycleExecLine } from '../../src/core/shellRecycle';
+import { FRESH_ANSWER, recycleExecLine } from '../../src/backends/shellRecycle';
 import { EPISODE_FLOOR_DEPLOYMENT, type EpisodeFloorResult } from '../protocol';
 import { forkWindow, idleForkRate } from '../lib/forks';
 import { sessionCpuMeter, sessionCpuOf, windowDelta } from '../lib/sessionCpu';
