@@ -3,9 +3,10 @@
  * client went away leaves the queue at once (it is skipped and no longer counted), so an item is
  * never handed to someone who is gone.
  *
- * (generic-pool was considered: its pending acquires cannot be cancelled, so a disconnected client
- * would still take a session when its turn came; and our sessions need CLEANING/BROKEN states its
- * factory model does not have. This is the part of it we need.)
+ * Not generic-pool, which was tried behind the same state machine: its pending acquires cannot be
+ * cancelled (a disconnected client keeps its place, ~3.4 KB and ~5.5 us of every later hand-off each,
+ * until its turn or the acquire timeout), its model has no CLEANING or BROKEN with backoff, and its
+ * dispatch added 46-100 us to an acquire's p50 side by side with this queue (README, "How it works").
  */
 interface Waiter<T> {
   settled: boolean;
