@@ -39,6 +39,8 @@ interface StepSample {
 }
 
 const samples = new Map<string, StepSample[]>();
+/** Signal-lane requests of each killForRecycle run alone (docker). */
+const laneRequests: number[] = [];
 
 async function step<T>(name: string, probe: Probe, fn: () => Promise<T>): Promise<T> {
   const f0 = processesCreated();
@@ -98,6 +100,12 @@ async function episodeSteps(kind: 'local' | 'docker', backend: SessionBackend, r
     const tag = (shell as unknown as ShellInternals).options.tag;
     await step(`${prefix}cleanup: ^C to the group (signal lane)`, probe, () => control.signalGroup(pid, 'INT'));
     await step(`${prefix}cleanup: __bk_kill pass (signal lane, /proc + environ scan)`, probe, () => control.kill(pid, -1, tag, true));
+    // What recycle() runs as its kill now: from the host with the session's pids cgroup (nothing left
+    // running: three file reads, no signal-lane request), else the two steps above.
+    const lane0 = control.signalRequests;
+    await step(`${prefix}cleanup: recycle's kill part (killForRecycle)`, probe, () => (shell as DockerShell).killForRecycle());
+    // Alone only: 8 at once, the other sessions' lane steps count on the same lane meanwhile.
+    if (!prefix) laneRequests.push(control.signalRequests - lane0);
   }
   // Local: the kill inside recycle() reads the slot's cgroup.procs (cgroup v2), or walks /proc without one.
   const ok = await step(`${prefix}cleanup: recycle() whole (${kind === 'docker' ? '^C + kill + exec + fresh bash' : 'kill + exec + fresh bash'})`, probe, () => shell.recycle!());
@@ -151,6 +159,7 @@ async function main(): Promise<void> {
 
 function print(kind: string, n: number, together: number[]): void {
   const load = fs.readFileSync('/proc/loadavg', 'latin1').split(' ').slice(0, 3).join(' ');
+  if (laneRequests.length) console.log(`signal-lane requests per killForRecycle (alone): mean ${(laneRequests.reduce((a, b) => a + b, 0) / laneRequests.length).toFixed(2)}`);
   console.log(`cleanup steps, ${kind} backend, n=${n} sequential samples; load average ${load}`);
   console.log('| step | wall ms p50 / p90 | broker CPU ms (mean) | session/container CPU ms (mean) | processes created (mean) |');
   console.log('| --- | ---: | ---: | ---: | ---: |');

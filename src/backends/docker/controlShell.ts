@@ -51,6 +51,7 @@ export class ControlShell {
   private pingsSinceCollect = 0;
   /** When the signal lane last answered anything (a ping, a kill): the container's sign of life. */
   private lastAnswerAtMs = Date.now();
+  private signalsAsked = 0;
 
   private constructor(
     private readonly signals: ControlLane,
@@ -120,6 +121,11 @@ export class ControlShell {
     if (this.collectDue && !this.collecting) void this.collect();
   }
 
+  /** Requests asked of the signal lane so far (pings, ^Cs, kills, collections): for tests and benches. */
+  get signalRequests(): number {
+    return this.signalsAsked;
+  }
+
   /** How long ago the signal lane last answered a request (any request, not only pings). */
   get silentForMs(): number {
     return Date.now() - this.lastAnswerAtMs;
@@ -179,6 +185,7 @@ export class ControlShell {
 
   /** A request on the signal lane; its answer is the container's latest sign of life. */
   private async signal(command: string, timeoutMs: number, urgent = false, stillWanted?: () => boolean): Promise<string> {
+    this.signalsAsked++;
     const out = await this.signals.run(command, timeoutMs, urgent, stillWanted);
     this.lastAnswerAtMs = Date.now();
     return out;

@@ -193,9 +193,13 @@ export class DockerBackend implements SessionBackend {
     if (link.pids) {
       // Before the lease's first command: bash has started nothing yet, so all it starts is capped.
       // A shell that could not be moved still works, sharing the container's limit: say so, go on.
-      await link.pids.confine(shell.containerPid, `bkr-${options.slotId}`.replace(/[^A-Za-z0-9_.-]/g, '-')).catch((err: unknown) => {
-        logger.warn({ container: ref.name, slot: options.slotId, err: errorMessage(err) }, 'could not give the session its own pids limit');
-      });
+      // Confined, its kills are decided and done from this host (DockerShell.killForRecycle).
+      await link.pids.confine(shell.containerPid, `bkr-${options.slotId}`.replace(/[^A-Za-z0-9_.-]/g, '-')).then(
+        (cgroup) => shell.useCgroup(cgroup),
+        (err: unknown) => {
+          logger.warn({ container: ref.name, slot: options.slotId, err: errorMessage(err) }, 'could not give the session its own pids limit');
+        },
+      );
     }
     return shell;
   }

@@ -8,8 +8,11 @@ import type { ShellListener, ShellProcess } from '../../core/backend';
 import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, recycleExecLine, StdoutExpectation } from '../shellRecycle';
 import type { ChannelOpener, ShellChannel } from './channel';
 import type { ControlShell } from './controlShell';
+import type { SessionCgroup } from './sessionPids';
 
 const HANDSHAKE_TIMEOUT_MS = 20_000;
+/** How long a recycle waits for bash to take its ^C before writing the exec line (it is due within microseconds). */
+const INTERRUPT_TAKEN_MS = 50;
 
 export interface DockerShellOptions {
   /** The container's way of opening a bash (exec or fifo). */
@@ -36,6 +39,10 @@ export class DockerShell implements ShellProcess {
   private bashPath = 'bash';
   private readonly baseTag: string;
   private recycles = 0;
+  /** The session's own pids cgroup on the engine's host (sessionPids.ts), once bash was moved there. */
+  private cgroup: SessionCgroup | null = null;
+  /** A timed-out command was interrupted or killed since the last recycle: bash may not be at its prompt. */
+  private escalated = false;
 
   private constructor(private options: DockerShellOptions) {
     this.baseTag = options.tag;
@@ -80,6 +87,14 @@ export class DockerShell implements ShellProcess {
     this.description = `docker ${this.channel.transport} bash pid ${this.pid} in ${this.options.containerId.slice(0, 12)}`;
   }
 
+  /**
+   * bash was moved into its own pids cgroup (before it started anything): kills can then be decided
+   * and done from the host (killForRecycle, close).
+   */
+  useCgroup(cgroup: SessionCgroup): void {
+    this.cgroup = cgroup;
+  }
+
   /** bash's pid inside the container (0 before the handshake). */
   get containerPid(): number {
     return this.pid;
@@ -94,6 +109,7 @@ export class DockerShell implements ShellProcess {
   }
 
   interrupt(stillWanted?: () => boolean): Promise<void> | void {
+    this.escalated = true;
     if (!this.ended && this.pid > 1) return this.options.control.signalGroup(this.pid, 'INT', stillWanted);
   }
 
@@ -102,6 +118,7 @@ export class DockerShell implements ShellProcess {
   }
 
   killStartedSince(sinceEpochMs: number): Promise<number> {
+    this.escalated = true;
     return this.options.control.kill(this.pid, sinceEpochMs, this.options.tag, true);
   }
 
@@ -113,8 +130,7 @@ export class DockerShell implements ShellProcess {
    */
   async recycle(): Promise<boolean> {
     if (this.ended || this.pid <= 1) return false;
-    this.options.control.signalGroup(this.pid, 'INT'); // a foreground builtin loop would never read
-    const killed = await this.options.control.kill(this.pid, -1, this.options.tag, true);
+    const killed = await this.killForRecycle();
     if (this.ended) return false;
     const nextTag = this.nextTag;
     this.options.control.addTag(nextTag);
@@ -128,6 +144,56 @@ export class DockerShell implements ShellProcess {
     this.options.control.dropTag(this.options.tag, killed > 0);
     this.options = { ...this.options, tag: nextTag };
     return true;
+  }
+
+  /**
+   * The recycle's kill: ^C to bash's group (a foreground builtin loop would never read the exec
+   * line) and SIGKILL to everything the lease started but bash. Returns how many it killed.
+   * With the session's cgroup this is decided and done from the host (killFromHost); without it
+   * (cgroup v2, a remote engine, a bash that could not be moved), in the container, on its signal lane.
+   */
+  async killForRecycle(): Promise<number> {
+    const escalated = this.escalated;
+    this.escalated = false;
+    const fromHost = this.cgroup ? await this.killFromHost(this.cgroup, escalated) : null;
+    if (fromHost !== null) return fromHost;
+    this.options.control.signalGroup(this.pid, 'INT');
+    return this.options.control.kill(this.pid, -1, this.options.tag, true);
+  }
+
+  /**
+   * The kill from the engine's host, in Node: no request on the container's one signal lane, whose
+   * `__bk_kill` scans every /proc/N/stat in bash (~0.5 ms a process, and 8 sessions' cleanups wait
+   * for each other there). Null when the cgroup cannot tell (gone with its container, or bash no
+   * longer in it): the in-container path then decides as before.
+   *
+   * The usual lease leaves nothing running: its cgroup charges one task, bash, asleep at its prompt
+   * (the session is not executing), and nothing else can appear there before the exec line is
+   * written. Then there is nothing to kill and no ^C to send. Otherwise, ^C first, as a terminal
+   * would: a bash not asleep (a builtin loop after a command that printed its own end marker), one
+   * whose last command timed out (its escalation's ^Cs and kills may have left it mid-line), or one
+   * with children (in the foreground, their death would only let bash go on with the line).
+   */
+  private async killFromHost(cgroup: SessionCgroup, escalated: boolean): Promise<number | null> {
+    let tasks: number;
+    let shell: { state: string } | null;
+    try {
+      tasks = cgroup.tasks();
+      shell = cgroup.shell();
+    } catch {
+      return null;
+    }
+    if (!shell || !(tasks >= 1)) return null;
+    if (tasks === 1 && shell.state === 'S' && !escalated) return 0;
+    cgroup.interruptShell();
+    const sweep = await cgroup.sweep(true).catch(() => null);
+    let killed = sweep?.killed ?? 0;
+    // New members kept appearing through every pass (or the cgroup went away meanwhile): the
+    // in-container kill, whose tree, group and tag cover the same processes, takes over.
+    if (!sweep || sweep.remaining > 0) killed += await this.options.control.kill(this.pid, -1, this.options.tag, true);
+    // The exec line is written next: bash must have taken the ^C, or it would discard what it read of the line.
+    await cgroup.interruptTaken(INTERRUPT_TAKEN_MS);
+    return killed;
   }
 
   /** The tag the next recycle gives its fresh bash. */
@@ -144,11 +210,15 @@ export class DockerShell implements ShellProcess {
     const { control, tag } = this.options;
     if (this.pid > 1) {
       // Escapees first and bash with them: a child holding stdout would keep the stream open (gotcha 3).
-      // A bash that already died (kill -9 $$, exec, set -e) leaves its jobs reparented to init: only
-      // the tag finds them then, and its pid may already be another process's, so no tree (root -1).
+      // With the session's cgroup, from the host: every member, bash included, and also the jobs of
+      // a bash that already died (reparented to init, they stay in the cgroup).
+      const swept = this.cgroup ? await this.cgroup.sweep(false).catch(() => null) : null;
+      // Without it (or when the sweep could not finish): in the container. A bash that already died
+      // (kill -9 $$, exec, set -e) leaves its jobs reparented to init: only the tag finds them then,
+      // and its pid may already be another process's, so no tree (root -1).
       // What this misses (the kill timed out; a child forked after its snapshot) the collector takes:
       // dropping the tag below asks for a collection at the next health ping.
-      await control.kill(this.ended ? -1 : this.pid, -1, tag, false).catch(() => undefined);
+      if (!swept || swept.remaining > 0) await control.kill(this.ended ? -1 : this.pid, -1, tag, false).catch(() => undefined);
     }
     control.dropTag(tag);
     // A recycle that timed out may have left the next tag on a bash that is now gone.
