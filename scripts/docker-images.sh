@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build the images tests and compose need, with no container registry (only the Debian mirror):
+# Build the images tests and compose need, with no container registry (only the Debian mirror apt
+# is configured with):
 #   bash-broker-test:latest     bash-static + busybox-static rootfs, `docker import`ed (seconds)
 #   debian:bookworm-slim        debootstrap --variant=minbase, `docker import`ed (~30 s)
 #   bash-broker-sandbox:latest  containers/sandbox/Dockerfile FROM debian:bookworm-slim (~10 s)
@@ -26,10 +27,15 @@ timed() { local t0=${EPOCHREALTIME/./}; "$@"; local ds=$(((${EPOCHREALTIME/./} -
 APT_UPDATED=0
 apt_update_once() { [[ $APT_UPDATED == 1 ]] || { apt-get update -q >/dev/null; APT_UPDATED=1; }; }
 PATHENV='PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
-# The Debian mirror apt is configured with (deb822 or one-line format); deb.debian.org otherwise.
-MIRROR=$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\/debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
-[[ -n $MIRROR ]] || MIRROR=$(awk '$1=="deb" && $2 ~ /\/debian\/?$/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
-MIRROR=${MIRROR:-http://deb.debian.org/debian}
+# debootstrap fetches from the Debian mirror this machine's apt is configured with, and from nothing
+# else (scripts/apt-mirror.sh: it fails, saying so, when apt has none). MIRROR_SOURCES is the apt
+# source file that names it, copied into the image so its apt sees the same archive.
+MIRROR= MIRROR_SOURCES=
+find_mirror() {
+  [[ -z $MIRROR ]] || return 0
+  local found; found=$("$ROOT/scripts/apt-mirror.sh" bookworm) || { say "cannot build debian:bookworm-slim without a mirror"; return 1; }
+  read -r MIRROR MIRROR_SOURCES <<<"$found"
+}
 
 build_test() {
   local r=$TMP/test; mkdir -p "$r" && cd "$TMP"
@@ -58,12 +64,17 @@ debootstrap_quiet() { debootstrap "$@" >"$TMP/debootstrap.log" 2>&1 || { tail -n
 build_debian() {
   command -v debootstrap >/dev/null || { apt_update_once; apt-get install -y -q --no-install-recommends debootstrap >/dev/null; }
   local r=$TMP/debian
-  say "debootstrap --variant=minbase bookworm from $MIRROR"
+  find_mirror
+  say "debootstrap --variant=minbase bookworm from $MIRROR (apt's source $MIRROR_SOURCES)"
   timed debootstrap_quiet --variant=minbase bookworm "$r" "$MIRROR"
-  # Same apt sources as the host (bookworm, -updates, -security) so `apt-get install` in builds is current.
-  if [[ -f /etc/apt/sources.list.d/debian.sources ]]; then
-    cp /etc/apt/sources.list.d/debian.sources "$r/etc/apt/sources.list.d/" && rm -f "$r/etc/apt/sources.list"
-  fi
+  # The host's apt source for that mirror (with its -updates and -security entries, where it has
+  # them) replaces the one debootstrap wrote, so `apt-get install` in builds is as current as the host.
+  case $MIRROR_SOURCES in
+    *.sources) cp "$MIRROR_SOURCES" "$r/etc/apt/sources.list.d/" && rm -f "$r/etc/apt/sources.list" ;;
+    *) # its `deb` lines for bookworm and bookworm-*, without the host's other (third-party) lines
+      awk '{ l = $0; sub(/#.*/, ""); gsub(/\[[^]]*\]/, " ") } $1 == "deb" && $3 ~ /^bookworm(-|$)/ { print l }' \
+        "$MIRROR_SOURCES" >"$r/etc/apt/sources.list" ;;
+  esac
   # Slim like the official image: no daemons started by maintainer scripts, no docs/locales, apt
   # caches emptied after each install.
   printf '#!/bin/sh\nexit 101\n' >"$r/usr/sbin/policy-rc.d"; chmod 755 "$r/usr/sbin/policy-rc.d"

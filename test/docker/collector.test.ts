@@ -92,11 +92,21 @@ describeDocker('docker escapee collector', () => {
     tb = await startTestBroker({ BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_HEALTH_INTERVAL: '3600' });
     const [cid] = poolContainerIds(tb);
     const id = await tb.acquire();
+    const control = controlOf(tb, cid);
     const pid = Number((await tb.exec(id, 'sleep 3603 & echo $$')).stdout.trim());
-    const tree = await controlOf(tb, cid).describeTree(pid);
+    // The background job is forked before the answer, but it may still be a bash about to exec, or a
+    // sleep not yet asleep (`R`): wait for the state to be described, not for time to pass.
+    let tree = '';
+    await eventually(
+      async () => {
+        tree = await control.describeTree(pid);
+        return /\d+\(sleep\) S \S+;( |$)/.test(tree);
+      },
+      60_000,
+      () => `the sleep described asleep (last: ${tree})`,
+    );
     expect(tree).toMatch(new RegExp(`(^|; )${pid}\\(bash\\) [RS] \\S+;`));
-    expect(tree).toMatch(/\d+\(sleep\) S \S+;( |$)/);
-    expect(await controlOf(tb, cid).describeTree(999999)).toBe('gone');
+    expect(await control.describeTree(999999)).toBe('gone');
     await tb.release(id);
   });
 });

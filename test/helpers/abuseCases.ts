@@ -152,7 +152,21 @@ export function abuseContext(getBroker: () => AbuseBroker, options: AbuseOptions
 export interface CommonCaseOptions {
   /** A pipeline whose `tail` must outgrow the memory limit (and be OOM-killed: status 137). */
   memoryHogCommand: string;
+  /** Why the memory limit cannot be made to hold here: the memory cases are then skipped, saying so. */
+  memorySkip?: string | null;
+  /** Kills by the memory limit's OOM killer so far, where the suite can read them: a hog case proves its kill was the limit's. */
+  oomKills?: () => number;
 }
+
+/**
+ * A memory hog's command timeout: a bound, not an expectation. The limit ends the hog in a second or
+ * two of CPU on an idle host, but the confinement's CPU quota on a busy host (or a fresh VM whose
+ * every first touch of a page faults into the hypervisor) can stretch that past a few seconds, and a
+ * command timeout then answers first: 200 with rc -1, the hog interrupted, never having met the limit.
+ */
+const HOG_TIMEOUT_S = 120;
+/** Doublings of the bash hog: a 1 GiB string, twice the largest limit a suite sets, so it ends even unconfined. */
+const HOG_DOUBLINGS = 30;
 
 /** Every case but `kill -9 -1` (which must come last: see defineKillAllCase). */
 export function defineCommonAbuseCases(ctx: AbuseContext, options: CommonCaseOptions): void {
@@ -173,23 +187,42 @@ export function defineCommonAbuseCases(ctx: AbuseContext, options: CommonCaseOpt
     await afterAbuse(id);
   });
 
-  it(`memory hog in a child (${options.memoryHogCommand}): the child is OOM-killed, the shell goes on`, async () => {
-    const id = await leaseInA();
-    await ok(id, 'X=before');
-    const r = await ok(id, options.memoryHogCommand);
-    expect(r.status).toBe('Failed');
-    expect(r.return_code).toBe(137); // SIGKILL by the memory limit, as a terminal would report it
-    expect(r.stdout).toBe('');
-    expect((await ok(id, 'echo $X')).stdout).toBe('before\n');
-    await afterAbuse(id);
-  });
+  const memoryCases = {
+    child: `memory hog in a child (${options.memoryHogCommand}): the child is OOM-killed, the shell goes on`,
+    bash: 'memory hog in bash itself (string doubling): 410 with a detail, slot rebuilt',
+  };
+  if (options.memorySkip) {
+    for (const title of Object.values(memoryCases)) {
+      it(`${title} -- SKIPPED: ${options.memorySkip}`, () => {
+        console.warn(`*** SKIPPED "${title}": ${options.memorySkip} ***`);
+      });
+    }
+  } else {
+    it(memoryCases.child, async () => {
+      const id = await leaseInA();
+      await ok(id, 'X=before');
+      const kills = options.oomKills?.();
+      const r = await ok(id, options.memoryHogCommand, HOG_TIMEOUT_S);
+      expect(r.status).toBe('Failed');
+      expect(r.return_code).toBe(137); // SIGKILL by the memory limit, as a terminal would report it
+      expect(r.stdout).toBe('');
+      if (kills !== undefined) expect(options.oomKills!()).toBeGreaterThan(kills);
+      expect((await ok(id, 'echo $X')).stdout).toBe('before\n');
+      await afterAbuse(id);
+    });
 
-  it('memory hog in bash itself (string doubling): 410 with a detail, slot rebuilt', async () => {
-    const id = await leaseInA();
-    expectBroken(await exec(id, 's=x; while :; do s=$s$s; done'));
-    expectBroken(await exec(id, 'echo after'));
-    await afterAbuse(id);
-  });
+    it(memoryCases.bash, async () => {
+      const id = await leaseInA();
+      const kills = options.oomKills?.();
+      // Bounded: were the limit not in force, the loop would end (Success, the length printed).
+      const r = await exec(id, `s=x; for i in {1..${HOG_DOUBLINGS}}; do s=$s$s; done; echo "unlimited: \${#s}"`, HOG_TIMEOUT_S);
+      expect([r.status, r.text]).toEqual([410, expect.any(String)]);
+      expectBroken(r);
+      if (kills !== undefined) expect(options.oomKills!()).toBeGreaterThan(kills);
+      expectBroken(await exec(id, 'echo after'));
+      await afterAbuse(id);
+    });
+  }
 
   it('kill $$: an interactive bash ignores SIGTERM, as in a terminal', async () => {
     const id = await leaseInA();
