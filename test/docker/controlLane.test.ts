@@ -9,6 +9,7 @@ import { execIn } from '../helpers/dockerFaults';
 import { ControlLane } from '../../src/backends/docker/controlLane';
 import { execChannelOpener } from '../../src/backends/docker/channel';
 import { BackendError } from '../../src/common/errors';
+import { testDeployment } from '../helpers/broker';
 
 jest.setTimeout(120_000);
 const docker = new Dockerode();
@@ -23,7 +24,7 @@ describeDocker('control lanes', () => {
       Entrypoint: ['bash'],
       Cmd: [],
       OpenStdin: true,
-      Labels: { 'io.bash-broker.deployment': `lanes-${process.pid}` },
+      Labels: { 'io.bash-broker.deployment': testDeployment(`lanes-${process.pid}`) },
       HostConfig: { Init: true },
     });
     await container.start();

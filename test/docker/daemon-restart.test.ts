@@ -13,7 +13,7 @@
  * the old generation is left and no process of it survives on the host.
  */
 import Dockerode from 'dockerode';
-import { eventually, startTestBroker, type TestBroker } from '../helpers/broker';
+import { eventually, startTestBroker, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import { everySessionWorks, execIn, labelledContainers, poolContainerIds, watchHealth } from '../helpers/dockerFaults';
 import { cleanupLeftovers, PrivateDockerd } from '../helpers/privateDockerd';
@@ -23,7 +23,7 @@ const LONG_MS = 90_000;
 const sharedEngine = new Dockerode();
 jest.setTimeout(300_000);
 const IMAGE = process.env.BROKER_IMAGE ?? 'bash-broker-test:latest';
-const DEPLOYMENT = `daemon-restart-${process.pid}`;
+const DEPLOYMENT = testDeployment(`daemon-restart-${process.pid}`);
 const ENV: Record<string, string> = {
   BROKER_DEPLOYMENT: DEPLOYMENT,
   BROKER_IMAGE: IMAGE,

@@ -10,7 +10,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'undici';
-import { eventually, startTestBroker, type Health, type TestBroker } from '../helpers/broker';
+import { eventually, startTestBroker, type Health, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import {
   containerExists,
@@ -26,7 +26,7 @@ import { LABEL_INSTANCE } from '../../src/backends/docker/dockerBackend';
 const LONG = 60_000;
 // Per test: a fault, its healing and a full check take well under this, even on a loaded machine.
 jest.setTimeout(240_000);
-const DEPLOYMENT = `faults-${process.pid}`;
+const DEPLOYMENT = testDeployment(`faults-${process.pid}`);
 const BASE_ENV: Record<string, string> = {
   BROKER_DEPLOYMENT: DEPLOYMENT,
   BROKER_CONTAINERS: '2',

@@ -7,14 +7,14 @@
  * No timing assertions: every wait is on a condition with a generous bound.
  */
 import Dockerode from 'dockerode';
-import { eventually, metricValue, startTestBroker, type HttpResult, type TestBroker } from '../helpers/broker';
+import { eventually, metricValue, startTestBroker, type HttpResult, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import { everySessionWorks, execIn, poolContainerIds, removeLabelledContainers } from '../helpers/dockerFaults';
 import { PS, unexpectedProcesses } from '../helpers/containerPs';
 
 const LONG = 90_000;
 jest.setTimeout(300_000);
-const DEPLOYMENT = `pidslimit-${process.pid}`;
+const DEPLOYMENT = testDeployment(`pidslimit-${process.pid}`);
 const PER_CONTAINER = 4;
 const docker = new Dockerode();
 

@@ -9,14 +9,14 @@
 import Dockerode from 'dockerode';
 import fs from 'node:fs';
 import path from 'node:path';
-import { eventually, startTestBroker, type HttpResult, type TestBroker } from '../helpers/broker';
+import { eventually, startTestBroker, type HttpResult, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import { execIn, poolContainerIds, removeLabelledContainers } from '../helpers/dockerFaults';
 import { readPidsMount } from '../../src/backends/docker/sessionPids';
 
 const LONG = 90_000;
 jest.setTimeout(300_000);
-const DEPLOYMENT = `sessionpids-${process.pid}`;
+const DEPLOYMENT = testDeployment(`sessionpids-${process.pid}`);
 const docker = new Dockerode();
 const CONTAINER_LIMIT = 64;
 const SESSION_LIMIT = 16;

@@ -12,7 +12,7 @@ import Dockerode from 'dockerode';
 import os from 'node:os';
 import path from 'node:path';
 import fs from 'node:fs';
-import { eventually } from '../helpers/broker';
+import { eventually, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import { FifoSpawner, SPAWNER_SCRIPT } from '../../src/backends/docker/fifoSpawner';
 import { FifoStock } from '../../src/backends/docker/fifoStock';
@@ -52,7 +52,7 @@ describeDocker('docker spawner at the pids limit', () => {
       Entrypoint: ['bash', '-c', SPAWNER_SCRIPT],
       Cmd: [],
       OpenStdin: true,
-      Labels: { 'io.bash-broker.deployment': `spawnlimit-${process.pid}` },
+      Labels: { 'io.bash-broker.deployment': testDeployment(`spawnlimit-${process.pid}`) },
       HostConfig: { Init: true, PidsLimit: PIDS_LIMIT, NetworkMode: 'none', Binds: [spawner.bind] },
     });
     await container.start();

@@ -8,7 +8,7 @@ import Dockerode from 'dockerode';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startTestBroker, type TestBroker } from '../helpers/broker';
+import { startTestBroker, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import { execIn, lanePids, poolContainerIds } from '../helpers/dockerFaults';
 import { PS, SESSION_SHELL, unexpectedProcesses } from '../helpers/containerPs';
@@ -102,7 +102,7 @@ describeDocker('docker transports', () => {
     const shared = fs.mkdtempSync(path.join(os.tmpdir(), 'fifo-shared-'));
     fs.chmodSync(shared, 0o1777);
     const victim = fs.mkdtempSync(path.join(os.tmpdir(), 'fifo-victim-'));
-    const deployment = `test-${process.pid}-link`;
+    const deployment = testDeployment(`test-${process.pid}-link`);
     fs.mkdirSync(path.join(victim, deployment));
     fs.writeFileSync(path.join(victim, deployment, 'keep'), 'x');
     fs.symlinkSync(victim, path.join(shared, 'bash-broker'));

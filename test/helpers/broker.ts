@@ -64,6 +64,16 @@ export const testBackend = (process.env.BROKER_TEST_BACKEND ?? 'local') as 'loca
 
 let brokersStarted = 0;
 
+/**
+ * A deployment name (the label of a test's containers): `name`, prefixed by BROKER_TEST_RUN when it is
+ * set. .ci/run sets it, so that after a crash it removes its own run's containers and no one else's
+ * on a shared engine.
+ */
+export function testDeployment(name: string): string {
+  const run = process.env.BROKER_TEST_RUN;
+  return run ? `${run}-${name}` : name;
+}
+
 export async function startTestBroker(env: Record<string, string> = {}, overrides: BrokerOverrides = {}): Promise<TestBroker> {
   const config = loadConfig({
     BROKER_BACKEND: testBackend,
@@ -75,7 +85,7 @@ export async function startTestBroker(env: Record<string, string> = {}, override
     HOST: '127.0.0.1',
     // Its own deployment name: a broker sweeps the containers of its deployment that it did not
     // start, so two test brokers (or a test and a developer's broker) must never share one.
-    BROKER_DEPLOYMENT: `test-${process.pid}-${++brokersStarted}`,
+    BROKER_DEPLOYMENT: testDeployment(`test-${process.pid}-${++brokersStarted}`),
     ...(process.env.BROKER_IMAGE ? { BROKER_IMAGE: process.env.BROKER_IMAGE } : {}),
     // Quiet unless asked: BROKER_LOG_LEVEL=debug npx jest ... shows the broker's log.
     BROKER_LOG_LEVEL: process.env.BROKER_LOG_LEVEL ?? 'warn',
