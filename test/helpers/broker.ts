@@ -2,6 +2,8 @@
  * Test harness: a real broker on 127.0.0.1:0 with a real backend, and a small undici client.
  * The backend comes from BROKER_TEST_BACKEND (local by default), so one suite runs against each.
  */
+import os from 'node:os';
+import path from 'node:path';
 import { request, Agent } from 'undici';
 import { loadConfig } from '../../src/config/config';
 import { Broker, createBackend, type BrokerOverrides } from '../../src/broker';
@@ -74,6 +76,11 @@ export function testDeployment(name: string): string {
   return run ? `${run}-${name}` : name;
 }
 
+/** A local backend's root of working directories, of this test process only. */
+export function testLocalRoot(name: string): string {
+  return path.join(os.tmpdir(), `bash-broker-${process.pid}-${name}`);
+}
+
 export async function startTestBroker(env: Record<string, string> = {}, overrides: BrokerOverrides = {}): Promise<TestBroker> {
   const config = loadConfig({
     BROKER_BACKEND: testBackend,
@@ -86,6 +93,9 @@ export async function startTestBroker(env: Record<string, string> = {}, override
     // Its own deployment name: a broker sweeps the containers of its deployment that it did not
     // start, so two test brokers (or a test and a developer's broker) must never share one.
     BROKER_DEPLOYMENT: testDeployment(`test-${process.pid}-${++brokersStarted}`),
+    // Its own local working roots: a local backend removes its root when it closes, and the default
+    // root is one per process, so a test's second broker closing would take the first one's HOMEs.
+    BROKER_LOCAL_ROOT: testLocalRoot(String(brokersStarted)),
     ...(process.env.BROKER_IMAGE ? { BROKER_IMAGE: process.env.BROKER_IMAGE } : {}),
     // Quiet unless asked: BROKER_LOG_LEVEL=debug npx jest ... shows the broker's log.
     BROKER_LOG_LEVEL: process.env.BROKER_LOG_LEVEL ?? 'warn',

@@ -1,5 +1,5 @@
 /** Promise 5: acquire queues FIFO, forgets clients that leave, writes files, runs startup commands. */
-import { startTestBroker, testBackend, eventually, metricValue, track, b64, type TestBroker, type HttpResult, testDeployment } from '../helpers/broker';
+import { startTestBroker, testBackend, eventually, metricValue, track, b64, type TestBroker, type HttpResult, testDeployment, testLocalRoot } from '../helpers/broker';
 
 /** Acquire requests waiting in the pool's queue, as /metrics reports them. */
 async function waiting(tb: TestBroker): Promise<number> {
@@ -211,7 +211,7 @@ describe('acquire when the session it got fails while being prepared', () => {
   beforeAll(async () => {
     const { loadConfig } = await import('../../src/config/config');
     const { createBackend } = await import('../../src/broker');
-    const env = { ...process.env, BROKER_BACKEND: testBackend, BROKER_DEPLOYMENT: testDeployment(`test-${process.pid}-prepare`) };
+    const env = { ...process.env, BROKER_BACKEND: testBackend, BROKER_DEPLOYMENT: testDeployment(`test-${process.pid}-prepare`), BROKER_LOCAL_ROOT: testLocalRoot('prepare') };
     const backend = createBackend(loadConfig({ ...env, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2' }));
     const prepare = backend.prepareWorkdir.bind(backend);
     backend.prepareWorkdir = async (container, dir, files) => {
