@@ -96,8 +96,16 @@ describe.each(confinements)('cleanup after release (confinement: %s)', (confinem
     await tb.release(first);
 
     const second = await tb.acquire(); // waits for the cleanup of the only slot
-    const after = await tb.exec(second, all.map(findByMark).join('; '));
-    expect(after.stdout).toBe('');
+    const find = all.map(findByMark).join('; ');
+    let left = (await tb.exec(second, find)).stdout;
+    if (testBackend === 'docker' && left !== '') {
+      // Docker's kill runs on the container's control lane; on a starved host it can time out, and
+      // the collector takes what it missed at a health ping (its tag was dropped): that is the
+      // contract, so wait for it, bounded. Nothing may outlive it.
+      console.warn(`release left ${left.trim().split('\n').length} escapee(s) to the collector (a kill that timed out on a loaded host?)`);
+      await eventually(async () => (left = (await tb.exec(second, find)).stdout) === '', 60_000, () => `the escapees collected (left: ${left})`);
+    }
+    expect(left).toBe('');
     if (testBackend === 'local') {
       for (const pid of pids) expect(procAlive(pid)).toBe(false);
     }
