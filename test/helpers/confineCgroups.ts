@@ -42,8 +42,11 @@ export interface ConfineGroups {
   memoryGap: string | null;
   /** How swap is kept from extending the memory limit, for the log. */
   swap: string;
-  /** The limits as the kernel reads them back (memoryBytes null without a memory group). */
-  readLimits(): { pidsMax: number; memoryBytes: number | null; cpuQuotaUs: number };
+  /**
+   * The limits as the kernel reads them back (memoryBytes null without a memory group); swapBytes is
+   * the swap the memory group may use beyond memoryBytes, null where the kernel does not account swap.
+   */
+  readLimits(): { pidsMax: number; memoryBytes: number | null; swapBytes: number | null; cpuQuotaUs: number };
   /** Times a fork was refused at pids.max. */
   pidsLimitHits(): number;
   /** Processes the memory limit's OOM killer killed. */
@@ -198,7 +201,8 @@ export function createConfineGroups(name: string, limits: ConfineLimits): Confin
     }
 
     const hostSwap = swapTotalBytes();
-    let swap = hostSwap ? '' : 'no swap on this host';
+    const noSwap = hostSwap ? '' : ' (no swap on this host)';
+    let swap = noSwap ? 'no swap on this host' : '';
     let memory: string | null = null;
     if (!memoryGap) {
       memory = groupFor('memory');
@@ -206,7 +210,7 @@ export function createConfineGroups(name: string, limits: ConfineLimits): Confin
         write(memory, 'memory.max', String(limits.memoryBytes));
         if (fs.existsSync(path.join(memory, 'memory.swap.max'))) {
           write(memory, 'memory.swap.max', '0');
-          swap ||= 'memory.swap.max 0';
+          swap = `memory.swap.max 0${noSwap}`;
         } else if (hostSwap) {
           memoryGap = `swap is on (${hostSwap} bytes) and cgroup v2 does not account it (no memory.swap.max): memory.max alone lets a hog swap instead of being killed`;
         }
@@ -216,7 +220,7 @@ export function createConfineGroups(name: string, limits: ConfineLimits): Confin
         write(memory, 'memory.oom_control', '0');
         if (fs.existsSync(path.join(memory, 'memory.memsw.limit_in_bytes'))) {
           write(memory, 'memory.memsw.limit_in_bytes', String(limits.memoryBytes));
-          swap ||= 'memory.memsw.limit_in_bytes (memory and swap together)';
+          swap = `memory.memsw.limit_in_bytes, memory and swap together${noSwap}`;
         } else if (hostSwap) {
           // Swap not accounted (swapaccount=0): a v1 group with swappiness 0 never swaps its pages.
           write(memory, 'memory.swappiness', '0');
@@ -250,7 +254,13 @@ export function createConfineGroups(name: string, limits: ConfineLimits): Confin
       readLimits() {
         const cpuQuotaUs = versions.cpu === 2 ? Number(read(cpu, 'cpu.max').split(' ')[0]) : Number(read(cpu, 'cpu.cfs_quota_us'));
         const memoryBytes = memory ? Number(read(memory, versions.memory === 2 ? 'memory.max' : 'memory.limit_in_bytes')) : null;
-        return { pidsMax: Number(read(pids, 'pids.max')), memoryBytes, cpuQuotaUs };
+        const swapFile = memory && path.join(memory, versions.memory === 2 ? 'memory.swap.max' : 'memory.memsw.limit_in_bytes');
+        let swapBytes: number | null = null;
+        if (swapFile && fs.existsSync(swapFile)) {
+          const v = Number(fs.readFileSync(swapFile, 'latin1'));
+          swapBytes = versions.memory === 2 ? v : v - memoryBytes!;
+        }
+        return { pidsMax: Number(read(pids, 'pids.max')), memoryBytes, swapBytes, cpuQuotaUs };
       },
       pidsLimitHits: () => field(read(pids, 'pids.events'), 'max'),
       oomKills: () => (memory ? field(read(memory, versions.memory === 2 ? 'memory.events' : 'memory.oom_control'), 'oom_kill') : 0),

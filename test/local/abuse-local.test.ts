@@ -71,7 +71,10 @@ if (probe.error) {
     expect(cb.ns.pid).not.toBe(cb.hostNs.pid);
     expect(cb.ns.mnt).not.toBe(cb.hostNs.mnt);
     // Limits: set, and every process of the namespaces (broker, shells) is in the limited groups.
-    expect(cb.groups.readLimits()).toEqual({ pidsMax: LIMITS.pidsMax, memoryBytes: probe.memoryGap ? null : LIMITS.memoryBytes, cpuQuotaUs: LIMITS.cpuQuotaUs });
+    const limits = cb.groups.readLimits();
+    expect(limits).toEqual({ pidsMax: LIMITS.pidsMax, memoryBytes: probe.memoryGap ? null : LIMITS.memoryBytes, swapBytes: limits.swapBytes, cpuQuotaUs: LIMITS.cpuQuotaUs });
+    // Where the kernel accounts swap, none may extend the memory limit.
+    if (limits.swapBytes !== null) expect(limits.swapBytes).toBe(0);
     console.log(`confinement cgroups: pids v${cb.groups.versions.pids}, cpu v${cb.groups.versions.cpu}, memory ${cb.groups.memory ? `v${cb.groups.versions.memory}, swap: ${cb.groups.swap}` : `none (${cb.groups.memoryGap})`}`);
     const procs = cb.processes();
     expect(procs.find((p) => p.hostPid === broker)?.nsPid).toBe(1);
