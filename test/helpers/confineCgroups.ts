@@ -179,8 +179,10 @@ export function createConfineGroups(name: string, limits: ConfineLimits): Confin
     }
     let memoryGap: string | null = missing.includes('memory') ? 'the kernel offers no memory controller (neither cgroup v1 nor v2)' : null;
 
+    // Read before delegateV2, which may move this process into a leaf below it.
+    const ownV2 = ownGroup('');
     const v2Wanted = (['pids', 'memory', 'cpu'] as const).filter((c) => versions[c] === 2);
-    if (v2Wanted.length) delegateV2(unifiedMount, ownGroup(''), v2Wanted);
+    if (v2Wanted.length) delegateV2(unifiedMount, ownV2, v2Wanted);
     const make = (mount: string, own: string): string => {
       const dir = path.join(mount, own, name);
       fs.mkdirSync(dir);
@@ -188,7 +190,7 @@ export function createConfineGroups(name: string, limits: ConfineLimits): Confin
       return dir;
     };
     const write = (dir: string, file: string, value: string): void => fs.writeFileSync(path.join(dir, file), value);
-    const unified = make(unifiedMount, ownGroup(''));
+    const unified = make(unifiedMount, ownV2);
     const groupFor = (c: Controller): string => (versions[c] === 2 ? unified : make(v1Mount(c)!, ownGroup(c)));
 
     const pids = groupFor('pids');
@@ -232,7 +234,7 @@ export function createConfineGroups(name: string, limits: ConfineLimits): Confin
     const dirs = [...new Set([pids, memory, cpu, unified].filter((d): d is string => d !== null))];
     const procsFiles = dirs.map((d) => path.join(d, 'cgroup.procs'));
     // Group paths as /proc/<pid>/cgroup names them (relative to each hierarchy's root).
-    const expected = new Map<string, string>([['', path.join(ownGroup(''), name)]]);
+    const expected = new Map<string, string>([['', path.join(ownV2, name)]]);
     for (const c of ['pids', 'cpu', ...(memory ? ['memory' as const] : [])] as Controller[]) {
       if (versions[c] === 1) expected.set(c, path.join(ownGroup(c), name));
     }
