@@ -47,9 +47,9 @@ describeDocker('docker escapee collector', () => {
     // escapee carries; one with the lease's own tag, as its own double fork does.
     const r = await tb.exec(id, '(BROKER_SESSION_TAG=an-ended-session.3 exec sleep 3600 &); (exec sleep 3601 &); echo started');
     expect(r.stdout).toBe('started\n');
-    expect(await pidsOf(cid, 'sleep 3600')).toHaveLength(1);
-    const ownOrphan = await pidsOf(cid, 'sleep 3601');
-    expect(ownOrphan).toHaveLength(1);
+    // Forked before the answer, but each may still be a subshell about to exec its sleep: wait for both.
+    let ownOrphan: number[] = [];
+    await eventually(async () => (await pidsOf(cid, 'sleep 3600')).length === 1 && (ownOrphan = await pidsOf(cid, 'sleep 3601')).length === 1, 30_000, 'both sleeps running');
 
     // Nothing asked for a collection: the periodic one (every 12th ping, 0.5 s apart) takes it.
     await eventually(async () => (await pidsOf(cid, 'sleep 3600')).length === 0, 60_000, 'the stale-tagged sleep collected');

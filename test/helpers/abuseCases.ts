@@ -355,7 +355,9 @@ export function defineCommonAbuseCases(ctx: AbuseContext, options: CommonCaseOpt
     expect([s.stdout, s.return_code]).toEqual(['', 0]);
     expect(await ok(id, 'echo after')).toEqual({ status: 'Success', stdout: 'after\n', stderr: '', return_code: 0 });
     // `-o args`: procps' plain `ps` shows only the command name; busybox's shows the arguments too.
-    expect((await ok(id, 'ps -o args')).stdout).toMatch(/sleep 30/);
+    // The job is forked before the answer but may not have exec'd its sleep yet: wait for it.
+    let ps = '';
+    await eventually(async () => /sleep 30/.test((ps = (await ok(id, 'ps -o args')).stdout)), LONG_MS, () => `sleep 30 in ps (last: ${ps})`);
     await afterAbuse(id);
     const probe = await leaseInA();
     expect((await ok(probe, 'ps -o args')).stdout).not.toMatch(/sleep (100|30)/);

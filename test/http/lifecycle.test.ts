@@ -90,9 +90,14 @@ describe.each(confinements)('cleanup after release (confinement: %s)', (confinem
     const pids = started.stdout.trim().split('\n').map(Number);
     expect(pids).toHaveLength(6);
     const all = Object.values(marks);
-    // Every escapee is running before the release (so "gone" below means killed).
-    const before = await tb.exec(first, all.map(findByMark).join('; '));
-    expect(before.stdout.trim().split('\n')).toHaveLength(6);
+    // Every escapee is running before the release (so "gone" below means killed). Each was forked
+    // before the answer but may not have exec'd its sleep yet (no mark in its command line): wait.
+    let running: string[] = [];
+    await eventually(
+      async () => (running = (await tb.exec(first, all.map(findByMark).join('; '))).stdout.trim().split('\n').filter(Boolean)).length === 6,
+      30_000,
+      () => `all 6 escapees running (found: ${running.join(' ')})`,
+    );
     await tb.release(first);
 
     const second = await tb.acquire(); // waits for the cleanup of the only slot
