@@ -156,6 +156,8 @@ export interface CommonCaseOptions {
   memorySkip?: string | null;
   /** Kills by the memory limit's OOM killer so far, where the suite can read them: a hog case proves its kill was the limit's. */
   oomKills?: () => number;
+  /** Forks refused at the pids limit so far, where the suite can read them: the fork bomb waits to be held there. */
+  pidsLimitHits?: () => number;
 }
 
 /**
@@ -183,6 +185,9 @@ export function defineCommonAbuseCases(ctx: AbuseContext, options: CommonCaseOpt
     expect(stderr).toMatch(/^\[1\] \d+\n$/);
     // The shell answers with builtins while the bomb fills the pids limit.
     expect((await ok(id, 'echo after')).stdout).toBe('after\n');
+    // Held by the limit before the release kills it: wait for the kernel to say so, not for time.
+    const hits = options.pidsLimitHits;
+    if (hits) await eventually(() => hits() > 0, LONG_MS, 'a fork refused at the pids limit');
     await expectStateKept(nb.same, hosts.a);
     await afterAbuse(id);
   });

@@ -109,7 +109,7 @@ if (probe.error) {
     confinementProven = true;
   });
 
-  defineCommonAbuseCases(ctx, { memoryHogCommand: 'head -c 1024m /dev/zero | tail', memorySkip: probe.memoryGap, oomKills: () => cb.groups.oomKills() });
+  defineCommonAbuseCases(ctx, { memoryHogCommand: 'head -c 1024m /dev/zero | tail', memorySkip: probe.memoryGap, oomKills: () => cb.groups.oomKills(), pidsLimitHits: () => cb.groups.pidsLimitHits() });
 
   defineDiskFillerCase(ctx, LIMITS.tmpMiB);
 
