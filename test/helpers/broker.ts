@@ -97,6 +97,7 @@ export async function startTestBroker(env: Record<string, string> = {}, override
     // root is one per process, so a test's second broker closing would take the first one's HOMEs.
     BROKER_LOCAL_ROOT: testLocalRoot(String(brokersStarted)),
     ...(process.env.BROKER_IMAGE ? { BROKER_IMAGE: process.env.BROKER_IMAGE } : {}),
+    ...(process.env.BROKER_NETWORK_MODE ? { BROKER_NETWORK_MODE: process.env.BROKER_NETWORK_MODE } : {}),
     // Quiet unless asked: BROKER_LOG_LEVEL=debug npx jest ... shows the broker's log.
     BROKER_LOG_LEVEL: process.env.BROKER_LOG_LEVEL ?? 'warn',
     ...env,
