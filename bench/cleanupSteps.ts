@@ -1,11 +1,12 @@
 /**
  * `node -r ts-node/register/transpile-only bench/cleanupSteps.ts [--backend local|docker] [--n 30]
  * [--image IMG]`: one episode's pool work taken apart step by step (issue 17), on the broker's own
- * backend and BashSession in this process (no HTTP, no pool), each step timed alone: the acquire's
- * `mkdir` and `cd`, then what release -> rebuild -> recycleShell does (docker: the ^C and the kill
- * pass on the container's signal lane, the `exec -c` of a fresh bash, `rm -rf` on the fs lane, the
- * new session's init; local: the kill (the slot's cgroup, or /proc without one) and the exec, the
- * removal, the init). Per
+ * backend and BashSession in this process (no HTTP, no pool), each step timed alone. With prepared
+ * slots the acquire of a slot without files does nothing; what release -> rebuild does is the docker
+ * ^C and kill pass on the container's signal lane, the old directory's `rm -rf` and the next one's
+ * `mkdir` (one fs-lane command on docker, merged with other slots'; local: rmdir and mkdir), then
+ * the `exec -c` of a fresh bash in the next directory, which runs the framing's init from its rc
+ * file (local: the kill, the slot's cgroup or /proc without one, and the exec). Per
  * step: wall time, CPU of this process (the broker's share), CPU of the container (docker: its
  * cpuacct cgroup) or of the session's bash (local), and processes created (/proc/stat, machine-wide:
  * read on a quiet machine). Then the same cleanup for all 8 sessions of one container at once, as
@@ -88,10 +89,19 @@ function bashProbe(shell: ShellProcess): Probe {
 type Internals = { links: Map<string, { control: ControlShell }> };
 type ShellInternals = { options: { tag: string } };
 
-async function episodeSteps(kind: 'local' | 'docker', backend: SessionBackend, ref: ContainerRef, session: BashSession, probe: Probe, prefix = ''): Promise<BashSession> {
-  const dir = sessionWorkdir(newSessionId());
-  await step(`${prefix}acquire: mkdir workdir`, probe, () => backend.prepareWorkdir(ref, dir, []));
-  await step(`${prefix}acquire: cd (one round trip)`, probe, () => session.execute(`builtin cd -- '${dir}'`, { timeoutMs: 10_000, maxOutputBytes: 4096 }));
+function fsLaneCommands(backend: SessionBackend, ref: ContainerRef): number {
+  const docker = backend as unknown as { fsLaneCommands?(ref: ContainerRef): number };
+  return docker.fsLaneCommands?.(ref) ?? 0;
+}
+
+/**
+ * One episode on a prepared slot, as the pool runs it: the acquire has nothing to do (the slot's
+ * rebuild made the directory and started the shell in it), 5 commands, then the rebuild: the old
+ * directory's removal queued and the next one's creation (docker: one fs-lane command for both, and
+ * for whatever other slots of the container asked meanwhile), the recycle into it (the fresh bash runs
+ * the framing's init from its rc file: no init round trip).
+ */
+async function episodeSteps(kind: 'local' | 'docker', backend: SessionBackend, ref: ContainerRef, session: BashSession, dir: string, probe: Probe, prefix = ''): Promise<[BashSession, string]> {
   for (let i = 1; i <= 5; i++) await session.execute(`echo ${i}`, { timeoutMs: 10_000, maxOutputBytes: 4096 });
   const shell = session.shell;
   if (kind === 'docker') {
@@ -107,13 +117,15 @@ async function episodeSteps(kind: 'local' | 'docker', backend: SessionBackend, r
     // Alone only: 8 at once, the other sessions' lane steps count on the same lane meanwhile.
     if (!prefix) laneRequests.push(control.signalRequests - lane0);
   }
+  const next = sessionWorkdir(newSessionId());
+  await step(`${prefix}cleanup: rm old + mkdir next workdir (${kind === 'docker' ? 'merged fs-lane command' : 'rmdir; mkdir'})`, probe, () =>
+    Promise.all([backend.removeWorkdir(ref, dir), backend.prepareWorkdir(ref, next, [])]),
+  );
   // Local: the kill inside recycle() reads the slot's cgroup.procs (cgroup v2), or walks /proc without one.
-  const ok = await step(`${prefix}cleanup: recycle() whole (${kind === 'docker' ? '^C + kill + exec + fresh bash' : 'kill + exec + fresh bash'})`, probe, () => shell.recycle!());
+  const what = kind === 'docker' ? '^C + kill + exec + fresh bash in cwd, init in rc' : 'kill + exec + fresh bash in cwd, init in rc';
+  const ok = await step(`${prefix}cleanup: recycle(cwd) whole (${what})`, probe, () => shell.recycle!(next));
   if (!ok) throw new Error('recycle failed');
-  await step(`${prefix}cleanup: remove workdir`, probe, () => backend.removeWorkdir(ref, dir));
-  const fresh = new BashSession(shell);
-  await step(`${prefix}cleanup: new session init (init script + round trip)`, probe, () => fresh.start());
-  return fresh;
+  return [new BashSession(shell), next];
 }
 
 async function main(): Promise<void> {
@@ -131,24 +143,36 @@ async function main(): Promise<void> {
   try {
     ref = await backend.startContainer(0);
     await backend.connectContainer?.(ref);
+    const dirs: string[] = [];
     for (let i = 0; i < PER_CONTAINER; i++) {
       const s = new BashSession(await backend.openShell(ref, { slotId: `steps-${i}` }));
       await s.start();
+      const dir = sessionWorkdir(newSessionId());
+      await backend.prepareWorkdir(ref, dir, []);
+      await s.changeDirectory(dir, 10_000);
       sessions.push(s);
+      dirs.push(dir);
     }
     const r = ref;
     const probeOf = (s: BashSession): Probe => (kind === 'docker' ? containerProbe(r.id) : bashProbe(s.shell));
     // One session at a time: each step's own cost, nothing queued before it.
-    for (let i = 0; i < n; i++) sessions[0] = await episodeSteps(kind, backend, r, sessions[0], probeOf(sessions[0]));
+    const lane0 = fsLaneCommands(backend, r);
+    for (let i = 0; i < n; i++) [sessions[0], dirs[0]] = await episodeSteps(kind, backend, r, sessions[0], dirs[0], probeOf(sessions[0]));
+    const lane1 = fsLaneCommands(backend, r);
     // All 8 of the container at once (CPU figures then overlap: read the wall times).
     const together: number[] = [];
     for (let i = 0; i < Math.ceil(n / 4); i++) {
       const t0 = nowMs();
-      const fresh = await Promise.all(sessions.map((s) => episodeSteps(kind, backend, r, s, probeOf(s), '8 at once | ')));
+      const fresh = await Promise.all(sessions.map((s, k) => episodeSteps(kind, backend, r, s, dirs[k], probeOf(s), '8 at once | ')));
       together.push(nowMs() - t0);
-      fresh.forEach((s, k) => (sessions[k] = s));
+      fresh.forEach(([s, d], k) => ([sessions[k], dirs[k]] = [s, d]));
     }
+    const lane2 = fsLaneCommands(backend, r);
     print(`${kind}${'confinement' in backend ? ` (${String(backend.confinement)})` : ''}`, n, together);
+    if (kind === 'docker') {
+      const perEpisode = (commands: number, episodes: number): string => (commands / episodes).toFixed(2);
+      console.log(`fs-lane commands per episode: ${perEpisode(lane1 - lane0, n)} one at a time, ${perEpisode(lane2 - lane1, together.length * PER_CONTAINER)} with 8 at once`);
+    }
   } finally {
     await Promise.all(sessions.map((s) => s.close().catch(() => undefined)));
     if (ref) await backend.removeContainer(ref).catch(() => undefined);
@@ -170,7 +194,7 @@ function print(kind: string, n: number, together: number[]): void {
       `| ${name} | ${w.p50.toFixed(2)} / ${w.p90.toFixed(2)} | ${mean(list.map((s) => s.brokerCpuMs)).toFixed(2)} | ${mean(list.map((s) => s.sessionCpuMs)).toFixed(2)} | ${mean(list.map((s) => s.forks)).toFixed(2)} |`,
     );
   }
-  console.log(`8 episodes' pool work in one container at once (mkdir, cd, 5 x echo, cleanup): wall p50 ${median(together).toFixed(1)} ms over ${together.length} rounds`);
+  console.log(`8 episodes' pool work in one container at once (5 x echo, cleanup into the next prepared directory): wall p50 ${median(together).toFixed(1)} ms over ${together.length} rounds`);
 }
 
 main().then(

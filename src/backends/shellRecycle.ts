@@ -22,20 +22,35 @@ const TRAPPABLE = 'HUP INT QUIT PIPE ALRM TERM USR1 USR2 CHLD TSTP TTIN TTOU XFS
  * file (a here-string on fd 3: no file, no fork), which then announces the shell with FRESH_ANSWER.
  * So the broker writes one line and waits: no probing (interactive bash reads ahead, so anything sent
  * after the exec line could be swallowed by the old process; probes were writes that woke bash, and
- * under load they were the broker's main cost).
+ * under load they were the broker's main cost). The rc file is read whole, in blocks, where stdin is
+ * read a byte per read(2): what the fresh bash needs before its first command (the framing's
+ * definitions) belongs in `restoreScript`, not in a write after the announcement.
+ *
+ * `cwd` (bash-quoted) is entered by the old bash, so the fresh one never starts in a directory that
+ * may be gone (the last lease's, removed meanwhile), and again by the rc file after `restoreScript`
+ * (whose exports may carry a stale PWD). If that fails (the directory vanished) the announcement says
+ * `nocwd`: the caller must not hand that shell out as if it were in `cwd` (freshInCwd).
  */
 export function recycleExecLine(cwd: string, bash: string, restoreScript: string): string {
-  const rc = `builtin exec 3<&-\n${restoreScript}\nbuiltin printf '\\n__bkfresh=%s\\n' yes\n`;
+  const rc =
+    `builtin exec 3<&-\n${restoreScript}\n` +
+    `builtin cd -- ${cwd} 2>/dev/null&&__bkcd=yes||__bkcd=nocwd;builtin printf '\\n__bkfresh=%s\\n' $__bkcd;builtin unset __bkcd\n`;
   return (
-    `builtin trap - ${TRAPPABLE};builtin cd ${cwd};` +
+    `builtin trap - ${TRAPPABLE};builtin cd -- ${cwd} 2>/dev/null||builtin cd /;` +
     '[[ -e /proc/$$/fd/98 ]]&&exec 1>&98;[[ -e /proc/$$/fd/99 ]]&&exec 2>&99;' +
     'for __f in /proc/$$/fd/*;do __f=${__f##*/};((__f>2&&__f<255))&&exec {__f}>&-;done;' +
     `exec -c ${bash} --rcfile /dev/fd/3 --noprofile --noediting -i 3<<<${ansiCQuote(rc)}\n`
   );
 }
 
-/** What the fresh bash prints once its rc file ran (`%s`: the line itself never contains it). */
-export const FRESH_ANSWER = /\n__bkfresh=yes\n/;
+/** What the fresh bash prints once its rc file ran: `yes` when it started in the wanted cwd. */
+export const FRESH_ANSWER = /\n__bkfresh=(yes|nocwd)\n/;
+
+/** The announcement matched by FRESH_ANSWER says the fresh bash is in the cwd it was asked for. */
+export function freshInCwd(answer: RegExpExecArray | null): boolean {
+  return answer?.[1] === 'yes';
+}
+
 export const RECYCLE_TIMEOUT_MS = 3_000;
 
 interface Pending {

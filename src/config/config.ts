@@ -195,14 +195,18 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
   if (maxCommandTimeoutMs > 2_000_000_000) {
     throw new ConfigError('BROKER_MAX_COMMAND_TIMEOUT must be at most 2000000 seconds (a Node timer limit)');
   }
+  const containers = int(env, 'BROKER_CONTAINERS', 4, { max: 4096 });
+  const sessionsPerContainer = int(env, 'BROKER_SESSIONS_PER_CONTAINER', 8, { max: 1024, alias: 'SWEREX_SESSIONS_PER_CONTAINER' });
   return {
     backend: backendRaw,
     host,
     port: int(env, 'PORT', 8180, { min: 0, max: 65535 }),
-    containers: int(env, 'BROKER_CONTAINERS', 4, { max: 4096 }),
-    sessionsPerContainer: int(env, 'BROKER_SESSIONS_PER_CONTAINER', 8, { max: 1024, alias: 'SWEREX_SESSIONS_PER_CONTAINER' }),
+    containers,
+    sessionsPerContainer,
     acquireTimeoutMs: seconds(env, 'BROKER_ACQUIRE_TIMEOUT', 120, 'SWEREX_ACQUIRE_TIMEOUT'),
-    cleanupWorkers: int(env, 'BROKER_CLEANUP_WORKERS', 128, { max: 4096, alias: 'SWEREX_CLEANUP_WORKERS' }),
+    // By default every slot's rebuild can run at once: a cap below the pool's size left released
+    // slots CLEANING behind a queue at 256 sessions while the CPU had room.
+    cleanupWorkers: int(env, 'BROKER_CLEANUP_WORKERS', containers * sessionsPerContainer, { max: 4096, alias: 'SWEREX_CLEANUP_WORKERS' }),
     sessionIdleTimeoutMs: seconds(env, 'BROKER_SESSION_IDLE_TIMEOUT', 1800),
     defaultCommandTimeoutMs: 30_000,
     maxCommandTimeoutMs,

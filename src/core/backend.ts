@@ -60,9 +60,12 @@ export interface ShellProcess {
   describe?(): Promise<string>;
   /**
    * Optional: make this same process a pristine shell again (everything the lease started killed,
-   * a fresh bash in its place) when that is much cheaper than a new one. False: close and reopen.
+   * a fresh bash in its place) when that is much cheaper than a new one. The fresh bash starts in
+   * `cwd` (after `cwdReady` resolved: the directory must exist before bash enters it) and has run the
+   * session framing's init (framing.ts SHELL_INIT_SCRIPT) from its rc file: the BashSession over it
+   * needs no start(). False (or a rejection, `cwdReady`'s included): the caller closes and reopens.
    */
-  recycle?(): Promise<boolean>;
+  recycle?(cwd: string, cwdReady?: Promise<void>): Promise<boolean>;
 }
 
 export interface WorkdirFile {
@@ -89,9 +92,21 @@ export interface SessionBackend {
   removeContainer(container: ContainerRef): Promise<void>;
   checkContainer(container: ContainerRef): Promise<ContainerHealth>;
   openShell(container: ContainerRef, options: OpenShellOptions): Promise<ShellProcess>;
-  /** Creates `dir` (parents included) and writes `files` under it. */
+  /**
+   * Creates `dir` (parents included) and writes `files` under it; `dir` may exist already (a slot's
+   * prepared directory). Without files it may wait to be merged with other requests of the container.
+   */
   prepareWorkdir(container: ContainerRef, dir: string, files: readonly WorkdirFile[]): Promise<void>;
+  /**
+   * Removes `dir`. The pool does not wait for it (no slot waits on a removal): a backend queues it,
+   * merges it with others, and keeps one that failed to try again with a later one.
+   */
   removeWorkdir(container: ContainerRef, dir: string): Promise<void>;
+  /**
+   * Optional, synchronous and cheap (no round trip): true when `dir` is known to be missing (removed
+   * behind the broker's back). False when it is there or the backend cannot tell without asking.
+   */
+  workdirGone?(container: ContainerRef, dir: string): boolean;
   close(): Promise<void>;
 }
 

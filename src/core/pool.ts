@@ -13,7 +13,7 @@ import { SessionState, SessionStates } from './states';
 import { SlotQueue } from './slotQueue';
 import { type PoolObserver, NOOP_OBSERVER } from './observer';
 import { LeaseBook } from './leaseBook';
-import { SlotRebuilder } from './slotRebuilder';
+import { CHANGE_DIRECTORY_TIMEOUT_MS, SlotRebuilder } from './slotRebuilder';
 import { ContainerFleet, type FleetOptions } from './containerFleet';
 import {
   AbortedError,
@@ -61,8 +61,6 @@ export class StartupFailedError extends BrokerError {
   }
 }
 
-/** How long the `cd` into a new lease's working directory may take (a starved container is slow). */
-const CHANGE_DIRECTORY_TIMEOUT_MS = 10_000;
 /** Slots an acquire tries when the one it got fails while being prepared (its shell or container died). */
 const PREPARE_ATTEMPTS = 3;
 
@@ -126,11 +124,20 @@ export class SessionPool {
     if (this.closing) throw new ShuttingDownError();
     const deadline = Date.now() + this.options.acquireTimeoutMs;
     for (let attempt = 1; ; attempt++) {
-      const lease = this.lease(await this.takeSlot(request.signal, deadline));
+      const slot = await this.takeSlot(request.signal, deadline);
+      const preparedId = this.takePrepared(slot);
+      const lease = this.lease(slot, preparedId ?? newSessionId());
       try {
         // The lease is not the client's yet: if its shell or container fails here, try another slot.
-        await this.backend.prepareWorkdir(lease.slot!.container.ref!, lease.workdir, request.files);
-        await this.onLease(lease, (session) => session.changeDirectory(lease.workdir, CHANGE_DIRECTORY_TIMEOUT_MS));
+        if (preparedId === null) {
+          // Not prepared (its directory vanished): today's way, a directory and a round trip into the shell.
+          await this.backend.prepareWorkdir(slot.container.ref!, lease.workdir, request.files);
+          await this.onLease(lease, (session) => session.changeDirectory(lease.workdir, CHANGE_DIRECTORY_TIMEOUT_MS));
+        } else if (request.files.length > 0) {
+          await this.backend.prepareWorkdir(slot.container.ref!, lease.workdir, request.files);
+        }
+        // No round trip told: a shell that died before or meanwhile is known without one.
+        if (lease.brokenReason !== null || !lease.slot?.session?.alive) throw new SessionBrokenError(lease.id, lease.brokenReason ?? 'no shell');
       } catch (err) {
         this.release(lease.id, 'released');
         // A dead shell (410) or a failing backend (5xx, or an unexpected error) is the slot's fault, not the request's.
@@ -142,6 +149,20 @@ export class SessionPool {
       }
       return this.runStartupCommands(lease, request);
     }
+  }
+
+  /**
+   * The session id the slot's rebuild prepared (its directory made, its shell in it), or null when
+   * the backend knows that directory is gone (removed behind the broker's back): it is discarded.
+   */
+  private takePrepared(slot: Slot): string | null {
+    const id = slot.preparedId;
+    slot.preparedId = null;
+    const ref = slot.container.ref;
+    if (id === null || !ref || !this.backend.workdirGone?.(ref, sessionWorkdir(id))) return id;
+    logger.warn({ slot: slot.slotId }, "acquire: a slot's prepared working directory is gone; making a new one");
+    slot.orphanWorkdirs.push(sessionWorkdir(id)); // whatever took its place goes at the next rebuild
+    return null;
   }
 
   /** A free slot now, or the oldest waiter's turn before `deadline`. */
@@ -236,8 +257,7 @@ export class SessionPool {
     if (!this.closing) this.slots.offer(slot);
   }
 
-  private lease(slot: Slot): Lease {
-    const id = newSessionId();
+  private lease(slot: Slot, id: string): Lease {
     const lease = new Lease(id, slot, sessionWorkdir(id), Date.now());
     slot.lease = lease;
     this.states.move(slot, SessionState.IN_USE);

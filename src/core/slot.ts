@@ -22,8 +22,13 @@ export class Slot implements Stateful {
   failures = 0;
   /** A rebuild is running; a second request for one is dropped. */
   rebuilding = false;
-  /** A working directory left by a lease that broke, to remove when the slot is rebuilt. */
-  orphanWorkdir: string | null = null;
+  /** Working directories left by a lease that broke (or a rebuild that failed), to remove at the next rebuild. */
+  orphanWorkdirs: string[] = [];
+  /**
+   * The session id of this slot's next lease, chosen by its rebuild, which made its working
+   * directory and started the shell in it. Secret until leased: never logged or shown.
+   */
+  preparedId: string | null = null;
   constructor(
     readonly slotId: string,
     readonly container: ContainerEntry,

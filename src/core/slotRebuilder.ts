@@ -1,18 +1,22 @@
 /**
- * Slot rebuild: gives a slot a fresh shell after a release (recycling the old one in place when the
- * backend can), after its shell died, or after its container was replaced; marks a slot BROKEN and
- * retries it with backoff. Leasing (pool.ts) and the container fleet (containerFleet.ts) call it.
+ * Slot rebuild: prepares a slot for its next lease (its session id chosen, its working directory
+ * made, a fresh shell started in it) after a release (recycling the old shell in place when the
+ * backend can), after its shell died, or after its container was replaced, so that an acquire finds
+ * it ready; marks a slot BROKEN and retries it with backoff. Leasing (pool.ts) and the container fleet (containerFleet.ts) call it.
  */
 import type PQueue from 'p-queue';
 import { BashSession, type BashSessionTimings } from './bashSession';
-import type { SessionBackend, ShellProcess } from './backend';
+import { sessionWorkdir, type SessionBackend, type ShellProcess } from './backend';
 import type { Slot } from './slot';
 import { SessionState, type SessionStates } from './states';
 import type { PoolObserver } from './observer';
 import { errorMessage } from '../common/errors';
 import { logger } from '../common/logger';
+import { newSessionId } from '../common/ids';
 
 const REBUILD_BACKOFF_MAX_MS = 30_000;
+/** How long the `cd` into a working directory may take (a starved container is slow). */
+export const CHANGE_DIRECTORY_TIMEOUT_MS = 10_000;
 
 /** What the rebuilder needs of the pool around it. */
 export interface RebuildHooks {
@@ -34,14 +38,16 @@ export class SlotRebuilder {
     private readonly hooks: RebuildHooks,
   ) {}
 
-  /** Queues a rebuild of `slot`; `workdir` is the released lease's working directory, to remove. */
+  /** Queues a rebuild of `slot`; `workdir` is the released lease's working directory, to remove (in the background). */
   schedule(slot: Slot, workdir: string | null): Promise<void> {
     return this.workers.add(() => this.rebuild(slot, workdir));
   }
 
   /**
-   * Gives `slot` a fresh shell: closes the old one (killing everything its lease started), removes
-   * the lease's working directory, opens a new shell. Ends AVAILABLE, or BROKEN with a retry.
+   * Prepares `slot` for its next lease: chooses that lease's session id, makes its working directory,
+   * and gives the slot a fresh shell in it (the old one recycled in place, killing everything its
+   * lease started, or a new one). The old lease's directory is removed in the background. Ends
+   * AVAILABLE with `preparedId` set, or BROKEN with a retry.
    */
   private async rebuild(slot: Slot, workdir: string | null): Promise<void> {
     if (slot.rebuilding) return;
@@ -49,36 +55,46 @@ export class SlotRebuilder {
     slot.rebuilding = true;
     const startedMs = performance.now();
     let reused: ShellProcess | null = null;
+    let nextDir: string | null = null;
     try {
       const old = slot.session;
       slot.session = null;
       const container = slot.container;
-      reused = old ? await this.recycleShell(old, !this.hooks.isClosing() && container.healthy) : null;
-      if (this.hooks.isClosing() || !container.ref || !container.healthy) {
+      // Queued first: on Docker the removals and the creation below go out as one fs-lane command.
+      this.discardWorkdirs(slot, workdir);
+      const nextId = newSessionId();
+      let made: Promise<void> | null = null;
+      if (!this.hooks.isClosing() && container.ref && container.healthy) {
+        nextDir = sessionWorkdir(nextId);
+        made = this.backend.prepareWorkdir(container.ref, nextDir, []);
+        made.catch(() => undefined); // awaited below; a shell recycled meanwhile waits for it too
+      }
+      reused = old ? await this.recycleShell(old, nextDir, made) : null;
+      if (this.hooks.isClosing() || !container.ref || !container.healthy || !made || !nextDir) {
         // A shell recycled just before the pool closed or the container failed is no one's: close it.
         await reused?.close();
         if (this.hooks.isClosing()) return;
         throw new Error(container.unhealthyReason ?? 'container is not running');
       }
-      for (const dir of [workdir, slot.orphanWorkdir]) if (dir) await this.backend.removeWorkdir(container.ref, dir);
-      slot.orphanWorkdir = null;
+      await made;
       const shell = reused ?? (await this.backend.openShell(container.ref, { slotId: slot.slotId }));
       const session = new BashSession(shell, this.timings);
       slot.session = session;
       session.onDeath((reason) => this.onSessionDeath(slot, session, reason));
-      await session.start();
+      // A recycled bash ran the framing's init from its rc file, in nextDir; a new one needs both.
+      if (!reused) await this.startIn(session, nextDir);
       if (this.hooks.isClosing()) return;
       slot.failures = 0;
+      slot.preparedId = nextId;
       if (this.states.has(slot)) this.states.move(slot, SessionState.AVAILABLE);
       else this.states.add(slot, SessionState.AVAILABLE);
       if (workdir) this.observer.cleaned(performance.now() - startedMs, true);
       this.hooks.onAvailable(slot);
     } catch (err) {
       if (workdir) this.observer.cleaned(performance.now() - startedMs, false);
-      // Not given to a session: close it (a bash, or a docker exec, would leak). The lease's workdir
-      // is removed by the retry.
+      // Not given to a session: close it (a bash, or a docker exec, would leak).
       if (reused && slot.session?.shell !== reused) await reused.close().catch(() => undefined);
-      if (workdir) slot.orphanWorkdir ??= workdir;
+      if (nextDir) slot.orphanWorkdirs.push(nextDir); // it may have been made: the retry removes it
       slot.failures++;
       logger.warn({ slot: slot.slotId, err: errorMessage(err), failures: slot.failures }, 'could not give the slot a shell');
       this.markBroken(slot, `could not start a shell: ${errorMessage(err)}`);
@@ -87,10 +103,40 @@ export class SlotRebuilder {
     }
   }
 
-  /** The old session's process made pristine in place when its backend can; else it is closed. */
-  private async recycleShell(old: BashSession, wanted: boolean): Promise<ShellProcess | null> {
-    if (wanted && old.alive && !old.busy && old.shell.recycle) {
-      const inPlace = await old.shell.recycle().catch(() => false);
+  /** A new shell: the framing's init, then into its lease's directory (one round trip each). */
+  private async startIn(session: BashSession, dir: string): Promise<void> {
+    await session.start();
+    const r = await session.changeDirectory(dir, CHANGE_DIRECTORY_TIMEOUT_MS);
+    if (r.returnCode !== 0) throw new Error(`could not enter ${dir}: ${r.timedOut ? 'timed out' : r.stderr.trim()}`);
+  }
+
+  /**
+   * Removes, without waiting, the last lease's directory, those of broken leases, and the prepared
+   * one of a slot whose shell died before any lease took it. Kept for later when the container is
+   * being replaced (no ref): the local backend's directories outlive their "container".
+   */
+  private discardWorkdirs(slot: Slot, workdir: string | null): void {
+    const dirs = [...slot.orphanWorkdirs];
+    if (workdir) dirs.push(workdir);
+    if (slot.preparedId) dirs.push(sessionWorkdir(slot.preparedId));
+    slot.preparedId = null;
+    const ref = slot.container.ref;
+    slot.orphanWorkdirs = ref ? [] : dirs;
+    if (!ref) return;
+    for (const dir of dirs) {
+      this.backend.removeWorkdir(ref, dir).catch((err: unknown) => {
+        logger.warn({ slot: slot.slotId, err: errorMessage(err) }, 'could not remove a working directory (the backend tries again later)');
+      });
+    }
+  }
+
+  /**
+   * The old session's process made pristine in place, in `cwd` once `cwdReady`, when its backend
+   * can; else it is closed (no cwd: the container cannot take a shell now).
+   */
+  private async recycleShell(old: BashSession, cwd: string | null, cwdReady: Promise<void> | null): Promise<ShellProcess | null> {
+    if (cwd && cwdReady && old.alive && !old.busy && old.shell.recycle) {
+      const inPlace = await old.shell.recycle(cwd, cwdReady).catch(() => false);
       this.observer.recycled(inPlace);
       if (inPlace) return old.shell;
     }
@@ -114,7 +160,7 @@ export class SlotRebuilder {
       lease.brokenReason = reason;
       lease.slot = null;
       slot.lease = null;
-      slot.orphanWorkdir = lease.workdir;
+      slot.orphanWorkdirs.push(lease.workdir);
     }
     if (!this.states.has(slot)) {
       this.states.add(slot, SessionState.BROKEN);

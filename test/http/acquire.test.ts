@@ -201,9 +201,11 @@ describe('acquire with files and startup commands', () => {
 });
 
 /**
- * A session that fails while an acquire prepares it (its shell dies, or its workdir cannot be made)
+ * A session that fails while an acquire prepares it (its shell dies, or its files cannot be written)
  * is the pool's problem, not the client's: the acquire tries another slot; the spec has no 410 for
- * acquire. Faults are injected for real around the real backend: the shell is really killed.
+ * acquire. Faults are injected for real around the real backend: the shell is really killed. The
+ * acquires give files: a slot's directory is made by its rebuild, so an acquire without files asks
+ * the backend for nothing; the faults hit only writes with files, never the rebuilds.
  */
 describe('acquire when the session it got fails while being prepared', () => {
   let tb: TestBroker;
@@ -215,13 +217,14 @@ describe('acquire when the session it got fails while being prepared', () => {
     const backend = createBackend(loadConfig({ ...env, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2' }));
     const prepare = backend.prepareWorkdir.bind(backend);
     backend.prepareWorkdir = async (container, dir, files) => {
-      const mode = inject;
+      const mode = files.length > 0 ? inject : null;
       if (mode === 'fail-always') throw new Error('injected: the workdir cannot be created');
       await prepare(container, dir, files);
       if (mode === 'kill-shell') {
         inject = null;
         // The shell of the slot this lease got: the only one IN_USE.
         const slot = tb.broker.pool.containers.flatMap((c) => c.slots).find((s) => s.lease?.workdir === dir);
+        expect(slot).toBeDefined();
         await slot!.session!.shell.close();
       }
     };
@@ -233,18 +236,18 @@ describe('acquire when the session it got fails while being prepared', () => {
 
   it('its shell killed during the acquire: the client gets another, working session', async () => {
     inject = 'kill-shell';
-    const r = await tb.post('/session/acquire', {});
+    const r = await tb.post('/session/acquire', { files: { 'a.txt': b64('a') } });
     expect(inject).toBeNull(); // the fault did happen
     expect(r.status).toBe(200);
     const id = r.json.session_id as string;
-    expect(await tb.exec(id, 'pwd')).toEqual({ status: 'Success', stdout: `/tmp/s/${id}\n`, stderr: '', return_code: 0 });
+    expect(await tb.exec(id, 'pwd; cat a.txt')).toEqual({ status: 'Success', stdout: `/tmp/s/${id}\na`, stderr: '', return_code: 0 });
     await tb.release(id);
     await tb.waitAllAvailable();
   });
 
   it('every attempt fails: 503 session_unavailable with the reason, nothing held, the pool intact', async () => {
     inject = 'fail-always';
-    const r = await tb.post('/session/acquire', {});
+    const r = await tb.post('/session/acquire', { files: { 'a.txt': b64('a') } });
     inject = null;
     expect(r.status).toBe(503);
     expect(r.json.code).toBe('session_unavailable');

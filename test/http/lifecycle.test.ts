@@ -134,11 +134,13 @@ describe.each(confinements)('cleanup after release (confinement: %s)', (confinem
         'type leak_fn >/dev/null 2>&1 && echo has-fn',
         'alias leak_alias >/dev/null 2>&1 && echo has-alias',
         'ls -A',
-        `test -e /tmp/s/${first} && echo old-dir-exists`,
         'true',
       ].join('\n'),
     );
     expect(r).toEqual({ status: 'Success', stdout: `pwd=/tmp/s/${second}\nvars=[]\n`, stderr: '', return_code: 0 });
+    // Removed in the background (no slot waits for a removal): gone soon after.
+    const oldDir = async (): Promise<string> => (await tb.exec(second, `test -e /tmp/s/${first} && echo old-dir-exists; true`)).stdout;
+    await eventually(async () => (await oldDir()) === '', 20_000, 'the old directory removed');
     await tb.release(second);
   });
 

@@ -13,7 +13,7 @@ describe('loadConfig', () => {
       containers: 4,
       sessionsPerContainer: 8,
       acquireTimeoutMs: 120_000,
-      cleanupWorkers: 128,
+      cleanupWorkers: 32, // the pool's size: 4 containers x 8 sessions
       sessionIdleTimeoutMs: 1_800_000,
       defaultCommandTimeoutMs: 30_000,
       maxCommandTimeoutMs: 86_400_000,
@@ -48,6 +48,11 @@ describe('loadConfig', () => {
       localCgroups: 'off',
       localRoot: '/tmp/somewhere',
     });
+  });
+
+  it('runs as many cleanups at once as the pool has sessions, unless told otherwise', () => {
+    expect(loadConfig({ BROKER_CONTAINERS: '32', BROKER_SESSIONS_PER_CONTAINER: '8' }).cleanupWorkers).toBe(256);
+    expect(loadConfig({ BROKER_CONTAINERS: '32', BROKER_CLEANUP_WORKERS: '16' }).cleanupWorkers).toBe(16);
   });
 
   it('takes the spec SWEREX_* names as aliases', () => {

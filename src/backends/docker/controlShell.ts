@@ -27,6 +27,9 @@ const SIGNAL_DISCARD_GRACE_MS = 60_000;
 
 /** What an fs-lane command prints last when it ran to its end; anything else is a failure. */
 const FS_OK = '__bk_fs_ok';
+/** Printed by a batch (fsBatch) when its `mkdir -p` succeeded, and when its `rm -rf` did. */
+const FS_MADE = '__bk_fs_made';
+const FS_REMOVED = '__bk_fs_removed';
 
 /** The container's pids cgroup is (nearly) full: the fs op was not tried, no fork was attempted. */
 export class PidsLimitError extends BackendError {
@@ -168,14 +171,19 @@ export class ControlShell {
     }
   }
 
-  /** `mkdir -p -- dir` on the fs lane. Throws a BackendError (PidsLimitError at the pids limit). */
-  async makeDir(dir: string, timeoutMs: number): Promise<void> {
-    await this.fs(`mkdir -p -- ${quote(dir)}`, `mkdir ${dir}`, timeoutMs);
-  }
-
-  /** `rm -rf -- dirs...` on the fs lane. Throws a BackendError (PidsLimitError at the pids limit). */
-  async removeDirs(dirs: readonly string[], timeoutMs: number): Promise<void> {
-    await this.fs(`rm -rf -- ${dirs.map(quote).join(' ')}`, `rm -rf ${dirs.join(' ')}`, timeoutMs);
+  /**
+   * One fs-lane command: `mkdir -p -- makes...`, then `rm -rf -- removes...` (either list may be
+   * empty), and which of the two succeeded. Merging is fsBatch.ts's. Throws a BackendError when the
+   * lane failed, a PidsLimitError (nothing tried, no fork) at the pids limit.
+   */
+  async fsBatch(makes: readonly string[], removes: readonly string[], timeoutMs: number): Promise<{ made: boolean; removed: boolean }> {
+    const parts: string[] = [];
+    if (makes.length > 0) parts.push(`mkdir -p -- ${makes.map(quote).join(' ')} && builtin echo ${FS_MADE};`);
+    if (removes.length > 0) parts.push(`rm -rf -- ${removes.map(quote).join(' ')} && builtin echo ${FS_REMOVED};`);
+    // Counts, not names: a directory made for a slot's next lease names a session id not leased yet.
+    const what = `mkdir of ${makes.length} and rm -rf of ${removes.length} working directories`;
+    const out = await this.fs(parts.join(' '), what, timeoutMs);
+    return { made: out.includes(FS_MADE), removed: out.includes(FS_REMOVED) };
   }
 
   async close(): Promise<void> {
@@ -191,12 +199,10 @@ export class ControlShell {
     return out;
   }
 
-  private async fs(command: string, what: string, timeoutMs: number): Promise<void> {
-    const out = await this.fsLane.run(
-      `if __bk_room; then ${command} && builtin echo ${FS_OK}; else builtin echo __bk_fs_full; fi`,
-      timeoutMs,
-    );
-    if (out.includes(FS_OK)) return;
+  /** `command` on the fs lane if the container has room for its forks; its output (ending in FS_OK). */
+  private async fs(command: string, what: string, timeoutMs: number): Promise<string> {
+    const out = await this.fsLane.run(`if __bk_room; then ${command} builtin echo ${FS_OK}; else builtin echo __bk_fs_full; fi`, timeoutMs);
+    if (out.includes(FS_OK)) return out;
     if (out.includes('__bk_fs_full')) throw new PidsLimitError(this.shortId, what);
     throw new BackendError(`${what} failed in container ${this.shortId}`);
   }

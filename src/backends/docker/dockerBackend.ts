@@ -146,6 +146,7 @@ export class DockerBackend implements SessionBackend {
       const openChannel = piped?.opener ?? execChannelOpener(container);
       const control = await ControlShell.open(container.id, openChannel);
       this.links.set(container.id, { control, openChannel, spawner: piped, pids: this.sessionPids(container.id) });
+      await this.workdirs.learnHostRoot(ref);
     } catch (err) {
       await spawner?.close();
       throw new BackendError(`container ${ref.name} failed to start: ${errorMessage(err)}`);
@@ -210,6 +211,15 @@ export class DockerBackend implements SessionBackend {
 
   removeWorkdir(ref: ContainerRef, dir: string): Promise<void> {
     return this.workdirs.remove(ref, dir);
+  }
+
+  workdirGone(ref: ContainerRef, dir: string): boolean {
+    return this.workdirs.gone(ref, dir);
+  }
+
+  /** Commands run on the container's fs lane (workdir creations and removals, merged): for tests and the bench. */
+  fsLaneCommands(ref: ContainerRef): number {
+    return this.workdirs.fsCommands(ref.id);
   }
 
   async close(): Promise<void> {

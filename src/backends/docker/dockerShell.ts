@@ -5,7 +5,8 @@
  * the session is handed out.
  */
 import type { ShellListener, ShellProcess } from '../../core/backend';
-import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, recycleExecLine, StdoutExpectation } from '../shellRecycle';
+import { SHELL_INIT_SCRIPT, ansiCQuote } from '../../core/framing';
+import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, freshInCwd, recycleExecLine, StdoutExpectation } from '../shellRecycle';
 import type { ChannelOpener, ShellChannel } from './channel';
 import type { ControlShell } from './controlShell';
 import type { SessionCgroup } from './sessionPids';
@@ -125,19 +126,21 @@ export class DockerShell implements ShellProcess {
   /**
    * A pristine shell in this same process, without a new shell (a `docker exec` is ~60 ms): kill everything the
    * lease started but bash, close the files it opened, then `exec -c` a fresh bash in the same process
-   * (same pipes, same pid) and give it back the exec's original environment with a new tag.
-   * False when that cannot be done (bash ignores ^C in a builtin loop, for one); then close and reopen.
+   * (same pipes, same pid) in `cwd`, and give it back the exec's original environment with a new
+   * tag, and the framing's init. False when that cannot be done (bash ignores ^C in a builtin loop,
+   * for one); then close and reopen.
    */
-  async recycle(): Promise<boolean> {
+  async recycle(cwd: string, cwdReady: Promise<void> = Promise.resolve()): Promise<boolean> {
     if (this.ended || this.pid <= 1) return false;
     const killed = await this.killForRecycle();
     if (this.ended) return false;
     const nextTag = this.nextTag;
     this.options.control.addTag(nextTag);
-    const restore = `${this.exportsScript}\nbuiltin export ${nextTag};builtin umask 0022;builtin cd /`;
-    const line = recycleExecLine('/', this.bashPath, restore);
+    await cwdReady;
+    const restore = `${this.exportsScript}\nbuiltin export ${nextTag};builtin umask 0022\n${SHELL_INIT_SCRIPT}`;
+    const line = recycleExecLine(ansiCQuote(cwd), this.bashPath, restore);
     const answer = await this.expectation.wait(FRESH_ANSWER, () => this.write(line), RECYCLE_TIMEOUT_MS);
-    if (!answer || this.ended) return false;
+    if (!freshInCwd(answer) || this.ended) return false;
     this.recycles++;
     // A lease that left processes behind may have left one its kill missed (forked after the
     // snapshot): collect at the next ping. One that left none (most) costs no collection.

@@ -1,27 +1,30 @@
 /**
- * Lease working directories in Docker containers: made on the control shell's fs lane (or uploaded
- * with putArchive when there are files, or when the lane cannot), removed on the fs lane, with the
- * removals that failed retried with the next one in the same container.
+ * Lease working directories in Docker containers: made and removed on the control shell's fs lane,
+ * merged per container (fsBatch.ts), or uploaded with putArchive when there are files or when the
+ * lane cannot; and, where the broker sees the container's filesystem from the host, a check that a
+ * prepared directory is still there that costs no round trip.
  */
+import fs from 'node:fs';
 import type Dockerode from 'dockerode';
 import * as tar from 'tar-stream';
 import type { ContainerRef, WorkdirFile } from '../../core/backend';
-import { type ControlShell, PidsLimitError } from './controlShell';
+import type { ControlShell } from './controlShell';
+import { FsBatcher } from './fsBatch';
 import { BackendError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
 
 /** A lease's working directory (sessionWorkdir): the only paths the fs lane creates or removes. */
 const WORKDIR = /^\/tmp\/s\/[0-9a-f]+\/?$/;
-/** An acquire waits this long for the fs lane's mkdir before uploading the directory instead. */
+/** A creation waits this long for the fs lane's mkdir before uploading the directory instead. */
 const MKDIR_TIMEOUT_MS = 5_000;
 /** A big working directory takes a while to remove on a busy container. */
 const RM_TIMEOUT_MS = 60_000;
-/** How often a removal held by the pids limit asks again (a builtin check, no fork). */
-const ROOM_POLL_MS = 250;
 
 export class DockerWorkdirs {
-  /** Per container: working directories whose removal failed, retried with the next removal there. */
-  private readonly unremovedDirs = new Map<string, Set<string>>();
+  /** Per container: its fs-lane batcher, for as long as it has a control shell. */
+  private readonly batches = new Map<string, FsBatcher>();
+  /** Per container: its root filesystem as the host sees it (/proc/<pid>/root), where the broker can. */
+  private readonly hostRoots = new Map<string, string>();
 
   constructor(
     private readonly docker: Dockerode,
@@ -30,17 +33,18 @@ export class DockerWorkdirs {
   ) {}
 
   /**
-   * One tar upload (putArchive) creates the directory and every file, parents included. Without
-   * files a `mkdir` on the control shell's fs lane does (~1 ms against ~60 ms of dockerd work for an
-   * upload); when that lane cannot (the container is at its pids limit, the lane is stuck or cannot
-   * be opened) the upload of an empty directory does it, which needs no process in the container.
+   * One tar upload (putArchive) creates the directory and every file, parents included (the
+   * directory may exist: a slot's prepared one). Without files a `mkdir` on the fs lane does, merged
+   * with the container's other requests (~1 ms against ~60 ms of dockerd work for an upload); when
+   * that lane cannot (the container is at its pids limit, the lane is stuck or cannot be opened) the
+   * upload of an empty directory does it, which needs no process in the container.
    */
   async prepare(ref: ContainerRef, dir: string, files: readonly WorkdirFile[]): Promise<void> {
     if (!WORKDIR.test(dir)) throw new BackendError(`refusing to create ${dir}`);
-    const control = this.controlOf(ref.id);
-    if (files.length === 0 && control?.alive) {
+    const batch = this.batchOf(ref.id);
+    if (files.length === 0 && batch?.lane.alive) {
       try {
-        await control.makeDir(dir, MKDIR_TIMEOUT_MS);
+        await batch.make(dir, MKDIR_TIMEOUT_MS);
         return;
       } catch (err) {
         logger.debug({ container: ref.name, err: errorMessage(err) }, 'mkdir on the fs lane failed: uploading the directory instead');
@@ -55,36 +59,60 @@ export class DockerWorkdirs {
   }
 
   /**
-   * `rm -rf` on the fs lane, with the directories of earlier removals that failed in this container
-   * (the pool does not hand a failed directory back). While the container is at its pids limit the
-   * removal waits (the slot stays CLEANING) and retries; past RM_TIMEOUT_MS it fails with a
-   * BackendError (the slot goes BROKEN and is rebuilt with backoff) and the directory is kept for
-   * the next removal in the container.
+   * `rm -rf` on the fs lane, merged with the container's other requests. While the container is at
+   * its pids limit the removal waits and asks again; past RM_TIMEOUT_MS it fails with a BackendError,
+   * and the directory is kept and removed with a later command in the container.
    */
   async remove(ref: ContainerRef, dir: string): Promise<void> {
-    const control = this.controlOf(ref.id);
-    if (!control) return; // the container is being replaced: its files go with it
+    const batch = this.batchOf(ref.id);
+    if (!batch) return; // the container is being replaced: its files go with it
     if (!WORKDIR.test(dir)) throw new BackendError(`refusing to remove ${dir}`);
-    let pending = this.unremovedDirs.get(ref.id);
-    if (!pending) this.unremovedDirs.set(ref.id, (pending = new Set()));
-    pending.add(dir);
-    const deadline = Date.now() + RM_TIMEOUT_MS;
-    for (;;) {
-      const dirs = [...pending];
-      try {
-        await control.removeDirs(dirs, Math.max(1, deadline - Date.now()));
-        for (const d of dirs) pending.delete(d);
-        return;
-      } catch (err) {
-        if (!(err instanceof PidsLimitError) || Date.now() + ROOM_POLL_MS >= deadline || !control.alive) throw err;
-        await new Promise((resolve) => setTimeout(resolve, ROOM_POLL_MS).unref());
-      }
+    await batch.remove(dir, RM_TIMEOUT_MS);
+  }
+
+  /** Known to be missing: the host sees the container's root and `dir` is not in it. */
+  gone(ref: ContainerRef, dir: string): boolean {
+    const root = this.hostRoots.get(ref.id);
+    return root !== undefined && !fs.existsSync(root + dir);
+  }
+
+  /**
+   * Learns where the host sees the container's root (its init's /proc/<pid>/root), if it can: the
+   * broker runs on the engine's host with the right to look. A pid of another pid namespace (a
+   * broker in a container) names some other process: its cgroup, which names the container, says.
+   */
+  async learnHostRoot(ref: ContainerRef): Promise<void> {
+    try {
+      const pid = (await this.docker.getContainer(ref.id).inspect()).State.Pid;
+      const cgroup = pid > 0 ? fs.readFileSync(`/proc/${pid}/cgroup`, 'latin1') : '';
+      const root = `/proc/${pid}/root`;
+      if (cgroup.includes(ref.id) && fs.existsSync(`${root}/tmp`)) this.hostRoots.set(ref.id, root);
+    } catch {
+      /* no host view: prepared directories are trusted as they are */
     }
   }
 
   /** The container is gone: its directories went with it. */
   forget(containerId: string): void {
-    this.unremovedDirs.delete(containerId);
+    this.batches.get(containerId)?.close();
+    this.batches.delete(containerId);
+    this.hostRoots.delete(containerId);
+  }
+
+  private batchOf(containerId: string): FsBatcher | null {
+    const control = this.controlOf(containerId);
+    if (!control) return null;
+    let batch = this.batches.get(containerId);
+    if (batch?.lane !== control) {
+      batch?.close();
+      this.batches.set(containerId, (batch = new FsBatcher(control)));
+    }
+    return batch;
+  }
+
+  /** Commands run on the container's fs lane so far (for tests and the bench). */
+  fsCommands(containerId: string): number {
+    return this.batches.get(containerId)?.commands ?? 0;
   }
 }
 

@@ -6,6 +6,7 @@
 import fs from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import PQueue from 'p-queue';
 import { randomBytes } from 'node:crypto';
 import type { ContainerHealth, ContainerRef, OpenShellOptions, SessionBackend, ShellProcess, WorkdirFile } from '../../core/backend';
 import { NotSupportedError } from '../../common/errors';
@@ -13,6 +14,9 @@ import { hostEnv, type BrokerConfig, type HostEnv } from '../../config/config';
 import { findBash } from './bashPath';
 import { CgroupTree } from './cgroup';
 import { LocalShell } from './localShell';
+
+/** Removals running at once: half of libuv's default thread pool, the other half stays for acquires. */
+const REMOVALS_AT_ONCE = 2;
 
 export interface LocalBackendOptions {
   root: BrokerConfig['localRoot'];
@@ -38,6 +42,8 @@ export class LocalBackend implements SessionBackend {
   private readonly hostEnv: HostEnv;
   /** bash's absolute path on the broker's PATH, found once (see bashPath.ts). */
   private readonly bash: string;
+  /** Working directory removals: no slot waits for them (removeWorkdir). */
+  private readonly removals = new PQueue({ concurrency: REMOVALS_AT_ONCE });
 
   constructor(private readonly options: LocalBackendOptions) {
     this.hostEnv = options.hostEnv ?? hostEnv();
@@ -85,19 +91,33 @@ export class LocalBackend implements SessionBackend {
     }
   }
 
-  async removeWorkdir(_container: ContainerRef, dir: string): Promise<void> {
-    await this.removeDir(dir);
+  /**
+   * Queued, a few at a time: a recursive rm of a big directory is many calls on libuv's small thread
+   * pool, which an acquire's file writes share. Most directories are empty or nearly: `rmdir` first
+   * (one call) and the recursive walk only when it finds files.
+   */
+  removeWorkdir(_container: ContainerRef, dir: string): Promise<void> {
+    return this.removals.add(() => this.removeDir(dir));
+  }
+
+  workdirGone(_container: ContainerRef, dir: string): boolean {
+    return !existsSync(dir);
   }
 
   async close(): Promise<void> {
     this.cgroups?.close();
+    this.removals.clear();
     // Leases still held, or released but not cleaned yet when the pool stopped its workers.
     await Promise.all([...this.workdirs].map((dir) => this.removeDir(dir).catch(() => undefined)));
     await fs.rm(this.options.root, { recursive: true, force: true }).catch(() => undefined);
   }
 
   private async removeDir(dir: string): Promise<void> {
-    await fs.rm(dir, { recursive: true, force: true, maxRetries: 2 });
+    const emptied = await fs.rmdir(dir).then(
+      () => true,
+      (err: NodeJS.ErrnoException) => err.code === 'ENOENT',
+    );
+    if (!emptied) await fs.rm(dir, { recursive: true, force: true, maxRetries: 2 });
     this.workdirs.delete(dir);
   }
 }

@@ -5,8 +5,8 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import type { ShellListener, ShellProcess, StreamName } from '../../core/backend';
-import { ansiCQuote } from '../../core/framing';
-import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, recycleExecLine, StdoutExpectation } from '../shellRecycle';
+import { SHELL_INIT_SCRIPT, ansiCQuote } from '../../core/framing';
+import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, freshInCwd, recycleExecLine, StdoutExpectation } from '../shellRecycle';
 import { addProcess, groupPids, killGroupAsync } from './cgroup';
 import { descendants, epochMsToStartTicks, hasEnvEntry, killQuietly, listProcs, readProc } from './procfs';
 import { delay } from '../../common/delay';
@@ -112,18 +112,21 @@ export class LocalShell implements ShellProcess {
 
   /**
    * A pristine shell in this same process instead of a new spawn (~5 ms of the event loop each):
-   * everything the lease started is killed but bash, then bash `exec`s a fresh bash with the spawn's
-   * environment, working directory and umask. False when that cannot be done; the pool then reopens.
+   * everything the lease started is killed but bash, then bash `exec`s a fresh bash in `cwd` with the
+   * spawn's environment and umask, and the framing's init. False when that cannot be done; the pool
+   * then reopens.
    */
-  async recycle(): Promise<boolean> {
+  async recycle(cwd: string, cwdReady: Promise<void> = Promise.resolve()): Promise<boolean> {
     if (this.exited || this.closePromise) return false;
     // No ^C first (the docker backend sends one): the shell is idle at its prompt, and an interactive
     // bash that takes SIGINT discards the input it has read, which could be the exec line itself.
     if (!this.killAllButShell()) return false;
-    const restore = `${this.exportsLine()};builtin umask ${INITIAL_UMASK}`;
-    const line = recycleExecLine(ansiCQuote(this.options.cwd), this.options.bash, restore);
+    await cwdReady;
+    if (this.exited) return false;
+    const restore = `${this.exportsLine()};builtin umask ${INITIAL_UMASK}\n${SHELL_INIT_SCRIPT}`;
+    const line = recycleExecLine(ansiCQuote(cwd), this.options.bash, restore);
     const answer = await this.expectation.wait(FRESH_ANSWER, () => this.write(line), RECYCLE_TIMEOUT_MS);
-    return answer !== null && !this.exited;
+    return freshInCwd(answer) && !this.exited;
   }
 
   /** SIGKILL to every process of this shell but bash, until none is left (or too many passes). */
