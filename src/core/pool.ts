@@ -1,6 +1,6 @@
 /**
  * The session pool: leases warm shells to clients and runs their commands. Released and broken
- * slots are rebuilt on background workers (slotRebuilder.ts); containers are started, watched and
+ * slots are rebuilt on background workers, each prepared for its next lease (slotRebuilder.ts); containers are started, watched and
  * replaced by the fleet (containerFleet.ts); free slots and waiting acquires meet in slotQueue.ts.
  * It knows no HTTP and no container technology: it talks to a SessionBackend and reports to a
  * PoolObserver.

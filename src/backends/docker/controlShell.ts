@@ -172,14 +172,16 @@ export class ControlShell {
   }
 
   /**
-   * One fs-lane command: `mkdir -p -- makes...`, then `rm -rf -- removes...` (either list may be
+   * One fs-lane command: `rm -rf -- removes...`, then `mkdir -p -- makes...` (either list may be
    * empty), and which of the two succeeded. Merging is fsBatch.ts's. Throws a BackendError when the
    * lane failed, a PidsLimitError (nothing tried, no fork) at the pids limit.
    */
   async fsBatch(makes: readonly string[], removes: readonly string[], timeoutMs: number): Promise<{ made: boolean; removed: boolean }> {
+    // Removals first: the answer comes at the end either way, and a full /tmp gets its space back
+    // before the creation needs some.
     const parts: string[] = [];
-    if (makes.length > 0) parts.push(`mkdir -p -- ${makes.map(quote).join(' ')} && builtin echo ${FS_MADE};`);
     if (removes.length > 0) parts.push(`rm -rf -- ${removes.map(quote).join(' ')} && builtin echo ${FS_REMOVED};`);
+    if (makes.length > 0) parts.push(`mkdir -p -- ${makes.map(quote).join(' ')} && builtin echo ${FS_MADE};`);
     // Counts, not names: a directory made for a slot's next lease names a session id not leased yet.
     const what = `mkdir of ${makes.length} and rm -rf of ${removes.length} working directories`;
     const out = await this.fs(parts.join(' '), what, timeoutMs);

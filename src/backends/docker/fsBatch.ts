@@ -2,12 +2,12 @@
  * One container's working-directory creations and removals, merged into as few fs-lane commands as
  * the lane's pace allows: while one command runs (a fork or two in the container, 2-4 ms, far more
  * when its sessions are busy), requests accumulate, and the next command takes all of them
- * (`mkdir -p -- d e; rm -rf -- a b c`). A fork costs ~1-5 ms of CPU here, so 8 sessions of a
- * container recycling at once cost one or two commands instead of 16 forks.
+ * (`rm -rf -- a b c; mkdir -p -- d e`). A fork costs ~1-5 ms of CPU here, so 8 sessions of a
+ * container recycling at once cost one command (two forks) instead of 16 commands and 16 forks.
  *
- * Creations come first in a command (a slot's fresh bash waits for its directory; nobody waits for a
- * removal) and each has its own deadline: one that passes fails the creation alone (the caller then
- * uploads the directory instead) while the command runs on. At the pids limit (PidsLimitError)
+ * A slot's fresh bash waits for its directory, nobody waits for a removal: each creation has its
+ * own deadline, and one that passes fails the creation alone (the caller then uploads the directory
+ * instead) while the command runs on (a big removal ahead of it, say). At the pids limit (PidsLimitError)
  * creations fail at once (the upload needs no fork) and removals wait for room, asking again every
  * ROOM_POLL_MS until their own deadline. A removal that failed is kept and tried again with the next
  * command that runs for another reason.
@@ -21,7 +21,7 @@ const ROOM_POLL_MS = 250;
 /** The one command a batch needs of the container: what ControlShell.fsBatch does. */
 export interface FsLane {
   readonly alive: boolean;
-  /** `mkdir -p -- makes...` then `rm -rf -- removes...`, as one command; which of the two succeeded. */
+  /** `rm -rf -- removes...` then `mkdir -p -- makes...`, as one command; which of the two succeeded. */
   fsBatch(makes: readonly string[], removes: readonly string[], timeoutMs: number): Promise<{ made: boolean; removed: boolean }>;
 }
 
