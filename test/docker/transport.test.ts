@@ -73,15 +73,15 @@ describeDocker('docker transports', () => {
     await expect(import('node:fs').then((fs) => fs.promises.stat(dir))).rejects.toThrow(/ENOENT/);
   });
 
-  it('a container opens its fs lane with its first acquire, not with the container (one bash fewer per container during a warm-up)', async () => {
+  it("a container opens its fs lane with its slots' first fill (their prepared directories) and keeps it: one signal lane, one fs lane", async () => {
     tb = await startTestBroker({ BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2' });
     const [cid] = poolContainerIds(tb);
-    expect(await lanePids(docker, cid)).toHaveLength(1); // the signal lane: pings and kills need it at once
-    const id = await tb.acquire(); // makes the lease's working directory on the fs lane
+    // The signal lane (pings and kills need it at once) and the fs lane that made the first leases' directories.
     expect(await lanePids(docker, cid)).toHaveLength(2);
-    expect((await tb.exec(id, 'pwd; echo ok')).stdout).toMatch(/^\/tmp\/.+\nok\n$/);
+    const id = await tb.acquire();
+    expect((await tb.exec(id, 'pwd; echo ok')).stdout).toBe(`/tmp/s/${id}\nok\n`);
     await tb.release(id);
-    // The next lease reuses the lane: still one signal lane and one fs lane.
+    // The next lease's directory (and the removal of this one's) reuse the lane.
     const next = await tb.acquire();
     expect((await tb.exec(next, 'echo again')).stdout).toBe('again\n');
     expect(await lanePids(docker, cid)).toHaveLength(2);
