@@ -33,46 +33,50 @@ const ok = { made: true, removed: true };
 const dir = (i: number): string => `/tmp/s/${i.toString(16).padStart(4, '0')}/`;
 
 describe('FsBatcher', () => {
-  it('merges what 8 slots ask while a command runs into the next one command', async () => {
+  it('merges the creations 8 slots ask while a command runs into the next command, and their removals into one later', async () => {
     const lane = new FakeLane();
     const batch = new FsBatcher(lane);
     const first = batch.make(dir(0), 60_000);
     const running = await lane.command(1);
-    expect(running.makes).toEqual([dir(0)]);
+    expect(running).toMatchObject({ makes: [dir(0)], removes: [] });
     // Eight slots recycle while the lane is busy: each removes its last directory and makes its next.
-    const asked: Promise<void>[] = [];
-    for (let i = 1; i <= 8; i++) asked.push(batch.remove(dir(100 + i), 60_000), batch.make(dir(i), 60_000));
+    const removed: Promise<void>[] = [];
+    const made: Promise<void>[] = [];
+    for (let i = 1; i <= 8; i++) {
+      removed.push(batch.remove(dir(100 + i), 60_000));
+      made.push(batch.make(dir(i), 60_000));
+    }
     running.finish(ok);
     await first;
     const next = await lane.command(2);
-    expect(next.makes).toEqual([1, 2, 3, 4, 5, 6, 7, 8].map(dir));
-    expect([...next.removes].sort()).toEqual([101, 102, 103, 104, 105, 106, 107, 108].map(dir));
+    // The creations are waited for: they go at once. The removals are held to go out together.
+    expect(next).toMatchObject({ makes: [1, 2, 3, 4, 5, 6, 7, 8].map(dir), removes: [] });
     next.finish(ok);
-    await Promise.all(asked);
-    expect(lane.calls).toHaveLength(2);
-    expect(batch.commands).toBe(2);
+    await Promise.all(made);
+    const removal = await lane.command(3);
+    expect(removal.makes).toEqual([]);
+    expect([...removal.removes].sort()).toEqual([101, 102, 103, 104, 105, 106, 107, 108].map(dir));
+    removal.finish(ok);
+    await Promise.all(removed);
+    expect(lane.calls).toHaveLength(3);
+    expect(batch.commands).toBe(3);
   });
 
-  it("merges a slot's removal and creation asked together into one command", async () => {
-    const lane = new FakeLane();
-    const batch = new FsBatcher(lane);
-    const both = Promise.all([batch.remove(dir(1), 60_000), batch.make(dir(2), 60_000)]);
-    const call = await lane.command(1);
-    expect(call).toMatchObject({ makes: [dir(2)], removes: [dir(1)] });
-    call.finish(ok);
-    await both;
-    expect(lane.calls).toHaveLength(1);
-  });
-
-  it('keeps a removal that failed and sends it again with the next command', async () => {
+  it('keeps a removal that failed and sends it again with the next removals', async () => {
     const lane = new FakeLane();
     const batch = new FsBatcher(lane);
     const failed = batch.remove(dir(1), 60_000);
     (await lane.command(1)).finish({ made: false, removed: false });
     await expect(failed).rejects.toThrow(/rm -rf/);
-    const later = batch.make(dir(2), 60_000);
-    const call = await lane.command(2);
-    expect(call).toMatchObject({ makes: [dir(2)], removes: [dir(1)] });
+    // A creation alone does not take it (nobody waits for a removal: it is not worth a fork then).
+    const made = batch.make(dir(2), 60_000);
+    const creation = await lane.command(2);
+    expect(creation).toMatchObject({ makes: [dir(2)], removes: [] });
+    creation.finish(ok);
+    await made;
+    const later = batch.remove(dir(3), 60_000);
+    const call = await lane.command(3);
+    expect(call).toMatchObject({ makes: [], removes: [dir(3), dir(1)] });
     call.finish(ok);
     await later;
   });
@@ -84,8 +88,9 @@ describe('FsBatcher', () => {
     const removed = batch.remove(dir(1), 60_000);
     (await lane.command(1)).finish(new PidsLimitError('c0ffee', 'test'));
     await expect(made).rejects.toBeInstanceOf(PidsLimitError);
-    // Asked again on its own once the poll comes round, and done when there is room.
-    const retry = await lane.command(2);
+    (await lane.command(2)).finish(new PidsLimitError('c0ffee', 'test'));
+    // Asked again on its own once the delay comes round, and done when there is room.
+    const retry = await lane.command(3);
     expect(retry).toMatchObject({ makes: [], removes: [dir(1)] });
     retry.finish(ok);
     await removed;

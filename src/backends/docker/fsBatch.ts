@@ -1,22 +1,27 @@
 /**
  * One container's working-directory creations and removals, merged into as few fs-lane commands as
- * the lane's pace allows: while one command runs (a fork or two in the container, 2-4 ms, far more
- * when its sessions are busy), requests accumulate, and the next command takes all of them
- * (`rm -rf -- a b c; mkdir -p -- d e`). A fork costs ~1-5 ms of CPU here, so 8 sessions of a
- * container recycling at once cost one command (two forks) instead of 16 commands and 16 forks.
+ * they allow (`rm -rf -- a b c; mkdir -p -- d e`: one fork per part). A fork costs ~1-5 ms of CPU
+ * here, and an episode used to cost two (its directory's mkdir and its rm).
  *
- * A slot's fresh bash waits for its directory, nobody waits for a removal: each creation has its
- * own deadline, and one that passes fails the creation alone (the caller then uploads the directory
- * instead) while the command runs on (a big removal ahead of it, say). At the pids limit (PidsLimitError)
- * creations fail at once (the upload needs no fork) and removals wait for room, asking again every
- * ROOM_POLL_MS until their own deadline. A removal that failed is kept and tried again with the next
- * command that runs for another reason.
+ * A creation is waited for (a slot's fresh bash starts in it): it goes with the next command, at once
+ * when the lane is idle; while a command runs, creations accumulate and the next command takes all of
+ * them. Each has its own deadline: one that passes fails the creation alone (the caller then uploads
+ * the directory instead) while the command runs on (a big removal ahead of it, say).
+ *
+ * Nobody waits for a removal: removals are held for REMOVAL_DELAY_MS and then go out together, with
+ * the creations pending then, so a container's removals cost one `rm` per delay, not one per
+ * episode. At the pids limit (PidsLimitError) creations fail at once (the upload needs no fork) and
+ * removals wait for room, asking again every delay until their own deadline. A removal that failed is
+ * kept and tried again with the next removals.
  */
 import { BackendError } from '../../common/errors';
 import { PidsLimitError } from './controlShell';
 
-/** How often removals held by the pids limit ask again (a builtin check, no fork). */
-const ROOM_POLL_MS = 250;
+/**
+ * How long removals are held to go out together (and how often those held by the pids limit ask
+ * again: a builtin check, no fork). A released directory's space comes back this much later.
+ */
+const REMOVAL_DELAY_MS = 250;
 
 /** The one command a batch needs of the container: what ControlShell.fsBatch does. */
 export interface FsLane {
@@ -52,7 +57,9 @@ export class FsBatcher {
   private readonly retryDirs = new Set<string>();
   private running = false;
   private scheduled = false;
-  private roomTimer: NodeJS.Timeout | null = null;
+  /** Armed while removals are held; when it fires they are due and go with the next command. */
+  private removalTimer: NodeJS.Timeout | null = null;
+  private removalsDue = false;
   private closed = false;
   /** Commands run on the lane so far (for tests and the bench). */
   commands = 0;
@@ -83,14 +90,14 @@ export class FsBatcher {
       const removal = this.removals.get(dir) ?? { deadline: Date.now() + timeoutMs, waiters: [] };
       removal.waiters.push({ resolve, reject });
       this.removals.set(dir, removal);
-      this.schedule();
+      this.holdRemovals();
     });
   }
 
   /** The container is gone, and its directories with it: nothing more runs. */
   close(): void {
     this.closed = true;
-    if (this.roomTimer) clearTimeout(this.roomTimer);
+    if (this.removalTimer) clearTimeout(this.removalTimer);
     for (const c of [...this.runningMakes, ...this.creations.splice(0)]) settle(c, new BackendError('the container is gone'));
     for (const r of this.removals.values()) for (const w of r.waiters) w.resolve();
     this.removals.clear();
@@ -107,14 +114,27 @@ export class FsBatcher {
     });
   }
 
+  /** Removals go out with the first command after REMOVAL_DELAY_MS. */
+  private holdRemovals(): void {
+    if (this.removalTimer || this.closed) return;
+    this.removalTimer = setTimeout(() => {
+      this.removalTimer = null;
+      this.removalsDue = true;
+      this.schedule();
+    }, REMOVAL_DELAY_MS);
+    this.removalTimer.unref();
+  }
+
   private async flush(): Promise<void> {
     if (this.running || this.closed) return;
     const makes = this.creations.filter((c) => !c.done);
     this.creations = [];
-    const removals = this.removals;
-    this.removals = new Map();
+    const due = this.removalsDue;
+    this.removalsDue = false;
+    const removals = due ? this.removals : new Map<string, Removal>();
+    if (due) this.removals = new Map();
     if (makes.length === 0 && removals.size === 0) return;
-    const removeDirs = [...new Set([...removals.keys(), ...this.retryDirs])];
+    const removeDirs = due ? [...new Set([...removals.keys(), ...this.retryDirs])] : [];
     const deadline = Math.max(...makes.map((c) => c.deadline), ...[...removals.values()].map((r) => r.deadline));
     this.running = true;
     this.runningMakes = makes;
@@ -125,18 +145,17 @@ export class FsBatcher {
         removeDirs,
         Math.max(1, deadline - Date.now()),
       );
-      for (const c of makes) settle(c, r.made ? null : new BackendError(`mkdir ${c.dir} failed`));
-      this.removed(removeDirs, removals, r.removed ? null : new BackendError(`rm -rf ${removeDirs.join(' ')} failed`));
+      for (const c of makes) settle(c, r.made ? null : new BackendError(`mkdir of ${makes.length} directories failed`));
+      if (due) this.removed(removeDirs, removals, r.removed ? null : new BackendError(`rm -rf of ${removeDirs.length} directories failed`));
     } catch (err) {
       const error = err instanceof Error ? err : new BackendError(String(err));
       for (const c of makes) settle(c, error);
       if (error instanceof PidsLimitError && this.lane.alive) this.waitForRoom(removals, error);
-      else this.removed(removeDirs, removals, error);
+      else if (due) this.removed(removeDirs, removals, error);
     } finally {
       this.running = false;
       this.runningMakes = [];
-      // Removals waiting for room wait for their timer; anything else asked meanwhile runs now.
-      if (this.creations.length > 0 || (this.removals.size > 0 && !this.roomTimer)) this.schedule();
+      if (this.creations.length > 0 || this.removalsDue) this.schedule();
     }
   }
 
@@ -158,7 +177,7 @@ export class FsBatcher {
   private waitForRoom(removals: Map<string, Removal>, error: Error): void {
     const now = Date.now();
     for (const [dir, r] of removals) {
-      if (now + ROOM_POLL_MS >= r.deadline) {
+      if (now + REMOVAL_DELAY_MS >= r.deadline) {
         this.retryDirs.add(dir);
         for (const w of r.waiters) w.reject(error);
       } else {
@@ -166,13 +185,7 @@ export class FsBatcher {
         this.removals.set(dir, queued ? { deadline: r.deadline, waiters: [...r.waiters, ...queued.waiters] } : r);
       }
     }
-    // Not schedule(): nothing would have changed yet. A new request runs the queue sooner.
-    if (this.roomTimer || this.removals.size === 0) return;
-    this.roomTimer = setTimeout(() => {
-      this.roomTimer = null;
-      this.schedule();
-    }, ROOM_POLL_MS);
-    this.roomTimer.unref();
+    if (this.removals.size > 0) this.holdRemovals();
   }
 }
 
