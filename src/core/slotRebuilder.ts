@@ -2,7 +2,8 @@
  * Slot rebuild: prepares a slot for its next lease (its session id chosen, its working directory
  * made, a fresh shell started in it) after a release (recycling the old shell in place when the
  * backend can), after its shell died, or after its container was replaced, so that an acquire finds
- * it ready; marks a slot BROKEN and retries it with backoff. Leasing (pool.ts) and the container fleet (containerFleet.ts) call it.
+ * it ready; marks a slot BROKEN and retries it with backoff. Leasing (pool.ts) and the container
+ * fleet (containerFleet.ts) call it.
  */
 import type PQueue from 'p-queue';
 import { BashSession, type BashSessionTimings } from './bashSession';
@@ -96,6 +97,7 @@ export class SlotRebuilder {
       if (reused && slot.session?.shell !== reused) await reused.close().catch(() => undefined);
       if (nextDir) slot.orphanWorkdirs.push(nextDir); // it may have been made: the retry removes it
       slot.failures++;
+      // Its message may name nextDir: harmless, that id is dropped and never leased.
       logger.warn({ slot: slot.slotId, err: errorMessage(err), failures: slot.failures }, 'could not give the slot a shell');
       this.markBroken(slot, `could not start a shell: ${errorMessage(err)}`);
     } finally {
@@ -107,7 +109,7 @@ export class SlotRebuilder {
   private async startIn(session: BashSession, dir: string): Promise<void> {
     await session.start();
     const r = await session.changeDirectory(dir, CHANGE_DIRECTORY_TIMEOUT_MS);
-    if (r.returnCode !== 0) throw new Error(`could not enter ${dir}: ${r.timedOut ? 'timed out' : r.stderr.trim()}`);
+    if (r.returnCode !== 0) throw new Error(`could not enter its working directory (${r.timedOut ? 'timed out' : `status ${r.returnCode}`})`);
   }
 
   /**

@@ -85,6 +85,8 @@ export interface LaneOptions {
    * pids limit, cannot even start.
    */
   discardGraceMs?: number;
+  /** What of a command its error messages may show (the fs lane's hide the session ids in paths). */
+  redact?: (command: string) => string;
 }
 
 export class ControlLane {
@@ -167,12 +169,12 @@ export class ControlLane {
       // The deadline is ours (expire()); BashSession's own timeout is only a backstop far beyond it.
       const remaining = Math.max(1, req.deadline - Date.now());
       const r = await shell.session.execute(req.command, { timeoutMs: remaining + 60_000, maxOutputBytes: MAX_OUTPUT_BYTES });
-      if (r.timedOut) this.settle(req, new BackendError(`${this.options.name}: command timed out: ${brief(req.command)}`));
+      if (r.timedOut) this.settle(req, new BackendError(`${this.options.name}: command timed out: ${this.brief(req.command)}`));
       else this.settle(req, r.stdout);
     } catch (err) {
       // The bash died under the request (container gone, or expire() discarded it).
       if (this.shell === shell) this.shell = null;
-      this.settle(req, new BackendError(`${this.options.name} died: ${errorMessage(err)} (running: ${brief(req.command)})`));
+      this.settle(req, new BackendError(`${this.options.name} died: ${errorMessage(err)} (running: ${this.brief(req.command)})`));
     }
   }
 
@@ -227,7 +229,7 @@ export class ControlLane {
   private expire(req: Request, timeoutMs: number): void {
     if (req.done) return;
     const where = req.running ? 'running' : 'queued';
-    this.settle(req, new BackendError(`${this.options.name}: no answer within ${timeoutMs} ms (${where}): ${brief(req.command)}`));
+    this.settle(req, new BackendError(`${this.options.name}: no answer within ${timeoutMs} ms (${where}): ${this.brief(req.command)}`));
     if (!req.running) {
       const i = this.queue.indexOf(req);
       if (i >= 0) this.queue.splice(i, 1);
@@ -250,6 +252,10 @@ export class ControlLane {
     // Rejects the execute above at once (ShellDiedError), which lets the queue move on.
     void shell.session.close().catch(() => undefined);
     this.options.onDiscard?.(shell.pid);
+  }
+
+  private brief(command: string): string {
+    return brief(this.options.redact ? this.options.redact(command) : command);
   }
 
   private settle(req: Request, outcome: string | Error): void {

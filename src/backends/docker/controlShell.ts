@@ -69,6 +69,8 @@ export class ControlShell {
       openChannel,
       name: `fs lane of ${shortId}`,
       initScript: FS_SCRIPT,
+      // A directory made for a slot's next lease names a session id not leased yet: never in a log.
+      redact: (command) => command.replace(/\/tmp\/s\/[0-9a-f]+/g, '/tmp/s/<id>'),
       // Its bash (and whatever it forked, an `rm` say) must not linger: a kill is a builtin job.
       onDiscard: (pid) => void signals.run(`__bk_kill ${pid} -1 '' 0`, CONTROL_TIMEOUT_MS).catch(() => undefined),
     });
