@@ -3,8 +3,8 @@
  * [--image IMG]`: one episode's pool work taken apart step by step (issue 17), on the broker's own
  * backend and BashSession in this process (no HTTP, no pool), each step timed alone. With prepared
  * slots the acquire of a slot without files does nothing; what release -> rebuild does is the docker
- * ^C and kill pass on the container's signal lane, the old directory's `rm -rf` and the next one's
- * `mkdir` (one fs-lane command on docker, merged with other slots'; local: rmdir and mkdir), then
+ * ^C and kill pass on the container's signal lane, the next directory's `mkdir` (docker: on the fs
+ * lane, merged with other slots' requests; the old directory's removal is queued, not timed), then
  * the `exec -c` of a fresh bash in the next directory, which runs the framing's init from its rc
  * file (local: the kill, the slot's cgroup or /proc without one, and the exec). Per
  * step: wall time, CPU of this process (the broker's share), CPU of the container (docker: its
@@ -118,8 +118,11 @@ async function episodeSteps(kind: 'local' | 'docker', backend: SessionBackend, r
     if (!prefix) laneRequests.push(control.signalRequests - lane0);
   }
   const next = sessionWorkdir(newSessionId());
-  await step(`${prefix}cleanup: rm old + mkdir next workdir (${kind === 'docker' ? 'merged fs-lane command' : 'rmdir; mkdir'})`, probe, () =>
-    Promise.all([backend.removeWorkdir(ref, dir), backend.prepareWorkdir(ref, next, [])]),
+  // As the rebuild does: the old directory's removal queued, not waited for (docker holds removals
+  // 250 ms to send them together), the next one's creation waited for.
+  backend.removeWorkdir(ref, dir).catch((err: Error) => console.error(`removal failed: ${err.message}`));
+  await step(`${prefix}cleanup: mkdir next workdir (${kind === 'docker' ? 'fs lane, merged with what is pending' : 'fs.mkdir'})`, probe, () =>
+    backend.prepareWorkdir(ref, next, []),
   );
   // Local: the kill inside recycle() reads the slot's cgroup.procs (cgroup v2), or walks /proc without one.
   const what = kind === 'docker' ? '^C + kill + exec + fresh bash in cwd, init in rc' : 'kill + exec + fresh bash in cwd, init in rc';
