@@ -3,12 +3,13 @@
  * terminals such as VS Code use) with its native addon prebuilt for Linux, macOS and Windows inside
  * the package, so `npm ci` needs no compiler; node:child_process has no way to open a PTY.
  *
- * Its processes are found for cleanup like a pipe shell's: the slot's cgroup where there is one,
- * else the PTY's session (bash leads it) and the tag in their environment.
+ * It joins the slot's cgroup where there is one, so the slot's cleanup after the workspace also finds
+ * what it left. Its own close kills by the PTY's session (bash leads it) and the tag in the
+ * processes' environment, never the whole cgroup: the slot's pipe shell lives there too.
  */
 import * as pty from '@lydell/node-pty';
 import type { TerminalProcess } from '../../core/backend';
-import { addProcess, killGroupAsync } from './cgroup';
+import { addProcess } from './cgroup';
 import { hasEnvEntry, killQuietly, listProcs } from './procfs';
 import { delay } from '../../common/delay';
 
@@ -74,7 +75,6 @@ export class LocalTerminal implements TerminalProcess {
   }
 
   private async doClose(): Promise<void> {
-    if (this.options.cgroup) await killGroupAsync(this.options.cgroup);
     const pid = this.pty.pid;
     for (const p of listProcs()) {
       if (p.pid !== process.pid && (p.sid === pid || hasEnvEntry(p.pid, this.options.tag))) killQuietly(p.pid, 'SIGKILL');

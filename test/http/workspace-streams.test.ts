@@ -1,0 +1,149 @@
+/**
+ * Issue 18 / spec 000: /ws/workspace (ordered events, `since` replays, a dropped notice, slow
+ * viewers dropped) and /ws/workspace/terminal (raw bytes both ways, resize, many viewers), with
+ * real `ws` clients on a real broker.
+ */
+import { startTestBroker, eventually, type TestBroker } from '../helpers/broker';
+import { openEvents, openSocket, openTerminal, wsUrl, type Event } from '../helpers/workspaceClient';
+
+describe('workspace: WebSockets', () => {
+  let tb: TestBroker;
+  beforeAll(async () => {
+    tb = await startTestBroker({
+      BROKER_CONTAINERS: '1',
+      BROKER_SESSIONS_PER_CONTAINER: '3',
+      BROKER_WORKSPACE_LOG_EVENTS: '64',
+      BROKER_WORKSPACE_VIEWER_BUFFER_BYTES: '65536',
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await tb?.close();
+  }, 60_000);
+
+  it('streams command, output and exit events in seq order without gaps', async () => {
+    const client = await openEvents(tb);
+    try {
+      const r = (await tb.post('/api/execute', { command: 'echo one; echo two' })).json;
+      await client.waitFor((e) => e.type === 'exit' && e.job_id === r.job_id, 'the exit event');
+      const mine = client.events.filter((e) => e.job_id === r.job_id);
+      expect(mine.map((e) => [e.type, e.line])).toEqual([['command', undefined], ['output', 'one'], ['output', 'two'], ['exit', undefined]]);
+      const seqs = client.events.map((e) => e.seq_id!);
+      expect(seqs).toEqual(seqs.map((_, i) => seqs[0] + i));
+    } finally {
+      client.close();
+    }
+  });
+
+  it('replays from ?since=SEQ, then goes live with no gap and no duplicate', async () => {
+    const first = (await tb.post('/api/execute', { command: 'echo before' })).json;
+    const logs = (await tb.get('/api/workspace/logs?offset=-4')).json as Event[];
+    const since = logs.find((e) => e.job_id === first.job_id)!.seq_id!;
+    const client = await openEvents(tb, `/ws/workspace?since=${since}`);
+    try {
+      const second = (await tb.post('/api/execute', { command: 'echo after' })).json;
+      await client.waitFor((e) => e.type === 'exit' && e.job_id === second.job_id, 'the live exit event');
+      const seqs = client.events.map((e) => e.seq_id!);
+      expect(seqs[0]).toBe(since);
+      expect(seqs).toEqual(seqs.map((_, i) => since + i));
+      expect(client.events.filter((e) => e.job_id === first.job_id).map((e) => e.type)).toEqual(['command', 'output', 'exit']);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('says which seqs are gone when `since` is older than the ring, in the logs too', async () => {
+    await tb.post('/api/execute', { command: 'seq 1 100' }); // more events than the ring's 64
+    const client = await openEvents(tb, '/ws/workspace?since=0');
+    try {
+      await client.waitFor((e) => e.seq_id !== undefined, 'a replayed event');
+      const [notice, firstKept] = client.events;
+      expect(notice).toEqual({ type: 'dropped', from_seq: 0, to_seq: firstKept.seq_id! - 1, ring_start: firstKept.seq_id });
+    } finally {
+      client.close();
+    }
+    const r = await tb.get('/api/workspace/logs?offset=0&limit=10');
+    const [notice, ...rest] = r.json as Event[];
+    expect(notice).toMatchObject({ type: 'dropped', from_seq: 0, ring_start: Number(r.headers['x-workspace-log-start']) });
+    expect(rest).toHaveLength(0); // 0..9 are all gone: what remains of the range is nothing
+    const tail = (await tb.get('/api/workspace/logs?offset=-64&limit=1000')).json as Event[];
+    expect(tail).toHaveLength(64);
+  });
+
+  it('refuses a WebSocket to an unknown workspace with 404 before the upgrade', async () => {
+    await expect(openSocket(wsUrl(tb, '/workspaces/nope/ws/workspace'))).rejects.toMatchObject({ status: 404 });
+    await expect(openSocket(wsUrl(tb, '/workspaces/nope/ws/workspace/terminal'))).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('carries the raw terminal both ways: typed commands become jobs with source "terminal"; resize applies', async () => {
+    const terminal = await openTerminal(tb);
+    const events = await openEvents(tb);
+    try {
+      terminal.socket.send(JSON.stringify({ type: 'resize', cols: 91, rows: 27 }));
+      terminal.socket.send(Buffer.from('echo typed-$((6*7)); stty size\r'));
+      const command = await events.waitFor((e) => e.type === 'command' && e.source === 'terminal', 'the typed command');
+      expect(command.command).toBe('echo typed-$((6*7)); stty size');
+      const exit = await events.waitFor((e) => e.type === 'exit' && e.job_id === command.job_id, 'its exit');
+      expect(exit.returncode).toBe(0);
+      const lines = events.events.filter((e) => e.job_id === command.job_id && e.type === 'output').map((e) => e.line);
+      expect(lines).toEqual(['typed-42', '27 91']);
+      await terminal.waitForText('typed-42');
+      expect(terminal.text()).not.toContain('\x1b]633;'); // the shell's marks never reach viewers
+      // An agent's command shows on the person's terminal too.
+      await tb.post('/api/execute', { command: 'echo from-agent' });
+      await terminal.waitForText('from-agent');
+    } finally {
+      terminal.close();
+      events.close();
+    }
+  });
+
+  it('keeps non-UTF-8 bytes in the raw stream', async () => {
+    const terminal = await openTerminal(tb);
+    try {
+      await tb.post('/api/execute', { command: "printf 'raw\\377end\\n'" });
+      await eventually(() => terminal.bytes().includes(Buffer.from([0x72, 0x61, 0x77, 0xff, 0x65, 0x6e, 0x64])), 30_000, 'the raw bytes');
+    } finally {
+      terminal.close();
+    }
+  });
+
+  it('serves many viewers and writers at once', async () => {
+    const viewers = await Promise.all(Array.from({ length: 6 }, () => openTerminal(tb)));
+    const watchers = await Promise.all(Array.from({ length: 6 }, () => openEvents(tb)));
+    try {
+      viewers[2].socket.send(JSON.stringify({ type: 'input', data: 'echo many-$((1+1))\r' }));
+      const command = await watchers[0].waitFor((e) => e.type === 'command' && e.command === 'echo many-$((1+1))', 'the command');
+      for (const w of watchers) await w.waitFor((e) => e.type === 'exit' && e.job_id === command.job_id, 'its exit everywhere');
+      for (const v of viewers) await v.waitForText('many-2');
+    } finally {
+      for (const c of [...viewers, ...watchers]) c.close();
+    }
+  });
+
+  it('drops a viewer that does not read, without slowing the terminal, other viewers or other workspaces', async () => {
+    const other = (await tb.post('/workspaces')).json.workspace_id as string;
+    const reader = await openEvents(tb);
+    const stalled = await openTerminal(tb);
+    const stalledEvents = await openEvents(tb);
+    (stalled.socket as unknown as { _socket: { pause(): void } })._socket.pause();
+    (stalledEvents.socket as unknown as { _socket: { pause(): void } })._socket.pause();
+    const before = tb.broker.seam.openWebSockets;
+    try {
+      // ~40 MB through the terminal: far past the 64 KiB bound and the kernel's socket buffers.
+      const flood = (await tb.post('/api/execute', { command: "head -c 40000000 /dev/zero | tr '\\0' x; echo; echo flood-done", wait: 0 })).json;
+      // Another workspace answers while the flood runs.
+      expect((await tb.post(`/workspaces/${other}/api/execute`, { command: 'echo still-here' })).json).toMatchObject({ returncode: 0, stdout: 'still-here\n' });
+      await reader.waitFor((e) => e.type === 'exit' && e.job_id === flood.job_id, 'the flood to end for the reader', 120_000);
+      expect(reader.events.some((e) => e.line === 'flood-done')).toBe(true);
+      await eventually(() => tb.broker.seam.openWebSockets <= before - 2, 30_000, 'the stalled viewers to be dropped');
+      // The ring stayed within its bound.
+      const r = await tb.get('/api/workspace/logs?offset=-1000&limit=1000');
+      expect((r.json as Event[]).filter((e) => e.seq_id !== undefined).length).toBeLessThanOrEqual(64);
+    } finally {
+      reader.close();
+      stalled.socket.terminate();
+      stalledEvents.socket.terminate();
+      await tb.request('DELETE', `/workspaces/${other}`);
+    }
+  }, 180_000);
+});
