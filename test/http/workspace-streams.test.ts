@@ -146,4 +146,46 @@ describe('workspace: WebSockets', () => {
       await tb.request('DELETE', `/workspaces/${other}`);
     }
   }, 180_000);
+
+  it('keeps `yes` flooding the terminal within the ring, and other workspaces answer meanwhile', async () => {
+    const other = (await tb.post('/workspaces')).json.workspace_id as string;
+    try {
+      const flood = (await tb.post('/api/execute', { command: 'yes', wait: 0 })).json;
+      const next = async (): Promise<number> => Number((await tb.get('/api/workspace/logs?offset=-1')).headers['x-workspace-log-next']);
+      const from = await next();
+      await eventually(async () => (await next()) > from + 5_000, 60_000, '5000 lines of yes');
+      expect((await tb.post(`/workspaces/${other}/api/execute`, { command: 'echo meanwhile' })).json).toMatchObject({ returncode: 0, stdout: 'meanwhile\n' });
+      const r = await tb.get('/api/workspace/logs?offset=-1000&limit=1000');
+      expect((r.json as Event[]).filter((e) => e.seq_id !== undefined)).toHaveLength(64);
+      expect(Number(r.headers['x-workspace-log-next']) - Number(r.headers['x-workspace-log-start'])).toBe(64);
+      expect((await tb.post('/api/interrupt')).json).toEqual({ job_id: flood.job_id });
+      await eventually(async () => {
+        const logs = (await tb.get('/api/workspace/logs?offset=-64&limit=64')).json as Event[];
+        return logs.some((e) => e.type === 'exit' && e.job_id === flood.job_id && e.returncode === 130);
+      }, 60_000, 'the exit event of yes');
+      expect((await tb.post('/api/execute', { command: 'echo after-yes' })).json).toMatchObject({ returncode: 0, stdout: 'after-yes\n' });
+    } finally {
+      await tb.request('DELETE', `/workspaces/${other}`);
+    }
+  }, 180_000);
+});
+
+describe('workspace: with BROKER_TOKEN', () => {
+  let tb: TestBroker;
+  beforeAll(async () => {
+    tb = await startTestBroker({ BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_TOKEN: 'ws-secret' });
+  }, 120_000);
+  afterAll(async () => {
+    await tb?.close();
+  }, 60_000);
+
+  it('guards the routes and the WebSocket upgrades with the one authorize', async () => {
+    expect((await tb.post('/api/execute', { command: 'true' })).status).toBe(401);
+    await expect(openSocket(wsUrl(tb, '/ws/workspace'))).rejects.toMatchObject({ status: 401 });
+    await expect(openSocket(wsUrl(tb, '/ws/workspace/terminal'))).rejects.toMatchObject({ status: 401 });
+    await expect(openSocket(wsUrl(tb, '/workspaces/nope/ws/workspace'))).rejects.toMatchObject({ status: 401 });
+    const socket = await openSocket(wsUrl(tb, '/ws/workspace'), { Authorization: 'Bearer ws-secret' });
+    socket.close();
+    expect((await tb.post('/api/execute', { command: 'echo ok' }, { Authorization: 'Bearer ws-secret' })).json).toMatchObject({ returncode: 0 });
+  });
 });
