@@ -51,6 +51,13 @@ describe('workspace: /api/execute', () => {
     expect(r).toMatchObject({ returncode: 4, stdout: 'one\n2\n3\n' });
   });
 
+  it('gives a subshell, a function and `time` their output and exit code (the trap reaches into them)', async () => {
+    expect(await execute('(echo in-subshell; exit 5)')).toMatchObject({ returncode: 5, stdout: 'in-subshell\n' });
+    expect(await execute('f() { echo a; echo b; return 6; }; f')).toMatchObject({ returncode: 6, stdout: 'a\nb\n' });
+    expect(await execute('time (echo timed) 2>/dev/null')).toMatchObject({ returncode: 0, stdout: 'timed\n' });
+    expect(await execute('echo "$(echo substituted)"')).toMatchObject({ returncode: 0, stdout: 'substituted\n' });
+  });
+
   it('strips ANSI in `line` and reports a syntax error as a job with status 2', async () => {
     expect((await execute("printf '\\033[31mred\\033[0m plain\\n'")).stdout).toBe('red plain\n');
     expect(await execute('if then')).toMatchObject({ returncode: 2 });

@@ -129,8 +129,8 @@ describe('workspace: WebSockets', () => {
     (stalledEvents.socket as unknown as { _socket: { pause(): void } })._socket.pause();
     const before = tb.broker.seam.openWebSockets;
     try {
-      // ~40 MB through the terminal: far past the 64 KiB bound and the kernel's socket buffers.
-      const flood = (await tb.post('/api/execute', { command: "head -c 40000000 /dev/zero | tr '\\0' x; echo; echo flood-done", wait: 0 })).json;
+      // ~24 MB through the terminal: past the 64 KiB bound and what the kernel buffers on loopback.
+      const flood = (await tb.post('/api/execute', { command: "head -c 24000000 /dev/zero | tr '\\0' x; echo; echo flood-done", wait: 0 })).json;
       // Another workspace answers while the flood runs.
       expect((await tb.post(`/workspaces/${other}/api/execute`, { command: 'echo still-here' })).json).toMatchObject({ returncode: 0, stdout: 'still-here\n' });
       await reader.waitFor((e) => e.type === 'exit' && e.job_id === flood.job_id, 'the flood to end for the reader', 120_000);

@@ -43,6 +43,9 @@ class DockerTerminal implements TerminalProcess {
   private ended = false;
   private readonly exitListeners: ((exit: { code: number | null; reason: string }) => void)[] = [];
   private closePromise: Promise<void> | null = null;
+  /** A resize in flight (an engine call) and the keys that came after it: a terminal applies them in that order. */
+  private resizing: Promise<void> | null = null;
+  private held: (string | Buffer)[] = [];
 
   constructor(
     private readonly exec: Dockerode.Exec,
@@ -56,12 +59,23 @@ class DockerTerminal implements TerminalProcess {
   }
 
   write(data: string | Buffer): void {
-    if (!this.ended) this.socket.write(data);
+    if (this.ended) return;
+    if (this.resizing) this.held.push(data);
+    else this.socket.write(data);
   }
 
   resize(cols: number, rows: number): void {
-    // Before the exec runs, or after it ended, the engine refuses: the next resize will do.
-    if (!this.ended) this.exec.resize({ h: rows, w: cols }).catch(() => undefined);
+    if (this.ended) return;
+    // The engine refuses a resize after the exec ended: nothing to do then.
+    const done: Promise<void> = (this.resizing ?? Promise.resolve())
+      .then(() => this.exec.resize({ h: rows, w: cols }))
+      .catch(() => undefined)
+      .then(() => {
+        if (this.resizing !== done) return; // a later resize carries the held keys
+        this.resizing = null;
+        for (const data of this.held.splice(0)) if (!this.ended) this.socket.write(data);
+      });
+    this.resizing = done;
   }
 
   onData(listener: (chunk: Buffer) => void): void {

@@ -24,8 +24,11 @@ export function integrationEnv(nonce: string): Record<string, string> {
 }
 
 /**
- * Commands that bash runs without a DEBUG trap (a `( subshell )`, a line with a syntax error) still
- * enter the history: the prompt hook sees the history number move and marks their start itself.
+ * functrace (set -T) lets a `( subshell )` inherit the trap, so its output comes after its start
+ * mark (bash runs no DEBUG trap for the subshell itself). A line that runs no command at all (a
+ * syntax error) still enters the history: the prompt hook sees the history number move and marks
+ * its start itself. The prompt hook disarms the trap in the same simple command that saves `$?`,
+ * and arms it again as its very last command, so its own commands start no job.
  */
 function integrationScript(nonce: string): string {
   return `__bkr_n=${nonce}; __bkr_armed=0; __bkr_running=0; __bkr_h=
@@ -35,18 +38,20 @@ __bkr_start() {
   local line; line=$(HISTTIMEFORMAT= builtin history 1); line=\${line#*[0-9]  }
   __bkr_esc "$line"; builtin printf '\\e]633;C;%s;%s\\a' "$__bkr_n" "$__bkr_s"
 }
-__bkr_preexec() { [[ $__bkr_armed = 1 && $BASH_COMMAND != __bkr_precmd ]] || return 0; __bkr_start; }
+__bkr_preexec() { [[ $__bkr_armed = 1 && $BASH_COMMAND != __bkr_rc=* ]] || return 0; __bkr_start; }
 __bkr_precmd() {
-  local rc=$? h=$HISTCMD
+  local rc=$__bkr_rc h=$HISTCMD
   if [[ $__bkr_running = 0 && -n $__bkr_h && $h != "$__bkr_h" ]]; then __bkr_start; fi
   if [[ $__bkr_running = 1 ]]; then builtin printf '\\e]633;D;%s;%s\\a' "$__bkr_n" "$rc"; fi
-  __bkr_running=0; __bkr_armed=1; __bkr_h=$h
+  __bkr_running=0; __bkr_h=$h
   builtin printf '\\e]633;A;%s;%s\\a' "$__bkr_n" "$rc"
+  __bkr_armed=1
 }
 builtin export -n PROMPT_COMMAND; builtin unset BROKER_WS_INIT
-HISTCONTROL= HISTIGNORE= PROMPT_COMMAND=__bkr_precmd PS1='\\w \\$ '
+HISTCONTROL= HISTIGNORE= PROMPT_COMMAND='__bkr_rc=$? __bkr_armed=0; __bkr_precmd' PS1='\\w \\$ '
+builtin set -o functrace
 builtin trap __bkr_preexec DEBUG
-__bkr_precmd
+__bkr_rc=0; __bkr_precmd
 `;
 }
 

@@ -58,8 +58,8 @@ export interface ExecuteAnswer {
 
 export const STILL_RUNNING = '--- Process still running, more output will stream via WebSocket ---';
 const BRACKETED_PASTE_END = '\x1b[201~';
-/** ^E ^U: end of line, then erase it: half-typed text of a person does not prefix the agent's command. */
-const CLEAR_LINE = '\x05\x15';
+/** ^A ^K: to the line's start, then erase to its end (no bell on an empty line): a person's half-typed text does not prefix the agent's command. */
+const CLEAR_LINE = '\x01\x0b';
 /** A shell that dies sooner than this after its start is restarted with a growing delay. */
 const QUICK_DEATH_MS = 2_000;
 const RESTART_DELAY_MAX_MS = 30_000;
