@@ -13,6 +13,7 @@ import type { Router } from './router';
 import { poolRouter } from './poolRoutes';
 import { healthRouter } from './healthRoutes';
 import { workspaceRouter } from './workspaceRoutes';
+import { workspacePageRouter } from './workspacePage';
 import type { WorkspaceApi } from '../core/workspace/workspaceApi';
 
 /** `workspaces`: the workspace API (spec 000), mounted when given (the bench's app floor has none). */
@@ -23,7 +24,10 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
     maxCommandBytes: config.maxCommandBytes,
   };
   const routers = [poolRouter(pool, limits), healthRouter(pool, metrics, { metricsPublic: config.metricsPublic })];
-  if (workspaces) routers.push(workspaceRouter(workspaces.workspaces, workspaces.files, { maxCommandBytes: config.maxCommandBytes, viewerBufferBytes: config.workspace.viewerBufferBytes }));
+  if (workspaces) {
+    routers.push(workspaceRouter(workspaces.workspaces, workspaces.files, { maxCommandBytes: config.maxCommandBytes, viewerBufferBytes: config.workspace.viewerBufferBytes }));
+    routers.push(workspacePageRouter());
+  }
   return routers;
 }
 
