@@ -110,6 +110,14 @@ describe('workspace: /api/execute', () => {
     expect((await execute('basename "$PWD"')).stdout).toMatch(/^[0-9a-f]{32}\n$/); // back in the workspace directory
   });
 
+  it('cuts a long command in its output events, keeping it whole in its command event', async () => {
+    const command = `: ${'x'.repeat(2000)}; echo long`;
+    const r = await execute(command);
+    const mine = ((await tb.get('/api/workspace/logs?offset=-10')).json as Event[]).filter((e) => e.job_id === r.job_id);
+    expect(mine[0]).toMatchObject({ type: 'command', command });
+    expect(mine[1]).toMatchObject({ type: 'output', line: 'long', command: `${command.slice(0, 1024)}…` });
+  });
+
   it('keeps invalid UTF-8 in the raw stream and replaces it in `line`', async () => {
     const r = await execute("printf 'a\\377\\376b\\n'");
     expect(r.stdout).toBe('a\ufffd\ufffdb\n');

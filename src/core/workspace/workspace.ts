@@ -62,11 +62,21 @@ const BRACKETED_PASTE_END = '\x1b[201~';
 const CLEAR_LINE = '\x01\x0b';
 /** A shell that dies sooner than this after its start is restarted with a growing delay. */
 const QUICK_DEATH_MS = 2_000;
+/** A job this young may not own the terminal yet when its ^C arrives (see `interrupt`). */
+const JUST_STARTED_MS = 2_000;
+const INTERRUPT_RETRY_MS = 300;
+const INTERRUPT_RETRIES = 5;
+/**
+ * Output events repeat their job's command (as the spec shows them): a long one is cut there, or a
+ * 1 MiB script would make every line of its output a 1 MiB event on the wire (its command event has it whole).
+ */
+const OUTPUT_EVENT_COMMAND_CHARS = 1024;
 const RESTART_DELAY_MAX_MS = 30_000;
 
 interface Job {
   id: string;
   command: string;
+  commandInEvents: string;
   source: JobSource;
   startedMs: number;
   /** Its start mark arrived (an agent's job exists from the moment it was typed). */
@@ -131,10 +141,25 @@ export class Workspace {
     return { job_id: job.id, command, returncode: null, stdout: job.output + STILL_RUNNING };
   }
 
-  /** ^C to the terminal: the running job ends with its exit event (130, as bash reports it). */
+  /**
+   * ^C to the terminal: the running job ends with its exit event (130, as bash reports it). A ^C that
+   * lands between bash reading the line and the command's process group taking the terminal reaches
+   * bash alone, which shrugs it off: for a job that had only just started, ^C is pressed again (a few
+   * times, as a person would) while that same job still runs.
+   */
   interrupt(): string | null {
     this.terminal?.write('\x03');
-    return this.runningJobId;
+    const job = this.job && !this.job.ended ? this.job : null;
+    if (job && (!job.running || Date.now() - job.startedMs < JUST_STARTED_MS)) {
+      let left = INTERRUPT_RETRIES;
+      const again = (): void => {
+        if (this.job !== job || job.ended || left-- <= 0) return;
+        this.terminal?.write('\x03');
+        setTimeout(again, INTERRUPT_RETRY_MS).unref();
+      };
+      setTimeout(again, INTERRUPT_RETRY_MS).unref();
+    }
+    return job?.id ?? null;
   }
 
   /** Keys for whatever reads the terminal (a prompt, a REPL), as they are. */
@@ -159,7 +184,8 @@ export class Workspace {
   private newJob(command: string, source: JobSource): Job {
     let finish!: () => void;
     const done = new Promise<void>((resolve) => (finish = resolve));
-    const job: Job = { id: randomBytes(16).toString('hex'), command, source, startedMs: Date.now(), running: false, output: '', lines: null, returncode: null, ended: false, done, finish };
+    const commandInEvents = command.length > OUTPUT_EVENT_COMMAND_CHARS ? `${command.slice(0, OUTPUT_EVENT_COMMAND_CHARS)}…` : command;
+    const job: Job = { id: randomBytes(16).toString('hex'), command, commandInEvents, source, startedMs: Date.now(), running: false, output: '', lines: null, returncode: null, ended: false, done, finish };
     this.job = job;
     return job;
   }
@@ -216,7 +242,7 @@ export class Workspace {
 
   private onLine(job: Job, line: string): void {
     if (job.output.length < this.limits.maxJobOutputBytes) job.output += `${line}\n`;
-    this.events.emit({ type: 'output', job_id: job.id, command: job.command, source: job.source, stream: 'stdout', line });
+    this.events.emit({ type: 'output', job_id: job.id, command: job.commandInEvents, source: job.source, stream: 'stdout', line });
   }
 
   private finishJob(job: Job, returncode: number | null): void {
