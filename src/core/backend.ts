@@ -128,16 +128,16 @@ export interface SessionBackend {
    * removed with removeContainer.
    */
   connectContainer?(container: ContainerRef): Promise<void>;
+  /** Optional: a bash in a pseudo-terminal in `container` (the workspaces need it). */
+  openTerminal?(container: ContainerRef, options: TerminalOptions): Promise<TerminalProcess>;
+  /** Optional: files in a container (the workspaces' file routes need it). */
+  readonly files?: FileAccess;
   removeContainer(container: ContainerRef): Promise<void>;
   checkContainer(container: ContainerRef): Promise<ContainerHealth>;
   openShell(container: ContainerRef, options: OpenShellOptions): Promise<ShellProcess>;
   /** Creates `dir` (parents included) and writes `files` under it. */
   prepareWorkdir(container: ContainerRef, dir: string, files: readonly WorkdirFile[]): Promise<void>;
   removeWorkdir(container: ContainerRef, dir: string): Promise<void>;
-  /** Optional: a bash in a pseudo-terminal in `container` (the workspaces need it). */
-  openTerminal?(container: ContainerRef, options: TerminalOptions): Promise<TerminalProcess>;
-  /** Optional: files in a container (the workspaces' file routes need it). */
-  readonly files?: FileAccess;
   close(): Promise<void>;
 }
 

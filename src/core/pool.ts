@@ -157,21 +157,6 @@ export class SessionPool {
     }
   }
 
-  /** A slot for a workspace, waiting in the acquire queue like an acquire does. */
-  async takeOut(signal?: AbortSignal): Promise<TakenSlot> {
-    const { sessionId } = await this.acquire({ files: [], startupCommands: [], signal });
-    const lease = this.leases.require(sessionId);
-    lease.lastActivityMs = Number.POSITIVE_INFINITY; // never reclaimed as idle: its owner gives it back
-    const slot = lease.slot!;
-    return {
-      slotId: slot.slotId,
-      container: slot.container.ref!,
-      workdir: lease.workdir,
-      lostReason: () => lease.brokenReason,
-      giveBack: () => this.release(sessionId),
-    };
-  }
-
   /** A free slot now, or the oldest waiter's turn before `deadline`. */
   private async takeSlot(signal: AbortSignal | undefined, deadline: number): Promise<Slot> {
     const waitStartMs = performance.now();
@@ -235,6 +220,21 @@ export class SessionPool {
   health(): { counts: ReturnType<SessionStates<Slot>['snapshot']>; healthyContainers: number; unhealthyContainers: number } {
     const healthyContainers = this.containers.filter((c) => c.healthy).length;
     return { counts: this.states.snapshot(), healthyContainers, unhealthyContainers: this.containers.length - healthyContainers };
+  }
+
+  /** A slot for a workspace, waiting in the acquire queue like an acquire does. */
+  async takeOut(signal?: AbortSignal): Promise<TakenSlot> {
+    const { sessionId } = await this.acquire({ files: [], startupCommands: [], signal });
+    const lease = this.leases.require(sessionId);
+    lease.lastActivityMs = Number.POSITIVE_INFINITY; // never reclaimed as idle: its owner gives it back
+    const slot = lease.slot!;
+    return {
+      slotId: slot.slotId,
+      container: slot.container.ref!,
+      workdir: lease.workdir,
+      lostReason: () => lease.brokenReason,
+      giveBack: () => this.release(sessionId),
+    };
   }
 
   /** Stops taking acquires, lets running commands finish within `graceMs`, then kills everything. */
