@@ -13,7 +13,8 @@ describe('workspace: WebSockets', () => {
       BROKER_CONTAINERS: '1',
       BROKER_SESSIONS_PER_CONTAINER: '3',
       BROKER_WORKSPACE_LOG_EVENTS: '64',
-      BROKER_WORKSPACE_VIEWER_BUFFER_BYTES: '65536',
+      // Room for a reader in this same busy process to lag a burst (it must not be dropped); stalled ones pass it.
+      BROKER_WORKSPACE_VIEWER_BUFFER_BYTES: String(2 * 1024 * 1024),
     });
   }, 120_000);
   afterAll(async () => {
@@ -129,12 +130,13 @@ describe('workspace: WebSockets', () => {
     (stalledEvents.socket as unknown as { _socket: { pause(): void } })._socket.pause();
     const before = tb.broker.seam.openWebSockets;
     try {
-      // ~24 MB through the terminal: past the 64 KiB bound and what the kernel buffers on loopback.
+      // ~24 MB through the terminal: past the 2 MiB bound plus what the kernel buffers on loopback.
       const flood = (await tb.post('/api/execute', { command: "head -c 24000000 /dev/zero | tr '\\0' x; echo; echo flood-done", wait: 0 })).json;
       // Another workspace answers while the flood runs.
       expect((await tb.post(`/workspaces/${other}/api/execute`, { command: 'echo still-here' })).json).toMatchObject({ returncode: 0, stdout: 'still-here\n' });
       await reader.waitFor((e) => e.type === 'exit' && e.job_id === flood.job_id, 'the flood to end for the reader', 120_000);
       expect(reader.events.some((e) => e.line === 'flood-done')).toBe(true);
+      expect(reader.socket.readyState).toBe(reader.socket.OPEN); // a reader that keeps up is never dropped
       await eventually(() => tb.broker.seam.openWebSockets <= before - 2, 30_000, 'the stalled viewers to be dropped');
       // The ring stayed within its bound.
       const r = await tb.get('/api/workspace/logs?offset=-1000&limit=1000');
