@@ -16,6 +16,7 @@ import { LocalBackend } from './backends/local/localBackend';
 import { DockerBackend } from './backends/docker/dockerBackend';
 import { logger } from './common/logger';
 import { errorMessage } from './common/errors';
+import { createWorkspaceApi, type WorkspaceApi } from './core/workspace/workspaceApi';
 
 export interface BrokerOverrides {
   backend?: SessionBackend;
@@ -40,6 +41,7 @@ export class Broker {
   readonly metrics = new BrokerMetrics();
   readonly server: http.Server;
   readonly seam: HttpSeam;
+  readonly workspaces: WorkspaceApi;
   private closePromise: Promise<void> | null = null;
   private warmPromise: Promise<void> | null = null;
 
@@ -65,7 +67,8 @@ export class Broker {
       this.metrics,
     );
     this.metrics.attach(this.pool);
-    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers);
+    this.workspaces = createWorkspaceApi(this.pool, backend, config, overrides.maxOutputBytes ?? config.maxOutputBytes);
+    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces);
     this.server = http.createServer({ keepAliveTimeout: 65_000 }, this.seam.serveRequest);
     this.server.on('upgrade', this.seam.serveUpgrade);
     this.server.on('clientError', this.seam.serveClientError);
@@ -103,6 +106,8 @@ export class Broker {
     // WebSockets first: whatever a socket's route holds (a lease) is let go while the pool can take it.
     await this.seam.close();
     await this.warmPromise?.catch(() => undefined);
+    // Workspaces next: their terminals are closed and their slots go back while the pool still takes them.
+    await this.workspaces.workspaces.close();
     await this.pool.close(graceMs);
     // Give in-flight responses a moment to flush, then cut what is left.
     await new Promise((r) => setTimeout(r, 50));

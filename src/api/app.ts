@@ -12,19 +12,28 @@ import { HttpSeam } from './seam';
 import type { Router } from './router';
 import { poolRouter } from './poolRoutes';
 import { healthRouter } from './healthRoutes';
+import { workspaceRouter } from './workspaceRoutes';
+import { workspacePageRouter } from './workspacePage';
+import type { WorkspaceApi } from '../core/workspace/workspaceApi';
 
-export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig): Router[] {
+/** `workspaces`: the workspace API (spec 000), mounted when given (the bench's app floor has none). */
+export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, workspaces?: WorkspaceApi): Router[] {
   const limits = {
     defaultTimeoutSeconds: config.defaultCommandTimeoutMs / 1000,
     maxTimeoutSeconds: config.maxCommandTimeoutMs / 1000,
     maxCommandBytes: config.maxCommandBytes,
   };
-  return [poolRouter(pool, limits), healthRouter(pool, metrics, { metricsPublic: config.metricsPublic })];
+  const routers = [poolRouter(pool, limits), healthRouter(pool, metrics, { metricsPublic: config.metricsPublic })];
+  if (workspaces) {
+    routers.push(workspaceRouter(workspaces.workspaces, workspaces.files, { maxCommandBytes: config.maxCommandBytes, viewerBufferBytes: config.workspace.viewerBufferBytes }));
+    routers.push(workspacePageRouter());
+  }
+  return routers;
 }
 
 /** `extraRouters` mount beside the broker's own (tests mount routes of their own this way). */
-export function createSeam(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, extraRouters: Router[] = []): HttpSeam {
-  return new HttpSeam([...brokerRouters(pool, metrics, config), ...extraRouters], {
+export function createSeam(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, extraRouters: Router[] = [], workspaces?: WorkspaceApi): HttpSeam {
+  return new HttpSeam([...brokerRouters(pool, metrics, config, workspaces), ...extraRouters], {
     authorize: createAuthorize(config.token),
     maxBodyBytes: config.maxBodyBytes,
     // Requests no router's prefix claims get the pool API's format, as they always have.

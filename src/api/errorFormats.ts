@@ -17,6 +17,7 @@ const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
   too_large: 413,
   unsupported: 400,
   unauthorized: 401,
+  forbidden: 403,
   not_found: 404,
   busy: 409,
   gone: 410,
@@ -71,7 +72,7 @@ export const poolErrorFormat: ErrorFormat = {
   name: 'pool',
   reply(err, where) {
     const { status, code, message } = describe(err, where);
-    return reply(status, { detail: message, code });
+    return reply(status, { detail: message, code, ...(err instanceof BrokerError ? err.fields : undefined) });
   },
 };
 
@@ -86,6 +87,7 @@ const OPEN_SANDBOX_CODE_OF_KIND: Readonly<Record<ErrorKind, string>> = {
   too_large: 'INVALID_REQUEST_BODY',
   unsupported: 'NOT_SUPPORTED',
   unauthorized: 'UNAUTHORIZED',
+  forbidden: 'FORBIDDEN',
   not_found: 'NOT_FOUND',
   busy: 'RUNTIME_ERROR',
   gone: 'RUNTIME_ERROR',

@@ -48,6 +48,11 @@ export interface UpgradeContext {
 export interface UpgradeRoute {
   path: string;
   public?: boolean;
+  /**
+   * Runs before the handshake, after authorization: what it throws is answered in the router's
+   * error format instead of an upgrade (a WebSocket to an unknown workspace gets its 404 here).
+   */
+  check?(ctx: UpgradeContext): void | Promise<void>;
   accept(ws: WebSocket, ctx: UpgradeContext): void;
 }
 

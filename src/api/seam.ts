@@ -104,7 +104,13 @@ export class HttpSeam {
       }
       if (!match) throw new RouteNotFoundError(req.method ?? '', rawPath(req.url));
       const { route, params } = match;
-      this.webSockets.upgrade(req, socket, head, format, (ws) => route.accept(ws, { req, params, query }));
+      const ctx = { req, params, query };
+      const upgrade = (): void => this.webSockets.upgrade(req, socket, head, format, (ws) => route.accept(ws, ctx));
+      if (!route.check) return upgrade();
+      const routeFormat = format;
+      Promise.resolve()
+        .then(() => route.check!(ctx))
+        .then(upgrade, (err: unknown) => sendErrorReplyOnSocket(socket, routeFormat.reply(err, where)));
     } catch (err) {
       sendErrorReplyOnSocket(socket, format.reply(err, where));
     }

@@ -13,6 +13,8 @@ export type ErrorKind =
   | 'unsupported'
   /** No or a wrong access token. */
   | 'unauthorized'
+  /** Authenticated, but reaching for something out of bounds (a path outside a workspace). */
+  | 'forbidden'
   | 'not_found'
   /** Conflicts with work in progress (another execute on the same session). */
   | 'busy'
@@ -29,6 +31,9 @@ export type ErrorKind =
   | 'internal';
 
 export class BrokerError extends Error {
+  /** Fields a client needs beside detail and code (the running job_id of a 409), in the pool format. */
+  fields?: Record<string, string | number>;
+
   constructor(
     readonly kind: ErrorKind,
     readonly code: string,
@@ -115,6 +120,25 @@ export class ShuttingDownError extends BrokerError {
 export class NotSupportedError extends BrokerError {
   constructor(detail: string) {
     super('unsupported', 'not_supported', detail);
+  }
+}
+
+export class ForbiddenError extends BrokerError {
+  constructor(detail: string) {
+    super('forbidden', 'forbidden', detail);
+  }
+}
+
+export class FileNotFoundError extends BrokerError {
+  constructor(path: string) {
+    super('not_found', 'file_not_found', `No such file: ${path}`);
+  }
+}
+
+/** A directory (or a device, a socket) where a regular file was wanted. */
+export class NotAFileError extends BrokerError {
+  constructor(path: string) {
+    super('invalid', 'not_a_file', `Not a regular file: ${path}`);
   }
 }
 

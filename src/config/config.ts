@@ -51,6 +51,16 @@ export interface BrokerConfig {
   localCgroups: 'auto' | 'off';
   /** Local backend: PATH, LANG and TZ as the broker got them. */
   hostEnv: HostEnv;
+  workspace: {
+    /** BROKER_DEFAULT_WORKSPACE: the spec's root paths serve a default workspace, made on first use. */
+    defaultWorkspace: boolean;
+    /** BROKER_WORKSPACE_LOG_EVENTS: events each workspace keeps for /api/workspace/logs and `since` replays. */
+    logEvents: number;
+    /** BROKER_WORKSPACE_MAX_READ_BYTES: the largest /api/read answer (413 beyond) and read-partial chunk. */
+    maxReadBytes: number;
+    /** BROKER_WORKSPACE_VIEWER_BUFFER_BYTES: a WebSocket viewer with more unsent than this is dropped. */
+    viewerBufferBytes: number;
+  };
   docker: {
     image: string;
     /** Containers of one deployment name belong to one broker at a time; a new start sweeps the rest. */
@@ -223,6 +233,12 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     localRoot: (env.BROKER_LOCAL_ROOT ?? '').trim() || path.join(os.tmpdir(), `bash-broker-${process.pid}`),
     localCgroups: cgroups,
     hostEnv: hostEnv(env),
+    workspace: {
+      defaultWorkspace: flag(env, 'BROKER_DEFAULT_WORKSPACE', true),
+      logEvents: int(env, 'BROKER_WORKSPACE_LOG_EVENTS', 10_000, { min: 16, max: 1_000_000 }),
+      maxReadBytes: int(env, 'BROKER_WORKSPACE_MAX_READ_BYTES', 16 * 1024 * 1024, { min: 1024, max: 1024 * 1024 * 1024 }),
+      viewerBufferBytes: int(env, 'BROKER_WORKSPACE_VIEWER_BUFFER_BYTES', 8 * 1024 * 1024, { min: 64 * 1024 }),
+    },
     docker: {
       image: (env.BROKER_IMAGE ?? '').trim() || 'bash-broker-sandbox:latest',
       deployment: deploymentName(env),
@@ -264,9 +280,10 @@ function deploymentName(env: Env): string {
   return name;
 }
 
-function flag(env: Env, name: string): boolean {
+function flag(env: Env, name: string, dflt = false): boolean {
   const v = (env[name] ?? '').trim().toLowerCase();
-  if (v === '' || v === '0' || v === 'false' || v === 'no') return false;
+  if (v === '') return dflt;
+  if (v === '0' || v === 'false' || v === 'no') return false;
   if (v === '1' || v === 'true' || v === 'yes') return true;
   throw new ConfigError(`${name} must be 1 or 0, got '${env[name]}'`);
 }

@@ -74,6 +74,48 @@ export interface WorkdirFile {
   content: Buffer;
 }
 
+/** A terminal for a workspace: where its bash runs, how big its window is, what it starts with. */
+export interface TerminalOptions {
+  /** Stable id of the pool slot the terminal's capacity comes from (tags its processes). */
+  slotId: string;
+  cols: number;
+  rows: number;
+  /** The working directory, as the container sees it. */
+  cwd: string;
+  /** Extra environment on top of the backend's own (TERM, the shell integration's bootstrap). */
+  env: Record<string, string>;
+}
+
+/** One bash in a real pseudo-terminal: bytes in, bytes out (stdout and stderr merged, as a terminal does). */
+export interface TerminalProcess {
+  readonly description: string;
+  write(data: string | Buffer): void;
+  resize(cols: number, rows: number): void;
+  onData(listener: (chunk: Buffer) => void): void;
+  /** Once, when bash is gone; `code` is its exit status, or 128 + the signal that killed it. */
+  onExit(listener: (exit: { code: number | null; reason: string }) => void): void;
+  /** Kills bash and everything it started (as far as the backend can find them). Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/** A file inside a container, read whole or in part. */
+export interface FileChunk {
+  /** `limit` bytes from `offset` at most. */
+  content: Buffer;
+  /** The whole file's size in bytes. */
+  size: number;
+}
+
+/**
+ * Paths are absolute as the container sees them; `root` is the workspace directory they must stay
+ * in (the caller checked the path lexically; a backend also checks what symlinks resolve to where it can).
+ * Errors: FileNotFoundError, NotAFileError, ForbiddenError (common/errors.ts).
+ */
+export interface FileAccess {
+  readFile(container: ContainerRef, root: string, path: string, range: { offset: number; limit: number }): Promise<FileChunk>;
+  writeFile(container: ContainerRef, root: string, path: string, content: Buffer): Promise<void>;
+}
+
 export interface SessionBackend {
   readonly kind: string;
   /** Once, before any container starts: check prerequisites, sweep what a crashed broker left. */
@@ -89,6 +131,10 @@ export interface SessionBackend {
    * removed with removeContainer.
    */
   connectContainer?(container: ContainerRef): Promise<void>;
+  /** Optional: a bash in a pseudo-terminal in `container` (the workspaces need it). */
+  openTerminal?(container: ContainerRef, options: TerminalOptions): Promise<TerminalProcess>;
+  /** Optional: files in a container (the workspaces' file routes need it). */
+  readonly files?: FileAccess;
   removeContainer(container: ContainerRef): Promise<void>;
   checkContainer(container: ContainerRef): Promise<ContainerHealth>;
   openShell(container: ContainerRef, options: OpenShellOptions): Promise<ShellProcess>;

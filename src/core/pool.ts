@@ -7,7 +7,7 @@
  */
 import PQueue from 'p-queue';
 import { BashSession, ShellDiedError, type BashSessionTimings, DEFAULT_TIMINGS, type ExecResult } from './bashSession';
-import { sessionWorkdir, type SessionBackend, type StreamName, type WorkdirFile } from './backend';
+import { sessionWorkdir, type ContainerRef, type SessionBackend, type StreamName, type WorkdirFile } from './backend';
 import { type ContainerEntry, Lease, type Slot } from './slot';
 import { SessionState, SessionStates } from './states';
 import { SlotQueue } from './slotQueue';
@@ -52,6 +52,19 @@ export interface ExecuteRequest {
   command: string;
   timeoutMs: number;
   onOutput?: (stream: StreamName, chunk: Buffer) => void;
+}
+
+/**
+ * A slot taken out of the pool for something long-lived (a workspace): IN_USE, so /health and
+ * /metrics count it, with its working directory made; `giveBack` sends it to the usual cleanup.
+ */
+export interface TakenSlot {
+  slotId: string;
+  container: ContainerRef;
+  workdir: string;
+  /** Why the slot was lost while taken (its container failed), or null. */
+  lostReason(): string | null;
+  giveBack(): void;
 }
 
 /** A startup command killed its shell: no session was leased. */
@@ -228,6 +241,21 @@ export class SessionPool {
   health(): { counts: ReturnType<SessionStates<Slot>['snapshot']>; healthyContainers: number; unhealthyContainers: number } {
     const healthyContainers = this.containers.filter((c) => c.healthy).length;
     return { counts: this.states.snapshot(), healthyContainers, unhealthyContainers: this.containers.length - healthyContainers };
+  }
+
+  /** A slot for a workspace, waiting in the acquire queue like an acquire does. */
+  async takeOut(signal?: AbortSignal): Promise<TakenSlot> {
+    const { sessionId } = await this.acquire({ files: [], startupCommands: [], signal });
+    const lease = this.leases.require(sessionId);
+    lease.lastActivityMs = Number.POSITIVE_INFINITY; // never reclaimed as idle: its owner gives it back
+    const slot = lease.slot!;
+    return {
+      slotId: slot.slotId,
+      container: slot.container.ref!,
+      workdir: lease.workdir,
+      lostReason: () => lease.brokenReason,
+      giveBack: () => this.release(sessionId),
+    };
   }
 
   /** Stops taking acquires, lets running commands finish within `graceMs`, then kills everything. */

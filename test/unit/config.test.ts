@@ -97,6 +97,12 @@ describe('loadConfig', () => {
     ['BROKER_START_CONCURRENCY', '2000'],
     ['BROKER_LOG_LEVEL', 'verbose'],
     ['BROKER_LOG_LEVEL', 'INFO'],
+    ['BROKER_DEFAULT_WORKSPACE', 'maybe'],
+    ['BROKER_WORKSPACE_LOG_EVENTS', '0'],
+    ['BROKER_WORKSPACE_LOG_EVENTS', '15'],
+    ['BROKER_WORKSPACE_LOG_EVENTS', '2000000'],
+    ['BROKER_WORKSPACE_MAX_READ_BYTES', '1k'],
+    ['BROKER_WORKSPACE_VIEWER_BUFFER_BYTES', '100'],
   ])('rejects %s=%s with a message naming the variable', (name, value) => {
     const load = (): unknown => loadConfig({ [name]: value });
     expect(load).toThrow(ConfigError);
@@ -125,5 +131,18 @@ describe('loadConfig', () => {
     expect(loadConfig({}).hostEnv).toEqual({ path: '/usr/local/bin:/usr/bin:/bin', lang: 'C.UTF-8', tz: null });
     // An empty PATH is what the broker runs with: kept, not replaced by the default.
     expect(loadConfig({ PATH: '', TZ: '' }).hostEnv).toMatchObject({ path: '', tz: null });
+  });
+
+  it('reads the workspace settings: a default workspace, 10000 events, 16 MiB reads, 8 MiB viewer buffers', () => {
+    expect(loadConfig({}).workspace).toEqual({ defaultWorkspace: true, logEvents: 10_000, maxReadBytes: 16 * 1024 * 1024, viewerBufferBytes: 8 * 1024 * 1024 });
+    expect(
+      loadConfig({
+        BROKER_DEFAULT_WORKSPACE: '0',
+        BROKER_WORKSPACE_LOG_EVENTS: '16',
+        BROKER_WORKSPACE_MAX_READ_BYTES: '4096',
+        BROKER_WORKSPACE_VIEWER_BUFFER_BYTES: '65536',
+      }).workspace,
+    ).toEqual({ defaultWorkspace: false, logEvents: 16, maxReadBytes: 4096, viewerBufferBytes: 65536 });
+    expect(loadConfig({ BROKER_DEFAULT_WORKSPACE: 'yes' }).workspace.defaultWorkspace).toBe(true);
   });
 });

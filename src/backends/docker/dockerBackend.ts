@@ -13,7 +13,7 @@
 import Dockerode from 'dockerode';
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { ContainerHealth, ContainerRef, OpenShellOptions, SessionBackend, ShellProcess, WorkdirFile } from '../../core/backend';
+import type { ContainerHealth, ContainerRef, OpenShellOptions, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/backend';
 import { BackendError, NotSupportedError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
 import { ControlShell } from './controlShell';
@@ -27,6 +27,8 @@ import { ContainerRemovals } from './containerRemovals';
 import { checkContainerHealth } from './containerHealth';
 import { DockerWorkdirs } from './workdirs';
 import { PipeTransport } from './pipeTransport';
+import { openDockerTerminal } from './dockerTerminal';
+import { DockerFiles } from './dockerFiles';
 
 export { LABEL_DEPLOYMENT, LABEL_INSTANCE };
 
@@ -51,6 +53,7 @@ interface ContainerLink {
 export class DockerBackend implements SessionBackend {
   readonly kind = 'docker';
   readonly docker = new Dockerode();
+  readonly files = new DockerFiles(this.docker);
   readonly instance = `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private readonly links = new Map<string, ContainerLink>();
   private readonly starting = new Map<string, Starting>();
@@ -203,6 +206,14 @@ export class DockerBackend implements SessionBackend {
       );
     }
     return shell;
+  }
+
+  /** A workspace's terminal: a `docker exec` with a TTY in the slot's container (dockerTerminal.ts). */
+  async openTerminal(ref: ContainerRef, options: TerminalOptions): Promise<TerminalProcess> {
+    const link = this.links.get(ref.id);
+    if (!link?.control.alive) throw new BackendError(`container ${ref.name} has no control shell`);
+    const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-t${++this.generation}`;
+    return openDockerTerminal(this.docker.getContainer(ref.id), link.control, options, tag);
   }
 
   prepareWorkdir(ref: ContainerRef, dir: string, files: readonly WorkdirFile[]): Promise<void> {

@@ -8,12 +8,14 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import PQueue from 'p-queue';
 import { randomBytes } from 'node:crypto';
-import type { ContainerHealth, ContainerRef, OpenShellOptions, SessionBackend, ShellProcess, WorkdirFile } from '../../core/backend';
+import type { ContainerHealth, ContainerRef, OpenShellOptions, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/backend';
 import { NotSupportedError } from '../../common/errors';
 import { hostEnv, type BrokerConfig, type HostEnv } from '../../config/config';
 import { findBash } from './bashPath';
 import { CgroupTree } from './cgroup';
 import { LocalShell } from './localShell';
+import { LocalTerminal } from './localTerminal';
+import { localFiles } from './localFiles';
 
 /** Removals running at once: half of libuv's default thread pool, the other half stays for acquires. */
 const REMOVALS_AT_ONCE = 2;
@@ -34,6 +36,7 @@ function baseEnv(home: string, host: HostEnv): Record<string, string> {
 
 export class LocalBackend implements SessionBackend {
   readonly kind = 'local';
+  readonly files = localFiles;
   readonly instance = `${process.pid}-${randomBytes(4).toString('hex')}`;
   private readonly cgroups: CgroupTree | null;
   private generation = 0;
@@ -77,6 +80,21 @@ export class LocalBackend implements SessionBackend {
       env: baseEnv(container.id, this.hostEnv),
       bash: this.bash,
       tag: `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${this.generation}`,
+      cgroup: this.cgroups ? this.cgroups.slotPath(options.slotId) : null,
+    });
+  }
+
+  /** A workspace's terminal: in the slot's cgroup, so the slot's cleanup also finds what it left. */
+  async openTerminal(_container: ContainerRef, options: TerminalOptions): Promise<TerminalProcess> {
+    const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-t${++this.generation}`;
+    const [key, value] = [tag.slice(0, tag.indexOf('=')), tag.slice(tag.indexOf('=') + 1)];
+    return new LocalTerminal({
+      bash: this.bash,
+      cwd: options.cwd,
+      env: { ...baseEnv(options.cwd, this.hostEnv), TERM: 'xterm-256color', ...options.env, [key]: value },
+      cols: options.cols,
+      rows: options.rows,
+      tag,
       cgroup: this.cgroups ? this.cgroups.slotPath(options.slotId) : null,
     });
   }

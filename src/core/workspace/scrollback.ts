@@ -1,0 +1,30 @@
+/**
+ * The terminal's raw output (marks cut out) for viewers: the latest bytes, so a viewer that attaches
+ * late sees the screen's recent past, and the live bytes after them. Viewers get every chunk at once;
+ * a slow one is dropped by its socket, never waited for.
+ */
+
+/** Enough for a few screens of a wide terminal; a late viewer sees at most this much of the past. */
+const SCROLLBACK_BYTES = 64 * 1024;
+
+export type RawViewer = (chunk: Buffer) => void;
+
+export class TerminalScrollback {
+  private chunks: Buffer[] = [];
+  private bytes = 0;
+  private readonly viewers = new Set<RawViewer>();
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.bytes += chunk.length;
+    while (this.bytes - this.chunks[0].length >= SCROLLBACK_BYTES) this.bytes -= this.chunks.shift()!.length;
+    for (const v of this.viewers) v(chunk);
+  }
+
+  /** The recent past now, then every later chunk; returns the detach. */
+  attach(viewer: RawViewer): () => void {
+    if (this.bytes > 0) viewer(Buffer.concat(this.chunks));
+    this.viewers.add(viewer);
+    return () => this.viewers.delete(viewer);
+  }
+}

@@ -1,0 +1,295 @@
+/**
+ * A workspace: one long-lived bash in a real pseudo-terminal, shared by an agent (HTTP) and people
+ * (terminal viewers). It knows no HTTP and no PTY library: the terminal is the backend's
+ * (TerminalProcess), the events go to an EventRing, and the routes and sockets read both.
+ *
+ * Jobs: a command typed by anyone is a job, from its start mark to its end mark (shellIntegration.ts).
+ * `execute` types the agent's command (bracketed paste, so a multi-line command is one job), emits
+ * its command event at once, and waits for its end or the caller's wait. A shell that exits is
+ * replaced at once by a fresh one in the same directory, with an event saying so.
+ */
+import { randomBytes } from 'node:crypto';
+import type { ContainerRef, TerminalProcess } from '../backend';
+import { BrokerError, errorMessage } from '../../common/errors';
+import { logger } from '../../common/logger';
+import { EventRing } from './eventRing';
+import { LineSplitter } from './terminalLines';
+import { integrationEnv, MarkParser, type ShellMark } from './shellIntegration';
+import { TerminalScrollback } from './scrollback';
+
+export type JobSource = 'api' | 'terminal';
+
+/** A command runs: the next one waits (409), and learns which job to wait for or interrupt. */
+export class WorkspaceBusyError extends BrokerError {
+  constructor(workspaceId: string, jobId: string) {
+    super('busy', 'workspace_busy', `Workspace ${workspaceId} is running job ${jobId}; wait for its exit event or POST /api/interrupt`);
+    this.fields = { job_id: jobId };
+  }
+}
+
+export class WorkspaceUnavailableError extends BrokerError {
+  constructor(workspaceId: string, why: string) {
+    super('unavailable', 'workspace_unavailable', `Workspace ${workspaceId} has no shell ready (${why}); retry`);
+  }
+}
+
+export interface WorkspaceTerminalOpener {
+  open(env: Record<string, string>, size: { cols: number; rows: number }): Promise<TerminalProcess>;
+}
+
+export interface WorkspaceLimits {
+  logEvents: number;
+  /** Output kept per job for execute's `stdout` (beyond it the rest streams only as events). */
+  maxJobOutputBytes: number;
+  /** The longest `line` of an output event; longer lines are cut. */
+  maxLineChars: number;
+  /** A partial line is emitted after this much silence. */
+  idleFlushMs: number;
+  /** How long a fresh shell may take to show its first prompt. */
+  shellStartTimeoutMs: number;
+}
+
+export interface ExecuteAnswer {
+  job_id: string;
+  command: string;
+  returncode: number | null;
+  stdout: string;
+}
+
+export const STILL_RUNNING = '--- Process still running, more output will stream via WebSocket ---';
+const BRACKETED_PASTE_END = '\x1b[201~';
+/** ^A ^K: to the line's start, then erase to its end (no bell on an empty line): a person's half-typed text does not prefix the agent's command. */
+const CLEAR_LINE = '\x01\x0b';
+/** A shell that dies sooner than this after its start is restarted with a growing delay. */
+const QUICK_DEATH_MS = 2_000;
+/** A job this young may not own the terminal yet when its ^C arrives (see `interrupt`). */
+const JUST_STARTED_MS = 2_000;
+const INTERRUPT_RETRY_MS = 300;
+const INTERRUPT_RETRIES = 5;
+/**
+ * Output events repeat their job's command (as the spec shows them): a long one is cut there, or a
+ * 1 MiB script would make every line of its output a 1 MiB event on the wire (its command event has it whole).
+ */
+const OUTPUT_EVENT_COMMAND_CHARS = 1024;
+const RESTART_DELAY_MAX_MS = 30_000;
+
+interface Job {
+  id: string;
+  command: string;
+  commandInEvents: string;
+  source: JobSource;
+  startedMs: number;
+  /** Its start mark arrived (an agent's job exists from the moment it was typed). */
+  running: boolean;
+  output: string;
+  lines: LineSplitter | null;
+  returncode: number | null;
+  ended: boolean;
+  done: Promise<void>;
+  finish: () => void;
+}
+
+export class Workspace {
+  readonly events: EventRing;
+  readonly scrollback = new TerminalScrollback();
+  private terminal: TerminalProcess | null = null;
+  private job: Job | null = null;
+  private atPrompt = false;
+  private promptWaiters: (() => void)[] = [];
+  private readonly nonce = randomBytes(8).toString('hex');
+  private size = { cols: 120, rows: 32 };
+  private closed = false;
+  private quickDeaths = 0;
+
+  constructor(
+    readonly id: string,
+    /** The workspace directory, as its container sees it. */
+    readonly workdir: string,
+    readonly container: ContainerRef,
+    private readonly opener: WorkspaceTerminalOpener,
+    private readonly limits: WorkspaceLimits,
+  ) {
+    this.events = new EventRing(limits.logEvents);
+  }
+
+  /** Opens the first shell and waits for its first prompt. */
+  async start(): Promise<void> {
+    await this.openShell();
+    await this.waitForPrompt(this.limits.shellStartTimeoutMs);
+  }
+
+  get runningJobId(): string | null {
+    return this.job && !this.job.ended ? this.job.id : null;
+  }
+
+  /** Types `command` into the terminal; answers when it ended or after `waitMs`, whichever is first. */
+  async execute(command: string, waitMs: number): Promise<ExecuteAnswer> {
+    const busy = this.runningJobId;
+    if (busy) throw new WorkspaceBusyError(this.id, busy);
+    if (!this.atPrompt) await this.waitForPrompt(this.limits.shellStartTimeoutMs);
+    const again = this.runningJobId; // someone typed a command meanwhile
+    if (again) throw new WorkspaceBusyError(this.id, again);
+    const job = this.newJob(command, 'api');
+    this.events.emit({ type: 'command', job_id: job.id, command, source: 'api' });
+    this.atPrompt = false;
+    const pasted = command.split(BRACKETED_PASTE_END).join('');
+    this.terminal?.write(`${CLEAR_LINE}\x1b[200~${pasted}${BRACKETED_PASTE_END}\r`);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([job.done, new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+    clearTimeout(timer);
+    if (job.ended) return { job_id: job.id, command, returncode: job.returncode, stdout: job.output };
+    return { job_id: job.id, command, returncode: null, stdout: job.output + STILL_RUNNING };
+  }
+
+  /**
+   * ^C to the terminal: the running job ends with its exit event (130, as bash reports it). A ^C that
+   * lands between bash reading the line and the command's process group taking the terminal reaches
+   * bash alone, which shrugs it off: for a job that had only just started, ^C is pressed again (a few
+   * times, as a person would) while that same job still runs.
+   */
+  interrupt(): string | null {
+    this.terminal?.write('\x03');
+    const job = this.job && !this.job.ended ? this.job : null;
+    if (job && (!job.running || Date.now() - job.startedMs < JUST_STARTED_MS)) {
+      let left = INTERRUPT_RETRIES;
+      const again = (): void => {
+        if (this.job !== job || job.ended || left-- <= 0) return;
+        this.terminal?.write('\x03');
+        setTimeout(again, INTERRUPT_RETRY_MS).unref();
+      };
+      setTimeout(again, INTERRUPT_RETRY_MS).unref();
+    }
+    return job?.id ?? null;
+  }
+
+  /** Keys for whatever reads the terminal (a prompt, a REPL), as they are. */
+  input(data: string | Buffer): void {
+    this.terminal?.write(data);
+  }
+
+  resize(cols: number, rows: number): void {
+    this.size = { cols, rows };
+    this.terminal?.resize(cols, rows);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.job && !this.job.ended) this.finishJob(this.job, null);
+    for (const wake of this.promptWaiters.splice(0)) wake();
+    await this.terminal?.close().catch(() => undefined);
+    this.terminal = null;
+  }
+
+  private newJob(command: string, source: JobSource): Job {
+    let finish!: () => void;
+    const done = new Promise<void>((resolve) => (finish = resolve));
+    const commandInEvents = command.length > OUTPUT_EVENT_COMMAND_CHARS ? `${command.slice(0, OUTPUT_EVENT_COMMAND_CHARS)}…` : command;
+    const job: Job = { id: randomBytes(16).toString('hex'), command, commandInEvents, source, startedMs: Date.now(), running: false, output: '', lines: null, returncode: null, ended: false, done, finish };
+    this.job = job;
+    return job;
+  }
+
+  private async openShell(): Promise<void> {
+    const terminal = await this.opener.open(integrationEnv(this.nonce), this.size);
+    if (this.closed) {
+      await terminal.close();
+      return;
+    }
+    this.terminal = terminal;
+    const openedMs = Date.now();
+    // Room for the longest command line the agent may type, escaped (4 bytes per byte at worst).
+    const parser = new MarkParser(this.nonce, 16 * 1024 * 1024, (data) => this.onOutput(data), (mark) => this.onMark(mark));
+    terminal.onData((chunk) => {
+      if (this.terminal === terminal) parser.push(chunk);
+    });
+    terminal.onExit((exit) => {
+      if (this.terminal === terminal) this.onShellExit(exit.code, exit.reason, Date.now() - openedMs);
+    });
+  }
+
+  private onOutput(data: Buffer): void {
+    this.scrollback.push(data);
+    const job = this.job;
+    if (job?.running && !job.ended) job.lines?.push(data);
+  }
+
+  private onMark(mark: ShellMark): void {
+    const job = this.job && !this.job.ended ? this.job : null;
+    if (mark.kind === 'start') {
+      this.atPrompt = false;
+      if (job && !job.running) return this.begin(job);
+      if (job) return; // a second start within one job (cannot happen with the script; harmless)
+      const typed = this.newJob(mark.commandLine, 'terminal');
+      this.events.emit({ type: 'command', job_id: typed.id, command: typed.command, source: 'terminal' });
+      this.begin(typed);
+    } else if (mark.kind === 'end') {
+      if (job) this.finishJob(job, mark.exitCode);
+    } else {
+      // A prompt with a job that never started: a line bash ran without a start mark (an empty one).
+      if (job && this.job?.source === 'api') this.finishJob(job, mark.status);
+      this.atPrompt = true;
+      this.quickDeaths = 0;
+      for (const wake of this.promptWaiters.splice(0)) wake();
+    }
+  }
+
+  private begin(job: Job): void {
+    job.running = true;
+    job.startedMs = Date.now();
+    job.lines = new LineSplitter((line) => this.onLine(job, line), this.limits.maxLineChars, this.limits.idleFlushMs);
+  }
+
+  private onLine(job: Job, line: string): void {
+    if (job.output.length < this.limits.maxJobOutputBytes) job.output += `${line}\n`;
+    this.events.emit({ type: 'output', job_id: job.id, command: job.commandInEvents, source: job.source, stream: 'stdout', line });
+  }
+
+  private finishJob(job: Job, returncode: number | null): void {
+    job.lines?.end(); // its last partial line belongs to it
+    job.ended = true;
+    job.returncode = returncode;
+    this.events.emit({ type: 'exit', job_id: job.id, returncode, duration_ms: Date.now() - job.startedMs });
+    job.finish();
+  }
+
+  private onShellExit(code: number | null, reason: string, livedMs: number): void {
+    this.terminal = null;
+    this.atPrompt = false;
+    if (this.closed) return;
+    if (this.job && !this.job.ended) this.finishJob(this.job, code);
+    this.quickDeaths = livedMs < QUICK_DEATH_MS ? this.quickDeaths + 1 : 0;
+    const delayMs = this.quickDeaths <= 1 ? 0 : Math.min(RESTART_DELAY_MAX_MS, 250 * 2 ** this.quickDeaths);
+    this.events.emit({ type: 'shell_restarted', reason, exit_code: code, restart_delay_ms: delayMs });
+    setTimeout(() => void this.restart(), delayMs).unref();
+  }
+
+  private async restart(): Promise<void> {
+    if (this.closed) return;
+    try {
+      await this.openShell();
+    } catch (err) {
+      logger.warn({ workspace: this.id, err: errorMessage(err) }, 'workspace shell could not be restarted');
+      this.events.emit({ type: 'shell_restart_failed', reason: errorMessage(err) });
+      this.quickDeaths++;
+      setTimeout(() => void this.restart(), Math.min(RESTART_DELAY_MAX_MS, 250 * 2 ** this.quickDeaths)).unref();
+    }
+  }
+
+  private waitForPrompt(timeoutMs: number): Promise<void> {
+    if (this.atPrompt) return Promise.resolve();
+    if (this.closed) return Promise.reject(new WorkspaceUnavailableError(this.id, 'it was ended'));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.promptWaiters = this.promptWaiters.filter((w) => w !== wake);
+        reject(new WorkspaceUnavailableError(this.id, `no prompt within ${timeoutMs / 1000} s`));
+      }, timeoutMs);
+      const wake = (): void => {
+        clearTimeout(timer);
+        if (this.closed) reject(new WorkspaceUnavailableError(this.id, 'it was ended'));
+        else resolve();
+      };
+      this.promptWaiters.push(wake);
+    });
+  }
+}

@@ -1,0 +1,29 @@
+/** The workspaces and their files, as the broker builds them from its pool, backend and configuration. */
+import type { SessionBackend } from '../backend';
+import type { SessionPool } from '../pool';
+import type { BrokerConfig } from '../../config/config';
+import { Workspaces } from './workspaces';
+import { WorkspaceFiles } from './workspaceFiles';
+
+/** The longest `line` of an output event (a flood without newlines is cut into lines this long). */
+const MAX_LINE_CHARS = 4096;
+/** A partial line (a `Password:` prompt) is emitted after this much silence. */
+const IDLE_FLUSH_MS = 200;
+const SHELL_START_TIMEOUT_MS = 20_000;
+
+export interface WorkspaceApi {
+  workspaces: Workspaces;
+  files: WorkspaceFiles;
+}
+
+export function createWorkspaceApi(pool: SessionPool, backend: SessionBackend, config: BrokerConfig, maxOutputBytes: number): WorkspaceApi {
+  const workspaces = new Workspaces((signal) => pool.takeOut(signal), backend, {
+    defaultWorkspace: config.workspace.defaultWorkspace,
+    logEvents: config.workspace.logEvents,
+    maxJobOutputBytes: maxOutputBytes,
+    maxLineChars: MAX_LINE_CHARS,
+    idleFlushMs: IDLE_FLUSH_MS,
+    shellStartTimeoutMs: SHELL_START_TIMEOUT_MS,
+  });
+  return { workspaces, files: new WorkspaceFiles(backend.files, config.workspace.maxReadBytes) };
+}

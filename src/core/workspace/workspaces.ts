@@ -1,0 +1,104 @@
+/**
+ * The broker's workspaces: a default one (created on first use unless BROKER_DEFAULT_WORKSPACE=0)
+ * and named ones. Each takes one slot out of the pool for its life and gives it back when it ends.
+ */
+import { randomBytes } from 'node:crypto';
+import type { SessionBackend } from '../backend';
+import type { TakenSlot } from '../pool';
+import { BrokerError, NotSupportedError, ShuttingDownError } from '../../common/errors';
+import { Workspace, type WorkspaceLimits } from './workspace';
+
+export const DEFAULT_WORKSPACE_ID = 'default';
+
+export class WorkspaceNotFoundError extends BrokerError {
+  constructor(id: string, why = 'no such workspace') {
+    super('not_found', 'workspace_not_found', `Workspace not found: ${id} (${why})`);
+  }
+}
+
+export interface WorkspacesOptions extends WorkspaceLimits {
+  defaultWorkspace: boolean;
+}
+
+export class Workspaces {
+  private readonly live = new Map<string, Workspace>();
+  /** Workspaces being created, so that two first uses of the default make one. */
+  private readonly creating = new Map<string, Promise<Workspace>>();
+  private readonly slots = new Map<Workspace, TakenSlot>();
+  private closing = false;
+
+  constructor(
+    private readonly takeSlot: (signal?: AbortSignal) => Promise<TakenSlot>,
+    private readonly backend: SessionBackend,
+    private readonly options: WorkspacesOptions,
+  ) {}
+
+  /** The workspace of `id` (null: the default, created on first use). */
+  async resolve(id: string | null): Promise<Workspace> {
+    if (id !== null) return this.get(id);
+    if (!this.options.defaultWorkspace) throw new WorkspaceNotFoundError(DEFAULT_WORKSPACE_ID, 'the default workspace is off: BROKER_DEFAULT_WORKSPACE=0');
+    return this.live.get(DEFAULT_WORKSPACE_ID) ?? this.create(DEFAULT_WORKSPACE_ID);
+  }
+
+  /** A live workspace, or 404 (never creates one: the root paths' default is made by `resolve`). */
+  get(id: string): Workspace {
+    const ws = this.live.get(id);
+    if (!ws) throw new WorkspaceNotFoundError(id);
+    return ws;
+  }
+
+  has(id: string | null): boolean {
+    return id === null ? this.options.defaultWorkspace : this.live.has(id);
+  }
+
+  list(): Workspace[] {
+    return [...this.live.values()];
+  }
+
+  create(id: string = randomBytes(16).toString('hex'), signal?: AbortSignal): Promise<Workspace> {
+    const pending = this.creating.get(id);
+    if (pending) return pending;
+    const made = this.make(id, signal).finally(() => this.creating.delete(id));
+    this.creating.set(id, made);
+    return made;
+  }
+
+  private async make(id: string, signal?: AbortSignal): Promise<Workspace> {
+    if (this.closing) throw new ShuttingDownError();
+    const openTerminal = this.backend.openTerminal?.bind(this.backend);
+    if (!openTerminal) throw new NotSupportedError(`the ${this.backend.kind} backend opens no terminals`);
+    const slot = await this.takeSlot(signal);
+    const opener = { open: (env: Record<string, string>, size: { cols: number; rows: number }) => openTerminal(slot.container, { slotId: slot.slotId, cwd: slot.workdir, env, ...size }) };
+    const ws = new Workspace(id, slot.workdir, slot.container, opener, this.options);
+    try {
+      await ws.start();
+    } catch (err) {
+      await ws.close();
+      slot.giveBack();
+      throw err;
+    }
+    if (this.closing) {
+      await ws.close();
+      slot.giveBack();
+      throw new ShuttingDownError();
+    }
+    this.live.set(id, ws);
+    this.slots.set(ws, slot);
+    return ws;
+  }
+
+  async end(id: string): Promise<void> {
+    const ws = this.get(id);
+    this.live.delete(id);
+    await ws.close();
+    this.slots.get(ws)?.giveBack();
+    this.slots.delete(ws);
+  }
+
+  /** Ends every workspace (before the pool closes, so their slots go back to it). */
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.allSettled([...this.creating.values()]);
+    await Promise.all([...this.live.keys()].map((id) => this.end(id).catch(() => undefined)));
+  }
+}

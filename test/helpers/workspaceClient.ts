@@ -1,0 +1,97 @@
+/**
+ * Test clients of the workspace API: real `ws` WebSockets that record what they get, and waits on
+ * states (an event seen, a socket closed), never on timing.
+ */
+import WebSocket from 'ws';
+import { eventually, type TestBroker } from './broker';
+
+export type Event = { seq_id?: number; type: string } & Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+export interface EventClient {
+  socket: WebSocket;
+  events: Event[];
+  /** Waits until an event matches and returns the first that does. */
+  waitFor(match: (e: Event) => boolean, what?: string, timeoutMs?: number): Promise<Event>;
+  close(): void;
+}
+
+export interface TerminalClient {
+  socket: WebSocket;
+  /** Everything received, as latin1 (one char per byte, so bytes can be checked). */
+  bytes(): Buffer;
+  text(): string;
+  waitForText(text: string, timeoutMs?: number): Promise<void>;
+  close(): void;
+}
+
+export function wsUrl(tb: TestBroker, path: string): string {
+  return tb.url.replace(/^http/, 'ws') + path;
+}
+
+/**
+ * `onMessage` is attached before the handshake ends: the first messages (a replay) can arrive in the
+ * same read as the handshake's answer, before a listener attached after 'open' would exist.
+ */
+export function openSocket(url: string, headers: Record<string, string> = {}, onMessage?: (data: Buffer) => void): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url, { headers });
+    if (onMessage) socket.on('message', onMessage);
+    socket.once('open', () => resolve(socket));
+    socket.once('error', reject);
+    socket.once('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => reject(Object.assign(new Error(`upgrade refused: ${res.statusCode} ${body}`), { status: res.statusCode, body })));
+    });
+  });
+}
+
+export async function openEvents(tb: TestBroker, path = '/ws/workspace'): Promise<EventClient> {
+  const events: Event[] = [];
+  const socket = await openSocket(wsUrl(tb, path), {}, (data) => events.push(JSON.parse(data.toString('utf8'))));
+  return {
+    socket,
+    events,
+    async waitFor(match, what = 'an event', timeoutMs = 30_000) {
+      await eventually(() => events.some(match), timeoutMs, () => `${what}; got ${JSON.stringify(events.slice(-10))}`);
+      return events.find(match)!;
+    },
+    close: () => socket.close(),
+  };
+}
+
+export async function openTerminal(tb: TestBroker, path = '/ws/workspace/terminal'): Promise<TerminalClient> {
+  const chunks: Buffer[] = [];
+  const socket = await openSocket(wsUrl(tb, path), {}, (data) => chunks.push(data));
+  const bytes = (): Buffer => Buffer.concat(chunks);
+  return {
+    socket,
+    bytes,
+    text: () => bytes().toString('utf8'),
+    async waitForText(text, timeoutMs = 30_000) {
+      await eventually(() => bytes().toString('utf8').includes(text), timeoutMs, () => `'${text}' on the terminal; got ${JSON.stringify(bytes().toString('utf8').slice(-500))}`);
+    },
+    close: () => socket.close(),
+  };
+}
+
+/** The exit event of `jobId`, from the logs (polled until it is there). */
+export async function exitOf(tb: TestBroker, jobId: string, prefix = '', timeoutMs = 30_000): Promise<Event> {
+  let found: Event | undefined;
+  await eventually(
+    async () => {
+      const r = await tb.get(`${prefix}/api/workspace/logs?offset=-1000&limit=1000`);
+      found = (r.json as Event[]).find((e) => e.type === 'exit' && e.job_id === jobId);
+      return found !== undefined;
+    },
+    timeoutMs,
+    `the exit event of job ${jobId}`,
+  );
+  return found!;
+}
+
+/** Output lines of one job, from the logs. */
+export async function linesOf(tb: TestBroker, jobId: string, prefix = ''): Promise<string[]> {
+  const r = await tb.get(`${prefix}/api/workspace/logs?offset=-1000&limit=1000`);
+  return (r.json as Event[]).filter((e) => e.type === 'output' && e.job_id === jobId).map((e) => e.line as string);
+}
