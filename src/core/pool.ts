@@ -1,15 +1,17 @@
 /**
  * The session pool: leases warm shells to clients and runs their commands. Released and broken
- * slots are rebuilt on background workers, each prepared for its next lease (slotRebuilder.ts); containers are started, watched and
- * replaced by the fleet (containerFleet.ts); free slots and waiting acquires meet in slotQueue.ts.
+ * slots are rebuilt on background workers, each prepared for its next lease (slotRebuilder.ts);
+ * containers are started, watched and replaced by the fleet (containerFleet.ts); free slots and
+ * waiting acquires meet in slotQueue.ts; what the pool takes and gives is in poolTypes.ts.
  * It knows no HTTP and no container technology: it talks to a SessionBackend and reports to a
  * PoolObserver.
  */
 import PQueue from 'p-queue';
 import { BashSession, ShellDiedError, type BashSessionTimings, DEFAULT_TIMINGS, type ExecResult } from './bashSession';
-import { sessionWorkdir, type ContainerRef, type SessionBackend, type StreamName, type WorkdirFile } from './backend';
+import { sessionWorkdir, type SessionBackend } from './backend';
 import { type ContainerEntry, Lease, type Slot } from './slot';
 import { SessionState, SessionStates } from './states';
+import { StartupFailedError, type AcquireRequest, type AcquireResult, type ExecuteRequest, type TakenSlot } from './poolTypes';
 import { SlotQueue } from './slotQueue';
 import { type PoolObserver, NOOP_OBSERVER } from './observer';
 import { LeaseBook } from './leaseBook';
@@ -32,47 +34,12 @@ import { logger } from '../common/logger';
 import { delay } from '../common/delay';
 
 /** The pool's part of the configuration (config.ts documents each), and the session timings. */
+export { StartupFailedError, type AcquireRequest, type AcquireResult, type ExecuteRequest, type TakenSlot } from './poolTypes';
+
 export type PoolOptions = FleetOptions &
   Pick<BrokerConfig, 'acquireTimeoutMs' | 'cleanupWorkers' | 'sessionIdleTimeoutMs' | 'defaultCommandTimeoutMs' | 'maxOutputBytes'> & {
     timings?: BashSessionTimings;
   };
-
-export interface AcquireRequest {
-  files: readonly WorkdirFile[];
-  startupCommands: readonly string[];
-  signal?: AbortSignal;
-}
-
-export interface AcquireResult {
-  sessionId: string;
-  startupResults: ExecResult[];
-}
-
-export interface ExecuteRequest {
-  command: string;
-  timeoutMs: number;
-  onOutput?: (stream: StreamName, chunk: Buffer) => void;
-}
-
-/**
- * A slot taken out of the pool for something long-lived (a workspace): IN_USE, so /health and
- * /metrics count it, with its working directory made; `giveBack` sends it to the usual cleanup.
- */
-export interface TakenSlot {
-  slotId: string;
-  container: ContainerRef;
-  workdir: string;
-  /** Why the slot was lost while taken (its container failed), or null. */
-  lostReason(): string | null;
-  giveBack(): void;
-}
-
-/** A startup command killed its shell: no session was leased. */
-export class StartupFailedError extends BrokerError {
-  constructor(index: number, reason: string) {
-    super('rejected', 'startup_failed', `startup_commands[${index}] broke the session (${reason}); no session was leased`);
-  }
-}
 
 /** Slots an acquire tries when the one it got fails while being prepared (its shell or container died). */
 const PREPARE_ATTEMPTS = 3;
