@@ -1,11 +1,11 @@
 /**
- * Docker's own time to create and start containers: the floor of the broker's warm-up. The container
- * spec mirrors DockerBackend.startContainer (src/backends/docker/dockerBackend.ts) without its control
- * shell, so what is left is the engine's work alone.
+ * Docker's own time to create and start containers: the floor of the broker's warm-up. The containers
+ * are the broker's own spec (containerSpec.ts) without its pipes or control shell, so what is left is
+ * the engine's work alone.
  */
 import Dockerode from 'dockerode';
 import { loadConfig } from '../../src/config/config';
-import { LABEL_DEPLOYMENT } from '../../src/backends/docker/dockerBackend';
+import { containerCreateOptions } from '../../src/backends/docker/containerSpec';
 import { FLOOR_DEPLOYMENT, type DockerStartResult } from '../protocol';
 import { mapLimit, nowMs } from '../lib/stats';
 import { cpuBreakdown, snapshotCpu } from '../lib/cpuAccount';
@@ -20,22 +20,9 @@ export async function dockerStartFloor(image: string, count: number, concurrency
   const t0 = nowMs();
   try {
     await mapLimit(Array.from({ length: count }, (_, i) => i), concurrency, async (i) => {
-      const container = await docker.createContainer({
-        name: `bench-floor-${process.pid}-c${i}`,
-        Image: image,
-        Entrypoint: ['bash'],
-        Cmd: [],
-        OpenStdin: true,
-        Tty: false,
-        Labels: { [LABEL_DEPLOYMENT]: FLOOR_DEPLOYMENT },
-        HostConfig: {
-          Init: true,
-          NanoCpus: Math.round(options.cpus * 1e9),
-          Memory: options.memoryBytes,
-          PidsLimit: options.pidsLimit,
-          NetworkMode: options.networkMode,
-        },
-      });
+      // The broker's own container spec (its entrypoint idles without the broker's pipes), under the floor's deployment.
+      const spec = containerCreateOptions(`bench-floor-${process.pid}-c${i}`, { ...options, deployment: FLOOR_DEPLOYMENT }, 'bench-floor', null, new AbortController().signal);
+      const container = await docker.createContainer(spec);
       ids.push(container.id);
       await container.start();
     });
