@@ -13,6 +13,7 @@ import { type ContainerEntry, Lease, type Slot } from './slot';
 import { SessionState, SessionStates } from './states';
 import { StartupFailedError, type AcquireRequest, type AcquireResult, type ExecuteRequest, type TakenSlot } from './poolTypes';
 import { SlotQueue } from './slotQueue';
+import type { SandboxHandle } from './sandboxHandle';
 import { type PoolObserver, NOOP_OBSERVER } from './observer';
 import { LeaseBook } from './leaseBook';
 import { CHANGE_DIRECTORY_TIMEOUT_MS, SlotRebuilder } from './slotRebuilder';
@@ -208,6 +209,19 @@ export class SessionPool {
   health(): { counts: ReturnType<SessionStates<Slot>['snapshot']>; healthyContainers: number; unhealthyContainers: number } {
     const healthyContainers = this.containers.filter((c) => c.healthy).length;
     return { counts: this.states.snapshot(), healthyContainers, unhealthyContainers: this.containers.length - healthyContainers };
+  }
+
+  /**
+   * Where a live lease's session lives, for the per-sandbox APIs (execd). Counts as activity on the
+   * lease (an idle reclaim waits). Throws as execute would for an unknown, ended or broken id.
+   */
+  site(sessionId: string): SandboxHandle {
+    const lease = this.leases.require(sessionId);
+    const slot = lease.slot;
+    const container = slot?.container.ref;
+    if (!slot || !container) throw new SessionBrokenError(sessionId, lease.brokenReason ?? 'no shell');
+    if (Number.isFinite(lease.lastActivityMs)) lease.lastActivityMs = Date.now();
+    return { id: sessionId, slotId: slot.slotId, container, root: lease.workdir, confined: true };
   }
 
   /** A slot for a workspace, waiting in the acquire queue like an acquire does. */

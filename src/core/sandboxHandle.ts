@@ -1,0 +1,27 @@
+/**
+ * What the per-sandbox APIs (execd's commands, files and metrics) act on: one leased place in a
+ * container. A pool session is one (its slot in a shared container, its working directory); a
+ * lifecycle sandbox is one too (a whole container of its own). Routers resolve the id in their path
+ * to a handle through a SandboxDirectory and never see a lease, a slot or a backend's internals.
+ */
+import type { ContainerRef } from './backend';
+
+export interface SandboxHandle {
+  /** The id in the route (`/sandboxes/{id}/execd/...`): a pool session id or a lifecycle sandbox id. */
+  readonly id: string;
+  /** The pool slot whose capacity it holds: tags the processes it starts (the kill on release finds them). */
+  readonly slotId: string;
+  readonly container: ContainerRef;
+  /** Its working directory as the container sees it: relative paths resolve here, commands start here. */
+  readonly root: string;
+  /**
+   * Whether paths must stay under `root` (403 otherwise). True where the container is shared with
+   * other sandboxes or is the host itself (the local backend); false for a container of its own.
+   */
+  readonly confined: boolean;
+}
+
+/** Finds the live sandbox of an id, or throws the error its caller must see (404 unknown, 400 ended, 410 broken). */
+export interface SandboxDirectory {
+  resolve(id: string): SandboxHandle;
+}
