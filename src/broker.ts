@@ -17,6 +17,7 @@ import { DockerBackend } from './backends/docker/dockerBackend';
 import { logger } from './common/logger';
 import { errorMessage } from './common/errors';
 import { createWorkspaceApi, type WorkspaceApi } from './core/workspace/workspaceApi';
+import { createExecdFilesApi } from './core/execd/execdFilesApi';
 
 export interface BrokerOverrides {
   backend?: SessionBackend;
@@ -68,7 +69,7 @@ export class Broker {
     );
     this.metrics.attach(this.pool);
     this.workspaces = createWorkspaceApi(this.pool, backend, config, overrides.maxOutputBytes ?? config.maxOutputBytes);
-    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces);
+    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces, createExecdFilesApi(backend, config));
     this.server = http.createServer({ keepAliveTimeout: 65_000 }, this.seam.serveRequest);
     this.server.on('upgrade', this.seam.serveUpgrade);
     this.server.on('clientError', this.seam.serveClientError);

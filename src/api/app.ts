@@ -15,9 +15,16 @@ import { healthRouter } from './healthRoutes';
 import { workspaceRouter } from './workspaceRoutes';
 import { workspacePageRouter } from './workspacePage';
 import type { WorkspaceApi } from '../core/workspace/workspaceApi';
+import type { ExecdFilesApi } from '../core/execd/execdFilesApi';
+import type { SandboxDirectory } from '../core/sandboxHandle';
+import { execdFileRouter } from './execd/execdFileRoutes';
+import { execdMetricsRouter } from './execd/execdMetricsRoutes';
 
-/** `workspaces`: the workspace API (spec 000), mounted when given (the bench's app floor has none). */
-export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, workspaces?: WorkspaceApi): Router[] {
+/**
+ * `workspaces`: the workspace API (spec 000), `execdFiles`: execd's files and metrics (spec 004),
+ * each mounted when given (the bench's app floor has neither).
+ */
+export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, workspaces?: WorkspaceApi, execdFiles?: ExecdFilesApi): Router[] {
   const limits = {
     defaultTimeoutSeconds: config.defaultCommandTimeoutMs / 1000,
     maxTimeoutSeconds: config.maxCommandTimeoutMs / 1000,
@@ -28,12 +35,23 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
     routers.push(workspaceRouter(workspaces.workspaces, workspaces.files, { maxCommandBytes: config.maxCommandBytes, viewerBufferBytes: config.workspace.viewerBufferBytes }));
     routers.push(workspacePageRouter());
   }
+  // Pool sessions now; a composite that also knows lifecycle sandboxes later.
+  const sandboxes: SandboxDirectory = { resolve: (id) => pool.site(id) };
+  if (execdFiles) routers.push(execdFileRouter(sandboxes, execdFiles.files));
+  if (execdFiles) routers.push(execdMetricsRouter(sandboxes, execdFiles.metrics));
   return routers;
 }
 
 /** `extraRouters` mount beside the broker's own (tests mount routes of their own this way). */
-export function createSeam(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, extraRouters: Router[] = [], workspaces?: WorkspaceApi): HttpSeam {
-  return new HttpSeam([...brokerRouters(pool, metrics, config, workspaces), ...extraRouters], {
+export function createSeam(
+  pool: SessionPool,
+  metrics: BrokerMetrics,
+  config: BrokerConfig,
+  extraRouters: Router[] = [],
+  workspaces?: WorkspaceApi,
+  execdFiles?: ExecdFilesApi,
+): HttpSeam {
+  return new HttpSeam([...brokerRouters(pool, metrics, config, workspaces, execdFiles), ...extraRouters], {
     authorize: createAuthorize(config.token),
     maxBodyBytes: config.maxBodyBytes,
     // Requests no router's prefix claims get the pool API's format, as they always have.

@@ -16,6 +16,8 @@ export type ErrorKind =
   /** Authenticated, but reaching for something out of bounds (a path outside a workspace). */
   | 'forbidden'
   | 'not_found'
+  /** A Range a file's size cannot satisfy (HTTP 416). */
+  | 'unsatisfiable'
   /** Conflicts with work in progress (another execute on the same session). */
   | 'busy'
   /** Existed, and is lost for good (a broken session). */
@@ -33,6 +35,8 @@ export type ErrorKind =
 export class BrokerError extends Error {
   /** Fields a client needs beside detail and code (the running job_id of a 409), in the pool format. */
   fields?: Record<string, string | number>;
+  /** Headers the answer must carry whatever its format (a 416's Content-Range). */
+  headers?: Record<string, string>;
 
   constructor(
     readonly kind: ErrorKind,
@@ -139,6 +143,21 @@ export class FileNotFoundError extends BrokerError {
 export class NotAFileError extends BrokerError {
   constructor(path: string) {
     super('invalid', 'not_a_file', `Not a regular file: ${path}`);
+  }
+}
+
+/** A file where a directory was wanted (a listing of a file, a symlink given as the directory to list). */
+export class NotADirectoryError extends BrokerError {
+  constructor(path: string, why = 'not a directory') {
+    super('invalid', 'not_a_directory', `${path}: ${why}`);
+  }
+}
+
+/** A download's Range outside the file (RFC 9110 416, with `Content-Range: bytes *\/size`). */
+export class RangeNotSatisfiableError extends BrokerError {
+  constructor(range: string, sizeBytes: number) {
+    super('unsatisfiable', 'range_not_satisfiable', `Range ${range} cannot be satisfied: the file is ${sizeBytes} bytes`);
+    this.headers = { 'Content-Range': `bytes */${sizeBytes}` };
   }
 }
 

@@ -61,6 +61,14 @@ export interface BrokerConfig {
     /** BROKER_WORKSPACE_VIEWER_BUFFER_BYTES: a WebSocket viewer with more unsent than this is dropped. */
     viewerBufferBytes: number;
   };
+  execdFiles: {
+    /** BROKER_EXECD_MAX_UPLOAD_BYTES: the largest file one execd upload writes (413 beyond). */
+    maxUploadBytes: number;
+    /** BROKER_EXECD_MAX_REPLACE_BYTES: the largest file /files/replace rewrites (it is held in memory). */
+    maxReplaceBytes: number;
+    /** BROKER_EXECD_MAX_LIST_ENTRIES: the most entries a directory listing or a search walks. */
+    maxListEntries: number;
+  };
   docker: {
     image: string;
     /** Containers of one deployment name belong to one broker at a time; a new start sweeps the rest. */
@@ -145,7 +153,7 @@ function seconds(env: Env, name: string, dfltSeconds: number, alias?: string): n
 }
 
 /** Docker-style sizes: 512m, 2g, 1024k, or plain bytes. */
-function bytes(env: Env, name: string, dflt: number, opts: { zeroIsOff?: boolean } = {}): number {
+function bytes(env: Env, name: string, dflt: number, opts: { zeroIsOff?: boolean; minBytes?: number } = {}): number {
   const v = pick(env, name);
   if (!v) return dflt;
   if (opts.zeroIsOff && v.raw === '0') return 0;
@@ -153,7 +161,11 @@ function bytes(env: Env, name: string, dflt: number, opts: { zeroIsOff?: boolean
   if (!m) throw new ConfigError(`${name} must be a size like 512m or 2g, got '${v.raw}'`);
   const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[m[2].toLowerCase() as '' | 'k' | 'm' | 'g'];
   const n = Math.round(Number(m[1]) * unit);
-  if (n < 6 * 1024 * 1024) throw new ConfigError(`${name} must be at least 6m (Docker's minimum), got '${v.raw}'`);
+  if (opts.minBytes !== undefined) {
+    if (n < opts.minBytes) throw new ConfigError(`${name} must be at least ${opts.minBytes} bytes, got '${v.raw}'`);
+  } else if (n < 6 * 1024 * 1024) {
+    throw new ConfigError(`${name} must be at least 6m (Docker's minimum), got '${v.raw}'`);
+  }
   return n;
 }
 
@@ -238,6 +250,11 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
       logEvents: int(env, 'BROKER_WORKSPACE_LOG_EVENTS', 10_000, { min: 16, max: 1_000_000 }),
       maxReadBytes: int(env, 'BROKER_WORKSPACE_MAX_READ_BYTES', 16 * 1024 * 1024, { min: 1024, max: 1024 * 1024 * 1024 }),
       viewerBufferBytes: int(env, 'BROKER_WORKSPACE_VIEWER_BUFFER_BYTES', 8 * 1024 * 1024, { min: 64 * 1024 }),
+    },
+    execdFiles: {
+      maxUploadBytes: bytes(env, 'BROKER_EXECD_MAX_UPLOAD_BYTES', 1024 ** 3, { minBytes: 1 }),
+      maxReplaceBytes: bytes(env, 'BROKER_EXECD_MAX_REPLACE_BYTES', 16 * 1024 ** 2, { minBytes: 1 }),
+      maxListEntries: int(env, 'BROKER_EXECD_MAX_LIST_ENTRIES', 100_000, { min: 1, max: 10_000_000 }),
     },
     docker: {
       image: (env.BROKER_IMAGE ?? '').trim() || 'bash-broker-sandbox:latest',

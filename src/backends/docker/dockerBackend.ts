@@ -29,6 +29,7 @@ import { DockerWorkdirs } from './workdirs';
 import { PipeTransport } from './pipeTransport';
 import { openDockerTerminal } from './dockerTerminal';
 import { DockerFiles } from './dockerFiles';
+import { DockerMeter } from './dockerMeter';
 
 export { LABEL_DEPLOYMENT, LABEL_INSTANCE };
 
@@ -54,6 +55,7 @@ export class DockerBackend implements SessionBackend {
   readonly kind = 'docker';
   readonly docker = new Dockerode();
   readonly files = new DockerFiles(this.docker);
+  readonly meter = new DockerMeter(this.docker);
   readonly instance = `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private readonly links = new Map<string, ContainerLink>();
   private readonly starting = new Map<string, Starting>();
@@ -176,6 +178,7 @@ export class DockerBackend implements SessionBackend {
     this.starting.delete(ref.id);
     await pending?.spawner?.close();
     this.workdirs.forget(ref.id);
+    this.meter.forget(ref.id);
     await link?.control.close().catch(() => undefined);
     await this.removals.forceRemove(ref.id);
     await link?.spawner?.close();
