@@ -60,25 +60,30 @@ export function fsError(kind: string, path: string): Error {
       return new NotADirectoryError(path, 'a symlink: list the directory it points to');
     case 'owner':
       return new BadRequestError(`${path}: no such user or group in the sandbox`);
+    case 'changed':
+      return new BackendError(`${path} changed while it was listed; try again`);
     default:
       return new BadRequestError(`${path}: the operation failed (permissions, or something in the way)`);
   }
 }
 
-const TYPES: Record<string, EntryType> = { f: 'file', d: 'directory', l: 'symlink' };
+const TYPE_OF_FORMAT: Record<number, EntryType> = { 0o100000: 'file', 0o040000: 'directory', 0o120000: 'symlink' };
 
-/** The 7 entry fields (type, size, mtime, ctime, owner, group, mode) from `at`, as an entry named `path`. */
-export function entryAt(fields: string[], at: number, path: string): EntryInfo {
-  const type = TYPES[fields[at]] ?? 'other';
+/** An entry from its stat line (`%f %s %Y %Z %U %G`: raw mode in hex, size, mtime, ctime, owner, group). */
+export function entryOfStatLine(line: string, path: string): EntryInfo {
+  const [rawMode, size, mtime, ctime, owner, group] = line.trim().split(' ');
+  const mode = parseInt(rawMode, 16);
+  const type = TYPE_OF_FORMAT[mode & 0o170000] ?? 'other';
+  if (!Number.isFinite(mode) || group === undefined) throw new BackendError(`unexpected stat of ${path}: ${JSON.stringify(line)}`);
   return {
     path,
     type,
-    size: type === 'directory' ? 0 : Number(fields[at + 1]),
-    modifiedMs: Math.round(Number(fields[at + 2]) * 1000),
-    createdMs: Math.round(Number(fields[at + 3]) * 1000),
-    owner: fields[at + 4],
-    group: fields[at + 5],
-    mode: parseInt(fields[at + 6], 8),
+    size: type === 'directory' ? 0 : Number(size),
+    modifiedMs: Number(mtime) * 1000,
+    createdMs: Number(ctime) * 1000,
+    owner,
+    group,
+    mode: mode & 0o7777,
   };
 }
 

@@ -8,13 +8,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ContainerRef, EntryInfo, Permission } from '../../core/backend';
 import { BackendError, FileNotFoundError } from '../../common/errors';
-import { entryAt, fsError, runFsScript, throwFirstError } from './containerFsExec';
+import { entryOfStatLine, fsError, runFsScript, throwFirstError } from './containerFsExec';
 import { archiveRange, putFile, spool } from './dockerArchiveStreams';
 
-/** Fields of one `E` record of a listing: marker, depth, relative path, then 7 entry fields. */
-const LIST_RECORD = 10;
-/** Of one `OK` record of a stat: marker, index, real path, then 7 entry fields. */
-const STAT_RECORD = 10;
+/** Fields of one `E` record of a listing: marker, relative path, stat line. */
+const LIST_RECORD = 3;
+/** Of one `OK` record of a stat: marker, index, real path, stat line. */
+const STAT_RECORD = 4;
 
 function permissionArgs(p: string, permission: Partial<Permission>, fallbackMode: number): string[] {
   return [p, (permission.mode ?? fallbackMode).toString(8), permission.owner ?? '', permission.group ?? ''];
@@ -33,11 +33,11 @@ export class DockerExecdFiles {
 
   async list(ref: ContainerRef, root: string, dir: string, maxDepth: number, maxEntries: number): Promise<EntryInfo[]> {
     const fields = await runFsScript(this.container(ref), 'list', root, [dir, String(maxDepth), String(maxEntries)]);
-    if (fields[0] === 'ERR') throw fsError(fields[1], dir);
     const out: EntryInfo[] = [];
     for (let at = 0; at + LIST_RECORD <= fields.length; at += LIST_RECORD) {
+      if (fields[at] === 'ERR') throw fsError(fields[at + 1], dir);
       if (fields[at] !== 'E') throw new BackendError(`a listing of ${dir} answered an unexpected record`);
-      out.push(entryAt(fields, at + 3, path.posix.join(dir, fields[at + 2])));
+      out.push(entryOfStatLine(fields[at + 2], path.posix.join(dir, fields[at + 1])));
     }
     return out;
   }
@@ -51,7 +51,7 @@ export class DockerExecdFiles {
   }
 
   async move(ref: ContainerRef, root: string, src: string, dest: string): Promise<void> {
-    throwFirstError(await runFsScript(this.container(ref), 'mv', root, [src, dest]), [src]);
+    throwFirstError(await runFsScript(this.container(ref), 'mv', root, [src, dest]), [src, dest]);
   }
 
   async makeDirectory(ref: ContainerRef, root: string, target: string, permission: Permission): Promise<void> {
@@ -88,6 +88,6 @@ export class DockerExecdFiles {
     const fields = await runFsScript(this.container(ref), 'stat', root, [target]);
     if (fields[0] === 'ERR') throw fsError(fields[1], target);
     if (fields[0] !== 'OK' || fields.length < STAT_RECORD) throw new FileNotFoundError(target);
-    return { real: fields[2], entry: entryAt(fields, 3, target) };
+    return { real: fields[2], entry: entryOfStatLine(fields[3], target) };
   }
 }
