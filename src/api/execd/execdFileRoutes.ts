@@ -57,6 +57,17 @@ export function execdFileRouter(directory: SandboxDirectory, files: ExecdFiles):
     body: json ? 'json' : undefined,
     handle: (ctx) => serve(directory.resolve(ctx.params.id), ctx, new URLSearchParams(ctx.query)),
   });
+  /** A route whose answer is an empty 200 once `work` is done. */
+  const empty = (method: HttpMethod, path: string, work: (handle: SandboxHandle, ctx: RouteContext, query: URLSearchParams) => Promise<void>, json = false): Route =>
+    route(
+      method,
+      path,
+      async (h, ctx, q) => {
+        await work(h, ctx, q);
+        sendEmpty(ctx.res);
+      },
+      json,
+    );
   return {
     name: 'execd files',
     errors: openSandboxErrorFormat,
@@ -66,9 +77,9 @@ export function execdFileRouter(directory: SandboxDirectory, files: ExecdFiles):
         const infos = await files.info(h, q.getAll('path'));
         sendJson(res, 200, Object.fromEntries([...infos].map(([path, entry]) => [path, fileInfo(entry)])));
       }),
-      route('DELETE', '/files', async (h, { res }, q) => sendEmpty(res, await files.removeFiles(h, q.getAll('path')))),
-      route('POST', '/files/permissions', async (h, { res, body }) => sendEmpty(res, await files.setPermissions(h, permissionMap(body))), true),
-      route('POST', '/files/mv', async (h, { res, body }) => sendEmpty(res, await files.move(h, renameItems(body))), true),
+      empty('DELETE', '/files', (h, _ctx, q) => files.removeFiles(h, q.getAll('path'))),
+      empty('POST', '/files/permissions', (h, { body }) => files.setPermissions(h, permissionMap(body)), true),
+      empty('POST', '/files/mv', (h, { body }) => files.move(h, renameItems(body)), true),
       route('GET', '/files/search', async (h, { res }, q) => {
         sendJson(res, 200, (await files.search(h, one(q, 'path'), q.get('pattern') || '**')).map(fileInfo));
       }),
@@ -82,13 +93,13 @@ export function execdFileRouter(directory: SandboxDirectory, files: ExecdFiles):
         },
         true,
       ),
-      route('POST', '/files/upload', async (h, ctx) => sendEmpty(ctx.res, void (await receiveUploads(ctx.req, files, h)))),
+      empty('POST', '/files/upload', async (h, { req }) => void (await receiveUploads(req, files, h))),
       route('GET', '/files/download', (h, ctx, q) => sendDownload(ctx.res, files, h, ctx, q)),
       route('GET', '/directories/list', async (h, { res }, q) => {
         sendJson(res, 200, (await files.list(h, one(q, 'path'), depthParam(q.get('depth')))).map(fileInfo));
       }),
-      route('POST', '/directories', async (h, { res, body }) => sendEmpty(res, await files.makeDirectories(h, permissionMap(body))), true),
-      route('DELETE', '/directories', async (h, { res }, q) => sendEmpty(res, await files.removeDirectories(h, q.getAll('path')))),
+      empty('POST', '/directories', (h, { body }) => files.makeDirectories(h, permissionMap(body)), true),
+      empty('DELETE', '/directories', (h, _ctx, q) => files.removeDirectories(h, q.getAll('path'))),
     ],
   };
 }

@@ -25,7 +25,7 @@ export function fileInfo(entry: EntryInfo): Record<string, unknown> {
 }
 
 /** A 200 with no body: `Content-Length: 0` tells OpenSandbox's SDK (openapi-fetch) there is no JSON to parse. */
-export function sendEmpty(res: ServerResponse, _done?: void): void {
+export function sendEmpty(res: ServerResponse): void {
   res.writeHead(200, { 'Content-Length': '0' });
   res.end();
 }
