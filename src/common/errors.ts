@@ -33,6 +33,8 @@ export type ErrorKind =
 export class BrokerError extends Error {
   /** Fields a client needs beside detail and code (the running job_id of a 409), in the pool format. */
   fields?: Record<string, string | number>;
+  /** When to try again, for an error of capacity (a 503 then carries Retry-After). */
+  retryAfterSeconds?: number;
 
   constructor(
     readonly kind: ErrorKind,

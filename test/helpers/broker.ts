@@ -26,6 +26,8 @@ export interface TestBroker {
   get(path: string): Promise<HttpResult>;
   acquire(body?: unknown): Promise<string>;
   exec(id: string, command: string, timeout?: number): Promise<ExecBody>;
+  /** The whole answer, termination facts asked for. */
+  execFull(id: string, command: string, timeout?: number, extra?: Record<string, unknown>): Promise<ExecBody & ExecFacts>;
   release(id: string): Promise<void>;
   health(): Promise<Health>;
   metrics(): Promise<string>;
@@ -49,6 +51,19 @@ export interface ExecBody {
   stderr: string;
   return_code: number;
   truncated?: boolean;
+}
+
+/** The termination facts an execute answer carries after the spec's fields (README, Pool API). */
+export interface ExecFacts {
+  timed_out: boolean;
+  interrupted: boolean;
+  signal: string | null;
+  oom_killed: boolean | null;
+  duration_ms: number;
+  cpu_ms: number | null;
+  max_rss_kb: number | null;
+  truncated: boolean;
+  truncated_bytes: { stdout: number; stderr: number };
 }
 
 export interface Health {
@@ -150,6 +165,11 @@ export async function startTestBroker(env: Record<string, string> = {}, override
       const r = await tb.post(`/session/${id}/execute`, timeout === undefined ? { command } : { command, timeout });
       if (r.status !== 200) throw new Error(`execute failed: ${r.status} ${r.text}`);
       return r.json as ExecBody;
+    },
+    async execFull(id, command, timeout, extra = {}) {
+      const r = await tb.post(`/session/${id}/execute`, timeout === undefined ? { command, facts: true, ...extra } : { command, timeout, facts: true, ...extra });
+      if (r.status !== 200) throw new Error(`execute failed: ${r.status} ${r.text}`);
+      return r.json as ExecBody & ExecFacts;
     },
     async release(id) {
       const r = await tb.post(`/session/${id}/release`);
