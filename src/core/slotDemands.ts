@@ -68,11 +68,12 @@ export class SlotDemands {
         settled: false,
         resolve,
         reject,
-        timer: setTimeout(() => this.drop(demand, timeoutError()), timeoutMs),
+        // The error is made once the demand has left: a 503's queue length does not count its own acquire.
+        timer: setTimeout(() => this.drop(demand, timeoutError), timeoutMs),
         cleanup: () => undefined,
       };
       if (signal) {
-        const onAbort = (): void => this.drop(demand, abortError());
+        const onAbort = (): void => this.drop(demand, abortError);
         signal.addEventListener('abort', onAbort, { once: true });
         demand.cleanup = () => signal.removeEventListener('abort', onAbort);
       }
@@ -103,7 +104,7 @@ export class SlotDemands {
     const pending = this.queue.slice(this.head);
     this.queue = [];
     this.head = 0;
-    for (const demand of pending) this.drop(demand, err);
+    for (const demand of pending) this.drop(demand, () => err);
   }
 
   /** All n reserved: handed over, unless one broke meanwhile (it is dropped and the demand waits on). */
@@ -114,13 +115,13 @@ export class SlotDemands {
     demand.resolve(demand.got);
   }
 
-  private drop(demand: Demand, err: Error): void {
+  private drop(demand: Demand, error: () => Error): void {
     if (demand.settled) return;
     this.settle(demand);
     this.compact(); // a queue nobody serves must not grow with the waiters that left
     const reserved = demand.got;
     demand.got = [];
-    demand.reject(err);
+    demand.reject(error());
     for (const slot of reserved) if (leasable(slot)) this.giveBack(slot);
   }
 

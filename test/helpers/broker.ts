@@ -75,6 +75,10 @@ export interface Health {
   broken_sessions: number;
   healthy_containers: number;
   unhealthy_containers: number;
+  /** Additive to spec 003 (README, GET /health). */
+  queue_length: number;
+  acquire_wait_p50_ms: number | null;
+  reclaimed_sessions: { idle_timeout: number; lease_ttl: number };
 }
 
 export const testBackend = (process.env.BROKER_TEST_BACKEND ?? 'local') as 'local' | 'docker';
