@@ -9,6 +9,7 @@ import path from 'node:path';
 import { startTestBroker, testBackend, eventually, metricValue, withLease, type TestBroker } from '../helpers/broker';
 import { findPython, runPythonClient } from '../helpers/python';
 import { LocalBackend } from '../../src/backends/local/localBackend';
+import { readUsageMounts } from '../../src/backends/docker/sessionUsage';
 
 /** The kernel figures the backend can give here (README, Termination facts): cpu needs the session's own cgroup. */
 function cpuKnown(tb: TestBroker): boolean {
@@ -104,6 +105,13 @@ describe('rollout fields and routes', () => {
       if (cpuKnown(tb)) expect(ok.cpu_ms).toBeGreaterThan(0);
       else expect(ok.cpu_ms).toBeNull();
       for (const field of ['max_rss_kb', 'oom_killed'] as const) expect(ok[field] === null || typeof ok[field] === (field === 'oom_killed' ? 'boolean' : 'number')).toBe(true);
+      if (testBackend === 'docker' && readUsageMounts().memory !== null) {
+        // cgroup v1 or hybrid engine host: the session's own memory cgroup gives its peak.
+        const big = await tb.execFull(id, "x=$(head -c 50000000 /dev/zero | tr '\\0' a); echo ${#x}; unset x");
+        expect(big).toMatchObject({ stdout: '50000000\n', oom_killed: false });
+        expect(big.max_rss_kb).toBeGreaterThan(48_000);
+        expect(big.cpu_ms).toBeGreaterThan(0);
+      }
       const killed = await tb.execFull(id, "bash -c 'kill -KILL $$'");
       expect(killed).toMatchObject({ return_code: 137, signal: 'SIGKILL', timed_out: false });
       const timedOut = await tb.execFull(id, 'sleep 30', 0.5);
