@@ -131,7 +131,6 @@ describe('rollout harness: 512 episodes, 256 sessions, dropped connections, vani
         expect(late.status).toBe(400);
         expect(late.json).toMatchObject({ code: 'session_not_in_use', reclaimed: 'lease_ttl' });
       }
-      // eslint-disable-next-line no-console
       console.log(`harness: ${EPISODES} episodes, ${tally.exact} exact answers, ${tally.dropped} connections dropped mid-execute, ${tally.vanished.length} holders vanished and reclaimed`);
     },
     300_000,
