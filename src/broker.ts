@@ -18,6 +18,7 @@ import { logger } from './common/logger';
 import { errorMessage } from './common/errors';
 import { createWorkspaceApi, type WorkspaceApi } from './core/workspace/workspaceApi';
 import { createExecdFilesApi } from './core/execd/execdFilesApi';
+import { TrajectoryFile } from './trajectories/trajectoryFile';
 
 export interface BrokerOverrides {
   backend?: SessionBackend;
@@ -43,6 +44,8 @@ export class Broker {
   readonly server: http.Server;
   readonly seam: HttpSeam;
   readonly workspaces: WorkspaceApi;
+  /** Where ended leases' journals go (BROKER_TRAJECTORY_DIR), or null. */
+  readonly trajectories: TrajectoryFile | null;
   private closePromise: Promise<void> | null = null;
   private warmPromise: Promise<void> | null = null;
 
@@ -51,6 +54,8 @@ export class Broker {
     overrides: BrokerOverrides = {},
   ) {
     const backend = overrides.backend ?? createBackend(config);
+    const { trajectoryDir, trajectoryFileBytes, trajectoryFiles } = config.rollout;
+    this.trajectories = trajectoryDir ? new TrajectoryFile(trajectoryDir, trajectoryFileBytes, trajectoryFiles) : null;
     this.pool = new SessionPool(
       backend,
       {
@@ -64,6 +69,9 @@ export class Broker {
         healthCheckIntervalMs: overrides.healthCheckIntervalMs ?? config.healthCheckIntervalMs,
         startConcurrency: config.startConcurrency,
         timings: overrides.timings ?? { ...DEFAULT_TIMINGS, killGraceMs: config.timeoutKillGraceMs },
+        maxLeaseTtlMs: config.rollout.maxLeaseTtlMs,
+        journal: { entries: config.rollout.historyEntries, outputChars: config.rollout.historyOutputChars },
+        onLeaseEnded: this.trajectories ? (record) => this.trajectories!.append(record) : undefined,
       },
       this.metrics,
     );
@@ -110,6 +118,7 @@ export class Broker {
     // Workspaces next: their terminals are closed and their slots go back while the pool still takes them.
     await this.workspaces.workspaces.close();
     await this.pool.close(graceMs);
+    await this.trajectories?.flush();
     // Give in-flight responses a moment to flush, then cut what is left.
     await new Promise((r) => setTimeout(r, 50));
     this.server.closeAllConnections();

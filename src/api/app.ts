@@ -11,6 +11,8 @@ import { poolErrorFormat } from './errorFormats';
 import { HttpSeam } from './seam';
 import type { Router } from './router';
 import { poolRouter } from './poolRoutes';
+import { rolloutRouter } from './rolloutRoutes';
+import { RequestIds } from '../core/requestIds';
 import { healthRouter } from './healthRoutes';
 import { workspaceRouter } from './workspaceRoutes';
 import { workspacePageRouter } from './workspacePage';
@@ -30,7 +32,8 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
     maxTimeoutSeconds: config.maxCommandTimeoutMs / 1000,
     maxCommandBytes: config.maxCommandBytes,
   };
-  const routers = [poolRouter(pool, limits), healthRouter(pool, metrics, { metricsPublic: config.metricsPublic })];
+  const requestIds = new RequestIds({ windowMs: config.rollout.requestIdWindowMs, maxEntries: config.rollout.requestIdMax });
+  const routers = [poolRouter(pool, limits, requestIds, config.rollout.executeFacts), rolloutRouter(pool, limits, requestIds), healthRouter(pool, metrics, { metricsPublic: config.metricsPublic })];
   if (workspaces) {
     routers.push(workspaceRouter(workspaces.workspaces, workspaces.files, { maxCommandBytes: config.maxCommandBytes, viewerBufferBytes: config.workspace.viewerBufferBytes }));
     routers.push(workspacePageRouter());

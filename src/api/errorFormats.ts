@@ -73,7 +73,9 @@ export const poolErrorFormat: ErrorFormat = {
   name: 'pool',
   reply(err, where) {
     const { status, code, message } = describe(err, where);
-    return reply(status, { detail: message, code, ...(err instanceof BrokerError ? err.fields : undefined) }, err);
+    const out = reply(status, { detail: message, code, ...(err instanceof BrokerError ? err.fields : undefined) }, err);
+    if (err instanceof BrokerError && err.retryAfterSeconds !== undefined) out.headers['Retry-After'] = String(err.retryAfterSeconds);
+    return out;
   },
 };
 

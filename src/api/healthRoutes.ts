@@ -1,4 +1,4 @@
-/** GET /health (the spec's fields, exactly; always public) and GET /metrics (Prometheus text). */
+/** GET /health (the spec's fields, then the broker's additive ones; always public) and GET /metrics (Prometheus text). */
 import type { SessionPool } from '../core/pool';
 import type { BrokerMetrics } from '../metrics/metrics';
 import { sendJson } from './httpJson';
@@ -15,6 +15,7 @@ export type HealthStatus = 'healthy' | 'degraded' | 'unhealthy';
  */
 export function healthReport(pool: SessionPool) {
   const { counts, healthyContainers, unhealthyContainers } = pool.health();
+  const stats = pool.stats();
   const serving = counts.available + counts.in_use + counts.cleaning;
   let status: HealthStatus = 'healthy';
   if (pool.isClosing || serving === 0 || healthyContainers === 0) status = 'unhealthy';
@@ -28,6 +29,10 @@ export function healthReport(pool: SessionPool) {
     broken_sessions: counts.broken,
     healthy_containers: healthyContainers,
     unhealthy_containers: unhealthyContainers,
+    // Additive to spec 003 (its clients ignore them): backpressure and reclaims.
+    queue_length: stats.waiting,
+    acquire_wait_p50_ms: stats.waitP50Ms === null ? null : Math.round(stats.waitP50Ms * 1000) / 1000,
+    reclaimed_sessions: stats.reclaimed,
   };
 }
 

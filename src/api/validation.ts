@@ -5,15 +5,22 @@
 import path from 'node:path';
 import { BadRequestError, PayloadTooLargeError } from '../common/errors';
 import type { WorkdirFile } from '../core/backend';
+import { acquireFingerprint, parseAcquireExtras, parseFactsFlag, parseRequestId, type AcquireExtras } from './rolloutFields';
 
 export interface ExecuteInput {
   command: string;
   timeoutSeconds: number;
+  /** Additive (rolloutFields.ts): a retry with the same id gets this execute's answer. */
+  requestId: string | null;
+  /** Additive: the answer carries the termination facts (null: the server's default, BROKER_EXECUTE_FACTS). */
+  facts: boolean | null;
 }
 
-export interface AcquireInput {
+export interface AcquireInput extends AcquireExtras {
   files: WorkdirFile[];
   startupCommands: string[];
+  /** What the request asked for, for its request_id's conflict check. */
+  fingerprint(): string;
 }
 
 export interface CommandLimits {
@@ -64,12 +71,17 @@ export function parseExecute(body: unknown, limits: CommandLimits): ExecuteInput
     }
     timeoutSeconds = t;
   }
-  return { command, timeoutSeconds };
+  return { command, timeoutSeconds, requestId: parseRequestId(obj.request_id), facts: parseFactsFlag(obj.facts) };
 }
 
 export function parseAcquire(body: unknown, limits: CommandLimits): AcquireInput {
   const obj = bodyObject(body, true);
-  return { files: parseFiles(obj.files), startupCommands: parseStartup(obj.startup_commands, limits) };
+  return {
+    files: parseFiles(obj.files),
+    startupCommands: parseStartup(obj.startup_commands, limits),
+    ...parseAcquireExtras(obj),
+    fingerprint: () => acquireFingerprint(obj),
+  };
 }
 
 function parseStartup(value: unknown, limits: CommandLimits): string[] {

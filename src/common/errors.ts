@@ -37,6 +37,8 @@ export class BrokerError extends Error {
   fields?: Record<string, string | number>;
   /** Headers the answer must carry whatever its format (a 416's Content-Range). */
   headers?: Record<string, string>;
+  /** When to try again, for an error of capacity (a 503 then carries Retry-After). */
+  retryAfterSeconds?: number;
 
   constructor(
     readonly kind: ErrorKind,

@@ -51,6 +51,26 @@ export interface BrokerConfig {
   localCgroups: 'auto' | 'off';
   /** Local backend: PATH, LANG and TZ as the broker got them. */
   hostEnv: HostEnv;
+  rollout: {
+    /** BROKER_EXECUTE_FACTS: execute answers carry the termination facts unless the request says `"facts": false`. */
+    executeFacts: boolean;
+    /** BROKER_REQUEST_ID_WINDOW: how long a succeeded call's request_id is remembered after it ended. */
+    requestIdWindowMs: number;
+    /** BROKER_REQUEST_ID_MAX: succeeded calls remembered at most (each holds its answer), the oldest forgotten first. */
+    requestIdMax: number;
+    /** BROKER_MAX_LEASE_TTL: the longest lease_ttl an acquire gets (longer ones are capped); default the idle timeout. */
+    maxLeaseTtlMs: number;
+    /** BROKER_HISTORY_ENTRIES: executes each lease's journal keeps (GET /session/{id}/history). */
+    historyEntries: number;
+    /** BROKER_HISTORY_OUTPUT_CHARS: characters kept of each stream's head and of its tail per journal entry. */
+    historyOutputChars: number;
+    /** BROKER_TRAJECTORY_DIR: where each ended lease's journal is appended as a JSON line; null: not kept. */
+    trajectoryDir: string | null;
+    /** BROKER_TRAJECTORY_FILE_BYTES: a trajectory file is rotated at this size. */
+    trajectoryFileBytes: number;
+    /** BROKER_TRAJECTORY_FILES: rotated files kept besides the current one (the oldest removed). */
+    trajectoryFiles: number;
+  };
   workspace: {
     /** BROKER_DEFAULT_WORKSPACE: the spec's root paths serve a default workspace, made on first use. */
     defaultWorkspace: boolean;
@@ -218,6 +238,9 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     throw new ConfigError('BROKER_MAX_COMMAND_TIMEOUT must be at most 2000000 seconds (a Node timer limit)');
   }
   const containers = int(env, 'BROKER_CONTAINERS', 4, { max: 4096 });
+  const sessionIdleTimeoutMs = seconds(env, 'BROKER_SESSION_IDLE_TIMEOUT', 1800);
+  const trajectoryDir = (env.BROKER_TRAJECTORY_DIR ?? '').trim() || null;
+  if (trajectoryDir !== null && !path.isAbsolute(trajectoryDir)) throw new ConfigError(`BROKER_TRAJECTORY_DIR must be an absolute path, got '${trajectoryDir}'`);
   const sessionsPerContainer = int(env, 'BROKER_SESSIONS_PER_CONTAINER', 8, { max: 1024, alias: 'SWEREX_SESSIONS_PER_CONTAINER' });
   return {
     backend: backendRaw,
@@ -229,7 +252,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     // By default every slot's rebuild can run at once: a cap below the pool's size left released
     // slots CLEANING behind a queue at 256 sessions while the CPU had room.
     cleanupWorkers: int(env, 'BROKER_CLEANUP_WORKERS', containers * sessionsPerContainer, { max: 4096, alias: 'SWEREX_CLEANUP_WORKERS' }),
-    sessionIdleTimeoutMs: seconds(env, 'BROKER_SESSION_IDLE_TIMEOUT', 1800),
+    sessionIdleTimeoutMs,
     defaultCommandTimeoutMs: 30_000,
     maxCommandTimeoutMs,
     maxBodyBytes: int(env, 'BROKER_MAX_BODY_BYTES', 64 * 1024 * 1024, { min: 1024 }),
@@ -245,6 +268,17 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     localRoot: (env.BROKER_LOCAL_ROOT ?? '').trim() || path.join(os.tmpdir(), `bash-broker-${process.pid}`),
     localCgroups: cgroups,
     hostEnv: hostEnv(env),
+    rollout: {
+      executeFacts: flag(env, 'BROKER_EXECUTE_FACTS'),
+      requestIdWindowMs: seconds(env, 'BROKER_REQUEST_ID_WINDOW', 600),
+      requestIdMax: int(env, 'BROKER_REQUEST_ID_MAX', 50_000, { max: 10_000_000 }),
+      maxLeaseTtlMs: seconds(env, 'BROKER_MAX_LEASE_TTL', sessionIdleTimeoutMs / 1000),
+      historyEntries: int(env, 'BROKER_HISTORY_ENTRIES', 256, { max: 100_000 }),
+      historyOutputChars: int(env, 'BROKER_HISTORY_OUTPUT_CHARS', 1024, { min: 0, max: 1024 * 1024 }),
+      trajectoryDir,
+      trajectoryFileBytes: bytes(env, 'BROKER_TRAJECTORY_FILE_BYTES', 64 * 1024 ** 2, { minBytes: 64 * 1024 }),
+      trajectoryFiles: int(env, 'BROKER_TRAJECTORY_FILES', 4, { min: 0, max: 1000 }),
+    },
     workspace: {
       defaultWorkspace: flag(env, 'BROKER_DEFAULT_WORKSPACE', true),
       logEvents: int(env, 'BROKER_WORKSPACE_LOG_EVENTS', 10_000, { min: 16, max: 1_000_000 }),

@@ -16,6 +16,20 @@ export interface ContainerHealth {
 
 export type StreamName = 'stdout' | 'stderr';
 
+/**
+ * Kernel counters of the cgroup that holds a shell and everything it starts (backends/cgroupUsage.ts),
+ * read before and after each command for its termination facts. null: this host or backend cannot
+ * tell (no such cgroup, or the controller is not there): never a made-up 0.
+ */
+export interface UsageCounters {
+  /** CPU time used by the cgroup since it was made, microseconds. */
+  cpuUsec: number | null;
+  /** The cgroup's peak memory charge since the last reset (resident pages and page cache), bytes. */
+  memoryPeakBytes: number | null;
+  /** Processes of the cgroup the OOM killer has killed since it was made. */
+  oomKills: number | null;
+}
+
 export interface ShellExit {
   code: number | null;
   signal: string | null;
@@ -66,6 +80,12 @@ export interface ShellProcess {
    * needs no start(). False (or a rejection, `cwdReady`'s included): the caller closes and reopens.
    */
   recycle?(cwd: string, cwdReady?: Promise<void>): Promise<boolean>;
+  /**
+   * Optional, synchronous and cheap (cached file descriptors, no round trip): the shell's cgroup
+   * counters. `resetPeak`: the memory high-water mark is reset first (a command starts). Absent, or
+   * fields null, where the backend has no cgroup of the shell's own.
+   */
+  usage?(resetPeak: boolean): UsageCounters;
 }
 
 export interface WorkdirFile {

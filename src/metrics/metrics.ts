@@ -7,6 +7,7 @@ import client, { Registry } from 'prom-client';
 import type { AcquireOutcome, ExecuteOutcome, PoolObserver } from '../core/observer';
 import type { SessionPool } from '../core/pool';
 import { SessionState } from '../core/states';
+import { RECLAIM_REASONS, type ReclaimReason } from '../core/leaseTtl';
 
 /** Executes recorded but not yet handed to prom-client: flushed at every scrape, or when this many wait. */
 const MAX_PENDING_EXECUTES = 4096;
@@ -25,7 +26,7 @@ export class BrokerMetrics implements PoolObserver {
   private readonly cleanupDuration: client.Histogram;
   private readonly recycles: client.Counter<'result'>;
   private readonly broke: client.Counter;
-  private readonly reclaims: client.Counter;
+  private readonly reclaims: client.Counter<'reason'>;
   private pool: SessionPool | null = null;
   /**
    * Executes seen since the last flush. prom-client's observe() with a label costs ~5 us (label
@@ -104,7 +105,14 @@ export class BrokerMetrics implements PoolObserver {
       registers,
     });
     this.broke = new client.Counter({ name: 'broker_sessions_broken_total', help: 'Sessions that went BROKEN', registers });
-    this.reclaims = new client.Counter({ name: 'broker_sessions_reclaimed_total', help: 'Leases reclaimed after the idle timeout', registers });
+    this.reclaims = new client.Counter({
+      name: 'broker_sessions_reclaimed_total',
+      help: 'Leases reclaimed without a release, by reason (idle_timeout, lease_ttl)',
+      labelNames: ['reason'],
+      registers,
+    });
+    // Both series from the start, at 0: a rate() over a series that appears late misses its first step.
+    for (const reason of RECLAIM_REASONS) this.reclaims.inc({ reason }, 0);
   }
 
   attach(pool: SessionPool): void {
@@ -151,7 +159,7 @@ export class BrokerMetrics implements PoolObserver {
     this.broke.inc();
   }
 
-  reclaimed(): void {
-    this.reclaims.inc();
+  reclaimed(reason: ReclaimReason): void {
+    this.reclaims.inc({ reason });
   }
 }

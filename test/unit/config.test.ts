@@ -103,6 +103,14 @@ describe('loadConfig', () => {
     ['BROKER_WORKSPACE_LOG_EVENTS', '2000000'],
     ['BROKER_WORKSPACE_MAX_READ_BYTES', '1k'],
     ['BROKER_WORKSPACE_VIEWER_BUFFER_BYTES', '100'],
+    ['BROKER_MAX_LEASE_TTL', '0'],
+    ['BROKER_REQUEST_ID_WINDOW', 'forever'],
+    ['BROKER_REQUEST_ID_MAX', '0'],
+    ['BROKER_EXECUTE_FACTS', 'maybe'],
+    ['BROKER_HISTORY_ENTRIES', '0'],
+    ['BROKER_TRAJECTORY_DIR', 'relative/dir'],
+    ['BROKER_TRAJECTORY_FILE_BYTES', '1k'],
+    ['BROKER_TRAJECTORY_FILES', '-1'],
   ])('rejects %s=%s with a message naming the variable', (name, value) => {
     const load = (): unknown => loadConfig({ [name]: value });
     expect(load).toThrow(ConfigError);
@@ -144,5 +152,21 @@ describe('loadConfig', () => {
       }).workspace,
     ).toEqual({ defaultWorkspace: false, logEvents: 16, maxReadBytes: 4096, viewerBufferBytes: 65536 });
     expect(loadConfig({ BROKER_DEFAULT_WORKSPACE: 'yes' }).workspace.defaultWorkspace).toBe(true);
+  });
+
+  it('reads the rollout settings: defaults, and the lease_ttl cap following the idle timeout', () => {
+    expect(loadConfig({}).rollout).toEqual({
+      executeFacts: false,
+      requestIdWindowMs: 600_000,
+      requestIdMax: 50_000,
+      maxLeaseTtlMs: 1_800_000,
+      historyEntries: 256,
+      historyOutputChars: 1024,
+      trajectoryDir: null,
+      trajectoryFileBytes: 64 * 1024 * 1024,
+      trajectoryFiles: 4,
+    });
+    expect(loadConfig({ BROKER_SESSION_IDLE_TIMEOUT: '90' }).rollout.maxLeaseTtlMs).toBe(90_000);
+    expect(loadConfig({ BROKER_TRAJECTORY_DIR: '/var/lib/t', BROKER_TRAJECTORY_FILE_BYTES: '1m' }).rollout).toMatchObject({ trajectoryDir: '/var/lib/t', trajectoryFileBytes: 1024 * 1024 });
   });
 });
