@@ -17,6 +17,12 @@ import { DockerBackend } from './backends/docker/dockerBackend';
 import { logger } from './common/logger';
 import { errorMessage } from './common/errors';
 import { createWorkspaceApi, type WorkspaceApi } from './core/workspace/workspaceApi';
+import { ExecdService } from './core/execd/execdService';
+
+/** execd shells (running commands, bash sessions, code contexts) one sandbox may have at once. */
+const EXECD_MAX_SHELLS_PER_SANDBOX = 16;
+/** Finished commands a sandbox's execd remembers for /command/status and /logs. */
+const EXECD_FINISHED_COMMANDS_KEPT = 64;
 
 export interface BrokerOverrides {
   backend?: SessionBackend;
@@ -42,6 +48,7 @@ export class Broker {
   readonly server: http.Server;
   readonly seam: HttpSeam;
   readonly workspaces: WorkspaceApi;
+  readonly execd: ExecdService;
   private closePromise: Promise<void> | null = null;
   private warmPromise: Promise<void> | null = null;
 
@@ -50,6 +57,7 @@ export class Broker {
     overrides: BrokerOverrides = {},
   ) {
     const backend = overrides.backend ?? createBackend(config);
+    const timings = overrides.timings ?? { ...DEFAULT_TIMINGS, killGraceMs: config.timeoutKillGraceMs };
     this.pool = new SessionPool(
       backend,
       {
@@ -62,13 +70,19 @@ export class Broker {
         maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,
         healthCheckIntervalMs: overrides.healthCheckIntervalMs ?? config.healthCheckIntervalMs,
         startConcurrency: config.startConcurrency,
-        timings: overrides.timings ?? { ...DEFAULT_TIMINGS, killGraceMs: config.timeoutKillGraceMs },
+        timings,
       },
       this.metrics,
     );
     this.metrics.attach(this.pool);
     this.workspaces = createWorkspaceApi(this.pool, backend, config, overrides.maxOutputBytes ?? config.maxOutputBytes);
-    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces);
+    this.execd = new ExecdService(backend, {
+      maxShellsPerSandbox: EXECD_MAX_SHELLS_PER_SANDBOX,
+      maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,
+      maxFinishedCommands: EXECD_FINISHED_COMMANDS_KEPT,
+      timings,
+    });
+    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces, this.execd);
     this.server = http.createServer({ keepAliveTimeout: 65_000 }, this.seam.serveRequest);
     this.server.on('upgrade', this.seam.serveUpgrade);
     this.server.on('clientError', this.seam.serveClientError);
@@ -108,6 +122,8 @@ export class Broker {
     await this.warmPromise?.catch(() => undefined);
     // Workspaces next: their terminals are closed and their slots go back while the pool still takes them.
     await this.workspaces.workspaces.close();
+    // execd's shells die before the pool's: they live in the pool's containers.
+    await this.execd.close();
     await this.pool.close(graceMs);
     // Give in-flight responses a moment to flush, then cut what is left.
     await new Promise((r) => setTimeout(r, 50));

@@ -15,9 +15,16 @@ import { healthRouter } from './healthRoutes';
 import { workspaceRouter } from './workspaceRoutes';
 import { workspacePageRouter } from './workspacePage';
 import type { WorkspaceApi } from '../core/workspace/workspaceApi';
+import type { ExecdService } from '../core/execd/execdService';
+import type { SandboxDirectory } from '../core/sandboxHandle';
+import { execdCommandRouter } from './execd/execdCommandRoutes';
+import { execdCodeRouter } from './execd/execdCodeRoutes';
 
-/** `workspaces`: the workspace API (spec 000), mounted when given (the bench's app floor has none). */
-export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, workspaces?: WorkspaceApi): Router[] {
+/**
+ * `workspaces`: the workspace API (spec 000), and `execd`: the execd API of every leased session
+ * (spec 004), mounted when given (the bench's app floor has neither).
+ */
+export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, workspaces?: WorkspaceApi, execd?: ExecdService): Router[] {
   const limits = {
     defaultTimeoutSeconds: config.defaultCommandTimeoutMs / 1000,
     maxTimeoutSeconds: config.maxCommandTimeoutMs / 1000,
@@ -28,12 +35,25 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
     routers.push(workspaceRouter(workspaces.workspaces, workspaces.files, { maxCommandBytes: config.maxCommandBytes, viewerBufferBytes: config.workspace.viewerBufferBytes }));
     routers.push(workspacePageRouter());
   }
+  if (execd) {
+    // A pool session's execd: `/sandboxes/<session_id>/execd/...`.
+    const leases: SandboxDirectory = { resolve: (id) => pool.site(id) };
+    routers.push(execdCommandRouter(execd, leases, limits));
+    routers.push(execdCodeRouter(execd, leases, limits));
+  }
   return routers;
 }
 
 /** `extraRouters` mount beside the broker's own (tests mount routes of their own this way). */
-export function createSeam(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, extraRouters: Router[] = [], workspaces?: WorkspaceApi): HttpSeam {
-  return new HttpSeam([...brokerRouters(pool, metrics, config, workspaces), ...extraRouters], {
+export function createSeam(
+  pool: SessionPool,
+  metrics: BrokerMetrics,
+  config: BrokerConfig,
+  extraRouters: Router[] = [],
+  workspaces?: WorkspaceApi,
+  execd?: ExecdService,
+): HttpSeam {
+  return new HttpSeam([...brokerRouters(pool, metrics, config, workspaces, execd), ...extraRouters], {
     authorize: createAuthorize(config.token),
     maxBodyBytes: config.maxBodyBytes,
     // Requests no router's prefix claims get the pool API's format, as they always have.

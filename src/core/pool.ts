@@ -197,6 +197,7 @@ export class SessionPool {
     const lease = this.leases.end(sessionId, why);
     if (!lease) return;
     lease.released = true;
+    lease.end();
     const slot = lease.slot;
     if (!slot) return; // it broke earlier and is already being rebuilt
     lease.slot = null;
@@ -221,7 +222,7 @@ export class SessionPool {
     const container = slot?.container.ref;
     if (!slot || !container) throw new SessionBrokenError(sessionId, lease.brokenReason ?? 'no shell');
     if (Number.isFinite(lease.lastActivityMs)) lease.lastActivityMs = Date.now();
-    return { id: sessionId, slotId: slot.slotId, container, root: lease.workdir, confined: true };
+    return { id: sessionId, slotId: slot.slotId, container, root: lease.workdir, confined: true, ended: lease.ended };
   }
 
   /** A slot for a workspace, waiting in the acquire queue like an acquire does. */
