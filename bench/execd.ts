@@ -27,7 +27,16 @@ async function main(): Promise<void> {
   fs.mkdirSync(path.join(outDir, 'raw'), { recursive: true });
   ensureBuilt(REPO_DIR);
   const broker = await BrokerProcess.start(
-    { name: 'execd', backend, containers: 1, perContainer: 2, image: arg('image', 'bash-broker-sandbox:latest') },
+    {
+      name: 'execd',
+      backend,
+      containers: 1,
+      perContainer: 2,
+      image: arg('image', 'bash-broker-sandbox:latest'),
+      // A deployment of its own: a broker sweeps its deployment's containers it did not start, and
+      // another bench on the same engine would take this one's away mid-run.
+      env: { BROKER_DEPLOYMENT: `bench-execd-${process.pid}` },
+    },
     path.join(outDir, 'raw'),
   );
   const agent = new Agent({ connections: 1, keepAliveTimeout: 30_000 });

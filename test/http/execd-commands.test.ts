@@ -170,6 +170,21 @@ describe('execd commands and bash sessions, through the OpenSandbox SDK', () => 
     }
   });
 
+  it('holds a sandbox at 16 execd shells: one more answers 409, and ending one makes room', async () => {
+    const own = await tb.acquire();
+    const s = execdSdk(tb.url, own);
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 16; i++) ids.push(await s.commands.createSession());
+      await expect(s.commands.createSession()).rejects.toMatchObject({ statusCode: 409 });
+      await expect(s.commands.run('true')).rejects.toMatchObject({ statusCode: 409 });
+      await s.commands.deleteSession(ids[0]);
+      expect(texts((await s.commands.run('echo room')).logs.stdout)).toEqual(['room']);
+    } finally {
+      await tb.release(own);
+    }
+  });
+
   it("kills everything a sandbox's execd started when its lease is released", async () => {
     const doomed = await tb.acquire();
     const observer = await tb.acquire();
