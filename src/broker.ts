@@ -19,6 +19,12 @@ import { errorMessage } from './common/errors';
 import { createWorkspaceApi, type WorkspaceApi } from './core/workspace/workspaceApi';
 import { createExecdFilesApi } from './core/execd/execdFilesApi';
 import { TrajectoryFile } from './trajectories/trajectoryFile';
+import { ExecdService } from './core/execd/execdService';
+
+/** execd shells (running commands, bash sessions, code contexts) one sandbox may have at once. */
+const EXECD_MAX_SHELLS_PER_SANDBOX = 16;
+/** Finished commands a sandbox's execd remembers for /command/status and /logs. */
+const EXECD_FINISHED_COMMANDS_KEPT = 64;
 
 export interface BrokerOverrides {
   backend?: SessionBackend;
@@ -46,6 +52,7 @@ export class Broker {
   readonly workspaces: WorkspaceApi;
   /** Where ended leases' journals go (BROKER_TRAJECTORY_DIR), or null. */
   readonly trajectories: TrajectoryFile | null;
+  readonly execd: ExecdService;
   private closePromise: Promise<void> | null = null;
   private warmPromise: Promise<void> | null = null;
 
@@ -56,6 +63,7 @@ export class Broker {
     const backend = overrides.backend ?? createBackend(config);
     const { trajectoryDir, trajectoryFileBytes, trajectoryFiles } = config.rollout;
     this.trajectories = trajectoryDir ? new TrajectoryFile(trajectoryDir, trajectoryFileBytes, trajectoryFiles) : null;
+    const timings = overrides.timings ?? { ...DEFAULT_TIMINGS, killGraceMs: config.timeoutKillGraceMs };
     this.pool = new SessionPool(
       backend,
       {
@@ -68,7 +76,7 @@ export class Broker {
         maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,
         healthCheckIntervalMs: overrides.healthCheckIntervalMs ?? config.healthCheckIntervalMs,
         startConcurrency: config.startConcurrency,
-        timings: overrides.timings ?? { ...DEFAULT_TIMINGS, killGraceMs: config.timeoutKillGraceMs },
+        timings,
         maxLeaseTtlMs: config.rollout.maxLeaseTtlMs,
         journal: { entries: config.rollout.historyEntries, outputChars: config.rollout.historyOutputChars },
         onLeaseEnded: this.trajectories ? (record) => this.trajectories!.append(record) : undefined,
@@ -77,7 +85,13 @@ export class Broker {
     );
     this.metrics.attach(this.pool);
     this.workspaces = createWorkspaceApi(this.pool, backend, config, overrides.maxOutputBytes ?? config.maxOutputBytes);
-    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces, createExecdFilesApi(backend, config));
+    this.execd = new ExecdService(backend, {
+      maxShellsPerSandbox: EXECD_MAX_SHELLS_PER_SANDBOX,
+      maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,
+      maxFinishedCommands: EXECD_FINISHED_COMMANDS_KEPT,
+      timings,
+    });
+    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces, { service: this.execd, files: createExecdFilesApi(backend, config) });
     this.server = http.createServer({ keepAliveTimeout: 65_000 }, this.seam.serveRequest);
     this.server.on('upgrade', this.seam.serveUpgrade);
     this.server.on('clientError', this.seam.serveClientError);
@@ -117,6 +131,8 @@ export class Broker {
     await this.warmPromise?.catch(() => undefined);
     // Workspaces next: their terminals are closed and their slots go back while the pool still takes them.
     await this.workspaces.workspaces.close();
+    // execd's shells die before the pool's: they live in the pool's containers.
+    await this.execd.close();
     await this.pool.close(graceMs);
     await this.trajectories?.flush();
     // Give in-flight responses a moment to flush, then cut what is left.

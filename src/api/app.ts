@@ -18,15 +18,24 @@ import { workspaceRouter } from './workspaceRoutes';
 import { workspacePageRouter } from './workspacePage';
 import type { WorkspaceApi } from '../core/workspace/workspaceApi';
 import type { ExecdFilesApi } from '../core/execd/execdFilesApi';
+import type { ExecdService } from '../core/execd/execdService';
 import type { SandboxDirectory } from '../core/sandboxHandle';
 import { execdFileRouter } from './execd/execdFileRoutes';
 import { execdMetricsRouter } from './execd/execdMetricsRoutes';
+import { execdCommandRouter } from './execd/execdCommandRoutes';
+import { execdCodeRouter } from './execd/execdCodeRoutes';
+
+/** The execd API's two halves: processes (commands, sessions, code) and files with metrics. */
+export interface ExecdApis {
+  service: ExecdService;
+  files: ExecdFilesApi;
+}
 
 /**
- * `workspaces`: the workspace API (spec 000), `execdFiles`: execd's files and metrics (spec 004),
- * each mounted when given (the bench's app floor has neither).
+ * `workspaces`: the workspace API (spec 000), `execd`: the execd API of every leased session
+ * (spec 004), each mounted when given (the bench's app floor has neither).
  */
-export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, workspaces?: WorkspaceApi, execdFiles?: ExecdFilesApi): Router[] {
+export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, workspaces?: WorkspaceApi, execd?: ExecdApis): Router[] {
   const limits = {
     defaultTimeoutSeconds: config.defaultCommandTimeoutMs / 1000,
     maxTimeoutSeconds: config.maxCommandTimeoutMs / 1000,
@@ -38,10 +47,14 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
     routers.push(workspaceRouter(workspaces.workspaces, workspaces.files, { maxCommandBytes: config.maxCommandBytes, viewerBufferBytes: config.workspace.viewerBufferBytes }));
     routers.push(workspacePageRouter());
   }
-  // Pool sessions now; a composite that also knows lifecycle sandboxes later.
-  const sandboxes: SandboxDirectory = { resolve: (id) => pool.site(id) };
-  if (execdFiles) routers.push(execdFileRouter(sandboxes, execdFiles.files));
-  if (execdFiles) routers.push(execdMetricsRouter(sandboxes, execdFiles.metrics));
+  if (execd) {
+    // A pool session's execd: `/sandboxes/<session_id>/execd/...`.
+    const sandboxes: SandboxDirectory = { resolve: (id) => pool.site(id) };
+    routers.push(execdCommandRouter(execd.service, sandboxes, limits));
+    routers.push(execdCodeRouter(execd.service, sandboxes, limits));
+    routers.push(execdFileRouter(sandboxes, execd.files.files));
+    routers.push(execdMetricsRouter(sandboxes, execd.files.metrics));
+  }
   return routers;
 }
 
@@ -52,9 +65,9 @@ export function createSeam(
   config: BrokerConfig,
   extraRouters: Router[] = [],
   workspaces?: WorkspaceApi,
-  execdFiles?: ExecdFilesApi,
+  execd?: ExecdApis,
 ): HttpSeam {
-  return new HttpSeam([...brokerRouters(pool, metrics, config, workspaces, execdFiles), ...extraRouters], {
+  return new HttpSeam([...brokerRouters(pool, metrics, config, workspaces, execd), ...extraRouters], {
     authorize: createAuthorize(config.token),
     maxBodyBytes: config.maxBodyBytes,
     // Requests no router's prefix claims get the pool API's format, as they always have.

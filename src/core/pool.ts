@@ -223,6 +223,7 @@ export class SessionPool {
       this.observer.reclaimed(why);
     }
     this.options.onLeaseEnded?.({ session_id: lease.id, acquired_at_ms: lease.acquiredAtMs, ended_at_ms: Date.now(), ended_by: why, ...lease.journal.snapshot() });
+    lease.end();
     const slot = lease.slot;
     if (!slot) return; // it broke earlier and is already being rebuilt
     lease.slot = null;
@@ -264,7 +265,7 @@ export class SessionPool {
     const container = slot?.container.ref;
     if (!slot || !container) throw new SessionBrokenError(sessionId, lease.brokenReason ?? 'no shell');
     if (Number.isFinite(lease.lastActivityMs)) lease.lastActivityMs = Date.now();
-    return { id: sessionId, slotId: slot.slotId, container, root: lease.workdir, confined: true };
+    return { id: sessionId, slotId: slot.slotId, container, root: lease.workdir, confined: true, ended: lease.ended };
   }
 
   /** A slot for a workspace, waiting in the acquire queue like an acquire does. */

@@ -19,6 +19,11 @@ export interface SandboxHandle {
    * other sandboxes or is the host itself (the local backend); false for a container of its own.
    */
   readonly confined: boolean;
+  /**
+   * Aborts when the sandbox ends (released, reclaimed, broken, deleted). Whatever a per-sandbox API
+   * started for it that its own release does not reach (execd's shells and interpreters) is closed on it.
+   */
+  readonly ended: AbortSignal;
 }
 
 /** Finds the live sandbox of an id, or throws the error its caller must see (404 unknown, 400 ended, 410 broken). */

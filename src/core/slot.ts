@@ -47,6 +47,7 @@ export class Lease {
   ttlMs: number | null = null;
   /** Its executes, for GET /session/{id}/history and the trajectory file (leaseJournal.ts). */
   readonly journal: LeaseJournal;
+  private readonly endController = new AbortController();
   constructor(
     readonly id: string,
     public slot: Slot | null,
@@ -57,5 +58,17 @@ export class Lease {
     this.lastActivityMs = nowMs;
     this.acquiredAtMs = nowMs;
     this.journal = new LeaseJournal(journalLimits);
+  }
+
+  /**
+   * Aborts once the lease is over (released, reclaimed or broken): what the per-sandbox APIs started
+   * for it outside its shell (execd's commands and interpreters) is closed on it.
+   */
+  get ended(): AbortSignal {
+    return this.endController.signal;
+  }
+
+  end(): void {
+    if (!this.endController.signal.aborted) this.endController.abort();
   }
 }

@@ -160,6 +160,7 @@ export class SlotRebuilder {
     const lease = slot.lease;
     if (lease) {
       lease.brokenReason = reason;
+      lease.end();
       lease.slot = null;
       slot.lease = null;
       slot.orphanWorkdirs.push(lease.workdir);
