@@ -20,6 +20,9 @@ import { createWorkspaceApi, type WorkspaceApi } from './core/workspace/workspac
 import { createExecdFilesApi } from './core/execd/execdFilesApi';
 import { TrajectoryFile } from './trajectories/trajectoryFile';
 import { ExecdService } from './core/execd/execdService';
+import { PoolActivity } from './core/dashboard/poolActivity';
+import { teeObservers } from './core/dashboard/observerTee';
+import { DashboardFeed } from './core/dashboard/dashboardFeed';
 
 /** execd shells (running commands, bash sessions, code contexts) one sandbox may have at once. */
 const EXECD_MAX_SHELLS_PER_SANDBOX = 16;
@@ -53,6 +56,9 @@ export class Broker {
   /** Where ended leases' journals go (BROKER_TRAJECTORY_DIR), or null. */
   readonly trajectories: TrajectoryFile | null;
   readonly execd: ExecdService;
+  /** What the dashboard shows (/ui): the pool's recent work, and its live feed. */
+  readonly activity = new PoolActivity();
+  readonly dashboard: DashboardFeed;
   private closePromise: Promise<void> | null = null;
   private warmPromise: Promise<void> | null = null;
 
@@ -81,7 +87,7 @@ export class Broker {
         journal: { entries: config.rollout.historyEntries, outputChars: config.rollout.historyOutputChars },
         onLeaseEnded: this.trajectories ? (record) => this.trajectories!.append(record) : undefined,
       },
-      this.metrics,
+      teeObservers(this.metrics, this.activity),
     );
     this.metrics.attach(this.pool);
     this.workspaces = createWorkspaceApi(this.pool, backend, config, overrides.maxOutputBytes ?? config.maxOutputBytes);
@@ -91,7 +97,14 @@ export class Broker {
       maxFinishedCommands: EXECD_FINISHED_COMMANDS_KEPT,
       timings,
     });
-    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces, { service: this.execd, files: createExecdFilesApi(backend, config) });
+    this.dashboard = new DashboardFeed({
+      pool: this.pool,
+      activity: this.activity,
+      workspaces: () => this.workspaces.workspaces.list().map((ws) => ({ workspace_id: ws.id, workdir: ws.workdir, running_job_id: ws.runningJobId })),
+      sandboxes: () => this.execd.list().map((s) => ({ kind: 'execd', id: s.id, detail: s.detail })),
+    });
+    const execd = { service: this.execd, files: createExecdFilesApi(backend, config) };
+    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces, execd, this.dashboard);
     this.server = http.createServer({ keepAliveTimeout: 65_000 }, this.seam.serveRequest);
     this.server.on('upgrade', this.seam.serveUpgrade);
     this.server.on('clientError', this.seam.serveClientError);
@@ -109,6 +122,7 @@ export class Broker {
       });
     });
     this.warmPromise = this.pool.start().catch((err) => logger.error({ err: errorMessage(err) }, 'warm-up failed'));
+    this.dashboard.start();
     return this.server.address() as AddressInfo;
   }
 
@@ -124,6 +138,7 @@ export class Broker {
 
   private async doClose(): Promise<void> {
     const graceMs = this.config.shutdownGraceMs;
+    this.dashboard.stop();
     this.server.close(); // no new connections
     this.server.closeIdleConnections();
     // WebSockets first: whatever a socket's route holds (a lease) is let go while the pool can take it.

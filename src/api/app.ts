@@ -24,6 +24,8 @@ import { execdFileRouter } from './execd/execdFileRoutes';
 import { execdMetricsRouter } from './execd/execdMetricsRoutes';
 import { execdCommandRouter } from './execd/execdCommandRoutes';
 import { execdCodeRouter } from './execd/execdCodeRoutes';
+import type { DashboardFeed } from '../core/dashboard/dashboardFeed';
+import { dashboardRouter } from './dashboard/dashboardRoutes';
 
 /** The execd API's two halves: processes (commands, sessions, code) and files with metrics. */
 export interface ExecdApis {
@@ -33,9 +35,10 @@ export interface ExecdApis {
 
 /**
  * `workspaces`: the workspace API (spec 000), `execd`: the execd API of every leased session
- * (spec 004), each mounted when given (the bench's app floor has neither).
+ * (spec 004), `dashboard`: the live dashboard's feed (/ui, /admin), each mounted when given (the
+ * bench's app floor has none).
  */
-export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, workspaces?: WorkspaceApi, execd?: ExecdApis): Router[] {
+export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, workspaces?: WorkspaceApi, execd?: ExecdApis, dashboard?: DashboardFeed): Router[] {
   const limits = {
     defaultTimeoutSeconds: config.defaultCommandTimeoutMs / 1000,
     maxTimeoutSeconds: config.maxCommandTimeoutMs / 1000,
@@ -55,6 +58,7 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
     routers.push(execdFileRouter(sandboxes, execd.files.files));
     routers.push(execdMetricsRouter(sandboxes, execd.files.metrics));
   }
+  if (dashboard) routers.push(dashboardRouter(pool, dashboard));
   return routers;
 }
 
@@ -66,8 +70,9 @@ export function createSeam(
   extraRouters: Router[] = [],
   workspaces?: WorkspaceApi,
   execd?: ExecdApis,
+  dashboard?: DashboardFeed,
 ): HttpSeam {
-  return new HttpSeam([...brokerRouters(pool, metrics, config, workspaces, execd), ...extraRouters], {
+  return new HttpSeam([...brokerRouters(pool, metrics, config, workspaces, execd, dashboard), ...extraRouters], {
     authorize: createAuthorize(config.token),
     maxBodyBytes: config.maxBodyBytes,
     // Requests no router's prefix claims get the pool API's format, as they always have.

@@ -102,6 +102,18 @@ export class ContainerFleet {
   }
 
   /**
+   * Replaces container `index` now, as if it had failed (an operator's action): its leases break
+   * (their holders get 410), its slots are rebuilt in the new container. False: it is being replaced already.
+   */
+  replace(index: number, reason: string): boolean {
+    const entry = this.containers[index];
+    if (!entry) throw new RangeError(`no container ${index}`);
+    if (entry.replacing) return false;
+    void this.onContainerFailed(entry, reason);
+    return true;
+  }
+
+  /**
    * Replaces a failed container. `replacing` stays set until the new container runs, so neither an
    * overlapping monitor pass nor a slot's retry starts a second one (which would be orphaned); the
    * slots are filled after, when a failed rebuild may schedule its own retry again.
@@ -121,6 +133,7 @@ export class ContainerFleet {
       if (!this.isClosing()) await this.bootContainer(entry);
     } finally {
       entry.replacing = false;
+      entry.replaced = { count: entry.replaced.count + 1, lastReason: reason };
     }
     if (!this.isClosing() && entry.healthy) await this.fillContainer(entry);
   }

@@ -17,8 +17,8 @@ export class LeaseBook {
     this.live.set(lease.id, lease);
   }
 
-  /** The live, unbroken lease of `id`, or the error its caller must see. */
-  require(id: string): Lease {
+  /** The live, unbroken lease of `id` (or broken too, with `evenBroken`), or the error its caller must see. */
+  require(id: string, evenBroken = false): Lease {
     const lease = this.live.get(id);
     if (!lease) {
       const retired = this.retired.get(id);
@@ -27,8 +27,13 @@ export class LeaseBook {
       if (retired.why !== 'released') err.fields = { reclaimed: retired.why };
       throw err;
     }
-    if (lease.brokenReason !== null) throw new SessionBrokenError(id, lease.brokenReason);
+    if (lease.brokenReason !== null && !evenBroken) throw new SessionBrokenError(id, lease.brokenReason);
     return lease;
+  }
+
+  /** Every live lease, broken ones too (until their holder releases them). */
+  list(): Lease[] {
+    return [...this.live.values()];
   }
 
   /** Ends the lease of `id` and returns it; null if it had already ended (release is idempotent). */

@@ -7,8 +7,9 @@
  */
 import type { Lease } from './slot';
 
-export type ReclaimReason = 'idle_timeout' | 'lease_ttl';
-export const RECLAIM_REASONS: readonly ReclaimReason[] = ['idle_timeout', 'lease_ttl'];
+/** `operator`: taken back by hand (the dashboard's reclaim), its holder told so. */
+export type ReclaimReason = 'idle_timeout' | 'lease_ttl' | 'operator';
+export const RECLAIM_REASONS: readonly ReclaimReason[] = ['idle_timeout', 'lease_ttl', 'operator'];
 
 /** Why `lease` is overdue at `nowMs`, or null when it is not (or a command is running on it). */
 export function overdue(lease: Lease, nowMs: number, idleTimeoutMs: number): ReclaimReason | null {
@@ -21,13 +22,14 @@ export function overdue(lease: Lease, nowMs: number, idleTimeoutMs: number): Rec
 
 /** What the old holder of a reclaimed lease is told (the detail of its 400 session_not_in_use). */
 export function reclaimedBecause(reason: ReclaimReason, ttlMs: number | null): string {
+  if (reason === 'operator') return 'reclaimed by an operator';
   if (reason === 'lease_ttl') return `reclaimed: its lease_ttl${ttlMs === null ? '' : ` of ${ttlMs / 1000} s`} passed without a call or heartbeat`;
   return 'reclaimed after being idle';
 }
 
 /** Leases reclaimed so far, by reason (for /health and /metrics). */
 export class ReclaimCounts {
-  private readonly counts: Record<ReclaimReason, number> = { idle_timeout: 0, lease_ttl: 0 };
+  private readonly counts: Record<ReclaimReason, number> = { idle_timeout: 0, lease_ttl: 0, operator: 0 };
 
   add(reason: ReclaimReason): void {
     this.counts[reason]++;

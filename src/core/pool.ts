@@ -11,7 +11,7 @@ import { BashSession, ShellDiedError, type BashSessionTimings, DEFAULT_TIMINGS, 
 import { sessionWorkdir, type SessionBackend } from './backend';
 import { type ContainerEntry, Lease, type Slot } from './slot';
 import { SessionState, SessionStates } from './states';
-import { StartupFailedError, type AcquireRequest, type AcquireResult, type ExecuteRequest, type GroupAcquireRequest, type PoolStats, type TakenSlot } from './poolTypes';
+import { ContainerNotFoundError, LeaseHeldError, StartupFailedError, type AcquireRequest, type AcquireResult, type ExecuteRequest, type GroupAcquireRequest, type PoolStats, type TakenSlot } from './poolTypes';
 import { SlotQueue } from './slotQueue';
 import type { SandboxHandle } from './sandboxHandle';
 import { type PoolObserver, NOOP_OBSERVER } from './observer';
@@ -230,6 +230,28 @@ export class SessionPool {
     slot.lease = null;
     this.states.move(slot, SessionState.CLEANING);
     void this.rebuilder.schedule(slot, lease.workdir);
+  }
+
+  /** Every live lease, broken ones too (the dashboard lists them). */
+  liveLeases(): readonly Lease[] {
+    return this.leases.list();
+  }
+
+  /**
+   * Ends a live (or broken) lease for an operator (the dashboard): `released` as if its holder had
+   * released it, `operator` reclaimed (its holder's next call is told so, and it is counted). Throws
+   * the id's own error when it is not live, and refuses a workspace's slot (ended with its workspace).
+   */
+  endLease(sessionId: string, why: 'released' | 'operator'): void {
+    // 404 unknown, 400 ended; a broken lease may be ended (its holder has not released it yet).
+    if (this.leases.require(sessionId, true).lastActivityMs === Number.POSITIVE_INFINITY) throw new LeaseHeldError(sessionId);
+    this.release(sessionId, why);
+  }
+
+  /** An operator replaces container `index` (containerFleet.ts); false when it is being replaced already. */
+  replaceContainer(index: number): boolean {
+    if (!Number.isInteger(index) || index < 0 || index >= this.containers.length) throw new ContainerNotFoundError(index, this.containers.length);
+    return this.fleet.replace(index, 'replaced by an operator');
   }
 
   health(): { counts: ReturnType<SessionStates<Slot>['snapshot']>; healthyContainers: number; unhealthyContainers: number } {

@@ -68,3 +68,17 @@ export class StartupFailedError extends BrokerError {
     super('rejected', 'startup_failed', `startup_commands[${index}] broke the session (${reason}); no session was leased`);
   }
 }
+
+/** An operator named a container the pool does not have. */
+export class ContainerNotFoundError extends BrokerError {
+  constructor(index: number, count: number) {
+    super('not_found', 'container_not_found', `no container ${index}: the pool has containers 0 to ${count - 1}`);
+  }
+}
+
+/** A slot taken out for a workspace (takeOut) is ended with its workspace, not as a lease. */
+export class LeaseHeldError extends BrokerError {
+  constructor(id: string) {
+    super('busy', 'lease_held_by_workspace', `session ${id} holds a workspace: end the workspace instead (DELETE /workspaces/{id})`);
+  }
+}

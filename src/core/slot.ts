@@ -10,6 +10,8 @@ export class ContainerEntry {
   /** Set while the container is being replaced after a failure: its slots wait for it. */
   replacing = false;
   unhealthyReason: string | null = null;
+  /** Replacements so far and the last one's reason (the dashboard lists them). */
+  replaced = { count: 0, lastReason: '' };
   readonly slots: Slot[] = [];
   constructor(readonly index: number) {}
 }

@@ -78,7 +78,7 @@ export interface Health {
   /** Additive to spec 003 (README, GET /health). */
   queue_length: number;
   acquire_wait_p50_ms: number | null;
-  reclaimed_sessions: { idle_timeout: number; lease_ttl: number };
+  reclaimed_sessions: { idle_timeout: number; lease_ttl: number; operator: number };
 }
 
 export const testBackend = (process.env.BROKER_TEST_BACKEND ?? 'local') as 'local' | 'docker';

@@ -31,7 +31,7 @@ describe('/health and /metrics', () => {
     expect(r.json).toEqual({
       queue_length: 0,
       acquire_wait_p50_ms: null,
-      reclaimed_sessions: { idle_timeout: 0, lease_ttl: 0 },
+      reclaimed_sessions: { idle_timeout: 0, lease_ttl: 0, operator: 0 },
       status: 'healthy',
       total_sessions: 4,
       available_sessions: 4,

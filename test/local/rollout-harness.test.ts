@@ -130,7 +130,7 @@ describe('rollout harness: 512 episodes, 256 sessions, dropped connections, vani
       expect(tally.vanished.length).toBeGreaterThan(0);
       // Every vanished holder is reclaimed by its lease_ttl, and nothing else is.
       const health = await waitFullPool(tb, LEASE_TTL_SECONDS * 1000 + 60_000);
-      expect(health.reclaimed_sessions).toEqual({ idle_timeout: reclaimedBefore.idle_timeout, lease_ttl: reclaimedBefore.lease_ttl + tally.vanished.length });
+      expect(health.reclaimed_sessions).toEqual({ ...reclaimedBefore, lease_ttl: reclaimedBefore.lease_ttl + tally.vanished.length });
       for (const id of tally.vanished) {
         const late = await post(`/session/${id}/execute`, { command: 'true' });
         expect(late.status).toBe(400);

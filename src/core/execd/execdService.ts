@@ -37,6 +37,11 @@ export class ExecdService {
     return this.sandboxes.size;
   }
 
+  /** The sandboxes with execd state now and what each holds (the dashboard lists them). */
+  list(): { id: string; detail: string }[] {
+    return [...this.sandboxes].map(([id, execd]) => ({ id, detail: execd.summary() }));
+  }
+
   /** Closes every sandbox's shells (the broker is shutting down). */
   async close(): Promise<void> {
     this.closed = true;

@@ -56,6 +56,13 @@ export class SandboxExecd {
     return this.handle.root;
   }
 
+  /** What it holds now, in a line (the dashboard's sandbox list). */
+  summary(): string {
+    let running = 0;
+    for (const c of this.commands.values()) if (c.running) running++;
+    return `${running} command(s) running, ${this.sessions.size} bash session(s)`;
+  }
+
   warm(): void {
     this.shells.warm();
   }

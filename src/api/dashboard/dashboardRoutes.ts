@@ -1,0 +1,84 @@
+/**
+ * The live dashboard: the page at GET /ui (public: it holds no data, like the workspace page), and
+ * the operator's routes under /admin, behind the one token: the state now (GET /admin/state), the
+ * same frames live over a WebSocket (/admin/live, one a second), and the actions (release or
+ * reclaim a lease, replace a container). The page asks for the token once (sessionStorage, shared
+ * with the workspace page) and offers it to the WebSocket as the `bearer.<token>` subprotocol.
+ */
+import type { WebSocket } from 'ws';
+import type { SessionPool } from '../../core/pool';
+import type { DashboardFeed } from '../../core/dashboard/dashboardFeed';
+import { BadRequestError, BrokerError } from '../../common/errors';
+import { poolErrorFormat } from '../errorFormats';
+import { sendJson } from '../httpJson';
+import type { Router } from '../router';
+import { DASHBOARD_ASSETS, dashboardPage, sendPage } from './dashboardPage';
+
+/** A viewer that has not taken this much of earlier frames skips frames until it has (a slow phone). */
+const MAX_BUFFERED_BYTES = 1 << 20;
+
+class ContainerBusyError extends BrokerError {
+  constructor(index: number) {
+    super('busy', 'container_replacing', `container ${index} is being replaced already`);
+  }
+}
+
+function containerIndex(raw: string): number {
+  if (!/^\d{1,6}$/.test(raw)) throw new BadRequestError(`container index '${raw}' must be a whole number >= 0`);
+  return Number(raw);
+}
+
+export function dashboardRouter(pool: SessionPool, feed: DashboardFeed): Router {
+  // One JSON text per frame, however many viewers.
+  const texts = new WeakMap<object, string>();
+  const text = (frame: object): string => {
+    let t = texts.get(frame);
+    if (t === undefined) texts.set(frame, (t = JSON.stringify({ type: 'frame', frame })));
+    return t;
+  };
+  const watch = (ws: WebSocket): void => {
+    const stop = feed.subscribe((frame) => {
+      if (ws.readyState === ws.OPEN && ws.bufferedAmount < MAX_BUFFERED_BYTES) ws.send(text(frame));
+    });
+    ws.on('close', stop);
+    ws.on('error', stop);
+    ws.on('message', () => undefined); // viewers only listen
+  };
+  const endLease = (why: 'released' | 'operator') =>
+    ({ params, res }: { params: Readonly<Record<string, string>>; res: import('node:http').ServerResponse }) => {
+      pool.endLease(params.sessionId, why);
+      sendJson(res, 200, { session_id: params.sessionId, status: why === 'released' ? 'released' : 'reclaimed' });
+    };
+  return {
+    name: 'dashboard',
+    errors: poolErrorFormat,
+    pathPrefix: '/admin',
+    routes: [
+      { method: 'GET', path: '/ui', public: true, handle: ({ res }) => sendPage(res, 'text/html; charset=utf-8', dashboardPage()) },
+      {
+        method: 'GET',
+        path: '/ui/dashboard/:asset',
+        public: true,
+        handle({ params, res }) {
+          const asset = DASHBOARD_ASSETS[params.asset];
+          if (!asset) throw new BrokerError('not_found', 'asset_not_found', `no dashboard asset '${params.asset}'`);
+          sendPage(res, asset.type, asset.body);
+        },
+      },
+      { method: 'GET', path: '/admin/state', handle: ({ res }) => sendJson(res, 200, feed.frame()) },
+      { method: 'POST', path: '/admin/leases/:sessionId/release', body: 'json', handle: endLease('released') },
+      { method: 'POST', path: '/admin/leases/:sessionId/reclaim', body: 'json', handle: endLease('operator') },
+      {
+        method: 'POST',
+        path: '/admin/containers/:index/replace',
+        body: 'json',
+        handle({ params, res }) {
+          const index = containerIndex(params.index);
+          if (!pool.replaceContainer(index)) throw new ContainerBusyError(index);
+          sendJson(res, 202, { container: index, status: 'replacing' });
+        },
+      },
+    ],
+    upgrades: [{ path: '/admin/live', accept: watch }],
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * One frame of the dashboard: the whole picture at one instant, as plain JSON (snake_case, times in
+ * ms or s as each name says). Built once a second for every viewer at once (dashboardFeed.ts), and
+ * for GET /admin/state.
+ */
+import type { SessionPool } from '../pool';
+import type { Lease } from '../slot';
+import { SessionState } from '../states';
+import type { PoolActivity } from './poolActivity';
+import type { Replacement } from './containerWatch';
+import { round } from './secondSeries';
+
+/** Leases listed in a frame (oldest first); the count says how many there are in all. */
+export const LEASES_LISTED = 500;
+/** The window of the execute and acquire percentiles. */
+const PERCENTILE_SECONDS = 10;
+
+/** One letter per slot state, so a pool of thousands of sessions stays a short string per container. */
+const STATE_LETTER: Record<SessionState, string> = { available: 'A', in_use: 'U', cleaning: 'C', broken: 'B' };
+
+export interface WorkspaceSummary {
+  workspace_id: string;
+  workdir: string;
+  running_job_id: string | null;
+}
+
+/** A sandbox of any API that has them (execd state of a pool session, lifecycle sandboxes, groups, tasks). */
+export interface SandboxSummary {
+  kind: string;
+  id: string;
+  /** A line about it (its state, its pool, what runs). */
+  detail: string;
+}
+
+export interface DashboardSources {
+  pool: SessionPool;
+  activity: PoolActivity;
+  workspaces?: () => WorkspaceSummary[];
+  sandboxes?: () => SandboxSummary[];
+}
+
+function leaseView(lease: Lease, nowMs: number): Record<string, unknown> {
+  const slot = lease.slot;
+  // A workspace's lease is never idle-reclaimed (its owner gives it back): it is shown as the workspace's.
+  const workspace = lease.lastActivityMs === Number.POSITIVE_INFINITY;
+  return {
+    session_id: lease.id,
+    holder: workspace ? 'workspace' : 'client',
+    container: slot?.container.index ?? null,
+    slot: slot?.slotId ?? null,
+    age_s: round((nowMs - lease.acquiredAtMs) / 1000),
+    idle_s: workspace || lease.executing ? null : round(Math.max(0, nowMs - lease.lastActivityMs) / 1000),
+    executing: lease.executing,
+    lease_ttl_s: lease.ttlMs === null ? null : lease.ttlMs / 1000,
+    broken: lease.brokenReason,
+  };
+}
+
+export function dashboardFrame(sources: DashboardSources, replacements: readonly Replacement[], nowMs = Date.now()): Record<string, unknown> {
+  const { pool, activity } = sources;
+  const counts = pool.states.snapshot();
+  const stats = pool.stats();
+  const leases = [...pool.liveLeases()].sort((a, b) => a.acquiredAtMs - b.acquiredAtMs);
+  const executes = activity.executes.series(nowMs);
+  const [p50, p99] = activity.executes.percentiles([0.5, 0.99], PERCENTILE_SECONDS, nowMs);
+  const waits = activity.acquires.series(nowMs);
+  const [waitP50, waitP99] = activity.acquires.percentiles([0.5, 0.99], PERCENTILE_SECONDS, nowMs);
+  return {
+    at: new Date(nowMs).toISOString(),
+    pool: { ...counts, target: pool.targetSessions, closing: pool.isClosing },
+    containers: pool.containers.map((c) => ({
+      index: c.index,
+      healthy: c.healthy,
+      replacing: c.replacing,
+      reason: c.healthy ? null : c.unhealthyReason,
+      slots: c.slots.map((s) => STATE_LETTER[s.state]).join(''),
+    })),
+    queue: {
+      waiting: stats.waiting,
+      wait_p50_ms: waitP50,
+      wait_p99_ms: waitP99,
+      recent_wait_p50_ms: stats.waitP50Ms === null ? null : round(stats.waitP50Ms),
+      acquires_per_second: waits.counts,
+      timeouts_per_second: waits.flagged,
+      wait_max_ms: waits.maxMs,
+    },
+    execute: {
+      total: activity.executesTotal,
+      p50_ms: p50,
+      p99_ms: p99,
+      per_second: executes.counts,
+      failed_per_second: executes.flagged,
+    },
+    reclaimed: stats.reclaimed,
+    leases: { count: leases.length, items: leases.slice(0, LEASES_LISTED).map((l) => leaseView(l, nowMs)) },
+    errors: activity.errors.map((e) => ({ at: new Date(e.atMs).toISOString(), kind: e.kind, message: e.message })),
+    replaced: replacements.map((r) => ({ at: new Date(r.atMs).toISOString(), container: r.container, reason: r.reason })),
+    workspaces: sources.workspaces?.() ?? [],
+    sandboxes: sources.sandboxes?.() ?? [],
+  };
+}
