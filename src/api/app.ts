@@ -26,6 +26,7 @@ import { execdCommandRouter } from './execd/execdCommandRoutes';
 import { execdCodeRouter } from './execd/execdCodeRoutes';
 import type { DashboardFeed } from '../core/dashboard/dashboardFeed';
 import { dashboardRouter } from './dashboard/dashboardRoutes';
+import { docsRouter } from './openapi/docsRoutes';
 
 /** The execd API's two halves: processes (commands, sessions, code) and files with metrics. */
 export interface ExecdApis {
@@ -72,12 +73,16 @@ export function createSeam(
   execd?: ExecdApis,
   dashboard?: DashboardFeed,
 ): HttpSeam {
-  return new HttpSeam([...brokerRouters(pool, metrics, config, workspaces, execd, dashboard), ...extraRouters], {
+  // /openapi.json describes the routes the seam registered: it reads them once the seam exists.
+  let seam: HttpSeam | null = null;
+  const docs = docsRouter(() => seam?.routeList() ?? []);
+  seam = new HttpSeam([...brokerRouters(pool, metrics, config, workspaces, execd, dashboard), docs, ...extraRouters], {
     authorize: createAuthorize(config.token),
     maxBodyBytes: config.maxBodyBytes,
     // Requests no router's prefix claims get the pool API's format, as they always have.
     defaultErrors: poolErrorFormat,
   });
+  return seam;
 }
 
 /** The request listener alone (the bench measures it over a stub pool). */

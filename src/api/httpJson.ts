@@ -110,3 +110,9 @@ export function sendErrorReplyOnSocket(socket: Duplex, reply: ErrorReply): void 
   for (const [name, value] of Object.entries(reply.headers)) if (name !== 'Connection') head += `${name}: ${value}\r\n`;
   socket.end(`${head}\r\n${reply.body}`);
 }
+
+/** A page, script or document as text (or bytes), never cached stale. */
+export function sendText(res: ServerResponse, type: string, body: string | Buffer): void {
+  res.writeHead(200, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-cache' });
+  res.end(body);
+}

@@ -29,6 +29,14 @@ export interface SeamOptions {
   defaultErrors: ErrorFormat;
 }
 
+/** A route as the seam registered it; `WS` is a WebSocket upgrade. */
+export interface RegisteredRoute {
+  method: string;
+  path: string;
+  public: boolean;
+  router: string;
+}
+
 /** A request for a route nobody declared (or a method the route does not take). */
 export class RouteNotFoundError extends BrokerError {
   constructor(method: string, path: string) {
@@ -54,6 +62,14 @@ export class HttpSeam {
       for (const upgrade of router.upgrades ?? []) this.upgrades.add(UPGRADE, upgrade, router);
     }
     this.webSockets = new WebSocketUpgrades(options.maxBodyBytes);
+  }
+
+  /** Every route and WebSocket upgrade (`WS`) mounted, as its router declared it: the OpenAPI document's truth. */
+  routeList(): RegisteredRoute[] {
+    return this.routers.flatMap((router) => [
+      ...router.routes.map((r) => ({ method: r.method as string, path: r.path, public: r.public === true, router: router.name })),
+      ...(router.upgrades ?? []).map((u) => ({ method: 'WS', path: u.path, public: u.public === true, router: router.name })),
+    ]);
   }
 
   readonly serveRequest: RequestListener = (req, res) => {

@@ -175,6 +175,22 @@ if (CHROMIUM) {
       loadRunning = false;
       await load;
     }, 180_000);
+
+    it('renders the API document in Swagger UI at /docs, every route listed', async () => {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      const problems: string[] = [];
+      page.on('pageerror', (err) => problems.push(err.message));
+      // Swagger UI's requests go to this broker only: nothing from a CDN.
+      const hosts = new Set<string>();
+      page.on('request', (r) => hosts.add(new URL(r.url()).host));
+      await page.goto(`${tb.url}/docs`);
+      await page.locator('.opblock').first().waitFor({ timeout: 30_000 });
+      const operations = await page.locator('.opblock').count();
+      expect(operations).toBe(tb.broker.seam.routeList().length);
+      expect([...hosts]).toEqual([new URL(tb.url).host]);
+      await page.screenshot({ path: path.join(OUTPUT_DIR, `docs-${testBackend}.png`) });
+      expect(problems).toEqual([]);
+    }, 120_000);
   });
 } else if (process.env.CI && process.env.CI !== 'false') {
   describe('dashboard: the page in headless Chromium', () => {

@@ -2,7 +2,6 @@
  * The dashboard's page and its two assets, plain HTML, CSS and JS (no build step, nothing from a
  * CDN). One column on a phone, a grid of cards on a wide screen; tables scroll sideways on their own.
  */
-import type { ServerResponse } from 'node:http';
 import { DASHBOARD_SCRIPT } from './dashboardScript';
 
 const STYLE = `
@@ -68,8 +67,3 @@ export const DASHBOARD_ASSETS: Record<string, { type: string; body: string }> = 
   'dashboard.js': { type: 'text/javascript; charset=utf-8', body: DASHBOARD_SCRIPT },
   'dashboard.css': { type: 'text/css; charset=utf-8', body: STYLE },
 };
-
-export function sendPage(res: ServerResponse, type: string, body: string): void {
-  res.writeHead(200, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-cache' });
-  res.end(body);
-}

@@ -10,9 +10,9 @@ import type { SessionPool } from '../../core/pool';
 import type { DashboardFeed } from '../../core/dashboard/dashboardFeed';
 import { BadRequestError, BrokerError } from '../../common/errors';
 import { poolErrorFormat } from '../errorFormats';
-import { sendJson } from '../httpJson';
+import { sendJson, sendText } from '../httpJson';
 import type { Router } from '../router';
-import { DASHBOARD_ASSETS, dashboardPage, sendPage } from './dashboardPage';
+import { DASHBOARD_ASSETS, dashboardPage } from './dashboardPage';
 
 /** A viewer that has not taken this much of earlier frames skips frames until it has (a slow phone). */
 const MAX_BUFFERED_BYTES = 1 << 20;
@@ -54,7 +54,7 @@ export function dashboardRouter(pool: SessionPool, feed: DashboardFeed): Router 
     errors: poolErrorFormat,
     pathPrefix: '/admin',
     routes: [
-      { method: 'GET', path: '/ui', public: true, handle: ({ res }) => sendPage(res, 'text/html; charset=utf-8', dashboardPage()) },
+      { method: 'GET', path: '/ui', public: true, handle: ({ res }) => sendText(res, 'text/html; charset=utf-8', dashboardPage()) },
       {
         method: 'GET',
         path: '/ui/dashboard/:asset',
@@ -62,7 +62,7 @@ export function dashboardRouter(pool: SessionPool, feed: DashboardFeed): Router 
         handle({ params, res }) {
           const asset = DASHBOARD_ASSETS[params.asset];
           if (!asset) throw new BrokerError('not_found', 'asset_not_found', `no dashboard asset '${params.asset}'`);
-          sendPage(res, asset.type, asset.body);
+          sendText(res, asset.type, asset.body);
         },
       },
       { method: 'GET', path: '/admin/state', handle: ({ res }) => sendJson(res, 200, feed.frame()) },

@@ -1,0 +1,81 @@
+/** The dashboard's page and its operator routes (dashboardRoutes.ts) for /openapi.json. */
+import { arrayOf, BOOLEAN, INTEGER, nullable, NUMBER, object, ref, STRING, type ApiDoc, type Schema } from '../openapi/openApiTypes';
+
+const ID = 'f3c1d2e4a5b6978812345678abcdef01';
+const SERIES: Schema = { ...arrayOf(NUMBER), description: 'one value a second for the last minute, oldest first' };
+const MS = nullable(NUMBER);
+const AT: Schema = { type: 'string', format: 'date-time' };
+
+const FRAME: Schema = object({
+  at: AT,
+  pool: object({ available: INTEGER, in_use: INTEGER, cleaning: INTEGER, broken: INTEGER, total: INTEGER, target: INTEGER, closing: BOOLEAN }),
+  containers: arrayOf(
+    object({ index: INTEGER, healthy: BOOLEAN, replacing: BOOLEAN, reason: nullable(STRING), slots: { type: 'string', pattern: '^[AUCB]*$', description: 'one letter a slot: Available, in Use, Cleaning, Broken' } }),
+  ),
+  queue: object({ waiting: INTEGER, wait_p50_ms: MS, wait_p99_ms: MS, recent_wait_p50_ms: MS, acquires_per_second: SERIES, timeouts_per_second: SERIES, wait_max_ms: arrayOf(MS) }),
+  execute: object({ total: INTEGER, p50_ms: MS, p99_ms: MS, per_second: SERIES, failed_per_second: SERIES }),
+  reclaimed: { type: 'object', additionalProperties: INTEGER },
+  leases: object({
+    count: INTEGER,
+    items: arrayOf(
+      object({
+        session_id: STRING,
+        holder: { enum: ['client', 'workspace'] },
+        container: nullable(INTEGER),
+        slot: nullable(STRING),
+        age_s: NUMBER,
+        idle_s: nullable(NUMBER),
+        executing: BOOLEAN,
+        lease_ttl_s: nullable(NUMBER),
+        broken: nullable(STRING),
+      }),
+    ),
+  }),
+  errors: arrayOf(object({ at: AT, kind: STRING, message: STRING })),
+  replaced: arrayOf(object({ at: AT, container: INTEGER, reason: STRING })),
+  workspaces: arrayOf(object({ workspace_id: STRING, workdir: STRING, running_job_id: nullable(STRING) })),
+  sandboxes: arrayOf(object({ kind: STRING, id: STRING, detail: STRING })),
+});
+
+export const DASHBOARD_API_DOC: ApiDoc = {
+  tag: 'dashboard',
+  description: 'The live dashboard (/ui) and the operator routes under /admin it reads and acts through.',
+  errors: 'pool',
+  pathParams: {
+    sessionId: { description: 'a live lease (the dashboard lists them)', example: ID },
+    index: { description: 'a container index, from 0', example: '0' },
+    asset: { description: 'dashboard.js or dashboard.css', example: 'dashboard.js' },
+  },
+  schemas: { DashboardFrame: FRAME },
+  operations: {
+    'GET /ui': { summary: 'The dashboard page (public: it holds no data; it asks for the token)', responses: { 200: { description: 'the page', contentType: 'text/html', schema: STRING } } },
+    'GET /ui/dashboard/:asset': {
+      summary: "The dashboard's script and style",
+      responses: { 200: { description: 'the file', contentType: 'text/javascript', schema: STRING } },
+      errors: { 404: 'no such asset (`asset_not_found`)' },
+    },
+    'GET /admin/state': { summary: 'The whole picture now (one dashboard frame)', responses: { 200: { description: 'the frame', schema: ref('DashboardFrame') } } },
+    'WS /admin/live': {
+      summary: 'WebSocket: one frame a second, `{"type": "frame", "frame": DashboardFrame}` (a browser offers the token as the subprotocol bearer.<token>)',
+      responses: { 101: { description: 'Switching Protocols' } },
+    },
+    'POST /admin/leases/:sessionId/release': {
+      summary: 'Release a lease (as if its holder had)',
+      body: { schema: {}, required: false, description: 'any JSON, ignored' },
+      responses: { 200: { description: 'released', schema: object({ session_id: STRING, status: { const: 'released' } }) } },
+      errors: { 400: 'the lease ended already (`session_not_in_use`)', 404: 'no such lease (`session_not_found`)', 409: "a workspace's slot: end the workspace (`lease_held_by_workspace`)" },
+    },
+    'POST /admin/leases/:sessionId/reclaim': {
+      summary: 'Reclaim a lease: its holder is told so (reclaimed: operator), and it is counted',
+      body: { schema: {}, required: false, description: 'any JSON, ignored' },
+      responses: { 200: { description: 'reclaimed', schema: object({ session_id: STRING, status: { const: 'reclaimed' } }) } },
+      errors: { 400: 'the lease ended already (`session_not_in_use`)', 404: 'no such lease (`session_not_found`)', 409: "a workspace's slot: end the workspace (`lease_held_by_workspace`)" },
+    },
+    'POST /admin/containers/:index/replace': {
+      summary: 'Replace a container now: its leases break (410 to their holders), its sessions are rebuilt',
+      body: { schema: {}, required: false, description: 'any JSON, ignored' },
+      responses: { 202: { description: 'replacing', schema: object({ container: INTEGER, status: { const: 'replacing' } }) } },
+      errors: { 400: 'not a container index (`bad_request`)', 404: 'no such container (`container_not_found`)', 409: 'being replaced already (`container_replacing`)' },
+    },
+  },
+};
