@@ -17,6 +17,12 @@ import { DockerBackend } from './backends/docker/dockerBackend';
 import { logger } from './common/logger';
 import { errorMessage } from './common/errors';
 import { createWorkspaceApi, type WorkspaceApi } from './core/workspace/workspaceApi';
+import { createOrchestrator } from './core/orchestrator/orchestratorApi';
+import type { Orchestrator } from './core/orchestrator/orchestrator';
+import type { SandboxContainers } from './core/orchestrator/sandboxContainers';
+import { DockerSandboxContainers } from './backends/docker/groupContainers';
+import { openLanceStore } from './backends/lancedb/lanceVectorStore';
+import { HttpGroupEndpoints } from './api/groupListeners';
 
 export interface BrokerOverrides {
   backend?: SessionBackend;
@@ -36,12 +42,19 @@ export function createBackend(config: BrokerConfig): SessionBackend {
   }
 }
 
+/** Dedicated sandbox containers where the backend makes them (Docker); null elsewhere (the routes answer 501). */
+export function createSandboxContainers(config: BrokerConfig, backend: SessionBackend): SandboxContainers | null {
+  if (!(backend instanceof DockerBackend)) return null;
+  return new DockerSandboxContainers(backend.docker, { ...config.docker, image: config.groups.image }, backend.instance);
+}
+
 export class Broker {
   readonly pool: SessionPool;
   readonly metrics = new BrokerMetrics();
   readonly server: http.Server;
   readonly seam: HttpSeam;
   readonly workspaces: WorkspaceApi;
+  readonly orchestrator: Orchestrator;
   private closePromise: Promise<void> | null = null;
   private warmPromise: Promise<void> | null = null;
 
@@ -68,7 +81,9 @@ export class Broker {
     );
     this.metrics.attach(this.pool);
     this.workspaces = createWorkspaceApi(this.pool, backend, config, overrides.maxOutputBytes ?? config.maxOutputBytes);
-    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces);
+    const endpoints = new HttpGroupEndpoints({ host: config.host, token: config.token, maxBodyBytes: config.maxBodyBytes });
+    this.orchestrator = createOrchestrator(config, createSandboxContainers(config, backend), openLanceStore, endpoints, overrides.maxOutputBytes ?? config.maxOutputBytes);
+    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces, this.orchestrator);
     this.server = http.createServer({ keepAliveTimeout: 65_000 }, this.seam.serveRequest);
     this.server.on('upgrade', this.seam.serveUpgrade);
     this.server.on('clientError', this.seam.serveClientError);
@@ -108,6 +123,8 @@ export class Broker {
     await this.warmPromise?.catch(() => undefined);
     // Workspaces next: their terminals are closed and their slots go back while the pool still takes them.
     await this.workspaces.workspaces.close();
+    // The sandbox group next: its containers, disks, listeners and database go before the engine's client does.
+    await this.orchestrator.close().catch((err: unknown) => logger.error({ err: errorMessage(err) }, 'stopping the sandbox group failed'));
     await this.pool.close(graceMs);
     // Give in-flight responses a moment to flush, then cut what is left.
     await new Promise((r) => setTimeout(r, 50));

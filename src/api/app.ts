@@ -15,9 +15,14 @@ import { healthRouter } from './healthRoutes';
 import { workspaceRouter } from './workspaceRoutes';
 import { workspacePageRouter } from './workspacePage';
 import type { WorkspaceApi } from '../core/workspace/workspaceApi';
+import type { Orchestrator } from '../core/orchestrator/orchestrator';
+import { orchestratorRouter } from './orchestratorRoutes';
 
-/** `workspaces`: the workspace API (spec 000), mounted when given (the bench's app floor has none). */
-export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, workspaces?: WorkspaceApi): Router[] {
+/**
+ * `workspaces`: the workspace API (spec 000), `orchestrator`: sandbox groups (spec 001), each
+ * mounted when given (the bench's app floor has neither).
+ */
+export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, workspaces?: WorkspaceApi, orchestrator?: Orchestrator): Router[] {
   const limits = {
     defaultTimeoutSeconds: config.defaultCommandTimeoutMs / 1000,
     maxTimeoutSeconds: config.maxCommandTimeoutMs / 1000,
@@ -28,12 +33,20 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
     routers.push(workspaceRouter(workspaces.workspaces, workspaces.files, { maxCommandBytes: config.maxCommandBytes, viewerBufferBytes: config.workspace.viewerBufferBytes }));
     routers.push(workspacePageRouter());
   }
+  if (orchestrator) routers.push(orchestratorRouter(orchestrator));
   return routers;
 }
 
 /** `extraRouters` mount beside the broker's own (tests mount routes of their own this way). */
-export function createSeam(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, extraRouters: Router[] = [], workspaces?: WorkspaceApi): HttpSeam {
-  return new HttpSeam([...brokerRouters(pool, metrics, config, workspaces), ...extraRouters], {
+export function createSeam(
+  pool: SessionPool,
+  metrics: BrokerMetrics,
+  config: BrokerConfig,
+  extraRouters: Router[] = [],
+  workspaces?: WorkspaceApi,
+  orchestrator?: Orchestrator,
+): HttpSeam {
+  return new HttpSeam([...brokerRouters(pool, metrics, config, workspaces, orchestrator), ...extraRouters], {
     authorize: createAuthorize(config.token),
     maxBodyBytes: config.maxBodyBytes,
     // Requests no router's prefix claims get the pool API's format, as they always have.
