@@ -7,11 +7,9 @@
  * with a TTY (dockerTerminal.ts), its kills through a control shell, as in the pool's containers.
  */
 import Dockerode from 'dockerode';
-import os from 'node:os';
 import path from 'node:path';
 import { promises as fs } from 'node:fs';
 import type { ContainerHealth, TerminalProcess } from '../../core/backend';
-import type { HostCapacity } from '../../core/orchestrator/computeLimits';
 import type { SandboxContainerSpec, SandboxContainers, StartedSandboxContainer, ToolRun } from '../../core/orchestrator/sandboxContainers';
 import { BackendError, errorMessage } from '../../common/errors';
 import type { BrokerConfig } from '../../config/config';
@@ -45,12 +43,6 @@ export class DockerSandboxContainers implements SandboxContainers {
     private readonly instance: string,
   ) {
     this.removals = new ContainerRemovals(docker);
-  }
-
-  async hostCapacity(diskDir: string): Promise<HostCapacity> {
-    await fs.mkdir(diskDir, { recursive: true });
-    const stat = await fs.statfs(diskDir);
-    return { cpuCores: os.cpus().length, memoryBytes: os.totalmem(), diskBytes: stat.bavail * stat.bsize };
   }
 
   async start(spec: SandboxContainerSpec): Promise<StartedSandboxContainer> {

@@ -1,8 +1,10 @@
 /**
  * A sandbox's `compute_resources` made into limits the container engine enforces, and what it
- * cannot: `memory_bandwidth_gbps` is accepted and named in a warning, never pretended. Pure: the
- * host's capacity comes in as numbers.
+ * cannot: `memory_bandwidth_gbps` is accepted and named in a warning, never pretended. The
+ * check itself is pure: the host's capacity comes in as numbers (hostCapacity reads them).
  */
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
 import { BadRequestError } from '../../common/errors';
 
 export interface HostCapacity {
@@ -10,6 +12,13 @@ export interface HostCapacity {
   memoryBytes: number;
   /** Free bytes where the sandboxes' disks are made. */
   diskBytes: number;
+}
+
+/** This host's cores, memory and the free disk at `diskDir` (made if missing): what no sandbox may exceed. */
+export async function hostCapacity(diskDir: string): Promise<HostCapacity> {
+  await fs.mkdir(diskDir, { recursive: true });
+  const stat = await fs.statfs(diskDir);
+  return { cpuCores: os.cpus().length, memoryBytes: os.totalmem(), diskBytes: stat.bavail * stat.bsize };
 }
 
 export interface SandboxLimits {

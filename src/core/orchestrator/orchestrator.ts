@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { BrokerError, ShuttingDownError } from '../../common/errors';
-import { resolveCompute, type ComputeDefaults, type SandboxLimits } from './computeLimits';
+import { hostCapacity, resolveCompute, type ComputeDefaults, type SandboxLimits } from './computeLimits';
 import { GroupDatabase, type DatabaseGrant } from './groupDatabase';
 import { loadPopulation } from './populationConfig';
 import type { SandboxContainers, SocketForward } from './sandboxContainers';
@@ -121,12 +121,12 @@ export class Orchestrator {
   }
 
   async startSandbox(request: SandboxStartRequest): Promise<SandboxStarted> {
+    // Bad input first (400, on any backend), then what the broker cannot do (501), then conflicts (409).
+    const compute = resolveCompute(request.compute, await hostCapacity(this.options.hostRoot), this.options.defaults);
+    const tools = await readTools(request.tools);
     const containers = this.needContainers();
     const group = this.group;
     if (!group || group.stopping) throw new GroupConflictError('no sandbox group is running: POST /group/start first', 'group_not_started');
-    if (group.sandboxes.has(request.id) || group.starting.has(request.id)) throw new GroupConflictError(`sandbox ${request.id} already exists`, 'sandbox_exists');
-    const compute = resolveCompute(request.compute, await containers.hostCapacity(this.options.hostRoot), this.options.defaults);
-    const tools = await readTools(request.tools);
     const grants = this.grants(group, request);
     if (group.sandboxes.has(request.id) || group.starting.has(request.id)) throw new GroupConflictError(`sandbox ${request.id} already exists`, 'sandbox_exists');
     group.starting.add(request.id);

@@ -8,7 +8,7 @@
  * anything, so nothing can be asked of a container that is not there.
  */
 import type { ContainerHealth, ContainerRef, TerminalProcess } from '../backend';
-import type { HostCapacity, SandboxLimits } from './computeLimits';
+import type { SandboxLimits } from './computeLimits';
 
 export interface PlacedFile {
   /** A plain file name (no directories) under the sandbox's read-only files directory. */
@@ -62,8 +62,6 @@ export interface StartedSandboxContainer {
 
 export interface SandboxContainers {
   readonly kind: string;
-  /** Cores, memory and free disk (at `diskDir`) the host has. */
-  hostCapacity(diskDir: string): Promise<HostCapacity>;
   start(spec: SandboxContainerSpec, signal?: AbortSignal): Promise<StartedSandboxContainer>;
   /** Removes every sandbox container (and disk) an earlier broker of this deployment left. */
   sweep(hostRoot: string): Promise<number>;
