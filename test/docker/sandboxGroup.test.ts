@@ -192,8 +192,33 @@ suite('a sandbox group on Docker', () => {
     expect(execFileSync('losetup', ['-a'], { encoding: 'utf8' })).not.toContain(groupDir);
     expect(fs.readdirSync(path.join(groupDir, deployment))).toEqual([]); // databases, disks, sockets, tools: gone
     for (const url of [urls.writer, urls.reader]) expect(await listening(Number(new URL(url).port))).toBe(false);
-    // A new group can start at once.
-    expect((await tb.post('/group/start', {})).status).toBe(200);
-    expect((await tb.post('/group/stop')).status).toBe(200);
+  });
+
+  it('answers a sandbox whose container died as unhealthy, and still stops it cleanly', async () => {
+    expect((await tb.post('/group/start', {})).status).toBe(200); // a new group starts at once
+    const started = await tb.post('/sandbox/start', { id: 'doomed', compute_resources: { cpu_cores: 0.25, ram_gb: 0.125, disk_gb: 0.05 } });
+    expect(started.status).toBe(200);
+    const url = started.json.sandbox_url as string;
+    const [c] = await docker.listContainers({ filters: { label: [`io.bash-broker.group=${deployment}`] } });
+    await docker.getContainer(c.Id).kill();
+    await eventually(async () => (await call(`${url}/health`, 'GET')).status === 503, 30_000, 'the dead sandbox to answer 503');
+    expect((await call(`${url}/health`, 'GET')).json).toMatchObject({ status: 'unhealthy', reason: expect.stringMatching(/exited|control shell|no shell/) });
+    expect((await tb.post('/sandbox/stop', { id: 'doomed' })).status).toBe(200);
+    expect(await docker.listContainers({ all: true, filters: { label: [`io.bash-broker.group=${deployment}`] } })).toEqual([]);
+    expect(mountsUnder(groupDir)).toEqual([]);
+  });
+
+  it('lets a group stop win over a sandbox start under way, leaving nothing', async () => {
+    const start = tb.post('/sandbox/start', { id: 'racer', compute_resources: { cpu_cores: 0.25, ram_gb: 0.125, disk_gb: 0.05 } });
+    await new Promise((r) => setTimeout(r, 50)); // the start is past its checks, making its disk or container
+    const stop = await tb.post('/group/stop');
+    expect(stop.status).toBe(200);
+    const started = await start;
+    // Either the start finished first (then the stop took it) or it saw the stop and undid itself.
+    expect([200, 409]).toContain(started.status);
+    if (started.status === 409) expect(started.json.code).toBe('group_not_started');
+    expect(await docker.listContainers({ all: true, filters: { label: [`io.bash-broker.group=${deployment}`] } })).toEqual([]);
+    expect(mountsUnder(groupDir)).toEqual([]);
+    expect(fs.readdirSync(path.join(groupDir, deployment))).toEqual([]);
   });
 });

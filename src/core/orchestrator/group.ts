@@ -25,6 +25,7 @@ export class Group {
   /** Ports held by running sandboxes and by starts under way. */
   readonly ports = new Set<number>();
   stopping = false;
+  private readonly startsInFlight = new Set<Promise<unknown>>();
 
   constructor(
     readonly id: string,
@@ -42,11 +43,27 @@ export class Group {
     this.ports.delete(running.port);
   }
 
+  /**
+   * Starts under way finish first (each sees `stopping` at its end and undoes itself): their disks
+   * are mounted inside the group's directory, which must not be removed under them. Each step runs
+   * whatever the others did; the first failure is thrown once all have run.
+   */
   async stop(): Promise<void> {
     this.stopping = true;
-    await Promise.all([...this.sandboxes.keys()].map((id) => this.stopSandbox(id)));
+    await Promise.allSettled([...this.startsInFlight]);
+    const results = await Promise.allSettled([...this.sandboxes.keys()].map((id) => this.stopSandbox(id)));
     await this.database?.store.close().catch((err: unknown) => logger.warn({ group: this.id, err: errorMessage(err) }, 'closing the group database failed'));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
     await fs.rm(this.hostDir, { recursive: true, force: true });
+  }
+
+  /** Runs a sandbox start, known to `stop` until it settles. */
+  track<T>(start: Promise<T>): Promise<T> {
+    this.startsInFlight.add(start);
+    const forget = (): void => void this.startsInFlight.delete(start);
+    start.then(forget, forget);
+    return start;
   }
 }
 

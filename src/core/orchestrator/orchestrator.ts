@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { BrokerError, ShuttingDownError } from '../../common/errors';
-import { hostCapacity, resolveCompute, type ComputeDefaults, type SandboxLimits } from './computeLimits';
+import { hostCapacity, resolveCompute, type ComputeDefaults, type ResolvedCompute, type SandboxLimits } from './computeLimits';
 import { GroupDatabase, type DatabaseGrant } from './groupDatabase';
 import { loadPopulation } from './populationConfig';
 import type { SandboxContainers, SocketForward } from './sandboxContainers';
@@ -17,7 +17,7 @@ import type { VectorStoreOpener } from './vectorStore';
 import { Sandbox, type SandboxTimings } from './sandbox';
 import { PortInUseError, type Closable, type GroupEndpoints } from './endpoints';
 import { Group, type RunningSandbox } from './group';
-import { readTools, type GroupStartRequest, type SandboxStartRequest } from './requests';
+import { readTools, type GroupStartRequest, type SandboxStartRequest, type Tools } from './requests';
 import { TOOL_RUNNER_FILE, TOOL_RUNNER_PY } from './toolRunner';
 
 export class NeedsDockerError extends BrokerError {
@@ -130,6 +130,11 @@ export class Orchestrator {
     const grants = this.grants(group, request);
     if (group.sandboxes.has(request.id) || group.starting.has(request.id)) throw new GroupConflictError(`sandbox ${request.id} already exists`, 'sandbox_exists');
     group.starting.add(request.id);
+    return group.track(this.launch(group, request, compute, tools, grants, containers));
+  }
+
+  /** The start itself: every step it took is undone if a later one fails (or the group stops meanwhile). */
+  private async launch(group: Group, request: SandboxStartRequest, compute: ResolvedCompute, tools: Tools, grants: DatabaseGrant[], containers: SandboxContainers): Promise<SandboxStarted> {
     const undo: Closable[] = [];
     let port = -1;
     try {
