@@ -23,6 +23,8 @@ export interface NamespaceStats {
   documents: number;
   /** The embeddings' length, fixed by the first document; null while the namespace is empty. */
   dimension: number | null;
+  /** Searched through a vector index (large namespaces) rather than a flat scan. */
+  indexed: boolean;
 }
 
 export interface VectorStore {
