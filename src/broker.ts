@@ -25,6 +25,12 @@ import { ExecdService } from './core/execd/execdService';
 const EXECD_MAX_SHELLS_PER_SANDBOX = 16;
 /** Finished commands a sandbox's execd remembers for /command/status and /logs. */
 const EXECD_FINISHED_COMMANDS_KEPT = 64;
+import { createOrchestrator } from './core/orchestrator/orchestratorApi';
+import type { Orchestrator } from './core/orchestrator/orchestrator';
+import type { SandboxContainers } from './core/orchestrator/sandboxContainers';
+import { DockerSandboxContainers } from './backends/docker/groupContainers';
+import { openLanceStore } from './backends/lancedb/lanceVectorStore';
+import { HttpGroupEndpoints } from './api/groupListeners';
 
 export interface BrokerOverrides {
   backend?: SessionBackend;
@@ -44,6 +50,12 @@ export function createBackend(config: BrokerConfig): SessionBackend {
   }
 }
 
+/** Dedicated sandbox containers where the backend makes them (Docker); null elsewhere (the routes answer 501). */
+export function createSandboxContainers(config: BrokerConfig, backend: SessionBackend): SandboxContainers | null {
+  if (!(backend instanceof DockerBackend)) return null;
+  return new DockerSandboxContainers(backend.docker, { ...config.docker, image: config.groups.image }, backend.instance);
+}
+
 export class Broker {
   readonly pool: SessionPool;
   readonly metrics = new BrokerMetrics();
@@ -53,6 +65,7 @@ export class Broker {
   /** Where ended leases' journals go (BROKER_TRAJECTORY_DIR), or null. */
   readonly trajectories: TrajectoryFile | null;
   readonly execd: ExecdService;
+  readonly orchestrator: Orchestrator;
   private closePromise: Promise<void> | null = null;
   private warmPromise: Promise<void> | null = null;
 
@@ -91,7 +104,13 @@ export class Broker {
       maxFinishedCommands: EXECD_FINISHED_COMMANDS_KEPT,
       timings,
     });
-    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces, { service: this.execd, files: createExecdFilesApi(backend, config) });
+        const endpoints = new HttpGroupEndpoints({ host: config.host, token: config.token, maxBodyBytes: config.maxBodyBytes });
+    this.orchestrator = createOrchestrator(config, createSandboxContainers(config, backend), openLanceStore, endpoints, overrides.maxOutputBytes ?? config.maxOutputBytes);
+    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, {
+      workspaces: this.workspaces,
+      execd: { service: this.execd, files: createExecdFilesApi(backend, config) },
+      orchestrator: this.orchestrator,
+    });
     this.server = http.createServer({ keepAliveTimeout: 65_000 }, this.seam.serveRequest);
     this.server.on('upgrade', this.seam.serveUpgrade);
     this.server.on('clientError', this.seam.serveClientError);
@@ -131,6 +150,8 @@ export class Broker {
     await this.warmPromise?.catch(() => undefined);
     // Workspaces next: their terminals are closed and their slots go back while the pool still takes them.
     await this.workspaces.workspaces.close();
+    // The sandbox group next: its containers, disks, listeners and database go before the engine's client does.
+    await this.orchestrator.close().catch((err: unknown) => logger.error({ err: errorMessage(err) }, 'stopping the sandbox group failed'));
     // execd's shells die before the pool's: they live in the pool's containers.
     await this.execd.close();
     await this.pool.close(graceMs);

@@ -1,6 +1,6 @@
 /**
  * The broker's HTTP surface: which routers are mounted, over the one seam (seam.ts). A new API is a
- * router file in this folder and one line in `brokerRouters`.
+ * router file in this folder, a field in `BrokerApis` and one line in `brokerRouters`.
  */
 import type { RequestListener } from 'node:http';
 import type { SessionPool } from '../core/pool';
@@ -24,6 +24,8 @@ import { execdFileRouter } from './execd/execdFileRoutes';
 import { execdMetricsRouter } from './execd/execdMetricsRoutes';
 import { execdCommandRouter } from './execd/execdCommandRoutes';
 import { execdCodeRouter } from './execd/execdCodeRoutes';
+import type { Orchestrator } from '../core/orchestrator/orchestrator';
+import { orchestratorRouter } from './orchestratorRoutes';
 
 /** The execd API's two halves: processes (commands, sessions, code) and files with metrics. */
 export interface ExecdApis {
@@ -32,17 +34,29 @@ export interface ExecdApis {
 }
 
 /**
- * `workspaces`: the workspace API (spec 000), `execd`: the execd API of every leased session
- * (spec 004), each mounted when given (the bench's app floor has neither).
+ * The APIs beyond the pool's, each mounted when given (the bench's app floor has none):
+ * `workspaces` (spec 000), `execd` of every leased session (spec 004), `orchestrator`: sandbox
+ * groups (spec 001).
  */
-export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, workspaces?: WorkspaceApi, execd?: ExecdApis): Router[] {
+export interface BrokerApis {
+  workspaces?: WorkspaceApi;
+  execd?: ExecdApis;
+  orchestrator?: Orchestrator;
+}
+
+export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, apis: BrokerApis = {}): Router[] {
   const limits = {
     defaultTimeoutSeconds: config.defaultCommandTimeoutMs / 1000,
     maxTimeoutSeconds: config.maxCommandTimeoutMs / 1000,
     maxCommandBytes: config.maxCommandBytes,
   };
   const requestIds = new RequestIds({ windowMs: config.rollout.requestIdWindowMs, maxEntries: config.rollout.requestIdMax });
-  const routers = [poolRouter(pool, limits, requestIds, config.rollout.executeFacts), rolloutRouter(pool, limits, requestIds), healthRouter(pool, metrics, { metricsPublic: config.metricsPublic })];
+  const routers = [
+    poolRouter(pool, limits, requestIds, config.rollout.executeFacts),
+    rolloutRouter(pool, limits, requestIds),
+    healthRouter(pool, metrics, { metricsPublic: config.metricsPublic }),
+  ];
+  const { workspaces, execd, orchestrator } = apis;
   if (workspaces) {
     routers.push(workspaceRouter(workspaces.workspaces, workspaces.files, { maxCommandBytes: config.maxCommandBytes, viewerBufferBytes: config.workspace.viewerBufferBytes }));
     routers.push(workspacePageRouter());
@@ -55,19 +69,13 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
     routers.push(execdFileRouter(sandboxes, execd.files.files));
     routers.push(execdMetricsRouter(sandboxes, execd.files.metrics));
   }
+  if (orchestrator) routers.push(orchestratorRouter(orchestrator));
   return routers;
 }
 
 /** `extraRouters` mount beside the broker's own (tests mount routes of their own this way). */
-export function createSeam(
-  pool: SessionPool,
-  metrics: BrokerMetrics,
-  config: BrokerConfig,
-  extraRouters: Router[] = [],
-  workspaces?: WorkspaceApi,
-  execd?: ExecdApis,
-): HttpSeam {
-  return new HttpSeam([...brokerRouters(pool, metrics, config, workspaces, execd), ...extraRouters], {
+export function createSeam(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, extraRouters: Router[] = [], apis: BrokerApis = {}): HttpSeam {
+  return new HttpSeam([...brokerRouters(pool, metrics, config, apis), ...extraRouters], {
     authorize: createAuthorize(config.token),
     maxBodyBytes: config.maxBodyBytes,
     // Requests no router's prefix claims get the pool API's format, as they always have.
