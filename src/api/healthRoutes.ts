@@ -1,4 +1,7 @@
-/** GET /health (the spec's fields, exactly; always public) and GET /metrics (Prometheus text). */
+/**
+ * GET /health (the spec's fields, exactly, plus `warmup` while the pool's first fill runs; always
+ * public) and GET /metrics (Prometheus text).
+ */
 import type { SessionPool } from '../core/pool';
 import type { BrokerMetrics } from '../metrics/metrics';
 import { sendJson } from './httpJson';
@@ -15,6 +18,7 @@ export type HealthStatus = 'healthy' | 'degraded' | 'unhealthy';
  */
 export function healthReport(pool: SessionPool) {
   const { counts, healthyContainers, unhealthyContainers } = pool.health();
+  const warmup = pool.warmup;
   const serving = counts.available + counts.in_use + counts.cleaning;
   let status: HealthStatus = 'healthy';
   if (pool.isClosing || serving === 0 || healthyContainers === 0) status = 'unhealthy';
@@ -28,6 +32,8 @@ export function healthReport(pool: SessionPool) {
     broken_sessions: counts.broken,
     healthy_containers: healthyContainers,
     unhealthy_containers: unhealthyContainers,
+    // Beside the spec's fields, only while the first fill runs (a client reading the spec's fields is unaffected).
+    ...(warmup ? { warmup } : {}),
   };
 }
 

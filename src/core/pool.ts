@@ -18,6 +18,7 @@ import { type PoolObserver, NOOP_OBSERVER } from './observer';
 import { LeaseBook } from './leaseBook';
 import { CHANGE_DIRECTORY_TIMEOUT_MS, SlotRebuilder } from './slotRebuilder';
 import { ContainerFleet, type FleetOptions } from './containerFleet';
+import type { WarmupSnapshot } from './warmupProgress';
 import {
   AbortedError,
   BrokerError,
@@ -73,7 +74,7 @@ export class SessionPool {
       onAvailable: (slot) => this.offer(slot),
       onShellDied: () => this.fleet.checkSoon(),
     });
-    this.fleet = new ContainerFleet(backend, options, this.rebuilder, isClosing);
+    this.fleet = new ContainerFleet(backend, options, this.rebuilder, isClosing, observer);
   }
 
   get containers(): readonly ContainerEntry[] {
@@ -90,6 +91,11 @@ export class SessionPool {
 
   get isClosing(): boolean {
     return this.closing;
+  }
+
+  /** The first fill's progress (n of N, rate, time left) while it runs; null once every slot was tried. */
+  get warmup(): WarmupSnapshot | null {
+    return this.fleet.warmupProgress;
   }
 
   /** Warms the pool. Each slot serves acquires as soon as its shell answers; resolves when all tried. */
