@@ -11,6 +11,7 @@ from .errors import (
     BrokerConnectionError,
     BrokerError,
     BrokerTimeoutError,
+    ForbiddenError,
     NotFoundError,
     PayloadTooLargeError,
     PoolExhaustedError,
@@ -20,10 +21,12 @@ from .errors import (
     SessionNotInUseError,
     StartupFailedError,
     UnauthorizedError,
+    WorkspaceBusyError,
 )
 from .retry import RetryPolicy
 from .session import Session
 from .types import ExecuteResult, Health, Timeouts
+from .workspace import Job, Workspace, WorkspaceFile
 
 __version__ = "0.1.0"
 
@@ -34,6 +37,8 @@ __all__ = [
     "BrokerError",
     "BrokerTimeoutError",
     "ExecuteResult",
+    "ForbiddenError",
+    "Job",
     "Health",
     "NotFoundError",
     "PayloadTooLargeError",
@@ -47,5 +52,8 @@ __all__ = [
     "StartupFailedError",
     "Timeouts",
     "UnauthorizedError",
+    "Workspace",
+    "WorkspaceBusyError",
+    "WorkspaceFile",
     "__version__",
 ]

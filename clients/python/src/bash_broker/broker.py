@@ -14,6 +14,7 @@ from .errors import BrokerConnectionError, BrokerError, BrokerTimeoutError, Serv
 from .retry import NO_RETRY, RetryPolicy, parse_retry_after
 from .session import Session, SessionContext
 from .types import ExecuteResult, Health, Timeouts
+from .workspace import NewWorkspace, Workspace
 
 log = logging.getLogger("bash_broker")
 
@@ -92,6 +93,19 @@ class Broker:
         _, answer = await self.request("POST", "/session/acquire", body, timeout=self.timeouts.acquire, retry=self.retry)
         results = [ExecuteResult.from_json(r) for r in answer.get("startup_results", [])]
         return Session(self, answer["session_id"], results)
+
+    def workspace(self, workspace_id: Optional[str] = None) -> Workspace:
+        """A workspace by id; None: the default one (created by the broker on first use)."""
+        return Workspace(self, workspace_id)
+
+    async def create_workspace(self) -> Workspace:
+        """A new named workspace (it holds one pool slot until ``end()``)."""
+        _, answer = await self.request("POST", "/workspaces", {}, timeout=self.timeouts.acquire, retry=self.retry)
+        return Workspace(self, answer["workspace_id"], answer.get("workdir"))
+
+    def new_workspace(self) -> NewWorkspace:
+        """``async with broker.new_workspace() as ws``: a named workspace for the block's length."""
+        return NewWorkspace(self)
 
     async def health(self) -> Health:
         """``GET /health`` (answered 503 when the broker is unhealthy: that is a Health too)."""

@@ -45,6 +45,19 @@ class SessionBusyError(BrokerError):
     """409: another execute is running on this session."""
 
 
+class WorkspaceBusyError(BrokerError):
+    """409 workspace_busy: a job runs in the workspace; ``job_id`` names it (wait for it or interrupt it)."""
+
+    @property
+    def job_id(self) -> Optional[str]:
+        job_id = self.body.get("job_id")
+        return job_id if isinstance(job_id, str) else None
+
+
+class ForbiddenError(BrokerError):
+    """403: a workspace file path that leaves the workspace directory."""
+
+
 class SessionBrokenError(BrokerError):
     """410: the session's shell died or could not be recovered; its state is lost. Acquire a new one."""
 
@@ -81,6 +94,8 @@ _BY_CODE: Dict[str, Type[BrokerError]] = {
     "unauthorized": UnauthorizedError,
     "session_not_found": NotFoundError,
     "session_busy": SessionBusyError,
+    "workspace_busy": WorkspaceBusyError,
+    "forbidden": ForbiddenError,
     "session_broken": SessionBrokenError,
     "startup_failed": StartupFailedError,
     "pool_exhausted": PoolExhaustedError,
@@ -91,6 +106,7 @@ _BY_CODE: Dict[str, Type[BrokerError]] = {
 _BY_STATUS: Dict[int, Type[BrokerError]] = {
     400: BadRequestError,
     401: UnauthorizedError,
+    403: ForbiddenError,
     404: NotFoundError,
     409: SessionBusyError,
     410: SessionBrokenError,
