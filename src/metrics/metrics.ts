@@ -112,7 +112,8 @@ export class BrokerMetrics implements PoolObserver {
     this.reclaims = new client.Counter({ name: 'broker_sessions_reclaimed_total', help: 'Leases reclaimed after the idle timeout', registers });
     this.replacedContainers = new client.Counter({
       name: 'broker_containers_replaced_total',
-      help: 'Containers replaced after they failed (died, stopped, paused, went silent, or did not start)',
+      // One per attempt: a container whose start keeps failing counts at every retry (each health pass).
+      help: 'Container replacements begun after a failure (died, stopped, paused, went silent, or its start failed and is retried)',
       registers,
     });
   }
