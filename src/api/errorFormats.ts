@@ -62,9 +62,17 @@ function describe(err: unknown, where: string): Described {
   return { status: 500, kind: 'internal', code: 'internal', message: 'Internal server error' };
 }
 
+/**
+ * Retry-After on every 503 (no session within the acquire timeout, none could be prepared, shutting
+ * down): nothing was done, the request may be sent again. One second lets leases end and broken slots
+ * be rebuilt; the acquire itself already waited its timeout in the queue.
+ */
+const RETRY_AFTER_SECONDS = 1;
+
 function reply(status: number, body: object, err: unknown): ErrorReply {
   const headers: Record<string, string> = err instanceof BrokerError && err.headers ? { ...err.headers } : {};
   if (status === 401) headers['WWW-Authenticate'] = 'Bearer';
+  if (status === 503) headers['Retry-After'] = String(RETRY_AFTER_SECONDS);
   if (status === 413) headers.Connection = 'close'; // the rest of the body is not read
   return { status, body: JSON.stringify(body), headers };
 }
