@@ -28,6 +28,12 @@ import { DashboardFeed } from './core/dashboard/dashboardFeed';
 const EXECD_MAX_SHELLS_PER_SANDBOX = 16;
 /** Finished commands a sandbox's execd remembers for /command/status and /logs. */
 const EXECD_FINISHED_COMMANDS_KEPT = 64;
+import { createOrchestrator } from './core/orchestrator/orchestratorApi';
+import type { Orchestrator } from './core/orchestrator/orchestrator';
+import type { SandboxContainers } from './core/orchestrator/sandboxContainers';
+import { DockerSandboxContainers } from './backends/docker/groupContainers';
+import { openLanceStore } from './backends/lancedb/lanceVectorStore';
+import { HttpGroupEndpoints } from './api/groupListeners';
 
 export interface BrokerOverrides {
   backend?: SessionBackend;
@@ -47,6 +53,12 @@ export function createBackend(config: BrokerConfig): SessionBackend {
   }
 }
 
+/** Dedicated sandbox containers where the backend makes them (Docker); null elsewhere (the routes answer 501). */
+export function createSandboxContainers(config: BrokerConfig, backend: SessionBackend): SandboxContainers | null {
+  if (!(backend instanceof DockerBackend)) return null;
+  return new DockerSandboxContainers(backend.docker, { ...config.docker, image: config.groups.image }, backend.instance);
+}
+
 export class Broker {
   readonly pool: SessionPool;
   readonly metrics = new BrokerMetrics();
@@ -56,6 +68,7 @@ export class Broker {
   /** Where ended leases' journals go (BROKER_TRAJECTORY_DIR), or null. */
   readonly trajectories: TrajectoryFile | null;
   readonly execd: ExecdService;
+  readonly orchestrator: Orchestrator;
   /** What the dashboard shows (/ui): the pool's recent work, and its live feed. */
   readonly activity = new PoolActivity();
   readonly dashboard: DashboardFeed;
@@ -97,14 +110,20 @@ export class Broker {
       maxFinishedCommands: EXECD_FINISHED_COMMANDS_KEPT,
       timings,
     });
+    const endpoints = new HttpGroupEndpoints({ host: config.host, token: config.token, maxBodyBytes: config.maxBodyBytes });
+    this.orchestrator = createOrchestrator(config, createSandboxContainers(config, backend), openLanceStore, endpoints, overrides.maxOutputBytes ?? config.maxOutputBytes);
     this.dashboard = new DashboardFeed({
       pool: this.pool,
       activity: this.activity,
       workspaces: () => this.workspaces.workspaces.list().map((ws) => ({ workspace_id: ws.id, workdir: ws.workdir, running_job_id: ws.runningJobId })),
-      sandboxes: () => this.execd.list().map((s) => ({ kind: 'execd', id: s.id, detail: s.detail })),
+      sandboxes: () => [...this.execd.list().map((s) => ({ kind: 'execd', id: s.id, detail: s.detail })), ...this.orchestrator.list()],
     });
-    const execd = { service: this.execd, files: createExecdFilesApi(backend, config) };
-    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces, execd, this.dashboard);
+    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, {
+      workspaces: this.workspaces,
+      execd: { service: this.execd, files: createExecdFilesApi(backend, config) },
+      orchestrator: this.orchestrator,
+      dashboard: this.dashboard,
+    });
     this.server = http.createServer({ keepAliveTimeout: 65_000 }, this.seam.serveRequest);
     this.server.on('upgrade', this.seam.serveUpgrade);
     this.server.on('clientError', this.seam.serveClientError);
@@ -146,6 +165,8 @@ export class Broker {
     await this.warmPromise?.catch(() => undefined);
     // Workspaces next: their terminals are closed and their slots go back while the pool still takes them.
     await this.workspaces.workspaces.close();
+    // The sandbox group next: its containers, disks, listeners and database go before the engine's client does.
+    await this.orchestrator.close().catch((err: unknown) => logger.error({ err: errorMessage(err) }, 'stopping the sandbox group failed'));
     // execd's shells die before the pool's: they live in the pool's containers.
     await this.execd.close();
     await this.pool.close(graceMs);

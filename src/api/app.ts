@@ -1,6 +1,6 @@
 /**
  * The broker's HTTP surface: which routers are mounted, over the one seam (seam.ts). A new API is a
- * router file in this folder and one line in `brokerRouters`.
+ * router file in this folder, a field in `BrokerApis` and one line in `brokerRouters`.
  */
 import type { RequestListener } from 'node:http';
 import type { SessionPool } from '../core/pool';
@@ -24,6 +24,8 @@ import { execdFileRouter } from './execd/execdFileRoutes';
 import { execdMetricsRouter } from './execd/execdMetricsRoutes';
 import { execdCommandRouter } from './execd/execdCommandRoutes';
 import { execdCodeRouter } from './execd/execdCodeRoutes';
+import type { Orchestrator } from '../core/orchestrator/orchestrator';
+import { orchestratorRouter } from './orchestratorRoutes';
 import type { DashboardFeed } from '../core/dashboard/dashboardFeed';
 import { dashboardRouter } from './dashboard/dashboardRoutes';
 import { docsRouter } from './openapi/docsRoutes';
@@ -35,18 +37,30 @@ export interface ExecdApis {
 }
 
 /**
- * `workspaces`: the workspace API (spec 000), `execd`: the execd API of every leased session
- * (spec 004), `dashboard`: the live dashboard's feed (/ui, /admin), each mounted when given (the
- * bench's app floor has none).
+ * The APIs beyond the pool's, each mounted when given (the bench's app floor has none):
+ * `workspaces` (spec 000), `execd` of every leased session (spec 004), `orchestrator`: sandbox
+ * groups (spec 001), `dashboard`: the live dashboard's feed (/ui, /admin).
  */
-export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, workspaces?: WorkspaceApi, execd?: ExecdApis, dashboard?: DashboardFeed): Router[] {
+export interface BrokerApis {
+  workspaces?: WorkspaceApi;
+  execd?: ExecdApis;
+  orchestrator?: Orchestrator;
+  dashboard?: DashboardFeed;
+}
+
+export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, apis: BrokerApis = {}): Router[] {
   const limits = {
     defaultTimeoutSeconds: config.defaultCommandTimeoutMs / 1000,
     maxTimeoutSeconds: config.maxCommandTimeoutMs / 1000,
     maxCommandBytes: config.maxCommandBytes,
   };
   const requestIds = new RequestIds({ windowMs: config.rollout.requestIdWindowMs, maxEntries: config.rollout.requestIdMax });
-  const routers = [poolRouter(pool, limits, requestIds, config.rollout.executeFacts), rolloutRouter(pool, limits, requestIds), healthRouter(pool, metrics, { metricsPublic: config.metricsPublic })];
+  const routers = [
+    poolRouter(pool, limits, requestIds, config.rollout.executeFacts),
+    rolloutRouter(pool, limits, requestIds),
+    healthRouter(pool, metrics, { metricsPublic: config.metricsPublic }),
+  ];
+  const { workspaces, execd, orchestrator, dashboard } = apis;
   if (workspaces) {
     routers.push(workspaceRouter(workspaces.workspaces, workspaces.files, { maxCommandBytes: config.maxCommandBytes, viewerBufferBytes: config.workspace.viewerBufferBytes }));
     routers.push(workspacePageRouter());
@@ -59,24 +73,17 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
     routers.push(execdFileRouter(sandboxes, execd.files.files));
     routers.push(execdMetricsRouter(sandboxes, execd.files.metrics));
   }
+  if (orchestrator) routers.push(orchestratorRouter(orchestrator));
   if (dashboard) routers.push(dashboardRouter(pool, dashboard));
   return routers;
 }
 
 /** `extraRouters` mount beside the broker's own (tests mount routes of their own this way). */
-export function createSeam(
-  pool: SessionPool,
-  metrics: BrokerMetrics,
-  config: BrokerConfig,
-  extraRouters: Router[] = [],
-  workspaces?: WorkspaceApi,
-  execd?: ExecdApis,
-  dashboard?: DashboardFeed,
-): HttpSeam {
+export function createSeam(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, extraRouters: Router[] = [], apis: BrokerApis = {}): HttpSeam {
   // /openapi.json describes the routes the seam registered: it reads them once the seam exists.
   let seam: HttpSeam | null = null;
   const docs = docsRouter(() => seam?.routeList() ?? []);
-  seam = new HttpSeam([...brokerRouters(pool, metrics, config, workspaces, execd, dashboard), docs, ...extraRouters], {
+  seam = new HttpSeam([...brokerRouters(pool, metrics, config, apis), docs, ...extraRouters], {
     authorize: createAuthorize(config.token),
     maxBodyBytes: config.maxBodyBytes,
     // Requests no router's prefix claims get the pool API's format, as they always have.

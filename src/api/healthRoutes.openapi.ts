@@ -17,6 +17,10 @@ const HEALTH = {
     queue_length: COUNT,
     acquire_wait_p50_ms: nullable(NUMBER),
     reclaimed_sessions: object({ idle_timeout: INTEGER, lease_ttl: INTEGER, operator: INTEGER }, ['idle_timeout', 'lease_ttl'], true),
+    warmup: {
+      ...object({ target_sessions: COUNT, ready_sessions: COUNT, failed_sessions: COUNT, elapsed_seconds: NUMBER, sessions_per_second: nullable(NUMBER), seconds_left: nullable(NUMBER) }),
+      description: "only while the pool's first fill runs",
+    },
   },
   required: ['status', 'total_sessions', 'available_sessions', 'in_use_sessions', 'cleaning_sessions', 'broken_sessions', 'healthy_containers', 'unhealthy_containers'],
 };

@@ -1,4 +1,7 @@
-/** GET /health (the spec's fields, then the broker's additive ones; always public) and GET /metrics (Prometheus text). */
+/**
+ * GET /health (the spec's fields, then the broker's additive ones: backpressure, reclaims, and
+ * `warmup` while the pool's first fill runs; always public) and GET /metrics (Prometheus text).
+ */
 import type { SessionPool } from '../core/pool';
 import type { BrokerMetrics } from '../metrics/metrics';
 import { sendJson } from './httpJson';
@@ -16,6 +19,7 @@ export type HealthStatus = 'healthy' | 'degraded' | 'unhealthy';
 export function healthReport(pool: SessionPool) {
   const { counts, healthyContainers, unhealthyContainers } = pool.health();
   const stats = pool.stats();
+  const warmup = pool.warmup;
   const serving = counts.available + counts.in_use + counts.cleaning;
   let status: HealthStatus = 'healthy';
   if (pool.isClosing || serving === 0 || healthyContainers === 0) status = 'unhealthy';
@@ -33,6 +37,8 @@ export function healthReport(pool: SessionPool) {
     queue_length: stats.waiting,
     acquire_wait_p50_ms: stats.waitP50Ms === null ? null : Math.round(stats.waitP50Ms * 1000) / 1000,
     reclaimed_sessions: stats.reclaimed,
+    // Beside the spec's fields, only while the first fill runs (a client reading the spec's fields is unaffected).
+    ...(warmup ? { warmup } : {}),
   };
 }
 

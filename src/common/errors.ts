@@ -28,6 +28,8 @@ export type ErrorKind =
   | 'unavailable'
   /** The backend failed in a way the client cannot fix. */
   | 'backend'
+  /** This broker's backend cannot serve the route at all (sandbox groups on the local backend). */
+  | 'not_implemented'
   /** The client left before the answer. */
   | 'aborted'
   | 'internal';

@@ -89,6 +89,21 @@ export interface BrokerConfig {
     /** BROKER_EXECD_MAX_LIST_ENTRIES: the most entries a directory listing or a search walks. */
     maxListEntries: number;
   };
+  /** Sandbox groups (spec 001; the orchestrator, docker backend only). */
+  groups: {
+    /** BROKER_SANDBOX_PORTS: the ports sandboxes' APIs listen on, one each, lowest free first. */
+    sandboxPorts: { first: number; last: number };
+    /** BROKER_ACTION_WAIT: how long an action runs before its observation says `terminal_still_running`. */
+    actionWaitMs: number;
+    /** BROKER_TOOL_TIMEOUT: a tool still running after this is killed. */
+    toolTimeoutMs: number;
+    /** BROKER_GROUP_DIR: the groups' files on the host (databases, sandbox disks, sockets). */
+    hostRoot: string;
+    /** BROKER_SANDBOX_IMAGE: the sandboxes' image (needs bash, python3 and coreutils). */
+    image: string;
+    /** BROKER_SANDBOX_DISK: a sandbox's disk when its request names none. */
+    defaultDiskBytes: number;
+  };
   docker: {
     image: string;
     /** Containers of one deployment name belong to one broker at a time; a new start sweeps the rest. */
@@ -290,6 +305,14 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
       maxReplaceBytes: bytes(env, 'BROKER_EXECD_MAX_REPLACE_BYTES', 16 * 1024 ** 2, { minBytes: 1 }),
       maxListEntries: int(env, 'BROKER_EXECD_MAX_LIST_ENTRIES', 100_000, { min: 1, max: 10_000_000 }),
     },
+    groups: {
+      sandboxPorts: portRange(env, 'BROKER_SANDBOX_PORTS', { first: 8001, last: 8099 }),
+      actionWaitMs: seconds(env, 'BROKER_ACTION_WAIT', 10),
+      toolTimeoutMs: seconds(env, 'BROKER_TOOL_TIMEOUT', 300),
+      hostRoot: groupDir(env),
+      image: (env.BROKER_SANDBOX_IMAGE ?? '').trim() || 'bash-broker-sandbox:latest',
+      defaultDiskBytes: bytes(env, 'BROKER_SANDBOX_DISK', 1024 ** 3),
+    },
     docker: {
       image: (env.BROKER_IMAGE ?? '').trim() || 'bash-broker-sandbox:latest',
       deployment: deploymentName(env),
@@ -321,6 +344,24 @@ function logLevel(env: Env): LogLevel {
  */
 export function hostEnv(env: Env = process.env): HostEnv {
   return { path: env.PATH ?? '/usr/local/bin:/usr/bin:/bin', lang: env.LANG ?? 'C.UTF-8', tz: env.TZ || null };
+}
+
+/** `FIRST-LAST` (or one port): the sandboxes' ports. */
+function portRange(env: Env, name: string, dflt: { first: number; last: number }): { first: number; last: number } {
+  const v = pick(env, name);
+  if (!v) return dflt;
+  const m = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(v.raw);
+  const first = m ? Number(m[1]) : NaN;
+  const last = m ? Number(m[2] ?? m[1]) : NaN;
+  if (!m || first < 1 || last > 65535 || first > last) throw new ConfigError(`${name} must be a port range like 8001-8099 (1 to 65535, first <= last), got '${v.raw}'`);
+  return { first, last };
+}
+
+/** The groups' host directory, one per deployment: a broker sweeps what its deployment's crashed predecessor left there. */
+function groupDir(env: Env): string {
+  const dir = (env.BROKER_GROUP_DIR ?? '').trim();
+  if (dir !== '' && !path.isAbsolute(dir)) throw new ConfigError(`BROKER_GROUP_DIR must be an absolute path, got '${dir}'`);
+  return path.join(dir || path.join(os.tmpdir(), 'bash-broker-groups'), deploymentName(env));
 }
 
 function deploymentName(env: Env): string {

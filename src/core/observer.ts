@@ -16,6 +16,8 @@ export interface PoolObserver {
   recycled(inPlace: boolean): void;
   broken(reason: string): void;
   reclaimed(reason: ReclaimReason): void;
+  /** A container failed (dead, stopped, paused, silent, or never started) and is being replaced. */
+  containerReplaced(reason: string): void;
 }
 
 export const NOOP_OBSERVER: PoolObserver = {
@@ -25,4 +27,5 @@ export const NOOP_OBSERVER: PoolObserver = {
   recycled: () => undefined,
   broken: () => undefined,
   reclaimed: () => undefined,
+  containerReplaced: () => undefined,
 };

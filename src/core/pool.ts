@@ -24,6 +24,7 @@ import { checkPrepareRetry } from './prepareRetry';
 import { acquireGroup, type GroupHost } from './groupAcquire';
 import type { JournalLimits, TrajectoryRecord } from './leaseJournal';
 import { AbortedError, BrokerError, SessionBrokenError, SessionBusyError, SessionNotInUseError, ShuttingDownError } from '../common/errors';
+import type { WarmupSnapshot } from './warmupProgress';
 import { newSessionId } from '../common/ids';
 import type { BrokerConfig } from '../config/config';
 import { logger } from '../common/logger';
@@ -76,7 +77,7 @@ export class SessionPool {
       onAvailable: (slot) => this.offer(slot),
       onShellDied: () => this.fleet.checkSoon(),
     });
-    this.fleet = new ContainerFleet(backend, options, this.rebuilder, isClosing);
+    this.fleet = new ContainerFleet(backend, options, this.rebuilder, isClosing, observer);
   }
 
   get containers(): readonly ContainerEntry[] {
@@ -93,6 +94,11 @@ export class SessionPool {
 
   get isClosing(): boolean {
     return this.closing;
+  }
+
+  /** The first fill's progress (n of N, rate, time left) while it runs; null once every slot was tried. */
+  get warmup(): WarmupSnapshot | null {
+    return this.fleet.warmupProgress;
   }
 
   /** Warms the pool. Each slot serves acquires as soon as its shell answers; resolves when all tried. */

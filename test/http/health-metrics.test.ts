@@ -69,6 +69,7 @@ describe('/health and /metrics', () => {
       'broker_cleanups_total',
       'broker_cleanup_duration_seconds',
       'broker_sessions_broken_total',
+      'broker_containers_replaced_total',
     ]) {
       expect(r.text).toContain(`# TYPE ${name} `);
     }

@@ -146,6 +146,7 @@ describe('OpenAPI: /openapi.json is true to the server', () => {
     fits('POST', '/session/acquire', unauthorized);
     fits('GET', '/health', await tb.request('GET', '/health'));
     fits('GET', '/admin/state', await call('GET', '/admin/state'));
+    fits('POST', '/sandbox/start', await call('POST', '/sandbox/start', { id: '-bad' }));
   });
 
   it('fits the answers of the workspace API', async () => {

@@ -169,4 +169,22 @@ describe('loadConfig', () => {
     expect(loadConfig({ BROKER_SESSION_IDLE_TIMEOUT: '90' }).rollout.maxLeaseTtlMs).toBe(90_000);
     expect(loadConfig({ BROKER_TRAJECTORY_DIR: '/var/lib/t', BROKER_TRAJECTORY_FILE_BYTES: '1m' }).rollout).toMatchObject({ trajectoryDir: '/var/lib/t', trajectoryFileBytes: 1024 * 1024 });
   });
+
+  it('reads the sandbox group settings: ports 8001-8099, a 10 s action wait, 300 s tools, a directory per deployment', () => {
+    const c = loadConfig({ BROKER_DEPLOYMENT: 'd1' }).groups;
+    expect(c).toEqual({
+      sandboxPorts: { first: 8001, last: 8099 },
+      actionWaitMs: 10_000,
+      toolTimeoutMs: 300_000,
+      hostRoot: path.join(os.tmpdir(), 'bash-broker-groups', 'd1'),
+      image: 'bash-broker-sandbox:latest',
+      defaultDiskBytes: 1024 ** 3,
+    });
+    const set = loadConfig({ BROKER_SANDBOX_PORTS: '9000', BROKER_ACTION_WAIT: '0.5', BROKER_GROUP_DIR: '/srv/g', BROKER_SANDBOX_DISK: '2g' }).groups;
+    expect(set).toMatchObject({ sandboxPorts: { first: 9000, last: 9000 }, actionWaitMs: 500, hostRoot: '/srv/g/default', defaultDiskBytes: 2 * 1024 ** 3 });
+    expect(() => loadConfig({ BROKER_SANDBOX_PORTS: '9000-8000' })).toThrow(/BROKER_SANDBOX_PORTS must be a port range like 8001-8099/);
+    expect(() => loadConfig({ BROKER_SANDBOX_PORTS: '0-10' })).toThrow(ConfigError);
+    expect(() => loadConfig({ BROKER_GROUP_DIR: 'relative' })).toThrow(/BROKER_GROUP_DIR must be an absolute path/);
+    expect(() => loadConfig({ BROKER_ACTION_WAIT: '-1' })).toThrow(/BROKER_ACTION_WAIT must be a positive number of seconds/);
+  });
 });
