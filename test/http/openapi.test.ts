@@ -59,6 +59,8 @@ describe('OpenAPI: /openapi.json is true to the server', () => {
     const described = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item as Json).map((m) => `${m} ${path}`));
     expect(described.filter((d) => !registered.has(d))).toEqual([]);
     expect(described.length).toBe(registered.size);
+    const ids = Object.values(doc.paths).flatMap((item) => Object.values(item as Json).map((op) => op.operationId));
+    expect(new Set(ids).size).toBe(ids.length);
     // Public routes need no token; the others carry the global security and a 401.
     for (const r of routes.filter((x) => x.method !== 'WS')) {
       const op = doc.paths[openApiPath(r.path)][r.method.toLowerCase()];

@@ -97,7 +97,7 @@ describe('warm-up progress', () => {
       // The additive backpressure and reclaim fields stay; only `warmup` is gone.
       queue_length: 0,
       acquire_wait_p50_ms: null,
-      reclaimed_sessions: { idle_timeout: 0, lease_ttl: 0 },
+      reclaimed_sessions: { idle_timeout: 0, lease_ttl: 0, operator: 0 },
     });
   });
 });

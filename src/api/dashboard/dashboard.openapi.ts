@@ -7,6 +7,7 @@ const MS = nullable(NUMBER);
 const AT: Schema = { type: 'string', format: 'date-time' };
 
 const FRAME: Schema = object({
+  status: { enum: ['healthy', 'degraded', 'unhealthy'], description: "/health's status" },
   at: AT,
   pool: object({ available: INTEGER, in_use: INTEGER, cleaning: INTEGER, broken: INTEGER, total: INTEGER, target: INTEGER, closing: BOOLEAN }),
   containers: arrayOf(

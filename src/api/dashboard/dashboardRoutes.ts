@@ -11,6 +11,7 @@ import type { DashboardFeed } from '../../core/dashboard/dashboardFeed';
 import { BadRequestError, BrokerError } from '../../common/errors';
 import { poolErrorFormat } from '../errorFormats';
 import { sendJson, sendText } from '../httpJson';
+import { healthReport } from '../healthRoutes';
 import type { Router } from '../router';
 import { DASHBOARD_ASSETS, dashboardPage } from './dashboardPage';
 
@@ -29,11 +30,13 @@ function containerIndex(raw: string): number {
 }
 
 export function dashboardRouter(pool: SessionPool, feed: DashboardFeed): Router {
+  // /health's verdict beside the frame: the page shows the same word /health answers.
+  const withStatus = (frame: object): object => ({ status: healthReport(pool).status, ...frame });
   // One JSON text per frame, however many viewers.
   const texts = new WeakMap<object, string>();
   const text = (frame: object): string => {
     let t = texts.get(frame);
-    if (t === undefined) texts.set(frame, (t = JSON.stringify({ type: 'frame', frame })));
+    if (t === undefined) texts.set(frame, (t = JSON.stringify({ type: 'frame', frame: withStatus(frame) })));
     return t;
   };
   const watch = (ws: WebSocket): void => {
@@ -65,7 +68,7 @@ export function dashboardRouter(pool: SessionPool, feed: DashboardFeed): Router 
           sendText(res, asset.type, asset.body);
         },
       },
-      { method: 'GET', path: '/admin/state', handle: ({ res }) => sendJson(res, 200, feed.frame()) },
+      { method: 'GET', path: '/admin/state', handle: ({ res }) => sendJson(res, 200, withStatus(feed.frame())) },
       { method: 'POST', path: '/admin/leases/:sessionId/release', body: 'json', handle: endLease('released') },
       { method: 'POST', path: '/admin/leases/:sessionId/reclaim', body: 'json', handle: endLease('operator') },
       {

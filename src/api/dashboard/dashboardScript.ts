@@ -58,13 +58,6 @@ export const DASHBOARD_SCRIPT = String.raw`
       svg.appendChild(line);
     });
   }
-  function status(f) {
-    var p = f.pool;
-    var healthy = f.containers.filter(function (c) { return c.healthy; }).length;
-    if (p.closing || p.available + p.in_use + p.cleaning === 0 || healthy === 0) return 'unhealthy';
-    if (p.broken > 0 || healthy < f.containers.length || p.total < p.target) return 'degraded';
-    return 'healthy';
-  }
   function setStatus(s) { var e = $('status'); e.textContent = s; e.className = s; }
 
   function act(path, question, row) {
@@ -99,7 +92,7 @@ export const DASHBOARD_SCRIPT = String.raw`
 
   function render(f) {
     last = f;
-    setStatus(status(f));
+    setStatus(f.status);
     $('updated').textContent = 'updated ' + new Date(f.at).toLocaleTimeString();
     var p = f.pool;
     figures($('pool-figures'), [['available', p.available, 'pool-available'], ['in use', p.in_use, 'pool-in-use'], ['cleaning', p.cleaning, 'pool-cleaning'], ['broken', p.broken, 'pool-broken'], ['total / target', p.total + ' / ' + p.target, 'pool-total']]);
