@@ -106,7 +106,8 @@ if (CHROMIUM) {
     let loadRunning = true;
     let load: Promise<void> = Promise.resolve();
     beforeAll(async () => {
-      tb = await startTestBroker(ENV);
+      // One session a container: after the release, two containers hold no lease (one is replaced).
+      tb = await startTestBroker({ ...ENV, BROKER_CONTAINERS: '4', BROKER_SESSIONS_PER_CONTAINER: '1' });
       await tb.broker.warm();
       browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
     }, 120_000);
@@ -126,6 +127,9 @@ if (CHROMIUM) {
       load = (async () => {
         while (loadRunning) await exec(tb, busy, 'echo load');
       })();
+      // A workspace, and execd state on the busy session: both listed.
+      const workspace = (await post(tb, '/workspaces')).json.workspace_id as string;
+      expect((await tb.request('GET', `/sandboxes/${busy}/execd/ping`, undefined, auth)).status).toBe(200);
 
       const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
       const problems: string[] = [];
@@ -146,8 +150,10 @@ if (CHROMIUM) {
       await eventually(async () => (await total()) > first, 30_000, 'the executes counter to move');
       const second = await total();
       await eventually(async () => (await total()) > second, 30_000, 'the executes counter to move again');
-      expect(await text(page, '#pool-in-use')).toBe('2');
+      expect(await text(page, '#pool-in-use')).toBe('3'); // two leases and the workspace's slot
       expect(await text(page, '#status')).toMatch(/healthy|degraded/);
+      expect(await text(page, '#workspace-list')).toContain(workspace);
+      expect(await text(page, '#sandbox-list')).toContain(`execd ${busy}`);
       fs.mkdirSync(OUTPUT_DIR, { recursive: true });
       await page.screenshot({ path: path.join(OUTPUT_DIR, `dashboard-${testBackend}.png`), fullPage: true });
 
@@ -157,10 +163,11 @@ if (CHROMIUM) {
       expect(dialogs[1]).toBe('confirm');
       await eventually(async () => (await row.count()) === 0, 30_000, 'the released lease to leave the page');
       expect(await exec(tb, held, 'true')).toMatchObject({ status: 400, json: { code: 'session_not_in_use' } });
-      await eventually(async () => (await text(page, '#pool-in-use')) === '1', 30_000, 'one session in use');
+      await eventually(async () => (await text(page, '#pool-in-use')) === '2', 30_000, 'two sessions in use');
 
       // Replace a container from the page: listed as replaced once it is.
-      const idle = (await state(tb)).containers.find((c: Frame) => !c.slots.includes('U')) ?? { index: 0 };
+      const idle = (await state(tb)).containers.find((c: Frame) => c.slots === 'A');
+      expect(idle).toBeDefined();
       await page.locator(`tr[data-container="${idle.index}"] button.replace`).click();
       await eventually(async () => (await text(page, '#replaced-list')).includes(`container ${idle.index}`), 30_000, 'the replaced container in its list');
       expect(dialogs).toEqual(['prompt', 'confirm', 'confirm']);
@@ -174,6 +181,7 @@ if (CHROMIUM) {
       expect(problems).toEqual([]);
       loadRunning = false;
       await load;
+      await tb.request('DELETE', `/workspaces/${workspace}`, undefined, auth);
     }, 180_000);
 
     it('renders the API document in Swagger UI at /docs, every route listed', async () => {
