@@ -3,8 +3,12 @@
  * Used by the entry point and, unchanged, by the tests (port 0).
  */
 import http from 'node:http';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { BrokerConfig } from './config/config';
+import type { PoolSpec } from './config/pools';
+import { DEFAULT_POOL, PoolRegistry, type PoolEntry } from './core/poolRegistry';
+import { SandboxService } from './core/lifecycle/sandboxService';
 import type { SessionBackend } from './core/backend';
 import { SessionPool } from './core/pool';
 import { DEFAULT_TIMINGS, type BashSessionTimings } from './core/bashSession';
@@ -36,8 +40,27 @@ export function createBackend(config: BrokerConfig): SessionBackend {
   }
 }
 
+/**
+ * A named pool's backend (BROKER_POOLS): its image and environment, and a deployment name of its
+ * own (a backend sweeps its deployment's containers that it did not start: pools must not share one).
+ */
+export function createPoolBackend(config: BrokerConfig, spec: PoolSpec): SessionBackend {
+  switch (config.backend) {
+    case 'local':
+      return new LocalBackend({ root: path.join(config.localRoot, `pool-${spec.name}`), cgroups: config.localCgroups, hostEnv: config.hostEnv, env: spec.env });
+    case 'docker':
+      return new DockerBackend({ ...config.docker, image: spec.image, env: spec.env, deployment: `${config.docker.deployment}.${spec.name}` });
+  }
+}
+
 export class Broker {
+  /** The default pool (spec 003). */
   readonly pool: SessionPool;
+  /** Every pool: the default one and BROKER_POOLS' named ones. */
+  readonly pools: PoolRegistry;
+  readonly backend: SessionBackend;
+  /** The lifecycle API's sandboxes (/v1/sandboxes). */
+  readonly sandboxes: SandboxService;
   readonly metrics = new BrokerMetrics();
   readonly server: http.Server;
   readonly seam: HttpSeam;
@@ -50,25 +73,46 @@ export class Broker {
     overrides: BrokerOverrides = {},
   ) {
     const backend = overrides.backend ?? createBackend(config);
-    this.pool = new SessionPool(
-      backend,
-      {
-        containers: config.containers,
-        sessionsPerContainer: config.sessionsPerContainer,
-        acquireTimeoutMs: config.acquireTimeoutMs,
-        cleanupWorkers: config.cleanupWorkers,
-        sessionIdleTimeoutMs: config.sessionIdleTimeoutMs,
-        defaultCommandTimeoutMs: config.defaultCommandTimeoutMs,
-        maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,
-        healthCheckIntervalMs: overrides.healthCheckIntervalMs ?? config.healthCheckIntervalMs,
-        startConcurrency: config.startConcurrency,
-        timings: overrides.timings ?? { ...DEFAULT_TIMINGS, killGraceMs: config.timeoutKillGraceMs },
-      },
-      this.metrics,
-    );
+    this.backend = backend;
+    const poolOptions = {
+      acquireTimeoutMs: config.acquireTimeoutMs,
+      cleanupWorkers: config.cleanupWorkers,
+      sessionIdleTimeoutMs: config.sessionIdleTimeoutMs,
+      defaultCommandTimeoutMs: config.defaultCommandTimeoutMs,
+      maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,
+      healthCheckIntervalMs: overrides.healthCheckIntervalMs ?? config.healthCheckIntervalMs,
+      startConcurrency: config.startConcurrency,
+      timings: overrides.timings ?? { ...DEFAULT_TIMINGS, killGraceMs: config.timeoutKillGraceMs },
+    };
+    this.pool = new SessionPool(backend, { ...poolOptions, containers: config.containers, sessionsPerContainer: config.sessionsPerContainer }, this.metrics);
+    const main: PoolEntry = { name: DEFAULT_POOL, image: config.docker.image, pool: this.pool, backend, sessionsPerContainer: config.sessionsPerContainer, freshContainer: false };
+    const named = config.pools.map((spec): PoolEntry => {
+      const poolBackend = createPoolBackend(config, spec);
+      const pool = new SessionPool(
+        poolBackend,
+        {
+          ...poolOptions,
+          containers: spec.containers,
+          sessionsPerContainer: spec.sessionsPerContainer,
+          cleanupWorkers: Math.min(config.cleanupWorkers, spec.containers * spec.sessionsPerContainer),
+          preparation: { files: spec.files, startupCommands: spec.startupCommands },
+          freshContainer: spec.freshContainer,
+        },
+        this.metrics,
+      );
+      return { name: spec.name, image: spec.image, pool, backend: poolBackend, sessionsPerContainer: spec.sessionsPerContainer, freshContainer: spec.freshContainer };
+    });
+    this.pools = new PoolRegistry(main, named);
     this.metrics.attach(this.pool);
+    this.metrics.attachPools(this.pools);
     this.workspaces = createWorkspaceApi(this.pool, backend, config, overrides.maxOutputBytes ?? config.maxOutputBytes);
-    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces);
+    this.sandboxes = new SandboxService({
+      pools: this.pools,
+      backend,
+      maxDedicated: config.sandboxes.maxDedicated,
+      containersIsolate: config.backend === 'docker',
+    });
+    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces, { pools: this.pools, sandboxes: this.sandboxes });
     this.server = http.createServer({ keepAliveTimeout: 65_000 }, this.seam.serveRequest);
     this.server.on('upgrade', this.seam.serveUpgrade);
     this.server.on('clientError', this.seam.serveClientError);
@@ -85,7 +129,7 @@ export class Broker {
         resolve();
       });
     });
-    this.warmPromise = this.pool.start().catch((err) => logger.error({ err: errorMessage(err) }, 'warm-up failed'));
+    this.warmPromise = this.pools.start().catch((err) => logger.error({ err: errorMessage(err) }, 'warm-up failed'));
     return this.server.address() as AddressInfo;
   }
 
@@ -108,7 +152,9 @@ export class Broker {
     await this.warmPromise?.catch(() => undefined);
     // Workspaces next: their terminals are closed and their slots go back while the pool still takes them.
     await this.workspaces.workspaces.close();
-    await this.pool.close(graceMs);
+    // Sandboxes next, for the same reason: a warm sandbox's lease goes back, a dedicated container is removed.
+    await this.sandboxes.close();
+    await this.pools.close(graceMs);
     // Give in-flight responses a moment to flush, then cut what is left.
     await new Promise((r) => setTimeout(r, 50));
     this.server.closeAllConnections();

@@ -15,15 +15,41 @@ import { healthRouter } from './healthRoutes';
 import { workspaceRouter } from './workspaceRoutes';
 import { workspacePageRouter } from './workspacePage';
 import type { WorkspaceApi } from '../core/workspace/workspaceApi';
+import { DEFAULT_POOL, PoolRegistry } from '../core/poolRegistry';
+import type { SandboxService } from '../core/lifecycle/sandboxService';
+import { composeDirectories } from '../core/sandboxDirectory';
+import type { SandboxDirectory } from '../core/sandboxHandle';
+import { lifecycleRouter } from './lifecycle/lifecycleRoutes';
+import { egressRouter } from './lifecycle/unservedRoutes';
+
+/** Every pool (BROKER_POOLS) and the lifecycle API's sandboxes; without them, the default pool alone. */
+export interface BrokerParts {
+  pools: PoolRegistry;
+  sandboxes?: SandboxService;
+}
+
+/**
+ * THE directory the per-sandbox APIs (execd) resolve their path's id through: lifecycle sandboxes,
+ * then pool leases of every pool.
+ */
+export function sandboxDirectory(parts: BrokerParts): SandboxDirectory {
+  return parts.sandboxes ? composeDirectories(parts.sandboxes, parts.pools) : parts.pools;
+}
 
 /** `workspaces`: the workspace API (spec 000), mounted when given (the bench's app floor has none). */
-export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, workspaces?: WorkspaceApi): Router[] {
+export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, workspaces?: WorkspaceApi, parts?: BrokerParts): Router[] {
+  const pools = parts?.pools ?? new PoolRegistry({ name: DEFAULT_POOL, image: config.docker.image, pool, sessionsPerContainer: config.sessionsPerContainer, freshContainer: false });
   const limits = {
     defaultTimeoutSeconds: config.defaultCommandTimeoutMs / 1000,
     maxTimeoutSeconds: config.maxCommandTimeoutMs / 1000,
     maxCommandBytes: config.maxCommandBytes,
   };
-  const routers = [poolRouter(pool, limits), healthRouter(pool, metrics, { metricsPublic: config.metricsPublic })];
+  const routers = [poolRouter(pools, limits), healthRouter(pools, metrics, { metricsPublic: config.metricsPublic })];
+  if (parts?.sandboxes) {
+    const { minTimeoutSeconds, maxTimeoutMs } = config.sandboxes;
+    routers.push(lifecycleRouter(parts.sandboxes, { minSeconds: minTimeoutSeconds, maxSeconds: Math.floor(maxTimeoutMs / 1000), maxTimeoutMs }));
+    routers.push(egressRouter(sandboxDirectory(parts)));
+  }
   if (workspaces) {
     routers.push(workspaceRouter(workspaces.workspaces, workspaces.files, { maxCommandBytes: config.maxCommandBytes, viewerBufferBytes: config.workspace.viewerBufferBytes }));
     routers.push(workspacePageRouter());
@@ -32,8 +58,15 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
 }
 
 /** `extraRouters` mount beside the broker's own (tests mount routes of their own this way). */
-export function createSeam(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, extraRouters: Router[] = [], workspaces?: WorkspaceApi): HttpSeam {
-  return new HttpSeam([...brokerRouters(pool, metrics, config, workspaces), ...extraRouters], {
+export function createSeam(
+  pool: SessionPool,
+  metrics: BrokerMetrics,
+  config: BrokerConfig,
+  extraRouters: Router[] = [],
+  workspaces?: WorkspaceApi,
+  parts?: BrokerParts,
+): HttpSeam {
+  return new HttpSeam([...brokerRouters(pool, metrics, config, workspaces, parts), ...extraRouters], {
     authorize: createAuthorize(config.token),
     maxBodyBytes: config.maxBodyBytes,
     // Requests no router's prefix claims get the pool API's format, as they always have.

@@ -24,6 +24,7 @@ const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
   rejected: 422,
   unavailable: 503,
   backend: 502,
+  not_implemented: 501,
   // The client that left never sees it; anyone else who gets it sees a plain 400.
   aborted: 400,
   internal: 500,
@@ -94,6 +95,7 @@ const OPEN_SANDBOX_CODE_OF_KIND: Readonly<Record<ErrorKind, string>> = {
   rejected: 'RUNTIME_ERROR',
   unavailable: 'RUNTIME_ERROR',
   backend: 'RUNTIME_ERROR',
+  not_implemented: 'NOT_IMPLEMENTED',
   aborted: 'RUNTIME_ERROR',
   internal: 'RUNTIME_ERROR',
 };

@@ -3,7 +3,7 @@
  * These are the hot routes: the seam (seam.ts) costs them a Map lookup and a regex.
  */
 import type { ServerResponse } from 'node:http';
-import type { SessionPool } from '../core/pool';
+import type { PoolRegistry } from '../core/poolRegistry';
 import type { ExecResult } from '../core/bashSession';
 import { ShuttingDownError } from '../common/errors';
 import { parseAcquire, parseExecute, type CommandLimits } from './validation';
@@ -44,8 +44,8 @@ function clientGone(res: ServerResponse): AbortSignal {
   return controller.signal;
 }
 
-/** POST /session/acquire, /session/<id>/execute, /session/<id>/release. */
-export function poolRouter(pool: SessionPool, limits: CommandLimits): Router {
+/** POST /session/acquire (of the default pool, or the named one its `pool` gives), /session/<id>/execute, /session/<id>/release. */
+export function poolRouter(pools: PoolRegistry, limits: CommandLimits): Router {
   return {
     name: 'pool',
     errors: poolErrorFormat,
@@ -56,7 +56,7 @@ export function poolRouter(pool: SessionPool, limits: CommandLimits): Router {
         body: 'json',
         async handle({ body, res }) {
           const input = parseAcquire(body, limits);
-          const result = await pool.acquire({ files: input.files, startupCommands: input.startupCommands, signal: clientGone(res) });
+          const result = await pools.pool(input.pool).acquire({ files: input.files, startupCommands: input.startupCommands, signal: clientGone(res) });
           const out: Record<string, unknown> = { session_id: result.sessionId };
           if (input.startupCommands.length > 0) {
             out.startup_results = result.startupResults.map((r) => executeResponse(r, limits.defaultTimeoutSeconds));
@@ -70,6 +70,7 @@ export function poolRouter(pool: SessionPool, limits: CommandLimits): Router {
         body: 'json',
         async handle({ body, params, res }) {
           const input = parseExecute(body, limits);
+          const pool = pools.owning(params.sessionId);
           if (pool.isClosing) throw new ShuttingDownError();
           const result = await pool.execute(params.sessionId, { command: input.command, timeoutMs: Math.round(input.timeoutSeconds * 1000) });
           await sendJsonStreamed(res, 200, executeResponse(result, input.timeoutSeconds));
@@ -81,7 +82,7 @@ export function poolRouter(pool: SessionPool, limits: CommandLimits): Router {
         // Any valid JSON body (or none) is taken, and ignored.
         body: 'json',
         handle({ params, res }) {
-          pool.release(params.sessionId);
+          pools.owning(params.sessionId).release(params.sessionId);
           sendJson(res, 200, { status: 'released' });
         },
       },

@@ -14,6 +14,8 @@ export interface ExecuteInput {
 export interface AcquireInput {
   files: WorkdirFile[];
   startupCommands: string[];
+  /** A named pool of BROKER_POOLS; undefined: the default pool. */
+  pool?: string;
 }
 
 export interface CommandLimits {
@@ -69,7 +71,12 @@ export function parseExecute(body: unknown, limits: CommandLimits): ExecuteInput
 
 export function parseAcquire(body: unknown, limits: CommandLimits): AcquireInput {
   const obj = bodyObject(body, true);
-  return { files: parseFiles(obj.files), startupCommands: parseStartup(obj.startup_commands, limits) };
+  const input: AcquireInput = { files: parseFiles(obj.files), startupCommands: parseStartup(obj.startup_commands, limits) };
+  if (obj.pool !== undefined && obj.pool !== null) {
+    if (typeof obj.pool !== 'string' || obj.pool === '') throw new BadRequestError(`'pool' must be a pool name (a non-empty string), got ${describe(obj.pool)}`);
+    input.pool = obj.pool;
+  }
+  return input;
 }
 
 function parseStartup(value: unknown, limits: CommandLimits): string[] {

@@ -26,6 +26,8 @@ export type ErrorKind =
   | 'unavailable'
   /** The backend failed in a way the client cannot fix. */
   | 'backend'
+  /** A part of an API this broker does not serve (OpenSandbox's snapshots, egress policy): 501. */
+  | 'not_implemented'
   /** The client left before the answer. */
   | 'aborted'
   | 'internal';
@@ -146,6 +148,13 @@ export class NotAFileError extends BrokerError {
 export class BackendError extends BrokerError {
   constructor(detail: string) {
     super('backend', 'backend_error', detail);
+  }
+}
+
+/** A route of a reference API the broker does not serve: said plainly, never a silent no-op. */
+export class NotImplementedError extends BrokerError {
+  constructor(detail: string) {
+    super('not_implemented', 'not_implemented', detail);
   }
 }
 

@@ -102,6 +102,28 @@ export class ContainerFleet {
   }
 
   /**
+   * A fresh container for a slot released by its lease (a pool with `freshContainer`): the old one
+   * is removed, a new one started and its slots rebuilt (they wait CLEANING meanwhile, so /health
+   * counts them as coming back, not broken). Concurrent calls for one container start one.
+   */
+  async renew(entry: ContainerEntry): Promise<void> {
+    if (entry.replacing) return;
+    entry.replacing = true;
+    entry.healthy = false;
+    entry.unhealthyReason = 'being replaced by a fresh container after a release';
+    try {
+      if (entry.ref) await this.backend.removeContainer(entry.ref).catch(() => undefined);
+      entry.ref = null;
+      if (!this.isClosing()) await this.bootContainer(entry);
+    } finally {
+      entry.replacing = false;
+    }
+    if (this.isClosing()) return;
+    if (entry.healthy) await this.fillContainer(entry);
+    else for (const slot of entry.slots) this.rebuilder.markBroken(slot, `container failed to start: ${entry.unhealthyReason}`);
+  }
+
+  /**
    * Replaces a failed container. `replacing` stays set until the new container runs, so neither an
    * overlapping monitor pass nor a slot's retry starts a second one (which would be orphaned); the
    * slots are filled after, when a failed rebuild may schedule its own retry again.

@@ -16,7 +16,7 @@ import { SlotQueue } from './slotQueue';
 import type { SandboxHandle } from './sandboxHandle';
 import { type PoolObserver, NOOP_OBSERVER } from './observer';
 import { LeaseBook } from './leaseBook';
-import { CHANGE_DIRECTORY_TIMEOUT_MS, SlotRebuilder } from './slotRebuilder';
+import { CHANGE_DIRECTORY_TIMEOUT_MS, SlotRebuilder, type SlotPreparation } from './slotRebuilder';
 import { ContainerFleet, type FleetOptions } from './containerFleet';
 import {
   AbortedError,
@@ -40,6 +40,10 @@ export { StartupFailedError, type AcquireRequest, type AcquireResult, type Execu
 export type PoolOptions = FleetOptions &
   Pick<BrokerConfig, 'acquireTimeoutMs' | 'cleanupWorkers' | 'sessionIdleTimeoutMs' | 'defaultCommandTimeoutMs' | 'maxOutputBytes'> & {
     timings?: BashSessionTimings;
+    /** A prepared pool's files and startup commands, run at every rebuild (BROKER_POOLS). */
+    preparation?: SlotPreparation;
+    /** Each release replaces the slot's container (a pool of whole containers, BROKER_POOLS). */
+    freshContainer?: boolean;
   };
 
 /** Slots an acquire tries when the one it got fails while being prepared (its shell or container died). */
@@ -72,7 +76,7 @@ export class SessionPool {
       isClosing,
       onAvailable: (slot) => this.offer(slot),
       onShellDied: () => this.fleet.checkSoon(),
-    });
+    }, options.preparation);
     this.fleet = new ContainerFleet(backend, options, this.rebuilder, isClosing);
   }
 
@@ -203,7 +207,8 @@ export class SessionPool {
     slot.lease = null;
     this.states.move(slot, SessionState.CLEANING);
     if (why === 'reclaimed') this.observer.reclaimed();
-    void this.rebuilder.schedule(slot, lease.workdir);
+    if (this.options.freshContainer) void this.fleet.renew(slot.container);
+    else void this.rebuilder.schedule(slot, lease.workdir);
   }
 
   health(): { counts: ReturnType<SessionStates<Slot>['snapshot']>; healthyContainers: number; unhealthyContainers: number } {
@@ -224,6 +229,11 @@ export class SessionPool {
     return { id: sessionId, slotId: slot.slotId, container, root: lease.workdir, confined: true };
   }
 
+  /** Whether `sessionId` is a lease of this pool, live or ended (a registry of pools routes ids by it). */
+  knows(sessionId: string): boolean {
+    return this.leases.knows(sessionId);
+  }
+
   /** A slot for a workspace, waiting in the acquire queue like an acquire does. */
   async takeOut(signal?: AbortSignal): Promise<TakenSlot> {
     const { sessionId } = await this.acquire({ files: [], startupCommands: [], signal });
@@ -231,6 +241,7 @@ export class SessionPool {
     lease.lastActivityMs = Number.POSITIVE_INFINITY; // never reclaimed as idle: its owner gives it back
     const slot = lease.slot!;
     return {
+      sessionId,
       slotId: slot.slotId,
       container: slot.container.ref!,
       workdir: lease.workdir,

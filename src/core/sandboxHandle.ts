@@ -19,6 +19,11 @@ export interface SandboxHandle {
    * other sandboxes or is the host itself (the local backend); false for a container of its own.
    */
   readonly confined: boolean;
+  /**
+   * Environment every process started for it must get beyond the container's own (a lifecycle
+   * sandbox created with `env` and served from a warm container); absent: none.
+   */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** Finds the live sandbox of an id, or throws the error its caller must see (404 unknown, 400 ended, 410 broken). */
