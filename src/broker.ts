@@ -21,6 +21,12 @@ import { DockerBackend } from './backends/docker/dockerBackend';
 import { logger } from './common/logger';
 import { errorMessage } from './common/errors';
 import { createWorkspaceApi, type WorkspaceApi } from './core/workspace/workspaceApi';
+import { ExecdService } from './core/execd/execdService';
+
+/** execd shells (running commands, bash sessions, code contexts) one sandbox may have at once. */
+const EXECD_MAX_SHELLS_PER_SANDBOX = 16;
+/** Finished commands a sandbox's execd remembers for /command/status and /logs. */
+const EXECD_FINISHED_COMMANDS_KEPT = 64;
 
 export interface BrokerOverrides {
   backend?: SessionBackend;
@@ -65,6 +71,7 @@ export class Broker {
   readonly server: http.Server;
   readonly seam: HttpSeam;
   readonly workspaces: WorkspaceApi;
+  readonly execd: ExecdService;
   private closePromise: Promise<void> | null = null;
   private warmPromise: Promise<void> | null = null;
 
@@ -73,6 +80,7 @@ export class Broker {
     overrides: BrokerOverrides = {},
   ) {
     const backend = overrides.backend ?? createBackend(config);
+    const timings = overrides.timings ?? { ...DEFAULT_TIMINGS, killGraceMs: config.timeoutKillGraceMs };
     this.backend = backend;
     const poolOptions = {
       acquireTimeoutMs: config.acquireTimeoutMs,
@@ -82,7 +90,7 @@ export class Broker {
       maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,
       healthCheckIntervalMs: overrides.healthCheckIntervalMs ?? config.healthCheckIntervalMs,
       startConcurrency: config.startConcurrency,
-      timings: overrides.timings ?? { ...DEFAULT_TIMINGS, killGraceMs: config.timeoutKillGraceMs },
+      timings,
     };
     this.pool = new SessionPool(backend, { ...poolOptions, containers: config.containers, sessionsPerContainer: config.sessionsPerContainer }, this.metrics);
     const main: PoolEntry = { name: DEFAULT_POOL, image: config.docker.image, pool: this.pool, backend, sessionsPerContainer: config.sessionsPerContainer, freshContainer: false };
@@ -112,7 +120,13 @@ export class Broker {
       maxDedicated: config.sandboxes.maxDedicated,
       containersIsolate: config.backend === 'docker',
     });
-    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces, { pools: this.pools, sandboxes: this.sandboxes });
+    this.execd = new ExecdService(backend, {
+      maxShellsPerSandbox: EXECD_MAX_SHELLS_PER_SANDBOX,
+      maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,
+      maxFinishedCommands: EXECD_FINISHED_COMMANDS_KEPT,
+      timings,
+    });
+    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces, { pools: this.pools, sandboxes: this.sandboxes, execd: this.execd });
     this.server = http.createServer({ keepAliveTimeout: 65_000 }, this.seam.serveRequest);
     this.server.on('upgrade', this.seam.serveUpgrade);
     this.server.on('clientError', this.seam.serveClientError);
@@ -154,6 +168,8 @@ export class Broker {
     await this.workspaces.workspaces.close();
     // Sandboxes next, for the same reason: a warm sandbox's lease goes back, a dedicated container is removed.
     await this.sandboxes.close();
+    // execd's shells die before the pools': they live in the pools' containers.
+    await this.execd.close();
     await this.pools.close(graceMs);
     // Give in-flight responses a moment to flush, then cut what is left.
     await new Promise((r) => setTimeout(r, 50));

@@ -15,6 +15,9 @@ import { healthRouter } from './healthRoutes';
 import { workspaceRouter } from './workspaceRoutes';
 import { workspacePageRouter } from './workspacePage';
 import type { WorkspaceApi } from '../core/workspace/workspaceApi';
+import type { ExecdService } from '../core/execd/execdService';
+import { execdCommandRouter } from './execd/execdCommandRoutes';
+import { execdCodeRouter } from './execd/execdCodeRoutes';
 import { DEFAULT_POOL, PoolRegistry } from '../core/poolRegistry';
 import type { SandboxService } from '../core/lifecycle/sandboxService';
 import { composeDirectories } from '../core/sandboxDirectory';
@@ -26,6 +29,8 @@ import { egressRouter } from './lifecycle/unservedRoutes';
 export interface BrokerParts {
   pools: PoolRegistry;
   sandboxes?: SandboxService;
+  /** The execd API of every sandbox (spec 004). */
+  execd?: ExecdService;
 }
 
 /**
@@ -36,7 +41,10 @@ export function sandboxDirectory(parts: BrokerParts): SandboxDirectory {
   return parts.sandboxes ? composeDirectories(parts.sandboxes, parts.pools) : parts.pools;
 }
 
-/** `workspaces`: the workspace API (spec 000), mounted when given (the bench's app floor has none). */
+/**
+ * `workspaces`: the workspace API (spec 000); `parts`: every pool, the lifecycle API and execd,
+ * mounted when given (the bench's app floor has none of them).
+ */
 export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, workspaces?: WorkspaceApi, parts?: BrokerParts): Router[] {
   const pools = parts?.pools ?? new PoolRegistry({ name: DEFAULT_POOL, image: config.docker.image, pool, sessionsPerContainer: config.sessionsPerContainer, freshContainer: false });
   const limits = {
@@ -53,6 +61,12 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
   if (workspaces) {
     routers.push(workspaceRouter(workspaces.workspaces, workspaces.files, { maxCommandBytes: config.maxCommandBytes, viewerBufferBytes: config.workspace.viewerBufferBytes }));
     routers.push(workspacePageRouter());
+  }
+  if (parts?.execd) {
+    // Every sandbox's execd: `/sandboxes/<id>/execd/...`, a pool session's id or a lifecycle sandbox's.
+    const sandboxes = sandboxDirectory(parts);
+    routers.push(execdCommandRouter(parts.execd, sandboxes, limits));
+    routers.push(execdCodeRouter(parts.execd, sandboxes, limits));
   }
   return routers;
 }

@@ -142,6 +142,17 @@ export class BashSession {
     });
   }
 
+  /**
+   * Ends the running command now, as its timeout would (^C, then what it started is killed; the shell
+   * and its state survive). Its result says timedOut. False when nothing runs or it is ending already.
+   */
+  interrupt(): boolean {
+    const run = this.running;
+    if (!run || run.timeout) return false;
+    this.onTimeout(run);
+    return true;
+  }
+
   /** Kills the shell and everything it started. The session is unusable afterwards. */
   async close(): Promise<void> {
     this.closing = true;

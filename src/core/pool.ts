@@ -201,6 +201,7 @@ export class SessionPool {
     const lease = this.leases.end(sessionId, why);
     if (!lease) return;
     lease.released = true;
+    lease.end();
     const slot = lease.slot;
     if (!slot) return; // it broke earlier and is already being rebuilt
     lease.slot = null;
@@ -226,7 +227,7 @@ export class SessionPool {
     const container = slot?.container.ref;
     if (!slot || !container) throw new SessionBrokenError(sessionId, lease.brokenReason ?? 'no shell');
     if (Number.isFinite(lease.lastActivityMs)) lease.lastActivityMs = Date.now();
-    return { id: sessionId, slotId: slot.slotId, container, root: lease.workdir, confined: true };
+    return { id: sessionId, slotId: slot.slotId, container, root: lease.workdir, confined: true, ended: lease.ended, backend: this.backend };
   }
 
   /** Whether `sessionId` is a lease of this pool, live or ended (a registry of pools routes ids by it). */

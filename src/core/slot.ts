@@ -41,6 +41,7 @@ export class Lease {
   released = false;
   brokenReason: string | null = null;
   lastActivityMs: number;
+  private readonly endController = new AbortController();
   constructor(
     readonly id: string,
     public slot: Slot | null,
@@ -48,5 +49,17 @@ export class Lease {
     nowMs: number,
   ) {
     this.lastActivityMs = nowMs;
+  }
+
+  /**
+   * Aborts once the lease is over (released, reclaimed or broken): what the per-sandbox APIs started
+   * for it outside its shell (execd's commands and interpreters) is closed on it.
+   */
+  get ended(): AbortSignal {
+    return this.endController.signal;
+  }
+
+  end(): void {
+    if (!this.endController.signal.aborted) this.endController.abort();
   }
 }

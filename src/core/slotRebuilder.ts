@@ -185,6 +185,7 @@ export class SlotRebuilder {
     const lease = slot.lease;
     if (lease) {
       lease.brokenReason = reason;
+      lease.end();
       lease.slot = null;
       slot.lease = null;
       slot.orphanWorkdirs.push(lease.workdir);

@@ -1,6 +1,7 @@
 /**
  * Cuts one command's output out of one stream: drops everything before the start token, passes the
- * body on, stops at the end token. On stdout the end token is followed by `<status>\n`.
+ * body on, stops at the end token. On stdout the end token is followed by `<status>\n` (a trailer:
+ * execd's python interpreter puts its cell's outcome there, as one line of JSON).
  * Tokens may straddle chunk boundaries; at most `token.length - 1` bytes are held back.
  */
 export type CaptureSink = (chunk: Buffer) => void;
@@ -11,6 +12,7 @@ export class StreamCapture {
   private phase: 'start' | 'body' | 'status' | 'done' = 'start';
   private carry: Buffer | null = null;
   private statusCode: number | null = null;
+  private trailerText: string | null = null;
 
   constructor(
     private readonly startToken: Buffer,
@@ -31,6 +33,11 @@ export class StreamCapture {
   /** The exit status printed after the end token (stdout capture only). */
   get status(): number | null {
     return this.statusCode;
+  }
+
+  /** The whole line after the end token (stdout capture only), as UTF-8. */
+  get trailer(): string | null {
+    return this.trailerText;
   }
 
   push(chunk: Buffer): void {
@@ -62,7 +69,8 @@ export class StreamCapture {
           this.carry = Buffer.from(data);
           return;
         }
-        this.statusCode = Number.parseInt(data.toString('latin1', 0, nl), 10);
+        this.trailerText = data.toString('utf8', 0, nl);
+        this.statusCode = Number.parseInt(this.trailerText, 10);
         this.phase = 'done';
       }
     }

@@ -5,8 +5,9 @@
  * fresh working root, README), get and list with filters, renew, pause and resume, expiry, kill,
  * endpoints, the parts not served (501) and bad input (400), and the token.
  *
- * Until execd's routes are mounted the SDK's readiness check (an execd ping) is left out
- * (`sdkOptions`); the execd cases (commands, files, metrics through the SDK) join this file then.
+ * Every create waits for the SDK's own readiness check (a ping of the sandbox's execd, through the
+ * endpoint the broker gave). The execd cases here are what the lifecycle API decides (a sandbox's
+ * env, its working directory, its isolation); execd's own tests cover execd.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -27,9 +28,9 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
   let manager: SandboxManager;
   const created: Sandbox[] = [];
 
-  /** The SDK's create, as a user writes it; its execd readiness ping is skipped until execd is mounted. */
+  /** The SDK's create, as a user writes it (with its readiness ping of execd). */
   async function create(options: Partial<Parameters<typeof Sandbox.create>[0]> = {}): Promise<Sandbox> {
-    const sandbox = await Sandbox.create({ connectionConfig: connection, image: warmImage, skipHealthCheck: true, ...options });
+    const sandbox = await Sandbox.create({ connectionConfig: connection, image: warmImage, ...options });
     created.push(sandbox);
     return sandbox;
   }
@@ -76,7 +77,8 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
     expect(info.expiresAt!.getTime() - info.createdAt.getTime()).toBe(600_000);
     const address = tb.url.replace('http://', '');
     expect(await a.getEndpoint(44772)).toEqual({ endpoint: `${address}/sandboxes/${a.id}/execd`, headers: {} });
-    const proxied = await Sandbox.connect({ sandboxId: a.id, connectionConfig: { ...connection, useServerProxy: true }, skipHealthCheck: true });
+    const proxied = await Sandbox.connect({ sandboxId: a.id, connectionConfig: { ...connection, useServerProxy: true } });
+    expect(await proxied.isHealthy()).toBe(true);
     expect(await proxied.getEndpoint(44772)).toEqual({ endpoint: `${address}/sandboxes/${a.id}/execd`, headers: {} });
     await proxied.close();
     // Isolation: each sandbox is a whole container of the pool, and execd may use it unconfined.
@@ -85,6 +87,18 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
     expect(ha.container.id).not.toBe(hb.container.id);
     expect({ confined: ha.confined, env: ha.env }).toEqual({ confined: !docker, env: { GREETING: 'hi there' } });
     expect(await warmHealth()).toMatchObject({ in_use_sessions: 2, available_sessions: 0 });
+    // Through execd, as the SDK runs it: the create's env, its own working directory.
+    const run = await a.commands.run('echo "$GREETING"; pwd');
+    expect(run.logs.stdout.map((m) => m.text)).toEqual(['hi there', ha.root.replace(/\/$/, '')]);
+    if (docker) {
+      // Nothing of one sandbox is seen from the other: files in /tmp, processes.
+      const sleepers = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep 300 $'";
+      await a.commands.run('echo secret > /tmp/a-only; (sleep 300 &)');
+      const inA = await a.commands.run(`test -e /tmp/a-only && echo seen; ${sleepers}`);
+      expect(inA.logs.stdout.map((m) => m.text)).toEqual(['seen', '1']);
+      const inB = await b.commands.run(`test -e /tmp/a-only && echo seen || echo unseen; ${sleepers}`);
+      expect(inB.logs.stdout.map((m) => m.text)).toEqual(['unseen', '0']);
+    }
     await a.kill();
     await b.kill();
   });
@@ -110,6 +124,8 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
     expect(info).toMatchObject({ status: { state: 'Running' }, image: { uri: otherImage }, entrypoint: ['sleep', 'infinity'] });
     const handle = tb.broker.sandboxes.resolve(s.id);
     expect(handle.root).toBe(`/tmp/s/${s.id}/`);
+    const run = await s.commands.run('echo "$DEDICATED"; pwd');
+    expect(run.logs.stdout.map((m) => m.text)).toEqual(['yes', `/tmp/s/${s.id}`]);
     if (docker) {
       const engine = new Dockerode();
       const [found] = await engine.listContainers({ filters: { label: [`io.bash-broker.sandbox=${s.id}`] } });
@@ -189,7 +205,7 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
     // The pool's health checks leave a paused container alone: it is not replaced.
     await new Promise((r) => setTimeout(r, 1500));
     expect((await warmHealth()).in_use_sessions).toBeGreaterThanOrEqual(1);
-    const resumed = await s.resume({ skipHealthCheck: true });
+    const resumed = await s.resume();
     expect((await resumed.getInfo()).status.state).toBe('Running');
     expect((await container.inspect()).State.Paused).toBe(false);
     await resumed.close();
@@ -251,7 +267,7 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
   });
 
   it('takes OPEN-SANDBOX-API-KEY as the token, and nothing without it', async () => {
-    const wrong = await sdkError(Sandbox.create({ connectionConfig: { ...connection, apiKey: 'wrong' }, image: warmImage, skipHealthCheck: true }));
+    const wrong = await sdkError(Sandbox.create({ connectionConfig: { ...connection, apiKey: 'wrong' }, image: warmImage }));
     expect({ status: wrong.statusCode, code: wrong.error.code }).toEqual({ status: 401, code: 'UNAUTHORIZED' });
     const none = await tb.request('GET', '/v1/sandboxes');
     expect({ status: none.status, code: none.json.code }).toEqual({ status: 401, code: 'UNAUTHORIZED' });

@@ -47,6 +47,8 @@ export class SandboxRecord {
   timer: NodeJS.Timeout | null = null;
   /** Set while a pause, resume or termination runs: a second one waits its turn (409 meanwhile). */
   busy = false;
+  /** Aborts when it ends: execd closes what it started for it (a warm sandbox's lease has its own too). */
+  readonly ending = new AbortController();
 
   constructor(
     readonly id: string,
@@ -67,6 +69,7 @@ export class SandboxRecord {
   }
 
   move(state: SandboxState, reason: string, message: string): void {
+    if (state === 'Terminated' || state === 'Failed') this.ending.abort();
     this.state = state;
     this.reason = reason;
     this.message = message;

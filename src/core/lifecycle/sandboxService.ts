@@ -213,7 +213,7 @@ export class SandboxService implements KnowingDirectory {
       const site = record.place.entry.pool.site(record.place.taken.sessionId);
       return { ...site, id, confined, env };
     }
-    return { id, slotId: `sbx-${id}`, container: record.place.container, root: record.place.workdir, confined, env };
+    return { id, slotId: `sbx-${id}`, container: record.place.container, root: record.place.workdir, confined, env, ended: record.ending.signal, backend: this.options.backend };
   }
 
   /** Live sandboxes by state and by where they live (for /health and /metrics). */
