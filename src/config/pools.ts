@@ -2,7 +2,7 @@
  * BROKER_POOLS: named warm pools beside the default one, each with its own image and size, and what
  * its sessions are prepared with before they become AVAILABLE (files in the working directory,
  * startup commands, environment). The value is JSON, or the path of a JSON file (anything that does
- * not start with `{`). README "Named and prepared pools" shows the format.
+ * not start with `{` or `[`). README "Named and prepared pools" shows the format.
  */
 import fs from 'node:fs';
 import { BrokerError, errorMessage } from '../common/errors';
@@ -43,7 +43,7 @@ export function parsePools(raw: string | undefined, defaultImage: string, maxCom
   if (raw === undefined || raw.trim() === '') return [];
   const text = raw.trim();
   let json: string;
-  if (text.startsWith('{')) {
+  if (text.startsWith('{') || text.startsWith('[')) {
     json = text;
   } else {
     try {
