@@ -61,6 +61,31 @@ async function createToFirstOutput(config: ConnectionConfig, image: string): Pro
   return { sandbox, createMs, firstOutputMs };
 }
 
+/** Each SDK request's time to its response headers, by route kind (the SDK's own fetch, wrapped). */
+function timeRequests(config: ConnectionConfig): Map<string, number[]> {
+  const byKind = new Map<string, number[]>();
+  const kindOf = (method: string, url: string): string => {
+    if (url.includes('/endpoints/')) return 'GET endpoint';
+    if (url.endsWith('/execd/ping')) return 'GET execd ping';
+    if (url.includes('/execd/command')) return 'POST execd command (to headers)';
+    if (/\/v1\/sandboxes$/.test(url)) return `${method} /v1/sandboxes`;
+    return `${method} other`;
+  };
+  // The transport is a private field of ConnectionConfig: the SDK offers no hook to time its requests.
+  const holder = config as unknown as { _fetch: typeof fetch };
+  const inner = holder._fetch;
+  holder._fetch = async (input, init) => {
+    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
+    const t0 = nowMs();
+    const res = await inner(input, init);
+    const kind = kindOf(method, url.split('?')[0]);
+    byKind.set(kind, [...(byKind.get(kind) ?? []), nowMs() - t0]);
+    return res;
+  };
+  return byKind;
+}
+
 async function warmAvailable(url: string, pool: string): Promise<number> {
   const res = await fetch(`${url}/health`);
   return ((await res.json()) as { pools?: Record<string, { available_sessions: number }> }).pools?.[pool]?.available_sessions ?? 0;
@@ -109,7 +134,8 @@ async function main(): Promise<void> {
     logDir,
   );
   const config = new ConnectionConfig({ domain: broker.url, disableMetrics: true }).withTransportIfMissing();
-  const results: Record<string, unknown> = { backend: o.backend, image: o.image, otherImage: o.otherImage, cpus: os.cpus().length, date: new Date().toISOString() };
+  // The machine is shared: its load (1-minute average) at the start and the end says how noisy the run was.
+  const results: Record<string, unknown> = { backend: o.backend, image: o.image, otherImage: o.otherImage, cpus: os.cpus().length, date: new Date().toISOString(), loadAtStart: os.loadavg()[0] };
   try {
     const warmupMs = await broker.waitWarm(600_000);
     await waitAvailable(broker.url, 'warm', warmSize, 1_200_000);
@@ -119,6 +145,7 @@ async function main(): Promise<void> {
     // Warm: one at a time, each from a full pool (the fresh container of the last one is not waited for by the timing).
     const warmCreate: number[] = [];
     const warmFirst: number[] = [];
+    const requests = timeRequests(config);
     for (let i = 0; i < o.rounds; i++) {
       await waitAvailable(broker.url, 'warm', warmSize, 120_000);
       const r = await createToFirstOutput(config, o.image);
@@ -126,7 +153,9 @@ async function main(): Promise<void> {
       warmFirst.push(r.firstOutputMs);
       await r.sandbox.kill();
     }
-    results.warm = { createToReady: summarize(warmCreate), createToFirstOutput: summarize(warmFirst) };
+    const perRequest = Object.fromEntries([...requests].map(([kind, samples]) => [kind, summarize(samples)]));
+    requests.clear();
+    results.warm = { createToReady: summarize(warmCreate), createToFirstOutput: summarize(warmFirst), perRequest };
     console.log('warm', JSON.stringify(results.warm));
 
     // Dedicated, beside docker run (docker backend only; locally a "dedicated" sandbox is a fresh working root).
@@ -163,6 +192,7 @@ async function main(): Promise<void> {
     await config.closeTransport();
     await broker.stop(60_000);
   }
+  results.loadAtEnd = os.loadavg()[0];
   fs.mkdirSync(o.out, { recursive: true });
   const file = path.join(o.out, `lifecycle-${o.backend}-latest.json`);
   fs.writeFileSync(file, JSON.stringify(results, null, 2));

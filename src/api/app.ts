@@ -24,6 +24,7 @@ import { composeDirectories } from '../core/sandboxDirectory';
 import type { SandboxDirectory } from '../core/sandboxHandle';
 import { lifecycleRouter } from './lifecycle/lifecycleRoutes';
 import { egressRouter } from './lifecycle/unservedRoutes';
+import { portProxyRouter } from './lifecycle/portProxy';
 
 /** Every pool (BROKER_POOLS) and the lifecycle API's sandboxes; without them, the default pool alone. */
 export interface BrokerParts {
@@ -57,6 +58,7 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
     const { minTimeoutSeconds, maxTimeoutMs } = config.sandboxes;
     routers.push(lifecycleRouter(parts.sandboxes, { minSeconds: minTimeoutSeconds, maxSeconds: Math.floor(maxTimeoutMs / 1000), maxTimeoutMs }));
     routers.push(egressRouter(sandboxDirectory(parts)));
+    routers.push(portProxyRouter(parts.sandboxes));
   }
   if (workspaces) {
     routers.push(workspaceRouter(workspaces.workspaces, workspaces.files, { maxCommandBytes: config.maxCommandBytes, viewerBufferBytes: config.workspace.viewerBufferBytes }));

@@ -172,6 +172,11 @@ export interface SessionBackend {
    * removeContainer). Throws a BrokerError the client can act on (an image that is not there).
    */
   startDedicated?(spec: DedicatedSpec): Promise<ContainerRef>;
+  /**
+   * Optional: the address the broker reaches a container's ports at (its IP on its network), or
+   * null when it has none (network mode none). Lifecycle endpoints of other ports proxy there.
+   */
+  containerAddress?(container: ContainerRef): Promise<string | null>;
   /** Optional: freezes every process of a container (lifecycle pause); its health checks wait meanwhile. */
   pauseContainer?(container: ContainerRef): Promise<void>;
   /** Optional: thaws a container paused by pauseContainer. */

@@ -5,7 +5,6 @@
  * (lifecycleViews.ts). Errors take OpenSandbox's `{code, message}` envelope.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BadRequestError } from '../../common/errors';
 import { SANDBOX_STATES } from '../../core/lifecycle/sandboxRecord';
 import type { SandboxService } from '../../core/lifecycle/sandboxService';
 import { openSandboxErrorFormat } from '../errorFormats';
@@ -15,6 +14,7 @@ import { parseCreate, parseListQuery, parseMetadataPatch, parseRenew, type Timeo
 import { listView, sandboxView } from './lifecycleViews';
 import { unservedLifecycleRoutes } from './unservedRoutes';
 import { endpointFor } from './endpoints';
+import { parsePort } from './portProxy';
 
 export interface LifecycleLimits extends TimeoutBounds {
   maxTimeoutMs: number;
@@ -111,10 +111,9 @@ export function lifecycleRouter(sandboxes: SandboxService, limits: LifecycleLimi
       {
         method: 'GET',
         path: '/v1/sandboxes/:id/endpoints/:port',
-        handle({ params, query, req, res }) {
-          const port = Number(params.port);
-          if (!/^\d+$/.test(params.port) || port < 1 || port > 65535) throw new BadRequestError(`port must be an integer between 1 and 65535, got '${params.port}'`);
-          sendJson(res, 200, endpointFor(sandboxes.get(params.id), port, new URLSearchParams(query), publicAddress(req)));
+        async handle({ params, query, req, res }) {
+          const port = parsePort(params.port);
+          sendJson(res, 200, await endpointFor(sandboxes, sandboxes.get(params.id), port, new URLSearchParams(query), publicAddress(req)));
         },
       },
       ...unservedLifecycleRoutes(),

@@ -159,6 +159,13 @@ export class DockerBackend implements SessionBackend {
     return ref;
   }
 
+  /** The container's IP on its first network with one (bridge and user networks), or null (none). */
+  async containerAddress(ref: ContainerRef): Promise<string | null> {
+    const info = await this.docker.getContainer(ref.id).inspect();
+    const ips = Object.values(info.NetworkSettings?.Networks ?? {}).map((n) => n.IPAddress).filter((ip) => !!ip);
+    return ips[0] ?? null;
+  }
+
   /** Lifecycle pause: the engine freezes the container; its health checks say healthy until it is thawed. */
   async pauseContainer(ref: ContainerRef): Promise<void> {
     this.paused.add(ref.id);

@@ -79,6 +79,11 @@ export class LocalBackend implements SessionBackend {
     return { id: dir, name: `local-sbx-${spec.sandboxId}` };
   }
 
+  /** Sessions here are host processes: what they listen on is the host's loopback. */
+  async containerAddress(): Promise<string | null> {
+    return '127.0.0.1';
+  }
+
   async removeContainer(container: ContainerRef): Promise<void> {
     this.dedicatedEnv.delete(container.id);
     await fs.rm(container.id, { recursive: true, force: true });

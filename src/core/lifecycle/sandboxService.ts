@@ -216,6 +216,21 @@ export class SandboxService implements KnowingDirectory {
     return { id, slotId: `sbx-${id}`, container: record.place.container, root: record.place.workdir, confined, env, ended: record.ending.signal, backend: this.options.backend };
   }
 
+  /**
+   * Where the broker reaches a running sandbox's ports (its container's address), or the error a
+   * client must see: 409 paused, 404 with no network.
+   */
+  async addressOf(id: string): Promise<string> {
+    const record = this.get(id);
+    if (record.state !== 'Running' || record.busy) throw new SandboxStateError(record, 'reach its ports');
+    const backend = this.backendOf(record);
+    const address = (await backend.containerAddress?.(record.container)) ?? null;
+    if (address === null) {
+      throw new BrokerError('not_found', 'endpoint_not_found', `Sandbox ${id} is not reachable: its container has no network (BROKER_NETWORK_MODE=none, or the ${backend.kind} backend)`);
+    }
+    return address;
+  }
+
   /** Live sandboxes by state and by where they live (for /health and /metrics). */
   counts(): { running: number; paused: number; pooled: number; dedicated: number } {
     const all = [...this.live.values()];
