@@ -69,6 +69,7 @@ function timeRequests(config: ConnectionConfig): Map<string, number[]> {
     if (url.endsWith('/execd/ping')) return 'GET execd ping';
     if (url.includes('/execd/command')) return 'POST execd command (to headers)';
     if (/\/v1\/sandboxes$/.test(url)) return `${method} /v1/sandboxes`;
+    if (/\/v1\/sandboxes\/[^/]+$/.test(url)) return `${method} /v1/sandboxes/{id}`;
     return `${method} other`;
   };
   // The transport is a private field of ConnectionConfig: the SDK offers no hook to time its requests.
@@ -196,7 +197,36 @@ async function main(): Promise<void> {
   fs.mkdirSync(o.out, { recursive: true });
   const file = path.join(o.out, `lifecycle-${o.backend}-latest.json`);
   fs.writeFileSync(file, JSON.stringify(results, null, 2));
-  console.log(`wrote ${file}`);
+  fs.writeFileSync(file.replace(/\.json$/, '.md'), report(results));
+  console.log(`wrote ${file} and its .md`);
+}
+
+/** The committed report: the figures in ms (p50 / p90 / max) with the run's conditions. */
+function report(r: Record<string, unknown>): string {
+  const f = (s: LatencySummary | undefined): string => (s ? `${s.p50.toFixed(1)} / ${s.p90.toFixed(1)} / ${s.max.toFixed(1)} (n=${s.n})` : 'n/a');
+  const warm = r.warm as { createToReady: LatencySummary; createToFirstOutput: LatencySummary; perRequest: Record<string, LatencySummary> };
+  const dedicated = r.dedicated as { createToReady: LatencySummary; createToFirstOutput: LatencySummary; dockerRunFloor?: LatencySummary };
+  const held = r.held as { sandboxes: number; allUpMs: number; runningListed: number; allAnswered: boolean; createToFirstOutput: LatencySummary; rssMb: number };
+  const lines = [
+    `# Lifecycle API through the OpenSandbox SDK: ${r.backend} backend`,
+    '',
+    `${r.date}; ${r.cpus} CPUs; 1-minute load ${Number(r.loadAtStart).toFixed(1)} at the start, ${Number(r.loadAtEnd).toFixed(1)} at the end (a shared machine).`,
+    `Warm pool of ${r.image}; dedicated image ${r.otherImage}. Figures in ms: p50 / p90 / max.`,
+    '',
+    '| figure | ms |',
+    '|---|---|',
+    `| warm: Sandbox.create (POST, 2 endpoint GETs, execd ping) | ${f(warm.createToReady)} |`,
+    `| warm: Sandbox.create to the first stdout of commands.run | ${f(warm.createToFirstOutput)} |`,
+    ...Object.entries(warm.perRequest).map(([kind, s]) => `| warm, per SDK request: ${kind} | ${f(s)} |`),
+    `| dedicated: Sandbox.create | ${f(dedicated.createToReady)} |`,
+    `| dedicated: Sandbox.create to the first stdout | ${f(dedicated.createToFirstOutput)} |`,
+    `| docker run --rm IMAGE echo ready (the floor) | ${f(dedicated.dockerRunFloor)} |`,
+    `| held: ${held.sandboxes} created at once (32 in flight), create to first stdout | ${f(held.createToFirstOutput)} |`,
+    '',
+    `Held: all ${held.sandboxes} up in ${(held.allUpMs / 1000).toFixed(1)} s; ${held.runningListed} listed Running; every one answered a command afterwards: ${held.allAnswered}; broker RSS ${held.rssMb} MB.`,
+    '',
+  ];
+  return lines.join('\n');
 }
 
 main().catch((err) => {
