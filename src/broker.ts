@@ -9,6 +9,7 @@ import type { BrokerConfig } from './config/config';
 import type { PoolSpec } from './config/pools';
 import { DEFAULT_POOL, PoolRegistry, type PoolEntry } from './core/poolRegistry';
 import { SandboxService } from './core/lifecycle/sandboxService';
+import { registerSandboxGauge } from './metrics/sandboxMetrics';
 import type { SessionBackend } from './core/backend';
 import { SessionPool } from './core/pool';
 import { DEFAULT_TIMINGS, type BashSessionTimings } from './core/bashSession';
@@ -120,6 +121,7 @@ export class Broker {
       maxDedicated: config.sandboxes.maxDedicated,
       containersIsolate: config.backend === 'docker',
     });
+    registerSandboxGauge(this.metrics.registry, this.sandboxes);
     this.execd = new ExecdService(backend, {
       maxShellsPerSandbox: EXECD_MAX_SHELLS_PER_SANDBOX,
       maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Dockerode from 'dockerode';
 import { Sandbox, SandboxManager, SandboxApiException, type ConnectionConfigOptions } from '@alibaba-group/opensandbox';
-import { startTestBroker, testBackend, eventually, type TestBroker, type HttpResult } from '../helpers/broker';
+import { startTestBroker, testBackend, eventually, metricValue, type TestBroker, type HttpResult } from '../helpers/broker';
 import { sandboxDirectory } from '../../src/api/app';
 
 const TOKEN = 'lifecycle-test-token';
@@ -87,6 +87,9 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
     expect(ha.container.id).not.toBe(hb.container.id);
     expect({ confined: ha.confined, env: ha.env }).toEqual({ confined: !docker, env: { GREETING: 'hi there' } });
     expect(await warmHealth()).toMatchObject({ in_use_sessions: 2, available_sessions: 0 });
+    const metrics = (await api('GET', '/metrics')).text;
+    expect(metricValue(metrics, 'broker_lifecycle_sandboxes', { place: 'pool' })).toBe(2);
+    expect(metricValue(metrics, 'broker_lifecycle_sandboxes', { state: 'running' })).toBe(2);
     // Through execd, as the SDK runs it: the create's env, its own working directory.
     const run = await a.commands.run('echo "$GREETING"; pwd');
     expect(run.logs.stdout.map((m) => m.text)).toEqual(['hi there', ha.root.replace(/\/$/, '')]);
@@ -249,6 +252,7 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
       ['POST', '/v1/sandboxes', { ...base, env: { 'BAD-NAME': 'x' } }, /^env: 'BAD-NAME' is not a valid variable name/],
       ['POST', '/v1/sandboxes', { ...base, platform: { os: 'windows', arch: 'amd64' } }, /cannot be satisfied/],
       ['POST', '/v1/sandboxes', { ...base, extensions: { poolRef: 'nope' } }, /^extensions\.poolRef 'nope' names no pool/],
+      ['POST', '/v1/sandboxes', { ...base, image: { uri: otherImage }, extensions: { poolRef: 'warm' } }, /is not the image of pool 'warm'/],
       ['GET', '/v1/sandboxes?pageSize=0', undefined, /^pageSize must be an integer between 1 and 1000/],
       ['GET', '/v1/sandboxes?state=Sleeping', undefined, /^state Sleeping is not a sandbox state/],
       ['GET', '/v1/sandboxes/x/endpoints/70000', undefined, /^port must be an integer between 1 and 65535/],
@@ -258,6 +262,11 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
       expect({ path, body, status: r.status, code: r.json.code }).toEqual({ path, body, status: 400, code: 'INVALID_REQUEST_BODY' });
       expect(r.json.message).toMatch(message);
     }
+    // OpenSandbox's pool mode: a pool by name, image and entrypoint left out.
+    const byRef = await api('POST', '/v1/sandboxes', { extensions: { poolRef: 'warm' } });
+    expect(byRef.status).toBe(202);
+    expect((await api('GET', `/v1/sandboxes/${byRef.json.id}`)).json).toMatchObject({ image: { uri: warmImage }, status: { state: 'Running' } });
+    expect((await api('DELETE', `/v1/sandboxes/${byRef.json.id}`)).status).toBe(204);
     const s = await create();
     for (const body of [{ expiresAt: 'tomorrow' }, { expiresAt: new Date(Date.now() - 1000).toISOString() }, { expiresAt: new Date(Date.now() + 7200_000).toISOString(), extra: 1 }]) {
       expect((await api('POST', `/v1/sandboxes/${s.id}/renew-expiration`, body)).status).toBe(400);

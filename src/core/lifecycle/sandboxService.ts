@@ -11,7 +11,9 @@ import type { PoolEntry, PoolRegistry } from '../poolRegistry';
 import type { SandboxHandle } from '../sandboxHandle';
 import type { KnowingDirectory } from '../sandboxDirectory';
 import { ansiCQuote } from '../framing';
-import { SandboxRecord, type SandboxSpec, type SandboxState } from './sandboxRecord';
+import { SandboxNotFoundError, SandboxRecord, SandboxStateError, type SandboxFilter, type SandboxSpec, type SandboxState } from './sandboxRecord';
+
+export { SandboxNotFoundError, SandboxStateError, type SandboxFilter } from './sandboxRecord';
 import { BadRequestError, BrokerError, NotImplementedError, errorMessage } from '../../common/errors';
 import { newSessionId } from '../../common/ids';
 import { logger } from '../../common/logger';
@@ -31,27 +33,6 @@ const ENDED_REMEMBERED = 1024;
 /** The `export` of a create's env into a warm shell. */
 const ENV_EXPORT_TIMEOUT_MS = 10_000;
 
-export class SandboxNotFoundError extends BrokerError {
-  constructor(id: string) {
-    super('not_found', 'sandbox_not_found', `Sandbox not found: ${id}`);
-  }
-}
-
-export class SandboxStateError extends BrokerError {
-  constructor(record: SandboxRecord, wanted: string) {
-    super('busy', 'sandbox_state', `Sandbox ${record.id} is ${record.busy ? 'changing state' : record.state} (${record.message}): cannot ${wanted}`);
-  }
-}
-
-export interface SandboxFilter {
-  /** OR: any of these states (empty: every live sandbox). Terminated and Failed ones only when asked. */
-  states: readonly string[];
-  /** AND: every key with its value. */
-  metadata: Readonly<Record<string, string>>;
-  page: number;
-  pageSize: number;
-}
-
 export class SandboxService implements KnowingDirectory {
   private readonly live = new Map<string, SandboxRecord>();
   private readonly ended = new Map<string, SandboxRecord>();
@@ -65,6 +46,9 @@ export class SandboxService implements KnowingDirectory {
     if (this.closing) throw new BrokerError('unavailable', 'shutting_down', 'Broker is shutting down and creates no sandboxes');
     const id = newSessionId();
     const entry = poolRef === null ? this.options.pools.wholeContainersOf(spec.image) : this.namedPool(poolRef);
+    if (entry && poolRef !== null && spec.image !== '' && spec.image !== entry.image) {
+      throw new BadRequestError(`image '${spec.image}' is not the image of pool '${poolRef}' ('${entry.image}'): give one of them, or the same`);
+    }
     if (entry) spec = { ...spec, image: entry.image };
     const record = entry ? await this.fromPool(id, spec, entry, signal) : await this.dedicatedFor(id, spec);
     this.live.set(id, record);
