@@ -56,7 +56,7 @@ describe(`a sandbox's other ports (${testBackend})`, () => {
     it('a container without a network has no endpoint for other ports: 404 saying so', async () => {
       const err = await endpointError(sandbox, 8080);
       expect({ status: err.statusCode, code: err.error.code }).toEqual({ status: 404, code: 'NOT_FOUND' });
-      expect(err.message).toBe(`Sandbox ${sandbox.id} is not reachable: its container has no network (BROKER_NETWORK_MODE=none, or the docker backend)`);
+      expect(err.message).toBe(`Sandbox ${sandbox.id} is not reachable: its container has no network address (BROKER_NETWORK_MODE=none?)`);
     });
     return;
   }

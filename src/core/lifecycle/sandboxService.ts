@@ -210,7 +210,7 @@ export class SandboxService implements KnowingDirectory {
     const backend = this.backendOf(record);
     const address = (await backend.containerAddress?.(record.container)) ?? null;
     if (address === null) {
-      throw new BrokerError('not_found', 'endpoint_not_found', `Sandbox ${id} is not reachable: its container has no network (BROKER_NETWORK_MODE=none, or the ${backend.kind} backend)`);
+      throw new BrokerError('not_found', 'endpoint_not_found', `Sandbox ${id} is not reachable: its container has no network address (BROKER_NETWORK_MODE=none?)`);
     }
     return address;
   }
