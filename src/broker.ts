@@ -22,12 +22,20 @@ import { DockerBackend } from './backends/docker/dockerBackend';
 import { logger } from './common/logger';
 import { errorMessage } from './common/errors';
 import { createWorkspaceApi, type WorkspaceApi } from './core/workspace/workspaceApi';
+import { createExecdFilesApi } from './core/execd/execdFilesApi';
+import { TrajectoryFile } from './trajectories/trajectoryFile';
 import { ExecdService } from './core/execd/execdService';
 
 /** execd shells (running commands, bash sessions, code contexts) one sandbox may have at once. */
 const EXECD_MAX_SHELLS_PER_SANDBOX = 16;
 /** Finished commands a sandbox's execd remembers for /command/status and /logs. */
 const EXECD_FINISHED_COMMANDS_KEPT = 64;
+import { createOrchestrator } from './core/orchestrator/orchestratorApi';
+import type { Orchestrator } from './core/orchestrator/orchestrator';
+import type { SandboxContainers } from './core/orchestrator/sandboxContainers';
+import { DockerSandboxContainers } from './backends/docker/groupContainers';
+import { openLanceStore } from './backends/lancedb/lanceVectorStore';
+import { HttpGroupEndpoints } from './api/groupListeners';
 
 export interface BrokerOverrides {
   backend?: SessionBackend;
@@ -60,6 +68,12 @@ export function createPoolBackend(config: BrokerConfig, spec: PoolSpec): Session
   }
 }
 
+/** Dedicated sandbox containers where the backend makes them (Docker); null elsewhere (the routes answer 501). */
+export function createSandboxContainers(config: BrokerConfig, backend: SessionBackend): SandboxContainers | null {
+  if (!(backend instanceof DockerBackend)) return null;
+  return new DockerSandboxContainers(backend.docker, { ...config.docker, image: config.groups.image }, backend.instance);
+}
+
 export class Broker {
   /** The default pool (spec 003). */
   readonly pool: SessionPool;
@@ -72,7 +86,10 @@ export class Broker {
   readonly server: http.Server;
   readonly seam: HttpSeam;
   readonly workspaces: WorkspaceApi;
+  /** Where ended leases' journals go (BROKER_TRAJECTORY_DIR), or null. */
+  readonly trajectories: TrajectoryFile | null;
   readonly execd: ExecdService;
+  readonly orchestrator: Orchestrator;
   private closePromise: Promise<void> | null = null;
   private warmPromise: Promise<void> | null = null;
 
@@ -81,6 +98,8 @@ export class Broker {
     overrides: BrokerOverrides = {},
   ) {
     const backend = overrides.backend ?? createBackend(config);
+    const { trajectoryDir, trajectoryFileBytes, trajectoryFiles } = config.rollout;
+    this.trajectories = trajectoryDir ? new TrajectoryFile(trajectoryDir, trajectoryFileBytes, trajectoryFiles) : null;
     const timings = overrides.timings ?? { ...DEFAULT_TIMINGS, killGraceMs: config.timeoutKillGraceMs };
     this.backend = backend;
     const poolOptions = {
@@ -92,6 +111,9 @@ export class Broker {
       healthCheckIntervalMs: overrides.healthCheckIntervalMs ?? config.healthCheckIntervalMs,
       startConcurrency: config.startConcurrency,
       timings,
+      maxLeaseTtlMs: config.rollout.maxLeaseTtlMs,
+      journal: { entries: config.rollout.historyEntries, outputChars: config.rollout.historyOutputChars },
+      onLeaseEnded: this.trajectories ? (record: Parameters<TrajectoryFile['append']>[0]) => this.trajectories!.append(record) : undefined,
     };
     this.pool = new SessionPool(backend, { ...poolOptions, containers: config.containers, sessionsPerContainer: config.sessionsPerContainer }, this.metrics);
     const main: PoolEntry = { name: DEFAULT_POOL, image: config.docker.image, pool: this.pool, backend, sessionsPerContainer: config.sessionsPerContainer, freshContainer: false };
@@ -128,7 +150,15 @@ export class Broker {
       maxFinishedCommands: EXECD_FINISHED_COMMANDS_KEPT,
       timings,
     });
-    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces, { pools: this.pools, sandboxes: this.sandboxes, execd: this.execd });
+    const endpoints = new HttpGroupEndpoints({ host: config.host, token: config.token, maxBodyBytes: config.maxBodyBytes });
+    this.orchestrator = createOrchestrator(config, createSandboxContainers(config, backend), openLanceStore, endpoints, overrides.maxOutputBytes ?? config.maxOutputBytes);
+    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, {
+      workspaces: this.workspaces,
+      execd: { service: this.execd, files: createExecdFilesApi(backend, config) },
+      orchestrator: this.orchestrator,
+      pools: this.pools,
+      sandboxes: this.sandboxes,
+    });
     this.server = http.createServer({ keepAliveTimeout: 65_000 }, this.seam.serveRequest);
     this.server.on('upgrade', this.seam.serveUpgrade);
     this.server.on('clientError', this.seam.serveClientError);
@@ -168,11 +198,14 @@ export class Broker {
     await this.warmPromise?.catch(() => undefined);
     // Workspaces next: their terminals are closed and their slots go back while the pool still takes them.
     await this.workspaces.workspaces.close();
-    // Sandboxes next, for the same reason: a warm sandbox's lease goes back, a dedicated container is removed.
+    // Lifecycle sandboxes next, for the same reason: a warm sandbox's lease goes back, a dedicated container is removed.
     await this.sandboxes.close();
+    // The sandbox group next: its containers, disks, listeners and database go before the engine's client does.
+    await this.orchestrator.close().catch((err: unknown) => logger.error({ err: errorMessage(err) }, 'stopping the sandbox group failed'));
     // execd's shells die before the pools': they live in the pools' containers.
     await this.execd.close();
     await this.pools.close(graceMs);
+    await this.trajectories?.flush();
     // Give in-flight responses a moment to flush, then cut what is left.
     await new Promise((r) => setTimeout(r, 50));
     this.server.closeAllConnections();

@@ -19,6 +19,7 @@ const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
+  unsatisfiable: 416,
   busy: 409,
   gone: 410,
   rejected: 422,
@@ -61,9 +62,17 @@ function describe(err: unknown, where: string): Described {
   return { status: 500, kind: 'internal', code: 'internal', message: 'Internal server error' };
 }
 
-function reply(status: number, body: object): ErrorReply {
-  const headers: Record<string, string> = {};
+/**
+ * Retry-After on every 503 (no session within the acquire timeout, none could be prepared, shutting
+ * down): nothing was done, the request may be sent again. One second lets leases end and broken slots
+ * be rebuilt; the acquire itself already waited its timeout in the queue.
+ */
+const RETRY_AFTER_SECONDS = 1;
+
+function reply(status: number, body: object, err: unknown): ErrorReply {
+  const headers: Record<string, string> = err instanceof BrokerError && err.headers ? { ...err.headers } : {};
   if (status === 401) headers['WWW-Authenticate'] = 'Bearer';
+  if (status === 503) headers['Retry-After'] = String(RETRY_AFTER_SECONDS);
   if (status === 413) headers.Connection = 'close'; // the rest of the body is not read
   return { status, body: JSON.stringify(body), headers };
 }
@@ -73,15 +82,17 @@ export const poolErrorFormat: ErrorFormat = {
   name: 'pool',
   reply(err, where) {
     const { status, code, message } = describe(err, where);
-    return reply(status, { detail: message, code, ...(err instanceof BrokerError ? err.fields : undefined) });
+    const out = reply(status, { detail: message, code, ...(err instanceof BrokerError ? err.fields : undefined) }, err);
+    if (err instanceof BrokerError && err.retryAfterSeconds !== undefined) out.headers['Retry-After'] = String(err.retryAfterSeconds);
+    return out;
   },
 };
 
 /**
  * OpenSandbox's codes: INVALID_REQUEST_BODY, RUNTIME_ERROR and NOT_SUPPORTED are execd's, NOT_FOUND is
- * the lifecycle API's (execd names only files and contexts: FILE_NOT_FOUND, CONTEXT_NOT_FOUND; when
- * the execd router raises those as domain errors, a code-specific entry belongs beside this table).
- * Neither API names a code for 401: UNAUTHORIZED.
+ * the lifecycle API's (execd names only files and contexts: FILE_NOT_FOUND, CONTEXT_NOT_FOUND, which
+ * OPEN_SANDBOX_CODE_OF_ERROR gives the domain errors that mean them). Neither API names a code for
+ * 401 (UNAUTHORIZED) or 416 (RANGE_NOT_SATISFIABLE).
  */
 const OPEN_SANDBOX_CODE_OF_KIND: Readonly<Record<ErrorKind, string>> = {
   invalid: 'INVALID_REQUEST_BODY',
@@ -90,20 +101,26 @@ const OPEN_SANDBOX_CODE_OF_KIND: Readonly<Record<ErrorKind, string>> = {
   unauthorized: 'UNAUTHORIZED',
   forbidden: 'FORBIDDEN',
   not_found: 'NOT_FOUND',
+  unsatisfiable: 'RANGE_NOT_SATISFIABLE',
   busy: 'RUNTIME_ERROR',
   gone: 'RUNTIME_ERROR',
   rejected: 'RUNTIME_ERROR',
   unavailable: 'RUNTIME_ERROR',
   backend: 'RUNTIME_ERROR',
-  not_implemented: 'NOT_IMPLEMENTED',
+  not_implemented: 'NOT_SUPPORTED',
   aborted: 'RUNTIME_ERROR',
   internal: 'RUNTIME_ERROR',
+};
+
+/** Domain codes with an OpenSandbox code of their own, ahead of their kind's. */
+const OPEN_SANDBOX_CODE_OF_ERROR: Readonly<Record<string, string>> = {
+  file_not_found: 'FILE_NOT_FOUND',
 };
 
 export const openSandboxErrorFormat: ErrorFormat = {
   name: 'opensandbox',
   reply(err, where) {
-    const { status, kind, message } = describe(err, where);
-    return reply(status, { code: OPEN_SANDBOX_CODE_OF_KIND[kind], message });
+    const { status, kind, code, message } = describe(err, where);
+    return reply(status, { code: OPEN_SANDBOX_CODE_OF_ERROR[code] ?? OPEN_SANDBOX_CODE_OF_KIND[kind], message }, err);
   },
 };

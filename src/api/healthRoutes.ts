@@ -1,6 +1,7 @@
 /**
- * GET /health (the spec's fields, exactly, for the default pool; always public; `pools` beside them
- * when BROKER_POOLS names others) and GET /metrics (Prometheus text).
+ * GET /health (the spec's fields, then the broker's additive ones: backpressure, reclaims, and
+ * `warmup` while the pool's first fill runs, and `pools` when BROKER_POOLS names others; always
+ * public) and GET /metrics (Prometheus text).
  */
 import type { SessionPool } from '../core/pool';
 import type { PoolRegistry } from '../core/poolRegistry';
@@ -19,6 +20,8 @@ export type HealthStatus = 'healthy' | 'degraded' | 'unhealthy';
  */
 export function healthReport(pool: SessionPool) {
   const { counts, healthyContainers, unhealthyContainers } = pool.health();
+  const stats = pool.stats();
+  const warmup = pool.warmup;
   const serving = counts.available + counts.in_use + counts.cleaning;
   let status: HealthStatus = 'healthy';
   if (pool.isClosing || serving === 0 || healthyContainers === 0) status = 'unhealthy';
@@ -32,6 +35,12 @@ export function healthReport(pool: SessionPool) {
     broken_sessions: counts.broken,
     healthy_containers: healthyContainers,
     unhealthy_containers: unhealthyContainers,
+    // Additive to spec 003 (its clients ignore them): backpressure and reclaims.
+    queue_length: stats.waiting,
+    acquire_wait_p50_ms: stats.waitP50Ms === null ? null : Math.round(stats.waitP50Ms * 1000) / 1000,
+    reclaimed_sessions: stats.reclaimed,
+    // Beside the spec's fields, only while the first fill runs (a client reading the spec's fields is unaffected).
+    ...(warmup ? { warmup } : {}),
   };
 }
 

@@ -16,6 +16,8 @@ export type ErrorKind =
   /** Authenticated, but reaching for something out of bounds (a path outside a workspace). */
   | 'forbidden'
   | 'not_found'
+  /** A Range a file's size cannot satisfy (HTTP 416). */
+  | 'unsatisfiable'
   /** Conflicts with work in progress (another execute on the same session). */
   | 'busy'
   /** Existed, and is lost for good (a broken session). */
@@ -26,7 +28,10 @@ export type ErrorKind =
   | 'unavailable'
   /** The backend failed in a way the client cannot fix. */
   | 'backend'
-  /** A part of an API this broker does not serve (OpenSandbox's snapshots, egress policy): 501. */
+  /**
+   * This broker cannot serve the route at all: sandbox groups on the local backend, parts of
+   * OpenSandbox's APIs it does not serve (snapshots, egress policy). 501.
+   */
   | 'not_implemented'
   /** The client left before the answer. */
   | 'aborted'
@@ -35,6 +40,10 @@ export type ErrorKind =
 export class BrokerError extends Error {
   /** Fields a client needs beside detail and code (the running job_id of a 409), in the pool format. */
   fields?: Record<string, string | number>;
+  /** Headers the answer must carry whatever its format (a 416's Content-Range). */
+  headers?: Record<string, string>;
+  /** When to try again, for an error of capacity (a 503 then carries Retry-After). */
+  retryAfterSeconds?: number;
 
   constructor(
     readonly kind: ErrorKind,
@@ -141,6 +150,21 @@ export class FileNotFoundError extends BrokerError {
 export class NotAFileError extends BrokerError {
   constructor(path: string) {
     super('invalid', 'not_a_file', `Not a regular file: ${path}`);
+  }
+}
+
+/** A file where a directory was wanted (a listing of a file, a symlink given as the directory to list). */
+export class NotADirectoryError extends BrokerError {
+  constructor(path: string, why = 'not a directory') {
+    super('invalid', 'not_a_directory', `${path}: ${why}`);
+  }
+}
+
+/** A download's Range outside the file (RFC 9110 416, with `Content-Range: bytes *\/size`). */
+export class RangeNotSatisfiableError extends BrokerError {
+  constructor(range: string, sizeBytes: number) {
+    super('unsatisfiable', 'range_not_satisfiable', `Range ${range} cannot be satisfied: the file is ${sizeBytes} bytes`);
+    this.headers = { 'Content-Range': `bytes */${sizeBytes}` };
   }
 }
 

@@ -66,6 +66,26 @@ export interface BrokerConfig {
     /** BROKER_SANDBOX_MAX_DEDICATED: dedicated containers (images no pool serves) running at once. */
     maxDedicated: number;
   };
+  rollout: {
+    /** BROKER_EXECUTE_FACTS: execute answers carry the termination facts unless the request says `"facts": false`. */
+    executeFacts: boolean;
+    /** BROKER_REQUEST_ID_WINDOW: how long a succeeded call's request_id is remembered after it ended. */
+    requestIdWindowMs: number;
+    /** BROKER_REQUEST_ID_MAX: succeeded calls remembered at most (each holds its answer), the oldest forgotten first. */
+    requestIdMax: number;
+    /** BROKER_MAX_LEASE_TTL: the longest lease_ttl an acquire gets (longer ones are capped); default the idle timeout. */
+    maxLeaseTtlMs: number;
+    /** BROKER_HISTORY_ENTRIES: executes each lease's journal keeps (GET /session/{id}/history). */
+    historyEntries: number;
+    /** BROKER_HISTORY_OUTPUT_CHARS: characters kept of each stream's head and of its tail per journal entry. */
+    historyOutputChars: number;
+    /** BROKER_TRAJECTORY_DIR: where each ended lease's journal is appended as a JSON line; null: not kept. */
+    trajectoryDir: string | null;
+    /** BROKER_TRAJECTORY_FILE_BYTES: a trajectory file is rotated at this size. */
+    trajectoryFileBytes: number;
+    /** BROKER_TRAJECTORY_FILES: rotated files kept besides the current one (the oldest removed). */
+    trajectoryFiles: number;
+  };
   workspace: {
     /** BROKER_DEFAULT_WORKSPACE: the spec's root paths serve a default workspace, made on first use. */
     defaultWorkspace: boolean;
@@ -75,6 +95,29 @@ export interface BrokerConfig {
     maxReadBytes: number;
     /** BROKER_WORKSPACE_VIEWER_BUFFER_BYTES: a WebSocket viewer with more unsent than this is dropped. */
     viewerBufferBytes: number;
+  };
+  execdFiles: {
+    /** BROKER_EXECD_MAX_UPLOAD_BYTES: the largest file one execd upload writes (413 beyond). */
+    maxUploadBytes: number;
+    /** BROKER_EXECD_MAX_REPLACE_BYTES: the largest file /files/replace rewrites (it is held in memory). */
+    maxReplaceBytes: number;
+    /** BROKER_EXECD_MAX_LIST_ENTRIES: the most entries a directory listing or a search walks. */
+    maxListEntries: number;
+  };
+  /** Sandbox groups (spec 001; the orchestrator, docker backend only). */
+  groups: {
+    /** BROKER_SANDBOX_PORTS: the ports sandboxes' APIs listen on, one each, lowest free first. */
+    sandboxPorts: { first: number; last: number };
+    /** BROKER_ACTION_WAIT: how long an action runs before its observation says `terminal_still_running`. */
+    actionWaitMs: number;
+    /** BROKER_TOOL_TIMEOUT: a tool still running after this is killed. */
+    toolTimeoutMs: number;
+    /** BROKER_GROUP_DIR: the groups' files on the host (databases, sandbox disks, sockets). */
+    hostRoot: string;
+    /** BROKER_SANDBOX_IMAGE: the sandboxes' image (needs bash, python3 and coreutils). */
+    image: string;
+    /** BROKER_SANDBOX_DISK: a sandbox's disk when its request names none. */
+    defaultDiskBytes: number;
   };
   docker: {
     image: string;
@@ -160,7 +203,7 @@ function seconds(env: Env, name: string, dfltSeconds: number, alias?: string): n
 }
 
 /** Docker-style sizes: 512m, 2g, 1024k, or plain bytes. */
-function bytes(env: Env, name: string, dflt: number, opts: { zeroIsOff?: boolean } = {}): number {
+function bytes(env: Env, name: string, dflt: number, opts: { zeroIsOff?: boolean; minBytes?: number } = {}): number {
   const v = pick(env, name);
   if (!v) return dflt;
   if (opts.zeroIsOff && v.raw === '0') return 0;
@@ -168,7 +211,11 @@ function bytes(env: Env, name: string, dflt: number, opts: { zeroIsOff?: boolean
   if (!m) throw new ConfigError(`${name} must be a size like 512m or 2g, got '${v.raw}'`);
   const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[m[2].toLowerCase() as '' | 'k' | 'm' | 'g'];
   const n = Math.round(Number(m[1]) * unit);
-  if (n < 6 * 1024 * 1024) throw new ConfigError(`${name} must be at least 6m (Docker's minimum), got '${v.raw}'`);
+  if (opts.minBytes !== undefined) {
+    if (n < opts.minBytes) throw new ConfigError(`${name} must be at least ${opts.minBytes} bytes, got '${v.raw}'`);
+  } else if (n < 6 * 1024 * 1024) {
+    throw new ConfigError(`${name} must be at least 6m (Docker's minimum), got '${v.raw}'`);
+  }
   return n;
 }
 
@@ -221,6 +268,9 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     throw new ConfigError('BROKER_MAX_COMMAND_TIMEOUT must be at most 2000000 seconds (a Node timer limit)');
   }
   const containers = int(env, 'BROKER_CONTAINERS', 4, { max: 4096 });
+  const sessionIdleTimeoutMs = seconds(env, 'BROKER_SESSION_IDLE_TIMEOUT', 1800);
+  const trajectoryDir = (env.BROKER_TRAJECTORY_DIR ?? '').trim() || null;
+  if (trajectoryDir !== null && !path.isAbsolute(trajectoryDir)) throw new ConfigError(`BROKER_TRAJECTORY_DIR must be an absolute path, got '${trajectoryDir}'`);
   const sessionsPerContainer = int(env, 'BROKER_SESSIONS_PER_CONTAINER', 8, { max: 1024, alias: 'SWEREX_SESSIONS_PER_CONTAINER' });
   const image = (env.BROKER_IMAGE ?? '').trim() || 'bash-broker-sandbox:latest';
   const maxCommandBytes = int(env, 'BROKER_MAX_COMMAND_BYTES', 1024 * 1024, { min: 16 });
@@ -243,7 +293,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     // By default every slot's rebuild can run at once: a cap below the pool's size left released
     // slots CLEANING behind a queue at 256 sessions while the CPU had room.
     cleanupWorkers: int(env, 'BROKER_CLEANUP_WORKERS', containers * sessionsPerContainer, { max: 4096, alias: 'SWEREX_CLEANUP_WORKERS' }),
-    sessionIdleTimeoutMs: seconds(env, 'BROKER_SESSION_IDLE_TIMEOUT', 1800),
+    sessionIdleTimeoutMs,
     defaultCommandTimeoutMs: 30_000,
     maxCommandTimeoutMs,
     maxBodyBytes: int(env, 'BROKER_MAX_BODY_BYTES', 64 * 1024 * 1024, { min: 1024 }),
@@ -263,11 +313,35 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     sandboxes: {
       minTimeoutSeconds: int(env, 'BROKER_SANDBOX_MIN_TIMEOUT', 60, { max: Math.floor(maxSandboxTimeoutMs / 1000) }),
       maxTimeoutMs: maxSandboxTimeoutMs, maxDedicated: int(env, 'BROKER_SANDBOX_MAX_DEDICATED', 32, { min: 0, max: 4096 }) },
+    rollout: {
+      executeFacts: flag(env, 'BROKER_EXECUTE_FACTS'),
+      requestIdWindowMs: seconds(env, 'BROKER_REQUEST_ID_WINDOW', 600),
+      requestIdMax: int(env, 'BROKER_REQUEST_ID_MAX', 50_000, { max: 10_000_000 }),
+      maxLeaseTtlMs: seconds(env, 'BROKER_MAX_LEASE_TTL', sessionIdleTimeoutMs / 1000),
+      historyEntries: int(env, 'BROKER_HISTORY_ENTRIES', 256, { max: 100_000 }),
+      historyOutputChars: int(env, 'BROKER_HISTORY_OUTPUT_CHARS', 1024, { min: 0, max: 1024 * 1024 }),
+      trajectoryDir,
+      trajectoryFileBytes: bytes(env, 'BROKER_TRAJECTORY_FILE_BYTES', 64 * 1024 ** 2, { minBytes: 64 * 1024 }),
+      trajectoryFiles: int(env, 'BROKER_TRAJECTORY_FILES', 4, { min: 0, max: 1000 }),
+    },
     workspace: {
       defaultWorkspace: flag(env, 'BROKER_DEFAULT_WORKSPACE', true),
       logEvents: int(env, 'BROKER_WORKSPACE_LOG_EVENTS', 10_000, { min: 16, max: 1_000_000 }),
       maxReadBytes: int(env, 'BROKER_WORKSPACE_MAX_READ_BYTES', 16 * 1024 * 1024, { min: 1024, max: 1024 * 1024 * 1024 }),
       viewerBufferBytes: int(env, 'BROKER_WORKSPACE_VIEWER_BUFFER_BYTES', 8 * 1024 * 1024, { min: 64 * 1024 }),
+    },
+    execdFiles: {
+      maxUploadBytes: bytes(env, 'BROKER_EXECD_MAX_UPLOAD_BYTES', 1024 ** 3, { minBytes: 1 }),
+      maxReplaceBytes: bytes(env, 'BROKER_EXECD_MAX_REPLACE_BYTES', 16 * 1024 ** 2, { minBytes: 1 }),
+      maxListEntries: int(env, 'BROKER_EXECD_MAX_LIST_ENTRIES', 100_000, { min: 1, max: 10_000_000 }),
+    },
+    groups: {
+      sandboxPorts: portRange(env, 'BROKER_SANDBOX_PORTS', { first: 8001, last: 8099 }),
+      actionWaitMs: seconds(env, 'BROKER_ACTION_WAIT', 10),
+      toolTimeoutMs: seconds(env, 'BROKER_TOOL_TIMEOUT', 300),
+      hostRoot: groupDir(env),
+      image: (env.BROKER_SANDBOX_IMAGE ?? '').trim() || 'bash-broker-sandbox:latest',
+      defaultDiskBytes: bytes(env, 'BROKER_SANDBOX_DISK', 1024 ** 3),
     },
     docker: {
       image,
@@ -300,6 +374,24 @@ function logLevel(env: Env): LogLevel {
  */
 export function hostEnv(env: Env = process.env): HostEnv {
   return { path: env.PATH ?? '/usr/local/bin:/usr/bin:/bin', lang: env.LANG ?? 'C.UTF-8', tz: env.TZ || null };
+}
+
+/** `FIRST-LAST` (or one port): the sandboxes' ports. */
+function portRange(env: Env, name: string, dflt: { first: number; last: number }): { first: number; last: number } {
+  const v = pick(env, name);
+  if (!v) return dflt;
+  const m = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(v.raw);
+  const first = m ? Number(m[1]) : NaN;
+  const last = m ? Number(m[2] ?? m[1]) : NaN;
+  if (!m || first < 1 || last > 65535 || first > last) throw new ConfigError(`${name} must be a port range like 8001-8099 (1 to 65535, first <= last), got '${v.raw}'`);
+  return { first, last };
+}
+
+/** The groups' host directory, one per deployment: a broker sweeps what its deployment's crashed predecessor left there. */
+function groupDir(env: Env): string {
+  const dir = (env.BROKER_GROUP_DIR ?? '').trim();
+  if (dir !== '' && !path.isAbsolute(dir)) throw new ConfigError(`BROKER_GROUP_DIR must be an absolute path, got '${dir}'`);
+  return path.join(dir || path.join(os.tmpdir(), 'bash-broker-groups'), deploymentName(env));
 }
 
 function deploymentName(env: Env): string {

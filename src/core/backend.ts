@@ -16,6 +16,20 @@ export interface ContainerHealth {
 
 export type StreamName = 'stdout' | 'stderr';
 
+/**
+ * Kernel counters of the cgroup that holds a shell and everything it starts (backends/cgroupUsage.ts),
+ * read before and after each command for its termination facts. null: this host or backend cannot
+ * tell (no such cgroup, or the controller is not there): never a made-up 0.
+ */
+export interface UsageCounters {
+  /** CPU time used by the cgroup since it was made, microseconds. */
+  cpuUsec: number | null;
+  /** The cgroup's peak memory charge since the last reset (resident pages and page cache), bytes. */
+  memoryPeakBytes: number | null;
+  /** Processes of the cgroup the OOM killer has killed since it was made. */
+  oomKills: number | null;
+}
+
 export interface ShellExit {
   code: number | null;
   signal: string | null;
@@ -66,6 +80,12 @@ export interface ShellProcess {
    * needs no start(). False (or a rejection, `cwdReady`'s included): the caller closes and reopens.
    */
   recycle?(cwd: string, cwdReady?: Promise<void>): Promise<boolean>;
+  /**
+   * Optional, synchronous and cheap (cached file descriptors, no round trip): the shell's cgroup
+   * counters. `resetPeak`: the memory high-water mark is reset first (a command starts). Absent, or
+   * fields null, where the backend has no cgroup of the shell's own.
+   */
+  usage?(resetPeak: boolean): UsageCounters;
 }
 
 export interface WorkdirFile {
@@ -107,13 +127,80 @@ export interface FileChunk {
 }
 
 /**
- * Paths are absolute as the container sees them; `root` is the workspace directory they must stay
- * in (the caller checked the path lexically; a backend also checks what symlinks resolve to where it can).
- * Errors: FileNotFoundError, NotAFileError, ForbiddenError (common/errors.ts).
+ * Paths are absolute and normalized as the container sees them; `root` is the directory they must stay
+ * in ('/' for a sandbox that owns its container; the caller checked the path lexically, the backend
+ * checks what symlinks resolve to). Errors: FileNotFoundError, NotAFileError, NotADirectoryError,
+ * ForbiddenError (common/errors.ts). The workspace's routes use the first two; execd's all of them.
  */
 export interface FileAccess {
   readFile(container: ContainerRef, root: string, path: string, range: { offset: number; limit: number }): Promise<FileChunk>;
   writeFile(container: ContainerRef, root: string, path: string, content: Buffer): Promise<void>;
+  /** The entry at `path`, symlinks followed. */
+  stat(container: ContainerRef, root: string, path: string): Promise<EntryInfo>;
+  /**
+   * Entries below the directory `dir` (itself no symlink: NotADirectoryError), `maxDepth` levels down,
+   * in any order (the caller sorts), at most `maxEntries` + 1 of them (the caller refuses more).
+   * Symlinks are listed, never followed.
+   */
+  list(container: ContainerRef, root: string, dir: string, maxDepth: number, maxEntries: number): Promise<EntryInfo[]>;
+  /** `file`: a non-directory (a symlink itself, not its target); `directory`: recursively, a missing one is no error. */
+  remove(container: ContainerRef, root: string, path: string, kind: 'file' | 'directory'): Promise<void>;
+  /** chmod, then chown to names (or numeric ids) as the container knows them; symlinks followed. */
+  setPermissions(container: ContainerRef, root: string, path: string, permission: Permission): Promise<void>;
+  /** rename(2) semantics: `dest`'s directory must exist; an existing file at `dest` is replaced. */
+  move(container: ContainerRef, root: string, src: string, dest: string): Promise<void>;
+  /** mkdir -p, then the mode and owner on the directory itself (parents made get the default). */
+  makeDirectory(container: ContainerRef, root: string, path: string, permission: Permission): Promise<void>;
+  /** The file's bytes from `offset`, `length` of them (the caller checked both against its stat's size). */
+  readStream(container: ContainerRef, root: string, path: string, offset: number, length: number): Promise<NodeJS.ReadableStream>;
+  /**
+   * Writes the stream to `path` (parents made), then applies `permission`; the file appears whole or
+   * not at all. Rejects with what `content` errors with (a client gone, a size limit passed).
+   */
+  writeStream(container: ContainerRef, root: string, path: string, content: NodeJS.ReadableStream, permission: Partial<Permission>): Promise<number>;
+}
+
+export type EntryType = 'file' | 'directory' | 'symlink' | 'other';
+
+/** One entry of a container's filesystem, as execd's FileInfo reports it. */
+export interface EntryInfo {
+  path: string;
+  type: EntryType;
+  size: number;
+  modifiedMs: number;
+  /** The inode's change time where the filesystem keeps no birth time (most do not report one). */
+  createdMs: number;
+  /** User and group names, or numeric ids where the container has no name for them. */
+  owner: string;
+  group: string;
+  /** Permission bits (0o755), set-id and sticky bits included. */
+  mode: number;
+}
+
+export interface Permission {
+  /** Permission bits (0o755). */
+  mode: number;
+  owner?: string;
+  group?: string;
+}
+
+/**
+ * Resource use of one sandbox, as its backend can see it (execd's /metrics). `scope` says what was
+ * measured: the container's own cgroup (Docker), or the session's own processes (local).
+ */
+export interface ResourceSample {
+  scope: string;
+  /** CPUs the sandbox may use (its quota, else the cpus it may run on). */
+  cpuCount: number;
+  /** CPU time used so far, in microseconds (monotonic for a cgroup; a process sum may drop when one exits). */
+  cpuUsageUs: number;
+  memoryLimitBytes: number;
+  memoryUsedBytes: number;
+}
+
+/** Samples a sandbox's resource use; `slotId` names the local session whose processes count. */
+export interface ResourceMeter {
+  sample(container: ContainerRef, slotId: string): Promise<ResourceSample>;
 }
 
 /** A container of its own for one lifecycle sandbox whose image no warm pool serves (the lifecycle API). */
@@ -147,8 +234,10 @@ export interface SessionBackend {
   connectContainer?(container: ContainerRef): Promise<void>;
   /** Optional: a bash in a pseudo-terminal in `container` (the workspaces need it). */
   openTerminal?(container: ContainerRef, options: TerminalOptions): Promise<TerminalProcess>;
-  /** Optional: files in a container (the workspaces' file routes need it). */
+  /** Optional: files in a container (the workspaces' and execd's file routes need it). */
   readonly files?: FileAccess;
+  /** Optional: a sandbox's CPU and memory use (execd's /metrics needs it). */
+  readonly meter?: ResourceMeter;
   removeContainer(container: ContainerRef): Promise<void>;
   checkContainer(container: ContainerRef): Promise<ContainerHealth>;
   openShell(container: ContainerRef, options: OpenShellOptions): Promise<ShellProcess>;

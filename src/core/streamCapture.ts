@@ -2,7 +2,8 @@
  * Cuts one command's output out of one stream: drops everything before the start token, passes the
  * body on, stops at the end token. On stdout the end token is followed by `<status>\n` (a trailer:
  * execd's python interpreter puts its cell's outcome there, as one line of JSON).
- * Tokens may straddle chunk boundaries; at most `token.length - 1` bytes are held back.
+ * Tokens may straddle chunk boundaries: a body's last bytes are held back only when they could begin
+ * the end token (at most `token.length - 1`), so live consumers (execd's streams) see a line at once.
  */
 export type CaptureSink = (chunk: Buffer) => void;
 
@@ -55,7 +56,7 @@ export class StreamCapture {
       } else if (this.phase === 'body') {
         const at = data.indexOf(this.endToken);
         if (at < 0) {
-          const keep = Math.min(data.length, this.endToken.length - 1);
+          const keep = this.tokenPrefixAtEnd(data);
           if (data.length > keep) this.sink(data.subarray(0, data.length - keep));
           this.hold(data, keep);
           return;
@@ -88,6 +89,15 @@ export class StreamCapture {
     if (junction.indexOf(this.endToken) >= 0) return Buffer.concat([carry, chunk]);
     this.sink(carry);
     return chunk;
+  }
+
+  /** How many of `data`'s last bytes could be the start of the end token (the longest such run). */
+  private tokenPrefixAtEnd(data: Buffer): number {
+    const token = this.endToken;
+    for (let i = Math.max(0, data.length - token.length + 1); i < data.length; i++) {
+      if (data[i] === token[0] && data.compare(token, 0, data.length - i, i) === 0) return data.length - i;
+    }
+    return 0;
   }
 
   private hold(data: Buffer, keep: number): void {

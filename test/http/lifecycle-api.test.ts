@@ -193,7 +193,7 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
     const s = await create();
     if (!docker) {
       const err = await sdkError(s.pause());
-      expect({ status: err.statusCode, code: err.error.code }).toEqual({ status: 501, code: 'NOT_IMPLEMENTED' });
+      expect({ status: err.statusCode, code: err.error.code }).toEqual({ status: 501, code: 'NOT_SUPPORTED' });
       expect(err.message).toMatch(/^pause is not served by the local backend/);
       expect((await s.getInfo()).status.state).toBe('Running');
       await s.kill();
@@ -223,7 +223,7 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
     expect(egress.endpoint).toBe(`${tb.url.replace('http://', '')}/sandboxes/${s.id}/egress`);
     const policy = await api('GET', `/sandboxes/${s.id}/egress/policy`);
     expect(policy.status).toBe(501);
-    expect(policy.json).toEqual({ code: 'NOT_IMPLEMENTED', message: expect.stringMatching(/^GET \/sandboxes\/\{sandboxId\}\/egress\/policy: the egress sidecar/) });
+    expect(policy.json).toEqual({ code: 'NOT_SUPPORTED', message: expect.stringMatching(/^GET \/sandboxes\/\{sandboxId\}\/egress\/policy: the egress sidecar/) });
     expect((await sdkError(s.getEgressPolicy())).statusCode).toBe(501);
     const other = await sdkError(s.getEndpoint(8080));
     expect({ status: other.statusCode, code: other.error.code }).toEqual({ status: 404, code: 'NOT_FOUND' });
@@ -231,7 +231,7 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
     expect(other.message).toMatch(docker ? /^Sandbox .* is not reachable: its container has no network address/ : /^Port 8080 of sandbox .* has no endpoint: nothing listens on it/);
     for (const [method, path] of [['POST', `/v1/sandboxes/${s.id}/snapshots`], ['GET', '/v1/snapshots'], ['DELETE', '/v1/snapshots/snap_1']]) {
       const r = await api(method, path, method === 'POST' ? {} : undefined);
-      expect({ status: r.status, code: r.json.code }).toEqual({ status: 501, code: 'NOT_IMPLEMENTED' });
+      expect({ status: r.status, code: r.json.code }).toEqual({ status: 501, code: 'NOT_SUPPORTED' });
     }
     const withPolicy = await sdkError(create({ networkPolicy: { defaultAction: 'deny', egress: [] } }));
     expect(withPolicy.statusCode).toBe(501);

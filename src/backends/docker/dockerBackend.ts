@@ -22,6 +22,7 @@ import { DockerShell } from './dockerShell';
 import { type ChannelOpener, execChannelOpener } from './channel';
 import type { FifoSpawner } from './fifoSpawner';
 import { ContainerPids, readPidsMount } from './sessionPids';
+import { ContainerUsage, readUsageMounts, type UsageMounts } from './sessionUsage';
 import { containerCreateOptions, LABEL_DEPLOYMENT, LABEL_INSTANCE } from './containerSpec';
 import { ContainerRemovals } from './containerRemovals';
 import { dedicatedCreateOptions } from './dedicatedSpec';
@@ -30,6 +31,7 @@ import { DockerWorkdirs } from './workdirs';
 import { PipeTransport } from './pipeTransport';
 import { openDockerTerminal } from './dockerTerminal';
 import { DockerFiles } from './dockerFiles';
+import { DockerMeter } from './dockerMeter';
 
 export { LABEL_DEPLOYMENT, LABEL_INSTANCE };
 
@@ -49,12 +51,15 @@ interface ContainerLink {
   spawner: FifoSpawner | null;
   /** Per-session pids cgroups (sessionPids.ts); null when sessions share the container's limit. */
   pids: ContainerPids | null;
+  /** Per-session cpuacct and memory cgroups (sessionUsage.ts); null where the facts say unknown. */
+  usage: ContainerUsage | null;
 }
 
 export class DockerBackend implements SessionBackend {
   readonly kind = 'docker';
   readonly docker = new Dockerode();
   readonly files = new DockerFiles(this.docker);
+  readonly meter = new DockerMeter(this.docker);
   readonly instance = `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private readonly links = new Map<string, ContainerLink>();
   private readonly starting = new Map<string, Starting>();
@@ -69,6 +74,8 @@ export class DockerBackend implements SessionBackend {
   private readonly pidsMount: string | null;
   /** Whether the first container's answer about per-session pids limits was logged. */
   private pidsLogged = false;
+  /** The host's cgroup v1 cpuacct and memory mounts (sessionUsage.ts), read once. */
+  private readonly usageMounts: UsageMounts = readUsageMounts();
 
   constructor(private readonly options: DockerBackendOptions) {
     this.removals = new ContainerRemovals(this.docker);
@@ -200,7 +207,7 @@ export class DockerBackend implements SessionBackend {
       const piped = await this.pipes.answering(container, spawner);
       const openChannel = piped?.opener ?? execChannelOpener(container);
       const control = await ControlShell.open(container.id, openChannel);
-      this.links.set(container.id, { control, openChannel, spawner: piped, pids: this.sessionPids(container.id) });
+      this.links.set(container.id, { control, openChannel, spawner: piped, pids: this.sessionPids(container.id), usage: ContainerUsage.locate(this.usageMounts, container.id) });
       await this.workdirs.learnHostRoot(ref);
     } catch (err) {
       await spawner?.close();
@@ -229,6 +236,7 @@ export class DockerBackend implements SessionBackend {
     this.starting.delete(ref.id);
     await pending?.spawner?.close();
     this.workdirs.forget(ref.id);
+    this.meter.forget(ref.id);
     await link?.control.close().catch(() => undefined);
     await this.removals.forceRemove(ref.id);
     await link?.spawner?.close();
@@ -253,8 +261,14 @@ export class DockerBackend implements SessionBackend {
       // Before the lease's first command: bash has started nothing yet, so all it starts is capped.
       // A shell that could not be moved still works, sharing the container's limit: say so, go on.
       // Confined, its kills are decided and done from this host (DockerShell.killForRecycle).
-      await link.pids.confine(shell.containerPid, `bkr-${options.slotId}`.replace(/[^A-Za-z0-9_.-]/g, '-')).then(
-        (cgroup) => shell.useCgroup(cgroup),
+      const name = `bkr-${options.slotId}`.replace(/[^A-Za-z0-9_.-]/g, '-');
+      await link.pids.confine(shell.containerPid, name).then(
+        async (cgroup) => {
+          shell.useCgroup(cgroup);
+          // Its commands' CPU, memory and OOM figures (termination facts); unknown (null) if this fails.
+          const counters = await link.usage?.confine(cgroup.shellHostPid, name).catch(() => null);
+          if (counters) shell.useCounters(counters);
+        },
         (err: unknown) => {
           logger.warn({ container: ref.name, slot: options.slotId, err: errorMessage(err) }, 'could not give the session its own pids limit');
         },

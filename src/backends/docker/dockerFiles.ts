@@ -10,6 +10,7 @@ import type { Readable } from 'node:stream';
 import * as tar from 'tar-stream';
 import type { ContainerRef, FileAccess, FileChunk } from '../../core/backend';
 import { BackendError, FileNotFoundError, ForbiddenError, NotAFileError, errorMessage } from '../../common/errors';
+import { DockerExecdFiles } from './dockerExecdFiles';
 
 const MAX_SYMLINK_HOPS = 16;
 /** Go's os.FileMode bits, as the engine reports them: directory, symlink, and the other non-regular kinds. */
@@ -27,8 +28,7 @@ function hasBit(mode: number, bit: number): boolean {
   return Math.floor(mode / bit) % 2 === 1;
 }
 
-export class DockerFiles implements FileAccess {
-  constructor(private readonly docker: Dockerode) {}
+export class DockerFiles extends DockerExecdFiles implements FileAccess {
 
   async readFile(ref: ContainerRef, root: string, target: string, { offset, limit }: { offset: number; limit: number }): Promise<FileChunk> {
     const container = this.docker.getContainer(ref.id);

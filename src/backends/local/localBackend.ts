@@ -16,6 +16,7 @@ import { CgroupTree } from './cgroup';
 import { LocalShell } from './localShell';
 import { LocalTerminal } from './localTerminal';
 import { localFiles } from './localFiles';
+import { LocalMeter } from './localMeter';
 
 /** Removals running at once: half of libuv's default thread pool, the other half stays for acquires. */
 const REMOVALS_AT_ONCE = 2;
@@ -40,6 +41,10 @@ export class LocalBackend implements SessionBackend {
   readonly kind = 'local';
   readonly files = localFiles;
   readonly instance = `${process.pid}-${randomBytes(4).toString('hex')}`;
+  readonly meter = new LocalMeter(
+    (slotId) => (this.cgroups ? this.cgroups.slotPath(slotId) : null),
+    (slotId) => `BROKER_SESSION_TAG=${this.instance}-${slotId}-`,
+  );
   private readonly cgroups: CgroupTree | null;
   private generation = 0;
   /** Working directories not removed yet: they live outside the roots, so close() must sweep them. */

@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { ContainerRef, FileAccess, FileChunk } from '../../core/backend';
 import { FileNotFoundError, ForbiddenError, NotAFileError } from '../../common/errors';
+import { localExecdFiles } from './localExecdFiles';
 
 export const localFiles: FileAccess = {
   async readFile(_container: ContainerRef, root: string, target: string, { offset, limit }): Promise<FileChunk> {
@@ -37,6 +38,8 @@ export const localFiles: FileAccess = {
     if (existing) await realInside(root, target);
     await fs.writeFile(target, content);
   },
+
+  ...localExecdFiles,
 };
 
 /** The real path of `target` (or of the path it would have), refused when it is outside root's. */

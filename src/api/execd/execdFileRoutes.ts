@@ -1,0 +1,105 @@
+/**
+ * execd's files and directories (spec 004, the reference yaml's Filesystem tag) under
+ * `/sandboxes/{id}/execd`: the id resolves through a SandboxDirectory (a pool session now, a
+ * lifecycle sandbox later), the work is ExecdFiles' (core/execd), errors take OpenSandbox's
+ * `{code, message}` envelope.
+ */
+import type { ServerResponse } from 'node:http';
+import { BadRequestError } from '../../common/errors';
+import type { ExecdFiles } from '../../core/execd/execdFiles';
+import { offsetLimitRange, parseRange } from '../../core/execd/execdPaths';
+import type { SandboxDirectory, SandboxHandle } from '../../core/sandboxHandle';
+import { openSandboxErrorFormat } from '../errorFormats';
+import { sendJson } from '../httpJson';
+import type { HttpMethod, Route, RouteContext, Router } from '../router';
+import { depthParam, fileInfo, permissionMap, renameItems, replaceItems, sendEmpty } from './execdWire';
+import { receiveUploads } from './execdUpload';
+
+export const EXECD_PREFIX = '/sandboxes/:id/execd';
+
+function one(query: URLSearchParams, name: string): string {
+  const value = query.get(name);
+  if (value === null || value === '') throw new BadRequestError(`query parameter '${name}' is required`);
+  return value;
+}
+
+/** RFC 6266: an ASCII fallback and the UTF-8 name. */
+function attachment(path: string): string {
+  const name = path.slice(path.lastIndexOf('/') + 1) || 'download';
+  const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
+}
+
+async function sendDownload(res: ServerResponse, files: ExecdFiles, handle: SandboxHandle, ctx: RouteContext, query: URLSearchParams): Promise<void> {
+  const range = ctx.req.headers.range;
+  const [offset, limit] = [query.get('offset'), query.get('limit')];
+  if (range !== undefined && (offset !== null || limit !== null)) throw new BadRequestError('send a Range header or offset/limit, not both');
+  const download = await files.download(handle, one(query, 'path'), (size) => offsetLimitRange(offset, limit, size) ?? parseRange(range, size));
+  const { offset: from, length, partial } = download.range;
+  const headers: Record<string, string> = {
+    'Content-Type': 'application/octet-stream',
+    'Content-Length': String(length),
+    'Content-Disposition': attachment(download.path),
+    'Accept-Ranges': 'bytes',
+  };
+  if (partial) headers['Content-Range'] = `bytes ${from}-${from + length - 1}/${download.size}`;
+  res.writeHead(partial ? 206 : 200, headers);
+  const body = download.body;
+  res.on('close', () => (body as { destroy?: () => void }).destroy?.()); // a client gone mid-download stops the read
+  body.on('error', () => res.destroy()); // a read that fails mid-body: the client sees a short body, never a wrong one
+  body.pipe(res);
+}
+
+export function execdFileRouter(directory: SandboxDirectory, files: ExecdFiles): Router {
+  const route = (method: HttpMethod, path: string, serve: (handle: SandboxHandle, ctx: RouteContext, query: URLSearchParams) => Promise<void>, json = false): Route => ({
+    method,
+    path: `${EXECD_PREFIX}${path}`,
+    body: json ? 'json' : undefined,
+    handle: (ctx) => serve(directory.resolve(ctx.params.id), ctx, new URLSearchParams(ctx.query)),
+  });
+  /** A route whose answer is an empty 200 once `work` is done. */
+  const empty = (method: HttpMethod, path: string, work: (handle: SandboxHandle, ctx: RouteContext, query: URLSearchParams) => Promise<void>, json = false): Route =>
+    route(
+      method,
+      path,
+      async (h, ctx, q) => {
+        await work(h, ctx, q);
+        sendEmpty(ctx.res);
+      },
+      json,
+    );
+  return {
+    name: 'execd files',
+    errors: openSandboxErrorFormat,
+    pathPrefix: '/sandboxes',
+    routes: [
+      route('GET', '/files/info', async (h, { res }, q) => {
+        const infos = await files.info(h, q.getAll('path'));
+        sendJson(res, 200, Object.fromEntries([...infos].map(([path, entry]) => [path, fileInfo(entry)])));
+      }),
+      empty('DELETE', '/files', (h, _ctx, q) => files.removeFiles(h, q.getAll('path'))),
+      empty('POST', '/files/permissions', (h, { body }) => files.setPermissions(h, permissionMap(body)), true),
+      empty('POST', '/files/mv', (h, { body }) => files.move(h, renameItems(body)), true),
+      route('GET', '/files/search', async (h, { res }, q) => {
+        sendJson(res, 200, (await files.search(h, one(q, 'path'), q.get('pattern') || '**')).map(fileInfo));
+      }),
+      route(
+        'POST',
+        '/files/replace',
+        async (h, { res, body }, q) => {
+          const counts = await files.replace(h, replaceItems(body));
+          if (q.get('verbose') !== 'true') return sendEmpty(res);
+          sendJson(res, 200, Object.fromEntries([...counts].map(([path, replacedCount]) => [path, { replacedCount }])));
+        },
+        true,
+      ),
+      empty('POST', '/files/upload', async (h, { req }) => void (await receiveUploads(req, files, h))),
+      route('GET', '/files/download', (h, ctx, q) => sendDownload(ctx.res, files, h, ctx, q)),
+      route('GET', '/directories/list', async (h, { res }, q) => {
+        sendJson(res, 200, (await files.list(h, one(q, 'path'), depthParam(q.get('depth')))).map(fileInfo));
+      }),
+      empty('POST', '/directories', (h, { body }) => files.makeDirectories(h, permissionMap(body)), true),
+      empty('DELETE', '/directories', (h, _ctx, q) => files.removeDirectories(h, q.getAll('path'))),
+    ],
+  };
+}

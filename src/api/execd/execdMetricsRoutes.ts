@@ -1,0 +1,47 @@
+/**
+ * execd's /metrics (one snapshot) and /metrics/watch (SSE, one `data:` event a second until the
+ * client leaves) under `/sandboxes/{id}/execd`, from the sandbox's own cgroup or processes
+ * (core/execd/sandboxMetrics.ts; each report's `scope` says which).
+ */
+import type { SandboxMetrics } from '../../core/execd/sandboxMetrics';
+import type { SandboxDirectory } from '../../core/sandboxHandle';
+import { errorMessage } from '../../common/errors';
+import { openSandboxErrorFormat } from '../errorFormats';
+import { sendJson } from '../httpJson';
+import type { Router } from '../router';
+import { openEventStream } from '../sse';
+import { EXECD_PREFIX } from './execdFileRoutes';
+
+export function execdMetricsRouter(directory: SandboxDirectory, metrics: SandboxMetrics): Router {
+  return {
+    name: 'execd metrics',
+    errors: openSandboxErrorFormat,
+    pathPrefix: '/sandboxes',
+    routes: [
+      {
+        method: 'GET',
+        path: `${EXECD_PREFIX}/metrics`,
+        handle: async ({ res, params }) => sendJson(res, 200, await metrics.snapshot(directory.resolve(params.id))),
+      },
+      {
+        method: 'GET',
+        path: `${EXECD_PREFIX}/metrics/watch`,
+        handle: async ({ res, params }) => {
+          const handle = directory.resolve(params.id); // an unknown id is a 404 before the stream opens
+          const stream = openEventStream(res);
+          try {
+            await metrics.watch(handle, stream.signal, async (report) => {
+              // Re-resolved each second: a sandbox that ended ends its watch (the catch below says why).
+              directory.resolve(handle.id);
+              if (!stream.send({ data: JSON.stringify(report) })) await stream.drained();
+            });
+          } catch (err) {
+            stream.send({ event: 'error', data: JSON.stringify({ code: 'RUNTIME_ERROR', message: errorMessage(err) }) });
+          } finally {
+            stream.close();
+          }
+        },
+      },
+    ],
+  };
+}

@@ -1,0 +1,14 @@
+/** execd's files and metrics, as the broker builds them from its backend and configuration. */
+import type { SessionBackend } from '../backend';
+import type { BrokerConfig } from '../../config/config';
+import { ExecdFiles } from './execdFiles';
+import { SandboxMetrics } from './sandboxMetrics';
+
+export interface ExecdFilesApi {
+  files: ExecdFiles;
+  metrics: SandboxMetrics;
+}
+
+export function createExecdFilesApi(backend: SessionBackend, config: BrokerConfig): ExecdFilesApi {
+  return { files: new ExecdFiles(backend.files, config.execdFiles), metrics: new SandboxMetrics(backend.meter) };
+}
