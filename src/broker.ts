@@ -3,8 +3,13 @@
  * Used by the entry point and, unchanged, by the tests (port 0).
  */
 import http from 'node:http';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { BrokerConfig } from './config/config';
+import type { PoolSpec } from './config/pools';
+import { DEFAULT_POOL, PoolRegistry, type PoolEntry } from './core/poolRegistry';
+import { SandboxService } from './core/lifecycle/sandboxService';
+import { registerSandboxGauge } from './metrics/sandboxMetrics';
 import type { SessionBackend } from './core/backend';
 import { SessionPool } from './core/pool';
 import { DEFAULT_TIMINGS, type BashSessionTimings } from './core/bashSession';
@@ -26,6 +31,8 @@ import { DashboardFeed } from './core/dashboard/dashboardFeed';
 
 /** execd shells (running commands, bash sessions, code contexts) one sandbox may have at once. */
 const EXECD_MAX_SHELLS_PER_SANDBOX = 16;
+/** Lifecycle sandboxes the dashboard lists (oldest first). */
+const LISTED_SANDBOXES = 200;
 /** Finished commands a sandbox's execd remembers for /command/status and /logs. */
 const EXECD_FINISHED_COMMANDS_KEPT = 64;
 import { createOrchestrator } from './core/orchestrator/orchestratorApi';
@@ -53,6 +60,19 @@ export function createBackend(config: BrokerConfig): SessionBackend {
   }
 }
 
+/**
+ * A named pool's backend (BROKER_POOLS): its image and environment, and a deployment name of its
+ * own (a backend sweeps its deployment's containers that it did not start: pools must not share one).
+ */
+export function createPoolBackend(config: BrokerConfig, spec: PoolSpec): SessionBackend {
+  switch (config.backend) {
+    case 'local':
+      return new LocalBackend({ root: path.join(config.localRoot, `pool-${spec.name}`), cgroups: config.localCgroups, hostEnv: config.hostEnv, env: spec.env });
+    case 'docker':
+      return new DockerBackend({ ...config.docker, image: spec.image, env: spec.env, deployment: `${config.docker.deployment}.${spec.name}` });
+  }
+}
+
 /** Dedicated sandbox containers where the backend makes them (Docker); null elsewhere (the routes answer 501). */
 export function createSandboxContainers(config: BrokerConfig, backend: SessionBackend): SandboxContainers | null {
   if (!(backend instanceof DockerBackend)) return null;
@@ -60,7 +80,13 @@ export function createSandboxContainers(config: BrokerConfig, backend: SessionBa
 }
 
 export class Broker {
+  /** The default pool (spec 003). */
   readonly pool: SessionPool;
+  /** Every pool: the default one and BROKER_POOLS' named ones. */
+  readonly pools: PoolRegistry;
+  readonly backend: SessionBackend;
+  /** The lifecycle API's sandboxes (/v1/sandboxes). */
+  readonly sandboxes: SandboxService;
   readonly metrics = new BrokerMetrics();
   readonly server: http.Server;
   readonly seam: HttpSeam;
@@ -83,27 +109,51 @@ export class Broker {
     const { trajectoryDir, trajectoryFileBytes, trajectoryFiles } = config.rollout;
     this.trajectories = trajectoryDir ? new TrajectoryFile(trajectoryDir, trajectoryFileBytes, trajectoryFiles) : null;
     const timings = overrides.timings ?? { ...DEFAULT_TIMINGS, killGraceMs: config.timeoutKillGraceMs };
-    this.pool = new SessionPool(
-      backend,
-      {
-        containers: config.containers,
-        sessionsPerContainer: config.sessionsPerContainer,
-        acquireTimeoutMs: config.acquireTimeoutMs,
-        cleanupWorkers: config.cleanupWorkers,
-        sessionIdleTimeoutMs: config.sessionIdleTimeoutMs,
-        defaultCommandTimeoutMs: config.defaultCommandTimeoutMs,
-        maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,
-        healthCheckIntervalMs: overrides.healthCheckIntervalMs ?? config.healthCheckIntervalMs,
-        startConcurrency: config.startConcurrency,
-        timings,
-        maxLeaseTtlMs: config.rollout.maxLeaseTtlMs,
-        journal: { entries: config.rollout.historyEntries, outputChars: config.rollout.historyOutputChars },
-        onLeaseEnded: this.trajectories ? (record) => this.trajectories!.append(record) : undefined,
-      },
-      teeObservers(this.metrics, this.activity),
-    );
+    this.backend = backend;
+    const poolOptions = {
+      acquireTimeoutMs: config.acquireTimeoutMs,
+      cleanupWorkers: config.cleanupWorkers,
+      sessionIdleTimeoutMs: config.sessionIdleTimeoutMs,
+      defaultCommandTimeoutMs: config.defaultCommandTimeoutMs,
+      maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,
+      healthCheckIntervalMs: overrides.healthCheckIntervalMs ?? config.healthCheckIntervalMs,
+      startConcurrency: config.startConcurrency,
+      timings,
+      maxLeaseTtlMs: config.rollout.maxLeaseTtlMs,
+      journal: { entries: config.rollout.historyEntries, outputChars: config.rollout.historyOutputChars },
+      onLeaseEnded: this.trajectories ? (record: Parameters<TrajectoryFile['append']>[0]) => this.trajectories!.append(record) : undefined,
+    };
+    // Every pool reports to the metrics and to the dashboard's activity alike.
+    const observer = teeObservers(this.metrics, this.activity);
+    this.pool = new SessionPool(backend, { ...poolOptions, containers: config.containers, sessionsPerContainer: config.sessionsPerContainer }, observer);
+    const main: PoolEntry = { name: DEFAULT_POOL, image: config.docker.image, pool: this.pool, backend, sessionsPerContainer: config.sessionsPerContainer, freshContainer: false };
+    const named = config.pools.map((spec): PoolEntry => {
+      const poolBackend = createPoolBackend(config, spec);
+      const pool = new SessionPool(
+        poolBackend,
+        {
+          ...poolOptions,
+          containers: spec.containers,
+          sessionsPerContainer: spec.sessionsPerContainer,
+          cleanupWorkers: Math.min(config.cleanupWorkers, spec.containers * spec.sessionsPerContainer),
+          preparation: { files: spec.files, startupCommands: spec.startupCommands },
+          freshContainer: spec.freshContainer,
+        },
+        observer,
+      );
+      return { name: spec.name, image: spec.image, pool, backend: poolBackend, sessionsPerContainer: spec.sessionsPerContainer, freshContainer: spec.freshContainer };
+    });
+    this.pools = new PoolRegistry(main, named);
     this.metrics.attach(this.pool);
+    this.metrics.attachPools(this.pools);
     this.workspaces = createWorkspaceApi(this.pool, backend, config, overrides.maxOutputBytes ?? config.maxOutputBytes);
+    this.sandboxes = new SandboxService({
+      pools: this.pools,
+      backend,
+      maxDedicated: config.sandboxes.maxDedicated,
+      containersIsolate: config.backend === 'docker',
+    });
+    registerSandboxGauge(this.metrics.registry, this.sandboxes);
     this.execd = new ExecdService(backend, {
       maxShellsPerSandbox: EXECD_MAX_SHELLS_PER_SANDBOX,
       maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,
@@ -113,15 +163,21 @@ export class Broker {
     const endpoints = new HttpGroupEndpoints({ host: config.host, token: config.token, maxBodyBytes: config.maxBodyBytes });
     this.orchestrator = createOrchestrator(config, createSandboxContainers(config, backend), openLanceStore, endpoints, overrides.maxOutputBytes ?? config.maxOutputBytes);
     this.dashboard = new DashboardFeed({
-      pool: this.pool,
+      pools: () => this.pools.entries,
       activity: this.activity,
       workspaces: () => this.workspaces.workspaces.list().map((ws) => ({ workspace_id: ws.id, workdir: ws.workdir, running_job_id: ws.runningJobId })),
-      sandboxes: () => [...this.execd.list().map((s) => ({ kind: 'execd', id: s.id, detail: s.detail })), ...this.orchestrator.list()],
+      sandboxes: () => [
+        ...this.sandboxes.list({ states: [], metadata: {}, page: 1, pageSize: LISTED_SANDBOXES }).items.map((r) => ({ kind: 'lifecycle', id: r.id, detail: `${r.state}, ${r.place.kind}, ${r.spec.image}` })),
+        ...this.execd.list().map((s) => ({ kind: 'execd', id: s.id, detail: s.detail })),
+        ...this.orchestrator.list(),
+      ],
     });
     this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, {
       workspaces: this.workspaces,
       execd: { service: this.execd, files: createExecdFilesApi(backend, config) },
       orchestrator: this.orchestrator,
+      pools: this.pools,
+      sandboxes: this.sandboxes,
       dashboard: this.dashboard,
     });
     this.server = http.createServer({ keepAliveTimeout: 65_000 }, this.seam.serveRequest);
@@ -140,7 +196,7 @@ export class Broker {
         resolve();
       });
     });
-    this.warmPromise = this.pool.start().catch((err) => logger.error({ err: errorMessage(err) }, 'warm-up failed'));
+    this.warmPromise = this.pools.start().catch((err) => logger.error({ err: errorMessage(err) }, 'warm-up failed'));
     this.dashboard.start();
     return this.server.address() as AddressInfo;
   }
@@ -165,11 +221,13 @@ export class Broker {
     await this.warmPromise?.catch(() => undefined);
     // Workspaces next: their terminals are closed and their slots go back while the pool still takes them.
     await this.workspaces.workspaces.close();
+    // Lifecycle sandboxes next, for the same reason: a warm sandbox's lease goes back, a dedicated container is removed.
+    await this.sandboxes.close();
     // The sandbox group next: its containers, disks, listeners and database go before the engine's client does.
     await this.orchestrator.close().catch((err: unknown) => logger.error({ err: errorMessage(err) }, 'stopping the sandbox group failed'));
-    // execd's shells die before the pool's: they live in the pool's containers.
+    // execd's shells die before the pools': they live in the pools' containers.
     await this.execd.close();
-    await this.pool.close(graceMs);
+    await this.pools.close(graceMs);
     await this.trajectories?.flush();
     // Give in-flight responses a moment to flush, then cut what is left.
     await new Promise((r) => setTimeout(r, 50));

@@ -29,6 +29,12 @@ import { orchestratorRouter } from './orchestratorRoutes';
 import type { DashboardFeed } from '../core/dashboard/dashboardFeed';
 import { dashboardRouter } from './dashboard/dashboardRoutes';
 import { docsRouter } from './openapi/docsRoutes';
+import { DEFAULT_POOL, PoolRegistry } from '../core/poolRegistry';
+import type { SandboxService } from '../core/lifecycle/sandboxService';
+import { composeDirectories } from '../core/sandboxDirectory';
+import { lifecycleRouter } from './lifecycle/lifecycleRoutes';
+import { egressRouter } from './lifecycle/unservedRoutes';
+import { portProxyRouter } from './lifecycle/portProxy';
 
 /** The execd API's two halves: processes (commands, sessions, code) and files with metrics. */
 export interface ExecdApis {
@@ -38,14 +44,25 @@ export interface ExecdApis {
 
 /**
  * The APIs beyond the pool's, each mounted when given (the bench's app floor has none):
- * `workspaces` (spec 000), `execd` of every leased session (spec 004), `orchestrator`: sandbox
- * groups (spec 001), `dashboard`: the live dashboard's feed (/ui, /admin).
+ * `workspaces` (spec 000), `execd` of every sandbox (spec 004), `orchestrator`: sandbox groups
+ * (spec 001), `pools`: every pool (BROKER_POOLS; without it, the default pool alone), `sandboxes`:
+ * OpenSandbox's lifecycle API (/v1), `dashboard`: the live dashboard's feed (/ui, /admin).
  */
 export interface BrokerApis {
   workspaces?: WorkspaceApi;
   execd?: ExecdApis;
   orchestrator?: Orchestrator;
+  pools?: PoolRegistry;
+  sandboxes?: SandboxService;
   dashboard?: DashboardFeed;
+}
+
+/**
+ * THE directory the per-sandbox APIs (execd) resolve their path's id through: lifecycle sandboxes,
+ * then the leases of every pool.
+ */
+export function sandboxDirectory(apis: { pools: PoolRegistry; sandboxes?: SandboxService }): SandboxDirectory {
+  return apis.sandboxes ? composeDirectories(apis.sandboxes, apis.pools) : apis.pools;
 }
 
 export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, apis: BrokerApis = {}): Router[] {
@@ -55,26 +72,33 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
     maxCommandBytes: config.maxCommandBytes,
   };
   const requestIds = new RequestIds({ windowMs: config.rollout.requestIdWindowMs, maxEntries: config.rollout.requestIdMax });
+  const pools = apis.pools ?? new PoolRegistry({ name: DEFAULT_POOL, image: config.docker.image, pool, sessionsPerContainer: config.sessionsPerContainer, freshContainer: false });
   const routers = [
-    poolRouter(pool, limits, requestIds, config.rollout.executeFacts),
-    rolloutRouter(pool, limits, requestIds),
-    healthRouter(pool, metrics, { metricsPublic: config.metricsPublic }),
+    poolRouter(pools, limits, requestIds, config.rollout.executeFacts),
+    rolloutRouter(pools, limits, requestIds),
+    healthRouter(pools, metrics, { metricsPublic: config.metricsPublic }),
   ];
-  const { workspaces, execd, orchestrator, dashboard } = apis;
+  const { workspaces, execd, orchestrator, sandboxes: lifecycle, dashboard } = apis;
   if (workspaces) {
     routers.push(workspaceRouter(workspaces.workspaces, workspaces.files, { maxCommandBytes: config.maxCommandBytes, viewerBufferBytes: config.workspace.viewerBufferBytes }));
     routers.push(workspacePageRouter());
   }
+  if (lifecycle) {
+    const { minTimeoutSeconds, maxTimeoutMs } = config.sandboxes;
+    routers.push(lifecycleRouter(lifecycle, { minSeconds: minTimeoutSeconds, maxSeconds: Math.floor(maxTimeoutMs / 1000), maxTimeoutMs }));
+    routers.push(egressRouter(sandboxDirectory({ pools, sandboxes: lifecycle })));
+    routers.push(portProxyRouter(lifecycle));
+  }
   if (execd) {
-    // A pool session's execd: `/sandboxes/<session_id>/execd/...`.
-    const sandboxes: SandboxDirectory = { resolve: (id) => pool.site(id) };
+    // Every sandbox's execd: `/sandboxes/<id>/execd/...`, a pool session's id or a lifecycle sandbox's.
+    const sandboxes = sandboxDirectory({ pools, sandboxes: lifecycle });
     routers.push(execdCommandRouter(execd.service, sandboxes, limits));
     routers.push(execdCodeRouter(execd.service, sandboxes, limits));
     routers.push(execdFileRouter(sandboxes, execd.files.files));
     routers.push(execdMetricsRouter(sandboxes, execd.files.metrics));
   }
   if (orchestrator) routers.push(orchestratorRouter(orchestrator));
-  if (dashboard) routers.push(dashboardRouter(pool, dashboard));
+  if (dashboard) routers.push(dashboardRouter(pools, dashboard));
   return routers;
 }
 

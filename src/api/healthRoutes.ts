@@ -1,8 +1,10 @@
 /**
  * GET /health (the spec's fields, then the broker's additive ones: backpressure, reclaims, and
- * `warmup` while the pool's first fill runs; always public) and GET /metrics (Prometheus text).
+ * `warmup` while the pool's first fill runs, and `pools` when BROKER_POOLS names others; always
+ * public) and GET /metrics (Prometheus text).
  */
 import type { SessionPool } from '../core/pool';
+import type { PoolRegistry } from '../core/poolRegistry';
 import type { BrokerMetrics } from '../metrics/metrics';
 import { sendJson } from './httpJson';
 import { poolErrorFormat } from './errorFormats';
@@ -42,8 +44,24 @@ export function healthReport(pool: SessionPool) {
   };
 }
 
+/**
+ * The default pool's report, and with named pools each one's counts under `pools` (the default one
+ * too, by its name): one that is not healthy makes a healthy broker `degraded`.
+ */
+export function brokerHealth(pools: PoolRegistry): ReturnType<typeof healthReport> & { pools?: Record<string, object> } {
+  const report: ReturnType<typeof healthReport> & { pools?: Record<string, object> } = healthReport(pools.main.pool);
+  if (pools.named.length === 0) return report;
+  report.pools = {};
+  for (const entry of pools.entries) {
+    const { status, ...counts } = healthReport(entry.pool);
+    if (entry !== pools.main && status !== 'healthy' && report.status === 'healthy') report.status = 'degraded';
+    report.pools[entry.name] = { status, image: entry.image, ...counts };
+  }
+  return report;
+}
+
 /** `metricsPublic`: /metrics without a token (BROKER_METRICS_PUBLIC=1), for a scraper that cannot send one. */
-export function healthRouter(pool: SessionPool, metrics: BrokerMetrics, { metricsPublic }: { metricsPublic: boolean }): Router {
+export function healthRouter(pools: PoolRegistry, metrics: BrokerMetrics, { metricsPublic }: { metricsPublic: boolean }): Router {
   return {
     name: 'health',
     errors: poolErrorFormat,
@@ -53,7 +71,7 @@ export function healthRouter(pool: SessionPool, metrics: BrokerMetrics, { metric
         path: '/health',
         public: true,
         handle({ res }) {
-          const report = healthReport(pool);
+          const report = brokerHealth(pools);
           sendJson(res, report.status === 'unhealthy' ? 503 : 200, report);
         },
       },

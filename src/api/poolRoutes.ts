@@ -3,7 +3,7 @@
  * These are the hot routes: the seam (seam.ts) costs them a Map lookup and a regex.
  */
 import type { ServerResponse } from 'node:http';
-import type { SessionPool } from '../core/pool';
+import type { PoolRegistry } from '../core/poolRegistry';
 import type { ExecResult } from '../core/bashSession';
 import { ShuttingDownError } from '../common/errors';
 import { parseAcquire, parseExecute, type AcquireInput, type CommandLimits } from './validation';
@@ -75,10 +75,11 @@ export function clientGone(res: ServerResponse): AbortSignal {
 }
 
 /**
- * POST /session/acquire, /session/<id>/execute, /session/<id>/release. `requestIds`: the window of
+ * POST /session/acquire (of the default pool, or the named one its `pool` gives), /session/<id>/execute,
+ * /session/<id>/release (routed to the pool that leased the id). `requestIds`: the window of
  * retry-safe calls (core/requestIds.ts) that `request_id` names.
  */
-export function poolRouter(pool: SessionPool, limits: CommandLimits, requestIds: RequestIds, factsByDefault = false): Router {
+export function poolRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds, factsByDefault = false): Router {
   return {
     name: 'pool',
     errors: poolErrorFormat,
@@ -89,6 +90,7 @@ export function poolRouter(pool: SessionPool, limits: CommandLimits, requestIds:
         body: 'json',
         async handle({ body, res }) {
           const input = parseAcquire(body, limits);
+          const pool = pools.pool(input.pool);
           const request = { ...input, leaseTtlMs: input.leaseTtlMs, acquireTimeoutMs: input.acquireTimeoutMs };
           // With a request_id the acquire outlives its client: the retry that comes for it gets its lease.
           const result = input.requestId
@@ -103,6 +105,7 @@ export function poolRouter(pool: SessionPool, limits: CommandLimits, requestIds:
         body: 'json',
         async handle({ body, params, res }) {
           const input = parseExecute(body, limits);
+          const pool = pools.owning(params.sessionId);
           if (pool.isClosing) throw new ShuttingDownError();
           const { command, requestId } = input;
           const facts = input.facts ?? factsByDefault;
@@ -120,7 +123,7 @@ export function poolRouter(pool: SessionPool, limits: CommandLimits, requestIds:
         // Any valid JSON body (or none) is taken, and ignored.
         body: 'json',
         handle({ params, res }) {
-          pool.release(params.sessionId);
+          pools.owning(params.sessionId).release(params.sessionId);
           sendJson(res, 200, { status: 'released' });
         },
       },

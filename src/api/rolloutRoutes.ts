@@ -2,7 +2,7 @@
  * The pool API's additive routes for rollout clients (README, Pool API): group acquire, lease
  * heartbeats and a lease's history. Errors in the pool's `{"detail","code"}` format.
  */
-import type { SessionPool } from '../core/pool';
+import type { PoolRegistry } from '../core/poolRegistry';
 import type { RequestIds } from '../core/requestIds';
 import { sendJson, sendJsonStreamed } from './httpJson';
 import { poolErrorFormat } from './errorFormats';
@@ -11,7 +11,9 @@ import { parseAcquire, type CommandLimits } from './validation';
 import { parseGroupSize } from './rolloutFields';
 import type { Router } from './router';
 
-export function rolloutRouter(pool: SessionPool, limits: CommandLimits, requestIds: RequestIds): Router {
+/** Groups come from the default pool; a heartbeat or history reaches the pool that leased the id. */
+export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds): Router {
+  const pool = pools.main.pool;
   return {
     name: 'rollout',
     errors: poolErrorFormat,
@@ -36,7 +38,7 @@ export function rolloutRouter(pool: SessionPool, limits: CommandLimits, requestI
         path: '/session/:sessionId/heartbeat',
         body: 'json',
         handle({ params, res }) {
-          const ttlMs = pool.heartbeat(params.sessionId);
+          const ttlMs = pools.owning(params.sessionId).heartbeat(params.sessionId);
           sendJson(res, 200, { status: 'alive', lease_ttl: ttlMs === null ? null : ttlMs / 1000 });
         },
       },
@@ -44,7 +46,7 @@ export function rolloutRouter(pool: SessionPool, limits: CommandLimits, requestI
         method: 'GET',
         path: '/session/:sessionId/history',
         async handle({ params, res }) {
-          const { entries, dropped } = pool.history(params.sessionId);
+          const { entries, dropped } = pools.owning(params.sessionId).history(params.sessionId);
           await sendJsonStreamed(res, 200, { session_id: params.sessionId, entries, dropped });
         },
       },

@@ -19,6 +19,8 @@ export interface ExecuteInput {
 export interface AcquireInput extends AcquireExtras {
   files: WorkdirFile[];
   startupCommands: string[];
+  /** A named pool of BROKER_POOLS; undefined: the default pool. */
+  pool?: string;
   /** What the request asked for, for its request_id's conflict check. */
   fingerprint(): string;
 }
@@ -76,12 +78,17 @@ export function parseExecute(body: unknown, limits: CommandLimits): ExecuteInput
 
 export function parseAcquire(body: unknown, limits: CommandLimits): AcquireInput {
   const obj = bodyObject(body, true);
-  return {
+  const input: AcquireInput = {
     files: parseFiles(obj.files),
     startupCommands: parseStartup(obj.startup_commands, limits),
     ...parseAcquireExtras(obj),
     fingerprint: () => acquireFingerprint(obj),
   };
+  if (obj.pool !== undefined && obj.pool !== null) {
+    if (typeof obj.pool !== 'string' || obj.pool === '') throw new BadRequestError(`'pool' must be a pool name (a non-empty string), got ${describe(obj.pool)}`);
+    input.pool = obj.pool;
+  }
+  return input;
 }
 
 function parseStartup(value: unknown, limits: CommandLimits): string[] {

@@ -28,7 +28,10 @@ export type ErrorKind =
   | 'unavailable'
   /** The backend failed in a way the client cannot fix. */
   | 'backend'
-  /** This broker's backend cannot serve the route at all (sandbox groups on the local backend). */
+  /**
+   * This broker cannot serve the route at all: sandbox groups on the local backend, parts of
+   * OpenSandbox's APIs it does not serve (snapshots, egress policy). 501.
+   */
   | 'not_implemented'
   /** The client left before the answer. */
   | 'aborted'
@@ -169,6 +172,13 @@ export class RangeNotSatisfiableError extends BrokerError {
 export class BackendError extends BrokerError {
   constructor(detail: string) {
     super('backend', 'backend_error', detail);
+  }
+}
+
+/** A route of a reference API the broker does not serve: said plainly, never a silent no-op. */
+export class NotImplementedError extends BrokerError {
+  constructor(detail: string) {
+    super('not_implemented', 'not_implemented', detail);
   }
 }
 

@@ -4,6 +4,7 @@
  */
 import os from 'node:os';
 import path from 'node:path';
+import { parsePools, PoolConfigError, type PoolSpec } from './pools';
 
 export type BackendKind = 'local' | 'docker';
 
@@ -51,6 +52,20 @@ export interface BrokerConfig {
   localCgroups: 'auto' | 'off';
   /** Local backend: PATH, LANG and TZ as the broker got them. */
   hostEnv: HostEnv;
+  /** BROKER_POOLS: named warm pools beside the default one (pools.ts). */
+  pools: PoolSpec[];
+  /** The lifecycle API (/v1/sandboxes). */
+  sandboxes: {
+    /** BROKER_SANDBOX_MAX_TIMEOUT: the largest `timeout` a create may ask, and how far a renewal may reach. */
+    maxTimeoutMs: number;
+    /**
+     * BROKER_SANDBOX_MIN_TIMEOUT: the smallest `timeout` a create may ask (the spec's 60 s by
+     * default; tests of expiry lower it).
+     */
+    minTimeoutSeconds: number;
+    /** BROKER_SANDBOX_MAX_DEDICATED: dedicated containers (images no pool serves) running at once. */
+    maxDedicated: number;
+  };
   rollout: {
     /** BROKER_EXECUTE_FACTS: execute answers carry the termination facts unless the request says `"facts": false`. */
     executeFacts: boolean;
@@ -257,6 +272,17 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
   const trajectoryDir = (env.BROKER_TRAJECTORY_DIR ?? '').trim() || null;
   if (trajectoryDir !== null && !path.isAbsolute(trajectoryDir)) throw new ConfigError(`BROKER_TRAJECTORY_DIR must be an absolute path, got '${trajectoryDir}'`);
   const sessionsPerContainer = int(env, 'BROKER_SESSIONS_PER_CONTAINER', 8, { max: 1024, alias: 'SWEREX_SESSIONS_PER_CONTAINER' });
+  const image = (env.BROKER_IMAGE ?? '').trim() || 'bash-broker-sandbox:latest';
+  const maxCommandBytes = int(env, 'BROKER_MAX_COMMAND_BYTES', 1024 * 1024, { min: 16 });
+  let pools: PoolSpec[];
+  try {
+    pools = parsePools(env.BROKER_POOLS, image, maxCommandBytes);
+  } catch (err) {
+    if (err instanceof PoolConfigError) throw new ConfigError(err.message);
+    throw err;
+  }
+  const maxSandboxTimeoutMs = seconds(env, 'BROKER_SANDBOX_MAX_TIMEOUT', 86400);
+  if (maxSandboxTimeoutMs > 2_000_000_000) throw new ConfigError('BROKER_SANDBOX_MAX_TIMEOUT must be at most 2000000 seconds (a Node timer limit)');
   return {
     backend: backendRaw,
     host,
@@ -271,7 +297,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     defaultCommandTimeoutMs: 30_000,
     maxCommandTimeoutMs,
     maxBodyBytes: int(env, 'BROKER_MAX_BODY_BYTES', 64 * 1024 * 1024, { min: 1024 }),
-    maxCommandBytes: int(env, 'BROKER_MAX_COMMAND_BYTES', 1024 * 1024, { min: 16 }),
+    maxCommandBytes,
     shutdownGraceMs: seconds(env, 'BROKER_SHUTDOWN_GRACE', 10),
     timeoutKillGraceMs: seconds(env, 'BROKER_TIMEOUT_KILL_GRACE', 10),
     maxOutputBytes: int(env, 'BROKER_MAX_OUTPUT_BYTES', 16 * 1024 * 1024, { min: 1024 }),
@@ -283,6 +309,10 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     localRoot: (env.BROKER_LOCAL_ROOT ?? '').trim() || path.join(os.tmpdir(), `bash-broker-${process.pid}`),
     localCgroups: cgroups,
     hostEnv: hostEnv(env),
+    pools,
+    sandboxes: {
+      minTimeoutSeconds: int(env, 'BROKER_SANDBOX_MIN_TIMEOUT', 60, { max: Math.floor(maxSandboxTimeoutMs / 1000) }),
+      maxTimeoutMs: maxSandboxTimeoutMs, maxDedicated: int(env, 'BROKER_SANDBOX_MAX_DEDICATED', 32, { min: 0, max: 4096 }) },
     rollout: {
       executeFacts: flag(env, 'BROKER_EXECUTE_FACTS'),
       requestIdWindowMs: seconds(env, 'BROKER_REQUEST_ID_WINDOW', 600),
@@ -314,7 +344,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
       defaultDiskBytes: bytes(env, 'BROKER_SANDBOX_DISK', 1024 ** 3),
     },
     docker: {
-      image: (env.BROKER_IMAGE ?? '').trim() || 'bash-broker-sandbox:latest',
+      image,
       deployment: deploymentName(env),
       cpus: positiveFloat(env, 'BROKER_CONTAINER_CPUS', 1),
       memoryBytes,

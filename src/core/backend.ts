@@ -203,6 +203,20 @@ export interface ResourceMeter {
   sample(container: ContainerRef, slotId: string): Promise<ResourceSample>;
 }
 
+/** A container of its own for one lifecycle sandbox whose image no warm pool serves (the lifecycle API). */
+export interface DedicatedSpec {
+  /** Names the container (beside the backend's deployment and instance). */
+  sandboxId: string;
+  image: string;
+  env: Readonly<Record<string, string>>;
+  /** The sandbox's entry process, started beside the backend's own. */
+  entrypoint: readonly string[];
+  /** CPU limit in cores; null: the backend's default. */
+  cpus: number | null;
+  /** Memory limit in bytes; null: the backend's default. */
+  memoryBytes: number | null;
+}
+
 export interface SessionBackend {
   readonly kind: string;
   /** Once, before any container starts: check prerequisites, sweep what a crashed broker left. */
@@ -242,6 +256,20 @@ export interface SessionBackend {
    * behind the broker's back). False when it is there or the backend cannot tell without asking.
    */
   workdirGone?(container: ContainerRef, dir: string): boolean;
+  /**
+   * Optional: starts and connects a container of its own for one sandbox (removed with
+   * removeContainer). Throws a BrokerError the client can act on (an image that is not there).
+   */
+  startDedicated?(spec: DedicatedSpec): Promise<ContainerRef>;
+  /**
+   * Optional: the address the broker reaches a container's ports at (its IP on its network), or
+   * null when it has none (network mode none). Lifecycle endpoints of other ports proxy there.
+   */
+  containerAddress?(container: ContainerRef): Promise<string | null>;
+  /** Optional: freezes every process of a container (lifecycle pause); its health checks wait meanwhile. */
+  pauseContainer?(container: ContainerRef): Promise<void>;
+  /** Optional: thaws a container paused by pauseContainer. */
+  resumeContainer?(container: ContainerRef): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -123,6 +123,28 @@ export class ContainerFleet {
   }
 
   /**
+   * A fresh container for a slot released by its lease (a pool with `freshContainer`): the old one
+   * is removed, a new one started and its slots rebuilt (they wait CLEANING meanwhile, so /health
+   * counts them as coming back, not broken). Concurrent calls for one container start one.
+   */
+  async renew(entry: ContainerEntry): Promise<void> {
+    if (entry.replacing) return;
+    entry.replacing = true;
+    entry.healthy = false;
+    entry.unhealthyReason = 'being replaced by a fresh container after a release';
+    try {
+      if (entry.ref) await this.backend.removeContainer(entry.ref).catch(() => undefined);
+      entry.ref = null;
+      if (!this.isClosing()) await this.bootContainer(entry);
+    } finally {
+      entry.replacing = false;
+    }
+    if (this.isClosing()) return;
+    if (entry.healthy) await this.fillContainer(entry);
+    else for (const slot of entry.slots) this.rebuilder.markBroken(slot, `container failed to start: ${entry.unhealthyReason}`);
+  }
+
+  /**
    * Replaces container `index` now, as if it had failed (an operator's action): its leases break
    * (their holders get 410), its slots are rebuilt in the new container. False: it is being replaced already.
    */

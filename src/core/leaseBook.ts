@@ -48,6 +48,10 @@ export class LeaseBook {
     return lease;
   }
 
+  knows(id: string): boolean {
+    return this.live.has(id) || this.retired.has(id);
+  }
+
   anyExecuting(): boolean {
     for (const lease of this.live.values()) if (lease.executing) return true;
     return false;

@@ -16,7 +16,7 @@ import { SlotQueue } from './slotQueue';
 import type { SandboxHandle } from './sandboxHandle';
 import { type PoolObserver, NOOP_OBSERVER } from './observer';
 import { LeaseBook } from './leaseBook';
-import { CHANGE_DIRECTORY_TIMEOUT_MS, SlotRebuilder } from './slotRebuilder';
+import { CHANGE_DIRECTORY_TIMEOUT_MS, SlotRebuilder, type SlotPreparation } from './slotRebuilder';
 import { ContainerFleet, type FleetOptions } from './containerFleet';
 import { ReclaimCounts, type ReclaimReason } from './leaseTtl';
 import { AcquireWaits, acquireDeadline } from './acquireWaits';
@@ -36,6 +36,10 @@ export { StartupFailedError, type AcquireRequest, type AcquireResult, type Execu
 export type PoolOptions = FleetOptions &
   Pick<BrokerConfig, 'acquireTimeoutMs' | 'cleanupWorkers' | 'sessionIdleTimeoutMs' | 'defaultCommandTimeoutMs' | 'maxOutputBytes'> & {
     timings?: BashSessionTimings;
+    /** A prepared pool's files and startup commands, run at every rebuild (BROKER_POOLS). */
+    preparation?: SlotPreparation;
+    /** Each release replaces the slot's container (a pool of whole containers, BROKER_POOLS). */
+    freshContainer?: boolean;
     /** The longest `lease_ttl` an acquire may ask for (longer ones are capped); default: the idle timeout. */
     maxLeaseTtlMs?: number;
     journal?: JournalLimits;
@@ -76,7 +80,7 @@ export class SessionPool {
       isClosing,
       onAvailable: (slot) => this.offer(slot),
       onShellDied: () => this.fleet.checkSoon(),
-    });
+    }, options.preparation);
     this.fleet = new ContainerFleet(backend, options, this.rebuilder, isClosing, observer);
   }
 
@@ -235,7 +239,8 @@ export class SessionPool {
     lease.slot = null;
     slot.lease = null;
     this.states.move(slot, SessionState.CLEANING);
-    void this.rebuilder.schedule(slot, lease.workdir);
+    if (this.options.freshContainer) void this.fleet.renew(slot.container);
+    else void this.rebuilder.schedule(slot, lease.workdir);
   }
 
   /** Every live lease, broken ones too (the dashboard lists them). */
@@ -293,7 +298,12 @@ export class SessionPool {
     const container = slot?.container.ref;
     if (!slot || !container) throw new SessionBrokenError(sessionId, lease.brokenReason ?? 'no shell');
     if (Number.isFinite(lease.lastActivityMs)) lease.lastActivityMs = Date.now();
-    return { id: sessionId, slotId: slot.slotId, container, root: lease.workdir, confined: true, ended: lease.ended };
+    return { id: sessionId, slotId: slot.slotId, container, root: lease.workdir, confined: true, ended: lease.ended, backend: this.backend };
+  }
+
+  /** Whether `sessionId` is a lease of this pool, live or ended (a registry of pools routes ids by it). */
+  knows(sessionId: string): boolean {
+    return this.leases.knows(sessionId);
   }
 
   /** A slot for a workspace, waiting in the acquire queue like an acquire does. */
@@ -303,6 +313,7 @@ export class SessionPool {
     lease.lastActivityMs = Number.POSITIVE_INFINITY; // never reclaimed as idle: its owner gives it back
     const slot = lease.slot!;
     return {
+      sessionId,
       slotId: slot.slotId,
       container: slot.container.ref!,
       workdir: lease.workdir,

@@ -54,6 +54,8 @@ export interface ExecuteRequest {
  * /metrics count it, with its working directory made; `giveBack` sends it to the usual cleanup.
  */
 export interface TakenSlot {
+  /** The lease's session id (pool.site resolves it). */
+  sessionId: string;
   slotId: string;
   container: ContainerRef;
   workdir: string;

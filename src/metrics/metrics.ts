@@ -6,6 +6,7 @@
 import client, { Registry } from 'prom-client';
 import type { AcquireOutcome, ExecuteOutcome, PoolObserver } from '../core/observer';
 import type { SessionPool } from '../core/pool';
+import type { PoolRegistry } from '../core/poolRegistry';
 import { SessionState } from '../core/states';
 import { RECLAIM_REASONS, type ReclaimReason } from '../core/leaseTtl';
 
@@ -33,6 +34,7 @@ export class BrokerMetrics implements PoolObserver {
   private readonly reclaims: client.Counter<'reason'>;
   private readonly replacedContainers: client.Counter;
   private pool: SessionPool | null = null;
+  private pools: PoolRegistry | null = null;
   /**
    * Executes seen since the last flush. prom-client's observe() with a label costs ~5 us (label
    * validation, hashing, closures); on the execute path that is ~1% of a `true` round trip, so the
@@ -56,6 +58,18 @@ export class BrokerMetrics implements PoolObserver {
         const p = pool();
         if (!p) return;
         for (const state of Object.values(SessionState)) this.set({ state }, p.states.count(state));
+      },
+    });
+    const pools = (): PoolRegistry | null => this.pools;
+    new client.Gauge({
+      name: 'broker_pool_sessions',
+      help: 'Sessions by pool (default and BROKER_POOLS) and state',
+      labelNames: ['pool', 'state'],
+      registers,
+      collect() {
+        for (const entry of pools()?.entries ?? []) {
+          for (const state of Object.values(SessionState)) this.set({ pool: entry.name, state }, entry.pool.states.count(state));
+        }
       },
     });
     new client.Gauge({
@@ -128,6 +142,11 @@ export class BrokerMetrics implements PoolObserver {
 
   attach(pool: SessionPool): void {
     this.pool = pool;
+  }
+
+  /** Every pool, for the per-pool gauge (the default one alone keeps broker_sessions as it was). */
+  attachPools(pools: PoolRegistry): void {
+    this.pools = pools;
   }
 
   acquireWaited(waitedMs: number, outcome: AcquireOutcome): void {

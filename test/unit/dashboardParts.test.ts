@@ -51,12 +51,12 @@ describe('ContainerWatch', () => {
     const a = new ContainerEntry(0);
     const b = new ContainerEntry(1);
     const watch = new ContainerWatch();
-    expect(watch.look([a, b], T0)).toEqual([]);
+    expect(watch.look('default', [a, b], T0)).toEqual([]);
     b.replaced = { count: 1, lastReason: 'container is not running' };
-    expect(watch.look([a, b], T0 + 1)).toEqual([{ atMs: T0 + 1, container: 1, reason: 'container is not running' }]);
-    expect(watch.look([a, b], T0 + 2)).toEqual([]);
+    expect(watch.look('default', [a, b], T0 + 1)).toEqual([{ atMs: T0 + 1, pool: 'default', container: 1, reason: 'container is not running' }]);
+    expect(watch.look('default', [a, b], T0 + 2)).toEqual([]);
     a.replaced = { count: 1, lastReason: 'replaced by an operator' };
-    watch.look([a, b], T0 + 3);
+    watch.look('default', [a, b], T0 + 3);
     expect(watch.replacements.map((r) => r.container)).toEqual([0, 1]);
   });
 });

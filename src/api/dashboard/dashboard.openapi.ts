@@ -9,11 +9,12 @@ const AT: Schema = { type: 'string', format: 'date-time' };
 const FRAME: Schema = object({
   status: { enum: ['healthy', 'degraded', 'unhealthy'], description: "/health's status" },
   at: AT,
-  pool: object({ available: INTEGER, in_use: INTEGER, cleaning: INTEGER, broken: INTEGER, total: INTEGER, target: INTEGER, closing: BOOLEAN }),
+  pool: { ...object({ available: INTEGER, in_use: INTEGER, cleaning: INTEGER, broken: INTEGER, total: INTEGER, target: INTEGER, closing: BOOLEAN }), description: 'every pool together' },
+  pools: arrayOf(object({ name: STRING, available: INTEGER, in_use: INTEGER, cleaning: INTEGER, broken: INTEGER, total: INTEGER, target: INTEGER, waiting: INTEGER })),
   containers: arrayOf(
-    object({ index: INTEGER, healthy: BOOLEAN, replacing: BOOLEAN, reason: nullable(STRING), slots: { type: 'string', pattern: '^[AUCB]*$', description: 'one letter a slot: Available, in Use, Cleaning, Broken' } }),
+    object({ pool: STRING, index: INTEGER, healthy: BOOLEAN, replacing: BOOLEAN, reason: nullable(STRING), slots: { type: 'string', pattern: '^[AUCB]*$', description: 'one letter a slot: Available, in Use, Cleaning, Broken' } }),
   ),
-  queue: object({ waiting: INTEGER, wait_p50_ms: MS, wait_p99_ms: MS, recent_wait_p50_ms: MS, acquires_per_second: SERIES, timeouts_per_second: SERIES, wait_max_ms: arrayOf(MS) }),
+  queue: object({ waiting: INTEGER, wait_p50_ms: MS, wait_p99_ms: MS, acquires_per_second: SERIES, timeouts_per_second: SERIES, wait_max_ms: arrayOf(MS) }),
   execute: object({ total: INTEGER, p50_ms: MS, p99_ms: MS, per_second: SERIES, failed_per_second: SERIES }),
   reclaimed: { type: 'object', additionalProperties: INTEGER },
   leases: object({
@@ -21,6 +22,7 @@ const FRAME: Schema = object({
     items: arrayOf(
       object({
         session_id: STRING,
+        pool: STRING,
         holder: { enum: ['client', 'workspace'] },
         container: nullable(INTEGER),
         slot: nullable(STRING),
@@ -33,7 +35,7 @@ const FRAME: Schema = object({
     ),
   }),
   errors: arrayOf(object({ at: AT, kind: STRING, message: STRING })),
-  replaced: arrayOf(object({ at: AT, container: INTEGER, reason: STRING })),
+  replaced: arrayOf(object({ at: AT, pool: STRING, container: INTEGER, reason: STRING })),
   workspaces: arrayOf(object({ workspace_id: STRING, workdir: STRING, running_job_id: nullable(STRING) })),
   sandboxes: arrayOf(object({ kind: STRING, id: STRING, detail: STRING })),
 });
@@ -74,9 +76,10 @@ export const DASHBOARD_API_DOC: ApiDoc = {
     },
     'POST /admin/containers/:index/replace': {
       summary: 'Replace a container now: its leases break (410 to their holders), its sessions are rebuilt',
+      params: [{ name: 'pool', in: 'query', description: 'the pool (BROKER_POOLS); absent: the default pool', schema: STRING }],
       body: { schema: {}, required: false, description: 'any JSON, ignored' },
-      responses: { 202: { description: 'replacing', schema: object({ container: INTEGER, status: { const: 'replacing' } }) } },
-      errors: { 400: 'not a container index (`bad_request`)', 404: 'no such container (`container_not_found`)', 409: 'being replaced already (`container_replacing`)' },
+      responses: { 202: { description: 'replacing', schema: object({ container: INTEGER, pool: STRING, status: { const: 'replacing' } }) } },
+      errors: { 400: 'not a container index (`bad_request`), or an unknown pool (`unknown_pool`)', 404: 'no such container (`container_not_found`)', 409: 'being replaced already (`container_replacing`)' },
     },
   },
 };

@@ -49,7 +49,7 @@ export function dashboardPage(): string {
 <header><h1>bash-session broker</h1><span id="status">connecting</span><span id="updated"></span></header>
 <div id="notice"></div>
 <main>
-  <section id="pool"><h2>Pool</h2><div class="figures" id="pool-figures"></div></section>
+  <section id="pool"><h2>Pool</h2><div class="figures" id="pool-figures"></div><ul class="log" id="pool-list"></ul></section>
   <section id="queue"><h2>Acquire queue</h2><div class="figures" id="queue-figures"></div><svg class="spark" id="queue-spark" viewBox="0 0 60 40" preserveAspectRatio="none"></svg></section>
   <section id="execute"><h2>Execute</h2><div class="figures" id="execute-figures"></div><svg class="spark" id="execute-spark" viewBox="0 0 60 40" preserveAspectRatio="none"></svg></section>
   <section id="containers" class="wide"><h2>Containers</h2><div class="scroll"><table><thead><tr><th>#</th><th>health</th><th>sessions</th><th></th></tr></thead><tbody id="container-rows"></tbody></table></div></section>

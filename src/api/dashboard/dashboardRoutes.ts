@@ -6,12 +6,12 @@
  * with the workspace page) and offers it to the WebSocket as the `bearer.<token>` subprotocol.
  */
 import type { WebSocket } from 'ws';
-import type { SessionPool } from '../../core/pool';
+import type { PoolRegistry } from '../../core/poolRegistry';
 import type { DashboardFeed } from '../../core/dashboard/dashboardFeed';
 import { BadRequestError, BrokerError } from '../../common/errors';
 import { poolErrorFormat } from '../errorFormats';
 import { sendJson, sendText } from '../httpJson';
-import { healthReport } from '../healthRoutes';
+import { brokerHealth } from '../healthRoutes';
 import type { Router } from '../router';
 import { DASHBOARD_ASSETS, dashboardPage } from './dashboardPage';
 
@@ -29,9 +29,9 @@ function containerIndex(raw: string): number {
   return Number(raw);
 }
 
-export function dashboardRouter(pool: SessionPool, feed: DashboardFeed): Router {
+export function dashboardRouter(pools: PoolRegistry, feed: DashboardFeed): Router {
   // /health's verdict beside the frame: the page shows the same word /health answers.
-  const withStatus = (frame: object): object => ({ status: healthReport(pool).status, ...frame });
+  const withStatus = (frame: object): object => ({ status: brokerHealth(pools).status, ...frame });
   // One JSON text per frame, however many viewers.
   const texts = new WeakMap<object, string>();
   const text = (frame: object): string => {
@@ -49,7 +49,7 @@ export function dashboardRouter(pool: SessionPool, feed: DashboardFeed): Router 
   };
   const endLease = (why: 'released' | 'operator') =>
     ({ params, res }: { params: Readonly<Record<string, string>>; res: import('node:http').ServerResponse }) => {
-      pool.endLease(params.sessionId, why);
+      pools.owning(params.sessionId).endLease(params.sessionId, why);
       sendJson(res, 200, { session_id: params.sessionId, status: why === 'released' ? 'released' : 'reclaimed' });
     };
   return {
@@ -75,10 +75,11 @@ export function dashboardRouter(pool: SessionPool, feed: DashboardFeed): Router 
         method: 'POST',
         path: '/admin/containers/:index/replace',
         body: 'json',
-        handle({ params, res }) {
+        handle({ params, query, res }) {
           const index = containerIndex(params.index);
-          if (!pool.replaceContainer(index)) throw new ContainerBusyError(index);
-          sendJson(res, 202, { container: index, status: 'replacing' });
+          const name = new URLSearchParams(query).get('pool') ?? undefined; // none: the default pool
+          if (!pools.pool(name).replaceContainer(index)) throw new ContainerBusyError(index);
+          sendJson(res, 202, { container: index, pool: name ?? pools.main.name, status: 'replacing' });
         },
       },
     ],

@@ -95,7 +95,10 @@ export const DASHBOARD_SCRIPT = String.raw`
     setStatus(f.status);
     $('updated').textContent = 'updated ' + new Date(f.at).toLocaleTimeString();
     var p = f.pool;
+    var several = f.pools.length > 1;
     figures($('pool-figures'), [['available', p.available, 'pool-available'], ['in use', p.in_use, 'pool-in-use'], ['cleaning', p.cleaning, 'pool-cleaning'], ['broken', p.broken, 'pool-broken'], ['total / target', p.total + ' / ' + p.target, 'pool-total']]);
+    list($('pool-list'), several ? f.pools : [], function (x) { return el('li', x.name + ': ' + x.available + ' available, ' + x.in_use + ' in use, ' + x.broken + ' broken of ' + x.target + (x.waiting ? ', ' + x.waiting + ' waiting' : '')); });
+    $('pool-list').style.display = several ? '' : 'none';
     var q = f.queue;
     figures($('queue-figures'), [['waiting', q.waiting, 'queue-waiting'], ['wait p50 (10 s)', millis(q.wait_p50_ms), 'queue-p50'], ['wait p99 (10 s)', millis(q.wait_p99_ms), 'queue-p99'], ['503s (1 min)', sum(q.timeouts_per_second), 'queue-timeouts']]);
     spark($('queue-spark'), [{ values: q.acquires_per_second }, { values: q.timeouts_per_second, cls: 'bad' }]);
@@ -108,7 +111,8 @@ export const DASHBOARD_SCRIPT = String.raw`
     f.containers.forEach(function (c) {
       var tr = el('tr');
       tr.dataset.container = c.index;
-      tr.appendChild(el('td', c.index));
+      tr.dataset.pool = c.pool;
+      tr.appendChild(el('td', several ? c.pool + ' ' + c.index : c.index));
       var health = el('td');
       health.appendChild(el('span', null, 'dot' + (c.replacing ? ' replacing' : c.healthy ? '' : ' bad')));
       health.appendChild(document.createTextNode(c.replacing ? 'replacing' : c.healthy ? 'healthy' : 'unhealthy: ' + (c.reason || '')));
@@ -119,7 +123,7 @@ export const DASHBOARD_SCRIPT = String.raw`
       slots.appendChild(box);
       tr.appendChild(slots);
       var actions = el('td');
-      if (!c.replacing) actions.appendChild(button('Replace', 'replace', function () { act('/admin/containers/' + c.index + '/replace', 'Replace container ' + c.index + '? Its leases break (their holders get 410) and its sessions are rebuilt.'); }));
+      if (!c.replacing) actions.appendChild(button('Replace', 'replace', function () { act('/admin/containers/' + c.index + '/replace?pool=' + encodeURIComponent(c.pool), 'Replace container ' + c.index + ' of pool ' + c.pool + '? Its leases break (their holders get 410) and its sessions are rebuilt.'); }));
       tr.appendChild(actions);
       rows.appendChild(tr);
     });
@@ -133,7 +137,7 @@ export const DASHBOARD_SCRIPT = String.raw`
       id.title = l.session_id;
       tr.appendChild(id);
       tr.appendChild(el('td', l.holder));
-      tr.appendChild(el('td', l.container === null ? '-' : l.container + ' (' + l.slot + ')'));
+      tr.appendChild(el('td', (several ? l.pool + ' ' : '') + (l.container === null ? '-' : l.container + ' (' + l.slot + ')')));
       tr.appendChild(el('td', seconds(l.age_s)));
       tr.appendChild(el('td', seconds(l.idle_s)));
       tr.appendChild(el('td', l.lease_ttl_s === null ? '-' : seconds(l.lease_ttl_s)));
@@ -149,7 +153,7 @@ export const DASHBOARD_SCRIPT = String.raw`
     if (f.leases.items.length === 0) { var none = el('tr'); none.appendChild(el('td', 'no leases', 'muted')); leases.appendChild(none); }
 
     list($('error-list'), f.errors, function (e) { return logLine(e.at, e.kind + ': ' + e.message); });
-    list($('replaced-list'), f.replaced, function (r) { return logLine(r.at, 'container ' + r.container + ': ' + r.reason); });
+    list($('replaced-list'), f.replaced, function (r) { return logLine(r.at, 'container ' + r.container + (several ? ' of pool ' + r.pool : '') + ': ' + r.reason); });
     list($('workspace-list'), f.workspaces, function (w) { return el('li', w.workspace_id + '  ' + w.workdir + (w.running_job_id ? '  running ' + w.running_job_id : '  idle')); });
     list($('sandbox-list'), f.sandboxes, function (s) { return el('li', s.kind + ' ' + s.id + ': ' + s.detail); });
   }

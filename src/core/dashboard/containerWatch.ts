@@ -9,20 +9,23 @@ const REPLACEMENTS_KEPT = 50;
 
 export interface Replacement {
   atMs: number;
+  pool: string;
   container: number;
   reason: string;
 }
 
 export class ContainerWatch {
-  private readonly seen = new Map<number, number>();
+  /** `pool/index` -> replacements seen. */
+  private readonly seen = new Map<string, number>();
   private readonly ring: Replacement[] = [];
 
   /** Returns the replacements first seen in this look (one per container and look, however many it had). */
-  look(containers: readonly ContainerEntry[], nowMs = Date.now()): Replacement[] {
+  look(pool: string, containers: readonly ContainerEntry[], nowMs = Date.now()): Replacement[] {
     const found: Replacement[] = [];
     for (const c of containers) {
-      if (c.replaced.count > (this.seen.get(c.index) ?? 0)) found.push({ atMs: nowMs, container: c.index, reason: c.replaced.lastReason });
-      this.seen.set(c.index, c.replaced.count);
+      const key = `${pool}/${c.index}`;
+      if (c.replaced.count > (this.seen.get(key) ?? 0)) found.push({ atMs: nowMs, pool, container: c.index, reason: c.replaced.lastReason });
+      this.seen.set(key, c.replaced.count);
     }
     this.ring.push(...found);
     if (this.ring.length > REPLACEMENTS_KEPT) this.ring.splice(0, this.ring.length - REPLACEMENTS_KEPT);

@@ -50,8 +50,10 @@ export class DashboardFeed {
   }
 
   private look(): void {
-    for (const r of this.watch.look(this.sources.pool.containers, Date.now())) {
-      this.sources.activity.error('container_replaced', `container ${r.container} replaced: ${r.reason}`, r.atMs);
+    for (const { name, pool } of this.sources.pools()) {
+      for (const r of this.watch.look(name, pool.containers, Date.now())) {
+        this.sources.activity.error('container_replaced', `container ${r.container} of pool ${r.pool} replaced: ${r.reason}`, r.atMs);
+      }
     }
   }
 

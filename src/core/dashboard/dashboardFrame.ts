@@ -9,6 +9,7 @@ import { SessionState } from '../states';
 import type { PoolActivity } from './poolActivity';
 import type { Replacement } from './containerWatch';
 import { round } from './secondSeries';
+import { RECLAIM_REASONS } from '../leaseTtl';
 
 /** Leases listed in a frame (oldest first); the count says how many there are in all. */
 export const LEASES_LISTED = 500;
@@ -32,19 +33,27 @@ export interface SandboxSummary {
   detail: string;
 }
 
+/** A pool by its name (the broker's PoolRegistry entries). */
+export interface NamedPool {
+  readonly name: string;
+  readonly pool: SessionPool;
+}
+
 export interface DashboardSources {
-  pool: SessionPool;
+  /** Every pool, the default one first. */
+  pools: () => readonly NamedPool[];
   activity: PoolActivity;
   workspaces?: () => WorkspaceSummary[];
   sandboxes?: () => SandboxSummary[];
 }
 
-function leaseView(lease: Lease, nowMs: number): Record<string, unknown> {
+function leaseView(pool: string, lease: Lease, nowMs: number): Record<string, unknown> {
   const slot = lease.slot;
   // A workspace's lease is never idle-reclaimed (its owner gives it back): it is shown as the workspace's.
   const workspace = lease.lastActivityMs === Number.POSITIVE_INFINITY;
   return {
     session_id: lease.id,
+    pool,
     holder: workspace ? 'workspace' : 'client',
     container: slot?.container.index ?? null,
     slot: slot?.slotId ?? null,
@@ -56,30 +65,44 @@ function leaseView(lease: Lease, nowMs: number): Record<string, unknown> {
   };
 }
 
+function sum<K extends string>(rows: readonly Record<K, number>[], keys: readonly K[]): Record<K, number> {
+  const out = Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>;
+  for (const row of rows) for (const k of keys) out[k] += row[k] ?? 0;
+  return out;
+}
+
+const STATES = ['available', 'in_use', 'cleaning', 'broken', 'total'] as const;
+
 export function dashboardFrame(sources: DashboardSources, replacements: readonly Replacement[], nowMs = Date.now()): Record<string, unknown> {
-  const { pool, activity } = sources;
-  const counts = pool.states.snapshot();
-  const stats = pool.stats();
-  const leases = [...pool.liveLeases()].sort((a, b) => a.acquiredAtMs - b.acquiredAtMs);
+  const { activity } = sources;
+  const pools = sources.pools();
+  const perPool = pools.map(({ name, pool }) => ({ name, ...pool.states.snapshot(), target: pool.targetSessions, waiting: pool.waiting }));
+  const leases = pools
+    .flatMap(({ name, pool }) => pool.liveLeases().map((lease) => ({ name, lease })))
+    .sort((a, b) => a.lease.acquiredAtMs - b.lease.acquiredAtMs);
   const executes = activity.executes.series(nowMs);
   const [p50, p99] = activity.executes.percentiles([0.5, 0.99], PERCENTILE_SECONDS, nowMs);
   const waits = activity.acquires.series(nowMs);
   const [waitP50, waitP99] = activity.acquires.percentiles([0.5, 0.99], PERCENTILE_SECONDS, nowMs);
+  const reclaimed = pools.map(({ pool }) => pool.stats().reclaimed);
   return {
     at: new Date(nowMs).toISOString(),
-    pool: { ...counts, target: pool.targetSessions, closing: pool.isClosing },
-    containers: pool.containers.map((c) => ({
-      index: c.index,
-      healthy: c.healthy,
-      replacing: c.replacing,
-      reason: c.healthy ? null : c.unhealthyReason,
-      slots: c.slots.map((s) => STATE_LETTER[s.state]).join(''),
-    })),
+    pool: { ...sum(perPool, STATES), target: sum(perPool, ['target']).target, closing: pools.some(({ pool }) => pool.isClosing) },
+    pools: perPool,
+    containers: pools.flatMap(({ name, pool }) =>
+      pool.containers.map((c) => ({
+        pool: name,
+        index: c.index,
+        healthy: c.healthy,
+        replacing: c.replacing,
+        reason: c.healthy ? null : c.unhealthyReason,
+        slots: c.slots.map((s) => STATE_LETTER[s.state]).join(''),
+      })),
+    ),
     queue: {
-      waiting: stats.waiting,
+      waiting: sum(perPool, ['waiting']).waiting,
       wait_p50_ms: waitP50,
       wait_p99_ms: waitP99,
-      recent_wait_p50_ms: stats.waitP50Ms === null ? null : round(stats.waitP50Ms),
       acquires_per_second: waits.counts,
       timeouts_per_second: waits.flagged,
       wait_max_ms: waits.maxMs,
@@ -91,10 +114,10 @@ export function dashboardFrame(sources: DashboardSources, replacements: readonly
       per_second: executes.counts,
       failed_per_second: executes.flagged,
     },
-    reclaimed: stats.reclaimed,
-    leases: { count: leases.length, items: leases.slice(0, LEASES_LISTED).map((l) => leaseView(l, nowMs)) },
+    reclaimed: sum(reclaimed, RECLAIM_REASONS),
+    leases: { count: leases.length, items: leases.slice(0, LEASES_LISTED).map(({ name, lease }) => leaseView(name, lease, nowMs)) },
     errors: activity.errors.map((e) => ({ at: new Date(e.atMs).toISOString(), kind: e.kind, message: e.message })),
-    replaced: replacements.map((r) => ({ at: new Date(r.atMs).toISOString(), container: r.container, reason: r.reason })),
+    replaced: replacements.map((r) => ({ at: new Date(r.atMs).toISOString(), pool: r.pool, container: r.container, reason: r.reason })),
     workspaces: sources.workspaces?.() ?? [],
     sandboxes: sources.sandboxes?.() ?? [],
   };

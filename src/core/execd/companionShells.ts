@@ -10,6 +10,7 @@
  * Unit names are reused (a freed number goes to the next shell of that slot) so that the backends'
  * per-unit cgroup directories stay bounded; a number is freed only once its shell is closed.
  */
+import { ansiCQuote } from '../framing';
 import type { SessionBackend, ShellProcess } from '../backend';
 import type { SandboxHandle } from '../sandboxHandle';
 
@@ -48,6 +49,10 @@ export async function openCompanion(backend: SessionBackend, units: CompanionUni
     units.free(handle.slotId, n);
     throw err;
   }
+  // A lifecycle sandbox's env (a warm container started before it existed): bash reads this line
+  // before the session's framing starts, so every command of the shell has it.
+  const env = Object.entries(handle.env ?? {});
+  if (env.length > 0) shell.write(`builtin export ${env.map(([k, v]) => `${k}=${ansiCQuote(v)}`).join(' ')}\n`);
   let closing: Promise<void> | null = null;
   return {
     shell,

@@ -26,7 +26,8 @@ export class ExecdService {
     const known = this.sandboxes.get(handle.id);
     if (known) return known;
     if (handle.ended.aborted || this.closed) throw new SessionNotInUseError(handle.id, 'ended');
-    const execd = new SandboxExecd(handle, this.backend, this.units, this.limits);
+    // A named pool's container belongs to that pool's backend.
+    const execd = new SandboxExecd(handle, handle.backend ?? this.backend, this.units, this.limits);
     this.sandboxes.set(handle.id, execd);
     handle.ended.addEventListener('abort', () => this.end(handle.id, execd), { once: true });
     return execd;
