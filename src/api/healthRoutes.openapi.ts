@@ -21,6 +21,7 @@ const HEALTH = {
       ...object({ target_sessions: COUNT, ready_sessions: COUNT, failed_sessions: COUNT, elapsed_seconds: NUMBER, sessions_per_second: nullable(NUMBER), seconds_left: nullable(NUMBER) }),
       description: "only while the pool's first fill runs",
     },
+    pools: { type: 'object', additionalProperties: { type: 'object' }, description: "with BROKER_POOLS: each pool's own report (status, image and counts) by name" },
   },
   required: ['status', 'total_sessions', 'available_sessions', 'in_use_sessions', 'cleaning_sessions', 'broken_sessions', 'healthy_containers', 'unhealthy_containers'],
 };

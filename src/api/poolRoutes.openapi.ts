@@ -34,6 +34,7 @@ const ACQUIRE_BODY: Schema = {
     request_id: REQUEST_ID,
     lease_ttl: described({ type: 'number', exclusiveMinimum: 0 }, 'seconds without a call after which the lease is reclaimed (capped by BROKER_MAX_LEASE_TTL)'),
     acquire_timeout: described({ type: 'number', exclusiveMinimum: 0 }, 'seconds to wait for a session, at most BROKER_ACQUIRE_TIMEOUT'),
+    pool: described({ type: 'string', minLength: 1 }, 'a named pool of BROKER_POOLS; absent: the default pool'),
   },
 };
 
@@ -68,7 +69,7 @@ const ON_LEASE = {
   410: 'its shell or container died: its state is lost (`session_broken`)',
 };
 const ACQUIRE_ERRORS = {
-  400: 'a bad field: files, startup_commands, request_id, lease_ttl, acquire_timeout (`bad_request`)',
+  400: 'a bad field: files, startup_commands, request_id, lease_ttl, acquire_timeout, or an unknown pool (`bad_request`, `unknown_pool`)',
   409: 'the same request_id with another body (`request_id_conflict`)',
   413: 'the body or a command is too large (`payload_too_large`)',
   422: 'a startup command killed its shell; no session was leased (`startup_failed`)',

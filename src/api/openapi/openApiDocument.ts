@@ -122,13 +122,14 @@ export function buildOpenApi(docs: readonly ApiDoc[], routes: readonly Registere
         'Warm bash sessions leased over HTTP, and the APIs around them. Every route but the public ones (GET /health, the pages, this document) needs the token (BROKER_TOKEN) when one is set. Errors: the pool format `{detail, code}`, or OpenSandbox\'s `{code, message}` under /sandboxes and /v1.',
     },
     tags: docs.map((d) => ({ name: d.tag, description: d.description })),
-    security: [{ bearer: [] }, { execdToken: [] }],
+    security: [{ bearer: [] }, { execdToken: [] }, { openSandboxKey: [] }],
     paths,
     components: {
       schemas,
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <BROKER_TOKEN>; a browser WebSocket offers the subprotocol bearer.<token>' },
         execdToken: { type: 'apiKey', in: 'header', name: 'X-EXECD-ACCESS-TOKEN', description: 'The same token, as the execd spec sends it' },
+        openSandboxKey: { type: 'apiKey', in: 'header', name: 'OPEN-SANDBOX-API-KEY', description: 'The same token, as the lifecycle spec sends it' },
       },
     },
   };
