@@ -251,7 +251,7 @@ export class SessionPool {
   /**
    * Ends a live (or broken) lease for an operator (the dashboard): `released` as if its holder had
    * released it, `operator` reclaimed (its holder's next call is told so, and it is counted). Throws
-   * the id's own error when it is not live, and refuses a workspace's slot (ended with its workspace).
+   * the id's own error when it is not live, and refuses a slot taken out (a workspace's, a lifecycle sandbox's: ended with its owner).
    */
   endLease(sessionId: string, why: 'released' | 'operator'): void {
     // 404 unknown, 400 ended; a broken lease may be ended (its holder has not released it yet).

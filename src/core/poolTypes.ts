@@ -78,9 +78,9 @@ export class ContainerNotFoundError extends BrokerError {
   }
 }
 
-/** A slot taken out for a workspace (takeOut) is ended with its workspace, not as a lease. */
+/** A slot taken out (takeOut) for a workspace or a lifecycle sandbox is ended with its owner, not as a lease. */
 export class LeaseHeldError extends BrokerError {
   constructor(id: string) {
-    super('busy', 'lease_held_by_workspace', `session ${id} holds a workspace: end the workspace instead (DELETE /workspaces/{id})`);
+    super('busy', 'lease_taken_out', `session ${id} holds a workspace or a lifecycle sandbox: end that instead (DELETE /workspaces/{id} or DELETE /v1/sandboxes/{id})`);
   }
 }

@@ -82,6 +82,18 @@ describe('dashboard: /admin over HTTP and WebSocket', () => {
     expect(await post(tb, '/admin/leases/never-issued/reclaim')).toMatchObject({ status: 404, json: { code: 'session_not_found' } });
   });
 
+  it("refuses to end a workspace's slot from the lease list: it ends with its workspace", async () => {
+    const workspace = (await post(tb, '/workspaces')).json.workspace_id as string;
+    try {
+      const taken = (await state(tb)).leases.items.find((l: Frame) => l.holder === 'taken out');
+      expect(taken).toMatchObject({ idle_s: null });
+      expect(await post(tb, `/admin/leases/${taken.session_id}/release`)).toMatchObject({ status: 409, json: { code: 'lease_taken_out' } });
+      expect((await tb.request('POST', `/workspaces/${workspace}/api/execute`, JSON.stringify({ command: 'echo still' }), auth)).json).toMatchObject({ returncode: 0 });
+    } finally {
+      await tb.request('DELETE', `/workspaces/${workspace}`, undefined, auth);
+    }
+  });
+
   it('refuses a bad container, and replaces a good one: its lease breaks, the pool heals', async () => {
     expect(await post(tb, '/admin/containers/x/replace')).toMatchObject({ status: 400 });
     expect(await post(tb, '/admin/containers/7/replace')).toMatchObject({ status: 404, json: { code: 'container_not_found' } });

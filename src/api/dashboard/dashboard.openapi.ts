@@ -23,7 +23,7 @@ const FRAME: Schema = object({
       object({
         session_id: STRING,
         pool: STRING,
-        holder: { enum: ['client', 'workspace'] },
+        holder: { enum: ['client', 'taken out'], description: "taken out: a workspace's or a lifecycle sandbox's slot, ended with its owner" },
         container: nullable(INTEGER),
         slot: nullable(STRING),
         age_s: NUMBER,
@@ -66,13 +66,13 @@ export const DASHBOARD_API_DOC: ApiDoc = {
       summary: 'Release a lease (as if its holder had)',
       body: { schema: {}, required: false, description: 'any JSON, ignored' },
       responses: { 200: { description: 'released', schema: object({ session_id: STRING, status: { const: 'released' } }) } },
-      errors: { 400: 'the lease ended already (`session_not_in_use`)', 404: 'no such lease (`session_not_found`)', 409: "a workspace's slot: end the workspace (`lease_held_by_workspace`)" },
+      errors: { 400: 'the lease ended already (`session_not_in_use`)', 404: 'no such lease (`session_not_found`)', 409: "a workspace's or a lifecycle sandbox's slot: end its owner (`lease_taken_out`)" },
     },
     'POST /admin/leases/:sessionId/reclaim': {
       summary: 'Reclaim a lease: its holder is told so (reclaimed: operator), and it is counted',
       body: { schema: {}, required: false, description: 'any JSON, ignored' },
       responses: { 200: { description: 'reclaimed', schema: object({ session_id: STRING, status: { const: 'reclaimed' } }) } },
-      errors: { 400: 'the lease ended already (`session_not_in_use`)', 404: 'no such lease (`session_not_found`)', 409: "a workspace's slot: end the workspace (`lease_held_by_workspace`)" },
+      errors: { 400: 'the lease ended already (`session_not_in_use`)', 404: 'no such lease (`session_not_found`)', 409: "a workspace's or a lifecycle sandbox's slot: end its owner (`lease_taken_out`)" },
     },
     'POST /admin/containers/:index/replace': {
       summary: 'Replace a container now: its leases break (410 to their holders), its sessions are rebuilt',

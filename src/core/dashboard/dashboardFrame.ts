@@ -49,16 +49,16 @@ export interface DashboardSources {
 
 function leaseView(pool: string, lease: Lease, nowMs: number): Record<string, unknown> {
   const slot = lease.slot;
-  // A workspace's lease is never idle-reclaimed (its owner gives it back): it is shown as the workspace's.
-  const workspace = lease.lastActivityMs === Number.POSITIVE_INFINITY;
+  // A slot taken out (a workspace's, a lifecycle sandbox's) is never idle-reclaimed: its owner gives it back.
+  const takenOut = lease.lastActivityMs === Number.POSITIVE_INFINITY;
   return {
     session_id: lease.id,
     pool,
-    holder: workspace ? 'workspace' : 'client',
+    holder: takenOut ? 'taken out' : 'client',
     container: slot?.container.index ?? null,
     slot: slot?.slotId ?? null,
     age_s: round((nowMs - lease.acquiredAtMs) / 1000),
-    idle_s: workspace || lease.executing ? null : round(Math.max(0, nowMs - lease.lastActivityMs) / 1000),
+    idle_s: takenOut || lease.executing ? null : round(Math.max(0, nowMs - lease.lastActivityMs) / 1000),
     executing: lease.executing,
     lease_ttl_s: lease.ttlMs === null ? null : lease.ttlMs / 1000,
     broken: lease.brokenReason,
