@@ -19,6 +19,7 @@ import { sweepBenchContainers } from './lib/containers';
 import { singlePhase } from './phases/single';
 import { poolPhases, releasePhase } from './phases/pool';
 import { profilePhase } from './phases/profile';
+import { workspacePhase } from './phases/workspace';
 
 async function checkDocker(image: string): Promise<void> {
   const docker = new Dockerode();
@@ -29,12 +30,21 @@ async function checkDocker(image: string): Promise<void> {
     .catch(() => Promise.reject(new Error(`image ${image} not found; build it with scripts/docker-images.sh or pass --image`)));
 }
 
+/** Why the docker backend cannot be measured here, or null when it can. */
+function dockerMissing(image: string): Promise<string | null> {
+  return checkDocker(image).then(
+    () => null,
+    (err: Error) => err.message,
+  );
+}
+
 async function runPhases(ctx: BenchContext): Promise<void> {
   const { phases } = ctx.plan;
   if (phases.has('core')) await singlePhase(ctx);
   if (phases.has('release')) await releasePhase(ctx);
   if (!ctx.plan.quick) await poolPhases(ctx);
   if (phases.has('profile')) await profilePhase(ctx);
+  if (phases.has('workspace')) await workspacePhase(ctx, () => dockerMissing(ctx.plan.image));
 }
 
 function writeResults(plan: Plan, results: Results, failed: boolean): string {

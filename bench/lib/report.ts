@@ -2,6 +2,7 @@
 import type { LatencySummary, SeqResult } from '../protocol';
 import { episodeFloorRate, type Results } from './results';
 import type { ProfileSummary } from './profile';
+import { renderWorkspace } from './workspaceResults';
 
 const f = (v: number | undefined, digits = 3): string => (v === undefined || !Number.isFinite(v) ? '-' : v.toFixed(digits));
 const lat = (l: LatencySummary | undefined): string => (l && l.n ? `${f(l.p50)} / ${f(l.p90)} / ${f(l.p99)}` : '-');
@@ -266,5 +267,5 @@ function profile(p: ProfileSummary | undefined, during: string): string[] {
 
 export function renderMarkdown(r: Results): string {
   const notes = r.notes.length ? ['## Notes', '', ...r.notes.map((n) => `- ${n}`), ''] : [];
-  return [...header(r), ...targets(r), ...single(r), ...episodes(r), ...episodeFloor(r), ...lifecycle(r), ...cpu(r), ...profile(r.profile, 'execute `true`'), ...profile(r.profileEpisodes, 'episodes at 64'), ...notes].join('\n');
+  return [...header(r), ...targets(r), ...renderWorkspace(r.workspace), ...single(r), ...episodes(r), ...episodeFloor(r), ...lifecycle(r), ...cpu(r), ...profile(r.profile, 'execute `true`'), ...profile(r.profileEpisodes, 'episodes at 64'), ...notes].join('\n');
 }

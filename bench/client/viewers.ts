@@ -1,0 +1,73 @@
+/**
+ * Workspace viewers in a process of their own (forked by the client): N real `ws` clients on one
+ * workspace, each reading everything as a viewer would (event sockets parse every message), so 50
+ * readers cost their own process's CPU, not the measuring client's event loop.
+ *
+ * IPC, one request at a time: {open: {url, sockets}} opens them (answers when all are open),
+ * {count: true} answers the bytes and messages each got and how many were cut, {close: true} closes
+ * them all. It exits when its parent disconnects.
+ */
+import WebSocket from 'ws';
+
+interface Reader {
+  socket: WebSocket;
+  bytes: number;
+  messages: number;
+  closed: boolean;
+}
+
+export type ViewerRequest = { open: { url: string; sockets: number; events: boolean } } | { count: true } | { close: true };
+
+export interface ViewerCounts {
+  sockets: number;
+  /** Per socket, what it received since it opened. */
+  bytes: number[];
+  messages: number[];
+  /** Sockets the broker closed or cut while they were open (a viewer dropped for falling behind). */
+  closed: number;
+}
+
+let readers: Reader[] = [];
+
+function openOne(url: string, events: boolean): Promise<Reader> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url);
+    const reader: Reader = { socket, bytes: 0, messages: 0, closed: false };
+    socket.on('message', (data: Buffer) => {
+      reader.bytes += data.length;
+      reader.messages++;
+      if (events) JSON.parse(data.toString('utf8')); // what every event viewer does with it
+    });
+    socket.once('open', () => resolve(reader));
+    socket.once('error', reject);
+    socket.once('close', () => (reader.closed = true));
+  });
+}
+
+async function handle(request: ViewerRequest): Promise<unknown> {
+  if ('open' in request) {
+    const { url, sockets, events } = request.open;
+    readers.push(...(await Promise.all(Array.from({ length: sockets }, () => openOne(url, events)))));
+    return { sockets: readers.length };
+  }
+  if ('count' in request) {
+    const counts: ViewerCounts = { sockets: readers.length, bytes: readers.map((r) => r.bytes), messages: readers.map((r) => r.messages), closed: readers.filter((r) => r.closed).length };
+    return counts;
+  }
+  const closing = readers.map((r) => (r.closed ? Promise.resolve() : new Promise<void>((resolve) => {
+    r.socket.once('close', () => resolve());
+    r.socket.close();
+  })));
+  readers = [];
+  await Promise.race([Promise.all(closing), new Promise((resolve) => setTimeout(resolve, 5000))]);
+  return {};
+}
+
+process.on('message', (request: ViewerRequest) => {
+  handle(request).then(
+    (result) => process.send?.({ ok: true, result }),
+    (err: Error) => process.send?.({ ok: false, error: err.stack ?? String(err) }),
+  );
+});
+process.on('disconnect', () => process.exit(0));
+process.send?.({ ok: true, result: 'ready' });
