@@ -138,7 +138,7 @@ export async function wsFlood(url: string, command: string, floodBytes: number, 
   const rounds: WsFloodRound[] = [];
   try {
     for (const count of counts) {
-      await viewers.ask({ open: { url: wsUrl, sockets: count, events: kind === 'events' } });
+      await viewers.ask({ open: { url: wsUrl, sockets: count } });
       await sleep(300); // scrollback or nothing: let it land before the flood
       const before = await viewers.ask<ViewerCounts>({ count: true });
       const t0 = nowMs();

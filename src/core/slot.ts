@@ -40,6 +40,8 @@ export class Lease {
   executing = false;
   released = false;
   brokenReason: string | null = null;
+  /** Told once when the lease breaks (its shell or container failed): a workspace moves away at once. */
+  onBroken: ((reason: string) => void) | null = null;
   lastActivityMs: number;
   constructor(
     readonly id: string,
