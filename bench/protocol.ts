@@ -165,6 +165,9 @@ export interface WsFloodRound {
   viewerMessagesMax: number;
   /** Viewers the broker dropped during the round (they fell behind its bound). */
   dropped: number;
+  /** CPU during the round, ms: the broker's (its process_cpu_seconds_total) and the viewer process's. */
+  brokerCpuMs: number;
+  viewersCpuMs: number;
 }
 
 export type Job =

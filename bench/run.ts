@@ -47,12 +47,14 @@ async function runPhases(ctx: BenchContext): Promise<void> {
   if (phases.has('workspace')) await workspacePhase(ctx, () => dockerMissing(ctx.plan.image));
 }
 
+/** `--only workspace` measures both backends, and is named for that, not for `--backend`; it draws no chart. */
 function writeResults(plan: Plan, results: Results, failed: boolean): string {
-  const name = `${plan.backend}-${plan.quick ? 'quick' : 'latest'}${failed ? '-failed' : ''}`;
+  const workspaceOnly = plan.phases.size === 1 && plan.phases.has('workspace');
+  const name = `${workspaceOnly ? 'workspace' : plan.backend}-${plan.quick ? 'quick' : 'latest'}${failed ? '-failed' : ''}`;
   const base = path.join(plan.outDir, name);
   fs.writeFileSync(`${base}.json`, JSON.stringify(results, null, 2) + '\n');
   fs.writeFileSync(`${base}.md`, renderMarkdown(results));
-  fs.writeFileSync(`${base}.svg`, renderChart(results) + '\n');
+  if (!workspaceOnly) fs.writeFileSync(`${base}.svg`, renderChart(results) + '\n');
   return base;
 }
 
@@ -95,10 +97,12 @@ async function main(): Promise<number> {
   }
   results.durationS = (Date.now() - startedAt.getTime()) / 1000;
   results.targets = evaluateTargets(results);
+  // A workspace-only run lists the targets it measured, not every other phase's as unmeasured.
+  if (plan.phases.size === 1 && plan.phases.has('workspace')) results.targets = results.targets.filter((t) => t.pass !== null || t.value !== '-');
   const base = writeResults(plan, results, failed);
   const md = renderMarkdown(results);
   console.log('\n' + md.slice(md.indexOf('## Targets'), md.indexOf('## Single operations')).trim());
-  console.log(`\nbench: ${results.durationS.toFixed(0)} s; results in ${path.relative(process.cwd(), base)}.{json,md,svg}`);
+  console.log(`\nbench: ${results.durationS.toFixed(0)} s; results in ${path.relative(process.cwd(), base)}.{json,md}`);
   return failed ? 1 : 0;
 }
 

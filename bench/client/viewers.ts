@@ -26,9 +26,16 @@ export interface ViewerCounts {
   messages: number[];
   /** Sockets the broker closed or cut while they were open (a viewer dropped for falling behind). */
   closed: number;
+  /** CPU this process used since it started, ms (user + system). */
+  cpuMs: number;
 }
 
 let readers: Reader[] = [];
+
+function cpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
 
 function openOne(url: string): Promise<Reader> {
   return new Promise((resolve, reject) => {
@@ -51,7 +58,7 @@ async function handle(request: ViewerRequest): Promise<unknown> {
     return { sockets: readers.length };
   }
   if ('count' in request) {
-    const counts: ViewerCounts = { sockets: readers.length, bytes: readers.map((r) => r.bytes), messages: readers.map((r) => r.messages), closed: readers.filter((r) => r.closed).length };
+    const counts: ViewerCounts = { sockets: readers.length, bytes: readers.map((r) => r.bytes), messages: readers.map((r) => r.messages), closed: readers.filter((r) => r.closed).length, cpuMs: cpuMs() };
     return counts;
   }
   const closing = readers.map((r) => (r.closed ? Promise.resolve() : new Promise<void>((resolve) => {

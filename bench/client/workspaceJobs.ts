@@ -11,6 +11,7 @@ import type { SeqResult, WsFloodRound } from '../protocol';
 import { BrokerHttp } from './brokerHttp';
 import { runInterleaved, runSequential } from './drive';
 import { nowMs, sleep } from '../lib/stats';
+import { metricValue } from '../lib/metricsText';
 import type { ViewerCounts, ViewerRequest } from './viewers';
 
 interface WorkspaceAnswer {
@@ -113,6 +114,12 @@ class Viewers {
   }
 }
 
+/** The broker's CPU so far, from its /metrics (prom-client's process_cpu_seconds_total), ms. */
+async function brokerCpuMs(url: string): Promise<number> {
+  const res = await request(`${url}/metrics`);
+  return metricValue(await res.body.text(), 'process_cpu_seconds_total') * 1000;
+}
+
 /** The exit event of `jobId` from the workspace's logs, polled until it is there. */
 async function exitEvent(url: string, jobId: string, deadline: number): Promise<{ returncode: number | null; duration_ms: number }> {
   for (;;) {
@@ -141,6 +148,7 @@ export async function wsFlood(url: string, command: string, floodBytes: number, 
       await viewers.ask({ open: { url: wsUrl, sockets: count } });
       await sleep(300); // scrollback or nothing: let it land before the flood
       const before = await viewers.ask<ViewerCounts>({ count: true });
+      const brokerCpuBefore = await brokerCpuMs(url);
       const t0 = nowMs();
       const answer = await http.post<WorkspaceAnswer>('/api/execute', { command, wait: 30 });
       const exit = await exitEvent(url, answer.job_id, t0 + timeoutS * 1000);
@@ -148,6 +156,7 @@ export async function wsFlood(url: string, command: string, floodBytes: number, 
       if (exit.returncode !== 0) throw new Error(`flood '${command}': returncode ${exit.returncode}`);
       await sleep(500); // the last bytes reach the viewers
       const after = await viewers.ask<ViewerCounts>({ count: true });
+      const brokerCpu = (await brokerCpuMs(url)) - brokerCpuBefore;
       const got = after.bytes.map((b, i) => b - before.bytes[i]);
       const messages = after.messages.map((m, i) => m - before.messages[i]);
       rounds.push({
@@ -159,6 +168,8 @@ export async function wsFlood(url: string, command: string, floodBytes: number, 
         viewerMessagesMin: Math.min(...messages),
         viewerMessagesMax: Math.max(...messages),
         dropped: after.closed,
+        brokerCpuMs: brokerCpu,
+        viewersCpuMs: after.cpuMs - before.cpuMs,
       });
       await viewers.ask({ close: true });
     }

@@ -21,7 +21,9 @@ function header(r: Results): string[] {
   const m = r.machine;
   const loads = r.phases.map((p) => p.loadAvg1m);
   return [
-    `# Broker benchmark: ${r.backend} backend (${r.mode} run)`,
+    r.workspace && !r.commands.true && r.episodes.length === 0
+      ? `# Broker benchmark: shared PTY workspaces, ${Object.keys(r.workspace).join(' and ')} backends (${r.mode} run)`
+      : `# Broker benchmark: ${r.backend} backend (${r.mode} run)`,
     '',
     `Run ${r.startedAt}, ${r.durationS.toFixed(0)} s${r.image ? `, image \`${r.image}\`` : ''}. Broker: \`node dist/index.js\` at ${m.gitCommit}${m.gitDirty ? ' (src/ had uncommitted changes)' : ''}.`,
     '',

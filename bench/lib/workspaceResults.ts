@@ -80,6 +80,11 @@ export function workspaceTargets(ws: WorkspaceResults | undefined): TargetResult
 
 const row = (cells: string[]): string => `| ${cells.join(' | ')} |`;
 
+export function roundText(r: WsFloodRound): string {
+  const cpu = `${(r.brokerCpuMs / 1000).toFixed(2)} + ${(r.viewersCpuMs / 1000).toFixed(2)}`;
+  return `${r.viewers}: ${(r.bytesPerSec / 1e6).toFixed(1)} (${cpu})${r.dropped ? ` ${r.dropped} cut` : ''}`;
+}
+
 /** The report's section: each backend's figures side by side. */
 export function renderWorkspace(ws: WorkspaceResults | undefined): string[] {
   const backends = (['local', 'docker'] as const).filter((b) => ws?.[b]);
@@ -103,7 +108,7 @@ export function renderWorkspace(ws: WorkspaceResults | undefined): string[] {
       const f = flood(w);
       return f ? `${(floodRate(f, 1) / 1e6).toFixed(1)} / ${(floodRate(f, WS_VIEWERS) / 1e6).toFixed(1)}` : '-';
     })]));
-    out.push(row([`flood rounds, ${kind} viewers (viewers: MB/s)`, ...cell((w) => flood(w)?.rounds.map((r) => `${r.viewers}: ${(r.bytesPerSec / 1e6).toFixed(1)}${r.dropped ? ` (${r.dropped} cut)` : ''}`).join(', ') ?? '-')]));
+    out.push(row([`flood rounds, ${kind} viewers (viewers: MB/s, CPU s of the broker + of the viewers' process)`, ...cell((w) => flood(w)?.rounds.map(roundText).join('; ') ?? '-')]));
   }
   out.push(row(['broker RSS per idle workspace', ...cell((w) => mb(w.memory.brokerPerWorkspaceBytes))]));
   out.push(row(["an idle workspace's processes, PSS (RSS)", ...cell((w) => `${mb(w.memory.terminalPssPerWorkspaceBytes)} (${mb(w.memory.terminalRssPerWorkspaceBytes)}), ${w.memory.terminalProcesses / w.memory.workspaces} per workspace`)]));

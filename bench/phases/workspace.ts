@@ -6,7 +6,7 @@
  */
 import { request } from 'undici';
 import type { SeqResult, WsFloodRound } from '../protocol';
-import { WS_VIEWERS, type WorkspaceFigures, type WsFlood } from '../lib/workspaceResults';
+import { roundText, WS_VIEWERS, type WorkspaceFigures, type WsFlood } from '../lib/workspaceResults';
 import { fmtLatency, type BenchContext } from '../lib/context';
 import type { BrokerProcess } from '../lib/brokerProcess';
 import { sleep } from '../lib/stats';
@@ -62,10 +62,6 @@ async function idleMemory(broker: BrokerProcess): Promise<WorkspaceFigures['memo
   };
 }
 
-function fmtRounds(rounds: WsFloodRound[]): string {
-  return rounds.map((r) => `${r.viewers}: ${(r.bytesPerSec / 1e6).toFixed(1)} MB/s${r.dropped ? ` (${r.dropped} dropped)` : ''}`).join(', ');
-}
-
 async function measure(ctx: BenchContext, backend: 'local' | 'docker'): Promise<void> {
   const quick = ctx.plan.quick;
   const pool = 2 + IDLE_WORKSPACES;
@@ -83,7 +79,7 @@ async function measure(ctx: BenchContext, backend: 'local' | 'docker'): Promise<
       const job = { kind: 'wsFlood', url: broker.url, command: f.command, floodBytes: f.floodBytes, viewerKind: f.viewerKind, counts, timeoutS: 120 } as const;
       const rounds = await ctx.withCpu(`workspace flood, ${f.viewerKind} viewers (${backend})`, () => ctx.job<WsFloodRound[]>(job, counts.length * 150_000));
       done.push({ ...f, rounds });
-      ctx.log(`flood of ${f.floodBytes / 1e6} MB, ${f.viewerKind} viewers: ${fmtRounds(rounds)}`);
+      ctx.log(`flood of ${f.floodBytes / 1e6} MB, ${f.viewerKind} viewers: ${rounds.map(roundText).join('; ')}`);
     }
     const memory = await idleMemory(broker);
     ctx.log(`idle workspace: broker +${mb(memory.brokerPerWorkspaceBytes)}, its processes ${mb(memory.terminalPssPerWorkspaceBytes)} PSS each (${memory.terminalProcesses} processes)`);

@@ -40,9 +40,9 @@ function fanoutsOf(ws: Workspace, options: SocketOptions): { events: WsFanout; t
   let f = fanouts.get(ws);
   if (!f) {
     const made = { events: new WsFanout(false, options.viewerBufferBytes), terminal: new WsFanout(true, options.viewerBufferBytes) };
-    // Once per workspace, for as long as it lives: each event is serialized once, whoever watches.
-    ws.events.subscribe(null, (event) => made.events.publish(JSON.stringify(event)), () => undefined);
-    ws.scrollback.attach((chunk) => made.terminal.publish(chunk));
+    // Once per workspace, for as long as it lives: each event is serialized once, whoever watches, and not at all when nobody does.
+    ws.events.subscribe(null, (event) => made.events.size > 0 && made.events.publish(JSON.stringify(event)), () => undefined);
+    ws.scrollback.attach((chunk) => made.terminal.size > 0 && made.terminal.publish(chunk));
     fanouts.set(ws, made);
     f = made;
   }
