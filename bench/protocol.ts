@@ -15,6 +15,12 @@ export const FLOOR_EXEC_DEPLOYMENT = 'bench-floor-exec';
 export const SHELL_FLOOR_DEPLOYMENT = 'bench-floor-shell';
 /** The episode floor's containers (client/episodeFloor.ts). */
 export const EPISODE_FLOOR_DEPLOYMENT = 'bench-floor-episodes';
+/**
+ * The workspace phase's brokers (phases/workspace.ts): a deployment of their own, so that a "bench"
+ * broker starting elsewhere on the engine, which sweeps its deployment's containers of other
+ * instances, does not remove theirs in the middle of a measurement.
+ */
+export const WORKSPACE_DEPLOYMENT = 'bench-workspace';
 
 /**
  * How a raw session reaches its bash: the backend's default (local: pipes to a child; docker: named
@@ -185,7 +191,7 @@ export type Job =
   | { kind: 'flood'; url: string; sessions: number; bytesPerSession: number; timeoutS: number }
   | { kind: 'dockerStart'; image: string; count: number; concurrency: number }
   | { kind: 'episodeFloor'; backend: 'local' | 'docker'; image: string; concurrency: number; perContainer: number; rampMs: number; durationMs: number }
-  | { kind: 'wsExecCompare'; url: string; n: number; warmup: number; maxMs: number }
+  | { kind: 'wsExecCompare'; url: string; backend: 'local' | 'docker'; n: number; warmup: number; maxMs: number }
   | { kind: 'wsEcho'; url: string; n: number; warmup: number; maxMs: number }
   | { kind: 'wsFlood'; url: string; command: string; floodBytes: number; viewerKind: 'terminal' | 'events'; counts: number[]; timeoutS: number }
   | { kind: 'episodesOpen'; url: string; ratePerSec: number; arrivals: 'poisson' | 'fixed'; durationMs: number; maxOutstanding: number; drainMs: number };

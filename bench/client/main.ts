@@ -82,7 +82,7 @@ async function run(job: Job): Promise<unknown> {
     case 'flood':
       return flood(job.url, job.sessions, job.bytesPerSession, job.timeoutS);
     case 'wsExecCompare':
-      return wsExecCompare(job.url, job.n, job.warmup, job.maxMs);
+      return wsExecCompare(job.url, job.backend, job.n, job.warmup, job.maxMs);
     case 'wsEcho':
       return wsEcho(job.url, job.n, job.warmup, job.maxMs);
     case 'wsFlood':

@@ -13,26 +13,39 @@ import { runInterleaved, runSequential } from './drive';
 import { nowMs, sleep } from '../lib/stats';
 import { metricValue } from '../lib/metricsText';
 import type { ViewerCounts, ViewerRequest } from './viewers';
+import { openPtyFloor } from './ptyFloor';
 
 interface WorkspaceAnswer {
   job_id: string;
   returncode: number | null;
 }
 
-/** POST /api/execute of `true` and the pool API's execute of `true` on a lease, interleaved. */
-export async function wsExecCompare(url: string, n: number, warmup: number, maxMs: number): Promise<SeqResult[]> {
+/**
+ * POST /api/execute of `true`, the pool API's execute of `true` on a lease, and the PTY floor (a bare
+ * bash in a terminal, ptyFloor.ts), interleaved.
+ */
+export async function wsExecCompare(url: string, backend: 'local' | 'docker', n: number, warmup: number, maxMs: number): Promise<SeqResult[]> {
   const http = new BrokerHttp(url, 1);
+  const floor = await openPtyFloor(backend);
   try {
-    const sessionId = await http.acquire();
+    let sessionId = await http.acquire();
     const workspace = async (): Promise<void> => {
       const r = await http.post<WorkspaceAnswer>('/api/execute', { command: 'true' });
       if (r.returncode !== 0) throw new Error(`/api/execute true: returncode ${r.returncode}`);
     };
-    const pool = (): Promise<void> => http.executeChecked(sessionId, 'true', 0);
-    const results = await runInterleaved([workspace, pool], n, warmup, maxMs);
+    const pool = async (): Promise<void> => {
+      try {
+        await http.executeChecked(sessionId, 'true', 0);
+      } catch (err) {
+        sessionId = await http.acquire(); // a lease broken under us (its container lost) counts once, not per call after
+        throw err;
+      }
+    };
+    const results = await runInterleaved([workspace, pool, floor.op], n, warmup, maxMs);
     await http.release(sessionId);
     return results;
   } finally {
+    await floor.close();
     await http.close();
   }
 }

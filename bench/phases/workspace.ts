@@ -5,7 +5,7 @@
  * 1 and with 50 viewers, and the memory an idle workspace costs.
  */
 import { request } from 'undici';
-import type { SeqResult, WsFloodRound } from '../protocol';
+import { WORKSPACE_DEPLOYMENT, type SeqResult, type WsFloodRound } from '../protocol';
 import { roundText, WS_VIEWERS, type WorkspaceFigures, type WsFlood } from '../lib/workspaceResults';
 import { fmtLatency, type BenchContext } from '../lib/context';
 import type { BrokerProcess } from '../lib/brokerProcess';
@@ -66,11 +66,14 @@ async function measure(ctx: BenchContext, backend: 'local' | 'docker'): Promise<
   const quick = ctx.plan.quick;
   const pool = 2 + IDLE_WORKSPACES;
   ctx.mark(`workspace, ${backend} backend: broker 1 x ${pool}`);
-  await ctx.withBroker({ name: `workspace-1x${pool}`, backend, containers: 1, perContainer: pool }, async (broker) => {
+  const spec = { name: `workspace-1x${pool}`, backend, containers: 1, perContainer: pool, env: { BROKER_DEPLOYMENT: WORKSPACE_DEPLOYMENT } };
+  await ctx.withBroker(spec, async (broker) => {
     const n = quick ? 300 : 1500;
-    const [workspace, poolExec] = await ctx.job<SeqResult[]>({ kind: 'wsExecCompare', url: broker.url, n, warmup: quick ? 200 : 500, maxMs: 120_000 }, 120_000 + SLACK_MS);
+    const execJob = { kind: 'wsExecCompare', url: broker.url, backend, n, warmup: quick ? 200 : 500, maxMs: 120_000 } as const;
+    const [workspace, poolExec, ptyFloor] = await ctx.job<SeqResult[]>(execJob, 120_000 + SLACK_MS);
     ctx.log(`/api/execute true: ${fmtLatency(workspace.latency)}${errors(workspace.errors)}`);
     ctx.log(`pool execute true: ${fmtLatency(poolExec.latency)}${errors(poolExec.errors)}`);
+    ctx.log(`PTY floor, \`true\` typed into a bare bash: ${fmtLatency(ptyFloor.latency)}${errors(ptyFloor.errors)}`);
     const echo = await ctx.job<SeqResult>({ kind: 'wsEcho', url: broker.url, n: quick ? 300 : 2000, warmup: 100, maxMs: 60_000 }, 60_000 + SLACK_MS);
     ctx.log(`keystroke echo: ${fmtLatency(echo.latency)}${errors(echo.errors)}`);
     const done: WsFlood[] = [];
@@ -83,7 +86,7 @@ async function measure(ctx: BenchContext, backend: 'local' | 'docker'): Promise<
     }
     const memory = await idleMemory(broker);
     ctx.log(`idle workspace: broker +${mb(memory.brokerPerWorkspaceBytes)}, its processes ${mb(memory.terminalPssPerWorkspaceBytes)} PSS each (${memory.terminalProcesses} processes)`);
-    ctx.results.workspace = { ...ctx.results.workspace, [backend]: { execute: { workspace, pool: poolExec }, echo, floods: done, memory } };
+    ctx.results.workspace = { ...ctx.results.workspace, [backend]: { execute: { workspace, pool: poolExec, ptyFloor }, echo, floods: done, memory } };
   });
 }
 

@@ -32,9 +32,10 @@ export function integrationEnv(nonce: string): Record<string, string> {
  * mark (bash runs no DEBUG trap for the subshell itself). A line that runs no command at all (a
  * syntax error) still enters the history: the prompt hook sees the history number move and marks
  * its start itself. The prompt hook disarms the trap in the same simple command that saves `$?`,
- * and arms it again as its very last command, so its own commands start no job. An end mark and
- * the prompt's go out in one write. A pasted command is echoed plain, not highlighted and then
- * redrawn (readline's active region): fewer bytes for every viewer, the same text.
+ * and arms it again as its very last command, so its own commands start no job; it also removes the
+ * trap while it runs (functrace would run it before each of the hook's own commands, for nothing).
+ * An end mark and the prompt's go out in one write. A pasted command is echoed plain, not
+ * highlighted and then redrawn (readline's active region): fewer bytes for every viewer.
  */
 function integrationScript(nonce: string): string {
   return `__bkr_n=${nonce}; __bkr_armed=0; __bkr_running=0; __bkr_h=
@@ -51,7 +52,7 @@ __bkr_precmd() {
   __bkr_running=0; __bkr_h=$h; __bkr_armed=1
 }
 builtin export -n PROMPT_COMMAND; builtin unset BROKER_WS_INIT
-HISTCONTROL= HISTIGNORE= PROMPT_COMMAND='__bkr_rc=$? __bkr_armed=0; __bkr_precmd' PS1='\\w \\$ '
+HISTCONTROL= HISTIGNORE= PROMPT_COMMAND='__bkr_rc=$? __bkr_armed=0; builtin trap - DEBUG; __bkr_precmd; builtin trap __bkr_preexec DEBUG' PS1='\\w \\$ '
 builtin bind 'set enable-active-region off' 2>/dev/null
 builtin set -o functrace
 builtin trap __bkr_preexec DEBUG
