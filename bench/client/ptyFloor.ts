@@ -1,8 +1,8 @@
 /**
- * The PTY floor of /api/execute: a bare `bash -i` in a pseudo-terminal, opened the way the broker opens
- * a workspace's (locally with node-pty; on Docker a `docker exec` with a TTY in the workspace broker's
- * own container), with no shell integration, no HTTP and no broker. One operation types `true` and
- * Enter and waits for the next prompt: what any terminal-driven execute pays on this backend.
+ * The PTY floor of /api/execute: a bare `bash -i` in a pseudo-terminal (locally with node-pty, as the
+ * broker opens one; on Docker a `docker exec` with a TTY in the workspace broker's own container, the
+ * engine's own way and the broker's fallback), with no shell integration, no HTTP and no broker. One
+ * operation types `true` and Enter and waits for the next prompt.
  */
 import * as pty from '@lydell/node-pty';
 import Dockerode from 'dockerode';

@@ -17,7 +17,7 @@ export interface WsFlood {
 }
 
 export interface WorkspaceFigures {
-  /** ptyFloor: `true` typed into a bare bash in a PTY opened as the broker opens one (client/ptyFloor.ts). */
+  /** ptyFloor: `true` typed into a bare bash in a PTY, node-pty or a docker exec TTY (client/ptyFloor.ts). */
   execute: { workspace: SeqResult; pool: SeqResult; ptyFloor?: SeqResult };
   echo: SeqResult;
   floods: WsFlood[];
@@ -71,7 +71,7 @@ export function workspaceTargets(ws: WorkspaceResults | undefined): TargetResult
     out.push({ name: `/api/execute \`true\` p50 (${backend})`, rule: `<= ${EXECUTE_RATIO_LIMIT} x the pool API's execute \`true\` p50, interleaved`, value: `${ms(exec)} (${(exec / pool).toFixed(2)}x)`, limit: ms(EXECUTE_RATIO_LIMIT * pool), pass: exec <= EXECUTE_RATIO_LIMIT * pool });
     const floor = w.execute.ptyFloor?.latency.p50;
     if (floor !== undefined) {
-      const rule = 'beside `true` typed into a bare bash in a PTY opened the same way (no broker, no HTTP), interleaved';
+      const rule = 'beside `true` typed into a bare bash in a PTY (node-pty; on docker a `docker exec` TTY), no broker, no HTTP, interleaved';
       out.push({ name: `/api/execute \`true\` against the PTY floor (${backend}, reported)`, rule, value: `${ms(exec)} (${(exec / floor).toFixed(2)}x)`, limit: `floor ${ms(floor)}`, pass: null });
     }
     const echo = w.echo.latency;
@@ -107,7 +107,7 @@ export function renderWorkspace(ws: WorkspaceResults | undefined): string[] {
   const cell = (fn: (w: WorkspaceFigures) => string): string[] => backends.map((b) => fn(ws[b]!));
   out.push(row(['/api/execute `true`', ...cell((w) => lat(w.execute.workspace))]));
   out.push(row(["pool API's execute `true` (interleaved)", ...cell((w) => lat(w.execute.pool))]));
-  out.push(row(['PTY floor: `true` typed into a bare bash in a terminal, no broker (interleaved)', ...cell((w) => (w.execute.ptyFloor ? lat(w.execute.ptyFloor) : '-'))]));
+  out.push(row(['PTY floor: `true` typed into a bare bash in a terminal (node-pty; docker exec TTY), no broker (interleaved)', ...cell((w) => (w.execute.ptyFloor ? lat(w.execute.ptyFloor) : '-'))]));
   out.push(row(['keystroke echo round trip', ...cell((w) => lat(w.echo))]));
   for (const kind of ['terminal', 'events'] as const) {
     const flood = (w: WorkspaceFigures): WsFlood | undefined => w.floods.find((f) => f.viewerKind === kind);

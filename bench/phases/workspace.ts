@@ -77,7 +77,7 @@ async function measure(ctx: BenchContext, backend: 'local' | 'docker'): Promise<
     const echo = await ctx.job<SeqResult>({ kind: 'wsEcho', url: broker.url, n: quick ? 300 : 2000, warmup: 100, maxMs: 60_000 }, 60_000 + SLACK_MS);
     ctx.log(`keystroke echo: ${fmtLatency(echo.latency)}${errors(echo.errors)}`);
     const done: WsFlood[] = [];
-    const counts = quick ? [1, WS_VIEWERS] : [1, WS_VIEWERS, 1, WS_VIEWERS, 1, WS_VIEWERS];
+    const counts = quick ? [1, WS_VIEWERS] : Array.from({ length: 10 }, (_, i) => (i % 2 ? WS_VIEWERS : 1));
     for (const f of floods(quick)) {
       const job = { kind: 'wsFlood', url: broker.url, command: f.command, floodBytes: f.floodBytes, viewerKind: f.viewerKind, counts, timeoutS: 120 } as const;
       const rounds = await ctx.withCpu(`workspace flood, ${f.viewerKind} viewers (${backend})`, () => ctx.job<WsFloodRound[]>(job, counts.length * 150_000));
