@@ -231,12 +231,16 @@ export class Workspace {
     job.finish();
   }
 
+  /** The shell died: with its container (then the workspace moves), or on its own (then it is replaced). */
   private onShellExit(code: number | null, reason: string, livedMs: number): void {
     this.terminal = null;
     this.atPrompt = false;
     if (this.closed) return;
-    const lost = this.slot.lostReason();
-    if (lost !== null) return void this.move(lost);
+    void this.slot.failure().then((lost) => (lost !== null ? this.move(lost) : this.replaceShell(code, reason, livedMs)));
+  }
+
+  private replaceShell(code: number | null, reason: string, livedMs: number): void {
+    if (this.closed || this.moving || this.terminal) return; // a move came first
     if (this.job && !this.job.ended) this.finishJob(this.job, code);
     this.quickDeaths = livedMs < QUICK_DEATH_MS ? this.quickDeaths + 1 : 0;
     const delayMs = this.quickDeaths <= 1 ? 0 : Math.min(RESTART_DELAY_MAX_MS, 250 * 2 ** this.quickDeaths);

@@ -6,6 +6,7 @@
  */
 import type { ContainerRef, SessionBackend, TerminalProcess } from '../backend';
 import type { TakenSlot } from '../poolTypes';
+import { errorMessage } from '../../common/errors';
 
 export type TakeSlot = (signal?: AbortSignal) => Promise<TakenSlot>;
 
@@ -31,6 +32,17 @@ export class WorkspaceSlot {
 
   lostReason(): string | null {
     return this.slot.lostReason();
+  }
+
+  /**
+   * Why the slot is lost, asking the container itself when the pool does not know yet: a terminal
+   * that dies with its container may be seen before the pool's own shells or health check see it.
+   */
+  async failure(): Promise<string | null> {
+    const known = this.slot.lostReason();
+    if (known !== null) return known;
+    const health = await this.backend.checkContainer(this.slot.container).catch((err: unknown) => ({ healthy: false, reason: errorMessage(err) }));
+    return health.healthy ? this.slot.lostReason() : `container failed: ${health.reason ?? 'unhealthy'}`;
   }
 
   /** `listener` hears of the loss of this slot and of every later one (once each). */
