@@ -190,12 +190,16 @@ export class SlotRebuilder {
       slot.lease = null;
       slot.orphanWorkdirs.push(lease.workdir);
     }
+    // After the slot's state is settled: the listener may take a new slot at once.
+    const told = lease?.onBroken;
+    if (lease) lease.onBroken = null;
     if (!this.states.has(slot)) {
       this.states.add(slot, SessionState.BROKEN);
     } else if (slot.state !== SessionState.BROKEN) {
       this.states.move(slot, SessionState.BROKEN);
     }
     this.observer.broken(reason);
+    told?.(reason);
     if (this.hooks.isClosing() || slot.container.replacing) return;
     const backoffMs = Math.min(REBUILD_BACKOFF_MAX_MS, 250 * 2 ** Math.max(0, slot.failures - 1));
     setTimeout(() => {
