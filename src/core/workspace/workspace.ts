@@ -13,7 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ContainerRef, TerminalProcess } from '../backend';
-import type { WorkspaceSlot } from './workspaceSlot';
+import type { WorkspacePlace } from './workspaceSlot';
 import { errorMessage } from '../../common/errors';
 import { WorkspaceBusyError, WorkspaceUnavailableError, type ExecuteAnswer, type JobSource, type WorkspaceLimits } from './workspaceTypes';
 import { logger } from '../../common/logger';
@@ -73,7 +73,7 @@ export class Workspace {
 
   constructor(
     readonly id: string,
-    private readonly slot: WorkspaceSlot,
+    private readonly slot: WorkspacePlace,
     private readonly limits: WorkspaceLimits,
   ) {
     this.events = new EventRing(limits.logEvents);

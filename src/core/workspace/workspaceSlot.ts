@@ -10,7 +10,23 @@ import { errorMessage } from '../../common/errors';
 
 export type TakeSlot = (signal?: AbortSignal) => Promise<TakenSlot>;
 
-export class WorkspaceSlot {
+/**
+ * Where a workspace's terminal lives, as the workspace needs it: a pool slot that can move
+ * (WorkspaceSlot), or a place that cannot, such as a sandbox group's dedicated container.
+ */
+export interface WorkspacePlace {
+  readonly container: ContainerRef;
+  readonly workdir: string;
+  lostReason(): string | null;
+  failure(): Promise<string | null>;
+  onLost(listener: (reason: string) => void): void;
+  open(env: Record<string, string>, size: { cols: number; rows: number }): Promise<TerminalProcess>;
+  /** Gives the place up and takes another; throws where there is none to take. */
+  move(): Promise<void>;
+  giveBack(): void;
+}
+
+export class WorkspaceSlot implements WorkspacePlace {
   private lostListener: ((reason: string) => void) | null = null;
 
   constructor(
