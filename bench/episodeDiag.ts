@@ -66,7 +66,7 @@ async function main(): Promise<void> {
   const containers = Math.ceil(conc / 8);
   ensureBuilt(REPO_DIR);
   const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'episode-diag-'));
-  const nodeFlags = has('prof') ? ['--cpu-prof', '--cpu-prof-dir', logDir, '--cpu-prof-name', 'broker.cpuprofile'] : [];
+  const nodeFlags = has('prof') ? ['--cpu-prof', '--cpu-prof-dir', logDir, '--cpu-prof-name', 'broker.cpuprofile'] : has('perf') ? ['--perf-basic-prof'] : [];
   const env: Record<string, string> = {};
   for (const kv of arg('env', '').split(',').filter(Boolean)) env[kv.split('=')[0]] = kv.slice(kv.indexOf('=') + 1);
   const broker = await BrokerProcess.start({ name: 'diag', backend, containers, perContainer: 8, image: 'bash-broker-sandbox:latest', nodeFlags, env, entry: has('dist') ? path.resolve(arg('dist', ''), 'index.js') : undefined }, logDir);
@@ -93,7 +93,7 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 1500)); // ramp
     const ids = backend === 'docker' ? (await listContainerIds()) : [];
     const meter = backend === 'docker' ? sessionCpuMeter({ containerIds: ids }) : null;
-    const perf = has('perf') ? spawn('perf', ['record', '-a', '-g', '-o', path.join(logDir, 'perf.data'), '--', 'sleep', String(secs)], { stdio: 'ignore' }) : null;
+    const perf = has('perf') ? spawn('perf', ['record', '-p', String(broker.pid), '-g', '-o', path.join(logDir, 'perf.data'), '--', 'sleep', String(secs)], { stdio: 'ignore' }) : null;
     const a = { t: nowMs(), done, forks: processesCreated(), broker: procCpuMs(broker.pid), self: procCpuMs(process.pid), sessions: meter?.read() ?? NaN, dockerd: commCpuMs(/^dockerd$/), shims: commCpuMs(/^containerd/), busy: machineBusyMs() };
     episodeMs.length = 0;
     await new Promise((r) => setTimeout(r, secs * 1000));
