@@ -17,6 +17,7 @@ import { BrokerHttp } from './client/brokerHttp';
 import { processesCreated } from './lib/forks';
 import { sessionCpuMeter } from './lib/sessionCpu';
 import { ensureBuilt } from './lib/build';
+import { BENCH_DEPLOYMENT } from './protocol';
 import { nowMs, summarize } from './lib/stats';
 
 function arg(name: string, dflt: string): string {
@@ -51,6 +52,34 @@ function commCpuMs(re: RegExp): number {
     }
   }
   return sum;
+}
+
+/**
+ * CPU ms (reaped children included) of the live processes of the containers `ids`, by role: the
+ * session shells (in a bkr-* pids cgroup), the control lanes (bash with an empty session tag: the
+ * fs lane's reaped `mkdir`/`rm` count here), the rest (entrypoint, its wrappers, docker-init).
+ */
+function containerRoles(ids: readonly string[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const id of ids) {
+    let procs: string[];
+    try {
+      procs = fs.readFileSync(`/sys/fs/cgroup/cpuacct/docker/${id}/cgroup.procs`, 'latin1').split('\n').filter(Boolean);
+    } catch {
+      continue;
+    }
+    for (const pid of procs) {
+      try {
+        const cgroup = fs.readFileSync(`/proc/${pid}/cgroup`, 'latin1');
+        const env = fs.readFileSync(`/proc/${pid}/environ`, 'latin1');
+        const role = /:pids:.*\/bkr-/.test(cgroup) ? 'sessions' : /(^|\0)BROKER_SESSION_TAG=(\0|$)/.test(env) ? 'control lanes' : 'rest';
+        out.set(role, (out.get(role) ?? 0) + procCpuMs(Number(pid)));
+      } catch {
+        /* gone meanwhile */
+      }
+    }
+  }
+  return out;
 }
 
 function machineBusyMs(): number {
@@ -93,10 +122,13 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 1500)); // ramp
     const ids = backend === 'docker' ? (await listContainerIds()) : [];
     const meter = backend === 'docker' ? sessionCpuMeter({ containerIds: ids }) : null;
+    const strace = has('strace') ? spawn('timeout', ['-s', 'INT', String(secs), 'strace', '-c', '-f', '-o', path.join(logDir, 'strace.txt'), '-p', String(broker.pid)], { stdio: 'ignore' }) : null;
     const perf = has('perf') ? spawn('perf', ['record', '-p', String(broker.pid), '-g', '-o', path.join(logDir, 'perf.data'), '--', 'sleep', String(secs)], { stdio: 'ignore' }) : null;
+    const rolesA = containerRoles(ids);
     const a = { t: nowMs(), done, forks: processesCreated(), broker: procCpuMs(broker.pid), self: procCpuMs(process.pid), sessions: meter?.read() ?? NaN, dockerd: commCpuMs(/^dockerd$/), shims: commCpuMs(/^containerd/), busy: machineBusyMs() };
     episodeMs.length = 0;
     await new Promise((r) => setTimeout(r, secs * 1000));
+    const rolesB = containerRoles(ids);
     const b = { t: nowMs(), done, forks: processesCreated(), broker: procCpuMs(broker.pid), self: procCpuMs(process.pid), sessions: meter?.read() ?? NaN, dockerd: commCpuMs(/^dockerd$/), shims: commCpuMs(/^containerd/), busy: machineBusyMs() };
     stop = true;
     await Promise.all(loops);
@@ -120,11 +152,13 @@ async function main(): Promise<void> {
           machineBusy: per(b.busy - a.busy),
           forks: ((b.forks - a.forks) / n).toFixed(2),
         },
+        containerRoles: Object.fromEntries([...rolesB].map(([k, v]) => [k, per(v - (rolesA.get(k) ?? 0))])),
         load: os.loadavg()[0].toFixed(1),
         logDir,
       }),
     );
     if (perf) await new Promise((r) => perf.once('exit', r));
+    if (strace) await new Promise((r) => strace.once('exit', r));
   } finally {
     await broker.stop(30_000);
   }
@@ -132,7 +166,7 @@ async function main(): Promise<void> {
 
 async function listContainerIds(): Promise<string[]> {
   const { default: Dockerode } = await import('dockerode');
-  const list = await new Dockerode().listContainers({ filters: { label: ['io.bash-broker.deployment=bench'] } });
+  const list = await new Dockerode().listContainers({ filters: { label: [`io.bash-broker.deployment=${BENCH_DEPLOYMENT}`] } });
   return list.map((c) => c.Id);
 }
 

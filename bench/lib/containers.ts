@@ -1,4 +1,4 @@
-/** The containers this bench makes: the broker's (deployment "bench") and the floors' ("bench-floor", "bench-floor-exec", "bench-floor-shell", "bench-floor-episodes"). */
+/** The containers this run makes: the broker's (deployment "bench-<run>") and the floors' ("bench-floor-<run>", "bench-floor-exec-<run>", "bench-floor-shell-<run>", "bench-floor-episodes-<run>"). */
 import Dockerode from 'dockerode';
 import { LABEL_DEPLOYMENT } from '../../src/backends/docker/dockerBackend';
 import { BENCH_DEPLOYMENT, EPISODE_FLOOR_DEPLOYMENT, FLOOR_DEPLOYMENT, FLOOR_EXEC_DEPLOYMENT, SHELL_FLOOR_DEPLOYMENT } from '../protocol';

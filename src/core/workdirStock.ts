@@ -33,7 +33,7 @@ interface Stock {
 }
 
 /** Directories per batch, per session of the container: a batch lasts each slot this many episodes. */
-const BATCH_PER_SLOT = 4;
+export const BATCH_PER_SLOT = 8;
 
 export class WorkdirStock {
   private readonly stocks = new WeakMap<ContainerEntry, Stock>();
