@@ -21,10 +21,14 @@ const MKDIR_TIMEOUT_MS = 5_000;
 const RM_TIMEOUT_MS = 60_000;
 /** Below this fraction of /tmp's filesystem free, a removal is not held with the others (fsBatch.ts). */
 const TMP_SHORT_FRACTION = 0.1;
+/** A container's /tmp space is looked at (a statfs through /proc: a path walk) at most this often. */
+const TMP_SPACE_TTL_MS = 250;
 
 export class DockerWorkdirs {
   /** Per container: its fs-lane batcher, for as long as it has a control shell. */
   private readonly batches = new Map<string, FsBatcher>();
+  /** Per container: whether its /tmp was short of space when last looked at (tmpShort). */
+  private readonly tmpSpace = new Map<string, { atMs: number; short: boolean }>();
   /** Per container: empty directories waiting for this turn's one upload (uploadEmpty). */
   private readonly emptyUploads = new Map<string, { dirs: string[]; done: Promise<void> }>();
   /** Per container: its root filesystem as the host sees it (/proc/<pid>/root), where the broker can. */
@@ -106,12 +110,18 @@ export class DockerWorkdirs {
   private tmpShort(containerId: string): boolean {
     const root = this.hostRoots.get(containerId);
     if (root === undefined) return false;
+    const now = Date.now();
+    const known = this.tmpSpace.get(containerId);
+    if (known && now - known.atMs < TMP_SPACE_TTL_MS) return known.short;
+    let short = false;
     try {
       const s = fs.statfsSync(`${root}/tmp`);
-      return s.blocks > 0 && s.bavail < s.blocks * TMP_SHORT_FRACTION;
+      short = s.blocks > 0 && s.bavail < s.blocks * TMP_SHORT_FRACTION;
     } catch {
-      return false;
+      /* cannot tell: not short */
     }
+    this.tmpSpace.set(containerId, { atMs: now, short });
+    return short;
   }
 
   /** Known to be missing: the host sees the container's root and `dir` is not in it. */
@@ -141,6 +151,7 @@ export class DockerWorkdirs {
     this.batches.get(containerId)?.close();
     this.batches.delete(containerId);
     this.hostRoots.delete(containerId);
+    this.tmpSpace.delete(containerId);
   }
 
   private batchOf(containerId: string): FsBatcher | null {
