@@ -4,23 +4,30 @@
  */
 
 /**
- * Deployment labels: the brokers under test are "bench", the floors' containers "bench-floor", the
- * docker exec floor's "bench-floor-exec", and the shell server's (shellServer.ts) "bench-floor-shell"
- * (a backend's start sweeps its deployment's containers of other instances, so no two raw backends
- * can share one).
+ * This run's id, in every deployment name below: the orchestrator's pid, handed to the processes it
+ * forks through the environment. A backend's start sweeps its deployment's containers of other
+ * instances, so two runs on one engine (a shared machine) with the same names removed each other's
+ * containers, and one run's sessions' CPU counted the other's.
  */
-export const BENCH_DEPLOYMENT = 'bench';
-export const FLOOR_DEPLOYMENT = 'bench-floor';
-export const FLOOR_EXEC_DEPLOYMENT = 'bench-floor-exec';
-export const SHELL_FLOOR_DEPLOYMENT = 'bench-floor-shell';
-/** The episode floor's containers (client/episodeFloor.ts). */
-export const EPISODE_FLOOR_DEPLOYMENT = 'bench-floor-episodes';
+export const BENCH_RUN = (process.env.BENCH_RUN_ID ??= String(process.pid));
+
 /**
- * The workspace phase's brokers (phases/workspace.ts): a deployment of their own, so that a "bench"
- * broker starting elsewhere on the engine, which sweeps its deployment's containers of other
+ * Deployment labels: the brokers under test are "bench-<run>", the floors' containers
+ * "bench-floor-<run>", the docker exec floor's "bench-floor-exec-<run>", and the shell server's
+ * (shellServer.ts) "bench-floor-shell-<run>" (no two raw backends can share one, as above).
+ */
+export const BENCH_DEPLOYMENT = `bench-${BENCH_RUN}`;
+export const FLOOR_DEPLOYMENT = `bench-floor-${BENCH_RUN}`;
+export const FLOOR_EXEC_DEPLOYMENT = `bench-floor-exec-${BENCH_RUN}`;
+export const SHELL_FLOOR_DEPLOYMENT = `bench-floor-shell-${BENCH_RUN}`;
+/** The episode floor's containers (client/episodeFloor.ts). */
+export const EPISODE_FLOOR_DEPLOYMENT = `bench-floor-episodes-${BENCH_RUN}`;
+/**
+ * The workspace phase's brokers (phases/workspace.ts): a deployment of their own, so that another
+ * broker of this run starting on the engine, which sweeps its deployment's containers of other
  * instances, does not remove theirs in the middle of a measurement.
  */
-export const WORKSPACE_DEPLOYMENT = 'bench-workspace';
+export const WORKSPACE_DEPLOYMENT = `bench-workspace-${BENCH_RUN}`;
 
 /**
  * How a raw session reaches its bash: the backend's default (local: pipes to a child; docker: named

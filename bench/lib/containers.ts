@@ -1,4 +1,8 @@
-/** The containers this bench makes: the broker's (deployment "bench") and the floors' ("bench-floor", "bench-floor-exec", "bench-floor-shell", "bench-floor-episodes") and the workspace phase's ("bench-workspace"). */
+/**
+ * The containers this run makes: the broker's (deployment "bench-<run>"), the floors' ("bench-floor-<run>",
+ * "bench-floor-exec-<run>", "bench-floor-shell-<run>", "bench-floor-episodes-<run>") and the workspace
+ * phase's ("bench-workspace-<run>").
+ */
 import Dockerode from 'dockerode';
 import { LABEL_DEPLOYMENT } from '../../src/backends/docker/dockerBackend';
 import { BENCH_DEPLOYMENT, EPISODE_FLOOR_DEPLOYMENT, FLOOR_DEPLOYMENT, FLOOR_EXEC_DEPLOYMENT, SHELL_FLOOR_DEPLOYMENT, WORKSPACE_DEPLOYMENT } from '../protocol';

@@ -93,7 +93,7 @@ export class BenchContext {
 
   /**
    * Whose CPU counts as the broker's sessions' (lib/sessionCpu.ts): its containers (deployment
-   * "bench"), or its local instance's cgroup, named after its pid.
+   * "bench-<run>"), or its local instance's cgroup, named after its pid.
    */
   async sessionCgroups(broker: BrokerProcess): Promise<{ containerIds: string[] } | { localInstance: string }> {
     if (this.plan.backend === 'local') return { localInstance: String(broker.pid) };
