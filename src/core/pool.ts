@@ -318,6 +318,10 @@ export class SessionPool {
       container: slot.container.ref!,
       workdir: lease.workdir,
       lostReason: () => lease.brokenReason,
+      onLost: (listener) => {
+        if (lease.brokenReason !== null) queueMicrotask(() => listener(lease.brokenReason!));
+        else lease.onBroken = listener;
+      },
       giveBack: () => this.release(sessionId),
     };
   }

@@ -59,8 +59,10 @@ export interface TakenSlot {
   slotId: string;
   container: ContainerRef;
   workdir: string;
-  /** Why the slot was lost while taken (its container failed), or null. */
+  /** Why the slot was lost while taken (its shell or container failed), or null. */
   lostReason(): string | null;
+  /** Called once, when the slot is lost (right away if it already is). */
+  onLost(listener: (reason: string) => void): void;
   giveBack(): void;
 }
 
