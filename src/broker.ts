@@ -18,6 +18,8 @@ import { logger } from './common/logger';
 import { errorMessage } from './common/errors';
 import { createWorkspaceApi, type WorkspaceApi } from './core/workspace/workspaceApi';
 import { createExecdFilesApi } from './core/execd/execdFilesApi';
+import { TaskService } from './core/tasks/taskService';
+import { DockerTaskBackend } from './backends/docker/taskContainers';
 
 export interface BrokerOverrides {
   backend?: SessionBackend;
@@ -37,12 +39,29 @@ export function createBackend(config: BrokerConfig): SessionBackend {
   }
 }
 
+/** Task sandboxes run on Docker only: on the local backend their routes answer 501. */
+export function createTaskService(config: BrokerConfig): TaskService {
+  const backend =
+    config.backend === 'docker'
+      ? new DockerTaskBackend({
+          tasks: config.tasks,
+          deployment: config.docker.deployment,
+          cpus: config.docker.cpus,
+          memoryBytes: config.docker.memoryBytes,
+          pidsLimit: config.docker.pidsLimit,
+          startTimeoutMs: config.docker.startTimeoutMs,
+        })
+      : null;
+  return new TaskService(backend, config.tasks);
+}
+
 export class Broker {
   readonly pool: SessionPool;
   readonly metrics = new BrokerMetrics();
   readonly server: http.Server;
   readonly seam: HttpSeam;
   readonly workspaces: WorkspaceApi;
+  readonly tasks: TaskService;
   private closePromise: Promise<void> | null = null;
   private warmPromise: Promise<void> | null = null;
 
@@ -69,7 +88,8 @@ export class Broker {
     );
     this.metrics.attach(this.pool);
     this.workspaces = createWorkspaceApi(this.pool, backend, config, overrides.maxOutputBytes ?? config.maxOutputBytes);
-    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces, createExecdFilesApi(backend, config));
+    this.tasks = createTaskService(config);
+    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces, createExecdFilesApi(backend, config), this.tasks);
     this.server = http.createServer({ keepAliveTimeout: 65_000 }, this.seam.serveRequest);
     this.server.on('upgrade', this.seam.serveUpgrade);
     this.server.on('clientError', this.seam.serveClientError);
@@ -109,6 +129,8 @@ export class Broker {
     await this.warmPromise?.catch(() => undefined);
     // Workspaces next: their terminals are closed and their slots go back while the pool still takes them.
     await this.workspaces.workspaces.close();
+    // Task sandboxes end with sandbox_terminated on their streams, and their containers go.
+    await this.tasks.close();
     await this.pool.close(graceMs);
     // Give in-flight responses a moment to flush, then cut what is left.
     await new Promise((r) => setTimeout(r, 50));

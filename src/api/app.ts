@@ -19,12 +19,21 @@ import type { ExecdFilesApi } from '../core/execd/execdFilesApi';
 import type { SandboxDirectory } from '../core/sandboxHandle';
 import { execdFileRouter } from './execd/execdFileRoutes';
 import { execdMetricsRouter } from './execd/execdMetricsRoutes';
+import type { TaskService } from '../core/tasks/taskService';
+import { taskRouter } from './taskRoutes';
 
 /**
  * `workspaces`: the workspace API (spec 000), `execdFiles`: execd's files and metrics (spec 004),
- * each mounted when given (the bench's app floor has neither).
+ * `tasks`: task sandboxes (spec 002), each mounted when given (the bench's app floor has none).
  */
-export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, workspaces?: WorkspaceApi, execdFiles?: ExecdFilesApi): Router[] {
+export function brokerRouters(
+  pool: SessionPool,
+  metrics: BrokerMetrics,
+  config: BrokerConfig,
+  workspaces?: WorkspaceApi,
+  execdFiles?: ExecdFilesApi,
+  tasks?: TaskService,
+): Router[] {
   const limits = {
     defaultTimeoutSeconds: config.defaultCommandTimeoutMs / 1000,
     maxTimeoutSeconds: config.maxCommandTimeoutMs / 1000,
@@ -39,6 +48,7 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
   const sandboxes: SandboxDirectory = { resolve: (id) => pool.site(id) };
   if (execdFiles) routers.push(execdFileRouter(sandboxes, execdFiles.files));
   if (execdFiles) routers.push(execdMetricsRouter(sandboxes, execdFiles.metrics));
+  if (tasks) routers.push(taskRouter(tasks, { keepAliveMs: config.tasks.keepAliveMs }));
   return routers;
 }
 
@@ -50,8 +60,9 @@ export function createSeam(
   extraRouters: Router[] = [],
   workspaces?: WorkspaceApi,
   execdFiles?: ExecdFilesApi,
+  tasks?: TaskService,
 ): HttpSeam {
-  return new HttpSeam([...brokerRouters(pool, metrics, config, workspaces, execdFiles), ...extraRouters], {
+  return new HttpSeam([...brokerRouters(pool, metrics, config, workspaces, execdFiles, tasks), ...extraRouters], {
     authorize: createAuthorize(config.token),
     maxBodyBytes: config.maxBodyBytes,
     // Requests no router's prefix claims get the pool API's format, as they always have.

@@ -25,6 +25,8 @@ const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
   rejected: 422,
   unavailable: 503,
   backend: 502,
+  timeout: 504,
+  unimplemented: 501,
   // The client that left never sees it; anyone else who gets it sees a plain 400.
   aborted: 400,
   internal: 500,
@@ -96,6 +98,8 @@ const OPEN_SANDBOX_CODE_OF_KIND: Readonly<Record<ErrorKind, string>> = {
   rejected: 'RUNTIME_ERROR',
   unavailable: 'RUNTIME_ERROR',
   backend: 'RUNTIME_ERROR',
+  timeout: 'RUNTIME_ERROR',
+  unimplemented: 'NOT_SUPPORTED',
   aborted: 'RUNTIME_ERROR',
   internal: 'RUNTIME_ERROR',
 };

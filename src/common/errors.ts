@@ -28,6 +28,10 @@ export type ErrorKind =
   | 'unavailable'
   /** The backend failed in a way the client cannot fix. */
   | 'backend'
+  /** A part the broker waited on (a sandbox's daemon) did not answer in time (HTTP 504). */
+  | 'timeout'
+  /** A route this broker's configuration does not serve (task sandboxes on the local backend: 501). */
+  | 'unimplemented'
   /** The client left before the answer. */
   | 'aborted'
   | 'internal';
@@ -53,7 +57,7 @@ export class BrokerError extends Error {
 
   /** The broker's or its backend's fault rather than the request's: another attempt may succeed. */
   get isBrokerFault(): boolean {
-    return this.kind === 'unavailable' || this.kind === 'backend' || this.kind === 'internal';
+    return this.kind === 'unavailable' || this.kind === 'backend' || this.kind === 'timeout' || this.kind === 'internal';
   }
 }
 

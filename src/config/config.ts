@@ -4,6 +4,7 @@
  */
 import os from 'node:os';
 import path from 'node:path';
+import { loadTaskConfig, type TaskConfig } from './taskConfig';
 
 export type BackendKind = 'local' | 'docker';
 
@@ -69,6 +70,8 @@ export interface BrokerConfig {
     /** BROKER_EXECD_MAX_LIST_ENTRIES: the most entries a directory listing or a search walks. */
     maxListEntries: number;
   };
+  /** Task sandboxes (spec 002): taskConfig.ts. */
+  tasks: TaskConfig;
   docker: {
     image: string;
     /** Containers of one deployment name belong to one broker at a time; a new start sweeps the rest. */
@@ -129,7 +132,7 @@ function pick(env: Env, name: string, alias?: string): { name: string; raw: stri
   return undefined;
 }
 
-function int(env: Env, name: string, dflt: number, opts: { min?: number; max?: number; alias?: string } = {}): number {
+export function int(env: Env, name: string, dflt: number, opts: { min?: number; max?: number; alias?: string } = {}): number {
   const v = pick(env, name, opts.alias);
   if (!v) return dflt;
   const min = opts.min ?? 1;
@@ -142,7 +145,7 @@ function int(env: Env, name: string, dflt: number, opts: { min?: number; max?: n
 }
 
 /** Seconds (a positive float, as the spec's timeouts are) converted to milliseconds. */
-function seconds(env: Env, name: string, dfltSeconds: number, alias?: string): number {
+export function seconds(env: Env, name: string, dfltSeconds: number, alias?: string): number {
   const v = pick(env, name, alias);
   if (!v) return dfltSeconds * 1000;
   const n = Number(v.raw);
@@ -256,6 +259,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
       maxReplaceBytes: bytes(env, 'BROKER_EXECD_MAX_REPLACE_BYTES', 16 * 1024 ** 2, { minBytes: 1 }),
       maxListEntries: int(env, 'BROKER_EXECD_MAX_LIST_ENTRIES', 100_000, { min: 1, max: 10_000_000 }),
     },
+    tasks: loadTaskConfig(env),
     docker: {
       image: (env.BROKER_IMAGE ?? '').trim() || 'bash-broker-sandbox:latest',
       deployment: deploymentName(env),
