@@ -44,7 +44,7 @@ export async function taskFixture(name: string): Promise<TaskFixture> {
   makeBareRepo(gitDir, 'acme/demo-repo', { 'README.md': README, 'src/answer.sh': 'echo 42\n' });
   const deployment = testDeployment(`tasks-${name}-${process.pid}`);
   const env = {
-    BROKER_DEPLOYMENT: deployment,
+    BROKER_DEPLOYMENT: `${deployment}-b0`,
     BROKER_CONTAINERS: '1',
     BROKER_SESSIONS_PER_CONTAINER: '1',
     BROKER_TASK_IMAGE: TASK_IMAGE,
@@ -54,14 +54,18 @@ export async function taskFixture(name: string): Promise<TaskFixture> {
     BROKER_TASK_MODEL: 'anthropic/claude-sonnet-4-5',
     ANTHROPIC_API_KEY: SECRET_KEY,
   };
-  const containers = (): Promise<Dockerode.ContainerInfo[]> => docker.listContainers({ all: true, filters: { label: [`${LABEL_TASK_DEPLOYMENT}=${deployment}`] } });
+  // Each broker its own deployment (a broker's start sweeps its deployment's pool containers: two
+  // brokers sharing one would take each other's); this fixture's task containers are all of them.
+  let brokers = 0;
+  const containers = async (): Promise<Dockerode.ContainerInfo[]> =>
+    (await docker.listContainers({ all: true, filters: { label: [LABEL_TASK_DEPLOYMENT] } })).filter((c) => c.Labels[LABEL_TASK_DEPLOYMENT].startsWith(`${deployment}-b`));
   return {
     stub,
     gitDir,
     socketDir,
     deployment,
     env,
-    startBroker: (extra = {}) => startTestBroker({ ...env, ...extra }),
+    startBroker: (extra = {}) => startTestBroker({ ...env, BROKER_DEPLOYMENT: `${deployment}-b${++brokers}`, ...extra }),
     containers,
     async close() {
       for (const c of await containers()) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
