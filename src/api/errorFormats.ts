@@ -56,7 +56,8 @@ interface Described {
 function describe(err: unknown, where: string): Described {
   if (err instanceof BrokerError) {
     const status = STATUS_OF_KIND[err.kind];
-    if (status >= 500) logger.warn({ where, code: err.code }, err.message);
+    // The broker's faults only: a 501 (a route this configuration does not serve) is the client's to read.
+    if (err.isBrokerFault) logger.warn({ where, code: err.code }, err.message);
     return { status, kind: err.kind, code: err.code, message: err.detail };
   }
   logger.error({ err, where }, 'unhandled error');

@@ -107,6 +107,7 @@ export class SseReader {
 
 /** `<base>/<org>/<name>.git`, a bare repo with `files` in its one commit. */
 export function makeBareRepo(base: string, repo: string, files: Record<string, string>): string {
+  fs.mkdirSync(base, { recursive: true });
   const work = fs.mkdtempSync(path.join(base, '.work-'));
   for (const [name, content] of Object.entries(files)) {
     fs.mkdirSync(path.dirname(path.join(work, name)), { recursive: true });
