@@ -14,6 +14,7 @@ import path from 'node:path';
 import { createDaemonServer } from './daemonServer';
 import { startRelayShim } from './relayShim';
 import { TaskDaemon } from './taskDaemon';
+import { loadPi } from './esm';
 
 function positive(name: string, dflt: number): number {
   const raw = process.env[name];
@@ -43,6 +44,9 @@ async function main(): Promise<void> {
     cloneTimeoutMs: positive('TASKD_CLONE_TIMEOUT_MS', 600_000),
     journalEvents: positive('TASKD_JOURNAL_EVENTS', 10_000),
   });
+  // Pi's modules load before the socket listens (about a second on a small host): a daemon that
+  // answers /health is one that can take its credentials and a task at once.
+  await loadPi();
   await daemon.resume();
   const server = createDaemonServer(daemon);
   const socket = env.TASKD_SOCKET;

@@ -21,6 +21,8 @@ export interface StubReply {
   toolCalls?: StubToolCall[];
   /** Held between the first text chunk and the rest (a turn still streaming). */
   hold?: Promise<void>;
+  /** A pause before each text chunk after the first (a paced stream, as a real model's). */
+  chunkDelayMs?: number;
 }
 
 export interface RecordedRequest {
@@ -91,7 +93,10 @@ export class StubLlm {
       const [first, ...rest] = text.length > 0 ? text : [''];
       send('content_block_delta', { index, delta: { type: 'text_delta', text: first } });
       if (reply.hold) await reply.hold;
-      for (const piece of rest) send('content_block_delta', { index, delta: { type: 'text_delta', text: piece } });
+      for (const piece of rest) {
+        if (reply.chunkDelayMs) await new Promise((r) => setTimeout(r, reply.chunkDelayMs));
+        send('content_block_delta', { index, delta: { type: 'text_delta', text: piece } });
+      }
       send('content_block_stop', { index });
       index++;
     }

@@ -101,7 +101,8 @@ export class SseReader {
       else if (line.startsWith('data: ')) frame.data = (frame.data === undefined ? '' : frame.data + '\n') + line.slice(6);
     }
     this.frames.push(frame);
-    if (frame.data !== undefined) this.received.push({ envelope: JSON.parse(frame.data) as StreamEnvelope, atMs: Date.now() });
+    // Sub-millisecond wall-clock time of arrival (the bench compares it with the daemon's timestamps).
+    if (frame.data !== undefined) this.received.push({ envelope: JSON.parse(frame.data) as StreamEnvelope, atMs: performance.timeOrigin + performance.now() });
   }
 }
 
