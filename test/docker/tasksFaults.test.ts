@@ -74,5 +74,12 @@ describeDocker('task sandboxes: faults (Docker)', () => {
     expect(JSON.stringify(after.body.messages)).toContain('remember the word banana');
     expect(lastUserText(after)).toBe('which word?');
     expect((await container.inspect()).RestartCount).toBe(1);
+
+    // A broker that shuts down ends its sandboxes (sandbox_terminated) and removes their containers.
+    await tb.close();
+    brokers.splice(brokers.indexOf(tb), 1);
+    await control.finished();
+    expect(control.envelopes[control.envelopes.length - 1].event).toMatchObject({ type: 'sandbox_terminated', reason: 'broker shutting down' });
+    expect(await fx.containers()).toEqual([]);
   });
 });
