@@ -15,6 +15,9 @@ import { loadConfig } from '../src/config/config';
 import { BrokerMetrics } from '../src/metrics/metrics';
 import type { SessionPool } from '../src/core/pool';
 import type { ExecResult } from '../src/core/bashSession';
+import { NO_USAGE, commandFacts } from '../src/core/commandFacts';
+
+const NO_RUN = { status: 0, interrupted: false, durationMs: 0, droppedStdout: 0, droppedStderr: 0 };
 
 const EMPTY = Buffer.from('{}');
 
@@ -27,7 +30,7 @@ function bareHandler(req: http.IncomingMessage, res: http.ServerResponse): void 
 }
 
 function stubApp(): http.RequestListener {
-  const result: ExecResult = { stdout: '', stderr: '', returnCode: 0, timedOut: false, truncated: false };
+  const result: ExecResult = { stdout: '', stderr: '', returnCode: 0, timedOut: false, truncated: false, facts: commandFacts(NO_USAGE, NO_USAGE, NO_RUN) };
   const pool = { isClosing: false, execute: async () => result } as unknown as SessionPool;
   return createApp(pool, new BrokerMetrics(), loadConfig({}));
 }

@@ -24,7 +24,8 @@ export const EPISODE_FLOOR_DEPLOYMENT = 'bench-floor-episodes';
 export type RawTransport = 'default' | 'exec';
 
 /** Where a command goes: the broker over HTTP, the no-op HTTP server, or a raw BashSession (no HTTP). */
-export type Target = { via: 'broker'; url: string } | { via: 'noop'; url: string } | { via: 'raw'; transport: RawTransport };
+/** `extras`: every execute with a request_id and `facts: true`, on a lease with a lease_ttl (README, Pool API). */
+export type Target = { via: 'broker'; url: string; extras?: boolean } | { via: 'noop'; url: string } | { via: 'raw'; transport: RawTransport };
 
 export interface LatencySummary {
   n: number;

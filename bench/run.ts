@@ -64,6 +64,7 @@ async function main(): Promise<number> {
   const [noop, app, relay, client] = await Promise.all([NoopServer.start('http'), NoopServer.start('app'), NoopServer.start('relay'), ClientProcess.start()]);
   const ctx = new BenchContext(plan, client, { noop, app, relay }, results, logDir);
   const shutdown = async (): Promise<void> => {
+    ctx.progress.stop();
     await ctx.stopBroker().catch(() => undefined);
     await Promise.all([client.close(), noop.close(), app.close(), relay.close()]);
     const left = plan.backend === 'docker' ? await sweepBenchContainers(new Dockerode()) : 0;

@@ -3,8 +3,13 @@
  * Used by the entry point and, unchanged, by the tests (port 0).
  */
 import http from 'node:http';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { BrokerConfig } from './config/config';
+import type { PoolSpec } from './config/pools';
+import { DEFAULT_POOL, PoolRegistry, type PoolEntry } from './core/poolRegistry';
+import { SandboxService } from './core/lifecycle/sandboxService';
+import { registerSandboxGauge } from './metrics/sandboxMetrics';
 import type { SessionBackend } from './core/backend';
 import { SessionPool } from './core/pool';
 import { DEFAULT_TIMINGS, type BashSessionTimings } from './core/bashSession';
@@ -18,8 +23,21 @@ import { logger } from './common/logger';
 import { errorMessage } from './common/errors';
 import { createWorkspaceApi, type WorkspaceApi } from './core/workspace/workspaceApi';
 import { createExecdFilesApi } from './core/execd/execdFilesApi';
+import { TrajectoryFile } from './trajectories/trajectoryFile';
+import { ExecdService } from './core/execd/execdService';
 import { TaskService } from './core/tasks/taskService';
 import { DockerTaskBackend } from './backends/docker/taskContainers';
+
+/** execd shells (running commands, bash sessions, code contexts) one sandbox may have at once. */
+const EXECD_MAX_SHELLS_PER_SANDBOX = 16;
+/** Finished commands a sandbox's execd remembers for /command/status and /logs. */
+const EXECD_FINISHED_COMMANDS_KEPT = 64;
+import { createOrchestrator } from './core/orchestrator/orchestratorApi';
+import type { Orchestrator } from './core/orchestrator/orchestrator';
+import type { SandboxContainers } from './core/orchestrator/sandboxContainers';
+import { DockerSandboxContainers } from './backends/docker/groupContainers';
+import { openLanceStore } from './backends/lancedb/lanceVectorStore';
+import { HttpGroupEndpoints } from './api/groupListeners';
 
 export interface BrokerOverrides {
   backend?: SessionBackend;
@@ -39,6 +57,25 @@ export function createBackend(config: BrokerConfig): SessionBackend {
   }
 }
 
+/**
+ * A named pool's backend (BROKER_POOLS): its image and environment, and a deployment name of its
+ * own (a backend sweeps its deployment's containers that it did not start: pools must not share one).
+ */
+export function createPoolBackend(config: BrokerConfig, spec: PoolSpec): SessionBackend {
+  switch (config.backend) {
+    case 'local':
+      return new LocalBackend({ root: path.join(config.localRoot, `pool-${spec.name}`), cgroups: config.localCgroups, hostEnv: config.hostEnv, env: spec.env });
+    case 'docker':
+      return new DockerBackend({ ...config.docker, image: spec.image, env: spec.env, deployment: `${config.docker.deployment}.${spec.name}` });
+  }
+}
+
+/** Dedicated sandbox containers where the backend makes them (Docker); null elsewhere (the routes answer 501). */
+export function createSandboxContainers(config: BrokerConfig, backend: SessionBackend): SandboxContainers | null {
+  if (!(backend instanceof DockerBackend)) return null;
+  return new DockerSandboxContainers(backend.docker, { ...config.docker, image: config.groups.image }, backend.instance);
+}
+
 /** Task sandboxes run on Docker only: on the local backend their routes answer 501. */
 export function createTaskService(config: BrokerConfig): TaskService {
   const backend =
@@ -56,11 +93,21 @@ export function createTaskService(config: BrokerConfig): TaskService {
 }
 
 export class Broker {
+  /** The default pool (spec 003). */
   readonly pool: SessionPool;
+  /** Every pool: the default one and BROKER_POOLS' named ones. */
+  readonly pools: PoolRegistry;
+  readonly backend: SessionBackend;
+  /** The lifecycle API's sandboxes (/v1/sandboxes). */
+  readonly sandboxes: SandboxService;
   readonly metrics = new BrokerMetrics();
   readonly server: http.Server;
   readonly seam: HttpSeam;
   readonly workspaces: WorkspaceApi;
+  /** Where ended leases' journals go (BROKER_TRAJECTORY_DIR), or null. */
+  readonly trajectories: TrajectoryFile | null;
+  readonly execd: ExecdService;
+  readonly orchestrator: Orchestrator;
   readonly tasks: TaskService;
   private closePromise: Promise<void> | null = null;
   private warmPromise: Promise<void> | null = null;
@@ -70,26 +117,69 @@ export class Broker {
     overrides: BrokerOverrides = {},
   ) {
     const backend = overrides.backend ?? createBackend(config);
-    this.pool = new SessionPool(
-      backend,
-      {
-        containers: config.containers,
-        sessionsPerContainer: config.sessionsPerContainer,
-        acquireTimeoutMs: config.acquireTimeoutMs,
-        cleanupWorkers: config.cleanupWorkers,
-        sessionIdleTimeoutMs: config.sessionIdleTimeoutMs,
-        defaultCommandTimeoutMs: config.defaultCommandTimeoutMs,
-        maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,
-        healthCheckIntervalMs: overrides.healthCheckIntervalMs ?? config.healthCheckIntervalMs,
-        startConcurrency: config.startConcurrency,
-        timings: overrides.timings ?? { ...DEFAULT_TIMINGS, killGraceMs: config.timeoutKillGraceMs },
-      },
-      this.metrics,
-    );
+    const { trajectoryDir, trajectoryFileBytes, trajectoryFiles } = config.rollout;
+    this.trajectories = trajectoryDir ? new TrajectoryFile(trajectoryDir, trajectoryFileBytes, trajectoryFiles) : null;
+    const timings = overrides.timings ?? { ...DEFAULT_TIMINGS, killGraceMs: config.timeoutKillGraceMs };
+    this.backend = backend;
+    const poolOptions = {
+      acquireTimeoutMs: config.acquireTimeoutMs,
+      cleanupWorkers: config.cleanupWorkers,
+      sessionIdleTimeoutMs: config.sessionIdleTimeoutMs,
+      defaultCommandTimeoutMs: config.defaultCommandTimeoutMs,
+      maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,
+      healthCheckIntervalMs: overrides.healthCheckIntervalMs ?? config.healthCheckIntervalMs,
+      startConcurrency: config.startConcurrency,
+      timings,
+      maxLeaseTtlMs: config.rollout.maxLeaseTtlMs,
+      journal: { entries: config.rollout.historyEntries, outputChars: config.rollout.historyOutputChars },
+      onLeaseEnded: this.trajectories ? (record: Parameters<TrajectoryFile['append']>[0]) => this.trajectories!.append(record) : undefined,
+    };
+    this.pool = new SessionPool(backend, { ...poolOptions, containers: config.containers, sessionsPerContainer: config.sessionsPerContainer }, this.metrics);
+    const main: PoolEntry = { name: DEFAULT_POOL, image: config.docker.image, pool: this.pool, backend, sessionsPerContainer: config.sessionsPerContainer, freshContainer: false };
+    const named = config.pools.map((spec): PoolEntry => {
+      const poolBackend = createPoolBackend(config, spec);
+      const pool = new SessionPool(
+        poolBackend,
+        {
+          ...poolOptions,
+          containers: spec.containers,
+          sessionsPerContainer: spec.sessionsPerContainer,
+          cleanupWorkers: Math.min(config.cleanupWorkers, spec.containers * spec.sessionsPerContainer),
+          preparation: { files: spec.files, startupCommands: spec.startupCommands },
+          freshContainer: spec.freshContainer,
+        },
+        this.metrics,
+      );
+      return { name: spec.name, image: spec.image, pool, backend: poolBackend, sessionsPerContainer: spec.sessionsPerContainer, freshContainer: spec.freshContainer };
+    });
+    this.pools = new PoolRegistry(main, named);
     this.metrics.attach(this.pool);
+    this.metrics.attachPools(this.pools);
     this.workspaces = createWorkspaceApi(this.pool, backend, config, overrides.maxOutputBytes ?? config.maxOutputBytes);
+    this.sandboxes = new SandboxService({
+      pools: this.pools,
+      backend,
+      maxDedicated: config.sandboxes.maxDedicated,
+      containersIsolate: config.backend === 'docker',
+    });
+    registerSandboxGauge(this.metrics.registry, this.sandboxes);
+    this.execd = new ExecdService(backend, {
+      maxShellsPerSandbox: EXECD_MAX_SHELLS_PER_SANDBOX,
+      maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,
+      maxFinishedCommands: EXECD_FINISHED_COMMANDS_KEPT,
+      timings,
+    });
+    const endpoints = new HttpGroupEndpoints({ host: config.host, token: config.token, maxBodyBytes: config.maxBodyBytes });
+    this.orchestrator = createOrchestrator(config, createSandboxContainers(config, backend), openLanceStore, endpoints, overrides.maxOutputBytes ?? config.maxOutputBytes);
     this.tasks = createTaskService(config);
-    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, this.workspaces, createExecdFilesApi(backend, config), this.tasks);
+    this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, {
+      tasks: this.tasks,
+      workspaces: this.workspaces,
+      execd: { service: this.execd, files: createExecdFilesApi(backend, config) },
+      orchestrator: this.orchestrator,
+      pools: this.pools,
+      sandboxes: this.sandboxes,
+    });
     this.server = http.createServer({ keepAliveTimeout: 65_000 }, this.seam.serveRequest);
     this.server.on('upgrade', this.seam.serveUpgrade);
     this.server.on('clientError', this.seam.serveClientError);
@@ -106,7 +196,7 @@ export class Broker {
         resolve();
       });
     });
-    this.warmPromise = this.pool.start().catch((err) => logger.error({ err: errorMessage(err) }, 'warm-up failed'));
+    this.warmPromise = this.pools.start().catch((err) => logger.error({ err: errorMessage(err) }, 'warm-up failed'));
     return this.server.address() as AddressInfo;
   }
 
@@ -131,7 +221,14 @@ export class Broker {
     await this.workspaces.workspaces.close();
     // Task sandboxes end with sandbox_terminated on their streams, and their containers go.
     await this.tasks.close();
-    await this.pool.close(graceMs);
+    // Lifecycle sandboxes next, for the same reason: a warm sandbox's lease goes back, a dedicated container is removed.
+    await this.sandboxes.close();
+    // The sandbox group next: its containers, disks, listeners and database go before the engine's client does.
+    await this.orchestrator.close().catch((err: unknown) => logger.error({ err: errorMessage(err) }, 'stopping the sandbox group failed'));
+    // execd's shells die before the pools': they live in the pools' containers.
+    await this.execd.close();
+    await this.pools.close(graceMs);
+    await this.trajectories?.flush();
     // Give in-flight responses a moment to flush, then cut what is left.
     await new Promise((r) => setTimeout(r, 50));
     this.server.closeAllConnections();

@@ -22,7 +22,7 @@ async function main(): Promise<void> {
     { host: address.address, port: address.port, backend: config.backend, sessions: config.containers * config.sessionsPerContainer },
     `broker listening on http://${address.address}:${address.port}`,
   );
-  void broker.warm().then(() => logger.info(broker.pool.health().counts, 'pool warm'));
+  // Warm-up logs its own progress and its "pool warm" line (core/warmupProgress.ts).
 
   let stopping = false;
   const stop = (signal: string): void => {

@@ -32,13 +32,13 @@ export class BrokerHttp {
     return (await this.post<{ session_id: string }>('/session/acquire', {}, signal)).session_id;
   }
 
-  execute(sessionId: string, command: string, timeoutS = 30): Promise<ExecuteBody> {
-    return this.post<ExecuteBody>(`/session/${sessionId}/execute`, { command, timeout: timeoutS });
+  execute(sessionId: string, command: string, timeoutS = 30, extra: Record<string, unknown> = {}): Promise<ExecuteBody> {
+    return this.post<ExecuteBody>(`/session/${sessionId}/execute`, { command, timeout: timeoutS, ...extra });
   }
 
   /** Runs `command` and checks it succeeded with `expectBytes` bytes of stdout. */
-  async executeChecked(sessionId: string, command: string, expectBytes: number): Promise<void> {
-    const r = await this.execute(sessionId, command);
+  async executeChecked(sessionId: string, command: string, expectBytes: number, extra?: Record<string, unknown>): Promise<void> {
+    const r = await this.execute(sessionId, command, 30, extra);
     if (r.return_code !== 0 || r.stdout.length !== expectBytes) {
       throw new Error(`execute '${command.slice(0, 40)}': rc ${r.return_code}, ${r.stdout.length} bytes of stdout (want ${expectBytes})`);
     }

@@ -23,7 +23,7 @@ const MAX_OUTPUT_BYTES = loadConfig({}).maxOutputBytes;
 export async function openRunners(target: Target, count: number, command: string, expectBytes: number, raw: ReadonlyMap<RawTransport, RawSet>): Promise<Runners> {
   switch (target.via) {
     case 'broker':
-      return brokerRunners(target.url, count, command, expectBytes);
+      return brokerRunners(target.url, count, command, expectBytes, target.extras === true);
     case 'noop': {
       const http = new BrokerHttp(target.url, count);
       const body = { command, timeout: 30 };
@@ -35,7 +35,7 @@ export async function openRunners(target: Target, count: number, command: string
   }
 }
 
-async function brokerRunners(url: string, count: number, command: string, expectBytes: number): Promise<Runners> {
+async function brokerRunners(url: string, count: number, command: string, expectBytes: number, extras: boolean): Promise<Runners> {
   const http = new BrokerHttp(url, count);
   const ids: string[] = [];
   const close = async (): Promise<void> => {
@@ -43,12 +43,14 @@ async function brokerRunners(url: string, count: number, command: string, expect
     await http.close();
   };
   try {
-    for (let i = 0; i < count; i++) ids.push(await http.acquire());
+    for (let i = 0; i < count; i++) ids.push(extras ? (await http.post<{ session_id: string }>('/session/acquire', { lease_ttl: 600 })).session_id : await http.acquire());
   } catch (err) {
     await close();
     throw err;
   }
-  return { ops: ids.map((id) => () => http.executeChecked(id, command, expectBytes)), close };
+  let step = 0;
+  const withExtras = (id: string) => () => http.executeChecked(id, command, expectBytes, { request_id: `bench-${id}-${step++}`, facts: true });
+  return { ops: ids.map((id) => (extras ? withExtras(id) : () => http.executeChecked(id, command, expectBytes))), close };
 }
 
 function rawRunners(raw: RawSet | null, count: number, command: string, expectBytes: number): Runners {

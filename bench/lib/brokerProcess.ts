@@ -35,6 +35,8 @@ export interface HealthBody {
   status: string;
   total_sessions: number;
   available_sessions: number;
+  /** While the pool's first fill runs. */
+  warmup?: { ready_sessions: number; target_sessions: number; sessions_per_second: number | null; seconds_left: number | null };
 }
 
 function freePort(): Promise<number> {
@@ -109,11 +111,13 @@ export class BrokerProcess {
   }
 
   /** Polls /health until every session is AVAILABLE; returns ms from spawn to then. */
-  async waitWarm(timeoutMs: number): Promise<number> {
+  /** `onHealth` sees every /health read meanwhile (its `warmup` says how far the fill is). */
+  async waitWarm(timeoutMs: number, onHealth?: (h: HealthBody) => void): Promise<number> {
     const deadline = nowMs() + timeoutMs;
     while (nowMs() < deadline) {
       if (this.exited) throw new Error(`broker ${this.spec.name} exited during warm-up; see ${this.logPath}:\n${this.logTail()}`);
       const h = await this.health().catch(() => null);
+      if (h) onHealth?.(h);
       if (h && h.available_sessions >= this.total) return nowMs() - this.spawnedAtMs;
       await sleep(h ? 100 : 25);
     }

@@ -14,6 +14,7 @@ import { LABEL_DEPLOYMENT } from '../../src/backends/docker/dockerBackend';
 import { BENCH_DEPLOYMENT } from '../protocol';
 import { cpuBreakdown, snapshotCpu } from './cpuAccount';
 import { nowMs } from './stats';
+import { bar, clock, ProgressLine, warmupText } from './progress';
 
 export type PoolSpec = Omit<BrokerSpec, 'backend' | 'image'>;
 
@@ -21,6 +22,9 @@ export class BenchContext {
   private current: BrokerProcess | null = null;
   private readonly docker = new Dockerode();
   private readonly t0 = nowMs();
+  /** A line at the foot of a terminal: the phase, its time, and a bar for a timed job (none in CI). */
+  readonly progress = new ProgressLine();
+  private phase = { name: '', startMs: nowMs() };
 
   constructor(
     readonly plan: Plan,
@@ -38,16 +42,35 @@ export class BenchContext {
   mark(name: string): void {
     const loadAvg1m = Math.round(os.loadavg()[0] * 100) / 100;
     this.results.phases.push({ name, atS: Math.round(this.elapsedS * 10) / 10, loadAvg1m });
-    console.log(`[${this.elapsedS.toFixed(1).padStart(6)} s] ${name} (load ${loadAvg1m})`);
+    this.progress.log(`[${this.elapsedS.toFixed(1).padStart(6)} s] ${name} (load ${loadAvg1m})`);
+    this.phase = { name, startMs: nowMs() };
+    this.showPhase();
+  }
+
+  private showPhase(): void {
+    const { name, startMs } = this.phase;
+    this.progress.set(() => `${clock(this.elapsedS)} ${name}: ${clock((nowMs() - startMs) / 1000)}`);
   }
 
   log(line: string): void {
-    console.log(`           ${line}`);
+    this.progress.log(`           ${line}`);
   }
 
-  /** Runs a client job; the bound is the job's own duration plus `slackMs`. */
-  job<T>(job: Job, boundMs: number): Promise<T> {
-    return this.client.run<T>(job, boundMs);
+  /** Runs a client job; the bound is the job's own duration plus `slackMs`. A timed job shows a bar. */
+  async job<T>(job: Job, boundMs: number): Promise<T> {
+    const timed = 'durationMs' in job ? job.durationMs + ('rampMs' in job ? job.rampMs : 0) : 0;
+    if (timed <= 0) return this.client.run<T>(job, boundMs);
+    const startMs = nowMs();
+    const { name } = this.phase;
+    this.progress.set(() => {
+      const ranS = (nowMs() - startMs) / 1000;
+      return `${clock(this.elapsedS)} ${bar((ranS * 1000) / timed)} ${clock(ranS)} of ${clock(timed / 1000)} ${name}`;
+    });
+    try {
+      return await this.client.run<T>(job, boundMs);
+    } finally {
+      this.showPhase();
+    }
   }
 
   /** Runs `fn` and records where the machine's CPU went meanwhile, under `label`. */
@@ -91,7 +114,11 @@ export class BenchContext {
     const broker = await BrokerProcess.start({ ...spec, backend, image }, this.logDir);
     this.current = broker;
     try {
-      const warm = (): Promise<number> => broker.waitWarm(60_000 + spec.containers * perContainerBoundMs);
+      const warm = (): Promise<number> =>
+        broker.waitWarm(60_000 + spec.containers * perContainerBoundMs, (h) => {
+          const { warmup } = h;
+          if (warmup) this.progress.set(() => `${clock(this.elapsedS)} ${warmupText(`broker ${spec.name}`, warmup)}`);
+        }).finally(() => this.showPhase());
       // With a label: where the CPU went from the broker's spawn until it was warm.
       const warmMs = warmCpuLabel ? await this.withCpu(warmCpuLabel, warm) : await warm();
       this.log(`broker ${spec.name}: ${broker.total} sessions warm in ${(warmMs / 1000).toFixed(2)} s (pid ${broker.pid})`);

@@ -86,6 +86,14 @@ function single(r: Results): string[] {
         `p50 ${f(rf.relay.latency.p50)} against ${f(rf.noop.latency.p50)} ms: the hop and cat's echo cost ${f(hop)} ms = ${ratio(hop, rf.noop.latency.p50)} the no-op.`,
     );
   }
+  const rx = r.rolloutExtras;
+  if (rx) {
+    out.push(
+      '',
+      'The rollout extras (a request_id on every execute, `facts: true`, a lease with a lease_ttl) against a plain execute `true`, interleaved as a pair of their own: ' +
+        `p50 ${f(rx.extras.latency.p50)} against ${f(rx.plain.latency.p50)} ms = ${ratio(rx.extras.latency.p50, rx.plain.latency.p50)} (target: at most 1.05 x).`,
+    );
+  }
   out.push(...leastServer(r));
   return [...out, ''];
 }

@@ -37,6 +37,8 @@ export interface Results {
   commands: Partial<Record<CommandName, { broker: PathFigures; raw: PathFigures; rawExec?: PathFigures; noop?: PathFigures; app?: PathFigures }>>;
   /** The no-op beside a node:http relay to `cat` (noopServer.ts), interleaved as a pair of their own. */
   relayFloor?: { noop: SeqResult; relay: SeqResult };
+  /** Execute `true` plain and with the rollout extras (request_id, facts, lease_ttl), a pair of their own. */
+  rolloutExtras?: { plain: SeqResult; extras: SeqResult };
   /**
    * Execute `true` on the least server over the broker's session layer (shellServer.ts), in the
    * broker's place in an interleaving otherwise the same as the broker's (raw, docker exec on

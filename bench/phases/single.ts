@@ -11,6 +11,7 @@ import { sleep } from '../lib/stats';
 import { histogram, metricValue } from '../lib/metricsText';
 import { listenOverflows } from '../lib/netstat';
 import { NoopServer } from '../lib/children';
+import { rolloutExtras } from './rolloutExtras';
 
 export const CLEANUP_METRIC = 'broker_cleanup_duration_seconds';
 
@@ -184,6 +185,7 @@ export async function singlePhase(ctx: BenchContext): Promise<void> {
       ctx.log(`RSS at 8 idle sessions: ${mb(results.rss.at8)}`);
       for (const name of plan.commands) results.commands[name] = await compareCommand(ctx, broker.url, name);
       await relayFloor(ctx);
+      await rolloutExtras(ctx, broker.url);
       if (shell) await shellFloor(ctx, (await shell).url);
       if (plan.phases.has('release')) {
         results.rawRespawn = await ctx.job<SeqResult>({ kind: 'rawRespawn', n: plan.releaseN, maxMs: 60_000 }, 180_000);

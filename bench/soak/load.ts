@@ -9,6 +9,7 @@ import { Random } from './random';
 import { ReclaimWatch } from './reclaimWatch';
 import type { Tally } from './tally';
 import { sleep } from '../lib/stats';
+import { bar, clock, type ProgressLine } from '../lib/progress';
 
 export interface LoadSpec {
   clients: number;
@@ -21,10 +22,28 @@ export interface LoadSpec {
 const PROBE_EVERY_MS = 1000;
 const RAMP_MS = 2000;
 
-export async function runLoad(http: SoakHttp, tally: Tally, reclaims: ReclaimWatch, spec: LoadSpec, log: (line: string) => void): Promise<void> {
-  const stopAt = Date.now() + spec.durationMs;
+/** The progress line's text: time through the load, episodes and their rate, unexpected answers. */
+function loadText(startMs: number, spec: LoadSpec, tally: Tally, reclaims: ReclaimWatch): string {
+  const ranS = (Date.now() - startMs) / 1000;
+  const episodes = tally.outcome('episodes ended');
+  const rate = ranS > 0 ? (episodes / ranS).toFixed(0) : '0';
+  const phase = ranS * 1000 < spec.durationMs ? `${clock(ranS)} of ${clock(spec.durationMs / 1000)}` : `draining (${clock(ranS)})`;
+  return `load ${bar((ranS * 1000) / spec.durationMs)} ${phase}: ${episodes} episodes (${rate}/s), ${tally.errorCount} unexpected, ${reclaims.waiting} abandoned awaiting probe`;
+}
+
+export async function runLoad(
+  http: SoakHttp,
+  tally: Tally,
+  reclaims: ReclaimWatch,
+  spec: LoadSpec,
+  log: (line: string) => void,
+  progress?: ProgressLine,
+): Promise<void> {
+  const startMs = Date.now();
+  const stopAt = startMs + spec.durationMs;
+  progress?.set(() => loadText(startMs, spec, tally, reclaims));
   const prober = setInterval(() => void reclaims.probeDue(), PROBE_EVERY_MS);
-  const progress = setInterval(() => {
+  const progressLog = setInterval(() => {
     log(`${tally.outcome('episodes ended')} episodes, ${tally.errorCount} unexpected, ${reclaims.waiting} abandoned leases awaiting their probe`);
   }, 30_000);
   const client = async (index: number): Promise<void> => {
@@ -44,6 +63,7 @@ export async function runLoad(http: SoakHttp, tally: Tally, reclaims: ReclaimWat
     await all;
   } finally {
     clearInterval(prober);
-    clearInterval(progress);
+    clearInterval(progressLog);
+    progress?.stop();
   }
 }

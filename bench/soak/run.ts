@@ -18,6 +18,7 @@ import { Tally } from './tally';
 import { ReclaimWatch } from './reclaimWatch';
 import { runLoad } from './load';
 import { Monitor, fdKinds, memoryVerdict, openFds } from './monitor';
+import { ProgressLine, warmupText } from '../lib/progress';
 
 const BROKER_COUNTERS = ['broker_executes_total', 'broker_execute_timeouts_total', 'broker_cleanups_total', 'broker_sessions_broken_total', 'broker_sessions_reclaimed_total'];
 import { deploymentContainers } from './leaks';
@@ -28,8 +29,11 @@ import { allChecks, healthFigures, memoryBoundBytes, SETTLE_SLACK_MS } from './v
 const SOAK_DEPLOYMENT = 'soak';
 const IDLE_SETTLE_MS = 11_000;
 
+/** The load's bar and counts at the foot of a terminal (none in CI or into a file). */
+const progress = new ProgressLine();
+
 function log(line: string): void {
-  console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
+  progress.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
 }
 
 function brokerEnv(plan: SoakPlan): Record<string, string> {
@@ -69,7 +73,11 @@ async function main(): Promise<number> {
       .finally(() => process.exit(130));
   });
   try {
-    const warmUpMs = await broker.waitWarm(300_000);
+    const warmUpMs = await broker.waitWarm(300_000, (h) => {
+      const { warmup } = h;
+      if (warmup) progress.set(() => warmupText('soak broker', warmup));
+    });
+    progress.stop();
     log(`warm in ${(warmUpMs / 1000).toFixed(1)} s (log: ${broker.logPath})`);
     // Two health passes first: each keeps one keep-alive socket per container to dockerd afterwards
     // (Node's global agent, reused every BROKER_HEALTH_INTERVAL), which is not a leak.
@@ -77,6 +85,7 @@ async function main(): Promise<number> {
     const idle = { rss: broker.procMemory().rssBytes, fds: openFds(broker.pid), fdKinds: fdKinds(broker.pid) };
     return await soak(plan, broker, docker, { warmUpMs, idle, startedAt, machine, t0 }, stopBroker);
   } finally {
+    progress.stop();
     await stopBroker();
   }
 }
@@ -99,7 +108,7 @@ async function soak(plan: SoakPlan, broker: BrokerProcess, docker: Dockerode, in
   const monitor = new Monitor(broker, () => loadStart);
   monitor.start(plan.sampleEveryMs);
   const episode = { maxOutputBytes: plan.broker.maxOutputBytes, forkBurst: plan.forkBurst };
-  await runLoad(http, tally, reclaims, { clients: plan.clients, durationMs: plan.durationS * 1000, drainMs: plan.drainS * 1000, seed: plan.seed, episode }, log);
+  await runLoad(http, tally, reclaims, { clients: plan.clients, durationMs: plan.durationS * 1000, drainMs: plan.drainS * 1000, seed: plan.seed, episode }, log, progress);
   const loadS = (nowMs() - loadStart) / 1000;
   log(`load done: ${tally.outcome('episodes ended')} episodes, ${tally.errorCount} unexpected; probing ${reclaims.waiting} abandoned leases`);
   const end = await endRun({ plan, deployment: SOAK_DEPLOYMENT, broker, docker, http, monitor, reclaims, stopBroker, log });

@@ -1,6 +1,6 @@
 /**
  * The broker's HTTP surface: which routers are mounted, over the one seam (seam.ts). A new API is a
- * router file in this folder and one line in `brokerRouters`.
+ * router file in this folder, a field in `BrokerApis` and one line in `brokerRouters`.
  */
 import type { RequestListener } from 'node:http';
 import type { SessionPool } from '../core/pool';
@@ -11,58 +11,99 @@ import { poolErrorFormat } from './errorFormats';
 import { HttpSeam } from './seam';
 import type { Router } from './router';
 import { poolRouter } from './poolRoutes';
+import { rolloutRouter } from './rolloutRoutes';
+import { RequestIds } from '../core/requestIds';
 import { healthRouter } from './healthRoutes';
 import { workspaceRouter } from './workspaceRoutes';
 import { workspacePageRouter } from './workspacePage';
 import type { WorkspaceApi } from '../core/workspace/workspaceApi';
 import type { ExecdFilesApi } from '../core/execd/execdFilesApi';
+import type { ExecdService } from '../core/execd/execdService';
+import type { TaskService } from '../core/tasks/taskService';
+import { taskRouter } from './taskRoutes';
 import type { SandboxDirectory } from '../core/sandboxHandle';
 import { execdFileRouter } from './execd/execdFileRoutes';
 import { execdMetricsRouter } from './execd/execdMetricsRoutes';
-import type { TaskService } from '../core/tasks/taskService';
-import { taskRouter } from './taskRoutes';
+import { execdCommandRouter } from './execd/execdCommandRoutes';
+import { execdCodeRouter } from './execd/execdCodeRoutes';
+import type { Orchestrator } from '../core/orchestrator/orchestrator';
+import { orchestratorRouter } from './orchestratorRoutes';
+import { DEFAULT_POOL, PoolRegistry } from '../core/poolRegistry';
+import type { SandboxService } from '../core/lifecycle/sandboxService';
+import { composeDirectories } from '../core/sandboxDirectory';
+import { lifecycleRouter } from './lifecycle/lifecycleRoutes';
+import { egressRouter } from './lifecycle/unservedRoutes';
+import { portProxyRouter } from './lifecycle/portProxy';
+
+/** The execd API's two halves: processes (commands, sessions, code) and files with metrics. */
+export interface ExecdApis {
+  service: ExecdService;
+  files: ExecdFilesApi;
+}
 
 /**
- * `workspaces`: the workspace API (spec 000), `execdFiles`: execd's files and metrics (spec 004),
- * `tasks`: task sandboxes (spec 002), each mounted when given (the bench's app floor has none).
+ * The APIs beyond the pool's, each mounted when given (the bench's app floor has none):
+ * `workspaces` (spec 000), `execd` of every sandbox (spec 004), `orchestrator`: sandbox groups
+ * (spec 001), `pools`: every pool (BROKER_POOLS; without it, the default pool alone), `sandboxes`:
+ * OpenSandbox's lifecycle API (/v1), `tasks`: task sandboxes with a coding agent (spec 002).
  */
-export function brokerRouters(
-  pool: SessionPool,
-  metrics: BrokerMetrics,
-  config: BrokerConfig,
-  workspaces?: WorkspaceApi,
-  execdFiles?: ExecdFilesApi,
-  tasks?: TaskService,
-): Router[] {
+export interface BrokerApis {
+  workspaces?: WorkspaceApi;
+  execd?: ExecdApis;
+  orchestrator?: Orchestrator;
+  pools?: PoolRegistry;
+  sandboxes?: SandboxService;
+  tasks?: TaskService;
+}
+
+/**
+ * THE directory the per-sandbox APIs (execd) resolve their path's id through: lifecycle sandboxes,
+ * then the leases of every pool.
+ */
+export function sandboxDirectory(apis: { pools: PoolRegistry; sandboxes?: SandboxService }): SandboxDirectory {
+  return apis.sandboxes ? composeDirectories(apis.sandboxes, apis.pools) : apis.pools;
+}
+
+export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, apis: BrokerApis = {}): Router[] {
   const limits = {
     defaultTimeoutSeconds: config.defaultCommandTimeoutMs / 1000,
     maxTimeoutSeconds: config.maxCommandTimeoutMs / 1000,
     maxCommandBytes: config.maxCommandBytes,
   };
-  const routers = [poolRouter(pool, limits), healthRouter(pool, metrics, { metricsPublic: config.metricsPublic })];
+  const requestIds = new RequestIds({ windowMs: config.rollout.requestIdWindowMs, maxEntries: config.rollout.requestIdMax });
+  const pools = apis.pools ?? new PoolRegistry({ name: DEFAULT_POOL, image: config.docker.image, pool, sessionsPerContainer: config.sessionsPerContainer, freshContainer: false });
+  const routers = [
+    poolRouter(pools, limits, requestIds, config.rollout.executeFacts),
+    rolloutRouter(pools, limits, requestIds),
+    healthRouter(pools, metrics, { metricsPublic: config.metricsPublic }),
+  ];
+  const { workspaces, execd, orchestrator, sandboxes: lifecycle, tasks } = apis;
   if (workspaces) {
     routers.push(workspaceRouter(workspaces.workspaces, workspaces.files, { maxCommandBytes: config.maxCommandBytes, viewerBufferBytes: config.workspace.viewerBufferBytes }));
     routers.push(workspacePageRouter());
   }
-  // Pool sessions now; a composite that also knows lifecycle sandboxes later.
-  const sandboxes: SandboxDirectory = { resolve: (id) => pool.site(id) };
-  if (execdFiles) routers.push(execdFileRouter(sandboxes, execdFiles.files));
-  if (execdFiles) routers.push(execdMetricsRouter(sandboxes, execdFiles.metrics));
+  if (lifecycle) {
+    const { minTimeoutSeconds, maxTimeoutMs } = config.sandboxes;
+    routers.push(lifecycleRouter(lifecycle, { minSeconds: minTimeoutSeconds, maxSeconds: Math.floor(maxTimeoutMs / 1000), maxTimeoutMs }));
+    routers.push(egressRouter(sandboxDirectory({ pools, sandboxes: lifecycle })));
+    routers.push(portProxyRouter(lifecycle));
+  }
+  if (execd) {
+    // Every sandbox's execd: `/sandboxes/<id>/execd/...`, a pool session's id or a lifecycle sandbox's.
+    const sandboxes = sandboxDirectory({ pools, sandboxes: lifecycle });
+    routers.push(execdCommandRouter(execd.service, sandboxes, limits));
+    routers.push(execdCodeRouter(execd.service, sandboxes, limits));
+    routers.push(execdFileRouter(sandboxes, execd.files.files));
+    routers.push(execdMetricsRouter(sandboxes, execd.files.metrics));
+  }
+  if (orchestrator) routers.push(orchestratorRouter(orchestrator));
   if (tasks) routers.push(taskRouter(tasks, { keepAliveMs: config.tasks.keepAliveMs }));
   return routers;
 }
 
 /** `extraRouters` mount beside the broker's own (tests mount routes of their own this way). */
-export function createSeam(
-  pool: SessionPool,
-  metrics: BrokerMetrics,
-  config: BrokerConfig,
-  extraRouters: Router[] = [],
-  workspaces?: WorkspaceApi,
-  execdFiles?: ExecdFilesApi,
-  tasks?: TaskService,
-): HttpSeam {
-  return new HttpSeam([...brokerRouters(pool, metrics, config, workspaces, execdFiles, tasks), ...extraRouters], {
+export function createSeam(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, extraRouters: Router[] = [], apis: BrokerApis = {}): HttpSeam {
+  return new HttpSeam([...brokerRouters(pool, metrics, config, apis), ...extraRouters], {
     authorize: createAuthorize(config.token),
     maxBodyBytes: config.maxBodyBytes,
     // Requests no router's prefix claims get the pool API's format, as they always have.

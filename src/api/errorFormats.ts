@@ -26,7 +26,7 @@ const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
   unavailable: 503,
   backend: 502,
   timeout: 504,
-  unimplemented: 501,
+  not_implemented: 501,
   // The client that left never sees it; anyone else who gets it sees a plain 400.
   aborted: 400,
   internal: 500,
@@ -64,9 +64,17 @@ function describe(err: unknown, where: string): Described {
   return { status: 500, kind: 'internal', code: 'internal', message: 'Internal server error' };
 }
 
+/**
+ * Retry-After on every 503 (no session within the acquire timeout, none could be prepared, shutting
+ * down): nothing was done, the request may be sent again. One second lets leases end and broken slots
+ * be rebuilt; the acquire itself already waited its timeout in the queue.
+ */
+const RETRY_AFTER_SECONDS = 1;
+
 function reply(status: number, body: object, err: unknown): ErrorReply {
   const headers: Record<string, string> = err instanceof BrokerError && err.headers ? { ...err.headers } : {};
   if (status === 401) headers['WWW-Authenticate'] = 'Bearer';
+  if (status === 503) headers['Retry-After'] = String(RETRY_AFTER_SECONDS);
   if (status === 413) headers.Connection = 'close'; // the rest of the body is not read
   return { status, body: JSON.stringify(body), headers };
 }
@@ -76,7 +84,9 @@ export const poolErrorFormat: ErrorFormat = {
   name: 'pool',
   reply(err, where) {
     const { status, code, message } = describe(err, where);
-    return reply(status, { detail: message, code, ...(err instanceof BrokerError ? err.fields : undefined) }, err);
+    const out = reply(status, { detail: message, code, ...(err instanceof BrokerError ? err.fields : undefined) }, err);
+    if (err instanceof BrokerError && err.retryAfterSeconds !== undefined) out.headers['Retry-After'] = String(err.retryAfterSeconds);
+    return out;
   },
 };
 
@@ -100,7 +110,7 @@ const OPEN_SANDBOX_CODE_OF_KIND: Readonly<Record<ErrorKind, string>> = {
   unavailable: 'RUNTIME_ERROR',
   backend: 'RUNTIME_ERROR',
   timeout: 'RUNTIME_ERROR',
-  unimplemented: 'NOT_SUPPORTED',
+  not_implemented: 'NOT_SUPPORTED',
   aborted: 'RUNTIME_ERROR',
   internal: 'RUNTIME_ERROR',
 };

@@ -1,5 +1,10 @@
-/** GET /health (the spec's fields, exactly; always public) and GET /metrics (Prometheus text). */
+/**
+ * GET /health (the spec's fields, then the broker's additive ones: backpressure, reclaims, and
+ * `warmup` while the pool's first fill runs, and `pools` when BROKER_POOLS names others; always
+ * public) and GET /metrics (Prometheus text).
+ */
 import type { SessionPool } from '../core/pool';
+import type { PoolRegistry } from '../core/poolRegistry';
 import type { BrokerMetrics } from '../metrics/metrics';
 import { sendJson } from './httpJson';
 import { poolErrorFormat } from './errorFormats';
@@ -15,6 +20,8 @@ export type HealthStatus = 'healthy' | 'degraded' | 'unhealthy';
  */
 export function healthReport(pool: SessionPool) {
   const { counts, healthyContainers, unhealthyContainers } = pool.health();
+  const stats = pool.stats();
+  const warmup = pool.warmup;
   const serving = counts.available + counts.in_use + counts.cleaning;
   let status: HealthStatus = 'healthy';
   if (pool.isClosing || serving === 0 || healthyContainers === 0) status = 'unhealthy';
@@ -28,11 +35,33 @@ export function healthReport(pool: SessionPool) {
     broken_sessions: counts.broken,
     healthy_containers: healthyContainers,
     unhealthy_containers: unhealthyContainers,
+    // Additive to spec 003 (its clients ignore them): backpressure and reclaims.
+    queue_length: stats.waiting,
+    acquire_wait_p50_ms: stats.waitP50Ms === null ? null : Math.round(stats.waitP50Ms * 1000) / 1000,
+    reclaimed_sessions: stats.reclaimed,
+    // Beside the spec's fields, only while the first fill runs (a client reading the spec's fields is unaffected).
+    ...(warmup ? { warmup } : {}),
   };
 }
 
+/**
+ * The default pool's report, and with named pools each one's counts under `pools` (the default one
+ * too, by its name): one that is not healthy makes a healthy broker `degraded`.
+ */
+export function brokerHealth(pools: PoolRegistry): ReturnType<typeof healthReport> & { pools?: Record<string, object> } {
+  const report: ReturnType<typeof healthReport> & { pools?: Record<string, object> } = healthReport(pools.main.pool);
+  if (pools.named.length === 0) return report;
+  report.pools = {};
+  for (const entry of pools.entries) {
+    const { status, ...counts } = healthReport(entry.pool);
+    if (entry !== pools.main && status !== 'healthy' && report.status === 'healthy') report.status = 'degraded';
+    report.pools[entry.name] = { status, image: entry.image, ...counts };
+  }
+  return report;
+}
+
 /** `metricsPublic`: /metrics without a token (BROKER_METRICS_PUBLIC=1), for a scraper that cannot send one. */
-export function healthRouter(pool: SessionPool, metrics: BrokerMetrics, { metricsPublic }: { metricsPublic: boolean }): Router {
+export function healthRouter(pools: PoolRegistry, metrics: BrokerMetrics, { metricsPublic }: { metricsPublic: boolean }): Router {
   return {
     name: 'health',
     errors: poolErrorFormat,
@@ -42,7 +71,7 @@ export function healthRouter(pool: SessionPool, metrics: BrokerMetrics, { metric
         path: '/health',
         public: true,
         handle({ res }) {
-          const report = healthReport(pool);
+          const report = brokerHealth(pools);
           sendJson(res, report.status === 'unhealthy' ? 503 : 200, report);
         },
       },

@@ -3,10 +3,12 @@
  * These are the hot routes: the seam (seam.ts) costs them a Map lookup and a regex.
  */
 import type { ServerResponse } from 'node:http';
-import type { SessionPool } from '../core/pool';
+import type { PoolRegistry } from '../core/poolRegistry';
 import type { ExecResult } from '../core/bashSession';
 import { ShuttingDownError } from '../common/errors';
-import { parseAcquire, parseExecute, type CommandLimits } from './validation';
+import { parseAcquire, parseExecute, type AcquireInput, type CommandLimits } from './validation';
+import type { RequestIds } from '../core/requestIds';
+import type { AcquireResult } from '../core/poolTypes';
 import { sendJson, sendJsonStreamed } from './httpJson';
 import { poolErrorFormat } from './errorFormats';
 import type { Router } from './router';
@@ -19,7 +21,12 @@ export function pythonFloat(value: number): string {
   return Number.isInteger(value) ? value.toFixed(1) : String(value);
 }
 
-export function executeResponse(result: ExecResult, timeoutSeconds: number): Record<string, unknown> {
+/**
+ * The spec's four fields (and `truncated: true` when output was cut), then, when asked for, the
+ * termination facts: null where the kernel could not tell (commandFacts.ts), never a guessed 0.
+ * Without them the answer is exactly spec 003's, which its clients compare whole.
+ */
+export function executeResponse(result: ExecResult, timeoutSeconds: number, withFacts = false): Record<string, unknown> {
   let stderr = result.stderr;
   if (result.timedOut) {
     if (stderr && !stderr.endsWith('\n')) stderr += '\n';
@@ -31,12 +38,35 @@ export function executeResponse(result: ExecResult, timeoutSeconds: number): Rec
     stderr,
     return_code: result.returnCode,
   };
-  if (result.truncated) body.truncated = true;
-  return body;
+  if (!withFacts) {
+    if (result.truncated) body.truncated = true;
+    return body;
+  }
+  const { facts } = result;
+  return {
+    ...body,
+    timed_out: result.timedOut,
+    interrupted: facts.interrupted,
+    signal: facts.signal,
+    oom_killed: facts.oomKilled,
+    duration_ms: facts.durationMs,
+    cpu_ms: facts.cpuMs,
+    max_rss_kb: facts.maxRssKb,
+    truncated: result.truncated,
+    truncated_bytes: facts.droppedBytes,
+  };
+}
+
+/** `{session_id}`, the startup results when there were startup commands, the lease_ttl granted when one was asked. */
+export function acquireResponse(result: AcquireResult, input: Pick<AcquireInput, 'startupCommands'>, limits: CommandLimits): Record<string, unknown> {
+  const out: Record<string, unknown> = { session_id: result.sessionId };
+  if (input.startupCommands.length > 0) out.startup_results = result.startupResults.map((r) => executeResponse(r, limits.defaultTimeoutSeconds));
+  if (result.leaseTtlMs !== null) out.lease_ttl = result.leaseTtlMs / 1000;
+  return out;
 }
 
 /** Aborts when the client goes away before we answered (a waiting acquire then leaves the queue). */
-function clientGone(res: ServerResponse): AbortSignal {
+export function clientGone(res: ServerResponse): AbortSignal {
   const controller = new AbortController();
   res.once('close', () => {
     if (!res.writableFinished) controller.abort();
@@ -44,8 +74,12 @@ function clientGone(res: ServerResponse): AbortSignal {
   return controller.signal;
 }
 
-/** POST /session/acquire, /session/<id>/execute, /session/<id>/release. */
-export function poolRouter(pool: SessionPool, limits: CommandLimits): Router {
+/**
+ * POST /session/acquire (of the default pool, or the named one its `pool` gives), /session/<id>/execute,
+ * /session/<id>/release (routed to the pool that leased the id). `requestIds`: the window of
+ * retry-safe calls (core/requestIds.ts) that `request_id` names.
+ */
+export function poolRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds, factsByDefault = false): Router {
   return {
     name: 'pool',
     errors: poolErrorFormat,
@@ -56,12 +90,13 @@ export function poolRouter(pool: SessionPool, limits: CommandLimits): Router {
         body: 'json',
         async handle({ body, res }) {
           const input = parseAcquire(body, limits);
-          const result = await pool.acquire({ files: input.files, startupCommands: input.startupCommands, signal: clientGone(res) });
-          const out: Record<string, unknown> = { session_id: result.sessionId };
-          if (input.startupCommands.length > 0) {
-            out.startup_results = result.startupResults.map((r) => executeResponse(r, limits.defaultTimeoutSeconds));
-          }
-          await sendJsonStreamed(res, 200, out);
+          const pool = pools.pool(input.pool);
+          const request = { ...input, leaseTtlMs: input.leaseTtlMs, acquireTimeoutMs: input.acquireTimeoutMs };
+          // With a request_id the acquire outlives its client: the retry that comes for it gets its lease.
+          const result = input.requestId
+            ? await requestIds.run(`a:${input.requestId}`, input.fingerprint(), 'acquire', () => pool.acquire(request))
+            : await pool.acquire({ ...request, signal: clientGone(res) });
+          await sendJsonStreamed(res, 200, acquireResponse(result, input, limits));
         },
       },
       {
@@ -70,9 +105,16 @@ export function poolRouter(pool: SessionPool, limits: CommandLimits): Router {
         body: 'json',
         async handle({ body, params, res }) {
           const input = parseExecute(body, limits);
+          const pool = pools.owning(params.sessionId);
           if (pool.isClosing) throw new ShuttingDownError();
-          const result = await pool.execute(params.sessionId, { command: input.command, timeoutMs: Math.round(input.timeoutSeconds * 1000) });
-          await sendJsonStreamed(res, 200, executeResponse(result, input.timeoutSeconds));
+          const { command, requestId } = input;
+          const facts = input.facts ?? factsByDefault;
+          const timeoutMs = Math.round(input.timeoutSeconds * 1000);
+          const run = (): Promise<ExecResult> => pool.execute(params.sessionId, { command, timeoutMs, facts, requestId: requestId ?? undefined });
+          const result = requestId
+            ? await requestIds.run(`x:${params.sessionId}:${requestId}`, `${input.timeoutSeconds}\0${command}`, 'command', run)
+            : await run();
+          await sendJsonStreamed(res, 200, executeResponse(result, input.timeoutSeconds, facts));
         },
       },
       {
@@ -81,7 +123,7 @@ export function poolRouter(pool: SessionPool, limits: CommandLimits): Router {
         // Any valid JSON body (or none) is taken, and ignored.
         body: 'json',
         handle({ params, res }) {
-          pool.release(params.sessionId);
+          pools.owning(params.sessionId).release(params.sessionId);
           sendJson(res, 200, { status: 'released' });
         },
       },

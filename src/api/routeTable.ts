@@ -62,7 +62,7 @@ function find<R>(bucket: Compiled<R>[] | undefined, path: string): Match<R> | nu
     const m = c.regex.exec(path);
     if (!m) continue;
     const params: Record<string, string> = {};
-    for (let i = 0; i < c.paramNames.length; i++) params[c.paramNames[i]] = decodeParam(c.paramNames[i], m[i + 1]);
+    for (let i = 0; i < c.paramNames.length; i++) params[c.paramNames[i]] = decodeParam(c.paramNames[i], m[i + 1] ?? '');
     return { route: c.route, router: c.router, params };
   }
   return null;
@@ -85,16 +85,23 @@ function compile(pattern: string): { regex: RegExp; paramNames: string[]; shape:
   }
   const segments = pattern === '/' ? [''] : pattern.slice(1).split('/');
   const paramNames: string[] = [];
+  // A last segment `*name` takes the rest of the path, slashes included, or nothing (a proxy's path).
+  const rest = segments.length > 1 && segments[segments.length - 1].startsWith('*') ? segments.pop()!.slice(1) : null;
+  if (rest !== null && !/^[A-Za-z_]\w*$/.test(rest)) throw new Error(`route path '${pattern}': bad rest parameter '*${rest}'`);
   const parts = segments.map((segment) => {
+    if (segment.startsWith('*')) throw new Error(`route path '${pattern}': '${segment}' must be the last segment`);
     if (!segment.startsWith(':')) return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     const name = segment.slice(1);
     if (!/^[A-Za-z_]\w*$/.test(name) || paramNames.includes(name)) throw new Error(`route path '${pattern}': bad or repeated parameter '${segment}'`);
     paramNames.push(name);
     return '([^/]+)';
   });
-  const shape = '/' + segments.map((s) => (s.startsWith(':') ? ':' : s)).join('/');
+  let shape = '/' + segments.map((s) => (s.startsWith(':') ? ':' : s)).join('/');
   const first = segments[0].startsWith(':') ? ANY_SEGMENT : segments[0];
-  return { regex: new RegExp(`^/${parts.join('/')}$`), paramNames, shape, first };
+  if (rest === null) return { regex: new RegExp(`^/${parts.join('/')}$`), paramNames, shape, first };
+  paramNames.push(rest);
+  shape += '/*';
+  return { regex: new RegExp(`^/${parts.join('/')}(?:/(.*))?$`), paramNames, shape, first };
 }
 
 /**

@@ -4,7 +4,8 @@
  * (seam.ts) does the rest for every route alike: authorization, reading a JSON body, mapping errors.
  *
  * Path patterns are literal segments and `:name` parameters (`/session/:id/execute`); a parameter
- * matches one non-empty segment and reaches the handler percent-decoded. One trailing slash and the
+ * matches one non-empty segment and reaches the handler percent-decoded. A last segment `*name` takes
+ * the rest of the path (slashes included, possibly empty). One trailing slash and the
  * query string are ignored when matching.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -5,15 +5,24 @@
 import path from 'node:path';
 import { BadRequestError, PayloadTooLargeError } from '../common/errors';
 import type { WorkdirFile } from '../core/backend';
+import { acquireFingerprint, parseAcquireExtras, parseFactsFlag, parseRequestId, type AcquireExtras } from './rolloutFields';
 
 export interface ExecuteInput {
   command: string;
   timeoutSeconds: number;
+  /** Additive (rolloutFields.ts): a retry with the same id gets this execute's answer. */
+  requestId: string | null;
+  /** Additive: the answer carries the termination facts (null: the server's default, BROKER_EXECUTE_FACTS). */
+  facts: boolean | null;
 }
 
-export interface AcquireInput {
+export interface AcquireInput extends AcquireExtras {
   files: WorkdirFile[];
   startupCommands: string[];
+  /** A named pool of BROKER_POOLS; undefined: the default pool. */
+  pool?: string;
+  /** What the request asked for, for its request_id's conflict check. */
+  fingerprint(): string;
 }
 
 export interface CommandLimits {
@@ -64,12 +73,22 @@ export function parseExecute(body: unknown, limits: CommandLimits): ExecuteInput
     }
     timeoutSeconds = t;
   }
-  return { command, timeoutSeconds };
+  return { command, timeoutSeconds, requestId: parseRequestId(obj.request_id), facts: parseFactsFlag(obj.facts) };
 }
 
 export function parseAcquire(body: unknown, limits: CommandLimits): AcquireInput {
   const obj = bodyObject(body, true);
-  return { files: parseFiles(obj.files), startupCommands: parseStartup(obj.startup_commands, limits) };
+  const input: AcquireInput = {
+    files: parseFiles(obj.files),
+    startupCommands: parseStartup(obj.startup_commands, limits),
+    ...parseAcquireExtras(obj),
+    fingerprint: () => acquireFingerprint(obj),
+  };
+  if (obj.pool !== undefined && obj.pool !== null) {
+    if (typeof obj.pool !== 'string' || obj.pool === '') throw new BadRequestError(`'pool' must be a pool name (a non-empty string), got ${describe(obj.pool)}`);
+    input.pool = obj.pool;
+  }
+  return input;
 }
 
 function parseStartup(value: unknown, limits: CommandLimits): string[] {

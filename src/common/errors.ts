@@ -30,8 +30,11 @@ export type ErrorKind =
   | 'backend'
   /** A part the broker waited on (a sandbox's daemon) did not answer in time (HTTP 504). */
   | 'timeout'
-  /** A route this broker's configuration does not serve (task sandboxes on the local backend: 501). */
-  | 'unimplemented'
+  /**
+   * This broker cannot serve the route at all: sandbox groups on the local backend, parts of
+   * OpenSandbox's APIs it does not serve (snapshots, egress policy). 501.
+   */
+  | 'not_implemented'
   /** The client left before the answer. */
   | 'aborted'
   | 'internal';
@@ -41,6 +44,8 @@ export class BrokerError extends Error {
   fields?: Record<string, string | number>;
   /** Headers the answer must carry whatever its format (a 416's Content-Range). */
   headers?: Record<string, string>;
+  /** When to try again, for an error of capacity (a 503 then carries Retry-After). */
+  retryAfterSeconds?: number;
 
   constructor(
     readonly kind: ErrorKind,
@@ -169,6 +174,13 @@ export class RangeNotSatisfiableError extends BrokerError {
 export class BackendError extends BrokerError {
   constructor(detail: string) {
     super('backend', 'backend_error', detail);
+  }
+}
+
+/** A route of a reference API the broker does not serve: said plainly, never a silent no-op. */
+export class NotImplementedError extends BrokerError {
+  constructor(detail: string) {
+    super('not_implemented', 'not_implemented', detail);
   }
 }
 

@@ -4,6 +4,7 @@
  */
 import os from 'node:os';
 import path from 'node:path';
+import { parsePools, PoolConfigError, type PoolSpec } from './pools';
 import { loadTaskConfig, type TaskConfig } from './taskConfig';
 
 export type BackendKind = 'local' | 'docker';
@@ -52,6 +53,40 @@ export interface BrokerConfig {
   localCgroups: 'auto' | 'off';
   /** Local backend: PATH, LANG and TZ as the broker got them. */
   hostEnv: HostEnv;
+  /** BROKER_POOLS: named warm pools beside the default one (pools.ts). */
+  pools: PoolSpec[];
+  /** The lifecycle API (/v1/sandboxes). */
+  sandboxes: {
+    /** BROKER_SANDBOX_MAX_TIMEOUT: the largest `timeout` a create may ask, and how far a renewal may reach. */
+    maxTimeoutMs: number;
+    /**
+     * BROKER_SANDBOX_MIN_TIMEOUT: the smallest `timeout` a create may ask (the spec's 60 s by
+     * default; tests of expiry lower it).
+     */
+    minTimeoutSeconds: number;
+    /** BROKER_SANDBOX_MAX_DEDICATED: dedicated containers (images no pool serves) running at once. */
+    maxDedicated: number;
+  };
+  rollout: {
+    /** BROKER_EXECUTE_FACTS: execute answers carry the termination facts unless the request says `"facts": false`. */
+    executeFacts: boolean;
+    /** BROKER_REQUEST_ID_WINDOW: how long a succeeded call's request_id is remembered after it ended. */
+    requestIdWindowMs: number;
+    /** BROKER_REQUEST_ID_MAX: succeeded calls remembered at most (each holds its answer), the oldest forgotten first. */
+    requestIdMax: number;
+    /** BROKER_MAX_LEASE_TTL: the longest lease_ttl an acquire gets (longer ones are capped); default the idle timeout. */
+    maxLeaseTtlMs: number;
+    /** BROKER_HISTORY_ENTRIES: executes each lease's journal keeps (GET /session/{id}/history). */
+    historyEntries: number;
+    /** BROKER_HISTORY_OUTPUT_CHARS: characters kept of each stream's head and of its tail per journal entry. */
+    historyOutputChars: number;
+    /** BROKER_TRAJECTORY_DIR: where each ended lease's journal is appended as a JSON line; null: not kept. */
+    trajectoryDir: string | null;
+    /** BROKER_TRAJECTORY_FILE_BYTES: a trajectory file is rotated at this size. */
+    trajectoryFileBytes: number;
+    /** BROKER_TRAJECTORY_FILES: rotated files kept besides the current one (the oldest removed). */
+    trajectoryFiles: number;
+  };
   workspace: {
     /** BROKER_DEFAULT_WORKSPACE: the spec's root paths serve a default workspace, made on first use. */
     defaultWorkspace: boolean;
@@ -69,6 +104,21 @@ export interface BrokerConfig {
     maxReplaceBytes: number;
     /** BROKER_EXECD_MAX_LIST_ENTRIES: the most entries a directory listing or a search walks. */
     maxListEntries: number;
+  };
+  /** Sandbox groups (spec 001; the orchestrator, docker backend only). */
+  groups: {
+    /** BROKER_SANDBOX_PORTS: the ports sandboxes' APIs listen on, one each, lowest free first. */
+    sandboxPorts: { first: number; last: number };
+    /** BROKER_ACTION_WAIT: how long an action runs before its observation says `terminal_still_running`. */
+    actionWaitMs: number;
+    /** BROKER_TOOL_TIMEOUT: a tool still running after this is killed. */
+    toolTimeoutMs: number;
+    /** BROKER_GROUP_DIR: the groups' files on the host (databases, sandbox disks, sockets). */
+    hostRoot: string;
+    /** BROKER_SANDBOX_IMAGE: the sandboxes' image (needs bash, python3 and coreutils). */
+    image: string;
+    /** BROKER_SANDBOX_DISK: a sandbox's disk when its request names none. */
+    defaultDiskBytes: number;
   };
   /** Task sandboxes (spec 002): taskConfig.ts. */
   tasks: TaskConfig;
@@ -221,7 +271,21 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     throw new ConfigError('BROKER_MAX_COMMAND_TIMEOUT must be at most 2000000 seconds (a Node timer limit)');
   }
   const containers = int(env, 'BROKER_CONTAINERS', 4, { max: 4096 });
+  const sessionIdleTimeoutMs = seconds(env, 'BROKER_SESSION_IDLE_TIMEOUT', 1800);
+  const trajectoryDir = (env.BROKER_TRAJECTORY_DIR ?? '').trim() || null;
+  if (trajectoryDir !== null && !path.isAbsolute(trajectoryDir)) throw new ConfigError(`BROKER_TRAJECTORY_DIR must be an absolute path, got '${trajectoryDir}'`);
   const sessionsPerContainer = int(env, 'BROKER_SESSIONS_PER_CONTAINER', 8, { max: 1024, alias: 'SWEREX_SESSIONS_PER_CONTAINER' });
+  const image = (env.BROKER_IMAGE ?? '').trim() || 'bash-broker-sandbox:latest';
+  const maxCommandBytes = int(env, 'BROKER_MAX_COMMAND_BYTES', 1024 * 1024, { min: 16 });
+  let pools: PoolSpec[];
+  try {
+    pools = parsePools(env.BROKER_POOLS, image, maxCommandBytes);
+  } catch (err) {
+    if (err instanceof PoolConfigError) throw new ConfigError(err.message);
+    throw err;
+  }
+  const maxSandboxTimeoutMs = seconds(env, 'BROKER_SANDBOX_MAX_TIMEOUT', 86400);
+  if (maxSandboxTimeoutMs > 2_000_000_000) throw new ConfigError('BROKER_SANDBOX_MAX_TIMEOUT must be at most 2000000 seconds (a Node timer limit)');
   return {
     backend: backendRaw,
     host,
@@ -232,11 +296,11 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     // By default every slot's rebuild can run at once: a cap below the pool's size left released
     // slots CLEANING behind a queue at 256 sessions while the CPU had room.
     cleanupWorkers: int(env, 'BROKER_CLEANUP_WORKERS', containers * sessionsPerContainer, { max: 4096, alias: 'SWEREX_CLEANUP_WORKERS' }),
-    sessionIdleTimeoutMs: seconds(env, 'BROKER_SESSION_IDLE_TIMEOUT', 1800),
+    sessionIdleTimeoutMs,
     defaultCommandTimeoutMs: 30_000,
     maxCommandTimeoutMs,
     maxBodyBytes: int(env, 'BROKER_MAX_BODY_BYTES', 64 * 1024 * 1024, { min: 1024 }),
-    maxCommandBytes: int(env, 'BROKER_MAX_COMMAND_BYTES', 1024 * 1024, { min: 16 }),
+    maxCommandBytes,
     shutdownGraceMs: seconds(env, 'BROKER_SHUTDOWN_GRACE', 10),
     timeoutKillGraceMs: seconds(env, 'BROKER_TIMEOUT_KILL_GRACE', 10),
     maxOutputBytes: int(env, 'BROKER_MAX_OUTPUT_BYTES', 16 * 1024 * 1024, { min: 1024 }),
@@ -248,6 +312,21 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     localRoot: (env.BROKER_LOCAL_ROOT ?? '').trim() || path.join(os.tmpdir(), `bash-broker-${process.pid}`),
     localCgroups: cgroups,
     hostEnv: hostEnv(env),
+    pools,
+    sandboxes: {
+      minTimeoutSeconds: int(env, 'BROKER_SANDBOX_MIN_TIMEOUT', 60, { max: Math.floor(maxSandboxTimeoutMs / 1000) }),
+      maxTimeoutMs: maxSandboxTimeoutMs, maxDedicated: int(env, 'BROKER_SANDBOX_MAX_DEDICATED', 32, { min: 0, max: 4096 }) },
+    rollout: {
+      executeFacts: flag(env, 'BROKER_EXECUTE_FACTS'),
+      requestIdWindowMs: seconds(env, 'BROKER_REQUEST_ID_WINDOW', 600),
+      requestIdMax: int(env, 'BROKER_REQUEST_ID_MAX', 50_000, { max: 10_000_000 }),
+      maxLeaseTtlMs: seconds(env, 'BROKER_MAX_LEASE_TTL', sessionIdleTimeoutMs / 1000),
+      historyEntries: int(env, 'BROKER_HISTORY_ENTRIES', 256, { max: 100_000 }),
+      historyOutputChars: int(env, 'BROKER_HISTORY_OUTPUT_CHARS', 1024, { min: 0, max: 1024 * 1024 }),
+      trajectoryDir,
+      trajectoryFileBytes: bytes(env, 'BROKER_TRAJECTORY_FILE_BYTES', 64 * 1024 ** 2, { minBytes: 64 * 1024 }),
+      trajectoryFiles: int(env, 'BROKER_TRAJECTORY_FILES', 4, { min: 0, max: 1000 }),
+    },
     workspace: {
       defaultWorkspace: flag(env, 'BROKER_DEFAULT_WORKSPACE', true),
       logEvents: int(env, 'BROKER_WORKSPACE_LOG_EVENTS', 10_000, { min: 16, max: 1_000_000 }),
@@ -259,9 +338,17 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
       maxReplaceBytes: bytes(env, 'BROKER_EXECD_MAX_REPLACE_BYTES', 16 * 1024 ** 2, { minBytes: 1 }),
       maxListEntries: int(env, 'BROKER_EXECD_MAX_LIST_ENTRIES', 100_000, { min: 1, max: 10_000_000 }),
     },
+    groups: {
+      sandboxPorts: portRange(env, 'BROKER_SANDBOX_PORTS', { first: 8001, last: 8099 }),
+      actionWaitMs: seconds(env, 'BROKER_ACTION_WAIT', 10),
+      toolTimeoutMs: seconds(env, 'BROKER_TOOL_TIMEOUT', 300),
+      hostRoot: groupDir(env),
+      image: (env.BROKER_SANDBOX_IMAGE ?? '').trim() || 'bash-broker-sandbox:latest',
+      defaultDiskBytes: bytes(env, 'BROKER_SANDBOX_DISK', 1024 ** 3),
+    },
     tasks: loadTaskConfig(env),
     docker: {
-      image: (env.BROKER_IMAGE ?? '').trim() || 'bash-broker-sandbox:latest',
+      image,
       deployment: deploymentName(env),
       cpus: positiveFloat(env, 'BROKER_CONTAINER_CPUS', 1),
       memoryBytes,
@@ -291,6 +378,24 @@ function logLevel(env: Env): LogLevel {
  */
 export function hostEnv(env: Env = process.env): HostEnv {
   return { path: env.PATH ?? '/usr/local/bin:/usr/bin:/bin', lang: env.LANG ?? 'C.UTF-8', tz: env.TZ || null };
+}
+
+/** `FIRST-LAST` (or one port): the sandboxes' ports. */
+function portRange(env: Env, name: string, dflt: { first: number; last: number }): { first: number; last: number } {
+  const v = pick(env, name);
+  if (!v) return dflt;
+  const m = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(v.raw);
+  const first = m ? Number(m[1]) : NaN;
+  const last = m ? Number(m[2] ?? m[1]) : NaN;
+  if (!m || first < 1 || last > 65535 || first > last) throw new ConfigError(`${name} must be a port range like 8001-8099 (1 to 65535, first <= last), got '${v.raw}'`);
+  return { first, last };
+}
+
+/** The groups' host directory, one per deployment: a broker sweeps what its deployment's crashed predecessor left there. */
+function groupDir(env: Env): string {
+  const dir = (env.BROKER_GROUP_DIR ?? '').trim();
+  if (dir !== '' && !path.isAbsolute(dir)) throw new ConfigError(`BROKER_GROUP_DIR must be an absolute path, got '${dir}'`);
+  return path.join(dir || path.join(os.tmpdir(), 'bash-broker-groups'), deploymentName(env));
 }
 
 function deploymentName(env: Env): string {

@@ -16,6 +16,20 @@ export interface ContainerHealth {
 
 export type StreamName = 'stdout' | 'stderr';
 
+/**
+ * Kernel counters of the cgroup that holds a shell and everything it starts (backends/cgroupUsage.ts),
+ * read before and after each command for its termination facts. null: this host or backend cannot
+ * tell (no such cgroup, or the controller is not there): never a made-up 0.
+ */
+export interface UsageCounters {
+  /** CPU time used by the cgroup since it was made, microseconds. */
+  cpuUsec: number | null;
+  /** The cgroup's peak memory charge since the last reset (resident pages and page cache), bytes. */
+  memoryPeakBytes: number | null;
+  /** Processes of the cgroup the OOM killer has killed since it was made. */
+  oomKills: number | null;
+}
+
 export interface ShellExit {
   code: number | null;
   signal: string | null;
@@ -66,6 +80,12 @@ export interface ShellProcess {
    * needs no start(). False (or a rejection, `cwdReady`'s included): the caller closes and reopens.
    */
   recycle?(cwd: string, cwdReady?: Promise<void>): Promise<boolean>;
+  /**
+   * Optional, synchronous and cheap (cached file descriptors, no round trip): the shell's cgroup
+   * counters. `resetPeak`: the memory high-water mark is reset first (a command starts). Absent, or
+   * fields null, where the backend has no cgroup of the shell's own.
+   */
+  usage?(resetPeak: boolean): UsageCounters;
 }
 
 export interface WorkdirFile {
@@ -183,6 +203,20 @@ export interface ResourceMeter {
   sample(container: ContainerRef, slotId: string): Promise<ResourceSample>;
 }
 
+/** A container of its own for one lifecycle sandbox whose image no warm pool serves (the lifecycle API). */
+export interface DedicatedSpec {
+  /** Names the container (beside the backend's deployment and instance). */
+  sandboxId: string;
+  image: string;
+  env: Readonly<Record<string, string>>;
+  /** The sandbox's entry process, started beside the backend's own. */
+  entrypoint: readonly string[];
+  /** CPU limit in cores; null: the backend's default. */
+  cpus: number | null;
+  /** Memory limit in bytes; null: the backend's default. */
+  memoryBytes: number | null;
+}
+
 export interface SessionBackend {
   readonly kind: string;
   /** Once, before any container starts: check prerequisites, sweep what a crashed broker left. */
@@ -222,6 +256,20 @@ export interface SessionBackend {
    * behind the broker's back). False when it is there or the backend cannot tell without asking.
    */
   workdirGone?(container: ContainerRef, dir: string): boolean;
+  /**
+   * Optional: starts and connects a container of its own for one sandbox (removed with
+   * removeContainer). Throws a BrokerError the client can act on (an image that is not there).
+   */
+  startDedicated?(spec: DedicatedSpec): Promise<ContainerRef>;
+  /**
+   * Optional: the address the broker reaches a container's ports at (its IP on its network), or
+   * null when it has none (network mode none). Lifecycle endpoints of other ports proxy there.
+   */
+  containerAddress?(container: ContainerRef): Promise<string | null>;
+  /** Optional: freezes every process of a container (lifecycle pause); its health checks wait meanwhile. */
+  pauseContainer?(container: ContainerRef): Promise<void>;
+  /** Optional: thaws a container paused by pauseContainer. */
+  resumeContainer?(container: ContainerRef): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -2,7 +2,7 @@
  * One stateful bash over a backend's ShellProcess: runs framed commands one at a time, hands a
  * command whose time is up to a TimeoutEscalation (timeoutEscalation.ts), and reports shell death.
  */
-import type { ShellExit, ShellProcess, StreamName } from './backend';
+import type { ShellExit, ShellProcess, StreamName, UsageCounters } from './backend';
 import { BoundedOutput } from './output';
 import { StreamCapture } from './streamCapture';
 import { SHELL_INIT_SCRIPT, changeDirectoryCommand, commandLine, markerTokens } from './framing';
@@ -10,10 +10,13 @@ import { newNonce } from '../common/ids';
 import { logger } from '../common/logger';
 import { DeadlineTimer, deadlinePassed } from './deadlineTimer';
 import { InFlightSignals, TimeoutEscalation, type EscalationTimings } from './timeoutEscalation';
+import { NO_USAGE, commandFacts, type CommandFacts } from './commandFacts';
 
 export interface ExecOptions {
   timeoutMs: number;
   maxOutputBytes: number;
+  /** Read the shell's cgroup counters around the command (the facts' cpu, memory and OOM figures; else null). */
+  usage?: boolean;
   /** Live output, as it arrives (streamed consumers); the result still carries all of it. */
   onOutput?: (stream: StreamName, chunk: Buffer) => void;
 }
@@ -25,6 +28,8 @@ export interface ExecResult {
   returnCode: number;
   timedOut: boolean;
   truncated: boolean;
+  /** How it ended and what it cost, from the kernel (commandFacts.ts). */
+  facts: CommandFacts;
 }
 
 export interface BashSessionTimings extends EscalationTimings {
@@ -53,6 +58,10 @@ interface Running {
   out: BoundedOutput;
   err: BoundedOutput;
   startedAtMs: number;
+  /** When the line was written (performance.now()), and the shell's cgroup counters then. */
+  startedPerfMs: number;
+  usageBefore: UsageCounters;
+  usage: boolean;
   /** When the command times out, on the monotonic clock of `performance.now()`. */
   deadline: number;
   /** Set once the command timed out (the command's own deadline is the session's DeadlineTimer). */
@@ -130,6 +139,9 @@ export class BashSession {
           live?.('stderr', c);
         }),
         startedAtMs: Date.now(),
+        startedPerfMs: 0,
+        usageBefore: NO_USAGE,
+        usage: options.usage === true,
         deadline: performance.now() + options.timeoutMs,
         timeout: null,
         stderrBytesAtInterrupt: 0,
@@ -138,8 +150,21 @@ export class BashSession {
       };
       this.running = run;
       this.deadline.arm(run.deadline);
+      if (run.usage) run.usageBefore = this.shell.usage?.(true) ?? NO_USAGE;
+      run.startedPerfMs = performance.now();
       this.shell.write(commandLine(command, nonce));
     });
+  }
+
+  /**
+   * Ends the running command now, as its timeout would (^C, then what it started is killed; the shell
+   * and its state survive). Its result says timedOut. False when nothing runs or it is ending already.
+   */
+  interrupt(): boolean {
+    const run = this.running;
+    if (!run || run.timeout) return false;
+    this.onTimeout(run);
+    return true;
   }
 
   /** Kills the shell and everything it started. The session is unusable afterwards. */
@@ -167,6 +192,7 @@ export class BashSession {
   }
 
   private result(run: Running): ExecResult {
+    const durationMs = performance.now() - run.startedPerfMs;
     if (run.timeout) {
       // What bash prints after ^C (a newline, tcsetattr noise) is not the command's output.
       run.err.truncateTo(run.stderrBytesAtInterrupt);
@@ -177,6 +203,13 @@ export class BashSession {
       returnCode: run.timeout ? -1 : (run.stdout.status ?? -1),
       timedOut: run.timeout !== null,
       truncated: run.out.truncated || run.err.truncated,
+      facts: commandFacts(run.usageBefore, (run.usage && this.shell.usage?.(false)) || NO_USAGE, {
+        status: run.stdout.status,
+        interrupted: run.timeout !== null,
+        durationMs,
+        droppedStdout: run.out.dropped,
+        droppedStderr: run.err.dropped,
+      }),
     };
   }
 

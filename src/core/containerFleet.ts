@@ -8,6 +8,8 @@ import { ContainerEntry, Slot } from './slot';
 import { SessionState } from './states';
 import { ContainerMonitor } from './containerMonitor';
 import type { SlotRebuilder } from './slotRebuilder';
+import type { PoolObserver } from './observer';
+import { WarmupProgress, type WarmupSnapshot } from './warmupProgress';
 import { errorMessage } from '../common/errors';
 import { logger } from '../common/logger';
 import type { BrokerConfig } from '../config/config';
@@ -18,12 +20,14 @@ export class ContainerFleet {
   readonly containers: ContainerEntry[] = [];
   private readonly starters: PQueue;
   private readonly monitor: ContainerMonitor;
+  private warmup: WarmupProgress | null = null;
 
   constructor(
     private readonly backend: SessionBackend,
     options: FleetOptions,
     private readonly rebuilder: SlotRebuilder,
     private readonly isClosing: () => boolean,
+    private readonly observer: PoolObserver,
   ) {
     this.starters = new PQueue({ concurrency: options.startConcurrency });
     this.monitor = new ContainerMonitor(backend, this.containers, options.healthCheckIntervalMs, (entry, reason) =>
@@ -38,8 +42,19 @@ export class ContainerFleet {
 
   /** Starts every container and fills it with shells; then the health checks begin. */
   async start(): Promise<void> {
-    await Promise.all(this.containers.map((entry) => this.startContainer(entry)));
+    const warmup = new WarmupProgress(this.containers.reduce((n, c) => n + c.slots.length, 0));
+    this.warmup = warmup;
+    try {
+      await Promise.all(this.containers.map((entry) => this.startContainer(entry, warmup)));
+    } finally {
+      warmup.finish();
+    }
     this.monitor.start();
+  }
+
+  /** The first fill's progress while it runs; null before and after. */
+  get warmupProgress(): WarmupSnapshot | null {
+    return this.warmup?.running ? this.warmup.snapshot() : null;
   }
 
   /** A shell died: its container may have, too. */
@@ -66,9 +81,9 @@ export class ContainerFleet {
    * Only the engine's part of a container start holds a starter: connecting to it and its shells
    * happen meanwhile, so the next container starts at once (Docker's start rate sets the warm-up).
    */
-  private async startContainer(entry: ContainerEntry): Promise<void> {
+  private async startContainer(entry: ContainerEntry, warmup: WarmupProgress): Promise<void> {
     await this.bootContainer(entry);
-    await this.fillContainer(entry);
+    await this.fillContainer(entry, warmup);
   }
 
   /** Starts the container itself; on failure the entry stays unhealthy and the monitor retries. */
@@ -97,8 +112,36 @@ export class ContainerFleet {
   }
 
   /** Gives every slot of the container a shell (those that fail go BROKEN and retry with backoff). */
-  private async fillContainer(entry: ContainerEntry): Promise<void> {
-    await Promise.all(entry.slots.map((slot) => this.rebuilder.schedule(slot, null)));
+  private async fillContainer(entry: ContainerEntry, warmup?: WarmupProgress): Promise<void> {
+    await Promise.all(
+      entry.slots.map(async (slot) => {
+        await this.rebuilder.schedule(slot, null);
+        // Leased already (IN_USE) counts as ready: an acquire may take a slot the moment it is AVAILABLE.
+        warmup?.settled(slot.session !== null && slot.state !== SessionState.BROKEN);
+      }),
+    );
+  }
+
+  /**
+   * A fresh container for a slot released by its lease (a pool with `freshContainer`): the old one
+   * is removed, a new one started and its slots rebuilt (they wait CLEANING meanwhile, so /health
+   * counts them as coming back, not broken). Concurrent calls for one container start one.
+   */
+  async renew(entry: ContainerEntry): Promise<void> {
+    if (entry.replacing) return;
+    entry.replacing = true;
+    entry.healthy = false;
+    entry.unhealthyReason = 'being replaced by a fresh container after a release';
+    try {
+      if (entry.ref) await this.backend.removeContainer(entry.ref).catch(() => undefined);
+      entry.ref = null;
+      if (!this.isClosing()) await this.bootContainer(entry);
+    } finally {
+      entry.replacing = false;
+    }
+    if (this.isClosing()) return;
+    if (entry.healthy) await this.fillContainer(entry);
+    else for (const slot of entry.slots) this.rebuilder.markBroken(slot, `container failed to start: ${entry.unhealthyReason}`);
   }
 
   /**
@@ -110,6 +153,7 @@ export class ContainerFleet {
     if (entry.replacing) return;
     entry.replacing = true;
     logger.error({ container: entry.index, reason }, 'container unhealthy: replacing it');
+    this.observer.containerReplaced(reason);
     entry.healthy = false;
     entry.unhealthyReason = reason;
     try {

@@ -4,6 +4,7 @@
  */
 import type { Lease } from './slot';
 import { RetiredLeases, type RetiredWhy } from './retiredLeases';
+import { overdue, reclaimedBecause, type ReclaimReason } from './leaseTtl';
 import { SessionBrokenError, SessionNotFoundError, SessionNotInUseError } from '../common/errors';
 
 const RETIRED_IDS_REMEMBERED = 100_000;
@@ -20,9 +21,11 @@ export class LeaseBook {
   require(id: string): Lease {
     const lease = this.live.get(id);
     if (!lease) {
-      const why = this.retired.why(id);
-      if (why) throw new SessionNotInUseError(id, why === 'reclaimed' ? 'reclaimed after being idle' : 'already released');
-      throw new SessionNotFoundError(id);
+      const retired = this.retired.get(id);
+      if (!retired) throw new SessionNotFoundError(id);
+      const err = new SessionNotInUseError(id, retired.detail);
+      if (retired.why !== 'released') err.fields = { reclaimed: retired.why };
+      throw err;
     }
     if (lease.brokenReason !== null) throw new SessionBrokenError(id, lease.brokenReason);
     return lease;
@@ -36,8 +39,12 @@ export class LeaseBook {
       throw new SessionNotFoundError(id);
     }
     this.live.delete(id);
-    this.retired.add(id, why);
+    this.retired.add(id, why, why === 'released' ? 'already released' : reclaimedBecause(why, lease.ttlMs));
     return lease;
+  }
+
+  knows(id: string): boolean {
+    return this.live.has(id) || this.retired.has(id);
   }
 
   anyExecuting(): boolean {
@@ -45,8 +52,17 @@ export class LeaseBook {
     return false;
   }
 
-  /** Live leases with no call since `cutoffMs` and no command running. */
-  idleSince(cutoffMs: number): Lease[] {
-    return [...this.live.values()].filter((l) => !l.executing && l.lastActivityMs < cutoffMs);
+  /** Live leases overdue at `nowMs` (leaseTtl.ts), with why. */
+  overdue(nowMs: number, idleTimeoutMs: number): { lease: Lease; reason: ReclaimReason }[] {
+    const out: { lease: Lease; reason: ReclaimReason }[] = [];
+    for (const lease of this.live.values()) {
+      const reason = overdue(lease, nowMs, idleTimeoutMs);
+      if (reason) out.push({ lease, reason });
+    }
+    return out;
+  }
+
+  get liveCount(): number {
+    return this.live.size;
   }
 }

@@ -2,6 +2,8 @@
  * What the pool reports as it works; the metrics module implements it. The core imports no metrics
  * library. Durations are milliseconds, as everywhere in the broker; metrics converts at its boundary.
  */
+import type { ReclaimReason } from './leaseTtl';
+
 export type AcquireOutcome = 'ok' | 'timeout' | 'aborted';
 export type ExecuteOutcome = 'success' | 'failed' | 'timeout' | 'error';
 
@@ -13,7 +15,9 @@ export interface PoolObserver {
   /** After a release: the shell was made pristine in place (true) or had to be closed and reopened. */
   recycled(inPlace: boolean): void;
   broken(reason: string): void;
-  reclaimed(): void;
+  reclaimed(reason: ReclaimReason): void;
+  /** A container failed (dead, stopped, paused, silent, or never started) and is being replaced. */
+  containerReplaced(reason: string): void;
 }
 
 export const NOOP_OBSERVER: PoolObserver = {
@@ -23,4 +27,5 @@ export const NOOP_OBSERVER: PoolObserver = {
   recycled: () => undefined,
   broken: () => undefined,
   reclaimed: () => undefined,
+  containerReplaced: () => undefined,
 };

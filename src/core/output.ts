@@ -27,6 +27,11 @@ export class BoundedOutput {
     return this.headBytes + this.tailBytes + this.droppedBytes;
   }
 
+  /** Bytes of the stream left out of the answer (the middle of a flood). */
+  get dropped(): number {
+    return this.droppedBytes;
+  }
+
   get truncated(): boolean {
     return this.droppedBytes > 0;
   }

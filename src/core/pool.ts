@@ -11,24 +11,20 @@ import { BashSession, ShellDiedError, type BashSessionTimings, DEFAULT_TIMINGS, 
 import { sessionWorkdir, type SessionBackend } from './backend';
 import { type ContainerEntry, Lease, type Slot } from './slot';
 import { SessionState, SessionStates } from './states';
-import { StartupFailedError, type AcquireRequest, type AcquireResult, type ExecuteRequest, type TakenSlot } from './poolTypes';
+import { StartupFailedError, type AcquireRequest, type AcquireResult, type ExecuteRequest, type GroupAcquireRequest, type PoolStats, type TakenSlot } from './poolTypes';
 import { SlotQueue } from './slotQueue';
 import type { SandboxHandle } from './sandboxHandle';
 import { type PoolObserver, NOOP_OBSERVER } from './observer';
 import { LeaseBook } from './leaseBook';
-import { CHANGE_DIRECTORY_TIMEOUT_MS, SlotRebuilder } from './slotRebuilder';
+import { CHANGE_DIRECTORY_TIMEOUT_MS, SlotRebuilder, type SlotPreparation } from './slotRebuilder';
 import { ContainerFleet, type FleetOptions } from './containerFleet';
-import {
-  AbortedError,
-  BrokerError,
-  PoolExhaustedError,
-  SessionBrokenError,
-  SessionBusyError,
-  SessionNotInUseError,
-  SessionUnavailableError,
-  ShuttingDownError,
-  errorMessage,
-} from '../common/errors';
+import { ReclaimCounts, type ReclaimReason } from './leaseTtl';
+import { AcquireWaits, acquireDeadline } from './acquireWaits';
+import { checkPrepareRetry } from './prepareRetry';
+import { acquireGroup, type GroupHost } from './groupAcquire';
+import type { JournalLimits, TrajectoryRecord } from './leaseJournal';
+import { AbortedError, BrokerError, SessionBrokenError, SessionBusyError, SessionNotInUseError, ShuttingDownError } from '../common/errors';
+import type { WarmupSnapshot } from './warmupProgress';
 import { newSessionId } from '../common/ids';
 import type { BrokerConfig } from '../config/config';
 import { logger } from '../common/logger';
@@ -40,10 +36,19 @@ export { StartupFailedError, type AcquireRequest, type AcquireResult, type Execu
 export type PoolOptions = FleetOptions &
   Pick<BrokerConfig, 'acquireTimeoutMs' | 'cleanupWorkers' | 'sessionIdleTimeoutMs' | 'defaultCommandTimeoutMs' | 'maxOutputBytes'> & {
     timings?: BashSessionTimings;
+    /** A prepared pool's files and startup commands, run at every rebuild (BROKER_POOLS). */
+    preparation?: SlotPreparation;
+    /** Each release replaces the slot's container (a pool of whole containers, BROKER_POOLS). */
+    freshContainer?: boolean;
+    /** The longest `lease_ttl` an acquire may ask for (longer ones are capped); default: the idle timeout. */
+    maxLeaseTtlMs?: number;
+    journal?: JournalLimits;
+    /** Each ended lease's journal, when trajectories are kept (trajectoryFile.ts). */
+    onLeaseEnded?: (record: TrajectoryRecord) => void;
   };
 
-/** Slots an acquire tries when the one it got fails while being prepared (its shell or container died). */
-const PREPARE_ATTEMPTS = 3;
+/** How often leases are checked for their idle timeout and lease_ttl, at most. */
+const RECLAIM_TICK_MS = 250;
 
 /**
  * Leasing: acquire (queue, workdir, startup commands), execute, release, idle reclaim and close.
@@ -56,6 +61,8 @@ export class SessionPool {
   private readonly workers: PQueue;
   private readonly rebuilder: SlotRebuilder;
   private readonly fleet: ContainerFleet;
+  private readonly reclaims = new ReclaimCounts();
+  private readonly waits: AcquireWaits;
   private idleTimer: NodeJS.Timeout | null = null;
   private closing = false;
   private closePromise: Promise<void> | null = null;
@@ -65,15 +72,16 @@ export class SessionPool {
     private readonly options: PoolOptions,
     private readonly observer: PoolObserver = NOOP_OBSERVER,
   ) {
-    this.slots = new SlotQueue(options.acquireTimeoutMs);
+    this.slots = new SlotQueue();
+    this.waits = new AcquireWaits(observer);
     this.workers = new PQueue({ concurrency: options.cleanupWorkers });
     const isClosing = (): boolean => this.closing;
     this.rebuilder = new SlotRebuilder(backend, this.states, this.workers, options.timings ?? DEFAULT_TIMINGS, observer, {
       isClosing,
       onAvailable: (slot) => this.offer(slot),
       onShellDied: () => this.fleet.checkSoon(),
-    });
-    this.fleet = new ContainerFleet(backend, options, this.rebuilder, isClosing);
+    }, options.preparation);
+    this.fleet = new ContainerFleet(backend, options, this.rebuilder, isClosing, observer);
   }
 
   get containers(): readonly ContainerEntry[] {
@@ -92,44 +100,77 @@ export class SessionPool {
     return this.closing;
   }
 
+  /** The first fill's progress (n of N, rate, time left) while it runs; null once every slot was tried. */
+  get warmup(): WarmupSnapshot | null {
+    return this.fleet.warmupProgress;
+  }
+
   /** Warms the pool. Each slot serves acquires as soon as its shell answers; resolves when all tried. */
   async start(): Promise<void> {
     await this.backend.init?.();
     await this.fleet.start();
-    const everyMs = Math.max(100, Math.min(this.options.sessionIdleTimeoutMs / 4, 15_000));
+    const everyMs = Math.max(100, Math.min(this.options.sessionIdleTimeoutMs / 4, RECLAIM_TICK_MS));
     this.idleTimer = setInterval(() => this.reclaimIdle(), everyMs);
     this.idleTimer.unref();
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
     if (this.closing) throw new ShuttingDownError();
-    const deadline = Date.now() + this.options.acquireTimeoutMs;
+    const { deadline, timeoutMs } = acquireDeadline(request.acquireTimeoutMs, this.options.acquireTimeoutMs);
     for (let attempt = 1; ; attempt++) {
-      const slot = await this.takeSlot(request.signal, deadline);
-      const preparedId = this.takePrepared(slot);
-      const lease = this.lease(slot, preparedId ?? newSessionId());
+      const slot = await this.waits.time(this.slots.take(request.signal, deadline, () => this.waits.exhausted(timeoutMs, this.slots.waiting)));
+      let lease: Lease;
       try {
-        // The lease is not the client's yet: if its shell or container fails here, try another slot.
-        if (preparedId === null) {
-          // Not prepared (its directory vanished): today's way, a directory and a round trip into the shell.
-          await this.backend.prepareWorkdir(slot.container.ref!, lease.workdir, request.files);
-          await this.onLease(lease, (session) => session.changeDirectory(lease.workdir, CHANGE_DIRECTORY_TIMEOUT_MS));
-        } else if (request.files.length > 0) {
-          await this.backend.prepareWorkdir(slot.container.ref!, lease.workdir, request.files);
-        }
-        // No round trip told: a shell that died before or meanwhile is known without one.
-        if (lease.brokenReason !== null || !lease.slot?.session?.alive) throw new SessionBrokenError(lease.id, lease.brokenReason ?? 'no shell');
+        lease = await this.prepareLease(slot, request);
       } catch (err) {
-        this.release(lease.id, 'released');
-        // A dead shell (410) or a failing backend (5xx, or an unexpected error) is the slot's fault, not the request's.
-        const retryable = err instanceof SessionBrokenError || !(err instanceof BrokerError) || err.isBrokerFault;
-        if (!retryable || request.signal?.aborted) throw err;
-        logger.warn({ attempt, err: errorMessage(err) }, 'acquire: a session failed while being prepared');
-        if (attempt >= PREPARE_ATTEMPTS || Date.now() >= deadline) throw new SessionUnavailableError(attempt, errorMessage(err));
+        checkPrepareRetry(err, attempt, deadline, request.signal);
         continue;
       }
       return this.runStartupCommands(lease, request);
     }
+  }
+
+  /** `n` sessions, all or none (groupAcquire.ts). */
+  acquireGroup(request: GroupAcquireRequest): Promise<AcquireResult[]> {
+    if (this.closing) return Promise.reject(new ShuttingDownError());
+    const { deadline, timeoutMs } = acquireDeadline(request.acquireTimeoutMs, this.options.acquireTimeoutMs);
+    const host: GroupHost = {
+      sessions: this.targetSessions,
+      containers: this.options.containers,
+      take: (n, spread) => this.waits.time(this.slots.takeGroup(n, spread, request.signal, deadline, () => this.waits.exhausted(timeoutMs, this.slots.waiting))),
+      prepare: (slot) => this.prepareLease(slot, request),
+      checkRetry: (err, attempt) => checkPrepareRetry(err, attempt, deadline, request.signal),
+      startup: (lease) => this.runStartupCommands(lease, request),
+      release: (id) => this.release(id),
+    };
+    return acquireGroup(host, request);
+  }
+
+  /** Leases `slot` for `request`: its working directory ready, its shell alive; released again on failure. */
+  private async prepareLease(slot: Slot, request: AcquireRequest): Promise<Lease> {
+    const preparedId = this.takePrepared(slot);
+    const lease = this.lease(slot, preparedId ?? newSessionId());
+    if (request.leaseTtlMs !== undefined) lease.ttlMs = Math.min(request.leaseTtlMs, this.maxLeaseTtlMs);
+    try {
+      // The lease is not the client's yet: if its shell or container fails here, try another slot.
+      if (preparedId === null) {
+        // Not prepared (its directory vanished): today's way, a directory and a round trip into the shell.
+        await this.backend.prepareWorkdir(slot.container.ref!, lease.workdir, request.files);
+        await this.onLease(lease, (session) => session.changeDirectory(lease.workdir, CHANGE_DIRECTORY_TIMEOUT_MS));
+      } else if (request.files.length > 0) {
+        await this.backend.prepareWorkdir(slot.container.ref!, lease.workdir, request.files);
+      }
+      // No round trip told: a shell that died before or meanwhile is known without one.
+      if (lease.brokenReason !== null || !lease.slot?.session?.alive) throw new SessionBrokenError(lease.id, lease.brokenReason ?? 'no shell');
+    } catch (err) {
+      this.release(lease.id, 'released');
+      throw err;
+    }
+    return lease;
+  }
+
+  get maxLeaseTtlMs(): number {
+    return this.options.maxLeaseTtlMs ?? this.options.sessionIdleTimeoutMs;
   }
 
   /**
@@ -146,19 +187,6 @@ export class SessionPool {
     return null;
   }
 
-  /** A free slot now, or the oldest waiter's turn before `deadline`. */
-  private async takeSlot(signal: AbortSignal | undefined, deadline: number): Promise<Slot> {
-    const waitStartMs = performance.now();
-    try {
-      const slot = await this.slots.take(signal, deadline);
-      this.observer.acquireWaited(performance.now() - waitStartMs, 'ok');
-      return slot;
-    } catch (err) {
-      this.observer.acquireWaited(performance.now() - waitStartMs, err instanceof PoolExhaustedError ? 'timeout' : 'aborted');
-      throw err;
-    }
-  }
-
   private async runStartupCommands(lease: Lease, request: AcquireRequest): Promise<AcquireResult> {
     try {
       const startupResults: ExecResult[] = [];
@@ -171,7 +199,7 @@ export class SessionPool {
         }
       }
       if (request.signal?.aborted) throw new AbortedError('acquire');
-      return { sessionId: lease.id, startupResults };
+      return { sessionId: lease.id, startupResults, leaseTtlMs: lease.ttlMs, containerIndex: lease.slot?.container.index ?? -1 };
     } catch (err) {
       this.release(lease.id, 'released');
       throw err;
@@ -182,33 +210,60 @@ export class SessionPool {
     const lease = this.leases.require(sessionId);
     if (lease.executing) throw new SessionBusyError(sessionId);
     const startedMs = performance.now();
+    const startedAtMs = Date.now();
     try {
-      const result = await this.runOnLease(lease, request.command, request.timeoutMs, request.onOutput);
+      const result = await this.runOnLease(lease, request.command, request.timeoutMs, request.onOutput, request.facts);
       this.observer.executed(performance.now() - startedMs, result.timedOut ? 'timeout' : result.returnCode === 0 ? 'success' : 'failed');
+      lease.journal.record(request.command, request.requestId ?? null, startedAtMs, performance.now() - startedMs, result);
       return result;
     } catch (err) {
       this.observer.executed(performance.now() - startedMs, 'error');
+      lease.journal.record(request.command, request.requestId ?? null, startedAtMs, performance.now() - startedMs, { error: err instanceof BrokerError ? err.code : 'internal' });
       throw err;
     }
   }
 
   /** Instant and idempotent: the slot is recycled in the background. */
-  release(sessionId: string, why: 'released' | 'reclaimed' = 'released'): void {
+  release(sessionId: string, why: 'released' | ReclaimReason = 'released'): void {
     const lease = this.leases.end(sessionId, why);
     if (!lease) return;
     lease.released = true;
+    if (why !== 'released') {
+      this.reclaims.add(why);
+      this.observer.reclaimed(why);
+    }
+    this.options.onLeaseEnded?.({ session_id: lease.id, acquired_at_ms: lease.acquiredAtMs, ended_at_ms: Date.now(), ended_by: why, ...lease.journal.snapshot() });
+    lease.end();
     const slot = lease.slot;
     if (!slot) return; // it broke earlier and is already being rebuilt
     lease.slot = null;
     slot.lease = null;
     this.states.move(slot, SessionState.CLEANING);
-    if (why === 'reclaimed') this.observer.reclaimed();
-    void this.rebuilder.schedule(slot, lease.workdir);
+    if (this.options.freshContainer) void this.fleet.renew(slot.container);
+    else void this.rebuilder.schedule(slot, lease.workdir);
   }
 
   health(): { counts: ReturnType<SessionStates<Slot>['snapshot']>; healthyContainers: number; unhealthyContainers: number } {
     const healthyContainers = this.containers.filter((c) => c.healthy).length;
     return { counts: this.states.snapshot(), healthyContainers, unhealthyContainers: this.containers.length - healthyContainers };
+  }
+
+  /** Renews the lease (its idle timeout and lease_ttl start again); its ttl in ms, or null. */
+  heartbeat(sessionId: string): number | null {
+    const lease = this.leases.require(sessionId);
+    if (Number.isFinite(lease.lastActivityMs)) lease.lastActivityMs = Date.now();
+    return lease.ttlMs;
+  }
+
+  /** The lease's journal (a call on the lease: it renews it). */
+  history(sessionId: string): ReturnType<Lease['journal']['snapshot']> {
+    this.heartbeat(sessionId);
+    return this.leases.require(sessionId).journal.snapshot();
+  }
+
+  /** Backpressure and reclaims, for /health. */
+  stats(): PoolStats {
+    return { waiting: this.slots.waiting, waitP50Ms: this.waits.p50Ms(), reclaimed: this.reclaims.snapshot() };
   }
 
   /**
@@ -221,7 +276,12 @@ export class SessionPool {
     const container = slot?.container.ref;
     if (!slot || !container) throw new SessionBrokenError(sessionId, lease.brokenReason ?? 'no shell');
     if (Number.isFinite(lease.lastActivityMs)) lease.lastActivityMs = Date.now();
-    return { id: sessionId, slotId: slot.slotId, container, root: lease.workdir, confined: true };
+    return { id: sessionId, slotId: slot.slotId, container, root: lease.workdir, confined: true, ended: lease.ended, backend: this.backend };
+  }
+
+  /** Whether `sessionId` is a lease of this pool, live or ended (a registry of pools routes ids by it). */
+  knows(sessionId: string): boolean {
+    return this.leases.knows(sessionId);
   }
 
   /** A slot for a workspace, waiting in the acquire queue like an acquire does. */
@@ -231,6 +291,7 @@ export class SessionPool {
     lease.lastActivityMs = Number.POSITIVE_INFINITY; // never reclaimed as idle: its owner gives it back
     const slot = lease.slot!;
     return {
+      sessionId,
       slotId: slot.slotId,
       container: slot.container.ref!,
       workdir: lease.workdir,
@@ -267,15 +328,15 @@ export class SessionPool {
   }
 
   private lease(slot: Slot, id: string): Lease {
-    const lease = new Lease(id, slot, sessionWorkdir(id), Date.now());
+    const lease = new Lease(id, slot, sessionWorkdir(id), Date.now(), this.options.journal);
     slot.lease = lease;
     this.states.move(slot, SessionState.IN_USE);
     this.leases.add(lease);
     return lease;
   }
 
-  private runOnLease(lease: Lease, command: string, timeoutMs: number, onOutput?: ExecuteRequest['onOutput']): Promise<ExecResult> {
-    return this.onLease(lease, (session) => session.execute(command, { timeoutMs, maxOutputBytes: this.options.maxOutputBytes, onOutput }));
+  private runOnLease(lease: Lease, command: string, timeoutMs: number, onOutput?: ExecuteRequest['onOutput'], usage?: boolean): Promise<ExecResult> {
+    return this.onLease(lease, (session) => session.execute(command, { timeoutMs, maxOutputBytes: this.options.maxOutputBytes, onOutput, usage }));
   }
 
   /** Runs `work` on the lease's session; a dead shell or container becomes the lease's error. */
@@ -301,11 +362,11 @@ export class SessionPool {
     }
   }
 
+  /** The idle timeout's and lease_ttl's one path (leaseTtl.ts). */
   private reclaimIdle(): void {
-    const cutoff = Date.now() - this.options.sessionIdleTimeoutMs;
-    for (const lease of this.leases.idleSince(cutoff)) {
-      logger.info({ sessionId: lease.id }, 'reclaiming idle session');
-      this.release(lease.id, 'reclaimed');
+    for (const { lease, reason } of this.leases.overdue(Date.now(), this.options.sessionIdleTimeoutMs)) {
+      logger.info({ sessionId: lease.id, reason }, 'reclaiming a session');
+      this.release(lease.id, reason);
     }
   }
 }

@@ -5,21 +5,47 @@
 import type { ExecResult } from './bashSession';
 import type { ContainerRef, StreamName, WorkdirFile } from './backend';
 import { BrokerError } from '../common/errors';
+import type { ReclaimReason } from './leaseTtl';
 
 export interface AcquireRequest {
   files: readonly WorkdirFile[];
   startupCommands: readonly string[];
   signal?: AbortSignal;
+  /** This acquire's own timeout (capped by the pool's). */
+  acquireTimeoutMs?: number;
+  /** The lease's `lease_ttl` (capped by the pool's maximum); none: the idle timeout alone. */
+  leaseTtlMs?: number;
+}
+
+export interface GroupAcquireRequest extends AcquireRequest {
+  n: number;
+  /** Each session on a different container. */
+  spread: boolean;
 }
 
 export interface AcquireResult {
   sessionId: string;
   startupResults: ExecResult[];
+  /** The lease_ttl granted (capped), or null. */
+  leaseTtlMs: number | null;
+  /** Which container the session is on (its index in the pool), for group members' spread. */
+  containerIndex: number;
+}
+
+/** The queue and its recent waits, and reclaims by reason: /health's additive part. */
+export interface PoolStats {
+  waiting: number;
+  waitP50Ms: number | null;
+  reclaimed: Record<ReclaimReason, number>;
 }
 
 export interface ExecuteRequest {
   command: string;
   timeoutMs: number;
+  /** Measure the command's kernel figures (cpu, memory, OOM) for its termination facts. */
+  facts?: boolean;
+  /** The client's request_id, recorded in the lease's journal. */
+  requestId?: string;
   onOutput?: (stream: StreamName, chunk: Buffer) => void;
 }
 
@@ -28,6 +54,8 @@ export interface ExecuteRequest {
  * /metrics count it, with its working directory made; `giveBack` sends it to the usual cleanup.
  */
 export interface TakenSlot {
+  /** The lease's session id (pool.site resolves it). */
+  sessionId: string;
   slotId: string;
   container: ContainerRef;
   workdir: string;

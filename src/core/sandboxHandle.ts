@@ -4,7 +4,7 @@
  * lifecycle sandbox is one too (a whole container of its own). Routers resolve the id in their path
  * to a handle through a SandboxDirectory and never see a lease, a slot or a backend's internals.
  */
-import type { ContainerRef } from './backend';
+import type { ContainerRef, SessionBackend } from './backend';
 
 export interface SandboxHandle {
   /** The id in the route (`/sandboxes/{id}/execd/...`): a pool session id or a lifecycle sandbox id. */
@@ -19,6 +19,18 @@ export interface SandboxHandle {
    * other sandboxes or is the host itself (the local backend); false for a container of its own.
    */
   readonly confined: boolean;
+  /**
+   * Environment every process started for it must get beyond the container's own (a lifecycle
+   * sandbox created with `env` and served from a warm container); absent: none.
+   */
+  readonly env?: Readonly<Record<string, string>>;
+  /**
+   * Aborts when the sandbox ends (released, reclaimed, broken, deleted). Whatever a per-sandbox API
+   * started for it that its own release does not reach (execd's shells and interpreters) is closed on it.
+   */
+  readonly ended: AbortSignal;
+  /** The backend its container belongs to (a named pool's own); absent: the broker's default one. */
+  readonly backend?: SessionBackend;
 }
 
 /** Finds the live sandbox of an id, or throws the error its caller must see (404 unknown, 400 ended, 410 broken). */

@@ -1,5 +1,6 @@
 import type { ContainerRef } from './backend';
 import type { BashSession } from './bashSession';
+import { DEFAULT_JOURNAL_LIMITS, LeaseJournal, type JournalLimits } from './leaseJournal';
 import { SessionState, type Stateful } from './states';
 
 /** One isolation unit and the slots that live in it. */
@@ -41,12 +42,33 @@ export class Lease {
   released = false;
   brokenReason: string | null = null;
   lastActivityMs: number;
+  readonly acquiredAtMs: number;
+  /** The acquire's `lease_ttl` (leaseTtl.ts), or null: the pool's idle timeout alone. */
+  ttlMs: number | null = null;
+  /** Its executes, for GET /session/{id}/history and the trajectory file (leaseJournal.ts). */
+  readonly journal: LeaseJournal;
+  private readonly endController = new AbortController();
   constructor(
     readonly id: string,
     public slot: Slot | null,
     readonly workdir: string,
     nowMs: number,
+    journalLimits: JournalLimits = DEFAULT_JOURNAL_LIMITS,
   ) {
     this.lastActivityMs = nowMs;
+    this.acquiredAtMs = nowMs;
+    this.journal = new LeaseJournal(journalLimits);
+  }
+
+  /**
+   * Aborts once the lease is over (released, reclaimed or broken): what the per-sandbox APIs started
+   * for it outside its shell (execd's commands and interpreters) is closed on it.
+   */
+  get ended(): AbortSignal {
+    return this.endController.signal;
+  }
+
+  end(): void {
+    if (!this.endController.signal.aborted) this.endController.abort();
   }
 }

@@ -7,7 +7,7 @@
  */
 import type PQueue from 'p-queue';
 import { BashSession, type BashSessionTimings } from './bashSession';
-import { sessionWorkdir, type SessionBackend, type ShellProcess } from './backend';
+import { sessionWorkdir, type SessionBackend, type ShellProcess, type WorkdirFile } from './backend';
 import type { Slot } from './slot';
 import { SessionState, type SessionStates } from './states';
 import type { PoolObserver } from './observer';
@@ -18,6 +18,18 @@ import { newSessionId } from '../common/ids';
 const REBUILD_BACKOFF_MAX_MS = 30_000;
 /** How long the `cd` into a working directory may take (a starved container is slow). */
 export const CHANGE_DIRECTORY_TIMEOUT_MS = 10_000;
+
+/** How long one of a prepared pool's startup commands may run before the slot is marked BROKEN. */
+export const PREPARE_COMMAND_TIMEOUT_MS = 300_000;
+
+/**
+ * A prepared pool's preparation (BROKER_POOLS): files written into the next lease's directory and
+ * commands run in its fresh shell, before the slot becomes AVAILABLE, at every rebuild.
+ */
+export interface SlotPreparation {
+  files: readonly WorkdirFile[];
+  startupCommands: readonly string[];
+}
 
 /** What the rebuilder needs of the pool around it. */
 export interface RebuildHooks {
@@ -37,6 +49,7 @@ export class SlotRebuilder {
     private readonly timings: BashSessionTimings,
     private readonly observer: PoolObserver,
     private readonly hooks: RebuildHooks,
+    private readonly preparation: SlotPreparation = { files: [], startupCommands: [] },
   ) {}
 
   /** Queues a rebuild of `slot`; `workdir` is the released lease's working directory, to remove (in the background). */
@@ -67,7 +80,7 @@ export class SlotRebuilder {
       let made: Promise<void> | null = null;
       if (!this.hooks.isClosing() && container.ref && container.healthy) {
         nextDir = sessionWorkdir(nextId);
-        made = this.backend.prepareWorkdir(container.ref, nextDir, []);
+        made = this.backend.prepareWorkdir(container.ref, nextDir, this.preparation.files);
         made.catch(() => undefined); // awaited below; a shell recycled meanwhile waits for it too
       }
       reused = old ? await this.recycleShell(old, nextDir, made) : null;
@@ -84,6 +97,7 @@ export class SlotRebuilder {
       session.onDeath((reason) => this.onSessionDeath(slot, session, reason));
       // A recycled bash ran the framing's init from its rc file, in nextDir; a new one needs both.
       if (!reused) await this.startIn(session, nextDir);
+      await this.runStartupCommands(session);
       if (this.hooks.isClosing()) return;
       slot.failures = 0;
       slot.preparedId = nextId;
@@ -110,6 +124,17 @@ export class SlotRebuilder {
     await session.start();
     const r = await session.changeDirectory(dir, CHANGE_DIRECTORY_TIMEOUT_MS);
     if (r.returnCode !== 0) throw new Error(`could not enter its working directory (${r.timedOut ? 'timed out' : `status ${r.returnCode}`})`);
+  }
+
+  /** A prepared pool's startup commands, in order; one that fails or times out fails the rebuild. */
+  private async runStartupCommands(session: BashSession): Promise<void> {
+    for (const [index, command] of this.preparation.startupCommands.entries()) {
+      const r = await session.execute(command, { timeoutMs: PREPARE_COMMAND_TIMEOUT_MS, maxOutputBytes: 64 * 1024 });
+      if (r.returnCode !== 0 || r.timedOut) {
+        const why = r.timedOut ? `timed out after ${PREPARE_COMMAND_TIMEOUT_MS / 1000} s` : `exited ${r.returnCode}`;
+        throw new Error(`startup_commands[${index}] ${why}: ${r.stderr.trim().slice(-200)}`);
+      }
+    }
   }
 
   /**
@@ -160,6 +185,7 @@ export class SlotRebuilder {
     const lease = slot.lease;
     if (lease) {
       lease.brokenReason = reason;
+      lease.end();
       lease.slot = null;
       slot.lease = null;
       slot.orphanWorkdirs.push(lease.workdir);

@@ -1,7 +1,9 @@
 /**
  * Cuts one command's output out of one stream: drops everything before the start token, passes the
- * body on, stops at the end token. On stdout the end token is followed by `<status>\n`.
- * Tokens may straddle chunk boundaries; at most `token.length - 1` bytes are held back.
+ * body on, stops at the end token. On stdout the end token is followed by `<status>\n` (a trailer:
+ * execd's python interpreter puts its cell's outcome there, as one line of JSON).
+ * Tokens may straddle chunk boundaries: a body's last bytes are held back only when they could begin
+ * the end token (at most `token.length - 1`), so live consumers (execd's streams) see a line at once.
  */
 export type CaptureSink = (chunk: Buffer) => void;
 
@@ -11,6 +13,7 @@ export class StreamCapture {
   private phase: 'start' | 'body' | 'status' | 'done' = 'start';
   private carry: Buffer | null = null;
   private statusCode: number | null = null;
+  private trailerText: string | null = null;
 
   constructor(
     private readonly startToken: Buffer,
@@ -33,6 +36,11 @@ export class StreamCapture {
     return this.statusCode;
   }
 
+  /** The whole line after the end token (stdout capture only), as UTF-8. */
+  get trailer(): string | null {
+    return this.trailerText;
+  }
+
   push(chunk: Buffer): void {
     let data = this.carry ? this.joinCarry(this.carry, chunk) : chunk;
     this.carry = null;
@@ -48,7 +56,7 @@ export class StreamCapture {
       } else if (this.phase === 'body') {
         const at = data.indexOf(this.endToken);
         if (at < 0) {
-          const keep = Math.min(data.length, this.endToken.length - 1);
+          const keep = this.tokenPrefixAtEnd(data);
           if (data.length > keep) this.sink(data.subarray(0, data.length - keep));
           this.hold(data, keep);
           return;
@@ -62,7 +70,8 @@ export class StreamCapture {
           this.carry = Buffer.from(data);
           return;
         }
-        this.statusCode = Number.parseInt(data.toString('latin1', 0, nl), 10);
+        this.trailerText = data.toString('utf8', 0, nl);
+        this.statusCode = Number.parseInt(this.trailerText, 10);
         this.phase = 'done';
       }
     }
@@ -80,6 +89,15 @@ export class StreamCapture {
     if (junction.indexOf(this.endToken) >= 0) return Buffer.concat([carry, chunk]);
     this.sink(carry);
     return chunk;
+  }
+
+  /** How many of `data`'s last bytes could be the start of the end token (the longest such run). */
+  private tokenPrefixAtEnd(data: Buffer): number {
+    const token = this.endToken;
+    for (let i = Math.max(0, data.length - token.length + 1); i < data.length; i++) {
+      if (data[i] === token[0] && data.compare(token, 0, data.length - i, i) === 0) return data.length - i;
+    }
+    return 0;
   }
 
   private hold(data: Buffer, keep: number): void {

@@ -6,14 +6,20 @@
 import client, { Registry } from 'prom-client';
 import type { AcquireOutcome, ExecuteOutcome, PoolObserver } from '../core/observer';
 import type { SessionPool } from '../core/pool';
+import type { PoolRegistry } from '../core/poolRegistry';
 import { SessionState } from '../core/states';
+import { RECLAIM_REASONS, type ReclaimReason } from '../core/leaseTtl';
 
 /** Executes recorded but not yet handed to prom-client: flushed at every scrape, or when this many wait. */
 const MAX_PENDING_EXECUTES = 4096;
 
 const MS_PER_SECOND = 1000;
-/** Seconds, as Prometheus histograms are. */
-const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+/**
+ * Seconds, as Prometheus histograms are. An execute of a short command takes 0.1-0.4 ms inside the
+ * broker, so the buckets start at 100 us: with a first bound of 0.5 ms every quick command fell into
+ * one bucket and a p50 or p99 under a millisecond could not be told apart.
+ */
+export const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
 export class BrokerMetrics implements PoolObserver {
   readonly registry = new Registry();
@@ -25,8 +31,10 @@ export class BrokerMetrics implements PoolObserver {
   private readonly cleanupDuration: client.Histogram;
   private readonly recycles: client.Counter<'result'>;
   private readonly broke: client.Counter;
-  private readonly reclaims: client.Counter;
+  private readonly reclaims: client.Counter<'reason'>;
+  private readonly replacedContainers: client.Counter;
   private pool: SessionPool | null = null;
+  private pools: PoolRegistry | null = null;
   /**
    * Executes seen since the last flush. prom-client's observe() with a label costs ~5 us (label
    * validation, hashing, closures); on the execute path that is ~1% of a `true` round trip, so the
@@ -50,6 +58,18 @@ export class BrokerMetrics implements PoolObserver {
         const p = pool();
         if (!p) return;
         for (const state of Object.values(SessionState)) this.set({ state }, p.states.count(state));
+      },
+    });
+    const pools = (): PoolRegistry | null => this.pools;
+    new client.Gauge({
+      name: 'broker_pool_sessions',
+      help: 'Sessions by pool (default and BROKER_POOLS) and state',
+      labelNames: ['pool', 'state'],
+      registers,
+      collect() {
+        for (const entry of pools()?.entries ?? []) {
+          for (const state of Object.values(SessionState)) this.set({ pool: entry.name, state }, entry.pool.states.count(state));
+        }
       },
     });
     new client.Gauge({
@@ -104,11 +124,29 @@ export class BrokerMetrics implements PoolObserver {
       registers,
     });
     this.broke = new client.Counter({ name: 'broker_sessions_broken_total', help: 'Sessions that went BROKEN', registers });
-    this.reclaims = new client.Counter({ name: 'broker_sessions_reclaimed_total', help: 'Leases reclaimed after the idle timeout', registers });
+    this.reclaims = new client.Counter({
+      name: 'broker_sessions_reclaimed_total',
+      help: 'Leases reclaimed without a release, by reason (idle_timeout, lease_ttl)',
+      labelNames: ['reason'],
+      registers,
+    });
+    // Both series from the start, at 0: a rate() over a series that appears late misses its first step.
+    for (const reason of RECLAIM_REASONS) this.reclaims.inc({ reason }, 0);
+    this.replacedContainers = new client.Counter({
+      name: 'broker_containers_replaced_total',
+      // One per attempt: a container whose start keeps failing counts at every retry (each health pass).
+      help: 'Container replacements begun after a failure (died, stopped, paused, went silent, or its start failed and is retried)',
+      registers,
+    });
   }
 
   attach(pool: SessionPool): void {
     this.pool = pool;
+  }
+
+  /** Every pool, for the per-pool gauge (the default one alone keeps broker_sessions as it was). */
+  attachPools(pools: PoolRegistry): void {
+    this.pools = pools;
   }
 
   acquireWaited(waitedMs: number, outcome: AcquireOutcome): void {
@@ -151,7 +189,11 @@ export class BrokerMetrics implements PoolObserver {
     this.broke.inc();
   }
 
-  reclaimed(): void {
-    this.reclaims.inc();
+  reclaimed(reason: ReclaimReason): void {
+    this.reclaims.inc({ reason });
+  }
+
+  containerReplaced(): void {
+    this.replacedContainers.inc();
   }
 }

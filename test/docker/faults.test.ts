@@ -10,7 +10,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'undici';
-import { eventually, startTestBroker, type Health, type TestBroker, testDeployment } from '../helpers/broker';
+import { eventually, metricValue, startTestBroker, type Health, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import {
   containerExists,
@@ -175,6 +175,8 @@ describeDocker('docker fault injection: the pool heals', () => {
     expect(next.status === 410 || next.status >= 500).toBe(true);
     expect(typeof next.json?.detail).toBe('string');
     await expectLeaseBrokenAndReplaced(b, id, oldId, watch);
+    // The replacement is counted (the "containers replaced repeatedly" alert reads it).
+    expect(metricValue(await b.metrics(), 'broker_containers_replaced_total')).toBeGreaterThanOrEqual(1);
     await b.close();
   });
 

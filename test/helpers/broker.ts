@@ -26,6 +26,8 @@ export interface TestBroker {
   get(path: string): Promise<HttpResult>;
   acquire(body?: unknown): Promise<string>;
   exec(id: string, command: string, timeout?: number): Promise<ExecBody>;
+  /** The whole answer, termination facts asked for. */
+  execFull(id: string, command: string, timeout?: number, extra?: Record<string, unknown>): Promise<ExecBody & ExecFacts>;
   release(id: string): Promise<void>;
   health(): Promise<Health>;
   metrics(): Promise<string>;
@@ -51,6 +53,19 @@ export interface ExecBody {
   truncated?: boolean;
 }
 
+/** The termination facts an execute answer carries after the spec's fields (README, Pool API). */
+export interface ExecFacts {
+  timed_out: boolean;
+  interrupted: boolean;
+  signal: string | null;
+  oom_killed: boolean | null;
+  duration_ms: number;
+  cpu_ms: number | null;
+  max_rss_kb: number | null;
+  truncated: boolean;
+  truncated_bytes: { stdout: number; stderr: number };
+}
+
 export interface Health {
   status: 'healthy' | 'degraded' | 'unhealthy';
   total_sessions: number;
@@ -60,6 +75,10 @@ export interface Health {
   broken_sessions: number;
   healthy_containers: number;
   unhealthy_containers: number;
+  /** Additive to spec 003 (README, GET /health). */
+  queue_length: number;
+  acquire_wait_p50_ms: number | null;
+  reclaimed_sessions: { idle_timeout: number; lease_ttl: number };
 }
 
 export const testBackend = (process.env.BROKER_TEST_BACKEND ?? 'local') as 'local' | 'docker';
@@ -150,6 +169,11 @@ export async function startTestBroker(env: Record<string, string> = {}, override
       const r = await tb.post(`/session/${id}/execute`, timeout === undefined ? { command } : { command, timeout });
       if (r.status !== 200) throw new Error(`execute failed: ${r.status} ${r.text}`);
       return r.json as ExecBody;
+    },
+    async execFull(id, command, timeout, extra = {}) {
+      const r = await tb.post(`/session/${id}/execute`, timeout === undefined ? { command, facts: true, ...extra } : { command, timeout, facts: true, ...extra });
+      if (r.status !== 200) throw new Error(`execute failed: ${r.status} ${r.text}`);
+      return r.json as ExecBody & ExecFacts;
     },
     async release(id) {
       const r = await tb.post(`/session/${id}/release`);

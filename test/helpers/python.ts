@@ -28,8 +28,17 @@ export interface RunResult {
 
 /** Runs `script url` asynchronously (the broker lives in this process: spawnSync would block it). */
 export function runPythonClient(python: string, script: string, url: string, timeoutMs: number): Promise<RunResult> {
+  return runPython(python, [script, url], timeoutMs);
+}
+
+/** Runs `python args...` asynchronously, output collected, killed after `timeoutMs`. */
+export function runPython(python: string, args: string[], timeoutMs: number, options: { cwd?: string; env?: Record<string, string> } = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(python, [script, url], { env: { ...process.env, PYTHONUNBUFFERED: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(python, args, {
+      cwd: options.cwd,
+      env: { ...process.env, ...options.env, PYTHONUNBUFFERED: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));

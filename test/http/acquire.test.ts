@@ -98,6 +98,7 @@ describe('acquire timeout', () => {
     const r = await tb.post('/session/acquire', {});
     expect(r.status).toBe(503);
     expect(r.json.detail).toMatch(/No session available within 1 seconds/);
+    expect(r.headers['retry-after']).toBe('1'); // nothing was done: the client may send it again
     expect(await waiting(tb)).toBe(0);
     expect(metricValue(await tb.metrics(), 'broker_acquire_wait_seconds_count', { outcome: 'timeout' })).toBeGreaterThanOrEqual(1);
     // The holder is untouched.

@@ -1,4 +1,4 @@
-/** Promises 1 and 7: /health reports exactly the spec's fields; /metrics is Prometheus text that moves. */
+/** Promises 1 and 7: /health reports the spec's fields (and the broker's additive ones); /metrics is Prometheus text that moves. */
 import { startTestBroker, metricValue, type TestBroker } from '../helpers/broker';
 
 const HEALTH_FIELDS = [
@@ -11,6 +11,8 @@ const HEALTH_FIELDS = [
   'healthy_containers',
   'unhealthy_containers',
 ];
+/** Additive to spec 003 (README, GET /health): backpressure and reclaims by reason. */
+const ADDITIVE_HEALTH_FIELDS = ['queue_length', 'acquire_wait_p50_ms', 'reclaimed_sessions'];
 
 describe('/health and /metrics', () => {
   let tb: TestBroker;
@@ -21,12 +23,15 @@ describe('/health and /metrics', () => {
     await tb.close();
   });
 
-  it('/health on a warm pool: healthy, exactly the spec fields, counts that add up', async () => {
+  it('/health on a warm pool: healthy, the spec fields then the additive ones, counts that add up', async () => {
     const r = await tb.get('/health');
     expect(r.status).toBe(200);
     expect(r.headers['content-type']).toMatch(/application\/json/);
-    expect(Object.keys(r.json).sort()).toEqual([...HEALTH_FIELDS].sort());
+    expect(Object.keys(r.json).sort()).toEqual([...HEALTH_FIELDS, ...ADDITIVE_HEALTH_FIELDS].sort());
     expect(r.json).toEqual({
+      queue_length: 0,
+      acquire_wait_p50_ms: null,
+      reclaimed_sessions: { idle_timeout: 0, lease_ttl: 0 },
       status: 'healthy',
       total_sessions: 4,
       available_sessions: 4,
@@ -64,6 +69,7 @@ describe('/health and /metrics', () => {
       'broker_cleanups_total',
       'broker_cleanup_duration_seconds',
       'broker_sessions_broken_total',
+      'broker_containers_replaced_total',
     ]) {
       expect(r.text).toContain(`# TYPE ${name} `);
     }

@@ -103,6 +103,14 @@ describe('loadConfig', () => {
     ['BROKER_WORKSPACE_LOG_EVENTS', '2000000'],
     ['BROKER_WORKSPACE_MAX_READ_BYTES', '1k'],
     ['BROKER_WORKSPACE_VIEWER_BUFFER_BYTES', '100'],
+    ['BROKER_MAX_LEASE_TTL', '0'],
+    ['BROKER_REQUEST_ID_WINDOW', 'forever'],
+    ['BROKER_REQUEST_ID_MAX', '0'],
+    ['BROKER_EXECUTE_FACTS', 'maybe'],
+    ['BROKER_HISTORY_ENTRIES', '0'],
+    ['BROKER_TRAJECTORY_DIR', 'relative/dir'],
+    ['BROKER_TRAJECTORY_FILE_BYTES', '1k'],
+    ['BROKER_TRAJECTORY_FILES', '-1'],
   ])('rejects %s=%s with a message naming the variable', (name, value) => {
     const load = (): unknown => loadConfig({ [name]: value });
     expect(load).toThrow(ConfigError);
@@ -144,5 +152,39 @@ describe('loadConfig', () => {
       }).workspace,
     ).toEqual({ defaultWorkspace: false, logEvents: 16, maxReadBytes: 4096, viewerBufferBytes: 65536 });
     expect(loadConfig({ BROKER_DEFAULT_WORKSPACE: 'yes' }).workspace.defaultWorkspace).toBe(true);
+  });
+
+  it('reads the rollout settings: defaults, and the lease_ttl cap following the idle timeout', () => {
+    expect(loadConfig({}).rollout).toEqual({
+      executeFacts: false,
+      requestIdWindowMs: 600_000,
+      requestIdMax: 50_000,
+      maxLeaseTtlMs: 1_800_000,
+      historyEntries: 256,
+      historyOutputChars: 1024,
+      trajectoryDir: null,
+      trajectoryFileBytes: 64 * 1024 * 1024,
+      trajectoryFiles: 4,
+    });
+    expect(loadConfig({ BROKER_SESSION_IDLE_TIMEOUT: '90' }).rollout.maxLeaseTtlMs).toBe(90_000);
+    expect(loadConfig({ BROKER_TRAJECTORY_DIR: '/var/lib/t', BROKER_TRAJECTORY_FILE_BYTES: '1m' }).rollout).toMatchObject({ trajectoryDir: '/var/lib/t', trajectoryFileBytes: 1024 * 1024 });
+  });
+
+  it('reads the sandbox group settings: ports 8001-8099, a 10 s action wait, 300 s tools, a directory per deployment', () => {
+    const c = loadConfig({ BROKER_DEPLOYMENT: 'd1' }).groups;
+    expect(c).toEqual({
+      sandboxPorts: { first: 8001, last: 8099 },
+      actionWaitMs: 10_000,
+      toolTimeoutMs: 300_000,
+      hostRoot: path.join(os.tmpdir(), 'bash-broker-groups', 'd1'),
+      image: 'bash-broker-sandbox:latest',
+      defaultDiskBytes: 1024 ** 3,
+    });
+    const set = loadConfig({ BROKER_SANDBOX_PORTS: '9000', BROKER_ACTION_WAIT: '0.5', BROKER_GROUP_DIR: '/srv/g', BROKER_SANDBOX_DISK: '2g' }).groups;
+    expect(set).toMatchObject({ sandboxPorts: { first: 9000, last: 9000 }, actionWaitMs: 500, hostRoot: '/srv/g/default', defaultDiskBytes: 2 * 1024 ** 3 });
+    expect(() => loadConfig({ BROKER_SANDBOX_PORTS: '9000-8000' })).toThrow(/BROKER_SANDBOX_PORTS must be a port range like 8001-8099/);
+    expect(() => loadConfig({ BROKER_SANDBOX_PORTS: '0-10' })).toThrow(ConfigError);
+    expect(() => loadConfig({ BROKER_GROUP_DIR: 'relative' })).toThrow(/BROKER_GROUP_DIR must be an absolute path/);
+    expect(() => loadConfig({ BROKER_ACTION_WAIT: '-1' })).toThrow(/BROKER_ACTION_WAIT must be a positive number of seconds/);
   });
 });

@@ -18,6 +18,18 @@ describe('metrics units', () => {
     expect(metricValue(text, 'broker_execute_timeouts_total')).toBe(1);
   });
 
+  it('tells sub-millisecond executes apart, and counts replaced containers', async () => {
+    const m = new BrokerMetrics();
+    m.executed(0.08, 'success');
+    m.executed(0.2, 'success');
+    m.executed(0.4, 'success');
+    m.containerReplaced();
+    const text = await m.registry.metrics();
+    const under = (le: string): number => metricValue(text, 'broker_execute_duration_seconds_bucket', { outcome: 'success', le });
+    expect([under('0.0001'), under('0.00025'), under('0.0005')]).toEqual([1, 2, 3]);
+    expect(metricValue(text, 'broker_containers_replaced_total')).toBe(1);
+  });
+
   it('says the spec\'s message in seconds for a timeout given in milliseconds', () => {
     expect(new PoolExhaustedError(120_000).message).toBe('No session available within 120 seconds');
     expect(new PoolExhaustedError(2_500).message).toBe('No session available within 2.5 seconds');

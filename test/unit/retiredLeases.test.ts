@@ -4,10 +4,10 @@ describe('RetiredLeases', () => {
   it('remembers why a lease ended', () => {
     const r = new RetiredLeases(10);
     r.add('a', 'released');
-    r.add('b', 'reclaimed');
+    r.add('b', 'idle_timeout');
     expect(r.has('a')).toBe(true);
     expect(r.why('a')).toBe('released');
-    expect(r.why('b')).toBe('reclaimed');
+    expect(r.why('b')).toBe('idle_timeout');
     expect(r.has('c')).toBe(false);
     expect(r.why('c')).toBeUndefined();
   });
@@ -20,7 +20,7 @@ describe('RetiredLeases', () => {
 
   it('adding a known id again does not grow it', () => {
     const r = new RetiredLeases(2);
-    r.add('a', 'reclaimed');
+    r.add('a', 'idle_timeout');
     r.add('a', 'released');
     r.add('b', 'released');
     expect(r.has('a')).toBe(true);

@@ -57,3 +57,14 @@ describe('formatForPath', () => {
     expect(formatForPath(routers, '/v10/x', poolErrorFormat)).toBe(poolErrorFormat);
   });
 });
+
+describe('RouteTable rest parameters', () => {
+  it('a last `*name` segment takes the rest of the path, slashes included, or nothing', () => {
+    const t = table('/sandboxes/:id/port/:port/*path', '/sandboxes/:id/execd/ping');
+    expect(t.match('GET', '/sandboxes/a/port/80/x/y.html')?.params).toEqual({ id: 'a', port: '80', path: 'x/y.html' });
+    expect(t.match('GET', '/sandboxes/a/port/80')?.params).toEqual({ id: 'a', port: '80', path: '' });
+    expect(t.match('GET', '/sandboxes/a/execd/ping')?.route.path).toBe('/sandboxes/:id/execd/ping');
+    expect(t.match('GET', '/sandboxes/a/port')).toBeNull();
+    expect(() => table('/a/*rest/b')).toThrow("route path '/a/*rest/b': '*rest' must be the last segment");
+  });
+});

@@ -69,6 +69,19 @@ describe('StreamCapture', () => {
     expect(r).toEqual({ body: Buffer.from(body), done: true, status: 42 });
   });
 
+  it('passes a body on at once unless its last bytes could begin the end token (live streams see each line)', () => {
+    const seen: string[] = [];
+    const c = new StreamCapture(tokens.start, tokens.end, true, (chunk) => seen.push(chunk.toString()));
+    c.push(Buffer.concat([tokens.start, Buffer.from('one\n')]));
+    expect(seen).toEqual(['one\n']);
+    c.push(Buffer.concat([Buffer.from('two'), tokens.end.subarray(0, 5)]));
+    expect(seen).toEqual(['one\n', 'two']); // the token's first bytes wait for the rest
+    c.push(Buffer.concat([tokens.end.subarray(5), Buffer.from('0 trailer {"a": 1}\n')]));
+    expect(seen.join('')).toBe('one\ntwo');
+    expect(c.status).toBe(0);
+    expect(c.trailer).toBe('0 trailer {"a": 1}');
+  });
+
   it('gives the same result for every split into two and three chunks', () => {
     const expected = Buffer.from(body);
     let splits = 0;

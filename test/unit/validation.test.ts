@@ -1,4 +1,5 @@
 import { BadRequestError, PayloadTooLargeError } from '../../src/common/errors';
+import { NO_USAGE, commandFacts } from '../../src/core/commandFacts';
 import { checkRelativePath, parseAcquire, parseExecute, type CommandLimits } from '../../src/api/validation';
 import { executeResponse, pythonFloat } from '../../src/api/poolRoutes';
 import type { ExecResult } from '../../src/core/bashSession';
@@ -22,11 +23,11 @@ function expectBadRequest(fn: () => unknown, ...mentions: string[]): void {
 
 describe('parseExecute', () => {
   it("accepts the spec's body", () => {
-    expect(parseExecute({ command: 'echo hello && pwd', timeout: 30.0 }, limits)).toEqual({ command: 'echo hello && pwd', timeoutSeconds: 30 });
+    expect(parseExecute({ command: 'echo hello && pwd', timeout: 30.0 }, limits)).toEqual({ command: 'echo hello && pwd', timeoutSeconds: 30, requestId: null, facts: null });
   });
 
   it('defaults the timeout when it is missing or null, and keeps fractions', () => {
-    expect(parseExecute({ command: 'pwd && echo $MY_VAR' }, limits)).toEqual({ command: 'pwd && echo $MY_VAR', timeoutSeconds: 30 });
+    expect(parseExecute({ command: 'pwd && echo $MY_VAR' }, limits)).toEqual({ command: 'pwd && echo $MY_VAR', timeoutSeconds: 30, requestId: null, facts: null });
     expect(parseExecute({ command: 'x', timeout: null }, limits).timeoutSeconds).toBe(30);
     expect(parseExecute({ command: 'x', timeout: 0.25 }, limits).timeoutSeconds).toBe(0.25);
     expect(parseExecute({ command: 'x', timeout: 3600 }, limits).timeoutSeconds).toBe(3600);
@@ -115,10 +116,11 @@ describe('parseAcquire', () => {
   });
 
   it('accepts the quick example {} , an empty body, and null fields', () => {
-    expect(parseAcquire({}, limits)).toEqual({ files: [], startupCommands: [] });
-    expect(parseAcquire(undefined, limits)).toEqual({ files: [], startupCommands: [] });
-    expect(parseAcquire({ files: null, startup_commands: null }, limits)).toEqual({ files: [], startupCommands: [] });
-    expect(parseAcquire({ files: {}, startup_commands: [] }, limits)).toEqual({ files: [], startupCommands: [] });
+    const empty = { files: [], startupCommands: [], requestId: null, leaseTtlMs: undefined, acquireTimeoutMs: undefined, fingerprint: expect.any(Function) };
+    expect(parseAcquire({}, limits)).toEqual(empty);
+    expect(parseAcquire(undefined, limits)).toEqual(empty);
+    expect(parseAcquire({ files: null, startup_commands: null }, limits)).toEqual(empty);
+    expect(parseAcquire({ files: {}, startup_commands: [] }, limits)).toEqual(empty);
   });
 
   it('decodes base64 exactly: binary, empty, unpadded, with line breaks (base64.encodebytes)', () => {
@@ -252,16 +254,22 @@ describe('pythonFloat', () => {
 });
 
 describe('executeResponse', () => {
-  const result = (over: Partial<ExecResult>): ExecResult => ({ stdout: '', stderr: '', returnCode: 0, timedOut: false, truncated: false, ...over });
+  const facts = commandFacts(NO_USAGE, NO_USAGE, { status: 0, interrupted: false, durationMs: 1, droppedStdout: 0, droppedStderr: 0 });
+  const result = (over: Partial<ExecResult>): ExecResult => ({ stdout: '', stderr: '', returnCode: 0, timedOut: false, truncated: false, facts, ...over });
+  /** What a spec 003 client reads of an answer: its four fields (and truncated when true). */
+  const spec = (body: Record<string, unknown>): Record<string, unknown> => {
+    const { status, stdout, stderr, return_code: rc, truncated } = body;
+    return { status, stdout, stderr, return_code: rc, ...(truncated ? { truncated } : {}) };
+  };
 
   it('shapes a success and a failure as the spec does', () => {
-    expect(executeResponse(result({ stdout: 'hello\n/tmp/work\n' }), 30)).toEqual({ status: 'Success', stdout: 'hello\n/tmp/work\n', stderr: '', return_code: 0 });
-    expect(executeResponse(result({ returnCode: 1 }), 30)).toEqual({ status: 'Failed', stdout: '', stderr: '', return_code: 1 });
+    expect(spec(executeResponse(result({ stdout: 'hello\n/tmp/work\n' }), 30))).toEqual({ status: 'Success', stdout: 'hello\n/tmp/work\n', stderr: '', return_code: 0 });
+    expect(spec(executeResponse(result({ returnCode: 1 }), 30))).toEqual({ status: 'Failed', stdout: '', stderr: '', return_code: 1 });
     expect(executeResponse(result({ returnCode: 2, stderr: 'bash: x: command not found\n' }), 30).stderr).toBe('bash: x: command not found\n');
   });
 
   it('a timeout with empty stderr is exactly the spec message', () => {
-    expect(executeResponse(result({ timedOut: true, returnCode: -1 }), 5)).toEqual({
+    expect(spec(executeResponse(result({ timedOut: true, returnCode: -1 }), 5))).toEqual({
       status: 'Failed',
       stdout: '',
       stderr: 'Command timed out after 5.0 seconds',
@@ -277,8 +285,23 @@ describe('executeResponse', () => {
     expect(executeResponse(result({ timedOut: true, returnCode: -1, stdout: 'out' }), 1).stdout).toBe('out');
   });
 
-  it('adds truncated only when output was cut', () => {
-    expect(executeResponse(result({ truncated: true }), 30)).toEqual({ status: 'Success', stdout: '', stderr: '', return_code: 0, truncated: true });
-    expect(executeResponse(result({}), 30)).not.toHaveProperty('truncated');
+  it('is exactly the spec answer unless the facts are asked for; they come after the spec fields', () => {
+    expect(spec(executeResponse(result({ truncated: true }), 30))).toEqual({ status: 'Success', stdout: '', stderr: '', return_code: 0, truncated: true });
+    expect(executeResponse(result({}), 30)).toEqual({ status: 'Success', stdout: '', stderr: '', return_code: 0 });
+    expect(executeResponse(result({}), 30, true)).toEqual({
+      status: 'Success',
+      stdout: '',
+      stderr: '',
+      return_code: 0,
+      timed_out: false,
+      interrupted: false,
+      signal: null,
+      oom_killed: null,
+      duration_ms: 1,
+      cpu_ms: null,
+      max_rss_kb: null,
+      truncated: false,
+      truncated_bytes: { stdout: 0, stderr: 0 },
+    });
   });
 });

@@ -12,7 +12,10 @@ export const LABEL_INSTANCE = 'io.bash-broker.instance';
 export type ContainerSpecOptions = Pick<
   BrokerConfig['docker'],
   'image' | 'deployment' | 'cpus' | 'memoryBytes' | 'pidsLimit' | 'networkMode' | 'tmpBytes'
->;
+> & {
+  /** A named pool's environment (BROKER_POOLS), or a dedicated sandbox's: every process in the container gets it. */
+  env?: Readonly<Record<string, string>>;
+};
 
 /** `bind`: the pipes' directory to mount (fifo transport), or null. */
 export function containerCreateOptions(
@@ -32,6 +35,7 @@ export function containerCreateOptions(
     Cmd: [],
     OpenStdin: true,
     Tty: false,
+    Env: options.env ? Object.entries(options.env).map(([k, v]) => `${k}=${v}`) : undefined,
     Labels: { [LABEL_DEPLOYMENT]: options.deployment, [LABEL_INSTANCE]: instance },
     HostConfig: {
       // An init as pid 1 reaps the orphans the cleanup kills; with the entrypoint bash as pid 1

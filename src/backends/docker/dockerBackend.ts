@@ -13,8 +13,8 @@
 import Dockerode from 'dockerode';
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { ContainerHealth, ContainerRef, OpenShellOptions, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/backend';
-import { BackendError, NotSupportedError, errorMessage } from '../../common/errors';
+import type { ContainerHealth, ContainerRef, DedicatedSpec, OpenShellOptions, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/backend';
+import { BackendError, BadRequestError, NotSupportedError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
 import { ControlShell } from './controlShell';
 import type { BrokerConfig } from '../../config/config';
@@ -22,8 +22,10 @@ import { DockerShell } from './dockerShell';
 import { type ChannelOpener, execChannelOpener } from './channel';
 import type { FifoSpawner } from './fifoSpawner';
 import { ContainerPids, readPidsMount } from './sessionPids';
+import { ContainerUsage, readUsageMounts, type UsageMounts } from './sessionUsage';
 import { containerCreateOptions, LABEL_DEPLOYMENT, LABEL_INSTANCE } from './containerSpec';
 import { ContainerRemovals } from './containerRemovals';
+import { dedicatedCreateOptions } from './dedicatedSpec';
 import { checkContainerHealth } from './containerHealth';
 import { DockerWorkdirs } from './workdirs';
 import { PipeTransport } from './pipeTransport';
@@ -34,7 +36,7 @@ import { DockerMeter } from './dockerMeter';
 export { LABEL_DEPLOYMENT, LABEL_INSTANCE };
 
 /** Resolved and validated in config.ts (BROKER_IMAGE, BROKER_CONTAINER_*, BROKER_NETWORK_MODE, ...). */
-export type DockerBackendOptions = BrokerConfig['docker'];
+export type DockerBackendOptions = BrokerConfig['docker'] & { env?: Readonly<Record<string, string>> };
 
 /** A container started but not yet connected (connectContainer): its pipes, if any. */
 interface Starting {
@@ -49,6 +51,8 @@ interface ContainerLink {
   spawner: FifoSpawner | null;
   /** Per-session pids cgroups (sessionPids.ts); null when sessions share the container's limit. */
   pids: ContainerPids | null;
+  /** Per-session cpuacct and memory cgroups (sessionUsage.ts); null where the facts say unknown. */
+  usage: ContainerUsage | null;
 }
 
 export class DockerBackend implements SessionBackend {
@@ -63,11 +67,15 @@ export class DockerBackend implements SessionBackend {
   private readonly workdirs: DockerWorkdirs;
   private readonly pipes: PipeTransport;
   private generation = 0;
+  /** Containers paused by pauseContainer. */
+  private readonly paused = new Set<string>();
   private starts = 0;
   /** The host's cgroup v1 pids mount, when per-session pids limits are wanted; see sessionPids.ts. */
   private readonly pidsMount: string | null;
   /** Whether the first container's answer about per-session pids limits was logged. */
   private pidsLogged = false;
+  /** The host's cgroup v1 cpuacct and memory mounts (sessionUsage.ts), read once. */
+  private readonly usageMounts: UsageMounts = readUsageMounts();
 
   constructor(private readonly options: DockerBackendOptions) {
     this.removals = new ContainerRemovals(this.docker);
@@ -101,9 +109,31 @@ export class DockerBackend implements SessionBackend {
   }
 
   async startContainer(index: number): Promise<ContainerRef> {
-    await this.removals.retry();
     // A fresh name per start: a replacement never waits for a stuck removal to free the old one.
     const name = `bash-broker-${this.options.deployment}-${this.instance}-c${index}-${++this.starts}`.replace(/[^a-zA-Z0-9_.-]/g, '-');
+    return this.startNamed(name, (bind, deadline) => containerCreateOptions(name, this.options, this.instance, bind, deadline));
+  }
+
+  /** A lifecycle sandbox's own container, started and connected (dedicatedSpec.ts). */
+  async startDedicated(spec: DedicatedSpec): Promise<ContainerRef> {
+    try {
+      await this.docker.getImage(spec.image).inspect();
+    } catch {
+      throw new BadRequestError(`image '${spec.image}' is not on the engine and no warm pool serves it (the broker never pulls: build or load it first)`);
+    }
+    const name = `bash-broker-${this.options.deployment}-${this.instance}-sbx-${spec.sandboxId}`.replace(/[^a-zA-Z0-9_.-]/g, '-');
+    const ref = await this.startNamed(name, (bind, deadline) => dedicatedCreateOptions(name, this.options, spec, this.instance, bind, deadline));
+    try {
+      await this.connectContainer(ref);
+    } catch (err) {
+      await this.removeContainer(ref).catch(() => undefined);
+      throw err;
+    }
+    return ref;
+  }
+
+  private async startNamed(name: string, createOptions: (bind: string | null, deadline: AbortSignal) => Dockerode.ContainerCreateOptions): Promise<ContainerRef> {
+    await this.removals.retry();
     const spawner = await this.pipes.newSpawner(name);
     // One deadline over create and start: a stuck engine must not hold a start slot for good.
     const deadline = AbortSignal.timeout(this.options.startTimeoutMs);
@@ -115,7 +145,7 @@ export class DockerBackend implements SessionBackend {
       );
     let container: Dockerode.Container;
     try {
-      container = await this.docker.createContainer(containerCreateOptions(name, this.options, this.instance, spawner?.bind ?? null, deadline));
+      container = await this.docker.createContainer(createOptions(spawner?.bind ?? null, deadline));
     } catch (err) {
       await spawner?.close();
       // A stuck engine may still create it once it moves again: remove it by name with the retries.
@@ -136,6 +166,33 @@ export class DockerBackend implements SessionBackend {
     return ref;
   }
 
+  /** The container's IP on its first network with one (bridge and user networks), or null (none). */
+  async containerAddress(ref: ContainerRef): Promise<string | null> {
+    const info = await this.docker.getContainer(ref.id).inspect();
+    const ips = Object.values(info.NetworkSettings?.Networks ?? {}).map((n) => n.IPAddress).filter((ip) => !!ip);
+    return ips[0] ?? null;
+  }
+
+  /** Lifecycle pause: the engine freezes the container; its health checks say healthy until it is thawed. */
+  async pauseContainer(ref: ContainerRef): Promise<void> {
+    this.paused.add(ref.id);
+    try {
+      await this.docker.getContainer(ref.id).pause();
+    } catch (err) {
+      this.paused.delete(ref.id);
+      throw new BackendError(`could not pause container ${ref.name}: ${errorMessage(err)}`);
+    }
+  }
+
+  async resumeContainer(ref: ContainerRef): Promise<void> {
+    try {
+      await this.docker.getContainer(ref.id).unpause();
+    } catch (err) {
+      throw new BackendError(`could not resume container ${ref.name}: ${errorMessage(err)}`);
+    }
+    this.paused.delete(ref.id);
+  }
+
   /**
    * Waits for the entrypoint to announce itself on the pipes (or falls back to docker exec) and opens
    * the control shell. Outside the pool's start bound: the next container's create and start need
@@ -150,7 +207,7 @@ export class DockerBackend implements SessionBackend {
       const piped = await this.pipes.answering(container, spawner);
       const openChannel = piped?.opener ?? execChannelOpener(container);
       const control = await ControlShell.open(container.id, openChannel);
-      this.links.set(container.id, { control, openChannel, spawner: piped, pids: this.sessionPids(container.id) });
+      this.links.set(container.id, { control, openChannel, spawner: piped, pids: this.sessionPids(container.id), usage: ContainerUsage.locate(this.usageMounts, container.id) });
       await this.workdirs.learnHostRoot(ref);
     } catch (err) {
       await spawner?.close();
@@ -172,6 +229,7 @@ export class DockerBackend implements SessionBackend {
   }
 
   async removeContainer(ref: ContainerRef): Promise<void> {
+    this.paused.delete(ref.id);
     const link = this.links.get(ref.id);
     this.links.delete(ref.id);
     const pending = this.starting.get(ref.id);
@@ -185,6 +243,8 @@ export class DockerBackend implements SessionBackend {
   }
 
   async checkContainer(ref: ContainerRef): Promise<ContainerHealth> {
+    // Paused on purpose (a lifecycle pause): neither its pings nor the engine's Paused are a failure.
+    if (this.paused.has(ref.id)) return { healthy: true };
     // Removals that failed (the engine was down) are retried before each container start, but a pool
     // whose replacements all started leaves them waiting for the next start: retry with the checks too.
     this.removals.retryInBackground();
@@ -201,8 +261,14 @@ export class DockerBackend implements SessionBackend {
       // Before the lease's first command: bash has started nothing yet, so all it starts is capped.
       // A shell that could not be moved still works, sharing the container's limit: say so, go on.
       // Confined, its kills are decided and done from this host (DockerShell.killForRecycle).
-      await link.pids.confine(shell.containerPid, `bkr-${options.slotId}`.replace(/[^A-Za-z0-9_.-]/g, '-')).then(
-        (cgroup) => shell.useCgroup(cgroup),
+      const name = `bkr-${options.slotId}`.replace(/[^A-Za-z0-9_.-]/g, '-');
+      await link.pids.confine(shell.containerPid, name).then(
+        async (cgroup) => {
+          shell.useCgroup(cgroup);
+          // Its commands' CPU, memory and OOM figures (termination facts); unknown (null) if this fails.
+          const counters = await link.usage?.confine(cgroup.shellHostPid, name).catch(() => null);
+          if (counters) shell.useCounters(counters);
+        },
         (err: unknown) => {
           logger.warn({ container: ref.name, slot: options.slotId, err: errorMessage(err) }, 'could not give the session its own pids limit');
         },

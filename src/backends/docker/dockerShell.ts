@@ -4,7 +4,9 @@
  * shell (controlShell.ts), using the bash's pid inside the container, learned by a handshake before
  * the session is handed out.
  */
-import type { ShellListener, ShellProcess } from '../../core/backend';
+import type { ShellListener, ShellProcess, UsageCounters } from '../../core/backend';
+import type { CgroupUsage } from '../cgroupCounters';
+import { NO_USAGE } from '../../core/commandFacts';
 import { SHELL_INIT_SCRIPT, ansiCQuote } from '../../core/framing';
 import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, freshInCwd, recycleExecLine, StdoutExpectation } from '../shellRecycle';
 import type { ChannelOpener, ShellChannel } from './channel';
@@ -42,6 +44,8 @@ export class DockerShell implements ShellProcess {
   private recycles = 0;
   /** The session's own pids cgroup on the engine's host (sessionPids.ts), once bash was moved there. */
   private cgroup: SessionCgroup | null = null;
+  /** The session's cpuacct and memory counters (sessionUsage.ts), for termination facts; null: unknown. */
+  private counters: CgroupUsage | null = null;
   /** A timed-out command was interrupted or killed since the last recycle: bash may not be at its prompt. */
   private escalated = false;
 
@@ -94,6 +98,15 @@ export class DockerShell implements ShellProcess {
    */
   useCgroup(cgroup: SessionCgroup): void {
     this.cgroup = cgroup;
+  }
+
+  /** bash was moved into cgroups of its own in the cpuacct and memory hierarchies (sessionUsage.ts). */
+  useCounters(counters: CgroupUsage): void {
+    this.counters = counters;
+  }
+
+  usage(resetPeak: boolean): UsageCounters {
+    return this.counters?.read(resetPeak) ?? NO_USAGE;
   }
 
   /** bash's pid inside the container (0 before the handshake). */
@@ -224,6 +237,7 @@ export class DockerShell implements ShellProcess {
       if (!swept || swept.remaining > 0) await control.kill(this.ended ? -1 : this.pid, -1, tag, false).catch(() => undefined);
     }
     control.dropTag(tag);
+    this.counters?.close();
     // A recycle that timed out may have left the next tag on a bash that is now gone.
     control.dropTag(this.nextTag);
     this.channel?.destroy();

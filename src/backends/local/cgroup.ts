@@ -38,6 +38,7 @@ export class CgroupTree {
       CgroupTree.sweep(base);
       const root = path.join(base, instance);
       fs.mkdirSync(root, { recursive: true });
+      enableMemory(base, root);
       if (!fs.existsSync(path.join(root, 'cgroup.kill'))) throw new Error('cgroup.kill unsupported (kernel < 5.14)');
       return new CgroupTree(root);
     } catch (err) {
@@ -77,6 +78,23 @@ export class CgroupTree {
       fs.rmdirSync(this.root);
     } catch {
       /* best effort */
+    }
+  }
+}
+
+/**
+ * Asks for the memory controller in the slots' cgroups (their peak memory and OOM kills for the
+ * termination facts), level by level, where the host's v2 hierarchy has it; best effort: on a hybrid
+ * host memory is a v1 controller, and the slots' memory figures are then unknown (null).
+ */
+function enableMemory(base: string, root: string): void {
+  // Not the mount's root: that would change the whole host's hierarchy. Where the host enabled memory
+  // there (systemd does), the broker's own levels can pass it on.
+  for (const dir of [base, root]) {
+    try {
+      fs.writeFileSync(path.join(dir, 'cgroup.subtree_control'), '+memory');
+    } catch {
+      return;
     }
   }
 }

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import PQueue from 'p-queue';
 import { randomBytes } from 'node:crypto';
-import type { ContainerHealth, ContainerRef, OpenShellOptions, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/backend';
+import type { ContainerHealth, ContainerRef, DedicatedSpec, OpenShellOptions, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/backend';
 import { NotSupportedError } from '../../common/errors';
 import { hostEnv, type BrokerConfig, type HostEnv } from '../../config/config';
 import { findBash } from './bashPath';
@@ -26,6 +26,8 @@ export interface LocalBackendOptions {
   cgroups: BrokerConfig['localCgroups'];
   /** BrokerConfig's hostEnv; without it, config.ts resolves it from this process's environment. */
   hostEnv?: HostEnv;
+  /** A named pool's environment (BROKER_POOLS), on top of the base one in every shell and terminal. */
+  env?: Readonly<Record<string, string>>;
 }
 
 /** The environment a session starts with: nothing of the broker's own (tokens stay out). */
@@ -52,6 +54,8 @@ export class LocalBackend implements SessionBackend {
   private readonly bash: string;
   /** Working directory removals: no slot waits for them (removeWorkdir). */
   private readonly removals = new PQueue({ concurrency: REMOVALS_AT_ONCE });
+  /** The environment of each dedicated sandbox's root, by root (startDedicated). */
+  private readonly dedicatedEnv = new Map<string, Readonly<Record<string, string>>>();
 
   constructor(private readonly options: LocalBackendOptions) {
     this.hostEnv = options.hostEnv ?? hostEnv();
@@ -69,7 +73,24 @@ export class LocalBackend implements SessionBackend {
     return { id: dir, name: `local-${index}` };
   }
 
+  /**
+   * A lifecycle sandbox's own "container": a fresh working root whose shells get its environment.
+   * There is no image here (nor entry process or limits): README says what an image means locally.
+   */
+  async startDedicated(spec: DedicatedSpec): Promise<ContainerRef> {
+    const dir = path.join(this.options.root, `sbx-${spec.sandboxId}`);
+    await fs.mkdir(dir, { recursive: true });
+    this.dedicatedEnv.set(dir, spec.env);
+    return { id: dir, name: `local-sbx-${spec.sandboxId}` };
+  }
+
+  /** Sessions here are host processes: what they listen on is the host's loopback. */
+  async containerAddress(): Promise<string | null> {
+    return '127.0.0.1';
+  }
+
   async removeContainer(container: ContainerRef): Promise<void> {
+    this.dedicatedEnv.delete(container.id);
     await fs.rm(container.id, { recursive: true, force: true });
   }
 
@@ -82,7 +103,7 @@ export class LocalBackend implements SessionBackend {
     this.generation++;
     return new LocalShell({
       cwd: container.id,
-      env: baseEnv(container.id, this.hostEnv),
+      env: { ...baseEnv(container.id, this.hostEnv), ...this.options.env, ...this.dedicatedEnv.get(container.id) },
       bash: this.bash,
       tag: `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${this.generation}`,
       cgroup: this.cgroups ? this.cgroups.slotPath(options.slotId) : null,
@@ -96,7 +117,7 @@ export class LocalBackend implements SessionBackend {
     return new LocalTerminal({
       bash: this.bash,
       cwd: options.cwd,
-      env: { ...baseEnv(options.cwd, this.hostEnv), TERM: 'xterm-256color', ...options.env, [key]: value },
+      env: { ...baseEnv(options.cwd, this.hostEnv), ...this.options.env, TERM: 'xterm-256color', ...options.env, [key]: value },
       cols: options.cols,
       rows: options.rows,
       tag,

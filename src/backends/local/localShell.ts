@@ -4,7 +4,9 @@
  * environment otherwise, so cleanup can find every process it started.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import type { ShellListener, ShellProcess, StreamName } from '../../core/backend';
+import type { ShellListener, ShellProcess, StreamName, UsageCounters } from '../../core/backend';
+import { CgroupUsage, v2UsageFiles } from '../cgroupCounters';
+import { NO_USAGE } from '../../core/commandFacts';
 import { SHELL_INIT_SCRIPT, ansiCQuote } from '../../core/framing';
 import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, freshInCwd, recycleExecLine, StdoutExpectation } from '../shellRecycle';
 import { addProcess, groupPids, killGroupAsync } from './cgroup';
@@ -37,6 +39,8 @@ export class LocalShell implements ShellProcess {
   private readonly exitedPromise: Promise<void>;
   private closePromise: Promise<void> | null = null;
   private readonly expectation = new StdoutExpectation();
+  /** The cgroup's counters for termination facts; null without a cgroup (the /proc fallback cannot tell). */
+  private readonly counters: CgroupUsage | null;
 
   /** The spawn's environment, tag included: a recycled bash gets exactly this back. */
   private readonly env: Record<string, string>;
@@ -54,6 +58,7 @@ export class LocalShell implements ShellProcess {
     this.description = `local bash pid ${this.pid}`;
     // Before bash reads a single command, so nothing it starts can be outside the group.
     if (options.cgroup && this.pid > 0) addProcess(options.cgroup, this.pid);
+    this.counters = options.cgroup ? new CgroupUsage(v2UsageFiles(options.cgroup)) : null;
     this.child.stdout.on('data', (c: Buffer) => this.onData('stdout', c));
     this.child.stderr.on('data', (c: Buffer) => this.onData('stderr', c));
     this.child.stdin.on('error', () => undefined); // EPIPE after death; 'close' reports it
@@ -96,6 +101,10 @@ export class LocalShell implements ShellProcess {
         /* group already gone */
       }
     }
+  }
+
+  usage(resetPeak: boolean): UsageCounters {
+    return this.counters?.read(resetPeak) ?? NO_USAGE;
   }
 
   async killStartedSince(sinceEpochMs: number): Promise<number> {
@@ -157,6 +166,7 @@ export class LocalShell implements ShellProcess {
       for (const pid of this.processPids()) killQuietly(pid, 'SIGKILL');
     }
     killQuietly(this.pid, 'SIGKILL');
+    this.counters?.close();
     this.child.stdin.destroy();
     await Promise.race([this.exitedPromise, delay(EXIT_WAIT_MS)]);
   }

@@ -23,7 +23,7 @@ export class DaemonNotReadyError extends BrokerError {
 /** The broker runs without what task sandboxes need (the Docker backend): 501. */
 export class TasksUnavailableError extends BrokerError {
   constructor(why: string) {
-    super('unimplemented', 'tasks_not_available', why);
+    super('not_implemented', 'tasks_not_available', why);
   }
 }
 

@@ -118,6 +118,11 @@ export class Workspace {
     await this.waitForPrompt(this.limits.shellStartTimeoutMs);
   }
 
+  /** A shell is open (false between a shell's death and its replacement, and after close). */
+  get shellOpen(): boolean {
+    return this.terminal !== null;
+  }
+
   get runningJobId(): string | null {
     return this.job && !this.job.ended ? this.job.id : null;
   }

@@ -1,4 +1,31 @@
-import { WaitQueue } from '../../src/core/waitQueue';
+import { SlotDemands } from '../../src/core/slotDemands';
+import { SessionState } from '../../src/core/states';
+import type { Slot } from '../../src/core/slot';
+
+/** A leasable slot that stands for `value` (its slotId). */
+function slot<T>(value: T): Slot {
+  return { slotId: value, state: SessionState.AVAILABLE, lease: null, container: {} } as unknown as Slot;
+}
+
+/**
+ * The queue of single acquires, as slotQueue.ts uses it (n = 1): every case of the FIFO with
+ * timeouts and aborts. Groups and their fairness rule are in slotDemands.groups.test.ts.
+ */
+class WaitQueue<T> {
+  readonly demands = new SlotDemands(() => undefined);
+  get length(): number {
+    return this.demands.length;
+  }
+  wait(timeoutMs: number, signal: AbortSignal | undefined, timeoutError: () => Error, abortError: () => Error): Promise<T> {
+    return this.demands.wait(1, false, [], timeoutMs, signal, timeoutError, abortError).then(([s]) => s.slotId as unknown as T);
+  }
+  serve(value: T): boolean {
+    return this.demands.serve(slot(value));
+  }
+  rejectAll(err: Error): void {
+    this.demands.rejectAll(err);
+  }
+}
 
 class TimeoutErr extends Error {}
 class AbortErr extends Error {}
@@ -24,7 +51,7 @@ const flush = async (): Promise<void> => {
   for (let i = 0; i < 5; i++) await Promise.resolve();
 };
 
-describe('WaitQueue', () => {
+describe('SlotDemands: single acquires', () => {
   beforeEach(() => {
     jest.useFakeTimers();
   });
@@ -183,7 +210,7 @@ describe('WaitQueue', () => {
 
   it('does not keep waiters that left while nobody serves (memory stays bounded)', async () => {
     const q = new WaitQueue<number>();
-    const internal = q as unknown as { queue: unknown[]; head: number };
+    const internal = q.demands as unknown as { queue: unknown[]; head: number };
     const stayer = track(q, 10 * 60_000);
     for (let round = 0; round < 50; round++) {
       const ws = Array.from({ length: 200 }, () => track(q, 1000));

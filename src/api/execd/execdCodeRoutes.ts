@@ -1,0 +1,83 @@
+/**
+ * execd's code routes for every sandbox, under `/sandboxes/{id}/execd`: code contexts (`bash`
+ * always; `python` where the sandbox has python3) and `/code` as SSE, with its interrupt.
+ */
+import type { SandboxDirectory } from '../../core/sandboxHandle';
+import type { ExecdService } from '../../core/execd/execdService';
+import { codeLanguage } from '../../core/execd/codeContexts';
+import { openSandboxErrorFormat } from '../errorFormats';
+import { sendJson } from '../httpJson';
+import type { Router } from '../router';
+import { parseCreateContext, parseRunCode, queryParam, requiredQuery, type ExecdInputLimits } from './execdInput';
+import { sendDone, streamRun } from './execdStream';
+import { EXECD_PREFIX, execdTarget } from './execdCommandRoutes';
+
+export function execdCodeRouter(execd: ExecdService, directory: SandboxDirectory, limits: ExecdInputLimits): Router {
+  const target = (id: string): ReturnType<typeof execdTarget> => execdTarget(execd, directory, id);
+  return {
+    name: 'execd-code',
+    errors: openSandboxErrorFormat,
+    pathPrefix: '/sandboxes',
+    routes: [
+      {
+        method: 'POST',
+        path: `${EXECD_PREFIX}/code/context`,
+        body: 'json',
+        async handle({ params, body, res }) {
+          const language = parseCreateContext(body);
+          sendJson(res, 200, await target(params.sandboxId).execd.contexts.create(language));
+        },
+      },
+      {
+        method: 'GET',
+        path: `${EXECD_PREFIX}/code/contexts`,
+        handle({ params, query, res }) {
+          const language = queryParam(query, 'language');
+          sendJson(res, 200, target(params.sandboxId).execd.contexts.list(language ? codeLanguage(language) : null));
+        },
+      },
+      {
+        method: 'DELETE',
+        path: `${EXECD_PREFIX}/code/contexts`,
+        async handle({ params, query, res }) {
+          const language = codeLanguage(requiredQuery(query, 'language'));
+          await target(params.sandboxId).execd.contexts.deleteLanguage(language);
+          sendDone(res);
+        },
+      },
+      {
+        method: 'GET',
+        path: `${EXECD_PREFIX}/code/contexts/:contextId`,
+        handle({ params, res }) {
+          sendJson(res, 200, target(params.sandboxId).execd.contexts.get(params.contextId));
+        },
+      },
+      {
+        method: 'DELETE',
+        path: `${EXECD_PREFIX}/code/contexts/:contextId`,
+        async handle({ params, res }) {
+          await target(params.sandboxId).execd.contexts.delete(params.contextId);
+          sendDone(res);
+        },
+      },
+      {
+        method: 'POST',
+        path: `${EXECD_PREFIX}/code`,
+        body: 'json',
+        async handle({ params, body, res }) {
+          const t = target(params.sandboxId);
+          const { code, contextId, language } = parseRunCode(body, limits);
+          await streamRun(res, await t.execd.code(code, contextId, language), t.touch);
+        },
+      },
+      {
+        method: 'DELETE',
+        path: `${EXECD_PREFIX}/code`,
+        handle({ params, query, res }) {
+          target(params.sandboxId).execd.interrupt(requiredQuery(query, 'id'));
+          sendDone(res);
+        },
+      },
+    ],
+  };
+}

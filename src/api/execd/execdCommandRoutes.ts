@@ -1,0 +1,129 @@
+/**
+ * execd's process routes for every sandbox, under `/sandboxes/{id}/execd` (the OpenSandbox execd
+ * spec's paths): `/ping`, commands (`/command` as SSE, foreground or background, its status, its
+ * logs, its interrupt) and bash sessions (`/session`). The `{id}` resolves through a
+ * SandboxDirectory; the work is the ExecdService's (core/execd).
+ */
+import type { SandboxDirectory, SandboxHandle } from '../../core/sandboxHandle';
+import type { ExecdService } from '../../core/execd/execdService';
+import type { SandboxExecd } from '../../core/execd/sandboxExecd';
+import type { CommandStatus } from '../../core/execd/commands';
+import { openSandboxErrorFormat } from '../errorFormats';
+import { sendJson } from '../httpJson';
+import type { Router } from '../router';
+import { parseCreateSession, parseCursor, parseRunCommand, parseSessionRun, requiredQuery, type ExecdInputLimits } from './execdInput';
+import { sendDone, streamRun } from './execdStream';
+
+export const EXECD_PREFIX = '/sandboxes/:sandboxId/execd';
+
+/** The sandbox of a request and its execd. */
+export interface ExecdTarget {
+  handle: SandboxHandle;
+  execd: SandboxExecd;
+  /** Counts as activity on the sandbox (an open stream keeps an idle reclaim away). */
+  touch: () => void;
+}
+
+export function execdTarget(execd: ExecdService, directory: SandboxDirectory, sandboxId: string): ExecdTarget {
+  const handle = directory.resolve(sandboxId);
+  return { handle, execd: execd.of(handle), touch: () => void directory.resolve(sandboxId) };
+}
+
+/** CommandStatusResponse: RFC 3339 times, null while running. */
+function statusBody(s: CommandStatus): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    id: s.id,
+    content: s.content,
+    running: s.running,
+    exit_code: s.exitCode,
+    started_at: s.startedAt.toISOString(),
+    finished_at: s.finishedAt?.toISOString() ?? null,
+  };
+  if (s.error !== null) body.error = s.error;
+  return body;
+}
+
+export function execdCommandRouter(execd: ExecdService, directory: SandboxDirectory, limits: ExecdInputLimits): Router {
+  const target = (id: string): ExecdTarget => execdTarget(execd, directory, id);
+  return {
+    name: 'execd-commands',
+    errors: openSandboxErrorFormat,
+    pathPrefix: '/sandboxes',
+    routes: [
+      {
+        method: 'GET',
+        path: `${EXECD_PREFIX}/ping`,
+        handle({ params, res }) {
+          // A client pings before its first command (the SDK waits for it): a runner gets ready meanwhile.
+          target(params.sandboxId).execd.warm();
+          sendDone(res);
+        },
+      },
+      {
+        method: 'POST',
+        path: `${EXECD_PREFIX}/command`,
+        body: 'json',
+        async handle({ params, body, res }) {
+          const t = target(params.sandboxId);
+          const run = await t.execd.command(parseRunCommand(body, t.handle.root, limits));
+          await streamRun(res, run, t.touch);
+        },
+      },
+      {
+        method: 'DELETE',
+        path: `${EXECD_PREFIX}/command`,
+        handle({ params, query, res }) {
+          target(params.sandboxId).execd.interrupt(requiredQuery(query, 'id'));
+          sendDone(res);
+        },
+      },
+      {
+        method: 'GET',
+        path: `${EXECD_PREFIX}/command/status/:commandId`,
+        handle({ params, res }) {
+          sendJson(res, 200, statusBody(target(params.sandboxId).execd.status(params.commandId)));
+        },
+      },
+      {
+        method: 'GET',
+        path: `${EXECD_PREFIX}/command/:commandId/logs`,
+        handle({ params, query, res }) {
+          const { text, nextCursor } = target(params.sandboxId).execd.logs(params.commandId, parseCursor(query));
+          res.writeHead(200, {
+            'Content-Type': 'text/plain; charset=utf-8',
+            'Content-Length': String(Buffer.byteLength(text)),
+            'EXECD-COMMANDS-TAIL-CURSOR': String(nextCursor),
+          });
+          res.end(text);
+        },
+      },
+      {
+        method: 'POST',
+        path: `${EXECD_PREFIX}/session`,
+        body: 'json',
+        async handle({ params, body, res }) {
+          const t = target(params.sandboxId);
+          sendJson(res, 200, { session_id: await t.execd.createSession(parseCreateSession(body, t.handle.root)) });
+        },
+      },
+      {
+        method: 'POST',
+        path: `${EXECD_PREFIX}/session/:sessionId/run`,
+        body: 'json',
+        async handle({ params, body, res }) {
+          const t = target(params.sandboxId);
+          const { command, cwd, timeoutMs } = parseSessionRun(body, t.handle.root, limits);
+          await streamRun(res, t.execd.sessionRun(params.sessionId, command, { cwd, timeoutMs }), t.touch);
+        },
+      },
+      {
+        method: 'DELETE',
+        path: `${EXECD_PREFIX}/session/:sessionId`,
+        async handle({ params, res }) {
+          await target(params.sandboxId).execd.deleteSession(params.sessionId);
+          sendDone(res);
+        },
+      },
+    ],
+  };
+}

@@ -1,0 +1,77 @@
+/**
+ * The HTTP side of a sandbox group (core/orchestrator/endpoints.ts): each sandbox's Sandbox API on
+ * a port of its own, and each database attachment on a unix socket, every one through its own
+ * seam (seam.ts) so authorization, body limits and error formats are the broker's. The Sandbox API
+ * takes the broker's token (BROKER_TOKEN); a database socket takes its attachment's.
+ */
+import http from 'node:http';
+import { promises as fs } from 'node:fs';
+import type { Closable, GroupEndpoints } from '../core/orchestrator/endpoints';
+import { PortInUseError } from '../core/orchestrator/endpoints';
+import type { Sandbox } from '../core/orchestrator/sandbox';
+import type { DatabaseGrant } from '../core/orchestrator/groupDatabase';
+import { createAuthorize } from './auth';
+import { poolErrorFormat } from './errorFormats';
+import { HttpSeam } from './seam';
+import type { Router } from './router';
+import { sandboxApiRouter } from './sandboxApiRoutes';
+import { vectorDbRouter } from './vectorDbRoutes';
+
+export interface GroupListenerOptions {
+  /** The broker's HOST: sandbox ports listen there too. */
+  host: string;
+  token: string | null;
+  maxBodyBytes: number;
+}
+
+export class HttpGroupEndpoints implements GroupEndpoints {
+  constructor(private readonly options: GroupListenerOptions) {}
+
+  async serveSandbox(sandbox: Sandbox, port: number): Promise<Closable> {
+    const server = this.server(sandboxApiRouter(sandbox), this.options.token);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', (err: NodeJS.ErrnoException) => reject(err.code === 'EADDRINUSE' || err.code === 'EACCES' ? new PortInUseError(port) : err));
+      server.listen({ port, host: this.options.host }, () => resolve());
+    });
+    return { close: () => closeServer(server) };
+  }
+
+  /** `http://HOST:PORT`; a wildcard HOST is answered as this machine's loopback (the broker's clients say where they reach it). */
+  sandboxUrl(port: number): string {
+    const host = this.options.host;
+    const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+    return `http://${shown.includes(':') ? `[${shown}]` : shown}:${port}`;
+  }
+
+  async serveDatabase(grant: DatabaseGrant, socketPath: string): Promise<Closable> {
+    const server = this.server(vectorDbRouter(grant), grant.token);
+    await fs.rm(socketPath, { force: true });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(socketPath, () => resolve());
+    });
+    // The sandbox's processes connect as its user (root in most images, but not all).
+    await fs.chmod(socketPath, 0o666);
+    return {
+      close: async () => {
+        await closeServer(server);
+        await fs.rm(socketPath, { force: true });
+      },
+    };
+  }
+
+  private server(router: Router, token: string | null): http.Server {
+    const seam = new HttpSeam([router], { authorize: createAuthorize(token), maxBodyBytes: this.options.maxBodyBytes, defaultErrors: poolErrorFormat });
+    const server = http.createServer({ keepAliveTimeout: 65_000 }, seam.serveRequest);
+    server.on('clientError', seam.serveClientError);
+    return server;
+  }
+}
+
+/** Stops listening and cuts every connection (keep-alive clients included): the sandbox is gone. */
+function closeServer(server: http.Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}

@@ -1,0 +1,175 @@
+/**
+ * Validation of the lifecycle API's requests (OpenSandbox's CreateSandboxRequest, the list query,
+ * RenewSandboxExpirationRequest, a metadata merge patch). Everything is checked before anything is
+ * started, so a rejected request creates nothing. What the broker does not serve (snapshots, egress
+ * policy, volumes) is refused with 501, never ignored.
+ */
+import os from 'node:os';
+import { BadRequestError, NotImplementedError } from '../../common/errors';
+import type { SandboxSpec } from '../../core/lifecycle/sandboxRecord';
+import type { SandboxFilter } from '../../core/lifecycle/sandboxService';
+import { parseCpus, parseMemoryBytes } from './quantities';
+
+export interface CreateInput extends SandboxSpec {
+  /** `extensions.poolRef`: the named pool to serve it from (OpenSandbox's pool mode). */
+  poolRef: string | null;
+}
+
+export interface TimeoutBounds {
+  minSeconds: number;
+  maxSeconds: number;
+}
+
+const CREATE_FIELDS = new Set([
+  'image', 'snapshotId', 'platform', 'timeout', 'resourceLimits', 'resourceRequests', 'env', 'metadata', 'entrypoint',
+  'networkPolicy', 'credentialProxy', 'secureAccess', 'volumes', 'extensions',
+]);
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const HOST_ARCH: Record<string, string> = { x64: 'amd64', arm64: 'arm64' };
+
+function object(value: unknown, where: string): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new BadRequestError(`${where} must be a JSON object`);
+  return value as Record<string, unknown>;
+}
+
+function strings(value: unknown, where: string): Record<string, string> {
+  if (value === undefined || value === null) return {};
+  const obj = object(value, where);
+  for (const [k, v] of Object.entries(obj)) {
+    if (typeof v !== 'string' || v.includes('\0')) throw new BadRequestError(`${where}.${k} must be a string without NUL bytes`);
+  }
+  return obj as Record<string, string>;
+}
+
+function present(value: unknown): boolean {
+  if (value === undefined || value === null || value === false) return false;
+  if (Array.isArray(value)) return value.length > 0;
+  if (typeof value === 'object') return Object.keys(value).length > 0;
+  return true;
+}
+
+export function parseCreate(body: unknown, bounds: TimeoutBounds): CreateInput {
+  const req = object(body, 'The request body');
+  const unknown = Object.keys(req).filter((k) => !CREATE_FIELDS.has(k));
+  if (unknown.length > 0) throw new BadRequestError(`unknown field(s) ${unknown.join(', ')}; CreateSandboxRequest has ${[...CREATE_FIELDS].join(', ')}`);
+  if (present(req.snapshotId)) throw new NotImplementedError('snapshotId: restoring from snapshots is not served by this broker (create from an image)');
+  if (present(req.networkPolicy)) throw new NotImplementedError('networkPolicy: egress network policy is not served by this broker (sandboxes get the network of their pool or BROKER_NETWORK_MODE)');
+  if (present(req.credentialProxy)) throw new NotImplementedError('credentialProxy: the credential vault proxy is not served by this broker');
+  if (present(req.volumes)) throw new NotImplementedError('volumes: storage mounts are not served by this broker');
+  if (req.secureAccess === true) throw new NotImplementedError('secureAccess: signed endpoint access is not served; endpoints take the broker token (OPEN-SANDBOX-API-KEY)');
+  if (req.secureAccess !== undefined && typeof req.secureAccess !== 'boolean') throw new BadRequestError('secureAccess must be a boolean');
+  const extensions = strings(req.extensions, 'extensions');
+  if (extensions['access.renew.extend.seconds'] !== undefined) throw new NotImplementedError('extensions.access.renew.extend.seconds: renew-on-access is not served (renew with renew-expiration)');
+  const poolRef = extensions.poolRef ?? null;
+  const image = parseImage(req.image, poolRef !== null);
+  checkPlatform(req.platform);
+  const limits = strings(req.resourceLimits, 'resourceLimits');
+  strings(req.resourceRequests, 'resourceRequests'); // Kubernetes' requests: checked, meaningless here
+  const unservedLimits = Object.keys(limits).filter((k) => k !== 'cpu' && k !== 'memory');
+  if (unservedLimits.length > 0) throw new BadRequestError(`resourceLimits: ${unservedLimits.join(', ')} not served (cpu and memory are)`);
+  const env = strings(req.env, 'env');
+  for (const k of Object.keys(env)) if (!ENV_NAME.test(k)) throw new BadRequestError(`env: '${k}' is not a valid variable name`);
+  return {
+    image: image ?? '',
+    poolRef,
+    entrypoint: parseEntrypoint(req.entrypoint, image !== null && poolRef === null),
+    env,
+    metadata: strings(req.metadata, 'metadata'),
+    timeoutMs: parseTimeout(req.timeout, bounds),
+    cpus: limits.cpu === undefined ? null : parseCpus(limits.cpu, os.cpus().length),
+    memoryBytes: limits.memory === undefined ? null : parseMemoryBytes(limits.memory),
+  };
+}
+
+function parseImage(value: unknown, optional: boolean): string | null {
+  if (value === undefined || value === null) {
+    if (optional) return null;
+    throw new BadRequestError('image is required: {"uri": "<image>"} (or extensions.poolRef naming a pool)');
+  }
+  const image = object(value, 'image');
+  const extra = Object.keys(image).filter((k) => k !== 'uri' && k !== 'auth');
+  if (extra.length > 0) throw new BadRequestError(`image: unknown field(s) ${extra.join(', ')}`);
+  if (typeof image.uri !== 'string' || image.uri.trim() === '') throw new BadRequestError('image.uri must be a non-empty string');
+  if (image.auth !== undefined) throw new NotImplementedError('image.auth: registry credentials are not served (the broker never pulls; images must be on the engine)');
+  return image.uri.trim();
+}
+
+function parseEntrypoint(value: unknown, required: boolean): string[] {
+  if (value === undefined || value === null) {
+    if (required) throw new BadRequestError('entrypoint is required with image: e.g. ["tail", "-f", "/dev/null"]');
+    return ['tail', '-f', '/dev/null'];
+  }
+  if (!Array.isArray(value) || value.length === 0 || value.some((a) => typeof a !== 'string' || a.includes('\0'))) {
+    throw new BadRequestError('entrypoint must be a non-empty list of strings');
+  }
+  return value as string[];
+}
+
+function parseTimeout(value: unknown, { minSeconds, maxSeconds }: TimeoutBounds): number | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < minSeconds || value > maxSeconds) {
+    throw new BadRequestError(`timeout must be an integer number of seconds between ${minSeconds} and ${maxSeconds} (BROKER_SANDBOX_MAX_TIMEOUT), or null for none; got ${JSON.stringify(value)}`);
+  }
+  return value * 1000;
+}
+
+function checkPlatform(value: unknown): void {
+  if (value === undefined || value === null) return;
+  const p = object(value, 'platform');
+  const arch = HOST_ARCH[os.arch()] ?? os.arch();
+  if (p.os !== 'linux' || p.arch !== arch) {
+    throw new BadRequestError(`platform ${JSON.stringify(p)} cannot be satisfied: this broker runs linux/${arch}`);
+  }
+}
+
+export function parseRenew(body: unknown): Date {
+  const req = object(body, 'The request body');
+  const extra = Object.keys(req).filter((k) => k !== 'expiresAt');
+  if (extra.length > 0) throw new BadRequestError(`unknown field(s) ${extra.join(', ')}; the body is {"expiresAt": "<RFC 3339 time>"}`);
+  const at = req.expiresAt;
+  const rfc3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
+  if (typeof at !== 'string' || !rfc3339.test(at) || Number.isNaN(Date.parse(at))) {
+    throw new BadRequestError(`expiresAt must be an RFC 3339 time such as 2025-11-16T14:30:45Z, got ${JSON.stringify(at)}`);
+  }
+  return new Date(at);
+}
+
+const MAX_PAGE_SIZE = 1000;
+
+/** `?state=Running&state=Paused&metadata=k%3Dv%26k2%3Dv2&page=1&pageSize=20`. */
+export function parseListQuery(query: string, knownStates: readonly string[]): SandboxFilter {
+  const params = new URLSearchParams(query);
+  const states = params.getAll('state');
+  const bad = states.filter((s) => !knownStates.includes(s));
+  if (bad.length > 0) throw new BadRequestError(`state ${bad.join(', ')} is not a sandbox state (${knownStates.join(', ')})`);
+  const metadata: Record<string, string> = {};
+  for (const raw of params.getAll('metadata')) {
+    for (const [k, v] of new URLSearchParams(raw)) {
+      if (k === '') throw new BadRequestError(`metadata filter '${raw}' has an empty key; the form is key=value&key2=value2`);
+      metadata[k] = v;
+    }
+  }
+  return { states, metadata, page: positive(params.get('page'), 1, 'page', Number.MAX_SAFE_INTEGER), pageSize: positive(params.get('pageSize'), 20, 'pageSize', MAX_PAGE_SIZE) };
+}
+
+function positive(raw: string | null, dflt: number, name: string, max: number): number {
+  if (raw === null) return dflt;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n < 1 || n > max) throw new BadRequestError(`${name} must be an integer between 1 and ${max}, got '${raw}'`);
+  return n;
+}
+
+const LABEL_VALUE = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+
+/** A JSON merge patch of metadata (RFC 7396): a string sets, null deletes. */
+export function parseMetadataPatch(body: unknown): Record<string, string | null> {
+  const patch = object(body, 'The request body');
+  for (const [k, v] of Object.entries(patch)) {
+    if (k.startsWith('opensandbox.io/')) throw new BadRequestError(`metadata key '${k}': the opensandbox.io/ prefix is reserved`);
+    if (v === null) continue;
+    if (typeof v !== 'string' || v.length > 63 || !LABEL_VALUE.test(v)) {
+      throw new BadRequestError(`metadata.${k} must be null or a string of at most 63 characters matching ${LABEL_VALUE.source}`);
+    }
+  }
+  return patch as Record<string, string | null>;
+}

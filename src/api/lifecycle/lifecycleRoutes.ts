@@ -1,0 +1,136 @@
+/**
+ * OpenSandbox's lifecycle API under /v1 (the reference yaml, opensandbox-lifecycle-api.yml), over
+ * the SandboxService: create, get, list, delete, pause, resume, renew-expiration, metadata, and the
+ * endpoints of a sandbox's ports. A thin router: validate (lifecycleInput.ts), call, shape
+ * (lifecycleViews.ts). Errors take OpenSandbox's `{code, message}` envelope.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { SANDBOX_STATES } from '../../core/lifecycle/sandboxRecord';
+import type { SandboxService } from '../../core/lifecycle/sandboxService';
+import { openSandboxErrorFormat } from '../errorFormats';
+import { sendJson } from '../httpJson';
+import type { Router } from '../router';
+import { parseCreate, parseListQuery, parseMetadataPatch, parseRenew, type TimeoutBounds } from './lifecycleInput';
+import { listView, sandboxView } from './lifecycleViews';
+import { unservedLifecycleRoutes } from './unservedRoutes';
+import { endpointFor } from './endpoints';
+import { parsePort } from './portProxy';
+
+export interface LifecycleLimits extends TimeoutBounds {
+  maxTimeoutMs: number;
+}
+
+/** Aborts when the client goes away before the answer (a create waiting for a warm container leaves the queue). */
+function clientGone(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+/** An accepted state change: 202 with no body (Content-Length 0, which the SDK reads as no data). */
+function accepted(res: ServerResponse): void {
+  res.writeHead(202, { 'Content-Length': '0' }).end();
+}
+
+export function lifecycleRouter(sandboxes: SandboxService, limits: LifecycleLimits): Router {
+  return {
+    name: 'lifecycle',
+    errors: openSandboxErrorFormat,
+    pathPrefix: '/v1',
+    routes: [
+      {
+        method: 'POST',
+        path: '/v1/sandboxes',
+        body: 'json',
+        async handle({ body, res }) {
+          const { poolRef, ...spec } = parseCreate(body, limits);
+          const record = await sandboxes.create(spec, poolRef, clientGone(res));
+          if (res.destroyed) return void (await sandboxes.delete(record.id)); // nobody will learn its id
+          sendJson(res, 202, sandboxView(record, true), { Location: `/v1/sandboxes/${record.id}` });
+        },
+      },
+      {
+        method: 'GET',
+        path: '/v1/sandboxes',
+        handle({ query, res }) {
+          const filter = parseListQuery(query, SANDBOX_STATES);
+          const { items, totalItems } = sandboxes.list(filter);
+          sendJson(res, 200, listView(items, totalItems, filter.page, filter.pageSize));
+        },
+      },
+      {
+        method: 'GET',
+        path: '/v1/sandboxes/:id',
+        handle({ params, res }) {
+          sendJson(res, 200, sandboxView(sandboxes.get(params.id)));
+        },
+      },
+      {
+        method: 'DELETE',
+        path: '/v1/sandboxes/:id',
+        async handle({ params, res }) {
+          await sandboxes.delete(params.id);
+          res.writeHead(204).end();
+        },
+      },
+      {
+        method: 'PATCH',
+        path: '/v1/sandboxes/:id/metadata',
+        body: 'json',
+        handle({ params, body, res }) {
+          sendJson(res, 200, sandboxView(sandboxes.patchMetadata(params.id, parseMetadataPatch(body))));
+        },
+      },
+      {
+        method: 'POST',
+        path: '/v1/sandboxes/:id/pause',
+        async handle({ params, res }) {
+          await sandboxes.pause(params.id);
+          accepted(res);
+        },
+      },
+      {
+        method: 'POST',
+        path: '/v1/sandboxes/:id/resume',
+        async handle({ params, res }) {
+          await sandboxes.resume(params.id);
+          accepted(res);
+        },
+      },
+      {
+        method: 'POST',
+        path: '/v1/sandboxes/:id/renew-expiration',
+        body: 'json',
+        handle({ params, body, res }) {
+          const expiresAt = sandboxes.renew(params.id, parseRenew(body), limits.maxTimeoutMs);
+          sendJson(res, 200, { expiresAt: expiresAt.toISOString() });
+        },
+      },
+      {
+        method: 'GET',
+        path: '/v1/sandboxes/:id/endpoints/:port',
+        async handle({ params, query, req, res }) {
+          const port = parsePort(params.port);
+          sendJson(res, 200, await endpointFor(sandboxes, sandboxes.get(params.id), port, new URLSearchParams(query), publicAddress(req)));
+        },
+      },
+      ...unservedLifecycleRoutes(),
+    ],
+  };
+}
+
+const HOST_HEADER = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
+
+/**
+ * The broker's address as the client reached it (its Host header), which every endpoint starts
+ * with: the client reaches execd where it reached the lifecycle API. A missing or odd Host gives
+ * the socket's own address.
+ */
+function publicAddress(req: IncomingMessage): string {
+  const host = req.headers.host;
+  if (typeof host === 'string' && HOST_HEADER.test(host)) return host;
+  const address = req.socket.localAddress ?? '127.0.0.1';
+  return `${address.includes(':') ? `[${address}]` : address}:${req.socket.localPort}`;
+}

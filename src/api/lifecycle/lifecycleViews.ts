@@ -1,0 +1,25 @@
+/**
+ * What the lifecycle API answers, in OpenSandbox's shapes (the reference yaml's Sandbox,
+ * CreateSandboxResponse, ListSandboxesResponse, Endpoint). Dates are ISO 8601 strings in UTC, which
+ * the SDK parses with `new Date`.
+ */
+import type { SandboxRecord } from '../../core/lifecycle/sandboxRecord';
+
+/** The full Sandbox (GET); `created`: the CreateSandboxResponse, which leaves out the image. */
+export function sandboxView(record: SandboxRecord, created = false): Record<string, unknown> {
+  const view: Record<string, unknown> = {
+    id: record.id,
+    status: { state: record.state, reason: record.reason, message: record.message, lastTransitionAt: record.lastTransitionAt.toISOString() },
+    metadata: record.spec.metadata,
+    entrypoint: record.spec.entrypoint,
+    createdAt: record.createdAt.toISOString(),
+  };
+  if (record.expiresAt) view.expiresAt = record.expiresAt.toISOString();
+  if (!created) view.image = { uri: record.spec.image };
+  return view;
+}
+
+export function listView(items: readonly SandboxRecord[], totalItems: number, page: number, pageSize: number): Record<string, unknown> {
+  const totalPages = Math.ceil(totalItems / pageSize);
+  return { items: items.map((r) => sandboxView(r)), pagination: { page, pageSize, totalItems, totalPages, hasNextPage: page < totalPages } };
+}

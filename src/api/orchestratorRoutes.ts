@@ -1,0 +1,53 @@
+/**
+ * The orchestrator API of spec 001 on the broker's port: a group, its sandboxes. A thin router over
+ * core/orchestrator; errors in the pool API's `{"detail", "code"}` format.
+ */
+import type { Router } from './router';
+import type { Orchestrator } from '../core/orchestrator/orchestrator';
+import { poolErrorFormat } from './errorFormats';
+import { sendJson } from './httpJson';
+import { parseGroupStart, parseSandboxStart, parseSandboxStop } from './orchestratorInput';
+
+export function orchestratorRouter(orchestrator: Orchestrator): Router {
+  return {
+    name: 'orchestrator',
+    errors: poolErrorFormat,
+    routes: [
+      {
+        method: 'POST',
+        path: '/group/start',
+        body: 'json',
+        async handle({ body, res }) {
+          await orchestrator.startGroup(parseGroupStart(body));
+          sendJson(res, 200, { status: 'started' });
+        },
+      },
+      {
+        method: 'POST',
+        path: '/group/stop',
+        body: 'json',
+        async handle({ res }) {
+          await orchestrator.stopGroup();
+          sendJson(res, 200, { status: 'stopped' });
+        },
+      },
+      {
+        method: 'POST',
+        path: '/sandbox/start',
+        body: 'json',
+        async handle({ body, res }) {
+          sendJson(res, 200, await orchestrator.startSandbox(parseSandboxStart(body)));
+        },
+      },
+      {
+        method: 'POST',
+        path: '/sandbox/stop',
+        body: 'json',
+        async handle({ body, res }) {
+          await orchestrator.stopSandbox(parseSandboxStop(body));
+          sendJson(res, 200, { status: 'stopped' });
+        },
+      },
+    ],
+  };
+}

@@ -1,0 +1,51 @@
+/**
+ * execd for every sandbox: finds (or makes) a sandbox's SandboxExecd from its handle, and closes it
+ * when the sandbox ends (its handle's `ended`), so that nothing it started outlives the sandbox.
+ * Backend-neutral: every process runs in a shell of the SessionBackend (companionShells.ts).
+ */
+import type { SessionBackend } from '../backend';
+import type { SandboxHandle } from '../sandboxHandle';
+import { SessionNotInUseError } from '../../common/errors';
+import { CompanionUnits } from './companionShells';
+import { SandboxExecd, type ExecdLimits } from './sandboxExecd';
+
+export { type ExecdLimits } from './sandboxExecd';
+
+export class ExecdService {
+  private readonly sandboxes = new Map<string, SandboxExecd>();
+  private readonly units = new CompanionUnits();
+  private closed = false;
+
+  constructor(
+    private readonly backend: SessionBackend,
+    readonly limits: ExecdLimits,
+  ) {}
+
+  /** The sandbox's execd, made on its first request. */
+  of(handle: SandboxHandle): SandboxExecd {
+    const known = this.sandboxes.get(handle.id);
+    if (known) return known;
+    if (handle.ended.aborted || this.closed) throw new SessionNotInUseError(handle.id, 'ended');
+    // A named pool's container belongs to that pool's backend.
+    const execd = new SandboxExecd(handle, handle.backend ?? this.backend, this.units, this.limits);
+    this.sandboxes.set(handle.id, execd);
+    handle.ended.addEventListener('abort', () => this.end(handle.id, execd), { once: true });
+    return execd;
+  }
+
+  /** Sandboxes with execd state now (tests and diagnostics). */
+  get activeSandboxes(): number {
+    return this.sandboxes.size;
+  }
+
+  /** Closes every sandbox's shells (the broker is shutting down). */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.sandboxes].map(([id, execd]) => this.end(id, execd)));
+  }
+
+  private end(id: string, execd: SandboxExecd): Promise<void> {
+    if (this.sandboxes.get(id) === execd) this.sandboxes.delete(id);
+    return execd.close();
+  }
+}

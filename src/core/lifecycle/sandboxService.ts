@@ -1,0 +1,289 @@
+/**
+ * OpenSandbox's sandbox lifecycle, over the broker's pools: a sandbox whose image a pool of whole
+ * containers serves (BROKER_POOLS, one session per container, a fresh container per lease) is one
+ * of its warm leases, handed out at once; any other image gets a container of its own from the
+ * backend. Sandboxes expire at their deadline (renewable), pause and resume where the backend can
+ * freeze a container, and resolve to a SandboxHandle for the per-sandbox APIs (execd).
+ * It knows no HTTP: the router (api/lifecycle/) maps requests onto it.
+ */
+import { sessionWorkdir, type SessionBackend } from '../backend';
+import type { PoolEntry, PoolRegistry } from '../poolRegistry';
+import type { SandboxHandle } from '../sandboxHandle';
+import type { KnowingDirectory } from '../sandboxDirectory';
+import { ansiCQuote } from '../framing';
+import { SandboxNotFoundError, SandboxRecord, SandboxStateError, type SandboxFilter, type SandboxSpec, type SandboxState } from './sandboxRecord';
+
+export { SandboxNotFoundError, SandboxStateError, type SandboxFilter } from './sandboxRecord';
+import { BadRequestError, BrokerError, NotImplementedError, errorMessage } from '../../common/errors';
+import { newSessionId } from '../../common/ids';
+import { logger } from '../../common/logger';
+
+export interface SandboxServiceOptions {
+  pools: PoolRegistry;
+  /** Where dedicated containers start (the default pool's backend). */
+  backend: SessionBackend;
+  /** Dedicated containers at once (BROKER_SANDBOX_MAX_DEDICATED). */
+  maxDedicated: number;
+  /** A container of its own isolates its sandbox (Docker); locally it is the host, and paths stay confined. */
+  containersIsolate: boolean;
+}
+
+/** Ended sandboxes remembered for GET (oldest forgotten first). */
+const ENDED_REMEMBERED = 1024;
+/** The `export` of a create's env into a warm shell. */
+const ENV_EXPORT_TIMEOUT_MS = 10_000;
+
+export class SandboxService implements KnowingDirectory {
+  private readonly live = new Map<string, SandboxRecord>();
+  private readonly ended = new Map<string, SandboxRecord>();
+  private dedicated = 0;
+  private closing = false;
+
+  constructor(private readonly options: SandboxServiceOptions) {}
+
+  /** `poolRef`: the named pool to serve it from (OpenSandbox's pool mode); else its image decides. */
+  async create(spec: SandboxSpec, poolRef: string | null = null, signal?: AbortSignal): Promise<SandboxRecord> {
+    if (this.closing) throw new BrokerError('unavailable', 'shutting_down', 'Broker is shutting down and creates no sandboxes');
+    const id = newSessionId();
+    const entry = poolRef === null ? this.options.pools.wholeContainersOf(spec.image) : this.namedPool(poolRef);
+    if (entry && poolRef !== null && spec.image !== '' && spec.image !== entry.image) {
+      throw new BadRequestError(`image '${spec.image}' is not the image of pool '${poolRef}' ('${entry.image}'): give one of them, or the same`);
+    }
+    if (entry) spec = { ...spec, image: entry.image };
+    const record = entry ? await this.fromPool(id, spec, entry, signal) : await this.dedicatedFor(id, spec);
+    this.live.set(id, record);
+    this.arm(record);
+    return record;
+  }
+
+  private namedPool(name: string): PoolEntry {
+    const entry = this.options.pools.entries.find((e) => e.name === name);
+    if (!entry || this.options.pools.wholeContainersOf(entry.image) !== entry) {
+      throw new BadRequestError(`extensions.poolRef '${name}' names no pool of whole containers (BROKER_POOLS with sessions_per_container 1 and fresh_container)`);
+    }
+    return entry;
+  }
+
+  private async fromPool(id: string, spec: SandboxSpec, entry: PoolEntry, signal?: AbortSignal): Promise<SandboxRecord> {
+    const taken = await entry.pool.takeOut(signal);
+    const names = Object.keys(spec.env);
+    if (names.length > 0) {
+      // The warm shell started before this sandbox existed: its env comes in as exports.
+      const line = 'export ' + names.map((k) => `${k}=${ansiCQuote(spec.env[k])}`).join(' ');
+      try {
+        const r = await entry.pool.execute(taken.sessionId, { command: line, timeoutMs: ENV_EXPORT_TIMEOUT_MS });
+        if (r.returnCode !== 0) throw new BadRequestError(`env could not be exported: ${r.stderr.trim()}`);
+      } catch (err) {
+        taken.giveBack();
+        throw err;
+      }
+    }
+    return new SandboxRecord(id, spec, { kind: 'pool', entry, taken }, new Date());
+  }
+
+  private async dedicatedFor(id: string, spec: SandboxSpec): Promise<SandboxRecord> {
+    const { backend, maxDedicated } = this.options;
+    const served = this.options.pools.entries.filter((e) => this.options.pools.wholeContainersOf(e.image) === e).map((e) => `'${e.image}'`);
+    const pools = served.length > 0 ? `warm pools serve ${served.join(', ')}` : 'no warm pool of whole containers is configured (BROKER_POOLS)';
+    if (!backend.startDedicated) throw new BadRequestError(`image '${spec.image}' is not served: ${pools}, and the ${backend.kind} backend starts no containers of its own`);
+    if (maxDedicated === 0) throw new BadRequestError(`image '${spec.image}' is not served: ${pools}, and dedicated containers are off (BROKER_SANDBOX_MAX_DEDICATED=0)`);
+    if (this.dedicated >= maxDedicated) {
+      throw new BrokerError('unavailable', 'too_many_sandboxes', `${this.dedicated} dedicated containers run already (BROKER_SANDBOX_MAX_DEDICATED=${maxDedicated}); delete one or use a warm pool's image (${pools})`);
+    }
+    this.dedicated++;
+    try {
+      const container = await backend.startDedicated({ sandboxId: id, image: spec.image, env: spec.env, entrypoint: spec.entrypoint, cpus: spec.cpus, memoryBytes: spec.memoryBytes });
+      const workdir = sessionWorkdir(id);
+      try {
+        await backend.prepareWorkdir(container, workdir, []);
+      } catch (err) {
+        await backend.removeContainer(container).catch(() => undefined);
+        throw err;
+      }
+      return new SandboxRecord(id, spec, { kind: 'dedicated', container, workdir }, new Date());
+    } catch (err) {
+      this.dedicated--;
+      throw err;
+    }
+  }
+
+  knows(id: string): boolean {
+    return this.live.has(id) || this.ended.has(id);
+  }
+
+  /** The sandbox of `id`, live or recently ended; a warm one whose container failed is Failed now. */
+  get(id: string): SandboxRecord {
+    const record = this.live.get(id) ?? this.ended.get(id);
+    if (!record) throw new SandboxNotFoundError(id);
+    if (record.place.kind === 'pool' && record.live) {
+      const lost = record.place.taken.lostReason();
+      if (lost !== null) this.end(record, 'Failed', 'runtime_error', `its container failed: ${lost}`);
+    }
+    return record;
+  }
+
+  list(filter: SandboxFilter): { items: SandboxRecord[]; totalItems: number } {
+    const states = new Set(filter.states);
+    const withEnded = states.has('Terminated') || states.has('Failed');
+    const all = [...this.live.keys(), ...(withEnded ? this.ended.keys() : [])].map((id) => this.get(id));
+    const matching = all.filter(
+      (r) => (states.size === 0 ? r.live : states.has(r.state)) && Object.entries(filter.metadata).every(([k, v]) => r.spec.metadata[k] === v),
+    );
+    matching.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+    const start = (filter.page - 1) * filter.pageSize;
+    return { items: matching.slice(start, start + filter.pageSize), totalItems: matching.length };
+  }
+
+  /** A JSON merge patch of its metadata (a string sets, null deletes). */
+  patchMetadata(id: string, patch: Readonly<Record<string, string | null>>): SandboxRecord {
+    const record = this.get(id);
+    if (!record.live) throw new SandboxStateError(record, 'change its metadata');
+    for (const [k, v] of Object.entries(patch)) {
+      if (v === null) delete record.spec.metadata[k];
+      else record.spec.metadata[k] = v;
+    }
+    return record;
+  }
+
+  /** Ends it now (its warm container is replaced, or its own container removed, in the background). Idempotent. */
+  async delete(id: string): Promise<void> {
+    const record = this.get(id);
+    if (!record.live) return;
+    await this.terminate(record, 'user_delete', 'deleted by its owner');
+  }
+
+  async pause(id: string): Promise<void> {
+    const record = this.get(id);
+    if (record.state !== 'Running' || record.busy) throw new SandboxStateError(record, 'pause it');
+    const backend = this.backendOf(record);
+    if (!backend.pauseContainer) {
+      throw new NotImplementedError(`pause is not served by the ${backend.kind} backend: its sandboxes are plain host processes with no container to freeze (the docker backend pauses)`);
+    }
+    await this.transition(record, () => backend.pauseContainer!(record.container));
+    record.move('Paused', 'user_pause', 'paused by its owner');
+  }
+
+  async resume(id: string): Promise<void> {
+    const record = this.get(id);
+    if (record.state !== 'Paused' || record.busy) throw new SandboxStateError(record, 'resume it');
+    await this.transition(record, () => this.backendOf(record).resumeContainer!(record.container));
+    record.move('Running', 'user_resume', 'resumed by its owner');
+  }
+
+  /** A new expiry: in the future, after the current one (the spec's rule), within `maxMs` from now. */
+  renew(id: string, expiresAt: Date, maxMs: number): Date {
+    const record = this.get(id);
+    if (!record.live) throw new SandboxStateError(record, 'renew it');
+    const now = Date.now();
+    if (expiresAt.getTime() <= now) throw new BadRequestError(`expiresAt ${expiresAt.toISOString()} is not in the future`);
+    if (record.expiresAt && expiresAt.getTime() <= record.expiresAt.getTime()) {
+      throw new BadRequestError(`expiresAt ${expiresAt.toISOString()} must be after the current one, ${record.expiresAt.toISOString()}`);
+    }
+    if (expiresAt.getTime() - now > maxMs) throw new BadRequestError(`expiresAt is more than ${maxMs / 1000} s away (BROKER_SANDBOX_MAX_TIMEOUT)`);
+    record.expiresAt = expiresAt;
+    this.arm(record);
+    return expiresAt;
+  }
+
+  /** The SandboxDirectory of lifecycle sandboxes: a running one's container and working directory. */
+  resolve(id: string): SandboxHandle {
+    const record = this.get(id);
+    if (record.state === 'Paused' || record.busy) throw new SandboxStateError(record, 'run anything in it (resume it first)');
+    if (record.state === 'Failed') throw new BrokerError('gone', 'sandbox_failed', `Sandbox ${id} failed (${record.message}); create a new one`);
+    if (record.state === 'Terminated') throw new BrokerError('invalid', 'sandbox_terminated', `Sandbox ${id} is terminated (${record.message})`);
+    const confined = !this.options.containersIsolate;
+    const env = Object.keys(record.spec.env).length > 0 ? record.spec.env : undefined;
+    if (record.place.kind === 'pool') {
+      const site = record.place.entry.pool.site(record.place.taken.sessionId);
+      return { ...site, id, confined, env };
+    }
+    return { id, slotId: `sbx-${id}`, container: record.place.container, root: record.place.workdir, confined, env, ended: record.ending.signal, backend: this.options.backend };
+  }
+
+  /**
+   * Where the broker reaches a running sandbox's ports (its container's address), or the error a
+   * client must see: 409 paused, 404 with no network.
+   */
+  async addressOf(id: string): Promise<string> {
+    const record = this.get(id);
+    if (record.state !== 'Running' || record.busy) throw new SandboxStateError(record, 'reach its ports');
+    const backend = this.backendOf(record);
+    const address = (await backend.containerAddress?.(record.container)) ?? null;
+    if (address === null) {
+      throw new BrokerError('not_found', 'endpoint_not_found', `Sandbox ${id} is not reachable: its container has no network address (BROKER_NETWORK_MODE=none?)`);
+    }
+    return address;
+  }
+
+  /** Live sandboxes by state and by where they live (for /health and /metrics). */
+  counts(): { running: number; paused: number; pooled: number; dedicated: number } {
+    const all = [...this.live.values()];
+    return {
+      running: all.filter((r) => r.state === 'Running').length,
+      paused: all.filter((r) => r.state === 'Paused').length,
+      pooled: all.filter((r) => r.place.kind === 'pool').length,
+      dedicated: this.dedicated,
+    };
+  }
+
+  /** Ends every sandbox (before the pools close: a warm one's lease goes back while they take it). */
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all([...this.live.values()].map((r) => this.terminate(r, 'broker_shutdown', 'the broker shut down').catch(() => undefined)));
+  }
+
+  private backendOf(record: SandboxRecord): SessionBackend {
+    return (record.place.kind === 'pool' ? record.place.entry.backend : undefined) ?? this.options.backend;
+  }
+
+  private async transition(record: SandboxRecord, work: () => Promise<void>): Promise<void> {
+    record.busy = true;
+    try {
+      await work();
+    } finally {
+      record.busy = false;
+    }
+  }
+
+  /** (Re)sets the expiry timer: at expiresAt the sandbox is terminated and its slot reclaimed. */
+  private arm(record: SandboxRecord): void {
+    if (record.timer) clearTimeout(record.timer);
+    record.timer = null;
+    if (!record.expiresAt) return;
+    const delayMs = Math.max(0, record.expiresAt.getTime() - Date.now());
+    record.timer = setTimeout(() => {
+      record.timer = null;
+      if (!record.live) return;
+      logger.info({ sandbox: record.id }, 'sandbox expired: terminating it');
+      this.terminate(record, 'ttl_expiry', `expired at ${record.expiresAt?.toISOString()}`).catch((err) => logger.warn({ sandbox: record.id, err: errorMessage(err) }, 'expiry failed'));
+    }, delayMs);
+    record.timer.unref();
+  }
+
+  private async terminate(record: SandboxRecord, reason: string, message: string): Promise<void> {
+    const wasPaused = record.state === 'Paused';
+    this.end(record, 'Terminated', reason, message);
+    const backend = this.backendOf(record);
+    // A frozen container cannot be cleaned (its shell would not answer): thawed first.
+    if (wasPaused) await backend.resumeContainer?.(record.container).catch(() => undefined);
+    if (record.place.kind === 'pool') {
+      record.place.taken.giveBack();
+      return;
+    }
+    try {
+      await backend.removeContainer(record.place.container);
+    } finally {
+      this.dedicated--;
+    }
+  }
+
+  private end(record: SandboxRecord, state: SandboxState, reason: string, message: string): void {
+    if (record.timer) clearTimeout(record.timer);
+    record.timer = null;
+    record.move(state, reason, message);
+    this.live.delete(record.id);
+    this.ended.set(record.id, record);
+    if (this.ended.size > ENDED_REMEMBERED) this.ended.delete(this.ended.keys().next().value as string);
+    if (state === 'Failed' && record.place.kind === 'pool') record.place.taken.giveBack();
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * The orchestrator's port to the HTTP side (implemented in api/groupListeners.ts): a listener per
+ * sandbox serving its Sandbox API, and a unix socket per database attachment serving the group's
+ * database through that attachment's grant. The core decides ports and paths; it never sees HTTP.
+ */
+import { BrokerError } from '../../common/errors';
+import type { DatabaseGrant } from './groupDatabase';
+import type { Sandbox } from './sandbox';
+
+export interface Closable {
+  close(): Promise<void>;
+}
+
+/** The port is taken by someone else: the orchestrator tries the next one. */
+export class PortInUseError extends BrokerError {
+  constructor(port: number) {
+    super('unavailable', 'port_in_use', `port ${port} is in use`);
+  }
+}
+
+export interface GroupEndpoints {
+  /** Listens on `port` (PortInUseError when it is taken). */
+  serveSandbox(sandbox: Sandbox, port: number): Promise<Closable>;
+  /** The URL a client reaches `port` at (`http://HOST:PORT`). */
+  sandboxUrl(port: number): string;
+  serveDatabase(grant: DatabaseGrant, socketPath: string): Promise<Closable>;
+}

@@ -1,0 +1,31 @@
+/** The orchestrator as the broker builds it from its configuration and its parts. */
+import type { BrokerConfig } from '../../config/config';
+import type { GroupEndpoints } from './endpoints';
+import { Orchestrator } from './orchestrator';
+import type { SandboxContainers } from './sandboxContainers';
+import type { VectorStoreOpener } from './vectorStore';
+
+/** The terminal's event ring and line handling, as the workspaces have them. */
+const MAX_LINE_CHARS = 4096;
+const IDLE_FLUSH_MS = 200;
+const SHELL_START_TIMEOUT_MS = 20_000;
+
+export function createOrchestrator(
+  config: BrokerConfig,
+  containers: SandboxContainers | null,
+  openStore: VectorStoreOpener,
+  endpoints: GroupEndpoints,
+  maxOutputBytes: number,
+): Orchestrator {
+  const groups = config.groups;
+  return new Orchestrator(containers, openStore, endpoints, {
+    sandboxPorts: groups.sandboxPorts,
+    hostRoot: groups.hostRoot,
+    defaults: { cpuCores: config.docker.cpus, memoryBytes: config.docker.memoryBytes, diskBytes: groups.defaultDiskBytes },
+    timings: {
+      actionWaitMs: groups.actionWaitMs,
+      toolTimeoutMs: groups.toolTimeoutMs,
+      workspace: { logEvents: config.workspace.logEvents, maxJobOutputBytes: maxOutputBytes, maxLineChars: MAX_LINE_CHARS, idleFlushMs: IDLE_FLUSH_MS, shellStartTimeoutMs: SHELL_START_TIMEOUT_MS },
+    },
+  });
+}
