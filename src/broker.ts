@@ -196,6 +196,7 @@ export class Broker {
         resolve();
       });
     });
+    void this.tasks.sweepStale();
     this.warmPromise = this.pools.start().catch((err) => logger.error({ err: errorMessage(err) }, 'warm-up failed'));
     return this.server.address() as AddressInfo;
   }

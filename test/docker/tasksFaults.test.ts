@@ -9,7 +9,8 @@ import { describeDocker } from '../helpers/dockerSuite';
 import { lastUserText } from '../helpers/stubLlm';
 import { SseReader } from '../helpers/taskStreams';
 import { SECRET_KEY, taskFixture, type TaskFixture } from '../helpers/taskSuite';
-import type { TestBroker } from '../helpers/broker';
+import { eventually, type TestBroker } from '../helpers/broker';
+import { LABEL_TASK_DEPLOYMENT } from '../../src/backends/docker/taskContainers';
 
 jest.setTimeout(240_000);
 
@@ -35,6 +36,15 @@ describeDocker('task sandboxes: faults (Docker)', () => {
     brokers.push(tb);
     return tb;
   }
+
+  it('removes at start the task containers an earlier broker of its deployment left', async () => {
+    // What a crashed broker leaves: a container with the task label of the deployment the next broker takes.
+    const deployment = `${fx.deployment}-b-crashed`;
+    const left = await docker.createContainer({ Image: 'bash-broker-test:latest', Cmd: ['sleep', '600'], HostConfig: { NetworkMode: 'none' }, Labels: { [LABEL_TASK_DEPLOYMENT]: deployment } });
+    await left.start();
+    await broker({ BROKER_DEPLOYMENT: deployment });
+    await eventually(async () => !(await docker.listContainers({ all: true, filters: { id: [left.id] } })).length, 60_000, 'the left container removed');
+  });
 
   it('answers 504 when the daemon never comes up, and removes the sandbox', async () => {
     // The pool's sandbox image has no daemon: its container idles, nothing ever listens.

@@ -43,12 +43,24 @@ export class TaskService {
     if (this.sandboxes.size + this.starting >= this.settings.maxSandboxes) throw new TaskCapacityError(this.settings.maxSandboxes);
     this.starting++;
     try {
-      this.swept ??= backend.sweep().catch((err) => logger.warn({ err: errorMessage(err) }, 'sweeping old task containers failed'));
-      await this.swept;
+      await this.sweepStale();
       return await this.launch(backend, input);
     } finally {
       this.starting--;
     }
+  }
+
+  /**
+   * Removes the task containers an earlier broker of this deployment left (sandboxes live in the
+   * broker's memory: a restarted broker cannot serve them). Once; the first create waits for it.
+   */
+  sweepStale(): Promise<unknown> {
+    if (!this.backend) return Promise.resolve();
+    this.swept ??= this.backend.sweep().then(
+      (removed) => removed > 0 && logger.info({ removed }, 'removed task containers an earlier broker left'),
+      (err) => logger.warn({ err: errorMessage(err) }, 'sweeping old task containers failed'),
+    );
+    return this.swept;
   }
 
   get(id: string): TaskSandbox {
