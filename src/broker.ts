@@ -28,6 +28,8 @@ import { ExecdService } from './core/execd/execdService';
 import { PoolActivity } from './core/dashboard/poolActivity';
 import { teeObservers } from './core/dashboard/observerTee';
 import { DashboardFeed } from './core/dashboard/dashboardFeed';
+import { TaskService } from './core/tasks/taskService';
+import { DockerTaskBackend } from './backends/docker/taskContainers';
 
 /** execd shells (running commands, bash sessions, code contexts) one sandbox may have at once. */
 const EXECD_MAX_SHELLS_PER_SANDBOX = 16;
@@ -79,6 +81,22 @@ export function createSandboxContainers(config: BrokerConfig, backend: SessionBa
   return new DockerSandboxContainers(backend.docker, { ...config.docker, image: config.groups.image }, backend.instance);
 }
 
+/** Task sandboxes run on Docker only: on the local backend their routes answer 501. */
+export function createTaskService(config: BrokerConfig): TaskService {
+  const backend =
+    config.backend === 'docker'
+      ? new DockerTaskBackend({
+          tasks: config.tasks,
+          deployment: config.docker.deployment,
+          cpus: config.docker.cpus,
+          memoryBytes: config.docker.memoryBytes,
+          pidsLimit: config.docker.pidsLimit,
+          startTimeoutMs: config.docker.startTimeoutMs,
+        })
+      : null;
+  return new TaskService(backend, config.tasks);
+}
+
 export class Broker {
   /** The default pool (spec 003). */
   readonly pool: SessionPool;
@@ -95,6 +113,7 @@ export class Broker {
   readonly trajectories: TrajectoryFile | null;
   readonly execd: ExecdService;
   readonly orchestrator: Orchestrator;
+  readonly tasks: TaskService;
   /** What the dashboard shows (/ui): the pool's recent work, and its live feed. */
   readonly activity = new PoolActivity();
   readonly dashboard: DashboardFeed;
@@ -170,9 +189,12 @@ export class Broker {
         ...this.sandboxes.list({ states: [], metadata: {}, page: 1, pageSize: LISTED_SANDBOXES }).items.map((r) => ({ kind: 'lifecycle', id: r.id, detail: `${r.state}, ${r.place.kind}, ${r.spec.image}` })),
         ...this.execd.list().map((s) => ({ kind: 'execd', id: s.id, detail: s.detail })),
         ...this.orchestrator.list(),
+        ...this.tasks.list(),
       ],
     });
+    this.tasks = createTaskService(config);
     this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, {
+      tasks: this.tasks,
       workspaces: this.workspaces,
       execd: { service: this.execd, files: createExecdFilesApi(backend, config) },
       orchestrator: this.orchestrator,
@@ -196,6 +218,7 @@ export class Broker {
         resolve();
       });
     });
+    void this.tasks.sweepStale();
     this.warmPromise = this.pools.start().catch((err) => logger.error({ err: errorMessage(err) }, 'warm-up failed'));
     this.dashboard.start();
     return this.server.address() as AddressInfo;
@@ -221,6 +244,8 @@ export class Broker {
     await this.warmPromise?.catch(() => undefined);
     // Workspaces next: their terminals are closed and their slots go back while the pool still takes them.
     await this.workspaces.workspaces.close();
+    // Task sandboxes end with sandbox_terminated on their streams, and their containers go.
+    await this.tasks.close();
     // Lifecycle sandboxes next, for the same reason: a warm sandbox's lease goes back, a dedicated container is removed.
     await this.sandboxes.close();
     // The sandbox group next: its containers, disks, listeners and database go before the engine's client does.

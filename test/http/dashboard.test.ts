@@ -204,10 +204,20 @@ if (CHROMIUM) {
       const hosts = new Set<string>();
       page.on('request', (r) => hosts.add(new URL(r.url()).host));
       await page.goto(`${tb.url}/docs`);
-      await page.locator('.opblock').first().waitFor({ timeout: 30_000 });
-      const operations = await page.locator('.opblock').count();
       // A WebSocket beside an HTTP GET of the same path is one operation.
-      expect(operations).toBe(new Set(tb.broker.seam.routeList().map((r) => `${r.method === 'WS' ? 'GET' : r.method} ${r.path}`)).size);
+      const expected = new Set(tb.broker.seam.routeList().map((r) => `${r.method === 'WS' ? 'GET' : r.method} ${r.path}`)).size;
+      // Its tags open collapsed: each one opened in turn lists its operations.
+      const tags = page.locator('.opblock-tag');
+      await tags.first().waitFor({ timeout: 30_000 });
+      let shown = 0;
+      for (let i = 0; i < (await tags.count()); i++) {
+        const section = page.locator('.opblock-tag-section').nth(i);
+        await section.locator('.opblock-tag').click();
+        await section.locator('.opblock').first().waitFor({ timeout: 30_000 });
+        shown += await section.locator('.opblock').count();
+        await section.locator('.opblock-tag').click();
+      }
+      expect(shown).toBe(expected);
       expect([...hosts]).toEqual([new URL(tb.url).host]);
       await page.screenshot({ path: path.join(OUTPUT_DIR, `docs-${testBackend}.png`) });
       expect(problems).toEqual([]);
