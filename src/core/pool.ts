@@ -295,6 +295,7 @@ export class SessionPool {
       slotId: slot.slotId,
       container: slot.container.ref!,
       workdir: lease.workdir,
+      shell: () => (lease.released ? null : (lease.slot?.session ?? null)),
       lostReason: () => lease.brokenReason,
       giveBack: () => this.release(sessionId),
     };

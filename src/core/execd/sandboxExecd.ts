@@ -56,6 +56,10 @@ export class SandboxExecd {
     return this.handle.root;
   }
 
+  get openShells(): number {
+    return this.shells.openCount;
+  }
+
   warm(): void {
     this.shells.warm();
   }

@@ -195,7 +195,8 @@ export class SandboxService implements KnowingDirectory {
     const env = Object.keys(record.spec.env).length > 0 ? record.spec.env : undefined;
     if (record.place.kind === 'pool') {
       const site = record.place.entry.pool.site(record.place.taken.sessionId);
-      return { ...site, id, confined, env };
+      // The container and its lease shell are this sandbox's alone (one session per container).
+      return { ...site, id, confined, env, ownShell: record.place.taken.shell() ?? undefined };
     }
     return { id, slotId: `sbx-${id}`, container: record.place.container, root: record.place.workdir, confined, env, ended: record.ending.signal, backend: this.options.backend };
   }
