@@ -34,8 +34,9 @@ describe(`a warm lifecycle sandbox's commands run in its own lease shell (${test
     const sandbox = await Sandbox.create({ connectionConfig: connection, image: warmImage });
     const handle = sandboxDirectory({ pools: tb.broker.pools, sandboxes: tb.broker.sandboxes }).resolve(sandbox.id);
     expect(handle.ownShell?.alive).toBe(true);
-    // A leftover of the first command lives on in the lease shell.
-    const first = await sandbox.commands.run(`sh -c 'echo $$ > left.pid; exec sleep 600' >/dev/null 2>&1 & echo started`);
+    // A leftover of the first command lives on in the lease shell. A timeout kills what started since
+    // its command began, and start times are known to a clock tick (10 ms): the leftover starts well before.
+    const first = await sandbox.commands.run(`sh -c 'echo $$ > left.pid; exec sleep 600' >/dev/null 2>&1 & sleep 0.3; echo started`);
     expect(lines(first)).toEqual(['started']);
     expect(tb.broker.execd.openShells(sandbox.id)).toBe(0);
 
