@@ -118,8 +118,8 @@ async function episodeSteps(kind: 'local' | 'docker', backend: SessionBackend, r
     if (!prefix) laneRequests.push(control.signalRequests - lane0);
   }
   const next = sessionWorkdir(newSessionId());
-  // As the rebuild does: the old directory's removal queued, not waited for (docker holds removals
-  // 250 ms to send them together), the next one's creation waited for.
+  // The old directory's removal queued, not waited for (docker holds removals to send them
+  // together); the next one's creation waited for (the pool takes it from a stock made ahead).
   backend.removeWorkdir(ref, dir).catch((err: Error) => console.error(`removal failed: ${err.message}`));
   await step(`${prefix}cleanup: mkdir next workdir (${kind === 'docker' ? 'fs lane, merged with what is pending' : 'fs.mkdir'})`, probe, () =>
     backend.prepareWorkdir(ref, next, []),

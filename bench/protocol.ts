@@ -4,17 +4,30 @@
  */
 
 /**
- * Deployment labels: the brokers under test are "bench", the floors' containers "bench-floor", the
- * docker exec floor's "bench-floor-exec", and the shell server's (shellServer.ts) "bench-floor-shell"
- * (a backend's start sweeps its deployment's containers of other instances, so no two raw backends
- * can share one).
+ * This run's id, in every deployment name below: the orchestrator's pid, handed to the processes it
+ * forks through the environment. A backend's start sweeps its deployment's containers of other
+ * instances, so two runs on one engine (a shared machine) with the same names removed each other's
+ * containers, and one run's sessions' CPU counted the other's.
  */
-export const BENCH_DEPLOYMENT = 'bench';
-export const FLOOR_DEPLOYMENT = 'bench-floor';
-export const FLOOR_EXEC_DEPLOYMENT = 'bench-floor-exec';
-export const SHELL_FLOOR_DEPLOYMENT = 'bench-floor-shell';
+export const BENCH_RUN = (process.env.BENCH_RUN_ID ??= String(process.pid));
+
+/**
+ * Deployment labels: the brokers under test are "bench-<run>", the floors' containers
+ * "bench-floor-<run>", the docker exec floor's "bench-floor-exec-<run>", and the shell server's
+ * (shellServer.ts) "bench-floor-shell-<run>" (no two raw backends can share one, as above).
+ */
+export const BENCH_DEPLOYMENT = `bench-${BENCH_RUN}`;
+export const FLOOR_DEPLOYMENT = `bench-floor-${BENCH_RUN}`;
+export const FLOOR_EXEC_DEPLOYMENT = `bench-floor-exec-${BENCH_RUN}`;
+export const SHELL_FLOOR_DEPLOYMENT = `bench-floor-shell-${BENCH_RUN}`;
 /** The episode floor's containers (client/episodeFloor.ts). */
-export const EPISODE_FLOOR_DEPLOYMENT = 'bench-floor-episodes';
+export const EPISODE_FLOOR_DEPLOYMENT = `bench-floor-episodes-${BENCH_RUN}`;
+/**
+ * The workspace phase's brokers (phases/workspace.ts): a deployment of their own, so that another
+ * broker of this run starting on the engine, which sweeps its deployment's containers of other
+ * instances, does not remove theirs in the middle of a measurement.
+ */
+export const WORKSPACE_DEPLOYMENT = `bench-workspace-${BENCH_RUN}`;
 
 /**
  * How a raw session reaches its bash: the backend's default (local: pipes to a child; docker: named
@@ -151,6 +164,26 @@ export interface RawOpenResult {
   openMs: number;
 }
 
+/** One round of a flood in a workspace with `viewers` viewers (client/workspaceJobs.ts). */
+export interface WsFloodRound {
+  viewers: number;
+  /** The job's duration from its exit event: start mark to end mark, as the broker read the terminal. */
+  durationMs: number;
+  /** From the POST /api/execute to the exit event seen in the logs (client side). */
+  wallMs: number;
+  /** The flood's bytes / durationMs. */
+  bytesPerSec: number;
+  /** What the viewer that got least received (terminal: bytes; events: messages). */
+  viewerBytesMin: number;
+  viewerMessagesMin: number;
+  viewerMessagesMax: number;
+  /** Viewers the broker dropped during the round (they fell behind its bound). */
+  dropped: number;
+  /** CPU during the round, ms: the broker's (its process_cpu_seconds_total) and the viewer process's. */
+  brokerCpuMs: number;
+  viewersCpuMs: number;
+}
+
 export type Job =
   | { kind: 'seq'; target: Target; command: string; expectBytes: number; n: number; warmup: number; maxMs: number }
   /** Like 'seq', but one operation on each target in turn, so all of them see the same machine. */
@@ -166,6 +199,9 @@ export type Job =
   | { kind: 'flood'; url: string; sessions: number; bytesPerSession: number; timeoutS: number }
   | { kind: 'dockerStart'; image: string; count: number; concurrency: number }
   | { kind: 'episodeFloor'; backend: 'local' | 'docker'; image: string; concurrency: number; perContainer: number; rampMs: number; durationMs: number }
+  | { kind: 'wsExecCompare'; url: string; backend: 'local' | 'docker'; n: number; warmup: number; maxMs: number }
+  | { kind: 'wsEcho'; url: string; n: number; warmup: number; maxMs: number }
+  | { kind: 'wsFlood'; url: string; command: string; floodBytes: number; viewerKind: 'terminal' | 'events'; counts: number[]; timeoutS: number }
   | { kind: 'episodesOpen'; url: string; ratePerSec: number; arrivals: 'poisson' | 'fixed'; durationMs: number; maxOutstanding: number; drainMs: number };
 
 export type JobRequest = { id: number; job: Job };

@@ -19,6 +19,7 @@ import { sweepBenchContainers } from './lib/containers';
 import { singlePhase } from './phases/single';
 import { poolPhases, releasePhase } from './phases/pool';
 import { profilePhase } from './phases/profile';
+import { workspacePhase } from './phases/workspace';
 
 async function checkDocker(image: string): Promise<void> {
   const docker = new Dockerode();
@@ -29,20 +30,31 @@ async function checkDocker(image: string): Promise<void> {
     .catch(() => Promise.reject(new Error(`image ${image} not found; build it with scripts/docker-images.sh or pass --image`)));
 }
 
+/** Why the docker backend cannot be measured here, or null when it can. */
+function dockerMissing(image: string): Promise<string | null> {
+  return checkDocker(image).then(
+    () => null,
+    (err: Error) => err.message,
+  );
+}
+
 async function runPhases(ctx: BenchContext): Promise<void> {
   const { phases } = ctx.plan;
   if (phases.has('core')) await singlePhase(ctx);
   if (phases.has('release')) await releasePhase(ctx);
   if (!ctx.plan.quick) await poolPhases(ctx);
   if (phases.has('profile')) await profilePhase(ctx);
+  if (phases.has('workspace')) await workspacePhase(ctx, () => dockerMissing(ctx.plan.image));
 }
 
+/** `--only workspace` measures both backends, and is named for that, not for `--backend`; it draws no chart. */
 function writeResults(plan: Plan, results: Results, failed: boolean): string {
-  const name = `${plan.backend}-${plan.quick ? 'quick' : 'latest'}${failed ? '-failed' : ''}`;
+  const workspaceOnly = plan.phases.size === 1 && plan.phases.has('workspace');
+  const name = `${workspaceOnly ? 'workspace' : plan.backend}-${plan.quick ? 'quick' : 'latest'}${failed ? '-failed' : ''}`;
   const base = path.join(plan.outDir, name);
   fs.writeFileSync(`${base}.json`, JSON.stringify(results, null, 2) + '\n');
   fs.writeFileSync(`${base}.md`, renderMarkdown(results));
-  fs.writeFileSync(`${base}.svg`, renderChart(results) + '\n');
+  if (!workspaceOnly) fs.writeFileSync(`${base}.svg`, renderChart(results) + '\n');
   return base;
 }
 
@@ -86,10 +98,12 @@ async function main(): Promise<number> {
   }
   results.durationS = (Date.now() - startedAt.getTime()) / 1000;
   results.targets = evaluateTargets(results);
+  // A workspace-only run lists the targets it measured, not every other phase's as unmeasured.
+  if (plan.phases.size === 1 && plan.phases.has('workspace')) results.targets = results.targets.filter((t) => t.pass !== null || t.value !== '-');
   const base = writeResults(plan, results, failed);
   const md = renderMarkdown(results);
   console.log('\n' + md.slice(md.indexOf('## Targets'), md.indexOf('## Single operations')).trim());
-  console.log(`\nbench: ${results.durationS.toFixed(0)} s; results in ${path.relative(process.cwd(), base)}.{json,md,svg}`);
+  console.log(`\nbench: ${results.durationS.toFixed(0)} s; results in ${path.relative(process.cwd(), base)}.{json,md}`);
   return failed ? 1 : 0;
 }
 

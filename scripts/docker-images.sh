@@ -4,11 +4,13 @@
 #   bash-broker-test:latest     bash-static + busybox-static rootfs, `docker import`ed (seconds)
 #   debian:bookworm-slim        debootstrap --variant=minbase, `docker import`ed (~30 s)
 #   bash-broker-sandbox:latest  containers/sandbox/Dockerfile FROM debian:bookworm-slim (~10 s)
+#   bash-broker-task:latest     containers/task/Dockerfile: git, the host's Node 20, the task daemon and
+#                               Pi from node_modules (needs `npm ci` done first; tests of task sandboxes)
 # Only when named (tests and CI do not need them):
 #   node:20-bookworm-slim       stand-in for the official image: debian:bookworm-slim + this host's Node 20
 #   bash-broker:latest          containers/broker/Dockerfile FROM node:20-bookworm-slim (docker-compose.yml)
-# Usage: scripts/docker-images.sh [--force] [test|debian|sandbox|node|broker ...]   (default: test debian sandbox)
-# Skips an image whose tag already exists unless --force; broker is always rebuilt (it is the source
+# Usage: scripts/docker-images.sh [--force] [test|debian|sandbox|task|node|broker ...]   (default: test debian sandbox)
+# Skips an image whose tag already exists unless --force; broker and task are always rebuilt (they hold the source
 # tree; the layer cache makes an unchanged rebuild take about a second). Needs root; starts the engine.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
@@ -17,8 +19,8 @@ export DEBIAN_FRONTEND=noninteractive
 export DOCKER_BUILDKIT=0
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FORCE=0; WANT=()
-for a in "$@"; do case $a in --force) FORCE=1 ;; test|debian|sandbox|node|broker) WANT+=("$a") ;;
-  *) echo "usage: $0 [--force] [test|debian|sandbox|node|broker ...]" >&2; exit 2 ;; esac; done
+for a in "$@"; do case $a in --force) FORCE=1 ;; test|debian|sandbox|task|node|broker) WANT+=("$a") ;;
+  *) echo "usage: $0 [--force] [test|debian|sandbox|task|node|broker ...]" >&2; exit 2 ;; esac; done
 [[ ${#WANT[@]} -gt 0 ]] || WANT=(test debian sandbox)
 TMP=$(mktemp -d /tmp/bash-broker-images.XXXXXX); trap 'rm -rf "$TMP"' EXIT
 say() { echo "[docker-images] $*" >&2; }
@@ -148,6 +150,26 @@ build_sandbox() {
   docker run --rm bash-broker-sandbox:latest bash -c 'python3 -c "print(1)" && git --version && ps >/dev/null'
 }
 
+# The daemon compiled, Pi's dependency closure copied from the repo's node_modules (real files, not
+# the symlinks a shared install may use), the host's Node 20: a context of ~220 MB, no registry.
+build_task() {
+  if ! docker image inspect debian:bookworm-slim >/dev/null 2>&1; then build_one debian; fi
+  local node ctx=$TMP/task; node=$(readlink -f "$(command -v node)")
+  [[ $("$node" -v) == v2[0-9].* ]] || { say "host node is $("$node" -v): Pi needs Node >= 20.6"; return 1; }
+  [[ -d $ROOT/node_modules/@mariozechner/pi-coding-agent ]] || { say "node_modules has no Pi: run npm ci first"; return 1; }
+  mkdir -p "$ctx/app/node_modules"
+  cp "$node" "$ctx/node"
+  (cd "$ROOT" && npx tsc -p tsconfig.taskd.json --outDir "$ctx/app/dist")
+  local mods; mods=$(cd "$ROOT" && node scripts/task-image-modules.js) || return 1
+  local real; real=$(readlink -f "$ROOT/node_modules")
+  while read -r m; do
+    mkdir -p "$ctx/app/$(dirname "$m")"; cp -a "$real/${m#node_modules/}" "$ctx/app/$(dirname "$m")/"
+  done <<<"$mods"
+  cp "$ROOT/containers/task/Dockerfile" "$ctx/Dockerfile"
+  docker build -q --force-rm $(build_net) -t bash-broker-task:latest "$ctx" >/dev/null
+  docker run --rm --network none bash-broker-task:latest sh -c 'git --version >/dev/null && node -e "require(\"/opt/taskd/dist/esm.js\").loadPi().then(() => console.log(\"pi loads\"))"'
+}
+
 build_broker() {
   if ! docker image inspect "$NODE_TAG" >/dev/null 2>&1; then build_one node; fi
   docker build -q --force-rm $(build_net) -f "$ROOT/containers/broker/Dockerfile" -t bash-broker:latest "$ROOT" >/dev/null
@@ -157,10 +179,10 @@ build_broker() {
   [[ $rc == 2 && $out == *"invalid configuration"* ]] || { say "bash-broker:latest smoke check failed (rc $rc): $out"; return 1; }
 }
 
-build_one() { # $1 = test|debian|sandbox|node|broker
+build_one() { # $1 = test|debian|sandbox|task|node|broker
   local tag; case $1 in test) tag=bash-broker-test:latest ;; debian) tag=debian:bookworm-slim ;;
-    sandbox) tag=bash-broker-sandbox:latest ;; node) tag=$NODE_TAG ;; broker) tag=bash-broker:latest ;; esac
-  if [[ $1 != broker ]] && have "$tag"; then say "$tag exists: skipped (--force rebuilds)"; return 0; fi
+    sandbox) tag=bash-broker-sandbox:latest ;; task) tag=bash-broker-task:latest ;; node) tag=$NODE_TAG ;; broker) tag=bash-broker:latest ;; esac
+  if [[ $1 != broker && $1 != task ]] && have "$tag"; then say "$tag exists: skipped (--force rebuilds)"; return 0; fi
   if [[ $1 == node ]] && docker image inspect "$tag" >/dev/null 2>&1 &&
     [[ -z $(docker image inspect -f "{{index .Config.Labels \"$STANDIN_LABEL\"}}" "$tag") ]]; then
     say "$tag is not a local stand-in (pulled?): kept"; return 0

@@ -25,6 +25,8 @@ import { createWorkspaceApi, type WorkspaceApi } from './core/workspace/workspac
 import { createExecdFilesApi } from './core/execd/execdFilesApi';
 import { TrajectoryFile } from './trajectories/trajectoryFile';
 import { ExecdService } from './core/execd/execdService';
+import { TaskService } from './core/tasks/taskService';
+import { DockerTaskBackend } from './backends/docker/taskContainers';
 
 /** execd shells (running commands, bash sessions, code contexts) one sandbox may have at once. */
 const EXECD_MAX_SHELLS_PER_SANDBOX = 16;
@@ -74,6 +76,22 @@ export function createSandboxContainers(config: BrokerConfig, backend: SessionBa
   return new DockerSandboxContainers(backend.docker, { ...config.docker, image: config.groups.image }, backend.instance);
 }
 
+/** Task sandboxes run on Docker only: on the local backend their routes answer 501. */
+export function createTaskService(config: BrokerConfig): TaskService {
+  const backend =
+    config.backend === 'docker'
+      ? new DockerTaskBackend({
+          tasks: config.tasks,
+          deployment: config.docker.deployment,
+          cpus: config.docker.cpus,
+          memoryBytes: config.docker.memoryBytes,
+          pidsLimit: config.docker.pidsLimit,
+          startTimeoutMs: config.docker.startTimeoutMs,
+        })
+      : null;
+  return new TaskService(backend, config.tasks);
+}
+
 export class Broker {
   /** The default pool (spec 003). */
   readonly pool: SessionPool;
@@ -90,6 +108,7 @@ export class Broker {
   readonly trajectories: TrajectoryFile | null;
   readonly execd: ExecdService;
   readonly orchestrator: Orchestrator;
+  readonly tasks: TaskService;
   private closePromise: Promise<void> | null = null;
   private warmPromise: Promise<void> | null = null;
 
@@ -152,7 +171,9 @@ export class Broker {
     });
     const endpoints = new HttpGroupEndpoints({ host: config.host, token: config.token, maxBodyBytes: config.maxBodyBytes });
     this.orchestrator = createOrchestrator(config, createSandboxContainers(config, backend), openLanceStore, endpoints, overrides.maxOutputBytes ?? config.maxOutputBytes);
+    this.tasks = createTaskService(config);
     this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, {
+      tasks: this.tasks,
       workspaces: this.workspaces,
       execd: { service: this.execd, files: createExecdFilesApi(backend, config) },
       orchestrator: this.orchestrator,
@@ -175,6 +196,7 @@ export class Broker {
         resolve();
       });
     });
+    void this.tasks.sweepStale();
     this.warmPromise = this.pools.start().catch((err) => logger.error({ err: errorMessage(err) }, 'warm-up failed'));
     return this.server.address() as AddressInfo;
   }
@@ -198,6 +220,8 @@ export class Broker {
     await this.warmPromise?.catch(() => undefined);
     // Workspaces next: their terminals are closed and their slots go back while the pool still takes them.
     await this.workspaces.workspaces.close();
+    // Task sandboxes end with sandbox_terminated on their streams, and their containers go.
+    await this.tasks.close();
     // Lifecycle sandboxes next, for the same reason: a warm sandbox's lease goes back, a dedicated container is removed.
     await this.sandboxes.close();
     // The sandbox group next: its containers, disks, listeners and database go before the engine's client does.

@@ -10,6 +10,7 @@ import { acquireFree, episodes, episodesOpen, flood, releaseToAvailable } from '
 import { episodeFloor } from './episodeFloor';
 import { dockerStartFloor } from './dockerStart';
 import { nowMs } from '../lib/stats';
+import { wsEcho, wsExecCompare, wsFlood } from './workspaceJobs';
 
 /** Open raw sessions by transport (rawOpen opens, rawClose closes them all). */
 const rawSets = new Map<RawTransport, RawSet>();
@@ -80,6 +81,12 @@ async function run(job: Job): Promise<unknown> {
       return releaseToAvailable(job.url, job.n, job.maxMs);
     case 'flood':
       return flood(job.url, job.sessions, job.bytesPerSession, job.timeoutS);
+    case 'wsExecCompare':
+      return wsExecCompare(job.url, job.backend, job.n, job.warmup, job.maxMs);
+    case 'wsEcho':
+      return wsEcho(job.url, job.n, job.warmup, job.maxMs);
+    case 'wsFlood':
+      return wsFlood(job.url, job.command, job.floodBytes, job.viewerKind, job.counts, job.timeoutS);
     case 'dockerStart':
       return dockerStartFloor(job.image, job.count, job.concurrency);
   }

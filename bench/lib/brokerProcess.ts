@@ -29,6 +29,8 @@ export interface BrokerSpec {
   image: string;
   env?: Record<string, string>;
   nodeFlags?: string[];
+  /** The broker's entry script; default dist/index.js (a diagnosis may compare another build). */
+  entry?: string;
 }
 
 export interface HealthBody {
@@ -93,7 +95,7 @@ export class BrokerProcess {
     const logPath = path.join(logDir, `broker-${spec.backend}-${spec.name}.log`);
     const log = fs.openSync(logPath, 'w');
     const spawnedAt = nowMs();
-    const child = spawn(process.execPath, [...(spec.nodeFlags ?? []), path.join(REPO_DIR, 'dist', 'index.js')], {
+    const child = spawn(process.execPath, [...(spec.nodeFlags ?? []), spec.entry ?? path.join(REPO_DIR, 'dist', 'index.js')], {
       cwd: REPO_DIR,
       env: brokerEnv(spec, port),
       stdio: ['ignore', log, log],

@@ -16,7 +16,8 @@ import { cpuBreakdown, snapshotCpu } from './cpuAccount';
 import { nowMs } from './stats';
 import { bar, clock, ProgressLine, warmupText } from './progress';
 
-export type PoolSpec = Omit<BrokerSpec, 'backend' | 'image'>;
+/** `backend`: the run's unless given (the workspace phase measures both in one run). */
+export type PoolSpec = Omit<BrokerSpec, 'backend' | 'image'> & { backend?: BrokerSpec['backend'] };
 
 export class BenchContext {
   private current: BrokerProcess | null = null;
@@ -92,7 +93,7 @@ export class BenchContext {
 
   /**
    * Whose CPU counts as the broker's sessions' (lib/sessionCpu.ts): its containers (deployment
-   * "bench"), or its local instance's cgroup, named after its pid.
+   * "bench-<run>"), or its local instance's cgroup, named after its pid.
    */
   async sessionCgroups(broker: BrokerProcess): Promise<{ containerIds: string[] } | { localInstance: string }> {
     if (this.plan.backend === 'local') return { localInstance: String(broker.pid) };
@@ -103,15 +104,15 @@ export class BenchContext {
 
   /** Ids of the containers of this run (the broker's and the floors'), so others' count as "rest". */
   private async benchContainerIds(): Promise<Set<string>> {
-    if (this.plan.backend !== 'docker') return new Set();
+    if (this.plan.backend !== 'docker' && this.current?.spec.backend !== 'docker') return new Set();
     return new Set((await benchContainers(this.docker)).map((c) => c.Id));
   }
 
   /** Starts a broker for `spec`, waits until every session is AVAILABLE, runs `fn`, stops it. */
   async withBroker<T>(spec: PoolSpec, fn: (broker: BrokerProcess, warmMs: number) => Promise<T>, warmCpuLabel?: string): Promise<T> {
-    const { backend, image } = this.plan;
+    const backend = spec.backend ?? this.plan.backend;
     const perContainerBoundMs = backend === 'docker' ? 3000 : 500;
-    const broker = await BrokerProcess.start({ ...spec, backend, image }, this.logDir);
+    const broker = await BrokerProcess.start({ ...spec, backend, image: this.plan.image }, this.logDir);
     this.current = broker;
     try {
       const warm = (): Promise<number> =>
@@ -132,7 +133,7 @@ export class BenchContext {
   async stopBroker(): Promise<void> {
     const broker = this.current;
     if (!broker) return;
-    const bound = 30_000 + broker.spec.containers * (this.plan.backend === 'docker' ? 1000 : 50);
+    const bound = 30_000 + broker.spec.containers * (broker.spec.backend === 'docker' ? 1000 : 50);
     const { stopMs, killed } = await broker.stop(bound);
     this.current = null;
     if (killed) this.results.notes.push(`broker ${broker.spec.name} did not stop within ${bound} ms of SIGTERM and was killed`);

@@ -7,9 +7,10 @@ import type { CommandName } from '../protocol';
 /**
  * `floor`: the episode floor beside the broker's episodes above 8 (client/episodeFloor.ts); `open`:
  * episodes arriving open-loop at half the closed loop's rate, for acquire latency below saturation.
- * Both run only with `episodes`.
+ * Both run only with `episodes`. `workspace`: the shared PTY workspaces' figures, on both backends
+ * whichever `--backend` is (phases/workspace.ts).
  */
-export const PHASES = ['core', 'release', 'episodes', 'floor', 'open', 'flood', 'warmup', 'profile'] as const;
+export const PHASES = ['core', 'release', 'episodes', 'floor', 'open', 'flood', 'warmup', 'profile', 'workspace'] as const;
 export type Phase = (typeof PHASES)[number];
 
 export interface Plan {
@@ -37,7 +38,7 @@ export interface Plan {
 }
 
 const USAGE = `usage: npm run bench -- [--backend local|docker] [--quick] [--image IMG] [--levels 1,8,64,256,1024]
-                          [--skip ${PHASES.join(',')}] [--warmup-rounds N] [--out DIR]`;
+                          [--skip ${PHASES.join(',')}] [--only PHASE,...] [--warmup-rounds N] [--out DIR]`;
 
 export function parseArgs(argv: string[], benchDir: string): Plan {
   const opts = new Map<string, string>();
@@ -48,14 +49,16 @@ export function parseArgs(argv: string[], benchDir: string): Plan {
     else if (a.startsWith('--') && i + 1 < argv.length) opts.set(a.slice(2), argv[++i]);
     else throw new Error(`unknown argument '${a}'\n${USAGE}`);
   }
-  for (const k of opts.keys()) if (!['quick', 'backend', 'image', 'levels', 'skip', 'out', 'warmup-rounds'].includes(k)) throw new Error(`unknown option --${k}\n${USAGE}`);
+  for (const k of opts.keys()) if (!['quick', 'backend', 'image', 'levels', 'skip', 'only', 'out', 'warmup-rounds'].includes(k)) throw new Error(`unknown option --${k}\n${USAGE}`);
   const backend = opts.get('backend') ?? 'local';
   if (backend !== 'local' && backend !== 'docker') throw new Error(`--backend must be local or docker\n${USAGE}`);
   const quick = opts.has('quick');
   const skip = new Set((opts.get('skip') ?? '').split(',').filter(Boolean));
-  for (const s of skip) if (!(PHASES as readonly string[]).includes(s)) throw new Error(`--skip: unknown phase '${s}'\n${USAGE}`);
+  const only = opts.has('only') ? new Set((opts.get('only') ?? '').split(',').filter(Boolean)) : null;
+  for (const s of [...skip, ...(only ?? [])]) if (!(PHASES as readonly string[]).includes(s)) throw new Error(`--skip / --only: unknown phase '${s}'\n${USAGE}`);
   const quickPhases: Phase[] = ['core', 'release'];
-  const phases = new Set<Phase>((quick ? quickPhases : [...PHASES]).filter((p) => !skip.has(p)));
+  const chosen: Phase[] = only ? PHASES.filter((p) => only.has(p)) : quick ? quickPhases : [...PHASES];
+  const phases = new Set<Phase>(chosen.filter((p) => !skip.has(p)));
   const levels = (opts.get('levels') ?? (quick ? '1,8' : '1,8,64,256,1024')).split(',').map(Number);
   if (levels.some((l) => !Number.isInteger(l) || l < 1 || l > 4096)) throw new Error(`--levels: integers 1..4096\n${USAGE}`);
   const warmupRounds = Number(opts.get('warmup-rounds') ?? 5);

@@ -2,6 +2,7 @@
 import type { LatencySummary, SeqResult } from '../protocol';
 import { episodeFloorRate, type Results } from './results';
 import type { ProfileSummary } from './profile';
+import { renderWorkspace } from './workspaceResults';
 
 const f = (v: number | undefined, digits = 3): string => (v === undefined || !Number.isFinite(v) ? '-' : v.toFixed(digits));
 const lat = (l: LatencySummary | undefined): string => (l && l.n ? `${f(l.p50)} / ${f(l.p90)} / ${f(l.p99)}` : '-');
@@ -20,7 +21,9 @@ function header(r: Results): string[] {
   const m = r.machine;
   const loads = r.phases.map((p) => p.loadAvg1m);
   return [
-    `# Broker benchmark: ${r.backend} backend (${r.mode} run)`,
+    r.workspace && !r.commands.true && r.episodes.length === 0
+      ? `# Broker benchmark: shared PTY workspaces, ${Object.keys(r.workspace).join(' and ')} backends (${r.mode} run)`
+      : `# Broker benchmark: ${r.backend} backend (${r.mode} run)`,
     '',
     `Run ${r.startedAt}, ${r.durationS.toFixed(0)} s${r.image ? `, image \`${r.image}\`` : ''}. Broker: \`node dist/index.js\` at ${m.gitCommit}${m.gitDirty ? ' (src/ had uncommitted changes)' : ''}.`,
     '',
@@ -274,5 +277,5 @@ function profile(p: ProfileSummary | undefined, during: string): string[] {
 
 export function renderMarkdown(r: Results): string {
   const notes = r.notes.length ? ['## Notes', '', ...r.notes.map((n) => `- ${n}`), ''] : [];
-  return [...header(r), ...targets(r), ...single(r), ...episodes(r), ...episodeFloor(r), ...lifecycle(r), ...cpu(r), ...profile(r.profile, 'execute `true`'), ...profile(r.profileEpisodes, 'episodes at 64'), ...notes].join('\n');
+  return [...header(r), ...targets(r), ...renderWorkspace(r.workspace), ...single(r), ...episodes(r), ...episodeFloor(r), ...lifecycle(r), ...cpu(r), ...profile(r.profile, 'execute `true`'), ...profile(r.profileEpisodes, 'episodes at 64'), ...notes].join('\n');
 }

@@ -4,6 +4,7 @@ import type { CpuBreakdown } from './cpuAccount';
 import type { HistogramSummary } from './metricsText';
 import type { Machine } from './machine';
 import type { ProfileSummary } from './profile';
+import { workspaceTargets, type WorkspaceResults } from './workspaceResults';
 
 export interface PathFigures {
   seq?: SeqResult;
@@ -87,6 +88,8 @@ export interface Results {
   cpu: Record<string, CpuBreakdown>;
   profile?: ProfileSummary;
   profileEpisodes?: ProfileSummary;
+  /** Issue 18's workspace figures, per backend (the phase measures both in one run). */
+  workspace?: WorkspaceResults;
   phases: { name: string; atS: number; loadAvg1m: number }[];
   targets: TargetResult[];
   notes: string[];
@@ -267,5 +270,6 @@ export function evaluateTargets(r: Results): TargetResult[] {
 
   const rss = r.rss.at1024;
   out.push({ name: 'broker RSS at 1024 sessions', rule: '< 200 MB', value: rss === undefined ? '-' : `${(rss / 1e6).toFixed(1)} MB`, limit: '200 MB', pass: rss === undefined ? null : rss < 200e6 });
+  out.push(...workspaceTargets(r.workspace));
   return out;
 }

@@ -19,6 +19,8 @@ import { workspacePageRouter } from './workspacePage';
 import type { WorkspaceApi } from '../core/workspace/workspaceApi';
 import type { ExecdFilesApi } from '../core/execd/execdFilesApi';
 import type { ExecdService } from '../core/execd/execdService';
+import type { TaskService } from '../core/tasks/taskService';
+import { taskRouter } from './taskRoutes';
 import type { SandboxDirectory } from '../core/sandboxHandle';
 import { execdFileRouter } from './execd/execdFileRoutes';
 import { execdMetricsRouter } from './execd/execdMetricsRoutes';
@@ -43,7 +45,7 @@ export interface ExecdApis {
  * The APIs beyond the pool's, each mounted when given (the bench's app floor has none):
  * `workspaces` (spec 000), `execd` of every sandbox (spec 004), `orchestrator`: sandbox groups
  * (spec 001), `pools`: every pool (BROKER_POOLS; without it, the default pool alone), `sandboxes`:
- * OpenSandbox's lifecycle API (/v1).
+ * OpenSandbox's lifecycle API (/v1), `tasks`: task sandboxes with a coding agent (spec 002).
  */
 export interface BrokerApis {
   workspaces?: WorkspaceApi;
@@ -51,6 +53,7 @@ export interface BrokerApis {
   orchestrator?: Orchestrator;
   pools?: PoolRegistry;
   sandboxes?: SandboxService;
+  tasks?: TaskService;
 }
 
 /**
@@ -74,7 +77,7 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
     rolloutRouter(pools, limits, requestIds),
     healthRouter(pools, metrics, { metricsPublic: config.metricsPublic }),
   ];
-  const { workspaces, execd, orchestrator, sandboxes: lifecycle } = apis;
+  const { workspaces, execd, orchestrator, sandboxes: lifecycle, tasks } = apis;
   if (workspaces) {
     routers.push(workspaceRouter(workspaces.workspaces, workspaces.files, { maxCommandBytes: config.maxCommandBytes, viewerBufferBytes: config.workspace.viewerBufferBytes }));
     routers.push(workspacePageRouter());
@@ -94,6 +97,7 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
     routers.push(execdMetricsRouter(sandboxes, execd.files.metrics));
   }
   if (orchestrator) routers.push(orchestratorRouter(orchestrator));
+  if (tasks) routers.push(taskRouter(tasks, { keepAliveMs: config.tasks.keepAliveMs }));
   return routers;
 }
 

@@ -25,6 +25,7 @@ const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
   rejected: 422,
   unavailable: 503,
   backend: 502,
+  timeout: 504,
   not_implemented: 501,
   // The client that left never sees it; anyone else who gets it sees a plain 400.
   aborted: 400,
@@ -55,7 +56,8 @@ interface Described {
 function describe(err: unknown, where: string): Described {
   if (err instanceof BrokerError) {
     const status = STATUS_OF_KIND[err.kind];
-    if (status >= 500) logger.warn({ where, code: err.code }, err.message);
+    // The broker's faults only: a 501 (a route this configuration does not serve) is the client's to read.
+    if (err.isBrokerFault) logger.warn({ where, code: err.code }, err.message);
     return { status, kind: err.kind, code: err.code, message: err.detail };
   }
   logger.error({ err, where }, 'unhandled error');
@@ -107,6 +109,7 @@ const OPEN_SANDBOX_CODE_OF_KIND: Readonly<Record<ErrorKind, string>> = {
   rejected: 'RUNTIME_ERROR',
   unavailable: 'RUNTIME_ERROR',
   backend: 'RUNTIME_ERROR',
+  timeout: 'RUNTIME_ERROR',
   not_implemented: 'NOT_SUPPORTED',
   aborted: 'RUNTIME_ERROR',
   internal: 'RUNTIME_ERROR',

@@ -157,12 +157,12 @@ export function workspaceRouter(workspaces: Workspaces, files: WorkspaceFiles, o
       {
         path: `${prefix}/ws/workspace`,
         check: async (ctx) => void (await resolve(ctx)),
-        accept: (socket, ctx) => void resolve(ctx).then((ws) => acceptEventStream(socket, ws, ctx.query, options), () => gone(socket)),
+        accept: (socket, ctx) => void resolve(ctx).then((ws) => acceptEventStream(socket, ws, ctx.query, ctx.req.socket, options), () => gone(socket)),
       },
       {
         path: `${prefix}/ws/workspace/terminal`,
         check: async (ctx) => void (await resolve(ctx)),
-        accept: (socket, ctx) => void resolve(ctx).then((ws) => acceptTerminal(socket, ws, options), () => gone(socket)),
+        accept: (socket, ctx) => void resolve(ctx).then((ws) => acceptTerminal(socket, ws, ctx.req.socket, options), () => gone(socket)),
       },
     );
   }

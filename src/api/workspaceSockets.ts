@@ -6,12 +6,15 @@
  *   in, binary messages are keys, text ones JSON: {"type":"input","data":"..."} or
  *   {"type":"resize","cols":C,"rows":R} (plain text that is not JSON is taken as keys).
  *
- * A viewer never slows the terminal or the others: events are sent without waiting, and a viewer
- * whose unsent bytes pass BROKER_WORKSPACE_VIEWER_BUFFER_BYTES is dropped (cut at once: a close frame would wait behind what it does not read). Pings keep
- * idle connections (and the proxies between) alive.
+ * A viewer never slows the terminal or the others: each stream is framed once and written to every
+ * viewer as one buffer per flush (wsFanout.ts), and a viewer whose unsent bytes pass
+ * BROKER_WORKSPACE_VIEWER_BUFFER_BYTES is dropped. Pings keep idle connections (and the proxies
+ * between) alive.
  */
+import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import type { Workspace } from '../core/workspace/workspace';
+import { WsFanout } from './wsFanout';
 
 const PING_EVERY_MS = 15_000;
 const MAX_TERMINAL_SIDE = 1000;
@@ -30,37 +33,42 @@ function keepAlive(socket: WebSocket, onClose: () => void): void {
   });
 }
 
-/** Sends unless the viewer is too far behind; then drops it. */
-function sender(socket: WebSocket, options: SocketOptions): (data: string | Buffer) => void {
-  return (data) => {
-    if (socket.readyState !== socket.OPEN) return;
-    if (socket.bufferedAmount > options.viewerBufferBytes) {
-      socket.terminate(); // a close frame would queue behind what it does not read
-      return;
-    }
-    socket.send(data);
-  };
+/** The workspace's two streams, each framed once for all its viewers (wsFanout.ts), made on first use. */
+const fanouts = new WeakMap<Workspace, { events: WsFanout; terminal: WsFanout }>();
+
+function fanoutsOf(ws: Workspace, options: SocketOptions): { events: WsFanout; terminal: WsFanout } {
+  let f = fanouts.get(ws);
+  if (!f) {
+    const made = { events: new WsFanout(false, options.viewerBufferBytes), terminal: new WsFanout(true, options.viewerBufferBytes) };
+    // Once per workspace, for as long as it lives: each event is serialized once, whoever watches, and not at all when nobody does.
+    ws.events.subscribe(null, (event) => made.events.size > 0 && made.events.publish(JSON.stringify(event)), () => undefined);
+    ws.scrollback.attach((chunk) => made.terminal.size > 0 && made.terminal.publish(chunk));
+    fanouts.set(ws, made);
+    f = made;
+  }
+  return f;
 }
 
-export function acceptEventStream(socket: WebSocket, ws: Workspace, query: string, options: SocketOptions): void {
-  const raw = new URLSearchParams(query).get('since');
-  const since = raw !== null && /^\d+$/.test(raw) ? Number(raw) : null;
-  if (raw !== null && since === null) {
+export function acceptEventStream(socket: WebSocket, ws: Workspace, query: string, raw: Socket, options: SocketOptions): void {
+  const value = new URLSearchParams(query).get('since');
+  const since = value !== null && /^\d+$/.test(value) ? Number(value) : null;
+  if (value !== null && since === null) {
     socket.close(1003, "'since' must be a non-negative integer seq_id");
     return;
   }
-  const send = sender(socket, options);
-  const unsubscribe = ws.events.subscribe(
-    since,
-    (event) => send(JSON.stringify(event)),
-    (notice) => send(JSON.stringify(notice)),
-  );
-  keepAlive(socket, unsubscribe);
+  const first: string[] = [];
+  if (since !== null && since < ws.events.next) {
+    const { dropped, events } = ws.events.slice(since, ws.events.next - since);
+    if (dropped) first.push(JSON.stringify(dropped));
+    for (const e of events) first.push(JSON.stringify(e));
+  }
+  // The replay and the joining happen in one synchronous step: no gap, no duplicate.
+  keepAlive(socket, fanoutsOf(ws, options).events.join(socket, raw, first));
 }
 
-export function acceptTerminal(socket: WebSocket, ws: Workspace, options: SocketOptions): void {
-  const send = sender(socket, options);
-  const detach = ws.scrollback.attach((chunk) => send(chunk));
+export function acceptTerminal(socket: WebSocket, ws: Workspace, raw: Socket, options: SocketOptions): void {
+  const recent = ws.scrollback.recent();
+  const detach = fanoutsOf(ws, options).terminal.join(socket, raw, recent.length > 0 ? [recent] : []);
   socket.on('message', (data: Buffer, isBinary: boolean) => {
     if (isBinary) return ws.input(data);
     const text = data.toString('utf8');

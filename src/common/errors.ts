@@ -28,6 +28,8 @@ export type ErrorKind =
   | 'unavailable'
   /** The backend failed in a way the client cannot fix. */
   | 'backend'
+  /** A part the broker waited on (a sandbox's daemon) did not answer in time (HTTP 504). */
+  | 'timeout'
   /**
    * This broker cannot serve the route at all: sandbox groups on the local backend, parts of
    * OpenSandbox's APIs it does not serve (snapshots, egress policy). 501.
@@ -60,7 +62,7 @@ export class BrokerError extends Error {
 
   /** The broker's or its backend's fault rather than the request's: another attempt may succeed. */
   get isBrokerFault(): boolean {
-    return this.kind === 'unavailable' || this.kind === 'backend' || this.kind === 'internal';
+    return this.kind === 'unavailable' || this.kind === 'backend' || this.kind === 'timeout' || this.kind === 'internal';
   }
 }
 

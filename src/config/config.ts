@@ -5,6 +5,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { parsePools, PoolConfigError, type PoolSpec } from './pools';
+import { loadTaskConfig, type TaskConfig } from './taskConfig';
 
 export type BackendKind = 'local' | 'docker';
 
@@ -119,6 +120,8 @@ export interface BrokerConfig {
     /** BROKER_SANDBOX_DISK: a sandbox's disk when its request names none. */
     defaultDiskBytes: number;
   };
+  /** Task sandboxes (spec 002): taskConfig.ts. */
+  tasks: TaskConfig;
   docker: {
     image: string;
     /** Containers of one deployment name belong to one broker at a time; a new start sweeps the rest. */
@@ -179,7 +182,7 @@ function pick(env: Env, name: string, alias?: string): { name: string; raw: stri
   return undefined;
 }
 
-function int(env: Env, name: string, dflt: number, opts: { min?: number; max?: number; alias?: string } = {}): number {
+export function int(env: Env, name: string, dflt: number, opts: { min?: number; max?: number; alias?: string } = {}): number {
   const v = pick(env, name, opts.alias);
   if (!v) return dflt;
   const min = opts.min ?? 1;
@@ -192,7 +195,7 @@ function int(env: Env, name: string, dflt: number, opts: { min?: number; max?: n
 }
 
 /** Seconds (a positive float, as the spec's timeouts are) converted to milliseconds. */
-function seconds(env: Env, name: string, dfltSeconds: number, alias?: string): number {
+export function seconds(env: Env, name: string, dfltSeconds: number, alias?: string): number {
   const v = pick(env, name, alias);
   if (!v) return dfltSeconds * 1000;
   const n = Number(v.raw);
@@ -343,6 +346,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
       image: (env.BROKER_SANDBOX_IMAGE ?? '').trim() || 'bash-broker-sandbox:latest',
       defaultDiskBytes: bytes(env, 'BROKER_SANDBOX_DISK', 1024 ** 3),
     },
+    tasks: loadTaskConfig(env),
     docker: {
       image,
       deployment: deploymentName(env),

@@ -297,6 +297,10 @@ export class SessionPool {
       workdir: lease.workdir,
       shell: () => (lease.released ? null : (lease.slot?.session ?? null)),
       lostReason: () => lease.brokenReason,
+      onLost: (listener) => {
+        if (lease.brokenReason !== null) queueMicrotask(() => listener(lease.brokenReason!));
+        else lease.onBroken = listener;
+      },
       giveBack: () => this.release(sessionId),
     };
   }

@@ -64,8 +64,10 @@ export interface TakenSlot {
    * uses a taken slot, so the taker may run its commands there rather than open a shell of its own.
    */
   shell(): BashSession | null;
-  /** Why the slot was lost while taken (its container failed), or null. */
+  /** Why the slot was lost while taken (its shell or container failed), or null. */
   lostReason(): string | null;
+  /** Called once, when the slot is lost (right away if it already is). */
+  onLost(listener: (reason: string) => void): void;
   giveBack(): void;
 }
 

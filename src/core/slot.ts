@@ -41,6 +41,8 @@ export class Lease {
   executing = false;
   released = false;
   brokenReason: string | null = null;
+  /** Told once when the lease breaks (its shell or container failed): a workspace moves away at once. */
+  onBroken: ((reason: string) => void) | null = null;
   lastActivityMs: number;
   readonly acquiredAtMs: number;
   /** The acquire's `lease_ttl` (leaseTtl.ts), or null: the pool's idle timeout alone. */

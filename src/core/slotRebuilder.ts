@@ -1,6 +1,6 @@
 /**
- * Slot rebuild: prepares a slot for its next lease (its session id chosen, its working directory
- * made, a fresh shell started in it) after a release (recycling the old shell in place when the
+ * Slot rebuild: prepares a slot for its next lease (its session id and working directory taken from
+ * its container's stock of directories made ahead, a fresh shell started in it) after a release (recycling the old shell in place when the
  * backend can), after its shell died, or after its container was replaced, so that an acquire finds
  * it ready; marks a slot BROKEN and retries it with backoff. Leasing (pool.ts) and the container
  * fleet (containerFleet.ts) call it.
@@ -13,7 +13,7 @@ import { SessionState, type SessionStates } from './states';
 import type { PoolObserver } from './observer';
 import { errorMessage } from '../common/errors';
 import { logger } from '../common/logger';
-import { newSessionId } from '../common/ids';
+import { WorkdirStock } from './workdirStock';
 
 const REBUILD_BACKOFF_MAX_MS = 30_000;
 /** How long the `cd` into a working directory may take (a starved container is slow). */
@@ -41,6 +41,9 @@ export interface RebuildHooks {
 }
 
 export class SlotRebuilder {
+  /** The next leases' ids and working directories, made ahead per container. */
+  private readonly workdirs: WorkdirStock;
+
   constructor(
     private readonly backend: SessionBackend,
     private readonly states: SessionStates<Slot>,
@@ -50,7 +53,9 @@ export class SlotRebuilder {
     private readonly observer: PoolObserver,
     private readonly hooks: RebuildHooks,
     private readonly preparation: SlotPreparation = { files: [], startupCommands: [] },
-  ) {}
+  ) {
+    this.workdirs = new WorkdirStock(backend);
+  }
 
   /** Queues a rebuild of `slot`; `workdir` is the released lease's working directory, to remove (in the background). */
   schedule(slot: Slot, workdir: string | null): Promise<void> {
@@ -76,15 +81,21 @@ export class SlotRebuilder {
       const container = slot.container;
       // Queued first: on Docker the removals and the creation below go out as one fs-lane command.
       this.discardWorkdirs(slot, workdir);
-      const nextId = newSessionId();
+      let nextId: string | null = null;
       let made: Promise<void> | null = null;
       if (!this.hooks.isClosing() && container.ref && container.healthy) {
-        nextDir = sessionWorkdir(nextId);
-        made = this.backend.prepareWorkdir(container.ref, nextDir, this.preparation.files);
+        // Usually made long ago, with a batch of its container's next directories (workdirStock.ts).
+        ({ id: nextId, dir: nextDir, made } = this.workdirs.take(container, container.ref));
+        // A prepared pool's files go into it (prepareWorkdir takes a directory that exists).
+        if (this.preparation.files.length > 0) {
+          const dir = nextDir;
+          const ref = container.ref;
+          made = made.then(() => this.backend.prepareWorkdir(ref, dir, this.preparation.files));
+        }
         made.catch(() => undefined); // awaited below; a shell recycled meanwhile waits for it too
       }
       reused = old ? await this.recycleShell(old, nextDir, made) : null;
-      if (this.hooks.isClosing() || !container.ref || !container.healthy || !made || !nextDir) {
+      if (this.hooks.isClosing() || !container.ref || !container.healthy || !made || !nextDir || !nextId) {
         // A shell recycled just before the pool closed or the container failed is no one's: close it.
         await reused?.close();
         if (this.hooks.isClosing()) return;
@@ -190,12 +201,16 @@ export class SlotRebuilder {
       slot.lease = null;
       slot.orphanWorkdirs.push(lease.workdir);
     }
+    // After the slot's state is settled: the listener may take a new slot at once.
+    const told = lease?.onBroken;
+    if (lease) lease.onBroken = null;
     if (!this.states.has(slot)) {
       this.states.add(slot, SessionState.BROKEN);
     } else if (slot.state !== SessionState.BROKEN) {
       this.states.move(slot, SessionState.BROKEN);
     }
     this.observer.broken(reason);
+    told?.(reason);
     if (this.hooks.isClosing() || slot.container.replacing) return;
     const backoffMs = Math.min(REBUILD_BACKOFF_MAX_MS, 250 * 2 ** Math.max(0, slot.failures - 1));
     setTimeout(() => {

@@ -5,7 +5,8 @@
  * targets are judged against the episode floor of the same run.
  */
 import { emptyResults, episodeFloorRate, episodeTargets, evaluateTargets, type Results } from '../../bench/lib/results';
-import type { EpisodeFloorResult, LatencySummary, OpenLoopResult, SeqResult } from '../../bench/protocol';
+import type { EpisodeFloorResult, LatencySummary, OpenLoopResult, SeqResult, WsFloodRound } from '../../bench/protocol';
+import { workspaceTargets, type WorkspaceFigures } from '../../bench/lib/workspaceResults';
 
 function seq(p50: number): { seq: SeqResult } {
   const latency: LatencySummary = { n: 100, p50, p90: p50, p99: p50, mean: p50, max: p50 };
@@ -146,5 +147,32 @@ describe('the episode targets (issue 17)', () => {
   it('sits in the targets table', () => {
     const names = evaluateTargets(run(entry(64, 71, 100))).map((t) => t.name);
     expect(names).toEqual(expect.arrayContaining(['episodes/s at 64 at once', 'episodes/s at 256 at once', 'episodes/s from 64 to 256 at once']));
+  });
+});
+
+describe("issue 18's workspace targets", () => {
+  const lat = (p50: number): SeqResult => seq(p50).seq;
+  const round = (viewers: number, bytesPerSec: number, dropped = 0): WsFloodRound => ({
+    viewers, durationMs: 1000, wallMs: 1100, bytesPerSec, viewerBytesMin: 8_100_000, viewerMessagesMin: 100_000, viewerMessagesMax: 100_000, dropped, brokerCpuMs: 300, viewersCpuMs: 200,
+  });
+  const figures = (exec: number, echo: number, rounds: WsFloodRound[]): WorkspaceFigures => ({
+    execute: { workspace: lat(exec), pool: lat(0.5) },
+    echo: lat(echo),
+    floods: [{ viewerKind: 'terminal', command: 'yes', floodBytes: 8_000_000, rounds }],
+    memory: { workspaces: 8, brokerRssBeforeBytes: 0, brokerRssAfterBytes: 0, brokerPerWorkspaceBytes: 1e5, terminalPssPerWorkspaceBytes: 6e5, terminalRssPerWorkspaceBytes: 4e6, terminalProcesses: 8 },
+  });
+  const verdicts = (w: WorkspaceFigures) => workspaceTargets({ docker: w }).map((t) => t.pass);
+
+  it('passes within 2x the pool execute, a 5 ms echo on docker, 90% of one viewer with every viewer complete', () => {
+    expect(verdicts(figures(1.0, 4.9, [round(1, 10e6), round(50, 9.1e6)]))).toEqual([true, true, true, null]);
+  });
+
+  it('fails over 2x, over 5 ms, under 90%, or when a viewer was cut', () => {
+    expect(verdicts(figures(1.01, 5.1, [round(1, 10e6), round(50, 8.9e6)]))).toEqual([false, false, false, null]);
+    expect(verdicts(figures(1.0, 1, [round(1, 10e6), round(50, 10e6, 1)]))[2]).toBe(false);
+  });
+
+  it('judges the echo on docker only', () => {
+    expect(workspaceTargets({ local: figures(1.0, 9, [round(1, 1), round(50, 1)]) })[1].pass).toBeNull();
   });
 });

@@ -96,6 +96,22 @@ describe('FsBatcher', () => {
     await removed;
   });
 
+  it('sends held removals at once when one is asked for with `now` (space short), or when 64 are held', async () => {
+    const lane = new FakeLane();
+    const batch = new FsBatcher(lane);
+    const held = batch.remove(dir(1), 60_000);
+    const urgent = batch.remove(dir(2), 60_000, true);
+    const first = await lane.command(1);
+    expect(first).toMatchObject({ makes: [], removes: [dir(1), dir(2)] });
+    first.finish(ok);
+    await Promise.all([held, urgent]);
+    const many = Array.from({ length: 64 }, (_, i) => batch.remove(dir(100 + i), 60_000));
+    const second = await lane.command(2);
+    expect(second.removes).toHaveLength(64);
+    second.finish(ok);
+    await Promise.all(many);
+  });
+
   it('settles everything when its container is gone', async () => {
     const lane = new FakeLane();
     const batch = new FsBatcher(lane);

@@ -1,5 +1,5 @@
 /** The workspace's pure parts: the shell integration's mark parser, the event ring, the line splitter. */
-import { MarkParser, unescapeMark, type ShellMark } from '../../src/core/workspace/shellIntegration';
+import { MarkParser, historyLine, type ShellMark } from '../../src/core/workspace/shellIntegration';
 import { EventRing } from '../../src/core/workspace/eventRing';
 import { LineSplitter, stripAnsi } from '../../src/core/workspace/terminalLines';
 
@@ -13,9 +13,16 @@ function parse(nonce: string, chunks: (string | Buffer)[], maxMarkBytes = 1024):
 
 describe('MarkParser', () => {
   it('cuts its marks out of the stream and reports them', () => {
-    const r = parse('n1', ['a\x1b]633;C;n1;echo hi\\x3b ls\x07out\n\x1b]633;D;n1;3\x07\x1b]633;A;n1;3\x07$ ']);
+    const r = parse('n1', ['a\x1b]633;C;n1;   12  echo hi; ls\r\n;n1\x07out\n\x1b]633;D;n1;3\x07\x1b]633;A;n1;3\x07$ ']);
     expect(r.data).toBe('aout\n$ ');
     expect(r.marks).toEqual([{ kind: 'start', commandLine: 'echo hi; ls' }, { kind: 'end', exitCode: 3 }, { kind: 'prompt', status: 3 }]);
+  });
+
+  it('takes a start mark whole, BEL and newlines in its command line included, however it is cut', () => {
+    const whole = 'x\x1b]633;C;n1;    3* printf "\x07";\r\necho "a;b"\r\n;n1\x07y';
+    for (let cut = 1; cut < whole.length; cut++) {
+      expect(parse('n1', [whole.slice(0, cut), whole.slice(cut)])).toEqual({ data: 'xy', marks: [{ kind: 'start', commandLine: 'printf "\x07";\necho "a;b"' }] });
+    }
   });
 
   it('finds a mark split across chunks at any byte', () => {
@@ -31,8 +38,9 @@ describe('MarkParser', () => {
     expect(parse('n1', [long], 50).data).toBe(long);
   });
 
-  it('unescapes the script escapes', () => {
-    expect(unescapeMark('a\\\\b\\x0ac\\x3b')).toBe('a\\b\nc;');
+  it("reads `history 1`'s entry: no number, LF for the PTY's CR LF, no final newline", () => {
+    expect(historyLine('  107  ls -l\r\n')).toBe('ls -l');
+    expect(historyLine('    9* a\r\nb\r\n')).toBe('a\nb');
   });
 });
 

@@ -36,6 +36,11 @@ export interface ChannelRequest {
   /** Extra environment of the bash (`NAME=value`), on top of the container's own. */
   env: string[];
   sink: ChannelSink;
+  /**
+   * fifo: when the output closes first, how long to wait for the exit status before ending without
+   * it (a workspace's terminal reports it; a session's shell needs none: 0, the default).
+   */
+  statusGraceMs?: number;
 }
 
 /** Opens a bash in one container; each container has one (docker backend: exec or fifo). */

@@ -30,6 +30,7 @@ import { checkContainerHealth } from './containerHealth';
 import { DockerWorkdirs } from './workdirs';
 import { PipeTransport } from './pipeTransport';
 import { openDockerTerminal } from './dockerTerminal';
+import { openFifoTerminal } from './fifoTerminal';
 import { DockerFiles } from './dockerFiles';
 import { DockerMeter } from './dockerMeter';
 
@@ -62,6 +63,8 @@ export class DockerBackend implements SessionBackend {
   readonly meter = new DockerMeter(this.docker);
   readonly instance = `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private readonly links = new Map<string, ContainerLink>();
+  /** Containers where a terminal on pipes did not start (no util-linux `script`): theirs use docker exec. */
+  private readonly noScript = new Set<string>();
   private readonly starting = new Map<string, Starting>();
   private readonly removals: ContainerRemovals;
   private readonly workdirs: DockerWorkdirs;
@@ -232,6 +235,7 @@ export class DockerBackend implements SessionBackend {
     this.paused.delete(ref.id);
     const link = this.links.get(ref.id);
     this.links.delete(ref.id);
+    this.noScript.delete(ref.id);
     const pending = this.starting.get(ref.id);
     this.starting.delete(ref.id);
     await pending?.spawner?.close();
@@ -277,12 +281,25 @@ export class DockerBackend implements SessionBackend {
     return shell;
   }
 
-  /** A workspace's terminal: a `docker exec` with a TTY in the slot's container (dockerTerminal.ts). */
+  /**
+   * A workspace's terminal in the slot's container: on the broker's pipes through `script`
+   * (fifoTerminal.ts) where the fifo transport serves the container and it has `script`; else a
+   * `docker exec` with a TTY (dockerTerminal.ts).
+   */
   async openTerminal(ref: ContainerRef, options: TerminalOptions): Promise<TerminalProcess> {
     const link = this.links.get(ref.id);
     if (!link?.control.alive) throw new BackendError(`container ${ref.name} has no control shell`);
-    const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-t${++this.generation}`;
-    return openDockerTerminal(this.docker.getContainer(ref.id), link.control, options, tag);
+    const tag = (): string => `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-t${++this.generation}`;
+    if (link.spawner && !this.noScript.has(ref.id)) {
+      try {
+        return await openFifoTerminal(link.openChannel, link.control, options, tag());
+      } catch (err) {
+        // No `script`, or one that is not util-linux's: this container's terminals take the engine's path.
+        this.noScript.add(ref.id);
+        logger.warn({ container: ref.name, err: errorMessage(err) }, 'a terminal on pipes did not start: workspace terminals of this container go through docker exec');
+      }
+    }
+    return openDockerTerminal(this.docker.getContainer(ref.id), link.control, options, tag());
   }
 
   prepareWorkdir(ref: ContainerRef, dir: string, files: readonly WorkdirFile[]): Promise<void> {

@@ -11,11 +11,18 @@ import { SHELL_INIT_SCRIPT, ansiCQuote } from '../../core/framing';
 import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, freshInCwd, recycleExecLine, StdoutExpectation } from '../shellRecycle';
 import type { ChannelOpener, ShellChannel } from './channel';
 import type { ControlShell } from './controlShell';
-import type { SessionCgroup } from './sessionPids';
+import type { SessionCgroup } from './sessionCgroup';
 
 const HANDSHAKE_TIMEOUT_MS = 20_000;
 /** How long a recycle waits for bash to take its ^C before writing the exec line (it is due within microseconds). */
 const INTERRUPT_TAKEN_MS = 50;
+/**
+ * How long a recycle gives a bash that is still running, with nothing else in its cgroup, to fall
+ * asleep at its prompt before it sends a ^C: one that just printed its last answer usually gets there
+ * within a few ms (~10% of releases under load caught it running), and a ^C costs a signal, a sweep
+ * and a wait for bash to take it.
+ */
+const SETTLE_MS = 5;
 
 export interface DockerShellOptions {
   /** The container's way of opening a bash (exec or fifo). */
@@ -185,22 +192,21 @@ export class DockerShell implements ShellProcess {
    *
    * The usual lease leaves nothing running: its cgroup charges one task, bash, asleep at its prompt
    * (the session is not executing), and nothing else can appear there before the exec line is
-   * written. Then there is nothing to kill and no ^C to send. Otherwise, ^C first, as a terminal
-   * would: a bash not asleep (a builtin loop after a command that printed its own end marker), one
+   * written. Then there is nothing to kill and no ^C to send (a bash still running alone is given
+   * SETTLE_MS to fall asleep first). Otherwise, ^C first, as a terminal would: a bash not asleep (a
+   * builtin loop after a command that printed its own end marker), one
    * whose last command timed out (its escalation's ^Cs and kills may have left it mid-line), or one
    * with children (in the foreground, their death would only let bash go on with the line).
    */
   private async killFromHost(cgroup: SessionCgroup, escalated: boolean): Promise<number | null> {
-    let tasks: number;
-    let shell: { state: string } | null;
-    try {
+    let tasks = cgroup.tasks();
+    let state = cgroup.shellState();
+    if (tasks === 1 && state === 'R' && !escalated) {
+      state = await cgroup.settled(SETTLE_MS);
       tasks = cgroup.tasks();
-      shell = cgroup.shell();
-    } catch {
-      return null;
     }
-    if (!shell || !(tasks >= 1)) return null;
-    if (tasks === 1 && shell.state === 'S' && !escalated) return 0;
+    if (state === null || !(tasks >= 1)) return null;
+    if (tasks === 1 && state === 'S' && !escalated) return 0;
     cgroup.interruptShell();
     const sweep = await cgroup.sweep(true).catch(() => null);
     let killed = sweep?.killed ?? 0;
@@ -236,6 +242,7 @@ export class DockerShell implements ShellProcess {
       // dropping the tag below asks for a collection at the next health ping.
       if (!swept || swept.remaining > 0) await control.kill(this.ended ? -1 : this.pid, -1, tag, false).catch(() => undefined);
     }
+    this.cgroup?.close();
     control.dropTag(tag);
     this.counters?.close();
     // A recycle that timed out may have left the next tag on a bash that is now gone.

@@ -7,6 +7,7 @@
 import type Dockerode from 'dockerode';
 import type { Duplex } from 'node:stream';
 import type { TerminalOptions, TerminalProcess } from '../../core/backend';
+import { TaggedTerminal } from './taggedTerminal';
 import type { ControlShell } from './controlShell';
 import { errorMessage } from '../../common/errors';
 
@@ -38,44 +39,33 @@ export async function openDockerTerminal(
   }
 }
 
-class DockerTerminal implements TerminalProcess {
+class DockerTerminal extends TaggedTerminal {
   readonly description: string;
-  private ended = false;
   private readonly exitListeners: ((exit: { code: number | null; reason: string }) => void)[] = [];
-  private closePromise: Promise<void> | null = null;
-  /** A resize in flight (an engine call) and the keys that came after it: a terminal applies them in that order. */
-  private resizing: Promise<void> | null = null;
-  private held: (string | Buffer)[] = [];
 
   constructor(
     private readonly exec: Dockerode.Exec,
     private readonly socket: Duplex,
-    private readonly control: ControlShell,
-    private readonly tag: string,
+    control: ControlShell,
+    tag: string,
   ) {
+    super(control, tag);
     this.description = `docker terminal exec ${exec.id.slice(0, 12)}`;
     socket.on('error', () => undefined); // 'close' follows
     socket.once('close', () => void this.onClose());
   }
 
-  write(data: string | Buffer): void {
-    if (this.ended) return;
-    if (this.resizing) this.held.push(data);
-    else this.socket.write(data);
+  protected send(data: string | Buffer): void {
+    this.socket.write(data);
   }
 
-  resize(cols: number, rows: number): void {
-    if (this.ended) return;
-    // The engine refuses a resize after the exec ended: nothing to do then.
-    const done: Promise<void> = (this.resizing ?? Promise.resolve())
-      .then(() => this.exec.resize({ h: rows, w: cols }))
-      .catch(() => undefined)
-      .then(() => {
-        if (this.resizing !== done) return; // a later resize carries the held keys
-        this.resizing = null;
-        for (const data of this.held.splice(0)) if (!this.ended) this.socket.write(data);
-      });
-    this.resizing = done;
+  /** The engine refuses a resize after the exec ended: nothing to do then. */
+  protected async applySize(cols: number, rows: number): Promise<void> {
+    await this.exec.resize({ h: rows, w: cols });
+  }
+
+  protected destroyStream(): void {
+    this.socket.destroy();
   }
 
   onData(listener: (chunk: Buffer) => void): void {
@@ -84,18 +74,6 @@ class DockerTerminal implements TerminalProcess {
 
   onExit(listener: (exit: { code: number | null; reason: string }) => void): void {
     this.exitListeners.push(listener);
-  }
-
-  close(): Promise<void> {
-    this.closePromise ??= this.doClose();
-    return this.closePromise;
-  }
-
-  private async doClose(): Promise<void> {
-    // Everything with the tag, bash included (root -1: no tree, the tag finds them all).
-    await this.control.kill(-1, -1, this.tag, false).catch(() => undefined);
-    this.control.dropTag(this.tag);
-    this.socket.destroy();
   }
 
   /** The stream closed: bash is gone; its exit code comes from the exec's inspection. */

@@ -126,7 +126,7 @@ export class FifoSpawner {
   readonly opener = (request: ChannelRequest): Promise<ShellChannel> => this.open(request);
 
   /** Spawns a bash with `env` (one `NAME=value`, the session tag) and returns its channel. */
-  async open({ env, sink }: ChannelRequest): Promise<ShellChannel> {
+  async open({ env, sink, statusGraceMs = 0 }: ChannelRequest): Promise<ShellChannel> {
     if (this.closed || !this.spawnSocket) throw new BackendError('the container is being removed');
     const assignment = env.find((e) => !e.startsWith('TERM=')) ?? 'BROKER_SESSION_TAG=';
     if (!/^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]*$/.test(assignment)) throw new BackendError(`unsupported environment ${assignment}`);
@@ -159,7 +159,7 @@ export class FifoSpawner {
       // Synchronous, like openFifo and the stock's renames: a syscall on the pipes' tmpfs.
       for (const p of paths) unlinkQuietly(p);
     }
-    const channel = new FifoChannel(fds[0], fds[1], fds[2], sink, () => this.channels.delete(name));
+    const channel = new FifoChannel(fds[0], fds[1], fds[2], sink, () => this.channels.delete(name), statusGraceMs);
     this.channels.set(name, channel);
     return channel;
   }
@@ -258,6 +258,7 @@ class FifoChannel implements ShellChannel {
     errFd: number,
     private readonly sink: ChannelSink,
     private readonly onEnded: () => void,
+    private readonly statusGraceMs: number,
   ) {
     this.input = new net.Socket({ fd: inFd, readable: false, writable: true });
     this.input.on('error', () => undefined);
@@ -266,13 +267,19 @@ class FifoChannel implements ShellChannel {
       socket.on('data', (chunk: Buffer) => sink.onData(stream, chunk));
       socket.on('error', () => undefined);
       // EOF on stdout: no process holds it any more (fd 98, the framing's copy, included).
-      if (i === 0) socket.on('close', () => this.end('the shell\'s output closed (bash and its jobs are gone)'));
+      if (i === 0) socket.on('close', () => this.outputClosed());
       return socket;
     });
   }
 
   write(text: string): void {
     if (!this.ended) this.input.write(text);
+  }
+
+  private outputClosed(): void {
+    const reason = "the shell's output closed (bash and its jobs are gone)";
+    if (this.statusGraceMs > 0) setTimeout(() => this.end(reason), this.statusGraceMs).unref();
+    else this.end(reason);
   }
 
   destroy(): void {

@@ -19,10 +19,18 @@ const WORKDIR = /^\/tmp\/s\/[0-9a-f]+\/?$/;
 const MKDIR_TIMEOUT_MS = 5_000;
 /** A big working directory takes a while to remove on a busy container. */
 const RM_TIMEOUT_MS = 60_000;
+/** Below this fraction of /tmp's filesystem free, a removal is not held with the others (fsBatch.ts). */
+const TMP_SHORT_FRACTION = 0.1;
+/** A container's /tmp space is looked at (a statfs through /proc: a path walk) at most this often. */
+const TMP_SPACE_TTL_MS = 250;
 
 export class DockerWorkdirs {
   /** Per container: its fs-lane batcher, for as long as it has a control shell. */
   private readonly batches = new Map<string, FsBatcher>();
+  /** Per container: whether its /tmp was short of space when last looked at (tmpShort). */
+  private readonly tmpSpace = new Map<string, { atMs: number; short: boolean }>();
+  /** Per container: empty directories waiting for this turn's one upload (uploadEmpty). */
+  private readonly emptyUploads = new Map<string, { dirs: string[]; done: Promise<void> }>();
   /** Per container: its root filesystem as the host sees it (/proc/<pid>/root), where the broker can. */
   private readonly hostRoots = new Map<string, string>();
 
@@ -50,7 +58,31 @@ export class DockerWorkdirs {
         logger.debug({ container: ref.name, err: errorMessage(err) }, 'mkdir on the fs lane failed: uploading the directory instead');
       }
     }
-    const tarball = await workdirTarball(dir, files);
+    if (files.length === 0) return this.uploadEmpty(ref, dir);
+    await this.upload(ref, await workdirTarball([{ dir, files }]));
+  }
+
+  /**
+   * Empty directories to upload, gathered for one turn of the event loop: a stock's batch whose
+   * `mkdir` failed together (the container at its pids limit) goes up as one tarball, one putArchive
+   * (~60 ms of dockerd), not one each.
+   */
+  private uploadEmpty(ref: ContainerRef, dir: string): Promise<void> {
+    let gathering = this.emptyUploads.get(ref.id);
+    if (!gathering) {
+      const dirs: string[] = [];
+      const done = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+        this.emptyUploads.delete(ref.id);
+        await this.upload(ref, await workdirTarball(dirs.map((d) => ({ dir: d, files: [] }))));
+      });
+      gathering = { dirs, done };
+      this.emptyUploads.set(ref.id, gathering);
+    }
+    gathering.dirs.push(dir);
+    return gathering.done;
+  }
+
+  private async upload(ref: ContainerRef, tarball: Buffer): Promise<void> {
     try {
       await this.docker.getContainer(ref.id).putArchive(tarball, { path: '/' });
     } catch (err) {
@@ -67,7 +99,29 @@ export class DockerWorkdirs {
     const batch = this.batchOf(ref.id);
     if (!batch) return; // the container is being replaced: its files go with it
     if (!WORKDIR.test(dir)) throw new BackendError(`refusing to remove ${dir}`);
-    await batch.remove(dir, RM_TIMEOUT_MS);
+    await batch.remove(dir, RM_TIMEOUT_MS, this.tmpShort(ref.id));
+  }
+
+  /**
+   * The filesystem of the container's /tmp has less than TMP_SHORT_FRACTION free, as the host sees
+   * it (statfs, one syscall): a lease filled it, and its removal must not be held. A session cannot
+   * swap /tmp for a link (it is a mount point), and statfs only reads. False when the host cannot see.
+   */
+  private tmpShort(containerId: string): boolean {
+    const root = this.hostRoots.get(containerId);
+    if (root === undefined) return false;
+    const now = Date.now();
+    const known = this.tmpSpace.get(containerId);
+    if (known && now - known.atMs < TMP_SPACE_TTL_MS) return known.short;
+    let short = false;
+    try {
+      const s = fs.statfsSync(`${root}/tmp`);
+      short = s.blocks > 0 && s.bavail < s.blocks * TMP_SHORT_FRACTION;
+    } catch {
+      /* cannot tell: not short */
+    }
+    this.tmpSpace.set(containerId, { atMs: now, short });
+    return short;
   }
 
   /** Known to be missing: the host sees the container's root and `dir` is not in it. */
@@ -97,6 +151,7 @@ export class DockerWorkdirs {
     this.batches.get(containerId)?.close();
     this.batches.delete(containerId);
     this.hostRoots.delete(containerId);
+    this.tmpSpace.delete(containerId);
   }
 
   private batchOf(containerId: string): FsBatcher | null {
@@ -116,17 +171,20 @@ export class DockerWorkdirs {
   }
 }
 
-/** The directory, the parents of every file and the files, as one tarball rooted at `/`. */
-function workdirTarball(dir: string, files: readonly WorkdirFile[]): Promise<Buffer> {
+/** Each directory, the parents of every file and the files, as one tarball rooted at `/`. */
+function workdirTarball(workdirs: readonly { dir: string; files: readonly WorkdirFile[] }[]): Promise<Buffer> {
   const pack = tar.pack();
-  const root = dir.replace(/^\/+|\/+$/g, '');
-  const dirs = new Set<string>([root]);
-  for (const f of files) {
-    const parts = f.path.split('/');
-    for (let i = 1; i < parts.length; i++) dirs.add(`${root}/${parts.slice(0, i).join('/')}`);
+  const rooted = workdirs.map(({ dir, files }) => ({ root: dir.replace(/^\/+|\/+$/g, ''), files }));
+  const dirs = new Set<string>();
+  for (const { root, files } of rooted) {
+    dirs.add(root);
+    for (const f of files) {
+      const parts = f.path.split('/');
+      for (let i = 1; i < parts.length; i++) dirs.add(`${root}/${parts.slice(0, i).join('/')}`);
+    }
   }
   for (const d of [...dirs].sort()) pack.entry({ name: `${d}/`, type: 'directory', mode: 0o755 });
-  for (const f of files) pack.entry({ name: `${root}/${f.path}`, mode: 0o644 }, f.content);
+  for (const { root, files } of rooted) for (const f of files) pack.entry({ name: `${root}/${f.path}`, mode: 0o644 }, f.content);
   pack.finalize();
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];

@@ -13,7 +13,9 @@
  */
 import type { ContainerHealth } from '../backend';
 import { BrokerError, errorMessage } from '../../common/errors';
-import { STILL_RUNNING, Workspace, type WorkspaceLimits } from '../workspace/workspace';
+import { STILL_RUNNING, Workspace } from '../workspace/workspace';
+import type { WorkspaceLimits } from '../workspace/workspaceTypes';
+import type { WorkspacePlace } from '../workspace/workspaceSlot';
 import type { WorkspaceEvent } from '../workspace/eventRing';
 import type { StartedSandboxContainer } from './sandboxContainers';
 import { TOOL_RUNNER_FILE, TOOLS_SUBDIR } from './toolRunner';
@@ -53,8 +55,7 @@ export class Sandbox {
     readonly tools: readonly string[],
     private readonly timings: SandboxTimings,
   ) {
-    const opener = { open: (env: Record<string, string>, size: { cols: number; rows: number }) => container.openTerminal(env, size) };
-    this.workspace = new Workspace(id, container.workdir, container.ref, opener, timings.workspace);
+    this.workspace = new Workspace(id, fixedPlace(container), timings.workspace);
     this.workspace.events.subscribe(null, (e) => this.onEvent(e), () => undefined);
   }
 
@@ -160,4 +161,22 @@ export class Sandbox {
 
 function failed(stderr: string): Observation {
   return { stdout: '', stderr: `${stderr}\n`, terminal_still_running: false, exit_code: null };
+}
+
+/**
+ * A sandbox's terminal stays in its dedicated container: a dying shell is replaced there, and a
+ * failed container is the sandbox's failure (its /health says so), not a reason to move.
+ */
+function fixedPlace(container: StartedSandboxContainer): WorkspacePlace {
+  return {
+    container: container.ref,
+    workdir: container.workdir,
+    lostReason: () => null,
+    // Never lost: a dead shell is restarted in place (retried while the container is down).
+    failure: () => Promise.resolve(null),
+    onLost: () => undefined,
+    open: (env, size) => container.openTerminal(env, size),
+    move: () => Promise.reject(new Error("a sandbox's dedicated container cannot be exchanged")),
+    giveBack: () => undefined,
+  };
 }

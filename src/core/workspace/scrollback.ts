@@ -21,9 +21,13 @@ export class TerminalScrollback {
     for (const v of this.viewers) v(chunk);
   }
 
-  /** The recent past now, then every later chunk; returns the detach. */
+  /** The recent past (up to SCROLLBACK_BYTES), for a viewer that attaches now. */
+  recent(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
+
+  /** Every chunk from now on; returns the detach. */
   attach(viewer: RawViewer): () => void {
-    if (this.bytes > 0) viewer(Buffer.concat(this.chunks));
     this.viewers.add(viewer);
     return () => this.viewers.delete(viewer);
   }

@@ -6,57 +6,24 @@
  * Jobs: a command typed by anyone is a job, from its start mark to its end mark (shellIntegration.ts).
  * `execute` types the agent's command (bracketed paste, so a multi-line command is one job), emits
  * its command event at once, and waits for its end or the caller's wait. A shell that exits is
- * replaced at once by a fresh one in the same directory, with an event saying so.
+ * replaced at once by a fresh one in the same directory, with an event saying so. A workspace whose
+ * slot is lost (its container failed) moves to a new slot (workspaceSlot.ts) with a fresh shell, and
+ * keeps its events, their seq counter and its viewers; the job running then ends with an exit event
+ * that says why.
  */
 import { randomBytes } from 'node:crypto';
 import type { ContainerRef, TerminalProcess } from '../backend';
-import { BrokerError, errorMessage } from '../../common/errors';
+import type { WorkspacePlace } from './workspaceSlot';
+import { errorMessage } from '../../common/errors';
+import { WorkspaceBusyError, WorkspaceUnavailableError, type ExecuteAnswer, type JobSource, type WorkspaceLimits } from './workspaceTypes';
 import { logger } from '../../common/logger';
 import { EventRing } from './eventRing';
 import { LineSplitter } from './terminalLines';
 import { integrationEnv, MarkParser, type ShellMark } from './shellIntegration';
 import { TerminalScrollback } from './scrollback';
 
-export type JobSource = 'api' | 'terminal';
-
-/** A command runs: the next one waits (409), and learns which job to wait for or interrupt. */
-export class WorkspaceBusyError extends BrokerError {
-  constructor(workspaceId: string, jobId: string) {
-    super('busy', 'workspace_busy', `Workspace ${workspaceId} is running job ${jobId}; wait for its exit event or POST /api/interrupt`);
-    this.fields = { job_id: jobId };
-  }
-}
-
-export class WorkspaceUnavailableError extends BrokerError {
-  constructor(workspaceId: string, why: string) {
-    super('unavailable', 'workspace_unavailable', `Workspace ${workspaceId} has no shell ready (${why}); retry`);
-  }
-}
-
-export interface WorkspaceTerminalOpener {
-  open(env: Record<string, string>, size: { cols: number; rows: number }): Promise<TerminalProcess>;
-}
-
-export interface WorkspaceLimits {
-  logEvents: number;
-  /** Output kept per job for execute's `stdout` (beyond it the rest streams only as events). */
-  maxJobOutputBytes: number;
-  /** The longest `line` of an output event; longer lines are cut. */
-  maxLineChars: number;
-  /** A partial line is emitted after this much silence. */
-  idleFlushMs: number;
-  /** How long a fresh shell may take to show its first prompt. */
-  shellStartTimeoutMs: number;
-}
-
-export interface ExecuteAnswer {
-  job_id: string;
-  command: string;
-  returncode: number | null;
-  stdout: string;
-}
-
 export const STILL_RUNNING = '--- Process still running, more output will stream via WebSocket ---';
+const lostLine = (reason: string): string => `--- The job was lost: ${reason}; the workspace moved to a fresh shell ---`;
 const BRACKETED_PASTE_END = '\x1b[201~';
 /** ^A ^K: to the line's start, then erase to its end (no bell on an empty line): a person's half-typed text does not prefix the agent's command. */
 const CLEAR_LINE = '\x01\x0b';
@@ -85,6 +52,8 @@ interface Job {
   lines: LineSplitter | null;
   returncode: number | null;
   ended: boolean;
+  /** Why it ended without its end mark (its shell or container was lost), for its answer and exit event. */
+  lostReason: string | null;
   done: Promise<void>;
   finish: () => void;
 }
@@ -100,16 +69,24 @@ export class Workspace {
   private size = { cols: 120, rows: 32 };
   private closed = false;
   private quickDeaths = 0;
+  private moving = false;
 
   constructor(
     readonly id: string,
-    /** The workspace directory, as its container sees it. */
-    readonly workdir: string,
-    readonly container: ContainerRef,
-    private readonly opener: WorkspaceTerminalOpener,
+    private readonly slot: WorkspacePlace,
     private readonly limits: WorkspaceLimits,
   ) {
     this.events = new EventRing(limits.logEvents);
+    slot.onLost((reason) => void this.move(reason));
+  }
+
+  /** The workspace directory, as its container sees it (a new one after a move). */
+  get workdir(): string {
+    return this.slot.workdir;
+  }
+
+  get container(): ContainerRef {
+    return this.slot.container;
   }
 
   /** Opens the first shell and waits for its first prompt. */
@@ -142,7 +119,7 @@ export class Workspace {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([job.done, new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)))]);
     clearTimeout(timer);
-    if (job.ended) return { job_id: job.id, command, returncode: job.returncode, stdout: job.output };
+    if (job.ended) return { job_id: job.id, command, returncode: job.returncode, stdout: job.output + (job.lostReason ? lostLine(job.lostReason) : '') };
     return { job_id: job.id, command, returncode: null, stdout: job.output + STILL_RUNNING };
   }
 
@@ -190,13 +167,13 @@ export class Workspace {
     let finish!: () => void;
     const done = new Promise<void>((resolve) => (finish = resolve));
     const commandInEvents = command.length > OUTPUT_EVENT_COMMAND_CHARS ? `${command.slice(0, OUTPUT_EVENT_COMMAND_CHARS)}…` : command;
-    const job: Job = { id: randomBytes(16).toString('hex'), command, commandInEvents, source, startedMs: Date.now(), running: false, output: '', lines: null, returncode: null, ended: false, done, finish };
+    const job: Job = { id: randomBytes(16).toString('hex'), command, commandInEvents, source, startedMs: Date.now(), running: false, output: '', lines: null, returncode: null, ended: false, lostReason: null, done, finish };
     this.job = job;
     return job;
   }
 
   private async openShell(): Promise<void> {
-    const terminal = await this.opener.open(integrationEnv(this.nonce), this.size);
+    const terminal = await this.slot.open(integrationEnv(this.nonce), this.size);
     if (this.closed) {
       await terminal.close();
       return;
@@ -250,18 +227,25 @@ export class Workspace {
     this.events.emit({ type: 'output', job_id: job.id, command: job.commandInEvents, source: job.source, stream: 'stdout', line });
   }
 
-  private finishJob(job: Job, returncode: number | null): void {
+  private finishJob(job: Job, returncode: number | null, lostReason: string | null = null): void {
     job.lines?.end(); // its last partial line belongs to it
     job.ended = true;
     job.returncode = returncode;
-    this.events.emit({ type: 'exit', job_id: job.id, returncode, duration_ms: Date.now() - job.startedMs });
+    job.lostReason = lostReason;
+    this.events.emit({ type: 'exit', job_id: job.id, returncode, duration_ms: Date.now() - job.startedMs, ...(lostReason ? { reason: lostReason } : {}) });
     job.finish();
   }
 
+  /** The shell died: with its container (then the workspace moves), or on its own (then it is replaced). */
   private onShellExit(code: number | null, reason: string, livedMs: number): void {
     this.terminal = null;
     this.atPrompt = false;
     if (this.closed) return;
+    void this.slot.failure().then((lost) => (lost !== null ? this.move(lost) : this.replaceShell(code, reason, livedMs)));
+  }
+
+  private replaceShell(code: number | null, reason: string, livedMs: number): void {
+    if (this.closed || this.moving || this.terminal) return; // a move came first
     if (this.job && !this.job.ended) this.finishJob(this.job, code);
     this.quickDeaths = livedMs < QUICK_DEATH_MS ? this.quickDeaths + 1 : 0;
     const delayMs = this.quickDeaths <= 1 ? 0 : Math.min(RESTART_DELAY_MAX_MS, 250 * 2 ** this.quickDeaths);
@@ -270,14 +254,47 @@ export class Workspace {
   }
 
   private async restart(): Promise<void> {
-    if (this.closed) return;
+    if (this.closed || this.moving || this.terminal) return; // a move opened one meanwhile
     try {
       await this.openShell();
     } catch (err) {
+      const lost = this.slot.lostReason();
+      if (lost !== null) return this.move(lost); // the container went with the shell
       logger.warn({ workspace: this.id, err: errorMessage(err) }, 'workspace shell could not be restarted');
       this.events.emit({ type: 'shell_restart_failed', reason: errorMessage(err) });
       this.quickDeaths++;
       setTimeout(() => void this.restart(), Math.min(RESTART_DELAY_MAX_MS, 250 * 2 ** this.quickDeaths)).unref();
+    }
+  }
+
+  /**
+   * The slot is lost: the old terminal goes (with its container, or killed), the running job ends
+   * with an exit event that says why, and the workspace takes a new slot and a fresh shell there;
+   * its events, their seq counter and its viewers stay. A failed take is retried with a growing delay.
+   */
+  private async move(reason: string): Promise<void> {
+    if (this.moving || this.closed) return;
+    this.moving = true;
+    const old = this.terminal;
+    this.terminal = null; // its exit, if it comes, is no longer ours
+    this.atPrompt = false;
+    void old?.close().catch(() => undefined);
+    const why = `the workspace's slot was lost (${reason})`;
+    if (this.job && !this.job.ended) this.finishJob(this.job, null, why);
+    const from = this.workdir;
+    for (let attempt = 1; !this.closed; attempt++) {
+      try {
+        await this.slot.move();
+        if (this.closed) return this.slot.giveBack();
+        await this.openShell();
+        this.moving = false;
+        this.events.emit({ type: 'workspace_moved', reason: why, previous_workdir: from, workdir: this.workdir });
+        return;
+      } catch (err) {
+        logger.warn({ workspace: this.id, attempt, err: errorMessage(err) }, 'workspace could not move to a new slot');
+        this.events.emit({ type: 'workspace_move_failed', reason: errorMessage(err), attempt });
+        await new Promise((resolve) => setTimeout(resolve, Math.min(RESTART_DELAY_MAX_MS, 250 * 2 ** attempt)).unref());
+      }
     }
   }
 

@@ -6,7 +6,9 @@ import { randomBytes } from 'node:crypto';
 import type { SessionBackend } from '../backend';
 import type { TakenSlot } from '../pool';
 import { BrokerError, NotSupportedError, ShuttingDownError } from '../../common/errors';
-import { Workspace, type WorkspaceLimits } from './workspace';
+import { Workspace } from './workspace';
+import type { WorkspaceLimits } from './workspaceTypes';
+import { WorkspaceSlot } from './workspaceSlot';
 
 export const DEFAULT_WORKSPACE_ID = 'default';
 
@@ -24,7 +26,7 @@ export class Workspaces {
   private readonly live = new Map<string, Workspace>();
   /** Workspaces being created, so that two first uses of the default make one. */
   private readonly creating = new Map<string, Promise<Workspace>>();
-  private readonly slots = new Map<Workspace, TakenSlot>();
+  private readonly slots = new Map<Workspace, WorkspaceSlot>();
   private closing = false;
 
   constructor(
@@ -65,11 +67,9 @@ export class Workspaces {
 
   private async make(id: string, signal?: AbortSignal): Promise<Workspace> {
     if (this.closing) throw new ShuttingDownError();
-    const openTerminal = this.backend.openTerminal?.bind(this.backend);
-    if (!openTerminal) throw new NotSupportedError(`the ${this.backend.kind} backend opens no terminals`);
-    const slot = await this.takeSlot(signal);
-    const opener = { open: (env: Record<string, string>, size: { cols: number; rows: number }) => openTerminal(slot.container, { slotId: slot.slotId, cwd: slot.workdir, env, ...size }) };
-    const ws = new Workspace(id, slot.workdir, slot.container, opener, this.options);
+    if (!this.backend.openTerminal) throw new NotSupportedError(`the ${this.backend.kind} backend opens no terminals`);
+    const slot = new WorkspaceSlot(await this.takeSlot(signal), (s) => this.takeSlot(s), this.backend);
+    const ws = new Workspace(id, slot, this.options);
     try {
       await ws.start();
     } catch (err) {

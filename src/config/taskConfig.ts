@@ -1,0 +1,94 @@
+/**
+ * Settings of the task sandboxes (spec 002): each a container of its own running the task daemon
+ * and the Pi coding agent. Resolved with the rest of the configuration (config.ts), validated the same
+ * way. The LLM keys are the only secrets here: Core hands them to each daemon and to nothing else.
+ */
+import path from 'node:path';
+import { ConfigError, int, seconds } from './config';
+
+type Env = Record<string, string | undefined>;
+
+export interface TaskCredentials {
+  OPENAI_API_KEY?: string;
+  ANTHROPIC_API_KEY?: string;
+}
+
+export interface TaskConfig {
+  /** BROKER_TASK_IMAGE: Debian with git, node, the daemon and Pi (scripts/docker-images.sh task). */
+  image: string;
+  /**
+   * BROKER_GIT_BASE_URL: where `org/name` is cloned from. A directory of bare repos (`<dir>/org/name.git`
+   * or `<dir>/org/name`, mounted read-only into each sandbox) or an http(s) git server (reached
+   * through Core's relay); null: unset, POST /sandboxes answers 503.
+   */
+  gitBase: { kind: 'dir'; path: string } | { kind: 'url'; url: string } | null;
+  /** BROKER_ANTHROPIC_BASE_URL and BROKER_OPENAI_BASE_URL: where the relay sends the agent's model calls. */
+  anthropicBaseUrl: string;
+  openaiBaseUrl: string;
+  /** BROKER_TASK_MODEL: `provider/model-id` of a model Pi knows. */
+  model: string;
+  /** BROKER_TASK_READY_TIMEOUT: how long POST /sandboxes waits for the daemon's /health before its 504. */
+  readyTimeoutMs: number;
+  /** BROKER_TASK_JOURNAL_EVENTS: events each stream of a sandbox keeps for resuming by cursor. */
+  journalEvents: number;
+  /** BROKER_TASK_KEEPALIVE: seconds of silence before an SSE keep-alive comment. */
+  keepAliveMs: number;
+  /** BROKER_TASK_SOCKET_DIR: host directory of the per-sandbox directories holding the daemon's and the relay's sockets. */
+  socketDir: string;
+  /** BROKER_TASK_NETWORK_MODE: the containers' network (`none` by default: all they reach goes through Core). */
+  networkMode: string;
+  /** BROKER_TASK_MAX_SANDBOXES: task sandboxes alive at once (503 beyond). */
+  maxSandboxes: number;
+  /** OPENAI_API_KEY and ANTHROPIC_API_KEY of Core's environment. */
+  credentials: TaskCredentials;
+}
+
+const MODEL = /^[a-z0-9-]+\/[A-Za-z0-9._:-]+$/;
+
+export function loadTaskConfig(env: Env): TaskConfig {
+  const model = (env.BROKER_TASK_MODEL ?? '').trim() || 'anthropic/claude-sonnet-4-5';
+  if (!MODEL.test(model)) throw new ConfigError(`BROKER_TASK_MODEL must be 'provider/model-id', got '${model}'`);
+  const socketDir = (env.BROKER_TASK_SOCKET_DIR ?? '').trim() || '/run/bash-broker-tasks';
+  if (!path.isAbsolute(socketDir)) throw new ConfigError(`BROKER_TASK_SOCKET_DIR must be an absolute path, got '${socketDir}'`);
+  const credentials: TaskCredentials = {};
+  for (const name of ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY'] as const) {
+    const value = (env[name] ?? '').trim();
+    if (value) credentials[name] = value;
+  }
+  return {
+    image: (env.BROKER_TASK_IMAGE ?? '').trim() || 'bash-broker-task:latest',
+    gitBase: gitBase(env.BROKER_GIT_BASE_URL),
+    anthropicBaseUrl: httpUrl(env, 'BROKER_ANTHROPIC_BASE_URL', 'https://api.anthropic.com'),
+    openaiBaseUrl: httpUrl(env, 'BROKER_OPENAI_BASE_URL', 'https://api.openai.com/v1'),
+    model,
+    readyTimeoutMs: seconds(env, 'BROKER_TASK_READY_TIMEOUT', 60),
+    journalEvents: int(env, 'BROKER_TASK_JOURNAL_EVENTS', 10_000, { min: 16, max: 1_000_000 }),
+    keepAliveMs: seconds(env, 'BROKER_TASK_KEEPALIVE', 15),
+    socketDir,
+    networkMode: (env.BROKER_TASK_NETWORK_MODE ?? '').trim() || 'none',
+    maxSandboxes: int(env, 'BROKER_TASK_MAX_SANDBOXES', 16, { max: 4096 }),
+    credentials,
+  };
+}
+
+function gitBase(raw: string | undefined): TaskConfig['gitBase'] {
+  const value = (raw ?? '').trim();
+  if (value === '') return null;
+  if (/^https?:\/\//.test(value)) return { kind: 'url', url: value.replace(/\/+$/, '') };
+  const dir = value.startsWith('file://') ? value.slice('file://'.length) : value;
+  if (!path.isAbsolute(dir)) throw new ConfigError(`BROKER_GIT_BASE_URL must be an absolute directory or an http(s) URL, got '${value}'`);
+  return { kind: 'dir', path: dir.replace(/\/+$/, '') || '/' };
+}
+
+function httpUrl(env: Env, name: string, dflt: string): string {
+  const value = (env[name] ?? '').trim();
+  if (value === '') return dflt;
+  let parsed: URL;
+  try {
+    parsed = new URL(value);
+  } catch {
+    throw new ConfigError(`${name} must be an http(s) URL, got '${value}'`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new ConfigError(`${name} must be an http(s) URL, got '${value}'`);
+  return value.replace(/\/+$/, '');
+}

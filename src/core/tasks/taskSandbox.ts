@@ -1,0 +1,160 @@
+/**
+ * One task sandbox as Core holds it: its container, its two streams, and the one upstream from its
+ * daemon that feeds them. Lifecycle events go to the control stream, the agent's to the coding
+ * stream; Core adds its own (sandbox_ready, daemon_error when the upstream breaks,
+ * sandbox_terminated). A broken upstream is reopened after the last daemon seq seen, so nothing is
+ * lost or doubled; a daemon that restarted (a new instance) gets the credentials again.
+ */
+import { errorMessage } from '../../common/errors';
+import { StreamJournal } from './streamJournal';
+import type { DaemonHealth, TaskContainer, TaskEvent } from './taskPorts';
+
+export const CONTROL_EVENT_TYPES: ReadonlySet<string> = new Set(['sandbox_ready', 'repo_cloned', 'repo_clone_error', 'init_complete', 'prompt_queued', 'daemon_error', 'sandbox_terminated']);
+export const CODING_EVENT_TYPES: ReadonlySet<string> = new Set([
+  'turn_start',
+  'turn_end',
+  'message_start',
+  'message_update',
+  'message_end',
+  'tool_execution_start',
+  'tool_execution_update',
+  'tool_execution_end',
+]);
+
+export type StreamName = 'control' | 'coding';
+export type TaskStatus = 'starting' | 'running' | 'terminated';
+
+export interface TaskTimings {
+  containerStartMs: number;
+  daemonReadyMs: number;
+}
+
+export interface TaskRecord {
+  id: string;
+  name: string;
+  repo: string;
+  status: TaskStatus;
+  created_at: string;
+  /** The last cursor of each stream: a client that starts listening now passes these to miss nothing. */
+  cursors: Record<StreamName, number>;
+  timings: { container_start_ms: number; daemon_ready_ms: number };
+}
+
+const RECONNECT_MS = [100, 250, 500, 1000, 2000];
+
+export class TaskSandbox {
+  readonly streams: Record<StreamName, StreamJournal>;
+  private statusNow: TaskStatus = 'starting';
+  private readonly upstream = new AbortController();
+  private lastSeq = 0;
+  private instance: string | null = null;
+  readonly createdAt = new Date();
+  timings: TaskTimings = { containerStartMs: 0, daemonReadyMs: 0 };
+
+  constructor(
+    readonly id: string,
+    readonly name: string,
+    readonly repo: string,
+    readonly container: TaskContainer,
+    journalEvents: number,
+    /** Sends the credentials to a (re)started daemon. */
+    private readonly sendCredentials: () => Promise<void>,
+  ) {
+    this.streams = { control: new StreamJournal(journalEvents), coding: new StreamJournal(journalEvents) };
+  }
+
+  get status(): TaskStatus {
+    return this.statusNow;
+  }
+
+  record(): TaskRecord {
+    return {
+      id: this.id,
+      name: this.name,
+      repo: this.repo,
+      status: this.statusNow,
+      created_at: this.createdAt.toISOString(),
+      cursors: { control: this.streams.control.last, coding: this.streams.coding.last },
+      timings: { container_start_ms: this.timings.containerStartMs, daemon_ready_ms: this.timings.daemonReadyMs },
+    };
+  }
+
+  /** Core's own lifecycle events, on the control stream. */
+  emit(type: string, fields: Record<string, unknown> = {}): void {
+    if (this.statusNow === 'terminated') return;
+    this.streams.control.append({ ...fields, type, timestamp: Date.now() });
+  }
+
+  /** The daemon answered /health and has its credentials: the upstream opens. */
+  markReady(health: DaemonHealth): void {
+    this.instance = health.instance;
+    this.statusNow = 'running';
+    this.emit('sandbox_ready');
+    void this.pump();
+  }
+
+  /** Ends the sandbox: `sandbox_terminated` closes both streams, the container goes. Idempotent. */
+  async terminate(reason: string): Promise<void> {
+    if (this.statusNow === 'terminated') return;
+    this.emit('sandbox_terminated', { reason });
+    this.statusNow = 'terminated';
+    this.upstream.abort();
+    this.streams.control.close();
+    this.streams.coding.close();
+    await this.container.remove();
+  }
+
+  private route(event: TaskEvent): void {
+    if (this.statusNow === 'terminated') return;
+    if (CODING_EVENT_TYPES.has(event.type)) this.streams.coding.append(event);
+    else if (CONTROL_EVENT_TYPES.has(event.type) && event.type !== 'sandbox_ready' && event.type !== 'sandbox_terminated') this.streams.control.append(event);
+    // Anything else the daemon says (a future event type) is neither stream's: dropped.
+  }
+
+  private async pump(): Promise<void> {
+    const signal = this.upstream.signal;
+    let failures = 0;
+    while (!signal.aborted) {
+      try {
+        for await (const envelope of this.container.link.events(this.lastSeq, signal)) {
+          failures = 0;
+          this.lastSeq = envelope.seq;
+          this.route(envelope.event);
+        }
+        if (signal.aborted) return;
+        throw new Error('the daemon ended its event stream');
+      } catch (err) {
+        if (signal.aborted) return;
+        if (failures++ === 0) this.emit('daemon_error', { message: `lost the daemon's event stream (${errorMessage(err)}); reconnecting` });
+      }
+      await sleep(RECONNECT_MS[Math.min(failures, RECONNECT_MS.length - 1)], signal);
+      await this.checkRestart(signal);
+    }
+  }
+
+  /** A restarted daemon has a new journal (its seqs start over) and no credentials. */
+  private async checkRestart(signal: AbortSignal): Promise<void> {
+    try {
+      const health = await this.container.link.health(signal);
+      if (health.instance === this.instance) return;
+      this.instance = health.instance;
+      this.lastSeq = 0;
+      await this.sendCredentials();
+      this.emit('daemon_error', { message: 'the daemon restarted; credentials sent again, its saved session resumes' });
+    } catch {
+      // Still down: the next round tries again.
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

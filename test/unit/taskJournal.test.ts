@@ -1,0 +1,96 @@
+/** The per-stream journal of a task sandbox, its settings, and the checks of the task API's inputs. */
+import { StreamJournal } from '../../src/core/tasks/streamJournal';
+import { ConfigError, loadConfig } from '../../src/config/config';
+import { parseCreateTask, parseResumeCursor } from '../../src/api/taskInput';
+import { BadRequestError } from '../../src/common/errors';
+import { scrubEnv, parseCredentials } from '../../src/taskd/secrets';
+
+const ev = (type: string) => ({ type, timestamp: 1 });
+
+describe('StreamJournal', () => {
+  it('numbers events 1, 2, 3 and reads what follows a cursor', () => {
+    const j = new StreamJournal(10);
+    ['a', 'b', 'c'].forEach((t) => j.append(ev(t)));
+    expect(j.read(0).envelopes.map((e) => e.cursor)).toEqual([1, 2, 3]);
+    expect(j.read(2).envelopes.map((e) => e.event.type)).toEqual(['c']);
+    expect(j.read(3).envelopes).toEqual([]);
+    expect(j.read(99).envelopes).toEqual([]);
+    expect(j.last).toBe(3);
+  });
+
+  it('keeps the newest `capacity` and tells a reader further behind, continuing from the oldest kept', () => {
+    const j = new StreamJournal(3);
+    for (let i = 0; i < 5; i++) j.append(ev(`e${i + 1}`));
+    const read = j.read(1);
+    expect(read.envelopes.map((e) => e.cursor)).toEqual([3, 4, 5]);
+    expect(read.expired).toMatchObject({ cursor: 2, event: { type: 'cursor_expired', requested: 1, oldest: 3 } });
+    expect(j.read(2).expired).toBeUndefined();
+  });
+
+  it('wakes a waiting reader on append and on close, and takes nothing after close', async () => {
+    const j = new StreamJournal(3);
+    const signal = new AbortController().signal;
+    const woke = j.next(signal);
+    j.append(ev('x'));
+    await woke;
+    const ended = j.next(signal);
+    j.close();
+    await ended;
+    expect(j.closed).toBe(true);
+    expect(() => j.append(ev('late'))).toThrow(/ended/);
+  });
+});
+
+describe('task settings', () => {
+  it('has defaults, and reads a directory or a server as the git base', () => {
+    const c = loadConfig({}).tasks;
+    expect(c).toMatchObject({ image: 'bash-broker-task:latest', gitBase: null, model: 'anthropic/claude-sonnet-4-5', networkMode: 'none', readyTimeoutMs: 60_000, credentials: {} });
+    expect(loadConfig({ BROKER_GIT_BASE_URL: '/srv/repos/' }).tasks.gitBase).toEqual({ kind: 'dir', path: '/srv/repos' });
+    expect(loadConfig({ BROKER_GIT_BASE_URL: 'file:///srv/repos' }).tasks.gitBase).toEqual({ kind: 'dir', path: '/srv/repos' });
+    expect(loadConfig({ BROKER_GIT_BASE_URL: 'https://git.example.com/' }).tasks.gitBase).toEqual({ kind: 'url', url: 'https://git.example.com' });
+    expect(loadConfig({ ANTHROPIC_API_KEY: ' k1 ', OPENAI_API_KEY: '' }).tasks.credentials).toEqual({ ANTHROPIC_API_KEY: 'k1' });
+  });
+
+  it.each([
+    ['BROKER_GIT_BASE_URL', 'repos/here', /absolute directory or an http\(s\) URL/],
+    ['BROKER_TASK_MODEL', 'claude', /'provider\/model-id'/],
+    ['BROKER_ANTHROPIC_BASE_URL', 'ftp://x', /http\(s\) URL/],
+    ['BROKER_TASK_READY_TIMEOUT', '-1', /positive number of seconds/],
+    ['BROKER_TASK_SOCKET_DIR', 'rel', /absolute path/],
+  ])('rejects %s=%s naming the variable', (name, value, message) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(message);
+  });
+});
+
+describe('task API inputs', () => {
+  it('takes {repo, name?, prompt?} and refuses the rest with a clear 400', () => {
+    expect(parseCreateTask({ repo: 'acme/demo' })).toEqual({ repo: 'acme/demo' });
+    expect(parseCreateTask({ repo: 'a/b', name: 'n', prompt: 'p' })).toEqual({ repo: 'a/b', name: 'n', prompt: 'p' });
+    for (const bad of [null, [], 'x', {}, { repo: 'nope' }, { repo: 'a/b/c' }, { repo: '../b' }, { repo: 'a/..' }, { repo: 'a/b', prompt: '' }, { repo: 'a/b', extra: 1 }]) {
+      expect(() => parseCreateTask(bad)).toThrow(BadRequestError);
+    }
+  });
+
+  it('reads the resume cursor from the query first, then Last-Event-ID', () => {
+    expect(parseResumeCursor(null, undefined)).toBe(0);
+    expect(parseResumeCursor('7', '3')).toBe(7);
+    expect(parseResumeCursor(null, '3')).toBe(3);
+    expect(() => parseResumeCursor('-1', undefined)).toThrow(/integer >= 0/);
+    expect(() => parseResumeCursor(null, 'abc')).toThrow(/integer >= 0/);
+  });
+});
+
+describe('the daemon’s credential handling', () => {
+  it('gives commands an environment without anything credential-like', () => {
+    const env = scrubEnv({ PATH: '/bin', HOME: '/root', ANTHROPIC_API_KEY: 'k', GITHUB_TOKEN: 't', MY_SECRET: 's', TASKD_SOCKET: '/x' });
+    expect(env).toEqual({ PATH: '/bin', HOME: '/root' });
+  });
+
+  it('takes only the known keys', () => {
+    expect(parseCredentials({ OPENAI_API_KEY: 'a', ANTHROPIC_API_KEY: '' })).toEqual({ OPENAI_API_KEY: 'a' });
+    expect(() => parseCredentials({ AWS_KEY: 'x' })).toThrow(/unknown credential/);
+    expect(() => parseCredentials({ OPENAI_API_KEY: 1 })).toThrow(/must be a string/);
+    expect(() => parseCredentials([])).toThrow(/JSON object/);
+  });
+});
