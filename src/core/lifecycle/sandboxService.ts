@@ -190,7 +190,8 @@ export class SandboxService implements KnowingDirectory {
     const record = this.get(id);
     if (record.state === 'Paused' || record.busy) throw new SandboxStateError(record, 'run anything in it (resume it first)');
     if (record.state === 'Failed') throw new BrokerError('gone', 'sandbox_failed', `Sandbox ${id} failed (${record.message}); create a new one`);
-    if (record.state === 'Terminated') throw new BrokerError('invalid', 'sandbox_terminated', `Sandbox ${id} is terminated (${record.message})`);
+    // Its container is gone or handed on: its execd is no more there than an unknown id's (404).
+    if (record.state === 'Terminated') throw new BrokerError('not_found', 'sandbox_terminated', `Sandbox ${id} is terminated (${record.message})`);
     const confined = !this.options.containersIsolate;
     const env = Object.keys(record.spec.env).length > 0 ? record.spec.env : undefined;
     if (record.place.kind === 'pool') {
