@@ -6,6 +6,8 @@
  */
 import http from 'node:http';
 import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
 import type { Closable, GroupEndpoints } from '../core/orchestrator/endpoints';
 import { PortInUseError } from '../core/orchestrator/endpoints';
 import type { Sandbox } from '../core/orchestrator/sandbox';
@@ -46,12 +48,14 @@ export class HttpGroupEndpoints implements GroupEndpoints {
   async serveDatabase(grant: DatabaseGrant, socketPath: string): Promise<Closable> {
     const server = this.server(vectorDbRouter(grant), grant.token);
     await fs.rm(socketPath, { force: true });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(socketPath, () => resolve());
-    });
-    // The sandbox's processes connect as its user (root in most images, but not all).
-    await fs.chmod(socketPath, 0o666);
+    await listenOnSocket(server, socketPath);
+    try {
+      // The sandbox's processes connect as its user (root in most images, but not all).
+      await fs.chmod(socketPath, 0o666);
+    } catch (err) {
+      await closeServer(server); // a listener no one will close keeps the process alive
+      throw err;
+    }
     return {
       close: async () => {
         await closeServer(server);
@@ -74,4 +78,31 @@ function closeServer(server: http.Server): Promise<void> {
     server.close(() => resolve());
     server.closeAllConnections();
   });
+}
+
+/**
+ * A unix socket's path must fit sun_path (108 bytes with its NUL); a longer one is cut short by the
+ * bind, and the socket lands elsewhere. A deep group directory (a long deployment name, a long
+ * TMPDIR) passes that, so such a path is bound through a short symlink to its directory in /tmp,
+ * removed once bound: the socket itself is made in the real directory.
+ */
+const SUN_PATH_BYTES = 107;
+
+export async function listenOnSocket(server: http.Server, socketPath: string): Promise<void> {
+  const listen = (where: string): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(where, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  if (Buffer.byteLength(socketPath) <= SUN_PATH_BYTES) return listen(socketPath);
+  const link = path.join('/tmp', `bkr-sock-${randomBytes(6).toString('hex')}`);
+  await fs.symlink(path.dirname(socketPath), link);
+  try {
+    await listen(path.join(link, path.basename(socketPath)));
+  } finally {
+    await fs.rm(link, { force: true });
+  }
 }

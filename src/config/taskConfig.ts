@@ -46,15 +46,15 @@ export interface TaskConfig {
 const MODEL = /^[a-z0-9-]+\/[A-Za-z0-9._:-]+$/;
 
 export function loadTaskConfig(env: Env): TaskConfig {
-  const model = (env.BROKER_TASK_MODEL ?? '').trim() || 'anthropic/claude-sonnet-4-5';
-  if (!MODEL.test(model)) throw new ConfigError(`BROKER_TASK_MODEL must be 'provider/model-id', got '${model}'`);
-  const socketDir = (env.BROKER_TASK_SOCKET_DIR ?? '').trim() || '/run/bash-broker-tasks';
-  if (!path.isAbsolute(socketDir)) throw new ConfigError(`BROKER_TASK_SOCKET_DIR must be an absolute path, got '${socketDir}'`);
   const credentials: TaskCredentials = {};
   for (const name of ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY'] as const) {
     const value = (env[name] ?? '').trim();
     if (value) credentials[name] = value;
   }
+  const model = (env.BROKER_TASK_MODEL ?? '').trim() || defaultModel(credentials);
+  if (!MODEL.test(model)) throw new ConfigError(`BROKER_TASK_MODEL must be 'provider/model-id', got '${model}'`);
+  const socketDir = (env.BROKER_TASK_SOCKET_DIR ?? '').trim() || '/run/bash-broker-tasks';
+  if (!path.isAbsolute(socketDir)) throw new ConfigError(`BROKER_TASK_SOCKET_DIR must be an absolute path, got '${socketDir}'`);
   return {
     image: (env.BROKER_TASK_IMAGE ?? '').trim() || 'bash-broker-task:latest',
     gitBase: gitBase(env.BROKER_GIT_BASE_URL),
@@ -69,6 +69,14 @@ export function loadTaskConfig(env: Env): TaskConfig {
     maxSandboxes: int(env, 'BROKER_TASK_MAX_SANDBOXES', 16, { max: 4096 }),
     credentials,
   };
+}
+
+/**
+ * Anthropic's model, unless only an OpenAI key is given: then OpenAI's (Pi's own default for that
+ * provider), since an agent whose provider has no key fails its first prompt.
+ */
+function defaultModel(credentials: TaskCredentials): string {
+  return credentials.OPENAI_API_KEY && !credentials.ANTHROPIC_API_KEY ? 'openai/gpt-5.4' : 'anthropic/claude-sonnet-4-5';
 }
 
 function gitBase(raw: string | undefined): TaskConfig['gitBase'] {

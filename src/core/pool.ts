@@ -317,6 +317,7 @@ export class SessionPool {
       slotId: slot.slotId,
       container: slot.container.ref!,
       workdir: lease.workdir,
+      shell: () => (lease.released ? null : (lease.slot?.session ?? null)),
       lostReason: () => lease.brokenReason,
       onLost: (listener) => {
         if (lease.brokenReason !== null) queueMicrotask(() => listener(lease.brokenReason!));

@@ -2,7 +2,7 @@
  * What the pool takes and gives: acquire and execute requests, their results, a slot taken out for
  * something long-lived, and the one error of its own (a startup command that broke its session).
  */
-import type { ExecResult } from './bashSession';
+import type { BashSession, ExecResult } from './bashSession';
 import type { ContainerRef, StreamName, WorkdirFile } from './backend';
 import { BrokerError } from '../common/errors';
 import type { ReclaimReason } from './leaseTtl';
@@ -59,6 +59,11 @@ export interface TakenSlot {
   slotId: string;
   container: ContainerRef;
   workdir: string;
+  /**
+   * The lease's own shell, started and in `workdir` (null once it is gone). Nobody but the taker
+   * uses a taken slot, so the taker may run its commands there rather than open a shell of its own.
+   */
+  shell(): BashSession | null;
   /** Why the slot was lost while taken (its shell or container failed), or null. */
   lostReason(): string | null;
   /** Called once, when the slot is lost (right away if it already is). */

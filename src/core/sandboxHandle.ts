@@ -5,6 +5,7 @@
  * to a handle through a SandboxDirectory and never see a lease, a slot or a backend's internals.
  */
 import type { ContainerRef, SessionBackend } from './backend';
+import type { BashSession } from './bashSession';
 
 export interface SandboxHandle {
   /** The id in the route (`/sandboxes/{id}/execd/...`): a pool session id or a lifecycle sandbox id. */
@@ -31,6 +32,12 @@ export interface SandboxHandle {
   readonly ended: AbortSignal;
   /** The backend its container belongs to (a named pool's own); absent: the broker's default one. */
   readonly backend?: SessionBackend;
+  /**
+   * A started shell in `root` that is this sandbox's alone (a whole container's lease shell, its env
+   * exported): execd borrows it as a command runner, so the first command opens no shell. Its owner
+   * closes it (the lease's release kills what it started); execd never does. Absent: none.
+   */
+  readonly ownShell?: BashSession;
 }
 
 /** Finds the live sandbox of an id, or throws the error its caller must see (404 unknown, 400 ended, 410 broken). */

@@ -4,6 +4,7 @@
  * routes whose SDK (the code interpreter's) is not installed here, speaking the same wire format.
  */
 import { request } from 'undici';
+import { SandboxApiException } from '@alibaba-group/opensandbox';
 import type * as Internal from '@alibaba-group/opensandbox/dist/internal';
 
 // The SDK's `./internal` entry is only reachable through its package exports, which TypeScript's
@@ -84,4 +85,14 @@ export function textOf(events: WireEvent[], stream: 'stdout' | 'stderr'): string
     .filter((e) => e.type === stream)
     .map((e) => e.text as string)
     .join('');
+}
+
+/** The SandboxApiException an SDK call rejects with (a resolve or any other error fails the test). */
+export async function sdkError(promise: Promise<unknown>): Promise<SandboxApiException> {
+  const err = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(SandboxApiException);
+  return err as SandboxApiException;
 }

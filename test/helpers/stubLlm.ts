@@ -1,14 +1,18 @@
 /**
  * A stand-in for the one part of the outside world tests cannot reach: an LLM provider. It speaks
- * Anthropic's Messages API as the real one streams it (`POST /v1/messages`, `stream: true`, SSE
- * events message_start, content_block_start/delta/stop with text_delta and input_json_delta,
- * message_delta with the stop reason, message_stop), tool calls included, so Pi's real Anthropic
- * provider (and the SDK under it) parses it unchanged.
+ * both APIs Pi's providers stream from, tool calls included, so Pi's real providers (and the SDKs
+ * under them) parse it unchanged:
+ *   - Anthropic's Messages API (`POST /v1/messages`, `stream: true`): SSE events message_start,
+ *     content_block_start/delta/stop with text_delta and input_json_delta, message_delta with the
+ *     stop reason, message_stop;
+ *   - OpenAI's Responses API (`POST /v1/responses`), which Pi's `openai` models use: see
+ *     stubOpenaiResponses.ts.
  *
  * Each request is recorded (headers and JSON body) and answered by the test's `reply` function.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { lastResponsesInputText, streamOpenaiResponse, type ResponsesInputItem } from './stubOpenaiResponses';
 
 export interface StubToolCall {
   name: string;
@@ -26,11 +30,16 @@ export interface StubReply {
 }
 
 export interface RecordedRequest {
+  /** Which provider's API the request came in on. */
+  api: 'anthropic' | 'openai';
   path: string;
   headers: http.IncomingHttpHeaders;
   body: {
     model: string;
+    /** Anthropic's conversation. */
     messages: Array<{ role: string; content: string | Array<{ type: string; text?: string; content?: unknown; tool_use_id?: string }> }>;
+    /** OpenAI Responses' conversation (the request's `input`). */
+    input?: ResponsesInputItem[];
     tools?: Array<{ name: string }>;
     stream?: boolean;
   };
@@ -67,17 +76,20 @@ export class StubLlm {
   private async serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    if (req.method !== 'POST' || !req.url?.endsWith('/v1/messages')) {
+    const api = req.method !== 'POST' ? null : req.url?.endsWith('/v1/messages') ? 'anthropic' : req.url?.endsWith('/v1/responses') ? 'openai' : null;
+    if (!api || !req.url) {
       res.writeHead(404, { 'Content-Type': 'application/json' });
       res.end(JSON.stringify({ type: 'error', error: { type: 'not_found_error', message: `no route ${req.method} ${req.url}` } }));
       return;
     }
-    const recorded: RecordedRequest = { path: req.url, headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')), closedEarly: false };
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as RecordedRequest['body'];
+    const recorded: RecordedRequest = { api, path: req.url, headers: req.headers, body: { ...body, messages: body.messages ?? [] }, closedEarly: false };
     this.requests.push(recorded);
     res.on('close', () => {
       if (!res.writableEnded) recorded.closedEarly = true;
     });
     const reply = this.reply(recorded);
+    if (api === 'openai') return streamOpenaiResponse(res, recorded.body.model, reply, this.requests.length);
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'request-id': `req_${this.requests.length}` });
     const send = (event: string, data: object): void => {
       if (!res.writableEnded && !res.destroyed) res.write(`event: ${event}\ndata: ${JSON.stringify({ type: event, ...data })}\n\n`);
@@ -113,8 +125,9 @@ export class StubLlm {
   }
 }
 
-/** The text of the last user message of a request (a string or its text blocks). */
+/** The text of the last user message of a request (a string or its text blocks), or of its last tool result. */
 export function lastUserText(request: RecordedRequest): string {
+  if (request.api === 'openai') return lastResponsesInputText(request.body.input ?? []);
   const users = request.body.messages.filter((m) => m.role === 'user');
   const last = users[users.length - 1];
   if (!last) return '';
@@ -124,6 +137,7 @@ export function lastUserText(request: RecordedRequest): string {
 
 /** Whether the request's last message is a tool result (the agent answering a tool call). */
 export function endsWithToolResult(request: RecordedRequest): boolean {
+  if (request.api === 'openai') return request.body.input?.[request.body.input.length - 1]?.type === 'function_call_output';
   const last = request.body.messages[request.body.messages.length - 1];
   return Array.isArray(last?.content) && last.content.some((b) => b.type === 'tool_result');
 }

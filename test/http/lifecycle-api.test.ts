@@ -12,7 +12,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Dockerode from 'dockerode';
-import { Sandbox, SandboxManager, SandboxApiException, type ConnectionConfigOptions } from '@alibaba-group/opensandbox';
+import { Sandbox, SandboxManager, type ConnectionConfigOptions } from '@alibaba-group/opensandbox';
+import { sdkError } from '../helpers/execdClient';
 import { startTestBroker, testBackend, eventually, metricValue, type TestBroker, type HttpResult } from '../helpers/broker';
 import { sandboxDirectory } from '../../src/api/app';
 
@@ -40,15 +41,6 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
     const headers: Record<string, string> = { 'OPEN-SANDBOX-API-KEY': key };
     if (body !== undefined) headers['content-type'] = 'application/json';
     return tb.request(method, path, body === undefined ? undefined : JSON.stringify(body), headers);
-  }
-
-  async function sdkError(promise: Promise<unknown>): Promise<SandboxApiException> {
-    const err = await promise.then(
-      () => null,
-      (e: unknown) => e,
-    );
-    expect(err).toBeInstanceOf(SandboxApiException);
-    return err as SandboxApiException;
   }
 
   const warmHealth = async (): Promise<{ available_sessions: number; in_use_sessions: number }> => (await tb.get('/health')).json.pools.warm;

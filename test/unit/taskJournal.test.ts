@@ -51,6 +51,12 @@ describe('task settings', () => {
     expect(loadConfig({ ANTHROPIC_API_KEY: ' k1 ', OPENAI_API_KEY: '' }).tasks.credentials).toEqual({ ANTHROPIC_API_KEY: 'k1' });
   });
 
+  it("defaults the model to OpenAI's when only an OpenAI key is given, and keeps a model that is named", () => {
+    expect(loadConfig({ OPENAI_API_KEY: 'k' }).tasks.model).toBe('openai/gpt-5.4');
+    expect(loadConfig({ OPENAI_API_KEY: 'k', ANTHROPIC_API_KEY: 'k' }).tasks.model).toBe('anthropic/claude-sonnet-4-5');
+    expect(loadConfig({ OPENAI_API_KEY: 'k', BROKER_TASK_MODEL: 'anthropic/claude-haiku-4-5' }).tasks.model).toBe('anthropic/claude-haiku-4-5');
+  });
+
   it.each([
     ['BROKER_GIT_BASE_URL', 'repos/here', /absolute directory or an http\(s\) URL/],
     ['BROKER_TASK_MODEL', 'claude', /'provider\/model-id'/],

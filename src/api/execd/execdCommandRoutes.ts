@@ -54,9 +54,11 @@ export function execdCommandRouter(execd: ExecdService, directory: SandboxDirect
         method: 'GET',
         path: `${EXECD_PREFIX}/ping`,
         handle({ params, res }) {
-          // A client pings before its first command (the SDK waits for it): a runner gets ready meanwhile.
-          target(params.sandboxId).execd.warm();
+          // A client pings before its first command (the SDK waits for it): a runner gets ready
+          // meanwhile, opened once the answer is out (opening one costs a spawn the ping must not wait on).
+          const { execd } = target(params.sandboxId);
           sendDone(res);
+          execd.warm();
         },
       },
       {

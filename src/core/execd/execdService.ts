@@ -43,6 +43,11 @@ export class ExecdService {
     return [...this.sandboxes].map(([id, execd]) => ({ id, detail: execd.summary() }));
   }
 
+  /** Companion shells sandbox `id` has open now, the ones opening included (tests and diagnostics). */
+  openShells(id: string): number {
+    return this.sandboxes.get(id)?.openShells ?? 0;
+  }
+
   /** Closes every sandbox's shells (the broker is shutting down). */
   async close(): Promise<void> {
     this.closed = true;

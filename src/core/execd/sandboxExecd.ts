@@ -63,6 +63,10 @@ export class SandboxExecd {
     return `${running} command(s) running, ${this.sessions.size} bash session(s)`;
   }
 
+  get openShells(): number {
+    return this.shells.openCount;
+  }
+
   warm(): void {
     this.shells.warm();
   }

@@ -4,6 +4,12 @@
  * one (or opens one), runs in a subshell of it, and gives it back, so a command costs a fork, not a
  * new shell. A runner's leftovers (a server a command started with `&`) live on in it until the
  * sandbox ends, as a pool lease's background jobs do.
+ *
+ * A sandbox that is a whole container of its own lends its lease shell (SandboxHandle.ownShell): it is
+ * the first idle runner, so the first command runs at once, with no shell to open. It is borrowed, not
+ * owned: never closed here (the lease's release kills what it started), and not counted against the
+ * cap (it is no companion). A command's timeout there kills what it started since (the slot's unit
+ * holds no other execd runner), as in any runner.
  */
 import { BashSession, type BashSessionTimings } from '../bashSession';
 import type { SessionBackend } from '../backend';
@@ -29,6 +35,7 @@ export class ShellBudget {
   private readonly companionOf = new Map<BashSession, Companion>();
   private warming: Promise<void> | null = null;
   private closed = false;
+  private readonly borrowed: BashSession | null;
 
   constructor(
     private readonly backend: SessionBackend,
@@ -36,7 +43,15 @@ export class ShellBudget {
     private readonly handle: SandboxHandle,
     private readonly maxShells: number,
     private readonly timings: BashSessionTimings,
-  ) {}
+  ) {
+    this.borrowed = handle.ownShell?.alive ? handle.ownShell : null;
+    if (this.borrowed) this.idle.push(this.borrowed);
+  }
+
+  /** Companion shells open or opening (a borrowed lease shell is none). */
+  get openCount(): number {
+    return this.open.size + this.opening;
+  }
 
   /** A new companion shell of this sandbox, within the cap (ExecdLimitError beyond it). */
   async openShell(): Promise<Companion> {
@@ -63,9 +78,21 @@ export class ShellBudget {
     return tracked;
   }
 
-  /** An idle runner, or a new one (started: the framing's init done). */
+  /** An idle runner, the one being warmed, or a new one (started: the framing's init done). */
   async takeRunner(): Promise<BashSession> {
+    const idle = this.takeIdle();
+    if (idle) return idle;
+    // A ping announced this command: the runner it opened is nearer than a new one.
+    if (this.warming) await this.warming;
+    return this.takeIdle() ?? this.openRunner();
+  }
+
+  private takeIdle(): BashSession | null {
     for (let r = this.idle.pop(); r; r = this.idle.pop()) if (r.alive) return r;
+    return null;
+  }
+
+  private async openRunner(): Promise<BashSession> {
     const companion = await this.openShell();
     const runner = new BashSession(companion.shell, this.timings);
     try {
@@ -87,7 +114,7 @@ export class ShellBudget {
   /** Opens a runner ahead of the first command, when none is idle (a ping announces commands). */
   warm(): void {
     if (this.idle.length > 0 || this.warming || this.closed) return;
-    this.warming = this.takeRunner()
+    this.warming = this.openRunner()
       .then((r) => this.giveBack(r))
       .catch((err: unknown) => logger.debug({ sandbox: this.handle.id, err: errorMessage(err) }, 'execd: could not warm a runner'))
       .finally(() => (this.warming = null));
@@ -101,10 +128,11 @@ export class ShellBudget {
   }
 
   private discard(runner: BashSession): void {
-    const companion = this.companionOf.get(runner);
-    this.companionOf.delete(runner);
     const i = this.idle.indexOf(runner);
     if (i >= 0) this.idle.splice(i, 1);
+    if (runner === this.borrowed) return; // its owner's to close
+    const companion = this.companionOf.get(runner);
+    this.companionOf.delete(runner);
     void runner.close().catch(() => undefined);
     void companion?.close();
   }

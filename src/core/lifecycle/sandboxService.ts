@@ -190,12 +190,14 @@ export class SandboxService implements KnowingDirectory {
     const record = this.get(id);
     if (record.state === 'Paused' || record.busy) throw new SandboxStateError(record, 'run anything in it (resume it first)');
     if (record.state === 'Failed') throw new BrokerError('gone', 'sandbox_failed', `Sandbox ${id} failed (${record.message}); create a new one`);
-    if (record.state === 'Terminated') throw new BrokerError('invalid', 'sandbox_terminated', `Sandbox ${id} is terminated (${record.message})`);
+    // Its container is gone or handed on: its execd is no more there than an unknown id's (404).
+    if (record.state === 'Terminated') throw new BrokerError('not_found', 'sandbox_terminated', `Sandbox ${id} is terminated (${record.message})`);
     const confined = !this.options.containersIsolate;
     const env = Object.keys(record.spec.env).length > 0 ? record.spec.env : undefined;
     if (record.place.kind === 'pool') {
       const site = record.place.entry.pool.site(record.place.taken.sessionId);
-      return { ...site, id, confined, env };
+      // The container and its lease shell are this sandbox's alone (one session per container).
+      return { ...site, id, confined, env, ownShell: record.place.taken.shell() ?? undefined };
     }
     return { id, slotId: `sbx-${id}`, container: record.place.container, root: record.place.workdir, confined, env, ended: record.ending.signal, backend: this.options.backend };
   }

@@ -144,7 +144,8 @@ export class Orchestrator {
       const forwards: SocketForward[] = [];
       const env: Record<string, string> = { SANDBOX_ID: request.id };
       for (const [i, grant] of grants.entries()) {
-        const hostSocketPath = path.join(socketDir!, `${grant.name}.sock`);
+        // Named by position: a database's name is the user's and may be long (a socket's path is bounded).
+        const hostSocketPath = path.join(socketDir!, `db${i}.sock`);
         undo.push(await this.endpoints.serveDatabase(grant, hostSocketPath));
         forwards.push({ name: grant.name, hostSocketPath, port: FIRST_FORWARD_PORT + i });
         Object.assign(env, attachmentEnv(grant, FIRST_FORWARD_PORT + i));
