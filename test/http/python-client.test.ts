@@ -14,7 +14,7 @@ const VENV_TIMEOUT_MS = 15 * 60_000;
 const PYTEST_TIMEOUT_MS = 10 * 60_000;
 const ACQUIRE_TIMEOUT_S = '2';
 /** The client's pytest cases (clients/python/tests) when this was written; more may come. */
-const PYTEST_CASES = 21;
+const PYTEST_CASES = 22;
 const ci = Boolean(process.env.CI) && process.env.CI !== 'false';
 
 describe(`python client package (clients/python) on ${testBackend}`, () => {

@@ -23,6 +23,7 @@ from .errors import (
     UnauthorizedError,
     WorkspaceBusyError,
 )
+from .execd import CommandResult, Execd
 from .retry import RetryPolicy
 from .session import Session
 from .types import ExecuteResult, Health, Timeouts
@@ -36,6 +37,8 @@ __all__ = [
     "BrokerConnectionError",
     "BrokerError",
     "BrokerTimeoutError",
+    "CommandResult",
+    "Execd",
     "ExecuteResult",
     "ForbiddenError",
     "Job",

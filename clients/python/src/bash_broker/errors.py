@@ -119,7 +119,8 @@ _BY_STATUS: Dict[int, Type[BrokerError]] = {
 def error_from_response(status: int, body: Any, text: str, retry_after: Optional[float]) -> BrokerError:
     """The exception for an error answer: by its ``code`` first, else by its status."""
     mapping: Mapping[str, Any] = body if isinstance(body, Mapping) else {}
-    raw_code, raw_detail = mapping.get("code"), mapping.get("detail")
+    # The pool API says `detail`; execd (OpenSandbox's envelope) says `message`.
+    raw_code, raw_detail = mapping.get("code"), mapping.get("detail", mapping.get("message"))
     code = raw_code if isinstance(raw_code, str) else None
     detail = raw_detail if isinstance(raw_detail, str) else (text.strip() or f"HTTP {status}")
     cls = _BY_CODE.get(code or "") or _BY_STATUS.get(status, BrokerError)

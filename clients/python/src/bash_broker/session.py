@@ -6,6 +6,7 @@ import asyncio
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Type
 
+from .execd import Execd
 from .types import ExecuteResult
 
 if TYPE_CHECKING:
@@ -25,6 +26,11 @@ class Session:
 
     def __repr__(self) -> str:
         return f"Session({self.id!r}{', released' if self.released else ''})"
+
+    @property
+    def execd(self) -> Execd:
+        """This session's execd API: one-off commands beside its shell, and its files."""
+        return Execd(self._broker, self.id)
 
     async def execute(self, command: str, *, timeout: Optional[float] = None) -> ExecuteResult:
         """Runs ``command`` in the session. ``timeout`` (seconds) is the broker's: past it the command
