@@ -149,6 +149,10 @@ async function promptAndWait(follower: Follower, id: string, message: string): P
   const ended = follower.waitFor((e, stream) => stream === 'coding' && e.cursor > before && endsTheRun(e));
   await call('POST', `/sandboxes/${id}/prompt`, { message });
   await ended;
+  // The two streams arrive over two connections: the control events of this run (its prompt_queued)
+  // may still be on their way when the coding stream's run has ended. Print up to where both are now.
+  const now = (await call('GET', `/sandboxes/${id}`)).cursors as Record<StreamName, number>;
+  await follower.caughtUp(now);
 }
 
 async function interact(follower: Follower, id: string): Promise<void> {

@@ -57,6 +57,8 @@ if (CHROMIUM) {
         await eventually(() => events.some((e) => e.type === 'output' && e.line === 'from-page-5'), 30_000, () => `from-page-5 over /ws/workspace; got ${JSON.stringify(events)}`);
         const typed = events.find((e) => e.type === 'command')!;
         expect(typed).toMatchObject({ source: 'terminal', command: 'echo from-page-$((2+3))' });
+        // Its output can come before its exit event: the agent's execute waits for the job to end (else 409).
+        await eventually(() => events.some((e) => e.type === 'exit' && e.job_id === typed.job_id), 30_000, () => `the typed job's exit; got ${JSON.stringify(events)}`);
         const logs = (await tb.request('GET', '/api/workspace/logs?offset=-20&limit=20', undefined, auth)).json as Event[];
         expect(logs.some((e) => e.type === 'output' && e.line === 'from-page-5')).toBe(true);
 
