@@ -12,18 +12,7 @@ import type { AgentSession, AgentSessionEvent, AuthStorage, ToolDefinition } fro
 import type { EventLog } from './eventLog';
 import { loadPi } from './esm';
 import { CREDENTIAL_NAMES, PROVIDER_OF, scrubEnv, type Credentials } from './secrets';
-
-/** The agent events Core forwards on its coding stream; the rest (agent_*, queue_update, ...) stay here. */
-export const CODING_EVENT_TYPES: ReadonlySet<string> = new Set([
-  'turn_start',
-  'turn_end',
-  'message_start',
-  'message_update',
-  'message_end',
-  'tool_execution_start',
-  'tool_execution_update',
-  'tool_execution_end',
-]);
+import { CODING_EVENT_TYPES } from './codingEvents';
 
 export interface AgentSetup {
   /** The repository's working tree: the agent's cwd. */

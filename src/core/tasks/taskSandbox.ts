@@ -8,18 +8,10 @@
 import { errorMessage } from '../../common/errors';
 import { StreamJournal } from './streamJournal';
 import type { DaemonHealth, TaskContainer, TaskEvent } from './taskPorts';
+// The daemon's own list: what it forwards is what Core routes to the coding stream.
+import { CODING_EVENT_TYPES } from '../../taskd/codingEvents';
 
 export const CONTROL_EVENT_TYPES: ReadonlySet<string> = new Set(['sandbox_ready', 'repo_cloned', 'repo_clone_error', 'init_complete', 'prompt_queued', 'daemon_error', 'sandbox_terminated']);
-export const CODING_EVENT_TYPES: ReadonlySet<string> = new Set([
-  'turn_start',
-  'turn_end',
-  'message_start',
-  'message_update',
-  'message_end',
-  'tool_execution_start',
-  'tool_execution_update',
-  'tool_execution_end',
-]);
 
 export type StreamName = 'control' | 'coding';
 export type TaskStatus = 'starting' | 'running' | 'terminated';
