@@ -177,8 +177,12 @@ export interface WsFloodRound {
   viewerBytesMin: number;
   viewerMessagesMin: number;
   viewerMessagesMax: number;
-  /** Viewers the broker dropped during the round (they fell behind its bound). */
+  /** Viewers the broker cut during the round (behind, and they did not catch up in time). */
   dropped: number;
+  /** Viewers whose last bytes hold the flood's end marker: they are current. */
+  current: number;
+  /** Times a viewer fell behind and caught up (a redraw, or a `dropped` notice), from the broker's /metrics. */
+  resyncs: number;
   /** CPU during the round, ms: the broker's (its process_cpu_seconds_total) and the viewer process's. */
   brokerCpuMs: number;
   viewersCpuMs: number;

@@ -5,8 +5,10 @@
  * share the broker's cores, and 50 parsers of a flood's events would measure the readers' CPU.
  *
  * IPC, one request at a time: {open: {url, sockets}} opens them (answers when all are open),
- * {count: true} answers the bytes and messages each got and how many were cut, {close: true} closes
- * them all. It exits when its parent disconnects.
+ * {count: true, marker?} answers the bytes and messages each got, how many were cut, and how many
+ * have `marker` in the last bytes they got (they are current: a viewer that fell behind and caught
+ * up ends on the stream's latest bytes too); {close: true} closes them all. It exits when its
+ * parent disconnects.
  */
 import WebSocket from 'ws';
 
@@ -15,9 +17,13 @@ interface Reader {
   bytes: number;
   messages: number;
   closed: boolean;
+  /** The last TAIL_BYTES it got, as latin1. */
+  tail: string;
 }
 
-export type ViewerRequest = { open: { url: string; sockets: number } } | { count: true } | { close: true };
+const TAIL_BYTES = 1024;
+
+export type ViewerRequest = { open: { url: string; sockets: number } } | { count: true; marker?: string } | { close: true };
 
 export interface ViewerCounts {
   sockets: number;
@@ -26,6 +32,8 @@ export interface ViewerCounts {
   messages: number[];
   /** Sockets the broker closed or cut while they were open (a viewer dropped for falling behind). */
   closed: number;
+  /** Sockets whose last bytes hold the request's marker. */
+  current: number;
   /** CPU this process used since it started, ms (user + system). */
   cpuMs: number;
 }
@@ -40,10 +48,11 @@ function cpuMs(): number {
 function openOne(url: string): Promise<Reader> {
   return new Promise((resolve, reject) => {
     const socket = new WebSocket(url);
-    const reader: Reader = { socket, bytes: 0, messages: 0, closed: false };
+    const reader: Reader = { socket, bytes: 0, messages: 0, closed: false, tail: '' };
     socket.on('message', (data: Buffer) => {
       reader.bytes += data.length;
       reader.messages++;
+      reader.tail = (reader.tail + data.subarray(-TAIL_BYTES).toString('latin1')).slice(-TAIL_BYTES);
     });
     socket.once('open', () => resolve(reader));
     socket.once('error', reject);
@@ -58,7 +67,15 @@ async function handle(request: ViewerRequest): Promise<unknown> {
     return { sockets: readers.length };
   }
   if ('count' in request) {
-    const counts: ViewerCounts = { sockets: readers.length, bytes: readers.map((r) => r.bytes), messages: readers.map((r) => r.messages), closed: readers.filter((r) => r.closed).length, cpuMs: cpuMs() };
+    const marker = request.marker;
+    const counts: ViewerCounts = {
+      sockets: readers.length,
+      bytes: readers.map((r) => r.bytes),
+      messages: readers.map((r) => r.messages),
+      closed: readers.filter((r) => r.closed).length,
+      current: marker === undefined ? 0 : readers.filter((r) => r.tail.includes(marker)).length,
+      cpuMs: cpuMs(),
+    };
     return counts;
   }
   const closing = readers.map((r) => (r.closed ? Promise.resolve() : new Promise<void>((resolve) => {

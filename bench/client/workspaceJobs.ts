@@ -127,11 +127,17 @@ class Viewers {
   }
 }
 
-/** The broker's CPU so far, from its /metrics (prom-client's process_cpu_seconds_total), ms. */
-async function brokerCpuMs(url: string): Promise<number> {
+/** The broker's CPU so far (prom-client's process_cpu_seconds_total), ms, and its viewers' catch-ups, from /metrics. */
+async function brokerCounts(url: string): Promise<{ cpuMs: number; resyncs: number }> {
   const res = await request(`${url}/metrics`);
-  return metricValue(await res.body.text(), 'process_cpu_seconds_total') * 1000;
+  const text = await res.body.text();
+  const resyncs = ['events', 'terminal'].map((stream) => metricValue(text, `broker_workspace_viewers_behind_total\\{stream="${stream}",outcome="resync"\\}`) || 0);
+  return { cpuMs: metricValue(text, 'process_cpu_seconds_total') * 1000, resyncs: resyncs[0] + resyncs[1] };
 }
+
+/** The flood's last line, printed after it: a viewer with this among its last bytes is current. */
+export const FLOOD_END_MARKER = 'flood-42-end';
+const FLOOD_END = '; echo flood-$((6*7))-end';
 
 /** The exit event of `jobId` from the workspace's logs, polled until it is there. */
 async function exitEvent(url: string, jobId: string, deadline: number): Promise<{ returncode: number | null; duration_ms: number }> {
@@ -161,15 +167,19 @@ export async function wsFlood(url: string, command: string, floodBytes: number, 
       await viewers.ask({ open: { url: wsUrl, sockets: count } });
       await sleep(300); // scrollback or nothing: let it land before the flood
       const before = await viewers.ask<ViewerCounts>({ count: true });
-      const brokerCpuBefore = await brokerCpuMs(url);
+      const brokerBefore = await brokerCounts(url);
       const t0 = nowMs();
-      const answer = await http.post<WorkspaceAnswer>('/api/execute', { command, wait: 30 });
+      const answer = await http.post<WorkspaceAnswer>('/api/execute', { command: command + FLOOD_END, wait: 30 });
       const exit = await exitEvent(url, answer.job_id, t0 + timeoutS * 1000);
       const wallMs = nowMs() - t0;
       if (exit.returncode !== 0) throw new Error(`flood '${command}': returncode ${exit.returncode}`);
-      await sleep(500); // the last bytes reach the viewers
-      const after = await viewers.ask<ViewerCounts>({ count: true });
-      const brokerCpu = (await brokerCpuMs(url)) - brokerCpuBefore;
+      // The last bytes reach the viewers (those behind catch up as soon as they have read their backlog).
+      let after = await viewers.ask<ViewerCounts>({ count: true, marker: FLOOD_END_MARKER });
+      for (let waited = 0; after.current + after.closed < count && waited < 10_000; waited += 100) {
+        await sleep(100);
+        after = await viewers.ask<ViewerCounts>({ count: true, marker: FLOOD_END_MARKER });
+      }
+      const brokerAfter = await brokerCounts(url);
       const got = after.bytes.map((b, i) => b - before.bytes[i]);
       const messages = after.messages.map((m, i) => m - before.messages[i]);
       rounds.push({
@@ -181,7 +191,9 @@ export async function wsFlood(url: string, command: string, floodBytes: number, 
         viewerMessagesMin: Math.min(...messages),
         viewerMessagesMax: Math.max(...messages),
         dropped: after.closed,
-        brokerCpuMs: brokerCpu,
+        current: after.current,
+        resyncs: brokerAfter.resyncs - brokerBefore.resyncs,
+        brokerCpuMs: brokerAfter.cpuMs - brokerBefore.cpuMs,
         viewersCpuMs: after.cpuMs - before.cpuMs,
       });
       await viewers.ask({ close: true });

@@ -84,7 +84,9 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
   ];
   const { workspaces, execd, orchestrator, sandboxes: lifecycle, tasks, dashboard } = apis;
   if (workspaces) {
-    routers.push(workspaceRouter(workspaces.workspaces, workspaces.files, { maxCommandBytes: config.maxCommandBytes, viewerBufferBytes: config.workspace.viewerBufferBytes }));
+    const { viewerBufferBytes, terminalBufferBytes, viewerStallMs, pingMs } = config.workspace;
+    const socketOptions = { viewerBufferBytes, terminalBufferBytes, viewerStallMs, pingMs, counts: metrics.workspaceViewers };
+    routers.push(workspaceRouter(workspaces.workspaces, workspaces.files, { maxCommandBytes: config.maxCommandBytes, ...socketOptions }));
     routers.push(workspacePageRouter());
   }
   if (lifecycle) {

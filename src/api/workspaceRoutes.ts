@@ -21,7 +21,7 @@ import {
   parseWrite,
 } from './workspaceInput';
 import type { WebSocket } from 'ws';
-import { acceptEventStream, acceptTerminal } from './workspaceSockets';
+import { acceptEventStream, acceptTerminal, type SocketOptions } from './workspaceSockets';
 
 /** A WebSocket whose workspace ended between the handshake's check and the socket (rare). */
 const CLOSE_NOT_FOUND = 4404;
@@ -33,9 +33,8 @@ class DeprecatedEndpointError extends BrokerError {
   }
 }
 
-export interface WorkspaceRouterOptions {
+export interface WorkspaceRouterOptions extends SocketOptions {
   maxCommandBytes: number;
-  viewerBufferBytes: number;
 }
 
 const PREFIXES = [

@@ -7,24 +7,58 @@
  *   {"type":"resize","cols":C,"rows":R} (plain text that is not JSON is taken as keys).
  *
  * A viewer never slows the terminal or the others: each stream is framed once and written to every
- * viewer as one buffer per flush (wsFanout.ts), and a viewer whose unsent bytes pass
- * BROKER_WORKSPACE_VIEWER_BUFFER_BYTES is dropped. Pings keep idle connections (and the proxies
- * between) alive.
+ * viewer as one buffer per flush (wsFanout.ts). A viewer that falls behind (more unsent than
+ * BROKER_WORKSPACE_VIEWER_BUFFER_BYTES on /ws/workspace, BROKER_WORKSPACE_TERMINAL_BUFFER_BYTES on
+ * the terminal, which is also a terminal viewer's share of a burst of bulk output) gets nothing more
+ * until it can take it, then catches up: an events viewer with a `dropped` notice for what the ring
+ * no longer has and the rest from the ring, a terminal viewer with a reset and the screen (redrawn
+ * four times a second while the burst lasts, then the recent past, as a new viewer gets). One whose
+ * socket has not emptied within BROKER_WORKSPACE_VIEWER_STALL_MS does not read, and is cut. Pings keep idle
+ * connections (and the proxies between) alive.
  */
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import type { Workspace } from '../core/workspace/workspace';
 import { WsFanout } from './wsFanout';
+import type { FanoutCounts } from '../metrics/workspaceMetrics';
 
-const PING_EVERY_MS = 15_000;
 const MAX_TERMINAL_SIDE = 1000;
 
-interface SocketOptions {
+/** RIS, "reset to initial state": the viewer's terminal starts afresh, as a new viewer's does. */
+const TERMINAL_RESET = Buffer.from('\x1bc');
+/** A redraw in a burst: a full screen of a large terminal (200 x 50), with room for its colours. */
+const REDRAW_TAIL_BYTES = 16 * 1024;
+
+export interface SocketOptions {
+  /** Unsent bytes past which an events viewer is behind. */
   viewerBufferBytes: number;
+  /** Unsent bytes past which a terminal viewer is behind (its catch-up is a redraw). */
+  terminalBufferBytes: number;
+  /** A viewer still behind this long does not read: it is cut. */
+  viewerStallMs: number;
+  /** Pings this often; a viewer that has not answered one by the next is cut. */
+  pingMs: number;
+  /** Where the viewers' catch-ups and cuts are counted (for /metrics). */
+  counts?: { events: FanoutCounts; terminal: FanoutCounts };
 }
 
-function keepAlive(socket: WebSocket, onClose: () => void): void {
-  const timer = setInterval(() => socket.ping(), PING_EVERY_MS);
+/**
+ * Pings every `pingMs` keep idle connections (and the proxies between) alive. A viewer that has not
+ * answered one ping by the next is gone or does not read (its pong would come after all it holds):
+ * it is cut, whether or not anything was written to it since.
+ */
+function keepAlive(socket: WebSocket, pingMs: number, onCut: () => void, onClose: () => void): void {
+  let answered = true;
+  socket.on('pong', () => (answered = true));
+  const timer = setInterval(() => {
+    if (!answered) {
+      onCut();
+      socket.terminate();
+      return;
+    }
+    answered = false;
+    socket.ping();
+  }, pingMs);
   timer.unref();
   socket.on('error', () => undefined); // 'close' follows
   socket.once('close', () => {
@@ -39,14 +73,40 @@ const fanouts = new WeakMap<Workspace, { events: WsFanout; terminal: WsFanout }>
 function fanoutsOf(ws: Workspace, options: SocketOptions): { events: WsFanout; terminal: WsFanout } {
   let f = fanouts.get(ws);
   if (!f) {
-    const made = { events: new WsFanout(false, options.viewerBufferBytes), terminal: new WsFanout(true, options.viewerBufferBytes) };
+    const stallMs = options.viewerStallMs;
+    const made = {
+      events: new WsFanout(
+        { binary: false, lagBytes: options.viewerBufferBytes, burstBytes: null, stallMs, resync: (missed) => replayFrom(ws, missed ?? ws.events.next) },
+        options.counts?.events,
+      ),
+      terminal: new WsFanout(
+        {
+          binary: true,
+          lagBytes: options.terminalBufferBytes,
+          burstBytes: options.terminalBufferBytes,
+          stallMs,
+          // In a burst a screen's worth; at its end the recent past, as a viewer that joins now gets.
+          resync: (_missed, during) => [TERMINAL_RESET, during ? ws.scrollback.tail(REDRAW_TAIL_BYTES) : ws.scrollback.recent()],
+        },
+        options.counts?.terminal,
+      ),
+    };
     // Once per workspace, for as long as it lives: each event is serialized once, whoever watches, and not at all when nobody does.
-    ws.events.subscribe(null, (event) => made.events.size > 0 && made.events.publish(JSON.stringify(event)), () => undefined);
+    ws.events.subscribe(null, (event) => made.events.size > 0 && made.events.publish(ws.events.json(event), event.seq_id), () => undefined);
     ws.scrollback.attach((chunk) => made.terminal.size > 0 && made.terminal.publish(chunk));
     fanouts.set(ws, made);
     f = made;
   }
   return f;
+}
+
+/** The events from `since` on that the ring still holds, after a `dropped` notice for those it does not. */
+function replayFrom(ws: Workspace, since: number): string[] {
+  if (since >= ws.events.next) return [];
+  const { dropped, events } = ws.events.slice(since, ws.events.next - since);
+  const out = dropped ? [JSON.stringify(dropped)] : [];
+  for (const e of events) out.push(ws.events.json(e));
+  return out;
 }
 
 export function acceptEventStream(socket: WebSocket, ws: Workspace, query: string, raw: Socket, options: SocketOptions): void {
@@ -56,14 +116,10 @@ export function acceptEventStream(socket: WebSocket, ws: Workspace, query: strin
     socket.close(1003, "'since' must be a non-negative integer seq_id");
     return;
   }
-  const first: string[] = [];
-  if (since !== null && since < ws.events.next) {
-    const { dropped, events } = ws.events.slice(since, ws.events.next - since);
-    if (dropped) first.push(JSON.stringify(dropped));
-    for (const e of events) first.push(JSON.stringify(e));
-  }
+  const first = since === null ? [] : replayFrom(ws, since);
   // The replay and the joining happen in one synchronous step: no gap, no duplicate.
-  keepAlive(socket, fanoutsOf(ws, options).events.join(socket, raw, first));
+  const detach = fanoutsOf(ws, options).events.join(socket, raw, first);
+  keepAlive(socket, options.pingMs, () => options.counts && options.counts.events.cuts++, detach);
 }
 
 export function acceptTerminal(socket: WebSocket, ws: Workspace, raw: Socket, options: SocketOptions): void {
@@ -78,7 +134,7 @@ export function acceptTerminal(socket: WebSocket, ws: Workspace, raw: Socket, op
     if (message.type === 'resize' && isSide(message.cols) && isSide(message.rows)) return ws.resize(message.cols, message.rows);
     ws.input(text);
   });
-  keepAlive(socket, detach);
+  keepAlive(socket, options.pingMs, () => options.counts && options.counts.terminal.cuts++, detach);
 }
 
 function parseMessage(text: string): Record<string, unknown> | null {

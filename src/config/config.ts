@@ -94,8 +94,14 @@ export interface BrokerConfig {
     logEvents: number;
     /** BROKER_WORKSPACE_MAX_READ_BYTES: the largest /api/read answer (413 beyond) and read-partial chunk. */
     maxReadBytes: number;
-    /** BROKER_WORKSPACE_VIEWER_BUFFER_BYTES: a WebSocket viewer with more unsent than this is dropped. */
+    /** BROKER_WORKSPACE_VIEWER_BUFFER_BYTES: an events viewer with more unsent than this is behind (it catches up from the ring). */
     viewerBufferBytes: number;
+    /** BROKER_WORKSPACE_TERMINAL_BUFFER_BYTES: a terminal viewer with more unsent than this is behind (it catches up with a redraw). */
+    terminalBufferBytes: number;
+    /** BROKER_WORKSPACE_VIEWER_STALL_MS: a viewer still behind this long after falling behind does not read, and is cut. */
+    viewerStallMs: number;
+    /** BROKER_WORKSPACE_PING_MS: workspace WebSockets are pinged this often; one that has not answered a ping by the next is cut. */
+    pingMs: number;
   };
   execdFiles: {
     /** BROKER_EXECD_MAX_UPLOAD_BYTES: the largest file one execd upload writes (413 beyond). */
@@ -332,6 +338,10 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
       logEvents: int(env, 'BROKER_WORKSPACE_LOG_EVENTS', 10_000, { min: 16, max: 1_000_000 }),
       maxReadBytes: int(env, 'BROKER_WORKSPACE_MAX_READ_BYTES', 16 * 1024 * 1024, { min: 1024, max: 1024 * 1024 * 1024 }),
       viewerBufferBytes: int(env, 'BROKER_WORKSPACE_VIEWER_BUFFER_BYTES', 8 * 1024 * 1024, { min: 64 * 1024 }),
+      // A person reads a screen, not 40 MB/s: past a few screens behind, a redraw serves them better than the backlog.
+      terminalBufferBytes: int(env, 'BROKER_WORKSPACE_TERMINAL_BUFFER_BYTES', 256 * 1024, { min: 64 * 1024 }),
+      viewerStallMs: int(env, 'BROKER_WORKSPACE_VIEWER_STALL_MS', 10_000, { min: 100, max: 3_600_000 }),
+      pingMs: int(env, 'BROKER_WORKSPACE_PING_MS', 15_000, { min: 100, max: 3_600_000 }),
     },
     execdFiles: {
       maxUploadBytes: bytes(env, 'BROKER_EXECD_MAX_UPLOAD_BYTES', 1024 ** 3, { minBytes: 1 }),

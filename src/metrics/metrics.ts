@@ -9,6 +9,7 @@ import type { SessionPool } from '../core/pool';
 import type { PoolRegistry } from '../core/poolRegistry';
 import { SessionState } from '../core/states';
 import { RECLAIM_REASONS, type ReclaimReason } from '../core/leaseTtl';
+import { registerWorkspaceViewers, type WorkspaceViewerCounts } from './workspaceMetrics';
 
 /** Executes recorded but not yet handed to prom-client: flushed at every scrape, or when this many wait. */
 const MAX_PENDING_EXECUTES = 4096;
@@ -33,6 +34,8 @@ export class BrokerMetrics implements PoolObserver {
   private readonly broke: client.Counter;
   private readonly reclaims: client.Counter<'reason'>;
   private readonly replacedContainers: client.Counter;
+  /** The workspace fanouts' counts of viewers that fell behind. */
+  readonly workspaceViewers: WorkspaceViewerCounts = registerWorkspaceViewers(this.registry);
   private pool: SessionPool | null = null;
   private pools: PoolRegistry | null = null;
   /**

@@ -5,16 +5,29 @@
  */
 import { startTestBroker, eventually, type TestBroker } from '../helpers/broker';
 import { spawn } from 'node:child_process';
-import { openEvents, openSocket, openTerminal, wsUrl, type Event } from '../helpers/workspaceClient';
+import type WebSocket from 'ws';
+import { exitOf, openEvents, openSocket, openTerminal, wsUrl, type Event } from '../helpers/workspaceClient';
 
-/** A /ws/workspace reader in a child node process: prints `line <line>` for flood-done, `exit <job> <rc>`, `closed`. */
+/**
+ * A /ws/workspace reader in a child node process: prints `line <line>` for flood-done, `exit <job>
+ * <rc>`, `dropped <from> <to>` for a notice, `gap <expected> <got>` if a seq is neither the next one
+ * nor accounted for by a notice, and `closed`.
+ */
 async function startReaderProcess(url: string): Promise<{ output(): string; kill(): void }> {
   const script = `
     const WebSocket = require('ws');
     const ws = new WebSocket(process.argv[1]);
+    let expected = null;
     ws.on('open', () => console.log('open'));
     ws.on('message', (d) => {
       const e = JSON.parse(d.toString());
+      if (e.type === 'dropped') {
+        console.log('dropped ' + e.from_seq + ' ' + e.to_seq);
+        expected = e.to_seq + 1;
+        return;
+      }
+      if (expected !== null && e.seq_id !== expected) console.log('gap ' + expected + ' ' + e.seq_id);
+      expected = e.seq_id + 1;
       if (e.type === 'exit') console.log('exit ' + e.job_id + ' ' + e.returncode);
       if (e.type === 'output' && e.line === 'flood-done') console.log('line flood-done');
     });
@@ -27,6 +40,24 @@ async function startReaderProcess(url: string): Promise<{ output(): string; kill
   return { output: () => out, kill: () => child.kill('SIGKILL') };
 }
 
+/** Pauses a client's socket: the broker's writes pile up as if the client did not read. */
+function pause(socket: WebSocket): void {
+  (socket as unknown as { _socket: { pause(): void } })._socket.pause();
+}
+
+function resume(socket: WebSocket): void {
+  (socket as unknown as { _socket: { resume(): void } })._socket.resume();
+}
+
+/** ~24 MB through the terminal: past the bounds and what the kernel buffers on loopback, both ways. */
+const FLOOD = "head -c 24000000 /dev/zero | tr '\\0' x; echo; echo flood-done";
+
+async function metric(tb: TestBroker, series: string): Promise<number> {
+  const text = (await tb.get('/metrics')).text;
+  const line = text.split('\n').find((l) => l.startsWith(series + ' '));
+  return line ? Number(line.slice(series.length + 1)) : 0;
+}
+
 describe('workspace: WebSockets', () => {
   let tb: TestBroker;
   beforeAll(async () => {
@@ -35,6 +66,8 @@ describe('workspace: WebSockets', () => {
       BROKER_SESSIONS_PER_CONTAINER: '3',
       BROKER_WORKSPACE_LOG_EVENTS: '64',
       BROKER_WORKSPACE_VIEWER_BUFFER_BYTES: '65536',
+      BROKER_WORKSPACE_TERMINAL_BUFFER_BYTES: '65536',
+      BROKER_WORKSPACE_VIEWER_STALL_MS: '5000',
     });
   }, 120_000);
   afterAll(async () => {
@@ -141,25 +174,30 @@ describe('workspace: WebSockets', () => {
     }
   });
 
-  it('drops a viewer that does not read, without slowing the terminal, other viewers or other workspaces', async () => {
+  it('cuts a viewer that does not read, without slowing the terminal, the viewers that read or other workspaces', async () => {
     const other = (await tb.post('/workspaces')).json.workspace_id as string;
-    // The reader is another process: in this one it would share the event loop with the broker and
-    // lag the flood's bursts like a slow client (and be dropped, rightly).
+    // The reader is another process: in this one it would share the event loop with the broker.
     const reader = await startReaderProcess(wsUrl(tb, '/ws/workspace'));
     const stalled = await openTerminal(tb);
     const stalledEvents = await openEvents(tb);
-    (stalled.socket as unknown as { _socket: { pause(): void } })._socket.pause();
-    (stalledEvents.socket as unknown as { _socket: { pause(): void } })._socket.pause();
+    pause(stalled.socket);
+    pause(stalledEvents.socket);
     const before = tb.broker.seam.openWebSockets;
+    const cutBefore = await metric(tb, 'broker_workspace_viewers_behind_total{stream="events",outcome="cut"}');
     try {
-      // ~24 MB through the terminal: past the 64 KiB bound and what the kernel buffers on loopback.
-      const flood = (await tb.post('/api/execute', { command: "head -c 24000000 /dev/zero | tr '\\0' x; echo; echo flood-done", wait: 0 })).json;
+      const flood = (await tb.post('/api/execute', { command: FLOOD, wait: 0 })).json;
       // Another workspace answers while the flood runs.
       expect((await tb.post(`/workspaces/${other}/api/execute`, { command: 'echo still-here' })).json).toMatchObject({ returncode: 0, stdout: 'still-here\n' });
       await eventually(() => reader.output().includes(`exit ${flood.job_id} 0`), 120_000, () => `the reader process to see the flood end; it printed ${reader.output().slice(-300)}`);
+      // A reader that reads stays, whatever its pace: behind, it catches up from the ring (a
+      // `dropped` notice says what it missed), never with a gap.
       expect(reader.output()).toContain('line flood-done');
-      expect(reader.output()).not.toContain('closed'); // a reader that keeps up is never dropped
-      await eventually(() => tb.broker.seam.openWebSockets <= before - 2, 30_000, 'the stalled viewers to be dropped');
+      expect(reader.output()).not.toContain('closed');
+      expect(reader.output()).not.toContain('gap');
+      // The events viewer is cut once its socket stays full past the stall; the terminal one, sent only
+      // its share of the flood and redraws (the kernel holds them), once it leaves a ping unanswered.
+      await eventually(() => tb.broker.seam.openWebSockets <= before - 2, 60_000, 'the stalled viewers to be cut');
+      expect(await metric(tb, 'broker_workspace_viewers_behind_total{stream="events",outcome="cut"}')).toBeGreaterThan(cutBefore);
       // The ring stayed within its bound.
       const r = await tb.get('/api/workspace/logs?offset=-1000&limit=1000');
       expect((r.json as Event[]).filter((e) => e.seq_id !== undefined).length).toBeLessThanOrEqual(64);
@@ -192,6 +230,101 @@ describe('workspace: WebSockets', () => {
       await tb.request('DELETE', `/workspaces/${other}`);
     }
   }, 180_000);
+});
+
+describe('workspace: viewers that fall behind catch up', () => {
+  let tb: TestBroker;
+  beforeAll(async () => {
+    // A stall far longer than the test: a paused viewer here is behind, never cut.
+    tb = await startTestBroker({
+      BROKER_CONTAINERS: '1',
+      BROKER_SESSIONS_PER_CONTAINER: '1',
+      BROKER_WORKSPACE_LOG_EVENTS: '64',
+      BROKER_WORKSPACE_VIEWER_BUFFER_BYTES: '65536',
+      BROKER_WORKSPACE_TERMINAL_BUFFER_BYTES: '65536',
+      BROKER_WORKSPACE_VIEWER_STALL_MS: '600000',
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await tb?.close();
+  }, 60_000);
+
+  it('an events viewer gets a `dropped` notice for what the ring lost, then the rest in order, then goes live', async () => {
+    const viewer = await openEvents(tb);
+    try {
+      pause(viewer.socket);
+      const resyncsBefore = await metric(tb, 'broker_workspace_viewers_behind_total{stream="events",outcome="resync"}');
+      const flood = (await tb.post('/api/execute', { command: FLOOD, wait: 0 })).json;
+      const exit = await exitOf(tb, flood.job_id, '', 120_000);
+      resume(viewer.socket);
+      const notice = await viewer.waitFor((e) => e.type === 'dropped', 'a dropped notice', 120_000);
+      await viewer.waitFor((e) => e.seq_id === exit.seq_id, 'the flood\'s exit event', 60_000);
+      // Every seq is there once, in order, or within the notice's range.
+      const at = viewer.events.indexOf(notice);
+      const before = viewer.events.slice(0, at).map((e) => e.seq_id!);
+      const after = viewer.events.slice(at + 1).map((e) => e.seq_id!);
+      expect(before).toEqual(before.map((_, i) => before[0] + i));
+      if (before.length > 0) expect(notice.from_seq).toBe(before[before.length - 1] + 1);
+      expect(after[0]).toBe(notice.to_seq + 1);
+      expect(after).toEqual(after.map((_, i) => after[0] + i));
+      expect(await metric(tb, 'broker_workspace_viewers_behind_total{stream="events",outcome="resync"}')).toBeGreaterThan(resyncsBefore);
+      // And it is live again.
+      const next = (await tb.post('/api/execute', { command: 'echo live-again' })).json;
+      await viewer.waitFor((e) => e.type === 'exit' && e.job_id === next.job_id, 'the next command\'s exit');
+    } finally {
+      viewer.socket.terminate();
+    }
+  }, 300_000);
+
+  it('a terminal viewer is redrawn: a reset, the recent past, then live bytes', async () => {
+    const viewer = await openTerminal(tb);
+    try {
+      pause(viewer.socket);
+      const flood = (await tb.post('/api/execute', { command: FLOOD, wait: 0 })).json;
+      await exitOf(tb, flood.job_id, '', 120_000);
+      resume(viewer.socket);
+      await eventually(() => viewer.bytes().includes('\x1bc'), 120_000, 'the redraw\'s reset');
+      const afterReset = (): string => viewer.text().slice(viewer.text().lastIndexOf('\x1bc'));
+      await eventually(() => afterReset().includes('flood-done'), 60_000, 'the recent past after the reset');
+      // It got far less than the flood: the 24 MB it could not take were never buffered for it.
+      expect(viewer.bytes().length).toBeLessThan(24_000_000);
+      await tb.post('/api/execute', { command: 'echo live-again' });
+      await eventually(() => afterReset().includes('live-again'), 30_000, 'live bytes after the redraw');
+      expect(await metric(tb, 'broker_workspace_viewers_behind_total{stream="terminal",outcome="resync"}')).toBeGreaterThan(0);
+    } finally {
+      viewer.socket.terminate();
+    }
+  }, 300_000);
+});
+
+describe('workspace: pings', () => {
+  let tb: TestBroker;
+  beforeAll(async () => {
+    tb = await startTestBroker({ BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_WORKSPACE_PING_MS: '2000' });
+  }, 120_000);
+  afterAll(async () => {
+    await tb?.close();
+  }, 60_000);
+
+  it('cuts a viewer that leaves a ping unanswered, and keeps one that answers', async () => {
+    const answering = await openTerminal(tb);
+    const silent = await openEvents(tb);
+    let pings = 0;
+    answering.socket.on('ping', () => pings++);
+    try {
+      const before = tb.broker.seam.openWebSockets;
+      pause(silent.socket);
+      await eventually(() => tb.broker.seam.openWebSockets === before - 1, 60_000, 'the silent viewer to be cut');
+      // The answering one saw the pings the silent one missed, and is still served.
+      expect(pings).toBeGreaterThanOrEqual(1);
+      expect(answering.socket.readyState).toBe(answering.socket.OPEN);
+      await tb.post('/api/execute', { command: 'echo still-served' });
+      await answering.waitForText('still-served');
+    } finally {
+      answering.close();
+      silent.socket.terminate();
+    }
+  }, 120_000);
 });
 
 describe('workspace: with BROKER_TOKEN', () => {

@@ -103,6 +103,9 @@ describe('loadConfig', () => {
     ['BROKER_WORKSPACE_LOG_EVENTS', '2000000'],
     ['BROKER_WORKSPACE_MAX_READ_BYTES', '1k'],
     ['BROKER_WORKSPACE_VIEWER_BUFFER_BYTES', '100'],
+    ['BROKER_WORKSPACE_TERMINAL_BUFFER_BYTES', '1000'],
+    ['BROKER_WORKSPACE_VIEWER_STALL_MS', '0'],
+    ['BROKER_WORKSPACE_PING_MS', '5'],
     ['BROKER_MAX_LEASE_TTL', '0'],
     ['BROKER_REQUEST_ID_WINDOW', 'forever'],
     ['BROKER_REQUEST_ID_MAX', '0'],
@@ -141,16 +144,27 @@ describe('loadConfig', () => {
     expect(loadConfig({ PATH: '', TZ: '' }).hostEnv).toMatchObject({ path: '', tz: null });
   });
 
-  it('reads the workspace settings: a default workspace, 10000 events, 16 MiB reads, 8 MiB viewer buffers', () => {
-    expect(loadConfig({}).workspace).toEqual({ defaultWorkspace: true, logEvents: 10_000, maxReadBytes: 16 * 1024 * 1024, viewerBufferBytes: 8 * 1024 * 1024 });
+  it('reads the workspace settings: a default workspace, 10000 events, 16 MiB reads, 8 MiB / 256 KiB viewer buffers, a 10 s stall', () => {
+    expect(loadConfig({}).workspace).toEqual({
+      defaultWorkspace: true,
+      logEvents: 10_000,
+      maxReadBytes: 16 * 1024 * 1024,
+      viewerBufferBytes: 8 * 1024 * 1024,
+      terminalBufferBytes: 256 * 1024,
+      viewerStallMs: 10_000,
+      pingMs: 15_000,
+    });
     expect(
       loadConfig({
         BROKER_DEFAULT_WORKSPACE: '0',
         BROKER_WORKSPACE_LOG_EVENTS: '16',
         BROKER_WORKSPACE_MAX_READ_BYTES: '4096',
         BROKER_WORKSPACE_VIEWER_BUFFER_BYTES: '65536',
+        BROKER_WORKSPACE_TERMINAL_BUFFER_BYTES: '131072',
+        BROKER_WORKSPACE_VIEWER_STALL_MS: '500',
+        BROKER_WORKSPACE_PING_MS: '1000',
       }).workspace,
-    ).toEqual({ defaultWorkspace: false, logEvents: 16, maxReadBytes: 4096, viewerBufferBytes: 65536 });
+    ).toEqual({ defaultWorkspace: false, logEvents: 16, maxReadBytes: 4096, viewerBufferBytes: 65536, terminalBufferBytes: 131072, viewerStallMs: 500, pingMs: 1000 });
     expect(loadConfig({ BROKER_DEFAULT_WORKSPACE: 'yes' }).workspace.defaultWorkspace).toBe(true);
   });
 

@@ -66,6 +66,18 @@ describe('EventRing', () => {
     ring.emit({ type: 'x' });
     expect(got).toEqual([1, 2, 3]);
   });
+
+  it('serializes a held event once, and a slot taken over by a later event anew', () => {
+    const ring = new EventRing(2);
+    const first = ring.emit({ type: 'output', line: 'a' });
+    const text = ring.json(first);
+    expect(JSON.parse(text)).toEqual({ seq_id: 0, type: 'output', line: 'a' });
+    expect(ring.json(first)).toBe(text);
+    ring.emit({ type: 'x' });
+    const third = ring.emit({ type: 'output', line: 'c' }); // takes the first one's slot
+    expect(JSON.parse(ring.json(third))).toEqual({ seq_id: 2, type: 'output', line: 'c' });
+    expect(JSON.parse(ring.json(first))).toEqual({ seq_id: 0, type: 'output', line: 'a' }); // no longer held: serialized, not mixed up
+  });
 });
 
 describe('LineSplitter', () => {

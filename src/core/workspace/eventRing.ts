@@ -20,11 +20,14 @@ export type Subscriber = (event: WorkspaceEvent) => void;
 
 export class EventRing {
   private readonly ring: (WorkspaceEvent | undefined)[];
+  /** Each held event's JSON once something asked for it: viewers that catch up share it. */
+  private readonly texts: (string | undefined)[];
   private nextSeq = 0;
   private readonly subscribers = new Set<Subscriber>();
 
   constructor(readonly capacity: number) {
     this.ring = new Array<WorkspaceEvent | undefined>(capacity);
+    this.texts = new Array<string | undefined>(capacity);
   }
 
   /** The seq of the oldest event still held. */
@@ -39,9 +42,17 @@ export class EventRing {
   emit(fields: { type: string } & Record<string, unknown>): WorkspaceEvent {
     const event = { seq_id: this.nextSeq, ...fields } as WorkspaceEvent;
     this.ring[this.nextSeq % this.capacity] = event;
+    this.texts[this.nextSeq % this.capacity] = undefined;
     this.nextSeq++;
     for (const s of this.subscribers) s(event);
     return event;
+  }
+
+  /** An event's JSON; for one the ring holds, serialized once and kept while it is held. */
+  json(event: WorkspaceEvent): string {
+    const at = event.seq_id % this.capacity;
+    if (this.ring[at] !== event) return JSON.stringify(event);
+    return (this.texts[at] ??= JSON.stringify(event));
   }
 
   /** Events [from, from + limit) still held; a notice when part of that range is gone. */

@@ -26,6 +26,17 @@ export class TerminalScrollback {
     return Buffer.concat(this.chunks);
   }
 
+  /**
+   * The last `maxBytes` or less, from a line's start (a cut inside an escape sequence would show as
+   * text): the screen a viewer that fell behind is redrawn with.
+   */
+  tail(maxBytes: number): Buffer {
+    const all = this.recent();
+    if (all.length <= maxBytes) return all;
+    const from = all.indexOf(0x0a, all.length - maxBytes);
+    return from < 0 ? all.subarray(all.length - maxBytes) : all.subarray(from + 1);
+  }
+
   /** Every chunk from now on; returns the detach. */
   attach(viewer: RawViewer): () => void {
     this.viewers.add(viewer);
