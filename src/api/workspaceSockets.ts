@@ -11,8 +11,8 @@
  * BROKER_WORKSPACE_VIEWER_BUFFER_BYTES on /ws/workspace, BROKER_WORKSPACE_TERMINAL_BUFFER_BYTES on
  * the terminal, which is also a terminal viewer's share of a burst of bulk output) gets nothing more
  * until it can take it, then catches up: an events viewer with a `dropped` notice for what the ring
- * no longer has and the rest from the ring, a terminal viewer with a reset and the screen (redrawn
- * four times a second while the burst lasts, then the recent past, as a new viewer gets). One whose
+ * no longer has and the rest from the ring, a terminal viewer with a reset and the screen's last lines
+ * (redrawn four times a second while the burst lasts, and once more at its end). One whose
  * socket has not emptied within BROKER_WORKSPACE_VIEWER_STALL_MS does not read, and is cut. Pings keep idle
  * connections (and the proxies between) alive.
  */
@@ -26,7 +26,7 @@ const MAX_TERMINAL_SIDE = 1000;
 
 /** RIS, "reset to initial state": the viewer's terminal starts afresh, as a new viewer's does. */
 const TERMINAL_RESET = Buffer.from('\x1bc');
-/** A redraw in a burst: a full screen of a large terminal (200 x 50), with room for its colours. */
+/** A redraw: a full screen of a large terminal (200 x 50), with room for its colours. */
 const REDRAW_TAIL_BYTES = 16 * 1024;
 
 export interface SocketOptions {
@@ -85,8 +85,8 @@ function fanoutsOf(ws: Workspace, options: SocketOptions): { events: WsFanout; t
           lagBytes: options.terminalBufferBytes,
           burstBytes: options.terminalBufferBytes,
           stallMs,
-          // In a burst a screen's worth; at its end the recent past, as a viewer that joins now gets.
-          resync: (_missed, during) => [TERMINAL_RESET, during ? ws.scrollback.tail(REDRAW_TAIL_BYTES) : ws.scrollback.recent()],
+          // A screen's worth: what a viewer behind is shown is the terminal now, not what it missed.
+          resync: () => [TERMINAL_RESET, ws.scrollback.tail(REDRAW_TAIL_BYTES)],
         },
         options.counts?.terminal,
       ),

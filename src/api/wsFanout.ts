@@ -18,8 +18,8 @@
  * (`burstBytes`): the kernel's socket buffers take megabytes on loopback before a slow reader shows
  * any backlog here, so 50 viewers of a flood would each be written all of it, and those writes
  * would take the CPU the terminal itself runs on. Past its share a viewer sees the screen redrawn
- * four times a second until the burst ends, then the recent past, and goes live (a person reads a
- * screen, not 40 MB/s). A viewer whose socket has not emptied `stallMs` after falling behind does
+ * four times a second until the burst ends, then once more, and goes live (a person reads a screen,
+ * not 40 MB/s). A viewer whose socket has not emptied `stallMs` after falling behind does
  * not read: it is cut (a close frame would wait behind what it does not read).
  *
  * The frames are written on the connection's own socket (the upgrade request's), between `ws`'s own

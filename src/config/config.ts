@@ -339,7 +339,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
       maxReadBytes: int(env, 'BROKER_WORKSPACE_MAX_READ_BYTES', 16 * 1024 * 1024, { min: 1024, max: 1024 * 1024 * 1024 }),
       viewerBufferBytes: int(env, 'BROKER_WORKSPACE_VIEWER_BUFFER_BYTES', 8 * 1024 * 1024, { min: 64 * 1024 }),
       // A person reads a screen, not 40 MB/s: past a few screens behind, a redraw serves them better than the backlog.
-      terminalBufferBytes: int(env, 'BROKER_WORKSPACE_TERMINAL_BUFFER_BYTES', 256 * 1024, { min: 64 * 1024 }),
+      terminalBufferBytes: int(env, 'BROKER_WORKSPACE_TERMINAL_BUFFER_BYTES', 64 * 1024, { min: 16 * 1024 }),
       viewerStallMs: int(env, 'BROKER_WORKSPACE_VIEWER_STALL_MS', 10_000, { min: 100, max: 3_600_000 }),
       pingMs: int(env, 'BROKER_WORKSPACE_PING_MS', 15_000, { min: 100, max: 3_600_000 }),
     },

@@ -144,13 +144,13 @@ describe('loadConfig', () => {
     expect(loadConfig({ PATH: '', TZ: '' }).hostEnv).toMatchObject({ path: '', tz: null });
   });
 
-  it('reads the workspace settings: a default workspace, 10000 events, 16 MiB reads, 8 MiB / 256 KiB viewer buffers, a 10 s stall', () => {
+  it('reads the workspace settings: a default workspace, 10000 events, 16 MiB reads, 8 MiB / 64 KiB viewer buffers, a 10 s stall', () => {
     expect(loadConfig({}).workspace).toEqual({
       defaultWorkspace: true,
       logEvents: 10_000,
       maxReadBytes: 16 * 1024 * 1024,
       viewerBufferBytes: 8 * 1024 * 1024,
-      terminalBufferBytes: 256 * 1024,
+      terminalBufferBytes: 64 * 1024,
       viewerStallMs: 10_000,
       pingMs: 15_000,
     });
