@@ -5,7 +5,11 @@
 import os from 'node:os';
 import path from 'node:path';
 import { parsePools, PoolConfigError, type PoolSpec } from './pools';
+import { bytes, ConfigError, flag, int, portRange, positiveFloat, seconds, type Env } from './envValues';
 import { loadTaskConfig, type TaskConfig } from './taskConfig';
+import { loadWorkspaceConfig, type WorkspaceConfig } from './workspaceConfig';
+
+export { ConfigError };
 
 export type BackendKind = 'local' | 'docker';
 
@@ -87,22 +91,8 @@ export interface BrokerConfig {
     /** BROKER_TRAJECTORY_FILES: rotated files kept besides the current one (the oldest removed). */
     trajectoryFiles: number;
   };
-  workspace: {
-    /** BROKER_DEFAULT_WORKSPACE: the spec's root paths serve a default workspace, made on first use. */
-    defaultWorkspace: boolean;
-    /** BROKER_WORKSPACE_LOG_EVENTS: events each workspace keeps for /api/workspace/logs and `since` replays. */
-    logEvents: number;
-    /** BROKER_WORKSPACE_MAX_READ_BYTES: the largest /api/read answer (413 beyond) and read-partial chunk. */
-    maxReadBytes: number;
-    /** BROKER_WORKSPACE_VIEWER_BUFFER_BYTES: an events viewer with more unsent than this is behind (it catches up from the ring). */
-    viewerBufferBytes: number;
-    /** BROKER_WORKSPACE_TERMINAL_BUFFER_BYTES: a terminal viewer with more unsent than this is behind (it catches up with a redraw). */
-    terminalBufferBytes: number;
-    /** BROKER_WORKSPACE_VIEWER_STALL_MS: a viewer still behind this long after falling behind does not read, and is cut. */
-    viewerStallMs: number;
-    /** BROKER_WORKSPACE_PING_MS: workspace WebSockets are pinged this often; one that has not answered a ping by the next is cut. */
-    pingMs: number;
-  };
+  /** Shared PTY workspaces (spec 000): workspaceConfig.ts. */
+  workspace: WorkspaceConfig;
   execdFiles: {
     /** BROKER_EXECD_MAX_UPLOAD_BYTES: the largest file one execd upload writes (413 beyond). */
     maxUploadBytes: number;
@@ -171,69 +161,6 @@ export interface BrokerConfig {
      */
     fifoRoot: string | null;
   };
-}
-
-export class ConfigError extends Error {}
-
-type Env = Record<string, string | undefined>;
-
-/** Reads `name`, falling back to its spec alias; the broker's own name wins when both are set. */
-function pick(env: Env, name: string, alias?: string): { name: string; raw: string } | undefined {
-  const own = env[name];
-  if (own !== undefined && own.trim() !== '') return { name, raw: own.trim() };
-  if (alias) {
-    const aliased = env[alias];
-    if (aliased !== undefined && aliased.trim() !== '') return { name: alias, raw: aliased.trim() };
-  }
-  return undefined;
-}
-
-export function int(env: Env, name: string, dflt: number, opts: { min?: number; max?: number; alias?: string } = {}): number {
-  const v = pick(env, name, opts.alias);
-  if (!v) return dflt;
-  const min = opts.min ?? 1;
-  if (!/^\d+$/.test(v.raw)) throw new ConfigError(`${v.name} must be an integer >= ${min}, got '${v.raw}'`);
-  const n = Number(v.raw);
-  if (n < min || (opts.max !== undefined && n > opts.max)) {
-    throw new ConfigError(`${v.name} must be between ${min} and ${opts.max ?? 'unbounded'}, got ${n}`);
-  }
-  return n;
-}
-
-/** Seconds (a positive float, as the spec's timeouts are) converted to milliseconds. */
-export function seconds(env: Env, name: string, dfltSeconds: number, alias?: string): number {
-  const v = pick(env, name, alias);
-  if (!v) return dfltSeconds * 1000;
-  const n = Number(v.raw);
-  if (!/^\d+(\.\d+)?$/.test(v.raw) || !Number.isFinite(n) || n <= 0) {
-    throw new ConfigError(`${v.name} must be a positive number of seconds, got '${v.raw}'`);
-  }
-  return Math.round(n * 1000);
-}
-
-/** Docker-style sizes: 512m, 2g, 1024k, or plain bytes. */
-function bytes(env: Env, name: string, dflt: number, opts: { zeroIsOff?: boolean; minBytes?: number } = {}): number {
-  const v = pick(env, name);
-  if (!v) return dflt;
-  if (opts.zeroIsOff && v.raw === '0') return 0;
-  const m = /^(\d+(?:\.\d+)?)([kmg]?)b?$/i.exec(v.raw);
-  if (!m) throw new ConfigError(`${name} must be a size like 512m or 2g, got '${v.raw}'`);
-  const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[m[2].toLowerCase() as '' | 'k' | 'm' | 'g'];
-  const n = Math.round(Number(m[1]) * unit);
-  if (opts.minBytes !== undefined) {
-    if (n < opts.minBytes) throw new ConfigError(`${name} must be at least ${opts.minBytes} bytes, got '${v.raw}'`);
-  } else if (n < 6 * 1024 * 1024) {
-    throw new ConfigError(`${name} must be at least 6m (Docker's minimum), got '${v.raw}'`);
-  }
-  return n;
-}
-
-function positiveFloat(env: Env, name: string, dflt: number): number {
-  const v = pick(env, name);
-  if (!v) return dflt;
-  const n = Number(v.raw);
-  if (!/^\d+(\.\d+)?$/.test(v.raw) || n <= 0) throw new ConfigError(`${name} must be a positive number, got '${v.raw}'`);
-  return n;
 }
 
 export function loadConfig(env: Env = process.env): BrokerConfig {
@@ -333,16 +260,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
       trajectoryFileBytes: bytes(env, 'BROKER_TRAJECTORY_FILE_BYTES', 64 * 1024 ** 2, { minBytes: 64 * 1024 }),
       trajectoryFiles: int(env, 'BROKER_TRAJECTORY_FILES', 4, { min: 0, max: 1000 }),
     },
-    workspace: {
-      defaultWorkspace: flag(env, 'BROKER_DEFAULT_WORKSPACE', true),
-      logEvents: int(env, 'BROKER_WORKSPACE_LOG_EVENTS', 10_000, { min: 16, max: 1_000_000 }),
-      maxReadBytes: int(env, 'BROKER_WORKSPACE_MAX_READ_BYTES', 16 * 1024 * 1024, { min: 1024, max: 1024 * 1024 * 1024 }),
-      viewerBufferBytes: int(env, 'BROKER_WORKSPACE_VIEWER_BUFFER_BYTES', 8 * 1024 * 1024, { min: 64 * 1024 }),
-      // A person reads a screen, not 40 MB/s: past a few screens behind, a redraw serves them better than the backlog.
-      terminalBufferBytes: int(env, 'BROKER_WORKSPACE_TERMINAL_BUFFER_BYTES', 64 * 1024, { min: 16 * 1024 }),
-      viewerStallMs: int(env, 'BROKER_WORKSPACE_VIEWER_STALL_MS', 10_000, { min: 100, max: 3_600_000 }),
-      pingMs: int(env, 'BROKER_WORKSPACE_PING_MS', 15_000, { min: 100, max: 3_600_000 }),
-    },
+    workspace: loadWorkspaceConfig(env),
     execdFiles: {
       maxUploadBytes: bytes(env, 'BROKER_EXECD_MAX_UPLOAD_BYTES', 1024 ** 3, { minBytes: 1 }),
       maxReplaceBytes: bytes(env, 'BROKER_EXECD_MAX_REPLACE_BYTES', 16 * 1024 ** 2, { minBytes: 1 }),
@@ -390,17 +308,6 @@ export function hostEnv(env: Env = process.env): HostEnv {
   return { path: env.PATH ?? '/usr/local/bin:/usr/bin:/bin', lang: env.LANG ?? 'C.UTF-8', tz: env.TZ || null };
 }
 
-/** `FIRST-LAST` (or one port): the sandboxes' ports. */
-function portRange(env: Env, name: string, dflt: { first: number; last: number }): { first: number; last: number } {
-  const v = pick(env, name);
-  if (!v) return dflt;
-  const m = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(v.raw);
-  const first = m ? Number(m[1]) : NaN;
-  const last = m ? Number(m[2] ?? m[1]) : NaN;
-  if (!m || first < 1 || last > 65535 || first > last) throw new ConfigError(`${name} must be a port range like 8001-8099 (1 to 65535, first <= last), got '${v.raw}'`);
-  return { first, last };
-}
-
 /** The groups' host directory, one per deployment: a broker sweeps what its deployment's crashed predecessor left there. */
 function groupDir(env: Env): string {
   const dir = (env.BROKER_GROUP_DIR ?? '').trim();
@@ -414,14 +321,6 @@ function deploymentName(env: Env): string {
     throw new ConfigError(`BROKER_DEPLOYMENT must be 1-63 letters, digits, '_', '.' or '-', got '${name}'`);
   }
   return name;
-}
-
-function flag(env: Env, name: string, dflt = false): boolean {
-  const v = (env[name] ?? '').trim().toLowerCase();
-  if (v === '') return dflt;
-  if (v === '0' || v === 'false' || v === 'no') return false;
-  if (v === '1' || v === 'true' || v === 'yes') return true;
-  throw new ConfigError(`${name} must be 1 or 0, got '${env[name]}'`);
 }
 
 export function isLoopback(host: string): boolean {

@@ -4,9 +4,7 @@
  * way. The LLM keys are the only secrets here: Core hands them to each daemon and to nothing else.
  */
 import path from 'node:path';
-import { ConfigError, int, seconds } from './config';
-
-type Env = Record<string, string | undefined>;
+import { ConfigError, int, seconds, type Env } from './envValues';
 
 export interface TaskCredentials {
   OPENAI_API_KEY?: string;
