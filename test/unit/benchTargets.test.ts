@@ -180,6 +180,13 @@ describe("issue 18's workspace targets", () => {
     expect(target.value).toContain('12 catch-ups (redraws), least got 300000 bytes');
   });
 
+  it('reports the events viewers\' flood without judging it', () => {
+    const w = figures(1.0, 1, [round(1, 10e6), round(50, 5e6)]);
+    w.floods = [{ ...w.floods[0], viewerKind: 'events' }];
+    const [target] = workspaceTargets({ docker: w }).filter((t) => t.name.startsWith('flood'));
+    expect(target).toEqual(expect.objectContaining({ name: 'flood throughput, 50 events viewers (docker, reported)', pass: null }));
+  });
+
   it('judges the echo on docker only', () => {
     expect(workspaceTargets({ local: figures(1.0, 9, [round(1, 1), round(50, 1)]) })[1].pass).toBeNull();
   });
