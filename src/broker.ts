@@ -171,6 +171,7 @@ export class Broker {
       backend,
       maxDedicated: config.sandboxes.maxDedicated,
       containersIsolate: config.backend === 'docker',
+      healthCheckIntervalMs: config.healthCheckIntervalMs,
     });
     registerSandboxGauge(this.metrics.registry, this.sandboxes);
     this.execd = new ExecdService(backend, {

@@ -142,6 +142,27 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
     expect((await s.getInfo()).status.state).toBe('Terminated');
   });
 
+  it('a dedicated container that dies fails its sandbox (runtime_error), is removed, and frees its room', async () => {
+    const s = await create({ image: otherImage, metadata: { case: 'dies' } });
+    const { container } = tb.broker.sandboxes.resolve(s.id);
+    const dedicated = async (): Promise<number> => metricValue((await api('GET', '/metrics')).text, 'broker_lifecycle_sandboxes', { place: 'dedicated' });
+    expect(await dedicated()).toBe(1);
+    // Docker: the engine kills it; locally its working root (the "container") is taken away.
+    if (docker) await new Dockerode().getContainer(container.id).kill();
+    else fs.rmSync(container.id, { recursive: true, force: true });
+    await eventually(async () => (await s.getInfo()).status.state === 'Failed', 60_000, 'the sandbox Failed');
+    expect((await s.getInfo()).status).toMatchObject({ state: 'Failed', reason: 'runtime_error', message: expect.stringMatching(/^its container failed: /) });
+    await eventually(async () => (await dedicated()) === 0, 60_000, 'its room freed (the container removed)');
+    // Its execd says so; nothing of it is left on the engine.
+    const ping = await api('GET', `/sandboxes/${s.id}/execd/ping`);
+    expect(ping.status).toBe(410);
+    expect(ping.json.message).toMatch(/failed \(its container failed: .*\); create a new one/);
+    if (docker) {
+      const engine = new Dockerode();
+      await eventually(async () => (await engine.listContainers({ all: true, filters: { label: [`io.bash-broker.sandbox=${s.id}`] } })).length === 0, 60_000, 'the container removed');
+    }
+  });
+
   it('get and list: state and metadata filters, pagination', async () => {
     const mine = await Promise.all([create({ metadata: { suite: 'list', team: 'x' } }), create({ metadata: { suite: 'list', team: 'y' } })]);
     const all = await manager.listSandboxInfos({ metadata: { suite: 'list' } });

@@ -6,7 +6,8 @@
  * freeze a container, and resolve to a SandboxHandle for the per-sandbox APIs (execd).
  * It knows no HTTP: the router (api/lifecycle/) maps requests onto it.
  */
-import { sessionWorkdir, type SessionBackend } from '../backend';
+import type { SessionBackend } from '../backend';
+import { DedicatedContainers } from './dedicatedContainers';
 import type { PoolEntry, PoolRegistry } from '../poolRegistry';
 import type { SandboxHandle } from '../sandboxHandle';
 import type { KnowingDirectory } from '../sandboxDirectory';
@@ -26,6 +27,8 @@ export interface SandboxServiceOptions {
   maxDedicated: number;
   /** A container of its own isolates its sandbox (Docker); locally it is the host, and paths stay confined. */
   containersIsolate: boolean;
+  /** How often dedicated containers are checked (BROKER_HEALTH_INTERVAL); none: never. */
+  healthCheckIntervalMs?: number;
 }
 
 /** Ended sandboxes remembered for GET (oldest forgotten first). */
@@ -36,10 +39,17 @@ const ENV_EXPORT_TIMEOUT_MS = 10_000;
 export class SandboxService implements KnowingDirectory {
   private readonly live = new Map<string, SandboxRecord>();
   private readonly ended = new Map<string, SandboxRecord>();
-  private dedicated = 0;
+  private readonly dedicated: DedicatedContainers;
   private closing = false;
+  private readonly watch: NodeJS.Timeout | null = null;
 
-  constructor(private readonly options: SandboxServiceOptions) {}
+  constructor(private readonly options: SandboxServiceOptions) {
+    this.dedicated = new DedicatedContainers(options);
+    if (options.healthCheckIntervalMs) {
+      this.watch = setInterval(() => void this.checkDedicated(), options.healthCheckIntervalMs);
+      this.watch.unref();
+    }
+  }
 
   /** `poolRef`: the named pool to serve it from (OpenSandbox's pool mode); else its image decides. */
   async create(spec: SandboxSpec, poolRef: string | null = null, signal?: AbortSignal): Promise<SandboxRecord> {
@@ -50,7 +60,7 @@ export class SandboxService implements KnowingDirectory {
       throw new BadRequestError(`image '${spec.image}' is not the image of pool '${poolRef}' ('${entry.image}'): give one of them, or the same`);
     }
     if (entry) spec = { ...spec, image: entry.image };
-    const record = entry ? await this.fromPool(id, spec, entry, signal) : await this.dedicatedFor(id, spec);
+    const record = entry ? await this.fromPool(id, spec, entry, signal) : await this.dedicated.start(id, spec);
     this.live.set(id, record);
     this.arm(record);
     return record;
@@ -79,32 +89,6 @@ export class SandboxService implements KnowingDirectory {
       }
     }
     return new SandboxRecord(id, spec, { kind: 'pool', entry, taken }, new Date());
-  }
-
-  private async dedicatedFor(id: string, spec: SandboxSpec): Promise<SandboxRecord> {
-    const { backend, maxDedicated } = this.options;
-    const served = this.options.pools.entries.filter((e) => this.options.pools.wholeContainersOf(e.image) === e).map((e) => `'${e.image}'`);
-    const pools = served.length > 0 ? `warm pools serve ${served.join(', ')}` : 'no warm pool of whole containers is configured (BROKER_POOLS)';
-    if (!backend.startDedicated) throw new BadRequestError(`image '${spec.image}' is not served: ${pools}, and the ${backend.kind} backend starts no containers of its own`);
-    if (maxDedicated === 0) throw new BadRequestError(`image '${spec.image}' is not served: ${pools}, and dedicated containers are off (BROKER_SANDBOX_MAX_DEDICATED=0)`);
-    if (this.dedicated >= maxDedicated) {
-      throw new BrokerError('unavailable', 'too_many_sandboxes', `${this.dedicated} dedicated containers run already (BROKER_SANDBOX_MAX_DEDICATED=${maxDedicated}); delete one or use a warm pool's image (${pools})`);
-    }
-    this.dedicated++;
-    try {
-      const container = await backend.startDedicated({ sandboxId: id, image: spec.image, env: spec.env, entrypoint: spec.entrypoint, cpus: spec.cpus, memoryBytes: spec.memoryBytes });
-      const workdir = sessionWorkdir(id);
-      try {
-        await backend.prepareWorkdir(container, workdir, []);
-      } catch (err) {
-        await backend.removeContainer(container).catch(() => undefined);
-        throw err;
-      }
-      return new SandboxRecord(id, spec, { kind: 'dedicated', container, workdir }, new Date());
-    } catch (err) {
-      this.dedicated--;
-      throw err;
-    }
   }
 
   knows(id: string): boolean {
@@ -224,14 +208,29 @@ export class SandboxService implements KnowingDirectory {
       running: all.filter((r) => r.state === 'Running').length,
       paused: all.filter((r) => r.state === 'Paused').length,
       pooled: all.filter((r) => r.place.kind === 'pool').length,
-      dedicated: this.dedicated,
+      dedicated: this.dedicated.size,
     };
   }
 
   /** Ends every sandbox (before the pools close: a warm one's lease goes back while they take it). */
   async close(): Promise<void> {
     this.closing = true;
+    if (this.watch) clearInterval(this.watch);
     await Promise.all([...this.live.values()].map((r) => this.terminate(r, 'broker_shutdown', 'the broker shut down').catch(() => undefined)));
+  }
+
+  /** Dedicated containers have no pool to watch them: one that died fails its sandbox, as a warm one's does. */
+  private async checkDedicated(): Promise<void> {
+    const running = [...this.live.values()].filter((r) => r.place.kind === 'dedicated' && r.state === 'Running' && !r.busy);
+    await Promise.all(
+      running.map(async (record) => {
+        const reason = await this.dedicated.failure(record.container);
+        if (reason === null || !record.live || record.state !== 'Running' || record.busy) return;
+        logger.warn({ sandbox: record.id, reason }, 'a dedicated sandbox container failed: the sandbox is Failed');
+        this.end(record, 'Failed', 'runtime_error', `its container failed: ${reason}`);
+        await this.dedicated.remove(record.container).catch((err) => logger.warn({ sandbox: record.id, err: errorMessage(err) }, 'removing a failed dedicated container failed'));
+      }),
+    );
   }
 
   private backendOf(record: SandboxRecord): SessionBackend {
@@ -272,11 +271,7 @@ export class SandboxService implements KnowingDirectory {
       record.place.taken.giveBack();
       return;
     }
-    try {
-      await backend.removeContainer(record.place.container);
-    } finally {
-      this.dedicated--;
-    }
+    await this.dedicated.remove(record.place.container);
   }
 
   private end(record: SandboxRecord, state: SandboxState, reason: string, message: string): void {
