@@ -16,14 +16,15 @@ import type { ContainerRef, TerminalProcess } from '../backend';
 import type { WorkspacePlace } from './workspaceSlot';
 import { errorMessage } from '../../common/errors';
 import { WorkspaceBusyError, WorkspaceUnavailableError, type ExecuteAnswer, type JobSource, type WorkspaceLimits } from './workspaceTypes';
+
+export { STILL_RUNNING } from './workspaceJob';
 import { logger } from '../../common/logger';
 import { EventRing } from './eventRing';
 import { LineSplitter } from './terminalLines';
 import { integrationEnv, MarkParser, type ShellMark } from './shellIntegration';
 import { TerminalScrollback } from './scrollback';
+import { WorkspaceJob } from './workspaceJob';
 
-export const STILL_RUNNING = '--- Process still running, more output will stream via WebSocket ---';
-const lostLine = (reason: string): string => `--- The job was lost: ${reason}; the workspace moved to a fresh shell ---`;
 const BRACKETED_PASTE_END = '\x1b[201~';
 /** ^A ^K: to the line's start, then erase to its end (no bell on an empty line): a person's half-typed text does not prefix the agent's command. */
 const CLEAR_LINE = '\x01\x0b';
@@ -33,36 +34,13 @@ const QUICK_DEATH_MS = 2_000;
 const JUST_STARTED_MS = 2_000;
 const INTERRUPT_RETRY_MS = 300;
 const INTERRUPT_RETRIES = 5;
-/**
- * Output events repeat their job's command (as the spec shows them): a long one is cut there, or a
- * 1 MiB script would make every line of its output a 1 MiB event on the wire (its command event has it whole).
- */
-const OUTPUT_EVENT_COMMAND_CHARS = 1024;
 const RESTART_DELAY_MAX_MS = 30_000;
-
-interface Job {
-  id: string;
-  command: string;
-  commandInEvents: string;
-  source: JobSource;
-  startedMs: number;
-  /** Its start mark arrived (an agent's job exists from the moment it was typed). */
-  running: boolean;
-  output: string;
-  lines: LineSplitter | null;
-  returncode: number | null;
-  ended: boolean;
-  /** Why it ended without its end mark (its shell or container was lost), for its answer and exit event. */
-  lostReason: string | null;
-  done: Promise<void>;
-  finish: () => void;
-}
 
 export class Workspace {
   readonly events: EventRing;
   readonly scrollback = new TerminalScrollback();
   private terminal: TerminalProcess | null = null;
-  private job: Job | null = null;
+  private job: WorkspaceJob | null = null;
   private atPrompt = false;
   private promptWaiters: (() => void)[] = [];
   private readonly nonce = randomBytes(8).toString('hex');
@@ -119,8 +97,7 @@ export class Workspace {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([job.done, new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)))]);
     clearTimeout(timer);
-    if (job.ended) return { job_id: job.id, command, returncode: job.returncode, stdout: job.output + (job.lostReason ? lostLine(job.lostReason) : '') };
-    return { job_id: job.id, command, returncode: null, stdout: job.output + STILL_RUNNING };
+    return job.answer();
   }
 
   /**
@@ -163,13 +140,9 @@ export class Workspace {
     this.terminal = null;
   }
 
-  private newJob(command: string, source: JobSource): Job {
-    let finish!: () => void;
-    const done = new Promise<void>((resolve) => (finish = resolve));
-    const commandInEvents = command.length > OUTPUT_EVENT_COMMAND_CHARS ? `${command.slice(0, OUTPUT_EVENT_COMMAND_CHARS)}…` : command;
-    const job: Job = { id: randomBytes(16).toString('hex'), command, commandInEvents, source, startedMs: Date.now(), running: false, output: '', lines: null, returncode: null, ended: false, lostReason: null, done, finish };
-    this.job = job;
-    return job;
+  private newJob(command: string, source: JobSource): WorkspaceJob {
+    this.job = new WorkspaceJob(command, source);
+    return this.job;
   }
 
   private async openShell(): Promise<void> {
@@ -216,24 +189,18 @@ export class Workspace {
     }
   }
 
-  private begin(job: Job): void {
-    job.running = true;
-    job.startedMs = Date.now();
-    job.lines = new LineSplitter((line) => this.onLine(job, line), this.limits.maxLineChars, this.limits.idleFlushMs);
+  private begin(job: WorkspaceJob): void {
+    job.begin(new LineSplitter((line) => this.onLine(job, line), this.limits.maxLineChars, this.limits.idleFlushMs));
   }
 
-  private onLine(job: Job, line: string): void {
-    if (job.output.length < this.limits.maxJobOutputBytes) job.output += `${line}\n`;
+  private onLine(job: WorkspaceJob, line: string): void {
+    job.keep(line, this.limits.maxJobOutputBytes);
     this.events.emit({ type: 'output', job_id: job.id, command: job.commandInEvents, source: job.source, stream: 'stdout', line });
   }
 
-  private finishJob(job: Job, returncode: number | null, lostReason: string | null = null): void {
-    job.lines?.end(); // its last partial line belongs to it
-    job.ended = true;
-    job.returncode = returncode;
-    job.lostReason = lostReason;
+  private finishJob(job: WorkspaceJob, returncode: number | null, lostReason: string | null = null): void {
+    job.end(returncode, lostReason);
     this.events.emit({ type: 'exit', job_id: job.id, returncode, duration_ms: Date.now() - job.startedMs, ...(lostReason ? { reason: lostReason } : {}) });
-    job.finish();
   }
 
   /** The shell died: with its container (then the workspace moves), or on its own (then it is replaced). */
