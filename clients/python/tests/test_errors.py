@@ -85,7 +85,9 @@ async def test_pool_exhausted_without_retries() -> None:
             err = caught.value
             assert (err.status, err.code) == (503, "pool_exhausted")
             assert f"within {ACQUIRE_TIMEOUT_S:g} seconds" in err.detail
-            assert err.retry_after == 1.0
+            # The broker's Retry-After is the median recent acquire wait, in whole seconds, at least 1:
+            # what earlier waits on this broker were decides which.
+            assert err.retry_after is not None and err.retry_after >= 1.0 and err.retry_after.is_integer()
         finally:
             for h in holders:
                 await h.release()
