@@ -97,6 +97,7 @@ async function main(): Promise<void> {
   ensureBuilt(REPO_DIR);
   const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'episode-diag-'));
   const nodeFlags = has('prof') ? ['--cpu-prof', '--cpu-prof-dir', logDir, '--cpu-prof-name', 'broker.cpuprofile'] : has('perf') ? ['--perf-basic-prof'] : [];
+  nodeFlags.push(...arg('node-flags', '').split(' ').filter(Boolean)); // e.g. --node-flags '--trace-deopt'
   const env: Record<string, string> = {};
   for (const kv of arg('env', '').split(',').filter(Boolean)) env[kv.split('=')[0]] = kv.slice(kv.indexOf('=') + 1);
   const broker = await BrokerProcess.start({ name: 'diag', backend, containers, perContainer: 8, image: 'bash-broker-sandbox:latest', nodeFlags, env, entry: has('dist') ? path.resolve(arg('dist', ''), 'index.js') : undefined }, logDir);
