@@ -12,7 +12,7 @@ import type { ContainerRef, SessionBackend, ShellProcess } from '../../src/core/
 import { FRESH_ANSWER, recycleExecLine } from '../../src/backends/shellRecycle';
 import { EPISODE_FLOOR_DEPLOYMENT, type EpisodeFloorResult } from '../protocol';
 import { forkWindow, idleForkRate } from '../lib/forks';
-import { sessionCpuMeter, sessionCpuOf, windowDelta } from '../lib/sessionCpu';
+import { processCpuWindow, sessionCpuMeter, sessionCpuOf, windowDelta } from '../lib/sessionCpu';
 import { mapLimit, nowMs, summarize } from '../lib/stats';
 import { runClosedLoop, type Op } from './drive';
 import { makeBackend } from './raw';
@@ -122,9 +122,11 @@ export async function episodeFloor(
     const window = forkWindow(rampMs, durationMs);
     const meter = sessionCpuMeter(kind === 'docker' ? { containerIds: refs.map((r) => r.id) } : { localInstance: (backend as { instance?: string }).instance ?? '' });
     const cpuWindow = meter ? windowDelta(rampMs, durationMs, () => meter.read()) : null;
+    const processWindow = processCpuWindow(rampMs, durationMs);
     const loop = await runClosedLoop(loops.map(episode), { rampMs, durationMs, drainMs: 30_000 });
     const forks = window.done(loop.completed, idlePerSec);
     const sessionCpu = sessionCpuOf(meter, cpuWindow, loop.completed);
+    const processCpu = processWindow.done(loop.completed);
     const { details, ...result } = loop;
     return {
       ...result,
@@ -134,6 +136,7 @@ export async function episodeFloor(
       openMs,
       forks,
       sessionCpu,
+      ...(processCpu ? { processCpu } : {}),
     };
   } finally {
     await closeAll(backend, refs, loops, root);

@@ -72,7 +72,7 @@ async function run(job: Job): Promise<unknown> {
     case 'acquireFree':
       return acquireFree(job.url, job.poolSize, job.rounds, job.maxMs);
     case 'episodes':
-      return episodes(job.url, job.concurrency, job.rampMs, job.durationMs, job.drainMs, job.countForks, job.sessionCgroups);
+      return episodes(job.url, job.concurrency, job.rampMs, job.durationMs, job.drainMs, job.countForks, job.sessionCgroups, job.brokerPid, job.variant);
     case 'episodesOpen':
       return episodesOpen(job.url, job.ratePerSec, job.arrivals, job.durationMs, job.maxOutstanding, job.drainMs);
     case 'episodeFloor':

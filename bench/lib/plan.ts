@@ -6,11 +6,12 @@ import type { CommandName } from '../protocol';
 
 /**
  * `floor`: the episode floor beside the broker's episodes above 8 (client/episodeFloor.ts); `open`:
- * episodes arriving open-loop at half the closed loop's rate, for acquire latency below saturation.
- * Both run only with `episodes`. `workspace`: the shared PTY workspaces' figures, on both backends
+ * episodes arriving open-loop at half the closed loop's rate, for acquire latency below saturation;
+ * `fewer`: the same episodes in 5 requests instead of 7 (the first command on the acquire, the last
+ * one releasing), on the same broker, at the floor's levels. All three run only with `episodes`. `workspace`: the shared PTY workspaces' figures, on both backends
  * whichever `--backend` is (phases/workspace.ts).
  */
-export const PHASES = ['core', 'release', 'episodes', 'floor', 'open', 'flood', 'warmup', 'profile', 'workspace'] as const;
+export const PHASES = ['core', 'release', 'episodes', 'floor', 'open', 'fewer', 'flood', 'warmup', 'profile', 'workspace'] as const;
 export type Phase = (typeof PHASES)[number];
 
 export interface Plan {

@@ -1,6 +1,6 @@
 /** results/<backend>-latest.md: every broker figure beside its floor, with the ratio and the targets. */
-import type { LatencySummary, SeqResult } from '../protocol';
-import { episodeFloorRate, type Results } from './results';
+import type { EpisodeFloorResult, EpisodeResult, LatencySummary, SeqResult } from '../protocol';
+import { EPISODE_FLOOR_FRACTION, episodeCpuMs, episodeFloorRate, floorCpuMs, type Results } from './results';
 import type { ProfileSummary } from './profile';
 import { renderWorkspace } from './workspaceResults';
 
@@ -207,6 +207,38 @@ function episodeFloor(r: Results): string[] {
   return [...out, ''];
 }
 
+/** Issue 17: what one episode costs the machine, per process, in each run's own window. */
+function episodeCpu(r: Results): string[] {
+  const rows = r.episodes.filter((e) => e.floor);
+  if (!rows.some((e) => episodeCpuMs(e.result))) return [];
+  const out = [
+    '### CPU per episode, by process (ms)',
+    '',
+    "In each run's measured window: the broker's and the client's own CPU (utime + stime from /proc, their children not included), the sessions' cgroups; per completed episode. " +
+      "The floor has no broker: its client drives the raw shells. Floor / run: the floor's total (the mean of its two runs) over the run's; the target is >= " +
+      `${EPISODE_FLOOR_FRACTION}. Episodes/s swing with the machine's other work; CPU per episode is the steadier figure.`,
+    '',
+    row(['C', 'run', 'requests / episode', 'episodes/s', 'broker', 'client', 'sessions', 'total', 'floor / run']),
+    row(['---:', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+  ];
+  for (const e of rows) {
+    const floor = floorCpuMs(e);
+    const runs: [string, EpisodeResult | EpisodeFloorResult | undefined, string][] = [
+      ['floor, before', e.floor, '-'],
+      ['broker', e.result, String(e.result.requestsPerEpisode)],
+      ['broker, fewer requests', e.fewer, String(e.fewer?.requestsPerEpisode ?? '-')],
+      ['floor, after', e.floorAfter, '-'],
+    ];
+    for (const [name, run, requests] of runs) {
+      const cpu = run && episodeCpuMs(run);
+      if (!run || !cpu) continue;
+      const isFloor = !('requestsPerEpisode' in run);
+      out.push(row([String(e.concurrency), name, requests, f(run.opsPerSec, 1), isFloor ? '-' : f(cpu.broker, 2), f(cpu.client, 2), f(cpu.sessions, 2), f(cpu.total, 2), isFloor ? '-' : ratio(floor, cpu.total)]));
+    }
+  }
+  return [...out, ''];
+}
+
 function lifecycle(r: Results): string[] {
   const out = ['## Session lifecycle and memory', '', row(['figure', 'broker', 'floor', 'ratio']), row(['---', '---:', '---:', '---:'])];
   const rel = r.release;
@@ -277,5 +309,5 @@ function profile(p: ProfileSummary | undefined, during: string): string[] {
 
 export function renderMarkdown(r: Results): string {
   const notes = r.notes.length ? ['## Notes', '', ...r.notes.map((n) => `- ${n}`), ''] : [];
-  return [...header(r), ...targets(r), ...renderWorkspace(r.workspace), ...single(r), ...episodes(r), ...episodeFloor(r), ...lifecycle(r), ...cpu(r), ...profile(r.profile, 'execute `true`'), ...profile(r.profileEpisodes, 'episodes at 64'), ...notes].join('\n');
+  return [...header(r), ...targets(r), ...renderWorkspace(r.workspace), ...single(r), ...episodes(r), ...episodeFloor(r), ...episodeCpu(r), ...lifecycle(r), ...cpu(r), ...profile(r.profile, 'execute `true`'), ...profile(r.profileEpisodes, 'episodes at 64'), ...notes].join('\n');
 }

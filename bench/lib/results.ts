@@ -63,6 +63,8 @@ export interface Results {
     floorAfter?: EpisodeFloorResult;
     /** Episodes arriving open-loop at a fraction of this level's closed-loop rate, on the same broker. */
     openLoop?: OpenLoopResult;
+    /** The same closed loop in 5 requests per episode (EpisodeVariant `fewer`), on the same broker, after the plain one. */
+    fewer?: EpisodeResult;
   }[];
   rawAt64?: ConcResult;
   /** The broker with 64 leases executing `true` at once (closed loop): the throughput target's figure. */
@@ -173,6 +175,21 @@ export function episodeFloorRate(e: Results['episodes'][number]): number | undef
   return rates.length ? rates.reduce((a, b) => a + b, 0) / rates.length : undefined;
 }
 
+/** One episode's CPU in its window, ms: the broker (0 for the floor), the client, the sessions' cgroups. */
+export function episodeCpuMs(r: EpisodeResult | EpisodeFloorResult): { broker: number; client: number; sessions: number; total: number } | undefined {
+  const client = r.processCpu?.clientMsPerEpisode;
+  const sessions = r.sessionCpu?.msPerEpisode;
+  const broker = 'requestsPerEpisode' in r ? r.processCpu?.brokerMsPerEpisode : 0;
+  if (client === undefined || sessions === undefined || broker === undefined) return undefined;
+  return { broker, client, sessions, total: broker + client + sessions };
+}
+
+/** The floor's CPU per episode: the mean of its runs before and after the broker that have it. */
+export function floorCpuMs(e: Results['episodes'][number]): number | undefined {
+  const each = [e.floor, e.floorAfter].map((f) => (f ? episodeCpuMs(f)?.total : undefined)).filter((v): v is number => v !== undefined);
+  return each.length ? each.reduce((a, b) => a + b, 0) / each.length : undefined;
+}
+
 function floorText(e: Results['episodes'][number], rate: number): string {
   const each = e.floor && e.floorAfter ? ` (${e.floor.opsPerSec.toFixed(1)} before, ${e.floorAfter.opsPerSec.toFixed(1)} after)` : '';
   return `floor ${rate.toFixed(1)}/s${each}`;
@@ -194,6 +211,21 @@ export function episodeTargets(r: Results): TargetResult[] {
     const limit = EPISODE_FLOOR_FRACTION * floorRate;
     const ratio = e.result.opsPerSec / floorRate;
     out.push({ name, rule, value: `${e.result.opsPerSec.toFixed(1)}/s (${ratio.toFixed(2)}x ${floorText(e, floorRate)})`, limit: `${limit.toFixed(1)}/s`, pass: e.result.opsPerSec >= limit });
+  }
+  for (const c of EPISODE_FLOOR_LEVELS) {
+    const e = at(c);
+    if (!e) continue;
+    out.push(cpuTarget(e, e.result, `CPU per episode at ${c} at once`, `>= ${pct}: the floor's (its client + sessions) / the broker's (broker + client + sessions), in the same windows`, true));
+  }
+  for (const c of EPISODE_FLOOR_LEVELS) {
+    const e = at(c);
+    const floorRate = e && episodeFloorRate(e);
+    if (!e?.fewer || !floorRate) continue;
+    const f = e.fewer;
+    const name = `episodes/s at ${c} at once, ${f.requestsPerEpisode} requests (reported)`;
+    const rule = 'the first command as a startup command, the last with "release": true; same broker, after the 7-request episodes';
+    out.push({ name, rule, value: `${f.opsPerSec.toFixed(1)}/s (${(f.opsPerSec / floorRate).toFixed(2)}x ${floorText(e, floorRate)})`, limit: `${(EPISODE_FLOOR_FRACTION * floorRate).toFixed(1)}/s`, pass: null });
+    out.push(cpuTarget(e, f, `CPU per episode at ${c} at once, ${f.requestsPerEpisode} requests (reported)`, 'the floor\'s / the broker\'s, as above', false));
   }
   const [lo, hi] = EPISODE_FLOOR_LEVELS.map(at);
   const scaleName = `episodes/s from ${EPISODE_FLOOR_LEVELS[0]} to ${EPISODE_FLOOR_LEVELS[1]} at once`;
@@ -231,6 +263,16 @@ export function episodeTargets(r: Results): TargetResult[] {
     out.push({ name: `sessions' CPU per episode at ${e.concurrency} (reported)`, rule: "the sessions' cgroups' CPU in the window / episodes", value: show(b), limit: `floor ${show(f)}`, pass: null });
   }
   return out;
+}
+
+/** The floor's CPU per episode against `run`'s (the broker's episodes on `e`'s broker), with a verdict or reported. */
+function cpuTarget(e: Results['episodes'][number], run: EpisodeResult, name: string, rule: string, verdict: boolean): TargetResult {
+  const floor = floorCpuMs(e);
+  const cpu = episodeCpuMs(run);
+  if (floor === undefined || !cpu) return { name, rule, value: '-', limit: '-', pass: null };
+  const ratio = floor / cpu.total;
+  const value = `${cpu.total.toFixed(2)} ms (${cpu.broker.toFixed(2)} + ${cpu.client.toFixed(2)} + ${cpu.sessions.toFixed(2)}): ${ratio.toFixed(2)}x`;
+  return { name, rule, value, limit: `floor ${floor.toFixed(2)} ms`, pass: verdict ? ratio >= EPISODE_FLOOR_FRACTION : null };
 }
 
 export function evaluateTargets(r: Results): TargetResult[] {

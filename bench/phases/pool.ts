@@ -7,7 +7,7 @@ import { fmtLatency, type BenchContext } from '../lib/context';
 import { histogram } from '../lib/metricsText';
 import { median, sleep } from '../lib/stats';
 import { settle } from '../lib/settle';
-import { CLEANUP_METRIC, errors, forksNote, idleRss, mb, runEpisodes, sessionCpuNote } from './single';
+import { CLEANUP_METRIC, cpuNote, errors, forksNote, idleRss, mb, runEpisodes, sessionCpuNote } from './single';
 import type { BrokerProcess } from '../lib/brokerProcess';
 import { EPISODE_FLOOR_LEVELS, episodeFloorRate, type Results } from '../lib/results';
 
@@ -26,7 +26,7 @@ async function episodeFloor(ctx: BenchContext, level: number, when = ''): Promis
   const floor = await ctx.withCpu(`episode floor x${level}${when ? ` (${when})` : ''}`, () => ctx.job<EpisodeFloorResult>(job, rampMs + durationMs + 600_000));
   ctx.log(
     `episode floor x${level}: ${floor.opsPerSec.toFixed(1)} episodes/s; fresh bash p50 ${floor.exec.p50.toFixed(1)} ms, p99 ${floor.exec.p99.toFixed(1)} ms; ` +
-      `\`true\` p50 ${floor.command.p50.toFixed(2)} ms (${floor.sessions} shells opened in ${(floor.openMs / 1000).toFixed(1)} s)${forksNote(floor.forks)}${sessionCpuNote(floor.sessionCpu)}${errors(floor.errors, floor.firstError)}`,
+      `\`true\` p50 ${floor.command.p50.toFixed(2)} ms (${floor.sessions} shells opened in ${(floor.openMs / 1000).toFixed(1)} s)${forksNote(floor.forks)}${sessionCpuNote(floor.sessionCpu)}${cpuNote(floor)}${errors(floor.errors, floor.firstError)}`,
   );
   return floor;
 }

@@ -5,7 +5,7 @@
 import { COMMANDS, type CommandName, type ConcResult, type EpisodeFloorResult, type EpisodeResult, type FloodResult, type ForkCount, type SeqResult, type SessionCpu, type Target } from '../protocol';
 import { loadConfig } from '../../src/config/config';
 import { fmtLatency, type BenchContext } from '../lib/context';
-import type { PathFigures, Results } from '../lib/results';
+import { episodeCpuMs, type PathFigures, type Results } from '../lib/results';
 import type { BrokerProcess } from '../lib/brokerProcess';
 import { sleep } from '../lib/stats';
 import { histogram, metricValue } from '../lib/metricsText';
@@ -139,7 +139,7 @@ export async function runEpisodes(ctx: BenchContext, broker: BrokerProcess, leve
   const { rampMs, durationMs } = ctx.plan.episodeWindow(level);
   const drainMs = 60_000;
   const sessionCgroups = await ctx.sessionCgroups(broker);
-  const job = { kind: 'episodes', url: broker.url, concurrency: level, rampMs, durationMs, drainMs, countForks: true, sessionCgroups } as const;
+  const job = { kind: 'episodes', url: broker.url, concurrency: level, rampMs, durationMs, drainMs, countForks: true, sessionCgroups, brokerPid: broker.pid } as const;
   const baseline = await broker.metrics();
   const overflowsBefore = listenOverflows();
   const result = await ctx.withCpu(`episodes x${level}`, () => ctx.job<EpisodeResult>(job, rampMs + durationMs + drainMs + 60_000));
@@ -157,10 +157,27 @@ export async function runEpisodes(ctx: BenchContext, broker: BrokerProcess, leve
   ctx.log(
     `episodes x${level}: ${result.opsPerSec.toFixed(1)} episodes/s (${result.executesPerSec.toFixed(0)} executes/s), ` +
       `${fmtLatency(result.latency)}; acquire p50 ${result.acquire.p50.toFixed(2)} ms; ` +
-      `cleanup p50 ~${cleanup.p50Ms.toFixed(1)} ms${forksNote(result.forks)}${sessionCpuNote(result.sessionCpu)}${errors(result.errors, result.firstError)}`,
+      `cleanup p50 ~${cleanup.p50Ms.toFixed(1)} ms${forksNote(result.forks)}${sessionCpuNote(result.sessionCpu)}${cpuNote(result)}${errors(result.errors, result.firstError)}`,
   );
   if (floor) ctx.log(`episodes x${level} / episode floor before it: ${(result.opsPerSec / floor.opsPerSec).toFixed(2)}x`);
+  if (floor && ctx.plan.phases.has('fewer')) {
+    ctx.mark(`broker ${containers} x 8: the same episodes in 5 requests (startup command, release with the last execute)`);
+    const fewer = await ctx.withCpu(`episodes x${level}, 5 requests`, () => ctx.job<EpisodeResult>({ ...job, variant: 'fewer' }, rampMs + durationMs + drainMs + 60_000));
+    Object.assign(entry, { fewer });
+    ctx.log(
+      `episodes x${level} in 5 requests: ${fewer.opsPerSec.toFixed(1)} episodes/s, ${fmtLatency(fewer.latency)}${cpuNote(fewer)}${errors(fewer.errors, fewer.firstError)}` +
+        ` (7 requests: ${result.opsPerSec.toFixed(1)}/s${cpuNote(result)})`,
+    );
+  }
   return entry;
+}
+
+/** The episode's CPU in the window, per process group (lib/results.ts episodeCpuMs). */
+export function cpuNote(r: EpisodeResult | EpisodeFloorResult): string {
+  const cpu = episodeCpuMs(r);
+  if (!cpu) return '';
+  const parts = [...('requestsPerEpisode' in r ? [`broker ${cpu.broker.toFixed(2)}`] : []), `client ${cpu.client.toFixed(2)}`, `sessions ${cpu.sessions.toFixed(2)}`];
+  return `; CPU per episode ${cpu.total.toFixed(2)} ms (${parts.join(' + ')})`;
 }
 
 export function sessionCpuNote(cpu: SessionCpu | undefined): string {

@@ -79,7 +79,7 @@ describe('the episode targets (issue 17)', () => {
     concurrency: c,
     containers: c / 8,
     sessions: c,
-    result: { ...conc(broker), connectMs: 10, connectErrors: 0, executesPerSec: broker * 5, acquire: lat(5), execute: lat(1), release: lat(1), forks: { created: 0, idlePerSec: 0, perEpisode: 2 } },
+    result: { ...conc(broker), connectMs: 10, connectErrors: 0, executesPerSec: broker * 5, acquire: lat(5), execute: lat(1), release: lat(1), forks: { created: 0, idlePerSec: 0, perEpisode: 2 }, requestsPerEpisode: 7 },
     cleanup: { count: 0, meanMs: 0, p50Ms: 0, p90Ms: 0, p99Ms: 0 },
     listenOverflows: 0,
     eventLoopLagMs: { p99: 10, max: 10 },
@@ -142,6 +142,25 @@ describe('the episode targets (issue 17)', () => {
     e.result.sessionCpu = { where: 'x', cores: 0.5, msPerEpisode: 9.5 };
     e.floor!.sessionCpu = { where: 'y', cores: 0.5, msPerEpisode: 2.25 };
     expect(find(run(e), "sessions' CPU per episode at 64")[0]).toEqual(expect.objectContaining({ value: '9.50 ms', limit: 'floor 2.25 ms', pass: null }));
+  });
+
+  it('holds CPU per episode to the floor\'s: its client + sessions over the broker + client + sessions, mean of the floor runs', () => {
+    const e = entry(64, 100, 140);
+    expect(find(run(e), 'CPU per episode at 64')[0]).toEqual(expect.objectContaining({ value: '-', pass: null }));
+    e.result.sessionCpu = { where: 'x', cores: 1, msPerEpisode: 2.75 };
+    e.result.processCpu = { brokerMsPerEpisode: 0.75, clientMsPerEpisode: 0.5 };
+    e.floor!.sessionCpu = { where: 'y', cores: 1, msPerEpisode: 2.5 };
+    e.floor!.processCpu = { clientMsPerEpisode: 0.25 };
+    e.floorAfter = { ...floor(120), sessionCpu: { where: 'y', cores: 1, msPerEpisode: 2.75 }, processCpu: { clientMsPerEpisode: 0.25 } };
+    // Floor: (2.75 + 3.00) / 2 = 2.875 ms; the broker's 4.00 ms: 0.72x.
+    expect(find(run(e), 'CPU per episode at 64')[0]).toEqual(expect.objectContaining({ value: '4.00 ms (0.75 + 0.50 + 2.75): 0.72x', limit: 'floor 2.88 ms', pass: true }));
+    e.result.processCpu = { brokerMsPerEpisode: 1.0, clientMsPerEpisode: 0.5 };
+    expect(find(run(e), 'CPU per episode at 64')[0].pass).toBe(false);
+    // The 5-request episodes are reported beside them, never judged.
+    e.fewer = { ...e.result, opsPerSec: 110, requestsPerEpisode: 5, processCpu: { brokerMsPerEpisode: 0.5, clientMsPerEpisode: 0.375 } };
+    const fewer = find(run(e), 'episodes/s at 64 at once, 5 requests');
+    expect(fewer).toEqual([expect.objectContaining({ value: '110.0/s (0.85x floor 130.0/s (140.0 before, 120.0 after))', pass: null })]);
+    expect(find(run(e), 'CPU per episode at 64 at once, 5 requests')[0]).toEqual(expect.objectContaining({ value: '3.63 ms (0.50 + 0.38 + 2.75): 0.79x', pass: null }));
   });
 
   it('sits in the targets table', () => {
