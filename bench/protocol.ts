@@ -230,6 +230,10 @@ export type Job =
   | { kind: 'flood'; url: string; sessions: number; bytesPerSession: number; timeoutS: number }
   | { kind: 'dockerStart'; image: string; count: number; concurrency: number }
   | { kind: 'episodeFloor'; backend: 'local' | 'docker'; image: string; concurrency: number; perContainer: number; rampMs: number; durationMs: number }
+  /** The episode floor's shells kept open across windows (episodeFloorRun), until episodeFloorClose. */
+  | { kind: 'episodeFloorOpen'; backend: 'local' | 'docker'; image: string; concurrency: number; perContainer: number }
+  | { kind: 'episodeFloorRun'; rampMs: number; durationMs: number }
+  | { kind: 'episodeFloorClose' }
   | { kind: 'wsExecCompare'; url: string; backend: 'local' | 'docker'; n: number; warmup: number; maxMs: number }
   | { kind: 'wsEcho'; url: string; n: number; warmup: number; maxMs: number }
   | { kind: 'wsFlood'; url: string; command: string; floodBytes: number; viewerKind: 'terminal' | 'events'; counts: number[]; timeoutS: number }

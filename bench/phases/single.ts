@@ -135,7 +135,15 @@ async function singleFlood(ctx: BenchContext, broker: BrokerProcess): Promise<vo
  * Episodes at `level` on a running broker; its cleanup histogram tells how long slots took to come
  * back. `floor`: the episode floor measured at this level just before (phases/pool.ts).
  */
-export async function runEpisodes(ctx: BenchContext, broker: BrokerProcess, level: number, containers: number, floor?: EpisodeFloorResult): Promise<Results['episodes'][number]> {
+export async function runEpisodes(
+  ctx: BenchContext,
+  broker: BrokerProcess,
+  level: number,
+  containers: number,
+  floor?: EpisodeFloorResult,
+  /** false: the caller records the entry (rounds: phases/pool.ts). */
+  record = true,
+): Promise<Results['episodes'][number]> {
   const { rampMs, durationMs } = ctx.plan.episodeWindow(level);
   const drainMs = 60_000;
   const sessionCgroups = await ctx.sessionCgroups(broker);
@@ -149,7 +157,7 @@ export async function runEpisodes(ctx: BenchContext, broker: BrokerProcess, leve
   // prom-client resets its event-loop delay histogram at every scrape: this is the job's.
   const eventLoopLagMs = { p99: metricValue(after, 'nodejs_eventloop_lag_p99_seconds') * 1000, max: metricValue(after, 'nodejs_eventloop_lag_max_seconds') * 1000 };
   const entry = { concurrency: level, containers, sessions: containers * 8, result, cleanup, listenOverflows: overflows, eventLoopLagMs, ...(floor ? { floor } : {}) };
-  ctx.results.episodes.push(entry);
+  if (record) ctx.results.episodes.push(entry);
   ctx.log(
     `${level} connections opened in ${(result.connectMs / 1000).toFixed(2)} s (${result.connectErrors} failed); listen queue overflows: ${overflows}; ` +
       `broker event-loop delay p99 ${eventLoopLagMs.p99.toFixed(1)} ms, max ${eventLoopLagMs.max.toFixed(1)} ms`,
@@ -159,7 +167,7 @@ export async function runEpisodes(ctx: BenchContext, broker: BrokerProcess, leve
       `${fmtLatency(result.latency)}; acquire p50 ${result.acquire.p50.toFixed(2)} ms; ` +
       `cleanup p50 ~${cleanup.p50Ms.toFixed(1)} ms${forksNote(result.forks)}${sessionCpuNote(result.sessionCpu)}${cpuNote(result)}${errors(result.errors, result.firstError)}`,
   );
-  if (floor) ctx.log(`episodes x${level} / episode floor before it: ${(result.opsPerSec / floor.opsPerSec).toFixed(2)}x`);
+  if (floor) ctx.log(`episodes x${level} / episode floor just before it: ${(result.opsPerSec / floor.opsPerSec).toFixed(2)}x`);
   if (floor && ctx.plan.phases.has('fewer')) {
     ctx.mark(`broker ${containers} x 8: the same episodes in 5 requests (startup command, release with the last execute)`);
     const fewer = await ctx.withCpu(`episodes x${level}, 5 requests`, () => ctx.job<EpisodeResult>({ ...job, variant: 'fewer' }, rampMs + durationMs + drainMs + 60_000));
