@@ -92,10 +92,12 @@ async function main(): Promise<void> {
   const backend = arg('backend', 'docker') as 'local' | 'docker';
   const conc = Number(arg('conc', '64'));
   const secs = Number(arg('secs', '8'));
-  const containers = Math.ceil(conc / 8);
+  const containers = Number(arg('containers', String(Math.ceil(conc / 8))));
+  const clients = has('idle') ? 0 : conc;
   ensureBuilt(REPO_DIR);
   const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'episode-diag-'));
   const nodeFlags = has('prof') ? ['--cpu-prof', '--cpu-prof-dir', logDir, '--cpu-prof-name', 'broker.cpuprofile'] : has('perf') ? ['--perf-basic-prof'] : [];
+  nodeFlags.push(...arg('node-flags', '').split(' ').filter(Boolean)); // e.g. --node-flags '--trace-deopt'
   const env: Record<string, string> = {};
   for (const kv of arg('env', '').split(',').filter(Boolean)) env[kv.split('=')[0]] = kv.slice(kv.indexOf('=') + 1);
   const broker = await BrokerProcess.start({ name: 'diag', backend, containers, perContainer: 8, image: 'bash-broker-sandbox:latest', nodeFlags, env, entry: has('dist') ? path.resolve(arg('dist', ''), 'index.js') : undefined }, logDir);
@@ -118,7 +120,7 @@ async function main(): Promise<void> {
         episodeMs.push(nowMs() - t0);
       }
     };
-    const loops = Array.from({ length: conc }, loop);
+    const loops = Array.from({ length: clients }, loop);
     await new Promise((r) => setTimeout(r, 1500)); // ramp
     const ids = backend === 'docker' ? (await listContainerIds()) : [];
     const meter = backend === 'docker' ? sessionCpuMeter({ containerIds: ids }) : null;
@@ -130,10 +132,11 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, secs * 1000));
     const rolesB = containerRoles(ids);
     const b = { t: nowMs(), done, forks: processesCreated(), broker: procCpuMs(broker.pid), self: procCpuMs(process.pid), sessions: meter?.read() ?? NaN, dockerd: commCpuMs(/^dockerd$/), shims: commCpuMs(/^containerd/), busy: machineBusyMs() };
+    const metricsText = await broker.metrics();
     stop = true;
     await Promise.all(loops);
     await http.close();
-    const n = b.done - a.done;
+    const n = clients === 0 ? secs : b.done - a.done; // idle: per second
     const per = (x: number): string => `${(x / n).toFixed(3)} ms`;
     const s = summarize(episodeMs);
     console.log(
@@ -153,12 +156,14 @@ async function main(): Promise<void> {
           forks: ((b.forks - a.forks) / n).toFixed(2),
         },
         containerRoles: Object.fromEntries([...rolesB].map(([k, v]) => [k, per(v - (rolesA.get(k) ?? 0))])),
+        // Since the broker started: a recycle that timed out closes the shell and opens a new one.
+        recycles: Object.fromEntries([...metricsText.matchAll(/^broker_shell_recycles_total\{result="(\w+)"\} (\d+)/gm)].map((m) => [m[1], Number(m[2])])),
         load: os.loadavg()[0].toFixed(1),
         logDir,
       }),
     );
-    if (perf) await new Promise((r) => perf.once('exit', r));
-    if (strace) await new Promise((r) => strace.once('exit', r));
+    // Either may have ended already: its 'exit' would never come again.
+    for (const child of [perf, strace]) if (child && child.exitCode === null && child.signalCode === null) await new Promise((r) => child.once('exit', r));
   } finally {
     await broker.stop(30_000);
   }

@@ -8,6 +8,8 @@
  *   recycle  DockerShell.recycle (the host-side kill check, then the same line) + framed commands
  *
  *   node -r ts-node/register/transpile-only bench/episodeParts.ts [--n 200] [--rounds 3]
+ *
+ * The variants run interleaved, one episode each in turn; per variant, the median of its episodes.
  */
 import fs from 'node:fs';
 import { BashSession } from '../src/core/bashSession';
@@ -15,7 +17,6 @@ import type { ShellProcess } from '../src/core/backend';
 import { SHELL_INIT_SCRIPT } from '../src/core/framing';
 import { FRESH_ANSWER, recycleExecLine } from '../src/backends/shellRecycle';
 import { makeBackend } from './client/raw';
-import { nowMs } from './lib/stats';
 import { EPISODE_FLOOR_DEPLOYMENT } from './protocol';
 
 function arg(name: string, dflt: string): string {
@@ -83,18 +84,27 @@ async function main(): Promise<void> {
         await framedCommands();
       },
     };
+    // Interleaved episode by episode, each variant's container CPU per episode read around it: a
+    // noisy neighbour hits every variant alike, and the medians drop the episodes it hit hardest.
+    const names = Object.keys(variants);
+    for (const name of names) for (let i = 0; i < 20; i++) await variants[name](); // warm
     for (let r = 1; r <= rounds; r++) {
-      const out: string[] = [];
-      for (const [name, episode] of Object.entries(variants)) {
-        for (let i = 0; i < 20; i++) await episode(); // warm
-        const c0 = containerMs();
-        const p0 = process.cpuUsage();
-        const t0 = nowMs();
-        for (let i = 0; i < n; i++) await episode();
-        const p = process.cpuUsage(p0);
-        out.push(`${name}: container ${((containerMs() - c0) / n).toFixed(3)} ms, client ${((p.user + p.system) / 1000 / n).toFixed(3)} ms, wall ${((nowMs() - t0) / n).toFixed(2)} ms`);
+      const container: Record<string, number[]> = Object.fromEntries(names.map((k) => [k, []]));
+      const client: Record<string, number[]> = Object.fromEntries(names.map((k) => [k, []]));
+      for (let i = 0; i < n; i++) {
+        for (const name of names) {
+          const c0 = containerMs();
+          const p0 = process.cpuUsage();
+          await variants[name]();
+          const p = process.cpuUsage(p0);
+          container[name].push(containerMs() - c0);
+          client[name].push((p.user + p.system) / 1000);
+        }
       }
-      console.log(`round ${r} (load ${fs.readFileSync('/proc/loadavg', 'latin1').split(' ')[0]}): ${out.join(' | ')}`);
+      const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+      const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+      const out = names.map((k) => `${k}: container ${med(container[k]).toFixed(3)} (mean ${mean(container[k]).toFixed(3)}) ms, client ${med(client[k]).toFixed(3)} ms`);
+      console.log(`round ${r} (load ${fs.readFileSync('/proc/loadavg', 'latin1').split(' ')[0]}), medians of ${n} episodes each: ${out.join(' | ')}`);
     }
     await shell.close();
   } finally {

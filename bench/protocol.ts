@@ -78,6 +78,23 @@ export interface EpisodeResult extends ConcResult {
   /** Processes created during the window (fork/clone count), machine-wide and net of the idle rate. */
   forks?: ForkCount;
   sessionCpu?: SessionCpu;
+  /** The broker's and this client's own CPU in the same window (lib/cpuAccount.ts ownCpuMs), per episode. */
+  processCpu?: ProcessCpu;
+  /** Requests per episode: 7 plain (acquire, 5 executes, release); 5 with `fewer` (EpisodeVariant). */
+  requestsPerEpisode: number;
+}
+
+/**
+ * How an episode talks to the broker. `plain`: acquire, `echo 1` .. `echo 5`, release (7 requests,
+ * spec 003 only; the headline). `fewer`: acquire with `echo 1` as its startup command, `echo 2` ..
+ * `echo 4`, then `echo 5` with `"release": true` (5 requests: the additive API).
+ */
+export type EpisodeVariant = 'plain' | 'fewer';
+
+/** utime + stime of the broker and of the client process during a window, ms per episode (no reaped children). */
+export interface ProcessCpu {
+  brokerMsPerEpisode?: number;
+  clientMsPerEpisode: number;
 }
 
 /** CPU of the sessions' processes during the window, from their cgroups (lib/sessionCpu.ts), per episode. */
@@ -118,6 +135,8 @@ export interface EpisodeFloorResult extends ConcResult {
   openMs: number;
   forks?: ForkCount;
   sessionCpu?: SessionCpu;
+  /** The client process's own CPU in the window (it drives the raw shells), per episode. */
+  processCpu?: ProcessCpu;
 }
 
 /**
@@ -198,11 +217,27 @@ export type Job =
   | { kind: 'rawRespawn'; n: number; maxMs: number }
   | { kind: 'acquireFree'; url: string; poolSize: number; rounds: number; maxMs: number }
   /** `sessionCgroups`: whose CPU counts as the sessions' (lib/sessionCpu.ts). */
-  | { kind: 'episodes'; url: string; concurrency: number; rampMs: number; durationMs: number; drainMs: number; countForks?: boolean; sessionCgroups?: { containerIds: string[] } | { localInstance: string } }
+  | {
+      kind: 'episodes';
+      url: string;
+      concurrency: number;
+      rampMs: number;
+      durationMs: number;
+      drainMs: number;
+      countForks?: boolean;
+      sessionCgroups?: { containerIds: string[] } | { localInstance: string };
+      /** The broker's pid, for its CPU in the window. */
+      brokerPid?: number;
+      variant?: EpisodeVariant;
+    }
   | { kind: 'releaseToAvailable'; url: string; n: number; maxMs: number }
   | { kind: 'flood'; url: string; sessions: number; bytesPerSession: number; timeoutS: number }
   | { kind: 'dockerStart'; image: string; count: number; concurrency: number }
   | { kind: 'episodeFloor'; backend: 'local' | 'docker'; image: string; concurrency: number; perContainer: number; rampMs: number; durationMs: number }
+  /** The episode floor's shells kept open across windows (episodeFloorRun), until episodeFloorClose. */
+  | { kind: 'episodeFloorOpen'; backend: 'local' | 'docker'; image: string; concurrency: number; perContainer: number }
+  | { kind: 'episodeFloorRun'; rampMs: number; durationMs: number }
+  | { kind: 'episodeFloorClose' }
   | { kind: 'wsExecCompare'; url: string; backend: 'local' | 'docker'; n: number; warmup: number; maxMs: number }
   | { kind: 'wsEcho'; url: string; n: number; warmup: number; maxMs: number }
   | { kind: 'wsFlood'; url: string; command: string; floodBytes: number; viewerKind: 'terminal' | 'events'; counts: number[]; timeoutS: number }

@@ -10,6 +10,8 @@ export interface ExecuteBody {
   stderr: string;
   return_code: number;
   truncated?: boolean;
+  /** The execute asked for `release` (the additive API). */
+  released?: boolean;
 }
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -30,6 +32,11 @@ export class BrokerHttp {
 
   async acquire(signal?: AbortSignal): Promise<string> {
     return (await this.post<{ session_id: string }>('/session/acquire', {}, signal)).session_id;
+  }
+
+  /** An acquire with a body (startup commands, say): the whole answer. */
+  acquireWith(body: Record<string, unknown>, signal?: AbortSignal): Promise<{ session_id: string; startup_results?: ExecuteBody[] }> {
+    return this.post('/session/acquire', body, signal);
   }
 
   execute(sessionId: string, command: string, timeoutS = 30, extra: Record<string, unknown> = {}): Promise<ExecuteBody> {

@@ -12,7 +12,7 @@ import type { ContainerRef, SessionBackend, ShellProcess } from '../../src/core/
 import { FRESH_ANSWER, recycleExecLine } from '../../src/backends/shellRecycle';
 import { EPISODE_FLOOR_DEPLOYMENT, type EpisodeFloorResult } from '../protocol';
 import { forkWindow, idleForkRate } from '../lib/forks';
-import { sessionCpuMeter, sessionCpuOf, windowDelta } from '../lib/sessionCpu';
+import { processCpuWindow, sessionCpuMeter, sessionCpuOf, windowDelta } from '../lib/sessionCpu';
 import { mapLimit, nowMs, summarize } from '../lib/stats';
 import { runClosedLoop, type Op } from './drive';
 import { makeBackend } from './raw';
@@ -80,6 +80,81 @@ interface FloorDetail {
   commandMs: number[];
 }
 
+/** The floor's shells, opened once and run in several windows (held by the client process between jobs). */
+export interface OpenFloor {
+  kind: 'local' | 'docker';
+  concurrency: number;
+  backend: SessionBackend;
+  root: string | null;
+  refs: ContainerRef[];
+  loops: RawLoop[];
+  openMs: number;
+}
+
+/** `concurrency` raw shells in ceil(concurrency / perContainer) containers (local: directories). */
+export async function openEpisodeFloor(kind: 'local' | 'docker', image: string, concurrency: number, perContainer: number): Promise<OpenFloor> {
+  const t0 = nowMs();
+  const { backend, root } = await makeBackend(kind, 'default', image, EPISODE_FLOOR_DEPLOYMENT);
+  const floor: OpenFloor = { kind, concurrency, backend, root, refs: [], loops: [], openMs: 0 };
+  try {
+    const containers = Math.ceil(concurrency / perContainer);
+    await mapLimit(Array.from({ length: containers }, (_, i) => i), 8, async (i) => {
+      const ref = await backend.startContainer(i);
+      floor.refs.push(ref);
+      await backend.connectContainer?.(ref);
+    });
+    const slots = Array.from({ length: concurrency }, (_, i) => ({ ref: floor.refs[Math.floor(i / perContainer)], slotId: `episode-floor-${i}` }));
+    await mapLimit(slots, 16, async ({ ref, slotId }) => {
+      const loop = new RawLoop(await backend.openShell(ref, { slotId }));
+      floor.loops.push(loop);
+      await loop.learnBash();
+    });
+  } catch (err) {
+    await closeEpisodeFloor(floor);
+    throw err;
+  }
+  floor.openMs = nowMs() - t0;
+  return floor;
+}
+
+/** One closed-loop window of floor episodes on shells already open. */
+export async function runEpisodeFloor(floor: OpenFloor, rampMs: number, durationMs: number): Promise<EpisodeFloorResult> {
+  const { kind, backend, refs, loops } = floor;
+  const episode = (loop: RawLoop): Op<FloorDetail> => async () => {
+    const e0 = nowMs();
+    await loop.roundTrip(recycleExecLine('/', loop.bash, RESTORE), FRESH_ANSWER);
+    const execMs = nowMs() - e0;
+    const commandMs: number[] = [];
+    for (let i = 1; i <= COMMANDS_PER_EPISODE; i++) {
+      const c0 = nowMs();
+      await loop.roundTrip(`true;builtin echo __t${i}\n`, `__t${i}\n`);
+      commandMs.push(nowMs() - c0);
+    }
+    return { execMs, commandMs };
+  };
+  const idlePerSec = await idleForkRate(1000);
+  const window = forkWindow(rampMs, durationMs);
+  const meter = sessionCpuMeter(kind === 'docker' ? { containerIds: refs.map((r) => r.id) } : { localInstance: (backend as { instance?: string }).instance ?? '' });
+  const cpuWindow = meter ? windowDelta(rampMs, durationMs, () => meter.read()) : null;
+  const processWindow = processCpuWindow(rampMs, durationMs);
+  const loop = await runClosedLoop(loops.map(episode), { rampMs, durationMs, drainMs: 30_000 });
+  const forks = window.done(loop.completed, idlePerSec);
+  const sessionCpu = sessionCpuOf(meter, cpuWindow, loop.completed);
+  const processCpu = processWindow.done(loop.completed);
+  const { details, ...result } = loop;
+  return {
+    ...result,
+    exec: summarize(details.map((d) => d.execMs)),
+    command: summarize(details.flatMap((d) => d.commandMs)),
+    sessions: loops.length,
+    openMs: floor.openMs,
+    forks,
+    sessionCpu,
+    ...(processCpu ? { processCpu } : {}),
+  };
+}
+
+/** Opens the floor, runs one window, closes it. */
 export async function episodeFloor(
   kind: 'local' | 'docker',
   image: string,
@@ -88,56 +163,16 @@ export async function episodeFloor(
   rampMs: number,
   durationMs: number,
 ): Promise<EpisodeFloorResult> {
-  const t0 = nowMs();
-  const { backend, root } = await makeBackend(kind, 'default', image, EPISODE_FLOOR_DEPLOYMENT);
-  const refs: ContainerRef[] = [];
-  const loops: RawLoop[] = [];
+  const floor = await openEpisodeFloor(kind, image, concurrency, perContainer);
   try {
-    const containers = Math.ceil(concurrency / perContainer);
-    await mapLimit(Array.from({ length: containers }, (_, i) => i), 8, async (i) => {
-      const ref = await backend.startContainer(i);
-      refs.push(ref);
-      await backend.connectContainer?.(ref);
-    });
-    const slots = Array.from({ length: concurrency }, (_, i) => ({ ref: refs[Math.floor(i / perContainer)], slotId: `episode-floor-${i}` }));
-    await mapLimit(slots, 16, async ({ ref, slotId }) => {
-      const loop = new RawLoop(await backend.openShell(ref, { slotId }));
-      loops.push(loop);
-      await loop.learnBash();
-    });
-    const openMs = nowMs() - t0;
-    const episode = (loop: RawLoop): Op<FloorDetail> => async () => {
-      const e0 = nowMs();
-      await loop.roundTrip(recycleExecLine('/', loop.bash, RESTORE), FRESH_ANSWER);
-      const execMs = nowMs() - e0;
-      const commandMs: number[] = [];
-      for (let i = 1; i <= COMMANDS_PER_EPISODE; i++) {
-        const c0 = nowMs();
-        await loop.roundTrip(`true;builtin echo __t${i}\n`, `__t${i}\n`);
-        commandMs.push(nowMs() - c0);
-      }
-      return { execMs, commandMs };
-    };
-    const idlePerSec = await idleForkRate(1000);
-    const window = forkWindow(rampMs, durationMs);
-    const meter = sessionCpuMeter(kind === 'docker' ? { containerIds: refs.map((r) => r.id) } : { localInstance: (backend as { instance?: string }).instance ?? '' });
-    const cpuWindow = meter ? windowDelta(rampMs, durationMs, () => meter.read()) : null;
-    const loop = await runClosedLoop(loops.map(episode), { rampMs, durationMs, drainMs: 30_000 });
-    const forks = window.done(loop.completed, idlePerSec);
-    const sessionCpu = sessionCpuOf(meter, cpuWindow, loop.completed);
-    const { details, ...result } = loop;
-    return {
-      ...result,
-      exec: summarize(details.map((d) => d.execMs)),
-      command: summarize(details.flatMap((d) => d.commandMs)),
-      sessions: loops.length,
-      openMs,
-      forks,
-      sessionCpu,
-    };
+    return await runEpisodeFloor(floor, rampMs, durationMs);
   } finally {
-    await closeAll(backend, refs, loops, root);
+    await closeEpisodeFloor(floor);
   }
+}
+
+export async function closeEpisodeFloor(floor: OpenFloor): Promise<void> {
+  await closeAll(floor.backend, floor.refs, floor.loops, floor.root);
 }
 
 async function closeAll(backend: SessionBackend, refs: ContainerRef[], loops: RawLoop[], root: string | null): Promise<void> {

@@ -7,7 +7,7 @@ import { runClosedLoop, runInterleaved, runSequential } from './drive';
 import { openRunners, type Runners } from './targets';
 import { openRaw, type RawSet } from './raw';
 import { acquireFree, episodes, episodesOpen, flood, releaseToAvailable } from './poolJobs';
-import { episodeFloor } from './episodeFloor';
+import { closeEpisodeFloor, episodeFloor, openEpisodeFloor, runEpisodeFloor, type OpenFloor } from './episodeFloor';
 import { dockerStartFloor } from './dockerStart';
 import { nowMs } from '../lib/stats';
 import { wsEcho, wsExecCompare, wsFlood } from './workspaceJobs';
@@ -15,10 +15,15 @@ import { wsEcho, wsExecCompare, wsFlood } from './workspaceJobs';
 /** Open raw sessions by transport (rawOpen opens, rawClose closes them all). */
 const rawSets = new Map<RawTransport, RawSet>();
 
+/** The episode floor held open between its windows (episodeFloorOpen .. episodeFloorClose). */
+let heldFloor: OpenFloor | null = null;
+
 async function closeRaw(): Promise<void> {
   const sets = [...rawSets.values()];
   rawSets.clear();
-  await Promise.all(sets.map((s) => s.close()));
+  const floor = heldFloor;
+  heldFloor = null;
+  await Promise.all([...sets.map((s) => s.close()), floor ? closeEpisodeFloor(floor) : undefined]);
 }
 
 async function run(job: Job): Promise<unknown> {
@@ -72,11 +77,26 @@ async function run(job: Job): Promise<unknown> {
     case 'acquireFree':
       return acquireFree(job.url, job.poolSize, job.rounds, job.maxMs);
     case 'episodes':
-      return episodes(job.url, job.concurrency, job.rampMs, job.durationMs, job.drainMs, job.countForks, job.sessionCgroups);
+      return episodes(job.url, job.concurrency, job.rampMs, job.durationMs, job.drainMs, job.countForks, job.sessionCgroups, job.brokerPid, job.variant);
     case 'episodesOpen':
       return episodesOpen(job.url, job.ratePerSec, job.arrivals, job.durationMs, job.maxOutstanding, job.drainMs);
     case 'episodeFloor':
       return episodeFloor(job.backend, job.image, job.concurrency, job.perContainer, job.rampMs, job.durationMs);
+    case 'episodeFloorOpen': {
+      if (heldFloor) await closeEpisodeFloor(heldFloor);
+      heldFloor = null;
+      heldFloor = await openEpisodeFloor(job.backend, job.image, job.concurrency, job.perContainer);
+      return { sessions: heldFloor.loops.length, openMs: heldFloor.openMs };
+    }
+    case 'episodeFloorRun':
+      if (!heldFloor) throw new Error('episodeFloorRun: no episode floor is open');
+      return runEpisodeFloor(heldFloor, job.rampMs, job.durationMs);
+    case 'episodeFloorClose': {
+      const floor = heldFloor;
+      heldFloor = null;
+      if (floor) await closeEpisodeFloor(floor);
+      return null;
+    }
     case 'releaseToAvailable':
       return releaseToAvailable(job.url, job.n, job.maxMs);
     case 'flood':

@@ -1,8 +1,8 @@
 /** The pool-level figures: acquire, whole episodes, release-to-AVAILABLE, and the output flood. */
-import type { EpisodeResult, FloodResult, OpenLoopResult, SeqResult } from '../protocol';
+import type { EpisodeResult, EpisodeVariant, FloodResult, OpenLoopResult, SeqResult } from '../protocol';
 import { nowMs, sleep, summarize } from '../lib/stats';
 import { forkWindow, idleForkRate } from '../lib/forks';
-import { sessionCpuMeter, sessionCpuOf, windowDelta } from '../lib/sessionCpu';
+import { processCpuWindow, sessionCpuMeter, sessionCpuOf, windowDelta } from '../lib/sessionCpu';
 import { runClosedLoop, type Op } from './drive';
 import { BrokerHttp } from './brokerHttp';
 
@@ -69,6 +69,40 @@ async function oneEpisode(http: BrokerHttp, signal?: AbortSignal): Promise<Episo
 }
 
 /**
+ * The same episode in 5 requests (the additive API, README "For rollout clients"): `echo 1` as the
+ * acquire's startup command, `echo 2` .. `echo 4`, then `echo 5` with `"release": true`. Its
+ * acquire time includes the first command; there is no release request.
+ */
+async function fewerRequestsEpisode(http: BrokerHttp, signal?: AbortSignal): Promise<EpisodeDetail> {
+  const t0 = nowMs();
+  const acquired = await http.acquireWith({ startup_commands: ['echo 1'] }, signal);
+  const acquireMs = nowMs() - t0;
+  const first = acquired.startup_results?.[0];
+  const id = acquired.session_id;
+  const executeMs: number[] = [];
+  let released = false;
+  try {
+    if (first?.stdout !== '1\n' || first.return_code !== 0) throw new Error(`episode: startup echo 1 gave ${JSON.stringify(first)}`);
+    for (let i = 2; i <= EXECUTES_PER_EPISODE; i++) {
+      const s = nowMs();
+      const last = i === EXECUTES_PER_EPISODE;
+      const r = await http.execute(id, `echo ${i}`, 30, last ? { release: true } : {});
+      released = last && r.released === true;
+      if (r.stdout !== `${i}\n` || r.return_code !== 0 || (last && !released)) throw new Error(`episode: echo ${i} gave ${JSON.stringify(r)}`);
+      executeMs.push(nowMs() - s);
+    }
+  } finally {
+    if (!released) await http.release(id);
+  }
+  return { acquireMs, executeMs, releaseMs: 0 };
+}
+
+const EPISODES: Record<EpisodeVariant, { run: (http: BrokerHttp, signal?: AbortSignal) => Promise<EpisodeDetail>; requests: number }> = {
+  plain: { run: oneEpisode, requests: EXECUTES_PER_EPISODE + 2 },
+  fewer: { run: fewerRequestsEpisode, requests: EXECUTES_PER_EPISODE },
+};
+
+/**
  * `concurrency` clients, each looping: acquire, `echo 1` .. `echo 5`, release. `countForks`: the
  * processes the machine created during the window, per episode (lib/forks.ts).
  */
@@ -80,9 +114,12 @@ export async function episodes(
   drainMs: number,
   countForks = false,
   sessionCgroups?: { containerIds: string[] } | { localInstance: string },
+  brokerPid?: number,
+  variant: EpisodeVariant = 'plain',
 ): Promise<EpisodeResult> {
   const http = new BrokerHttp(url, concurrency);
-  const episode: Op<EpisodeDetail> = (signal) => oneEpisode(http, signal);
+  const { run, requests } = EPISODES[variant];
+  const episode: Op<EpisodeDetail> = (signal) => run(http, signal);
   try {
     // Rollout clients keep their connections: open all of them first, so the window sees steady state.
     const c0 = nowMs();
@@ -93,14 +130,18 @@ export async function episodes(
     const window = countForks ? forkWindow(rampMs, durationMs) : null;
     const meter = sessionCgroups ? sessionCpuMeter(sessionCgroups) : null;
     const cpuWindow = meter ? windowDelta(rampMs, durationMs, () => meter.read()) : null;
+    const processWindow = processCpuWindow(rampMs, durationMs, brokerPid);
     const loop = await runClosedLoop(Array.from({ length: concurrency }, () => episode), { rampMs, durationMs, drainMs });
     const forks = window?.done(loop.completed, idlePerSec);
     const sessionCpu = sessionCpuOf(meter, cpuWindow, loop.completed);
+    const processCpu = processWindow.done(loop.completed);
     const { details, ...result } = loop;
     return {
       ...result,
       ...(forks ? { forks } : {}),
       ...(sessionCpu ? { sessionCpu } : {}),
+      ...(processCpu ? { processCpu } : {}),
+      requestsPerEpisode: requests,
       connectMs,
       connectErrors,
       executesPerSec: result.opsPerSec * EXECUTES_PER_EPISODE,

@@ -51,6 +51,12 @@ function readProc(pid: number): ProcTimes | null {
   }
 }
 
+/** utime + stime of `pid` (all its threads, not the children it reaped), ms; NaN once it is gone. */
+export function ownCpuMs(pid: number): number {
+  const p = readProc(pid);
+  return p ? (p.own * 1000) / USER_HZ : NaN;
+}
+
 /**
  * The whole machine's CPU ticks so far, from the first line of /proc/stat: busy (user, nice, system,
  * irq, softirq, steal) and total (those plus idle and iowait; guest time is already inside user).

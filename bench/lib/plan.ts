@@ -6,11 +6,12 @@ import type { CommandName } from '../protocol';
 
 /**
  * `floor`: the episode floor beside the broker's episodes above 8 (client/episodeFloor.ts); `open`:
- * episodes arriving open-loop at half the closed loop's rate, for acquire latency below saturation.
- * Both run only with `episodes`. `workspace`: the shared PTY workspaces' figures, on both backends
+ * episodes arriving open-loop at half the closed loop's rate, for acquire latency below saturation;
+ * `fewer`: the same episodes in 5 requests instead of 7 (the first command on the acquire, the last
+ * one releasing), on the same broker, at the floor's levels. All three run only with `episodes`. `workspace`: the shared PTY workspaces' figures, on both backends
  * whichever `--backend` is (phases/workspace.ts).
  */
-export const PHASES = ['core', 'release', 'episodes', 'floor', 'open', 'flood', 'warmup', 'profile', 'workspace'] as const;
+export const PHASES = ['core', 'release', 'episodes', 'floor', 'open', 'fewer', 'flood', 'warmup', 'profile', 'workspace'] as const;
 export type Phase = (typeof PHASES)[number];
 
 export interface Plan {
@@ -29,6 +30,8 @@ export interface Plan {
   acquireRounds: number;
   releaseN: number;
   episodeWindow(level: number): { rampMs: number; durationMs: number };
+  /** At the floor's levels, rounds of [floor, broker(, 5 requests)] windows (phases/pool.ts episodeRounds). */
+  episodeRounds: number;
   raw64Ms: number;
   /** The open-loop episodes: their rate is this fraction of the closed loop's at the same level. */
   openLoop: { fraction: number; durationMs: number; arrivals: 'poisson' | 'fixed' };
@@ -38,7 +41,7 @@ export interface Plan {
 }
 
 const USAGE = `usage: npm run bench -- [--backend local|docker] [--quick] [--image IMG] [--levels 1,8,64,256,1024]
-                          [--skip ${PHASES.join(',')}] [--only PHASE,...] [--warmup-rounds N] [--out DIR]`;
+                          [--skip ${PHASES.join(',')}] [--only PHASE,...] [--warmup-rounds N] [--episode-rounds N] [--out DIR]`;
 
 export function parseArgs(argv: string[], benchDir: string): Plan {
   const opts = new Map<string, string>();
@@ -49,7 +52,7 @@ export function parseArgs(argv: string[], benchDir: string): Plan {
     else if (a.startsWith('--') && i + 1 < argv.length) opts.set(a.slice(2), argv[++i]);
     else throw new Error(`unknown argument '${a}'\n${USAGE}`);
   }
-  for (const k of opts.keys()) if (!['quick', 'backend', 'image', 'levels', 'skip', 'only', 'out', 'warmup-rounds'].includes(k)) throw new Error(`unknown option --${k}\n${USAGE}`);
+  for (const k of opts.keys()) if (!['quick', 'backend', 'image', 'levels', 'skip', 'only', 'out', 'warmup-rounds', 'episode-rounds'].includes(k)) throw new Error(`unknown option --${k}\n${USAGE}`);
   const backend = opts.get('backend') ?? 'local';
   if (backend !== 'local' && backend !== 'docker') throw new Error(`--backend must be local or docker\n${USAGE}`);
   const quick = opts.has('quick');
@@ -63,6 +66,8 @@ export function parseArgs(argv: string[], benchDir: string): Plan {
   if (levels.some((l) => !Number.isInteger(l) || l < 1 || l > 4096)) throw new Error(`--levels: integers 1..4096\n${USAGE}`);
   const warmupRounds = Number(opts.get('warmup-rounds') ?? 5);
   if (!Number.isInteger(warmupRounds) || warmupRounds < 1 || warmupRounds > 9) throw new Error(`--warmup-rounds: an integer 1..9\n${USAGE}`);
+  const episodeRounds = Number(opts.get('episode-rounds') ?? (quick ? 1 : 3));
+  if (!Number.isInteger(episodeRounds) || episodeRounds < 1 || episodeRounds > 9) throw new Error(`--episode-rounds: an integer 1..9\n${USAGE}`);
   return {
     backend,
     quick,
@@ -82,8 +87,11 @@ export function parseArgs(argv: string[], benchDir: string): Plan {
     concMs: quick ? 1500 : 3000,
     acquireRounds: quick ? 5 : 25,
     releaseN: quick ? 25 : 100,
+    // The ramp covers a few episodes: on Docker under load one takes 1-5 s, and a window that opens
+    // while every client is still in its first episode measures their synchronized start.
     episodeWindow: (level) =>
-      quick ? { rampMs: 300, durationMs: 2000 } : { rampMs: level >= 256 ? 3000 : 1000, durationMs: level >= 256 ? 12_000 : 6000 },
+      quick ? { rampMs: 300, durationMs: 2000 } : level >= 256 ? { rampMs: 5000, durationMs: 12_000 } : level >= 64 ? { rampMs: 3000, durationMs: 8000 } : { rampMs: 1000, durationMs: 6000 },
+    episodeRounds,
     raw64Ms: 5000,
     openLoop: { fraction: 0.5, durationMs: quick ? 4000 : 10_000, arrivals: 'poisson' },
     flood: { sessions: 64, bytesPerSession: 50_000_000, capBytes: 65536 },

@@ -1,6 +1,6 @@
 /** results/<backend>-latest.md: every broker figure beside its floor, with the ratio and the targets. */
-import type { LatencySummary, SeqResult } from '../protocol';
-import { episodeFloorRate, type Results } from './results';
+import type { EpisodeFloorResult, EpisodeResult, LatencySummary, SeqResult } from '../protocol';
+import { EPISODE_FLOOR_FRACTION, episodeCpuMs, episodeFloorRate, type Results } from './results';
 import type { ProfileSummary } from './profile';
 import { renderWorkspace } from './workspaceResults';
 
@@ -177,10 +177,10 @@ function episodeFloor(r: Results): string[] {
     '',
     'Episode floor: C raw shells on the backend\'s own transport (local: pipes to a spawned bash; docker: the broker\'s named pipes into the container), ' +
       'each episode `exec -c` of a fresh bash in place with the broker\'s recycle line, then 5 x `true`, one round trip each; no HTTP, no pool, no kill, no workdir. ' +
-      'Measured just before the broker of the same size and again just after it, same window; the broker is held to the mean of the two. Sessions\' CPU: their cgroups (docker: the containers\'; local: the instance\'s), per episode. Processes: machine-wide forks during the window (/proc/stat), net of the rate measured idle just before, per episode. ' +
+      'At the floor\'s levels, measured in rounds with the broker\'s episodes (the table below): this row is the round with the median ratio. Sessions\' CPU: their cgroups (docker: the containers\'; local: the instance\'s), per episode. Processes: machine-wide forks during the window (/proc/stat), net of the rate measured idle just before, per episode. ' +
       'Open loop: episodes arriving at a fraction of the closed loop\'s rate on the same broker, acquire timed from arrival.',
     '',
-    row(['C', 'floor episodes/s: mean (before / after)', 'broker episodes/s', 'broker / floor', 'floor fresh bash ms p50 / p99', 'floor `true` ms p50', 'processes / episode: broker / floor', 'sessions\' CPU ms / episode: broker / floor', 'open loop: rate /s, arrivals, dropped', 'open-loop acquire ms p50 / p99', 'open-loop episode ms p50 / p99', 'errors (floor / open)']),
+    row(['C', 'floor episodes/s (before / after)', 'broker episodes/s', 'broker / floor', 'floor fresh bash ms p50 / p99', 'floor `true` ms p50', 'processes / episode: broker / floor', 'sessions\' CPU ms / episode: broker / floor', 'open loop: rate /s, arrivals, dropped', 'open-loop acquire ms p50 / p99', 'open-loop episode ms p50 / p99', 'errors (floor / open)']),
     row(['---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
   ];
   for (const e of rows) {
@@ -203,6 +203,56 @@ function episodeFloor(r: Results): string[] {
         `${fl ? fl.errors : '-'} / ${o ? o.errors : '-'}`,
       ]),
     );
+  }
+  return [...out, ''];
+}
+
+/** Issue 17: what one episode costs the machine, per process, in each run's own window. */
+function episodeCpu(r: Results): string[] {
+  const rows = r.episodes.filter((e) => e.floor);
+  if (!rows.length) return [];
+  const out = [
+    '### Episodes against the floor, round by round; CPU per episode by process (ms)',
+    '',
+    "Each round: a floor window, then the broker's episodes (7 requests), then the same in 5 requests, seconds apart; both the floor's shells and the broker stay up throughout. " +
+      "CPU in each run's measured window: the broker's and the client's own (utime + stime from /proc, their children not included) and the sessions' cgroups, per completed episode; " +
+      "the floor has no broker (its client drives the raw shells). Ratios against the same round's floor; the targets take the median of the rounds. " +
+      `Episodes/s swing with the machine's other work; CPU per episode is the steadier figure (target >= ${EPISODE_FLOOR_FRACTION}).`,
+    '',
+    row(['C', 'round', 'run', 'requests / episode', 'episodes/s', 'vs floor', 'broker', 'client', 'sessions', 'CPU total', 'floor / run']),
+    row(['---:', '---:', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+  ];
+  for (const e of rows) {
+    const rounds = e.rounds ?? [{ floor: e.floor!, plain: e.result, fewer: e.fewer }];
+    rounds.forEach((rd, i) => {
+      const floorCpu = episodeCpuMs(rd.floor)?.total;
+      const runs: [string, EpisodeResult | EpisodeFloorResult | undefined][] = [
+        ['floor', rd.floor],
+        ['broker', rd.plain],
+        ['broker, fewer requests', rd.fewer],
+      ];
+      for (const [name, run] of runs) {
+        if (!run) continue;
+        const cpu = episodeCpuMs(run);
+        const isFloor = !('requestsPerEpisode' in run);
+        out.push(
+          row([
+            String(e.concurrency),
+            String(i + 1),
+            name,
+            isFloor ? '-' : String(run.requestsPerEpisode),
+            f(run.opsPerSec, 1),
+            isFloor ? '-' : ratio(run.opsPerSec, rd.floor.opsPerSec),
+            isFloor ? '-' : f(cpu?.broker, 2),
+            f(cpu?.client, 2),
+            f(cpu?.sessions, 2),
+            f(cpu?.total, 2),
+            isFloor ? '-' : ratio(floorCpu, cpu?.total),
+          ]),
+        );
+      }
+    });
+    if (!e.rounds && e.floorAfter) out.push(row([String(e.concurrency), '-', 'floor, after the broker', '-', f(e.floorAfter.opsPerSec, 1), '-', '-', f(episodeCpuMs(e.floorAfter)?.client, 2), f(episodeCpuMs(e.floorAfter)?.sessions, 2), f(episodeCpuMs(e.floorAfter)?.total, 2), '-']));
   }
   return [...out, ''];
 }
@@ -277,5 +327,5 @@ function profile(p: ProfileSummary | undefined, during: string): string[] {
 
 export function renderMarkdown(r: Results): string {
   const notes = r.notes.length ? ['## Notes', '', ...r.notes.map((n) => `- ${n}`), ''] : [];
-  return [...header(r), ...targets(r), ...renderWorkspace(r.workspace), ...single(r), ...episodes(r), ...episodeFloor(r), ...lifecycle(r), ...cpu(r), ...profile(r.profile, 'execute `true`'), ...profile(r.profileEpisodes, 'episodes at 64'), ...notes].join('\n');
+  return [...header(r), ...targets(r), ...renderWorkspace(r.workspace), ...single(r), ...episodes(r), ...episodeFloor(r), ...episodeCpu(r), ...lifecycle(r), ...cpu(r), ...profile(r.profile, 'execute `true`'), ...profile(r.profileEpisodes, 'episodes at 64'), ...notes].join('\n');
 }

@@ -63,6 +63,13 @@ export interface Results {
     floorAfter?: EpisodeFloorResult;
     /** Episodes arriving open-loop at a fraction of this level's closed-loop rate, on the same broker. */
     openLoop?: OpenLoopResult;
+    /** The same closed loop in 5 requests per episode (EpisodeVariant `fewer`), on the same broker, after the plain one. */
+    fewer?: EpisodeResult;
+    /**
+     * At the floor's levels: rounds of [floor, broker, broker in 5 requests], one window each; the
+     * entry's own figures (result, floor, fewer) are those of the round with the median ratio.
+     */
+    rounds?: { floor: EpisodeFloorResult; plain: EpisodeResult; fewer?: EpisodeResult }[];
   }[];
   rawAt64?: ConcResult;
   /** The broker with 64 leases executing `true` at once (closed loop): the throughput target's figure. */
@@ -167,10 +174,62 @@ export const OPEN_ACQUIRE_LIMITS_MS = { p50: 20, p99: 100 };
  * falls from 64 to 256 no more than the floor's does; acquire p50 / p99 <= 20 / 100 ms with episodes
  * arriving open-loop at half the measured maximum; processes per episode, reported.
  */
+function medianOf(xs: number[]): number | undefined {
+  if (xs.length === 0) return undefined;
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+type Round = NonNullable<Results['episodes'][number]['rounds']>[number];
+
+/**
+ * The broker's episodes/s over the floor's: with rounds, the median of the rounds' own ratios (each
+ * of windows seconds apart); else against the mean of the floor runs before and after the broker.
+ */
+export function episodeRatio(e: Results['episodes'][number], pick: (r: Round) => EpisodeResult | undefined = (r) => r.plain): number | undefined {
+  if (e.rounds?.length) return medianOf(e.rounds.map((r) => [pick(r), r.floor.opsPerSec] as const).filter(([b, fl]) => b && fl > 0).map(([b, fl]) => b!.opsPerSec / fl));
+  const rate = episodeFloorRate(e);
+  const run = pick({ floor: e.floor!, plain: e.result, fewer: e.fewer });
+  return rate && run ? run.opsPerSec / rate : undefined;
+}
+
+/** The floor's CPU per episode over the broker's, the same way (median of the rounds' ratios). */
+export function episodeCpuRatio(e: Results['episodes'][number], pick: (r: Round) => EpisodeResult | undefined = (r) => r.plain): number | undefined {
+  if (e.rounds?.length) {
+    const each = e.rounds.map((r) => {
+      const b = pick(r);
+      const broker = b && episodeCpuMs(b)?.total;
+      const floor = episodeCpuMs(r.floor)?.total;
+      return broker && floor ? floor / broker : undefined;
+    });
+    return medianOf(each.filter((x): x is number => x !== undefined));
+  }
+  const floor = floorCpuMs(e);
+  const run = pick({ floor: e.floor!, plain: e.result, fewer: e.fewer });
+  const cpu = run && episodeCpuMs(run);
+  return floor !== undefined && cpu ? floor / cpu.total : undefined;
+}
+
 /** The floor the broker's episodes are held to: the mean of the runs just before and just after it. */
 export function episodeFloorRate(e: Results['episodes'][number]): number | undefined {
   const rates = [e.floor, e.floorAfter].filter((f): f is EpisodeFloorResult => f !== undefined).map((f) => f.opsPerSec);
   return rates.length ? rates.reduce((a, b) => a + b, 0) / rates.length : undefined;
+}
+
+/** One episode's CPU in its window, ms: the broker (0 for the floor), the client, the sessions' cgroups. */
+export function episodeCpuMs(r: EpisodeResult | EpisodeFloorResult): { broker: number; client: number; sessions: number; total: number } | undefined {
+  const client = r.processCpu?.clientMsPerEpisode;
+  const sessions = r.sessionCpu?.msPerEpisode;
+  const broker = 'requestsPerEpisode' in r ? r.processCpu?.brokerMsPerEpisode : 0;
+  if (client === undefined || sessions === undefined || broker === undefined) return undefined;
+  return { broker, client, sessions, total: broker + client + sessions };
+}
+
+/** The floor's CPU per episode: the mean of its runs before and after the broker that have it. */
+export function floorCpuMs(e: Results['episodes'][number]): number | undefined {
+  const each = [e.floor, e.floorAfter].map((f) => (f ? episodeCpuMs(f)?.total : undefined)).filter((v): v is number => v !== undefined);
+  return each.length ? each.reduce((a, b) => a + b, 0) / each.length : undefined;
 }
 
 function floorText(e: Results['episodes'][number], rate: number): string {
@@ -191,9 +250,35 @@ export function episodeTargets(r: Results): TargetResult[] {
       out.push({ name, rule, value: e ? `${e.result.opsPerSec.toFixed(1)}/s` : '-', limit: '-', pass: null });
       continue;
     }
+    if (e.rounds?.length) {
+      const ratio = episodeRatio(e)!;
+      const each = e.rounds.map((r) => `${r.plain.opsPerSec.toFixed(1)} / ${r.floor.opsPerSec.toFixed(1)}`).join(', ');
+      out.push({ name, rule: roundsRule(c), value: `${ratio.toFixed(2)}x, median of ${e.rounds.length} rounds (broker / floor episodes/s: ${each})`, limit: `${EPISODE_FLOOR_FRACTION.toFixed(2)}x`, pass: ratio >= EPISODE_FLOOR_FRACTION });
+      continue;
+    }
     const limit = EPISODE_FLOOR_FRACTION * floorRate;
     const ratio = e.result.opsPerSec / floorRate;
     out.push({ name, rule, value: `${e.result.opsPerSec.toFixed(1)}/s (${ratio.toFixed(2)}x ${floorText(e, floorRate)})`, limit: `${limit.toFixed(1)}/s`, pass: e.result.opsPerSec >= limit });
+  }
+  for (const c of EPISODE_FLOOR_LEVELS) {
+    const e = at(c);
+    if (!e) continue;
+    out.push(cpuTarget(e, (r) => r.plain, `CPU per episode at ${c} at once`, `>= ${pct}: the floor's (its client + sessions) / the broker's (broker + client + sessions), in the same windows`, true));
+  }
+  for (const c of EPISODE_FLOOR_LEVELS) {
+    const e = at(c);
+    const floorRate = e && episodeFloorRate(e);
+    if (!e?.fewer || !floorRate) continue;
+    const f = e.fewer;
+    const name = `episodes/s at ${c} at once, ${f.requestsPerEpisode} requests (reported)`;
+    const rule = 'the first command as a startup command, the last with "release": true; same broker, after the 7-request episodes';
+    if (e.rounds?.length) {
+      const each = e.rounds.map((r) => `${r.fewer?.opsPerSec.toFixed(1) ?? '-'} / ${r.floor.opsPerSec.toFixed(1)}`).join(', ');
+      out.push({ name, rule, value: `${episodeRatio(e, (r) => r.fewer)?.toFixed(2) ?? '-'}x, median of ${e.rounds.length} rounds (${each})`, limit: `${EPISODE_FLOOR_FRACTION.toFixed(2)}x`, pass: null });
+    } else {
+      out.push({ name, rule, value: `${f.opsPerSec.toFixed(1)}/s (${(f.opsPerSec / floorRate).toFixed(2)}x ${floorText(e, floorRate)})`, limit: `${(EPISODE_FLOOR_FRACTION * floorRate).toFixed(1)}/s`, pass: null });
+    }
+    out.push(cpuTarget(e, (r) => r.fewer, `CPU per episode at ${c} at once, ${f.requestsPerEpisode} requests (reported)`, 'the floor\'s / the broker\'s, as above', false));
   }
   const [lo, hi] = EPISODE_FLOOR_LEVELS.map(at);
   const scaleName = `episodes/s from ${EPISODE_FLOOR_LEVELS[0]} to ${EPISODE_FLOOR_LEVELS[1]} at once`;
@@ -231,6 +316,31 @@ export function episodeTargets(r: Results): TargetResult[] {
     out.push({ name: `sessions' CPU per episode at ${e.concurrency} (reported)`, rule: "the sessions' cgroups' CPU in the window / episodes", value: show(b), limit: `floor ${show(f)}`, pass: null });
   }
   return out;
+}
+
+/** The floor's CPU per episode against the broker's runs that `pick` names, with a verdict or reported. */
+function cpuTarget(e: Results['episodes'][number], pick: (r: Round) => EpisodeResult | undefined, name: string, rule: string, verdict: boolean): TargetResult {
+  const ratio = episodeCpuRatio(e, pick);
+  if (ratio === undefined) return { name, rule, value: '-', limit: '-', pass: null };
+  const pass = verdict ? ratio >= EPISODE_FLOOR_FRACTION : null;
+  if (e.rounds?.length) {
+    const each = e.rounds.map((r) => {
+      const b = pick(r);
+      const cpu = b && episodeCpuMs(b);
+      return cpu ? `${cpu.total.toFixed(2)} (${cpu.broker.toFixed(2)} + ${cpu.client.toFixed(2)} + ${cpu.sessions.toFixed(2)}) / ${episodeCpuMs(r.floor)?.total.toFixed(2) ?? '-'}` : '-';
+    });
+    return { name, rule, value: `${ratio.toFixed(2)}x, median of ${e.rounds.length} rounds (broker (broker + client + sessions) / floor, ms: ${each.join('; ')})`, limit: `${EPISODE_FLOOR_FRACTION.toFixed(2)}x`, pass };
+  }
+  const run = pick({ floor: e.floor!, plain: e.result, fewer: e.fewer });
+  const cpu = run && episodeCpuMs(run);
+  const floor = floorCpuMs(e);
+  if (!cpu || floor === undefined) return { name, rule, value: '-', limit: '-', pass: null };
+  const value = `${cpu.total.toFixed(2)} ms (${cpu.broker.toFixed(2)} + ${cpu.client.toFixed(2)} + ${cpu.sessions.toFixed(2)}): ${ratio.toFixed(2)}x`;
+  return { name, rule, value, limit: `floor ${floor.toFixed(2)} ms`, pass };
+}
+
+function roundsRule(c: number): string {
+  return `>= ${EPISODE_FLOOR_FRACTION * 100}% of the episode floor at ${c}: the median of rounds of [floor, broker] windows, seconds apart, in the same run`;
 }
 
 export function evaluateTargets(r: Results): TargetResult[] {

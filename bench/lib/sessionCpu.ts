@@ -6,7 +6,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { SessionCpu } from '../protocol';
+import type { ProcessCpu, SessionCpu } from '../protocol';
+import { ownCpuMs } from './cpuAccount';
 
 /** The files that count a container's CPU, first found wins. */
 function containerCpuFile(id: string): string | null {
@@ -89,4 +90,21 @@ export function sessionCpuOf(meter: SessionCpuMeter | null, w: { done(): { delta
   const d = w?.done();
   if (!meter || !d || episodes <= 0) return undefined;
   return { where: meter.where, cores: d.delta / d.ms, msPerEpisode: d.delta / episodes };
+}
+
+/**
+ * The broker's (when its pid is known) and this process's own CPU over the same window as the
+ * sessions' meter: `done(episodes)` gives them per episode once the window is over.
+ */
+export function processCpuWindow(startInMs: number, durationMs: number, brokerPid?: number): { done(episodes: number): ProcessCpu | undefined } {
+  const client = windowDelta(startInMs, durationMs, () => ownCpuMs(process.pid));
+  const broker = brokerPid === undefined ? null : windowDelta(startInMs, durationMs, () => ownCpuMs(brokerPid));
+  return {
+    done(episodes) {
+      const c = client.done();
+      const b = broker?.done();
+      if (!c || episodes <= 0) return undefined;
+      return { clientMsPerEpisode: c.delta / episodes, ...(b ? { brokerMsPerEpisode: b.delta / episodes } : {}) };
+    },
+  };
 }

@@ -7,26 +7,34 @@ import { fmtLatency, type BenchContext } from '../lib/context';
 import { histogram } from '../lib/metricsText';
 import { median, sleep } from '../lib/stats';
 import { settle } from '../lib/settle';
-import { CLEANUP_METRIC, errors, forksNote, idleRss, mb, runEpisodes, sessionCpuNote } from './single';
+import { CLEANUP_METRIC, cpuNote, errors, forksNote, idleRss, mb, runEpisodes, sessionCpuNote } from './single';
 import type { BrokerProcess } from '../lib/brokerProcess';
-import { EPISODE_FLOOR_LEVELS, episodeFloorRate, type Results } from '../lib/results';
+import { EPISODE_FLOOR_LEVELS, episodeRatio, type Results } from '../lib/results';
 
 /** Sessions per container in the episode pools, and in the episode floor's containers. */
 const PER_CONTAINER = 8;
 
 /**
- * The episode floor at `level` (client/episodeFloor.ts): `level` raw shells in ceil(level / 8)
- * containers (local: directories), the same window as the broker's episodes at that level.
+ * Opens the episode floor's shells at `level` (client/episodeFloor.ts): `level` raw shells in
+ * ceil(level / 8) containers (local: directories), kept open for its windows (episodeFloorRun).
  */
+async function openEpisodeFloor(ctx: BenchContext, level: number): Promise<void> {
+  const { plan } = ctx;
+  ctx.mark(`floor: opening ${level} raw ${plan.backend} shells for the episode floor`);
+  const open = await ctx.job<{ sessions: number; openMs: number }>({ kind: 'episodeFloorOpen', backend: plan.backend, image: plan.image, concurrency: level, perContainer: PER_CONTAINER }, 600_000);
+  ctx.log(`episode floor: ${open.sessions} shells open in ${(open.openMs / 1000).toFixed(1)} s`);
+}
+
+/** One window of the episode floor on its open shells, the same window as the broker's episodes at that level. */
 async function episodeFloor(ctx: BenchContext, level: number, when = ''): Promise<EpisodeFloorResult> {
   const { plan } = ctx;
   const { rampMs, durationMs } = plan.episodeWindow(level);
   ctx.mark(`floor: ${level} raw ${plan.backend} shells, each episode exec -c a fresh bash + 5 x \`true\`${when ? ` (${when})` : ''}`);
-  const job = { kind: 'episodeFloor', backend: plan.backend, image: plan.image, concurrency: level, perContainer: PER_CONTAINER, rampMs, durationMs } as const;
+  const job = { kind: 'episodeFloorRun', rampMs, durationMs } as const;
   const floor = await ctx.withCpu(`episode floor x${level}${when ? ` (${when})` : ''}`, () => ctx.job<EpisodeFloorResult>(job, rampMs + durationMs + 600_000));
   ctx.log(
     `episode floor x${level}: ${floor.opsPerSec.toFixed(1)} episodes/s; fresh bash p50 ${floor.exec.p50.toFixed(1)} ms, p99 ${floor.exec.p99.toFixed(1)} ms; ` +
-      `\`true\` p50 ${floor.command.p50.toFixed(2)} ms (${floor.sessions} shells opened in ${(floor.openMs / 1000).toFixed(1)} s)${forksNote(floor.forks)}${sessionCpuNote(floor.sessionCpu)}${errors(floor.errors, floor.firstError)}`,
+      `\`true\` p50 ${floor.command.p50.toFixed(2)} ms (${floor.sessions} shells opened in ${(floor.openMs / 1000).toFixed(1)} s)${forksNote(floor.forks)}${sessionCpuNote(floor.sessionCpu)}${cpuNote(floor)}${errors(floor.errors, floor.firstError)}`,
   );
   return floor;
 }
@@ -48,6 +56,28 @@ async function openLoopEpisodes(ctx: BenchContext, broker: BrokerProcess, entry:
     `open loop: ${o.started} arrivals in ${(o.windowMs / 1000).toFixed(1)} s, ${o.completed} completed, ${o.dropped} dropped; ` +
       `acquire p50 ${o.acquire.p50.toFixed(1)} ms, p99 ${o.acquire.p99.toFixed(1)} ms; episode p50 ${o.episode.p50.toFixed(1)} ms${errors(o.errors, o.firstError)}`,
   );
+}
+
+/**
+ * Rounds of [the episode floor, the broker's episodes, the same in 5 requests], one window each, the
+ * floor's shells and the broker both kept up throughout (each idles while the other runs): a shared
+ * machine's other work comes and goes within a minute, and each round's ratios are of windows seconds
+ * apart. Recorded: the round with the median episodes/s ratio as the level's entry, every round in it.
+ */
+async function episodeRounds(ctx: BenchContext, broker: BrokerProcess, level: number, containers: number): Promise<Results['episodes'][number]> {
+  const rounds: NonNullable<Results['episodes'][number]['rounds']> = [];
+  const entries: Results['episodes'][number][] = [];
+  for (let round = 1; round <= ctx.plan.episodeRounds; round++) {
+    const floor = await episodeFloor(ctx, level, `round ${round} of ${ctx.plan.episodeRounds}`);
+    const entry = await runEpisodes(ctx, broker, level, containers, floor, false);
+    entries.push(entry);
+    rounds.push({ floor, plain: entry.result, ...(entry.fewer ? { fewer: entry.fewer } : {}) });
+  }
+  const byRatio = entries.map((e, i) => ({ e, ratio: e.result.opsPerSec / (rounds[i].floor.opsPerSec || NaN) })).sort((a, b) => a.ratio - b.ratio);
+  const entry = { ...byRatio[Math.floor((byRatio.length - 1) / 2)].e, rounds };
+  ctx.results.episodes.push(entry);
+  ctx.log(`episodes x${level} / floor, by round: ${rounds.map((r) => (r.plain.opsPerSec / r.floor.opsPerSec).toFixed(2)).join(', ')}; median ${episodeRatio(entry)?.toFixed(2)}x`);
+  return entry;
 }
 
 export async function releasePhase(ctx: BenchContext): Promise<void> {
@@ -166,7 +196,7 @@ export async function poolPhases(ctx: BenchContext): Promise<void> {
     const episodesHere = wantEpisodes && plan.levels.includes(level);
     // Before the warm-up's rounds, which want a quiet machine between their floor and their broker.
     const floorHere = episodesHere && plan.phases.has('floor') && (EPISODE_FLOOR_LEVELS as readonly number[]).includes(level);
-    const epFloor = floorHere ? await episodeFloor(ctx, level) : undefined;
+    if (floorHere) await openEpisodeFloor(ctx, level);
     const isWarmup = plan.phases.has('warmup') && containers === warmContainers;
     const rounds: WarmupRound[] = isWarmup ? await extraWarmupRounds(ctx, containers) : [];
     const floor = isWarmup ? await warmupFloor(ctx) : null;
@@ -174,6 +204,7 @@ export async function poolPhases(ctx: BenchContext): Promise<void> {
     ctx.mark(`broker ${containers} x 8${isWarmup ? ': warm-up, idle RSS' : ''}${episodesHere ? `, episodes at ${level}` : ''}`);
     const warmCpuLabel = isWarmup ? `warm-up of ${containers * 8} sessions` : undefined;
     let entry: Results['episodes'][number] | undefined;
+    try {
     await ctx.withBroker({ name: `${containers}x8`, containers, perContainer: 8 }, async (broker, warmMs) => {
       if (isWarmup) {
         rounds.push({ brokerMs: warmMs, floorMs: floor?.ms });
@@ -187,13 +218,11 @@ export async function poolPhases(ctx: BenchContext): Promise<void> {
       }
       if (level === 64 && wantEpisodes) await brokerAt64(ctx, broker.url);
       if (!episodesHere) return;
-      entry = await runEpisodes(ctx, broker, level, containers, epFloor);
+      entry = floorHere ? await episodeRounds(ctx, broker, level, containers) : await runEpisodes(ctx, broker, level, containers);
       if (plan.phases.has('open')) await openLoopEpisodes(ctx, broker, entry);
     }, warmCpuLabel);
-    // The floor again once the broker is gone: a shared machine's load drifts in a minute.
-    if (entry && floorHere) {
-      entry.floorAfter = await episodeFloor(ctx, level, 'again, after the broker');
-      ctx.log(`episodes x${level} / mean of the floors: ${(entry.result.opsPerSec / (episodeFloorRate(entry) ?? NaN)).toFixed(2)}x`);
+    } finally {
+      if (floorHere) await ctx.job({ kind: 'episodeFloorClose' }, 600_000);
     }
     if (level === 64 && plan.phases.has('flood')) await floodPhase(ctx);
   }

@@ -5,7 +5,7 @@
 import { COMMANDS, type CommandName, type ConcResult, type EpisodeFloorResult, type EpisodeResult, type FloodResult, type ForkCount, type SeqResult, type SessionCpu, type Target } from '../protocol';
 import { loadConfig } from '../../src/config/config';
 import { fmtLatency, type BenchContext } from '../lib/context';
-import type { PathFigures, Results } from '../lib/results';
+import { episodeCpuMs, type PathFigures, type Results } from '../lib/results';
 import type { BrokerProcess } from '../lib/brokerProcess';
 import { sleep } from '../lib/stats';
 import { histogram, metricValue } from '../lib/metricsText';
@@ -135,11 +135,19 @@ async function singleFlood(ctx: BenchContext, broker: BrokerProcess): Promise<vo
  * Episodes at `level` on a running broker; its cleanup histogram tells how long slots took to come
  * back. `floor`: the episode floor measured at this level just before (phases/pool.ts).
  */
-export async function runEpisodes(ctx: BenchContext, broker: BrokerProcess, level: number, containers: number, floor?: EpisodeFloorResult): Promise<Results['episodes'][number]> {
+export async function runEpisodes(
+  ctx: BenchContext,
+  broker: BrokerProcess,
+  level: number,
+  containers: number,
+  floor?: EpisodeFloorResult,
+  /** false: the caller records the entry (rounds: phases/pool.ts). */
+  record = true,
+): Promise<Results['episodes'][number]> {
   const { rampMs, durationMs } = ctx.plan.episodeWindow(level);
   const drainMs = 60_000;
   const sessionCgroups = await ctx.sessionCgroups(broker);
-  const job = { kind: 'episodes', url: broker.url, concurrency: level, rampMs, durationMs, drainMs, countForks: true, sessionCgroups } as const;
+  const job = { kind: 'episodes', url: broker.url, concurrency: level, rampMs, durationMs, drainMs, countForks: true, sessionCgroups, brokerPid: broker.pid } as const;
   const baseline = await broker.metrics();
   const overflowsBefore = listenOverflows();
   const result = await ctx.withCpu(`episodes x${level}`, () => ctx.job<EpisodeResult>(job, rampMs + durationMs + drainMs + 60_000));
@@ -149,7 +157,7 @@ export async function runEpisodes(ctx: BenchContext, broker: BrokerProcess, leve
   // prom-client resets its event-loop delay histogram at every scrape: this is the job's.
   const eventLoopLagMs = { p99: metricValue(after, 'nodejs_eventloop_lag_p99_seconds') * 1000, max: metricValue(after, 'nodejs_eventloop_lag_max_seconds') * 1000 };
   const entry = { concurrency: level, containers, sessions: containers * 8, result, cleanup, listenOverflows: overflows, eventLoopLagMs, ...(floor ? { floor } : {}) };
-  ctx.results.episodes.push(entry);
+  if (record) ctx.results.episodes.push(entry);
   ctx.log(
     `${level} connections opened in ${(result.connectMs / 1000).toFixed(2)} s (${result.connectErrors} failed); listen queue overflows: ${overflows}; ` +
       `broker event-loop delay p99 ${eventLoopLagMs.p99.toFixed(1)} ms, max ${eventLoopLagMs.max.toFixed(1)} ms`,
@@ -157,10 +165,27 @@ export async function runEpisodes(ctx: BenchContext, broker: BrokerProcess, leve
   ctx.log(
     `episodes x${level}: ${result.opsPerSec.toFixed(1)} episodes/s (${result.executesPerSec.toFixed(0)} executes/s), ` +
       `${fmtLatency(result.latency)}; acquire p50 ${result.acquire.p50.toFixed(2)} ms; ` +
-      `cleanup p50 ~${cleanup.p50Ms.toFixed(1)} ms${forksNote(result.forks)}${sessionCpuNote(result.sessionCpu)}${errors(result.errors, result.firstError)}`,
+      `cleanup p50 ~${cleanup.p50Ms.toFixed(1)} ms${forksNote(result.forks)}${sessionCpuNote(result.sessionCpu)}${cpuNote(result)}${errors(result.errors, result.firstError)}`,
   );
-  if (floor) ctx.log(`episodes x${level} / episode floor before it: ${(result.opsPerSec / floor.opsPerSec).toFixed(2)}x`);
+  if (floor) ctx.log(`episodes x${level} / episode floor just before it: ${(result.opsPerSec / floor.opsPerSec).toFixed(2)}x`);
+  if (floor && ctx.plan.phases.has('fewer')) {
+    ctx.mark(`broker ${containers} x 8: the same episodes in 5 requests (startup command, release with the last execute)`);
+    const fewer = await ctx.withCpu(`episodes x${level}, 5 requests`, () => ctx.job<EpisodeResult>({ ...job, variant: 'fewer' }, rampMs + durationMs + drainMs + 60_000));
+    Object.assign(entry, { fewer });
+    ctx.log(
+      `episodes x${level} in 5 requests: ${fewer.opsPerSec.toFixed(1)} episodes/s, ${fmtLatency(fewer.latency)}${cpuNote(fewer)}${errors(fewer.errors, fewer.firstError)}` +
+        ` (7 requests: ${result.opsPerSec.toFixed(1)}/s${cpuNote(result)})`,
+    );
+  }
   return entry;
+}
+
+/** The episode's CPU in the window, per process group (lib/results.ts episodeCpuMs). */
+export function cpuNote(r: EpisodeResult | EpisodeFloorResult): string {
+  const cpu = episodeCpuMs(r);
+  if (!cpu) return '';
+  const parts = [...('requestsPerEpisode' in r ? [`broker ${cpu.broker.toFixed(2)}`] : []), `client ${cpu.client.toFixed(2)}`, `sessions ${cpu.sessions.toFixed(2)}`];
+  return `; CPU per episode ${cpu.total.toFixed(2)} ms (${parts.join(' + ')})`;
 }
 
 export function sessionCpuNote(cpu: SessionCpu | undefined): string {

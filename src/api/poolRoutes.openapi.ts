@@ -6,7 +6,8 @@ const REQUEST_ID: Schema = { type: 'string', minLength: 1, maxLength: 200, descr
 
 const EXECUTE_RESULT: Schema = {
   type: 'object',
-  description: "Spec 003's four fields (`truncated: true` when output was cut); with `facts`, the termination facts after them (null where the host cannot tell).",
+  description:
+    "Spec 003's four fields (`truncated: true` when output was cut); with `facts`, the termination facts after them (null where the host cannot tell); with `release`, `released: true` last.",
   properties: {
     status: { enum: ['Success', 'Failed'] },
     stdout: STRING,
@@ -21,6 +22,7 @@ const EXECUTE_RESULT: Schema = {
     cpu_ms: nullable(NUMBER),
     max_rss_kb: nullable(NUMBER),
     truncated_bytes: object({ stdout: INTEGER, stderr: INTEGER }),
+    released: described({ const: true }, 'the execute asked for `release`: the lease is over, as after a release call'),
   },
   required: ['status', 'stdout', 'stderr', 'return_code'],
   additionalProperties: false,
@@ -106,11 +108,17 @@ export const POOL_API_DOC: ApiDoc = {
       errors: { ...ACQUIRE_ERRORS, 400: 'a bad field, or a group the pool could never hold (`bad_request`)' },
     },
     'POST /session/:sessionId/execute': {
-      summary: 'Run a command in the session',
+      summary: 'Run a command in the session (and, with `release`, release it)',
       body: {
         schema: {
           type: 'object',
-          properties: { command: STRING, timeout: described({ type: 'number', exclusiveMinimum: 0 }, 'seconds, default 30'), request_id: REQUEST_ID, facts: BOOLEAN },
+          properties: {
+            command: STRING,
+            timeout: described({ type: 'number', exclusiveMinimum: 0 }, 'seconds, default 30'),
+            request_id: REQUEST_ID,
+            facts: BOOLEAN,
+            release: described(BOOLEAN, 'true: release the lease once the command ran (also after a 410), before answering: an episode\'s last command and its release in one request'),
+          },
           required: ['command'],
         },
         example: { command: 'echo hi', timeout: 5 },

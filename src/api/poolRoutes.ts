@@ -5,7 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import type { PoolRegistry } from '../core/poolRegistry';
 import type { ExecResult } from '../core/bashSession';
-import { ShuttingDownError } from '../common/errors';
+import { SessionBrokenError, ShuttingDownError } from '../common/errors';
 import { parseAcquire, parseExecute, type AcquireInput, type CommandLimits } from './validation';
 import type { RequestIds } from '../core/requestIds';
 import type { AcquireResult } from '../core/poolTypes';
@@ -65,6 +65,23 @@ export function acquireResponse(result: AcquireResult, input: Pick<AcquireInput,
   return out;
 }
 
+/**
+ * An execute with `"release": true`: the lease is released once the command ran, before the answer
+ * is sent, so the episode's last round trip is also its release (one request fewer). Also after a
+ * 410 (the command may have run; the lease is over either way). Not when the execute was refused
+ * before it ran (400, 404, 409, 503): a refused request changes nothing.
+ */
+async function releasingAfter(execute: () => Promise<ExecResult>, release: () => void): Promise<ExecResult> {
+  try {
+    const result = await execute();
+    release();
+    return result;
+  } catch (err) {
+    if (err instanceof SessionBrokenError) release();
+    throw err;
+  }
+}
+
 /** Aborts when the client goes away before we answered (a waiting acquire then leaves the queue). */
 export function clientGone(res: ServerResponse): AbortSignal {
   const controller = new AbortController();
@@ -105,16 +122,20 @@ export function poolRouter(pools: PoolRegistry, limits: CommandLimits, requestId
         body: 'json',
         async handle({ body, params, res }) {
           const input = parseExecute(body, limits);
-          const pool = pools.owning(params.sessionId);
+          const { sessionId } = params;
+          const pool = pools.owning(sessionId);
           if (pool.isClosing) throw new ShuttingDownError();
-          const { command, requestId } = input;
+          const { command, requestId, release } = input;
           const facts = input.facts ?? factsByDefault;
           const timeoutMs = Math.round(input.timeoutSeconds * 1000);
-          const run = (): Promise<ExecResult> => pool.execute(params.sessionId, { command, timeoutMs, facts, requestId: requestId ?? undefined });
+          const execute = (): Promise<ExecResult> => pool.execute(sessionId, { command, timeoutMs, facts, requestId: requestId ?? undefined });
+          const run = release ? () => releasingAfter(execute, () => pool.release(sessionId)) : execute;
           const result = requestId
-            ? await requestIds.run(`x:${params.sessionId}:${requestId}`, `${input.timeoutSeconds}\0${command}`, 'command', run)
+            ? await requestIds.run(`x:${sessionId}:${requestId}`, `${input.timeoutSeconds}\0${command}${release ? '\0release' : ''}`, 'command', run)
             : await run();
-          await sendJsonStreamed(res, 200, executeResponse(result, input.timeoutSeconds, facts));
+          const answer = executeResponse(result, input.timeoutSeconds, facts);
+          if (release) answer.released = true;
+          await sendJsonStreamed(res, 200, answer);
         },
       },
       {

@@ -1,6 +1,7 @@
 /**
  * The pool API's additive fields for rollout clients (README, Pool API): `request_id` on execute and
- * acquire, `lease_ttl` and `acquire_timeout` on acquire, `n` and `spread` on acquire_group. Checked
+ * acquire, `facts` and `release` on execute, `lease_ttl` and `acquire_timeout` on acquire, `n` and
+ * `spread` on acquire_group. Checked
  * before the pool is touched, like the spec's own fields (validation.ts).
  */
 import { createHash } from 'node:crypto';
@@ -27,8 +28,13 @@ export function parseRequestId(value: unknown): string | null {
 }
 
 export function parseFactsFlag(value: unknown): boolean | null {
+  return parseFlag(value, 'facts');
+}
+
+/** An optional true/false field; null when absent. */
+export function parseFlag(value: unknown, field: string): boolean | null {
   if (value === undefined || value === null) return null;
-  if (typeof value !== 'boolean') throw new BadRequestError(`'facts' must be true or false, got ${JSON.stringify(value)}`);
+  if (typeof value !== 'boolean') throw new BadRequestError(`'${field}' must be true or false, got ${JSON.stringify(value)}`);
   return value;
 }
 

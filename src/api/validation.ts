@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { BadRequestError, PayloadTooLargeError } from '../common/errors';
 import type { WorkdirFile } from '../core/backend';
-import { acquireFingerprint, parseAcquireExtras, parseFactsFlag, parseRequestId, type AcquireExtras } from './rolloutFields';
+import { acquireFingerprint, parseAcquireExtras, parseFactsFlag, parseFlag, parseRequestId, type AcquireExtras } from './rolloutFields';
 
 export interface ExecuteInput {
   command: string;
@@ -14,6 +14,8 @@ export interface ExecuteInput {
   requestId: string | null;
   /** Additive: the answer carries the termination facts (null: the server's default, BROKER_EXECUTE_FACTS). */
   facts: boolean | null;
+  /** Additive: the lease is released once the command ran, as a release call right after it would. */
+  release: boolean;
 }
 
 export interface AcquireInput extends AcquireExtras {
@@ -73,7 +75,7 @@ export function parseExecute(body: unknown, limits: CommandLimits): ExecuteInput
     }
     timeoutSeconds = t;
   }
-  return { command, timeoutSeconds, requestId: parseRequestId(obj.request_id), facts: parseFactsFlag(obj.facts) };
+  return { command, timeoutSeconds, requestId: parseRequestId(obj.request_id), facts: parseFactsFlag(obj.facts), release: parseFlag(obj.release, 'release') === true };
 }
 
 export function parseAcquire(body: unknown, limits: CommandLimits): AcquireInput {

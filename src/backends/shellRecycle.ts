@@ -39,19 +39,34 @@ export function recycleExecLine(cwd: string, bash: string, restoreScript: string
     `builtin trap - ${TRAPPABLE};builtin cd -- ${cwd} 2>/dev/null||builtin cd /;` +
     '[[ -e /proc/$$/fd/98 ]]&&exec 1>&98;[[ -e /proc/$$/fd/99 ]]&&exec 2>&99;' +
     'for __f in /proc/$$/fd/*;do __f=${__f##*/};((__f>2&&__f<255))&&exec {__f}>&-;done;' +
-    `exec -c ${bash} --rcfile /dev/fd/3 --noprofile --noediting -i 3<<<${ansiCQuote(rc)}\n`
+    `exec -c ${bash} --rcfile /dev/fd/3 --noprofile --noediting -i 3<<<${ansiCQuote(rc)};` +
+    // Reached only when the exec failed (an interactive bash goes on with the line): say so at once.
+    "builtin printf '\\n__bkfresh=%s\\n' noexec\n"
   );
 }
 
-/** What the fresh bash prints once its rc file ran: `yes` when it started in the wanted cwd. */
-export const FRESH_ANSWER = /\n__bkfresh=(yes|nocwd)\n/;
+/**
+ * What the fresh bash prints once its rc file ran: `yes` when it started in the wanted cwd; `noexec`
+ * is the old bash's, when the exec failed (bash gone from the container, say).
+ */
+export const FRESH_ANSWER = /\n__bkfresh=(yes|nocwd|noexec)\n/;
 
 /** The announcement matched by FRESH_ANSWER says the fresh bash is in the cwd it was asked for. */
 export function freshInCwd(answer: RegExpExecArray | null): boolean {
   return answer?.[1] === 'yes';
 }
 
-export const RECYCLE_TIMEOUT_MS = 3_000;
+/**
+ * How long a recycled bash may take to announce itself: as long as a new shell may take to answer
+ * (DEFAULT_TIMINGS.readyTimeoutMs). A fresh bash is the costliest step of an episode, and with a few
+ * hundred of them runnable on two cores it waits seconds for a CPU (the episode floor's own fresh
+ * bash took 4.7 s at p99 with 256 at once). A shorter wait gave up on recycles that were only slow,
+ * and each give-up closed the shell and opened a new one through the container's spawner, more work
+ * again on the same cores: at 256 episodes at once more shells were reopened than recycled and the
+ * throughput collapsed. A bash that cannot exec says so at once (`noexec`); one that never reads the
+ * line (a lease that left it ignoring ^C in a builtin loop) holds its slot this long, then is closed.
+ */
+export const RECYCLE_TIMEOUT_MS = 20_000;
 
 interface Pending {
   pattern: RegExp;

@@ -51,7 +51,12 @@ export class Lease {
   ttlMs: number | null = null;
   /** Its executes, for GET /session/{id}/history and the trajectory file (leaseJournal.ts). */
   readonly journal: LeaseJournal;
-  private readonly endController = new AbortController();
+  /**
+   * Made on first use: few leases are watched (execd's commands are), and an abort builds a
+   * DOMException, ~2% of the broker's CPU in episodes when every release aborted one.
+   */
+  private endController: AbortController | null = null;
+  private over = false;
   constructor(
     readonly id: string,
     public slot: Slot | null,
@@ -69,10 +74,16 @@ export class Lease {
    * for it outside its shell (execd's commands and interpreters) is closed on it.
    */
   get ended(): AbortSignal {
+    if (!this.endController) {
+      this.endController = new AbortController();
+      if (this.over) this.endController.abort();
+    }
     return this.endController.signal;
   }
 
   end(): void {
-    if (!this.endController.signal.aborted) this.endController.abort();
+    if (this.over) return;
+    this.over = true;
+    this.endController?.abort();
   }
 }

@@ -403,7 +403,7 @@ export function defineDiskFillerCase(ctx: AbuseContext, tmpMiB: number): void {
     await afterAbuse(id);
     const probe = await leaseInA();
     // Removed in the background (no slot waits for a removal; docker holds removals a moment to send them together).
-    await eventually(async () => (await ok(probe, `[[ -e ${wd} ]] && echo present || echo gone`)).stdout === 'gone\n', 20_000, `${wd} removed`);
+    await eventually(async () => (await ok(probe, `[[ -e ${wd} ]] && echo present || echo gone`)).stdout === 'gone\n', 60_000, `${wd} removed`);
     const free = (await ok(probe, 'stat -f -c "%a %S" /tmp')).stdout.trim().split(' ').map(Number);
     expect(free[0] * free[1]).toBeGreaterThan((tmpMiB - 4) * MiB);
     await release(probe);

@@ -140,7 +140,7 @@ describe.each(confinements)('cleanup after release (confinement: %s)', (confinem
     expect(r).toEqual({ status: 'Success', stdout: `pwd=/tmp/s/${second}\nvars=[]\n`, stderr: '', return_code: 0 });
     // Removed in the background (no slot waits for a removal): gone soon after.
     const oldDir = async (): Promise<string> => (await tb.exec(second, `test -e /tmp/s/${first} && echo old-dir-exists; true`)).stdout;
-    await eventually(async () => (await oldDir()) === '', 20_000, 'the old directory removed');
+    await eventually(async () => (await oldDir()) === '', 60_000, 'the old directory removed');
     await tb.release(second);
   });
 

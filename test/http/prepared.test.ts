@@ -33,7 +33,7 @@ describe('prepared slots (1 container x 1 session: every lease reuses the same s
         const r = await tb.exec(id, 'echo "$PWD"; pwd -P; ls -A; cat x.txt sub/dir/y.txt; echo; echo "[${OLD_VAR-}]"');
         expect(r).toEqual({ status: 'Success', stdout: `/tmp/s/${id}\n/tmp/s/${id}\nsub\nx.txt\nx-contenty-content\n[]\n`, stderr: '', return_code: 0 });
         // The previous lease's directory goes in the background: gone soon, never this lease's.
-        await eventually(async () => (await tb.exec(id, `test -e /tmp/s/${first} && echo there; true`)).stdout === '', 20_000, 'the old directory removed');
+        await eventually(async () => (await tb.exec(id, `test -e /tmp/s/${first} && echo there; true`)).stdout === '', 60_000, 'the old directory removed');
       },
       { files },
     );

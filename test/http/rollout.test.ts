@@ -62,6 +62,42 @@ describe('rollout fields and routes', () => {
     });
   });
 
+  it('execute with release: the answer, then the lease is over as after a release call; refused requests release nothing', async () => {
+    // A refused execute changes nothing: a bad flag, and one sent while another command runs (409).
+    const kept = await tb.acquire();
+    expect((await tb.exec(kept, 'X=kept')).return_code).toBe(0);
+    const bad = await tb.post(`/session/${kept}/execute`, { command: 'true', release: 'yes' });
+    expect([bad.status, bad.json.code]).toEqual([400, 'bad_request']);
+    const running = tb.post(`/session/${kept}/execute`, { command: 'sleep 3; echo $X' });
+    await eventually(async () => (await tb.post(`/session/${kept}/execute`, { command: 'true' })).status === 409, 20_000, 'the first command running');
+    const busy = await tb.post(`/session/${kept}/execute`, { command: 'true', release: true });
+    expect([busy.status, busy.json.code]).toEqual([409, 'session_busy']);
+    expect((await running).json.stdout).toBe('kept\n');
+
+    // The last command of an episode and its release in one request.
+    const last = await tb.post(`/session/${kept}/execute`, { command: 'echo $X; echo err >&2; exit 3', release: true });
+    expect(last.status).toBe(200);
+    expect(last.json).toEqual({ status: 'Failed', stdout: 'kept\n', stderr: 'err\n', return_code: 3, released: true });
+    const after = await tb.post(`/session/${kept}/execute`, { command: 'echo $X' });
+    expect([after.status, after.json.code]).toEqual([400, 'session_not_in_use']);
+    expect((await tb.post(`/session/${kept}/release`)).status).toBe(200); // still idempotent
+
+    // A timed-out command is released too; with request_id a retry gets the same answer and runs nothing.
+    const other = await tb.acquire();
+    const body = { command: 'X=other; sleep 5', timeout: 0.5, request_id: 'last-step', release: true, facts: true };
+    const timedOut = await tb.post(`/session/${other}/execute`, body);
+    expect(timedOut.status).toBe(200);
+    expect(timedOut.json).toMatchObject({ status: 'Failed', return_code: -1, timed_out: true, released: true });
+    expect(Object.keys(timedOut.json).at(-1)).toBe('released');
+    const retry = await tb.post(`/session/${other}/execute`, body);
+    expect(retry.json).toEqual(timedOut.json);
+    await tb.waitAllAvailable(60_000);
+    // Every next lease starts pristine: nothing of either.
+    const ids = await Promise.all([tb.acquire(), tb.acquire(), tb.acquire(), tb.acquire()]);
+    for (const id of ids) expect((await tb.exec(id, 'echo "[$X]"')).stdout).toBe('[]\n');
+    for (const id of ids) await tb.release(id);
+  });
+
   it('acquire with request_id: a retried acquire returns the same lease, never a second one', async () => {
     const [a, b] = await Promise.all([tb.post('/session/acquire', { request_id: 'ep-7' }), tb.post('/session/acquire', { request_id: 'ep-7' })]);
     expect(a.status).toBe(200);

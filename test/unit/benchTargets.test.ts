@@ -4,7 +4,7 @@
  * comparison against the broker's own pipes is reported beside it, never judged. Issue 17's episode
  * targets are judged against the episode floor of the same run.
  */
-import { emptyResults, episodeFloorRate, episodeTargets, evaluateTargets, type Results } from '../../bench/lib/results';
+import { emptyResults, episodeFloorRate, episodeRatio, episodeTargets, evaluateTargets, type Results } from '../../bench/lib/results';
 import type { EpisodeFloorResult, LatencySummary, OpenLoopResult, SeqResult, WsFloodRound } from '../../bench/protocol';
 import { workspaceTargets, type WorkspaceFigures } from '../../bench/lib/workspaceResults';
 
@@ -79,7 +79,7 @@ describe('the episode targets (issue 17)', () => {
     concurrency: c,
     containers: c / 8,
     sessions: c,
-    result: { ...conc(broker), connectMs: 10, connectErrors: 0, executesPerSec: broker * 5, acquire: lat(5), execute: lat(1), release: lat(1), forks: { created: 0, idlePerSec: 0, perEpisode: 2 } },
+    result: { ...conc(broker), connectMs: 10, connectErrors: 0, executesPerSec: broker * 5, acquire: lat(5), execute: lat(1), release: lat(1), forks: { created: 0, idlePerSec: 0, perEpisode: 2 }, requestsPerEpisode: 7 },
     cleanup: { count: 0, meanMs: 0, p50Ms: 0, p90Ms: 0, p99Ms: 0 },
     listenOverflows: 0,
     eventLoopLagMs: { p99: 10, max: 10 },
@@ -142,6 +142,50 @@ describe('the episode targets (issue 17)', () => {
     e.result.sessionCpu = { where: 'x', cores: 0.5, msPerEpisode: 9.5 };
     e.floor!.sessionCpu = { where: 'y', cores: 0.5, msPerEpisode: 2.25 };
     expect(find(run(e), "sessions' CPU per episode at 64")[0]).toEqual(expect.objectContaining({ value: '9.50 ms', limit: 'floor 2.25 ms', pass: null }));
+  });
+
+  it('holds CPU per episode to the floor\'s: its client + sessions over the broker + client + sessions, mean of the floor runs', () => {
+    const e = entry(64, 100, 140);
+    expect(find(run(e), 'CPU per episode at 64')[0]).toEqual(expect.objectContaining({ value: '-', pass: null }));
+    e.result.sessionCpu = { where: 'x', cores: 1, msPerEpisode: 2.75 };
+    e.result.processCpu = { brokerMsPerEpisode: 0.75, clientMsPerEpisode: 0.5 };
+    e.floor!.sessionCpu = { where: 'y', cores: 1, msPerEpisode: 2.5 };
+    e.floor!.processCpu = { clientMsPerEpisode: 0.25 };
+    e.floorAfter = { ...floor(120), sessionCpu: { where: 'y', cores: 1, msPerEpisode: 2.75 }, processCpu: { clientMsPerEpisode: 0.25 } };
+    // Floor: (2.75 + 3.00) / 2 = 2.875 ms; the broker's 4.00 ms: 0.72x.
+    expect(find(run(e), 'CPU per episode at 64')[0]).toEqual(expect.objectContaining({ value: '4.00 ms (0.75 + 0.50 + 2.75): 0.72x', limit: 'floor 2.88 ms', pass: true }));
+    e.result.processCpu = { brokerMsPerEpisode: 1.0, clientMsPerEpisode: 0.5 };
+    expect(find(run(e), 'CPU per episode at 64')[0].pass).toBe(false);
+    // The 5-request episodes are reported beside them, never judged.
+    e.fewer = { ...e.result, opsPerSec: 110, requestsPerEpisode: 5, processCpu: { brokerMsPerEpisode: 0.5, clientMsPerEpisode: 0.375 } };
+    const fewer = find(run(e), 'episodes/s at 64 at once, 5 requests');
+    expect(fewer).toEqual([expect.objectContaining({ value: '110.0/s (0.85x floor 130.0/s (140.0 before, 120.0 after))', pass: null })]);
+    expect(find(run(e), 'CPU per episode at 64 at once, 5 requests')[0]).toEqual(expect.objectContaining({ value: '3.63 ms (0.50 + 0.38 + 2.75): 0.79x', pass: null }));
+  });
+
+  it('with rounds, judges the median of the rounds\' own ratios, for episodes/s and for CPU per episode', () => {
+    const withCpu = <T extends EpisodeFloorResult | Results['episodes'][number]['result']>(r: T, client: number, sessions: number, broker?: number): T => ({
+      ...r,
+      sessionCpu: { where: 'x', cores: 1, msPerEpisode: sessions },
+      processCpu: { clientMsPerEpisode: client, ...(broker === undefined ? {} : { brokerMsPerEpisode: broker }) },
+    });
+    const e = entry(64, 70, 100);
+    const plain = e.result;
+    // Rounds: 60/100 (0.60x), 90/100 (0.90x), 80/100 (0.80x): median 0.80x. CPU: 2/4, 3/4, 3/3.
+    e.rounds = [
+      { floor: withCpu(floor(100), 0.5, 1.5), plain: withCpu({ ...plain, opsPerSec: 60 }, 1, 2, 1) },
+      { floor: withCpu(floor(100), 0.5, 2.5), plain: withCpu({ ...plain, opsPerSec: 90 }, 1, 2, 1) },
+      { floor: withCpu(floor(100), 0.5, 2.5), plain: withCpu({ ...plain, opsPerSec: 80 }, 0.5, 2, 0.5) },
+    ];
+    expect(episodeRatio(e)).toBeCloseTo(0.8);
+    const [eps] = find(run(e), 'episodes/s at 64 at once');
+    expect(eps).toEqual(expect.objectContaining({ value: '0.80x, median of 3 rounds (broker / floor episodes/s: 60.0 / 100.0, 90.0 / 100.0, 80.0 / 100.0)', limit: '0.70x', pass: true }));
+    const [cpu] = find(run(e), 'CPU per episode at 64 at once');
+    expect(cpu.value).toMatch(/^0\.75x, median of 3 rounds/);
+    expect(cpu.pass).toBe(true);
+    e.rounds![2].plain = withCpu({ ...plain, opsPerSec: 50 }, 1, 3, 1);
+    expect(find(run(e), 'episodes/s at 64 at once')[0].pass).toBe(false);
+    expect(find(run(e), 'CPU per episode at 64 at once')[0].pass).toBe(false);
   });
 
   it('sits in the targets table', () => {

@@ -23,11 +23,11 @@ function expectBadRequest(fn: () => unknown, ...mentions: string[]): void {
 
 describe('parseExecute', () => {
   it("accepts the spec's body", () => {
-    expect(parseExecute({ command: 'echo hello && pwd', timeout: 30.0 }, limits)).toEqual({ command: 'echo hello && pwd', timeoutSeconds: 30, requestId: null, facts: null });
+    expect(parseExecute({ command: 'echo hello && pwd', timeout: 30.0 }, limits)).toEqual({ command: 'echo hello && pwd', timeoutSeconds: 30, requestId: null, facts: null, release: false });
   });
 
   it('defaults the timeout when it is missing or null, and keeps fractions', () => {
-    expect(parseExecute({ command: 'pwd && echo $MY_VAR' }, limits)).toEqual({ command: 'pwd && echo $MY_VAR', timeoutSeconds: 30, requestId: null, facts: null });
+    expect(parseExecute({ command: 'pwd && echo $MY_VAR' }, limits)).toEqual({ command: 'pwd && echo $MY_VAR', timeoutSeconds: 30, requestId: null, facts: null, release: false });
     expect(parseExecute({ command: 'x', timeout: null }, limits).timeoutSeconds).toBe(30);
     expect(parseExecute({ command: 'x', timeout: 0.25 }, limits).timeoutSeconds).toBe(0.25);
     expect(parseExecute({ command: 'x', timeout: 3600 }, limits).timeoutSeconds).toBe(3600);

@@ -45,6 +45,18 @@ async def test_released_on_normal_exit(broker: Broker) -> None:
     assert caught.value.status == 400 and caught.value.code == "session_not_in_use"
 
 
+async def test_release_with_the_last_command(broker: Broker) -> None:
+    async with broker.session() as s:
+        await s.execute("X=last")
+        r = await s.execute("echo $X", release=True)
+        assert (r.stdout, r.ok, s.released) == ("last\n", True, True)
+        with pytest.raises(SessionNotInUseError):
+            await s.execute("true")
+    await wait_all_available(broker)
+    async with broker.session() as fresh:
+        assert (await fresh.execute('echo "[$X]"')).stdout == "[]\n"
+
+
 async def test_released_when_the_block_raises(broker: Broker) -> None:
     with pytest.raises(RuntimeError, match="episode failed"):
         async with broker.session() as s:

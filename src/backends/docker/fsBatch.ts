@@ -24,9 +24,12 @@ import { PidsLimitError } from './controlShell';
  * REMOVAL_BATCH removals when they come faster. A fork in a busy container costs ~5 ms of CPU here
  * (measured: an fs-lane command per second per container was ~0.3 ms of every episode at 64 at
  * once), so a released directory's space comes back up to this much later, unless the caller says
- * the space is short (remove's `now`).
+ * the space is short (remove's `now`). The more containers share the episodes, the fewer episodes
+ * each sees per delay: at 256 at once (32 containers, ~1.5 episodes/s each) a 4 s delay meant an
+ * `rm` every ~6 episodes per container; 15 s brings it to ~25, and the fs lanes' CPU per episode
+ * to a tenth (episodeDiag at 256, 40 s windows one after the other, load 180-210: 2.9 -> 0.3 ms).
  */
-const REMOVAL_DELAY_MS = 4000;
+export const REMOVAL_DELAY_MS = 15_000;
 /** Held removals go out at once when this many are pending (one `rm` command line of ~3 KB). */
 const REMOVAL_BATCH = 64;
 
@@ -71,7 +74,11 @@ export class FsBatcher {
   /** Commands run on the lane so far (for tests and the bench). */
   commands = 0;
 
-  constructor(readonly lane: FsLane) {}
+  constructor(
+    readonly lane: FsLane,
+    /** REMOVAL_DELAY_MS; a test of the batching passes a shorter one. */
+    private readonly removalDelayMs = REMOVAL_DELAY_MS,
+  ) {}
 
   /** Resolves once `dir` exists; rejects (PidsLimitError, BackendError) when the lane could not make it in time. */
   make(dir: string, timeoutMs: number): Promise<void> {
@@ -132,10 +139,10 @@ export class FsBatcher {
     this.schedule();
   }
 
-  /** Removals go out with the first command after REMOVAL_DELAY_MS. */
+  /** Removals go out with the first command after the removal delay. */
   private holdRemovals(): void {
     if (this.removalTimer || this.closed) return;
-    this.removalTimer = setTimeout(() => this.removalsDueNow(), REMOVAL_DELAY_MS);
+    this.removalTimer = setTimeout(() => this.removalsDueNow(), this.removalDelayMs);
     this.removalTimer.unref();
   }
 
@@ -191,7 +198,7 @@ export class FsBatcher {
   private waitForRoom(removals: Map<string, Removal>, error: Error): void {
     const now = Date.now();
     for (const [dir, r] of removals) {
-      if (now + REMOVAL_DELAY_MS >= r.deadline) {
+      if (now + this.removalDelayMs >= r.deadline) {
         this.retryDirs.add(dir);
         for (const w of r.waiters) w.reject(error);
       } else {

@@ -6,6 +6,7 @@ import asyncio
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Type
 
+from .errors import SessionBrokenError
 from .execd import Execd
 from .types import ExecuteResult
 
@@ -32,18 +33,31 @@ class Session:
         """This session's execd API: one-off commands beside its shell, and its files."""
         return Execd(self._broker, self.id)
 
-    async def execute(self, command: str, *, timeout: Optional[float] = None) -> ExecuteResult:
+    async def execute(self, command: str, *, timeout: Optional[float] = None, release: bool = False) -> ExecuteResult:
         """Runs ``command`` in the session. ``timeout`` (seconds) is the broker's: past it the command
         is killed and the result says so (``return_code`` -1); the session goes on. Never retried:
-        a command may have run. Raises SessionBrokenError (410) when the shell died."""
+        a command may have run. Raises SessionBrokenError (410) when the shell died.
+
+        ``release=True`` makes this the lease's last command: the broker releases the session once
+        the command ran (also when it answers 410), in the same request, so an episode saves the
+        release's round trip; ``released`` is then true and the context manager sends no release."""
         timeouts = self._broker.timeouts
         command_timeout = timeout if timeout is not None else timeouts.default_command
         body: Dict[str, Any] = {"command": command}
         if command_timeout is not None:
             body["timeout"] = command_timeout
+        if release:
+            body["release"] = True
         # The broker's own default is 30 s; the client waits for the answer a margin beyond it.
         bound = (command_timeout if command_timeout is not None else 30.0) + timeouts.execute_margin
-        _, answer = await self._broker.request("POST", f"/session/{self.id}/execute", body, timeout=bound)
+        try:
+            _, answer = await self._broker.request("POST", f"/session/{self.id}/execute", body, timeout=bound)
+        except SessionBrokenError:
+            if release:
+                self.released = True
+            raise
+        if release:
+            self.released = True
         return ExecuteResult.from_json(answer)
 
     async def release(self) -> None:
