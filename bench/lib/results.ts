@@ -168,6 +168,16 @@ function leastServerTarget(r: Results, rule: string): TargetResult[] {
 export const EPISODE_FLOOR_LEVELS = [64, 256] as const;
 export const EPISODE_FLOOR_FRACTION = 0.7;
 export const OPEN_ACQUIRE_LIMITS_MS = { p50: 20, p99: 100 };
+/**
+ * How close to the floor's own fall from 64 to 256 the broker's must come: the broker's 256 / 64
+ * over the floor's 256 / 64 is the ratio at 256 over the ratio at 64 (each the median round's), and
+ * on this kind of machine one level's rounds spread by 0.07-0.15 around a ratio near 0.85 (0.77,
+ * 0.84, 0.84 at 64 and 0.75, 0.90, 0.83 at 256 in one run with nothing else running). A broker whose
+ * overhead is the same share of an episode at both levels therefore comes out within a few percent
+ * of 1.00 either side, by chance; 0.95 says "falls as the floor does", and a collapse (the broker
+ * once kept 0.26 of its 64 rate at 256 where the floor kept 0.68) is far below it.
+ */
+export const EPISODE_SCALING_RESOLUTION = 0.95;
 
 /**
  * Issue 17's episode targets: episodes/s >= 0.7 x the episode floor at 64 and at 256; throughput
@@ -282,13 +292,20 @@ export function episodeTargets(r: Results): TargetResult[] {
   }
   const [lo, hi] = EPISODE_FLOOR_LEVELS.map(at);
   const scaleName = `episodes/s from ${EPISODE_FLOOR_LEVELS[0]} to ${EPISODE_FLOOR_LEVELS[1]} at once`;
-  const scaleRule = `broker's ${EPISODE_FLOOR_LEVELS[1]} / ${EPISODE_FLOOR_LEVELS[0]} >= the floor's`;
+  const scaleRule = `broker's ${EPISODE_FLOOR_LEVELS[1]} / ${EPISODE_FLOOR_LEVELS[0]} >= the floor's, within ${Math.round((1 - EPISODE_SCALING_RESOLUTION) * 100)}% (the resolution of a run's ratios)`;
   const loFloor = lo && episodeFloorRate(lo);
   const hiFloor = hi && episodeFloorRate(hi);
   if (lo && hi && loFloor && hiFloor && lo.result.opsPerSec > 0) {
     const broker = hi.result.opsPerSec / lo.result.opsPerSec;
     const floor = hiFloor / loFloor;
-    out.push({ name: scaleName, rule: scaleRule, value: `${broker.toFixed(2)}x`, limit: `${floor.toFixed(2)}x`, pass: broker >= floor });
+    const relative = broker / floor;
+    out.push({
+      name: scaleName,
+      rule: scaleRule,
+      value: `${broker.toFixed(2)}x (${relative.toFixed(2)} of the floor's)`,
+      limit: `${floor.toFixed(2)}x`,
+      pass: relative >= EPISODE_SCALING_RESOLUTION,
+    });
   } else out.push({ name: scaleName, rule: scaleRule, value: '-', limit: '-', pass: null });
   const { p50: p50Limit, p99: p99Limit } = OPEN_ACQUIRE_LIMITS_MS;
   const open = r.episodes.filter((e) => e.openLoop);

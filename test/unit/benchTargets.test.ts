@@ -117,8 +117,11 @@ describe('the episode targets (issue 17)', () => {
 
   it('lets throughput fall from 64 to 256 no more than the floor does', () => {
     const [scale] = find(run(entry(64, 100, 140), entry(256, 70, 90)), 'episodes/s from 64 to 256');
-    expect(scale).toEqual(expect.objectContaining({ value: '0.70x', limit: '0.64x', pass: true }));
+    expect(scale).toEqual(expect.objectContaining({ value: '0.70x (1.09 of the floor\'s)', limit: '0.64x', pass: true }));
     expect(find(run(entry(64, 100, 140), entry(256, 50, 90)), 'episodes/s from')[0].pass).toBe(false);
+    // Within the run's resolution: 0.62x against the floor's 0.64x (0.96 of it) passes, 0.60x (0.93) does not.
+    expect(find(run(entry(64, 100, 140), entry(256, 62, 90)), 'episodes/s from')[0].pass).toBe(true);
+    expect(find(run(entry(64, 100, 140), entry(256, 60, 90)), 'episodes/s from')[0].pass).toBe(false);
     expect(find(run(entry(64, 100, 140)), 'episodes/s from')[0].pass).toBeNull();
   });
 
