@@ -1,7 +1,7 @@
 /**
  * What happens to a command whose time is up, as a terminal would do it: ^C first (the shell and its
- * state survive), then rounds of ^C and SIGKILL of what the command started, until the shell answers
- * or is given up. BashSession starts one per timed-out command and learns the outcome through hooks.
+ * state survive), then rounds of ^C and of SIGKILL of what the command started, in turn, until the
+ * shell answers or is given up. BashSession starts one per timed-out command and learns the outcome through hooks.
  */
 import type { ShellProcess } from './backend';
 import { endMarkerRequest } from './framing';
@@ -22,12 +22,12 @@ const MAX_KILL_WAIT_ROUNDS = 3;
 
 /**
  * Kills that must have been carried out, besides a kill grace since the first, before a shell is
- * declared dead sooner than that bound. A responsive container carries out a round every ~0.35 s
- * (20 in ~7 s, inside the grace): a shell that ignores ^C is declared dead after the grace, as
- * before. A starved one takes seconds per round (the soak: 5-10 rounds in 10-14 s before three shells
- * were given up for dead): there the shell is not to blame, and gets up to the bound.
+ * declared dead sooner than that bound. A responsive container carries out a round every ~0.35 s, a
+ * kill every other round (10 in ~7 s, inside the grace): a shell that ignores ^C is declared dead
+ * after the grace. A starved one takes seconds per round (the soak: 5-10 rounds in 10-14 s before
+ * three shells were given up for dead): there the shell is not to blame, and gets up to the bound.
  */
-const MIN_LANDED_KILLS = 20;
+const MIN_LANDED_KILLS = 10;
 
 /**
  * The ^Cs and kills of earlier commands still under way in the backend. A backend that delivers them
@@ -92,9 +92,13 @@ export class TimeoutEscalation {
 
   /** The command's time is up: ^C, ask for its end marker, and escalate after the interrupt grace. */
   begin(): void {
-    this.inFlight.track(this.shell.interrupt(() => this.wantsInterrupt()));
+    const sent = this.interruptSent();
     this.shell.write(endMarkerRequest(this.nonce));
-    this.timers.push(setTimeout(() => this.escalate(), this.timings.interruptGraceMs));
+    // The grace runs from when the ^C was sent: a round's ^C sent right behind a late one (a busy
+    // container's lane) would reach a process with the first still pending, and count for nothing.
+    void sent.then(() => {
+      if (this.wantsInterrupt()) this.timers.push(setTimeout(() => this.escalate(), this.timings.interruptGraceMs));
+    });
   }
 
   /**
@@ -116,10 +120,19 @@ export class TimeoutEscalation {
   }
 
   /**
-   * Until the shell answers: ^C again and SIGKILL what the command started, every grace period.
-   * Repeating matters: a ^C that lands while a loop's child exits normally is taken by bash as
-   * handled by the child (bash's "wait and cooperative exit"), and the loop goes on; a later one
-   * lands between children and stops it.
+   * Until the shell answers, rounds a grace period apart: a ^C on the odd ones, a SIGKILL of what the
+   * command started on the even ones, and the end marker asked for again on each. Repeating matters:
+   * a ^C that lands while a loop's child exits normally is taken by bash as handled by the child
+   * (bash's "wait and cooperative exit"), and the loop goes on; a later one lands between children
+   * and stops it.
+   *
+   * Why a ^C and a kill are never sent together: a child can take the first ^C without dying (one
+   * forked but not yet exec'd still has bash's handler; a program that handles one ^C). The next ^C
+   * then kills it, bash sees a death by SIGINT and abandons the rest of the line, as a terminal does.
+   * A SIGKILL landing first (it often did: on Docker the ^C goes through the container's lane and the
+   * kill straight from the host) is a death bash takes for the child's own business, and it ran the
+   * rest of the line: `echo X; sleep 9; echo never` answered the timeout with `never` in its stdout.
+   * So a kill round comes a grace after the ^C round was carried out.
    *
    * Gives up killGraceMs after the first kill that was carried out (`firstKillLandedAtMs`), once MIN_LANDED_KILLS
    * kills were: a shell that still does not answer while its container carries out kill after kill
@@ -140,27 +153,34 @@ export class TimeoutEscalation {
       return this.hooks.giveUp(`${seconds(now - this.firstRoundAtMs)} s after the timeout, ${rounds}`);
     }
     this.rounds++;
-    // ^C on every other round only. Once the command's processes are dead, bash only has to read and
-    // run the end-marker request, and a ^C landing meanwhile (a starved container's lane delivers
-    // it late, well after the request was written) discards that. (The soak's shells that never
-    // answered with every kill carried out turned out to be another late ^C, one landing in the
+    // ^C on every other round only, too: once the command's processes are dead, bash only has to
+    // read and run the end-marker request, and a ^C landing meanwhile (a starved container's lane
+    // delivers it late, well after the request was written) discards that. (The soak's shells that
+    // never answered with every kill carried out turned out to be another late ^C, one landing in the
     // NEXT command's line: InFlightSignals.) A builtin loop, which only ^C stops, still gets one
     // every ~0.7 s.
-    if (this.rounds % 2 === 1) this.inFlight.track(this.shell.interrupt(() => this.wantsInterrupt()));
+    const interrupting = this.rounds % 2 === 1;
+    const step = interrupting ? this.interruptSent() : this.killStarted();
     // A ^C that lands while bash is reading the earlier request (bash reads a pipe a byte at a time)
     // discards the part it read: ask again, or the shell could never answer. Extra answers carry this
     // command's nonce and fall between commands, where output is dropped.
     this.shell.write(endMarkerRequest(this.nonce));
-    // The next round starts once the kill has landed: a backend slow to kill (a busy container, a
-    // queue of kills) must not make a healthy shell look unrecoverable.
-    void this.killStarted().then((landed) => {
+    // The next round starts once this one's signal was carried out: a backend slow to signal (a busy
+    // container, a queue of kills) must not make a healthy shell look unrecoverable, nor a kill
+    // overtake the ^C before it.
+    void step.then((landed) => {
       if (!this.wantsInterrupt()) return;
-      if (landed) {
+      if (landed && !interrupting) {
         this.landedKills++;
         this.firstKillLandedAtMs ??= Date.now();
       }
       this.timers.push(setTimeout(() => this.escalate(), this.timings.interruptGraceMs));
     });
+  }
+
+  /** A ^C to the shell's group; resolves once it was sent (true) or failed or passed its bound (false). */
+  private interruptSent(): Promise<boolean> {
+    return this.bounded(Promise.resolve(this.shell.interrupt(() => this.wantsInterrupt())));
   }
 
   /**
@@ -169,14 +189,18 @@ export class TimeoutEscalation {
    * failed or did not come back within the bound.
    */
   private killStarted(): Promise<boolean> {
+    return this.bounded(this.shell.killStartedSince(this.startedAtMs));
+  }
+
+  /** `op` tracked in flight; true once it settled well, false when it failed or took over killGraceMs. */
+  private bounded(op: Promise<unknown>): Promise<boolean> {
     const bound = new Promise<boolean>((resolve) => this.timers.push(setTimeout(() => resolve(false), this.timings.killGraceMs)));
-    const started = this.shell.killStartedSince(this.startedAtMs);
-    this.inFlight.track(started);
-    const kill = started.then(
+    this.inFlight.track(op);
+    const done = op.then(
       () => true,
       () => false,
     );
-    return Promise.race([kill, bound]);
+    return Promise.race([done, bound]);
   }
 
   /** A ^C still has a purpose: the shell has not answered yet (else it hits the next command). */

@@ -2,7 +2,7 @@
  * BashSession's timeout escalation, around a scripted shell (a pure unit: the real-bash behaviour is
  * tested in test/http/timeouts.test.ts and the Docker suite). What is pinned here is when a session
  * gives up on a shell: killGraceMs after its first kill was carried out (not after it was asked for)
- * and once 20 kills were, because a container starved of CPU runs kills late and few, and its shell
+ * and once 10 kills were, because a container starved of CPU runs kills late and few, and its shell
  * is not to blame for that; 3 kill graces at most.
  */
 import { BashSession, ShellDiedError, type BashSessionTimings } from '../../src/core/bashSession';
@@ -51,10 +51,22 @@ class ScriptedShell implements ShellProcess {
   interruptDeliveryMs: number | null = null;
   /** What happened, in order: `^C delivered`, and each command line written (`line <nonce>`). */
   readonly events: string[] = [];
+  /** Every ^C sent and delivered and every kill asked for, in order, with ms since the first. */
+  readonly signals: { what: '^C sent' | '^C delivered' | 'kill'; atMs: number }[] = [];
+  private signalAt(what: '^C sent' | '^C delivered' | 'kill'): void {
+    const t0 = this.signals[0]?.atMs ?? performance.now();
+    this.signals.push({ what, atMs: performance.now() });
+    if (this.signals.length === 1) return;
+    this.signals[this.signals.length - 1].atMs -= t0;
+  }
   interrupt(): void | Promise<void> {
     this.interrupts++;
+    this.signalAt('^C sent');
     if (this.interruptDeliveryMs !== null) {
-      return sleep(this.interruptDeliveryMs).then(() => void this.events.push('^C delivered'));
+      return sleep(this.interruptDeliveryMs).then(() => {
+        this.events.push('^C delivered');
+        this.signalAt('^C delivered');
+      });
     }
     if (this.lateInterruptMs !== null) {
       setTimeout(() => {
@@ -74,6 +86,7 @@ class ScriptedShell implements ShellProcess {
   }
   killStartedSince(): Promise<number> {
     this.kills++;
+    this.signalAt('kill');
     return this.kill();
   }
   async close(): Promise<void> {}
@@ -109,7 +122,7 @@ describe('BashSession: giving up on a timed-out shell', () => {
     await expect(session.execute('trap "" INT; while :; do :; done', { timeoutMs: 50, maxOutputBytes: 1024 })).rejects.toThrow(ShellDiedError);
     // The detail says what the escalation saw: the kills landed, the shell still did not answer.
     expect(died).toMatch(/did not come back after the command timed out: \d+\.\d s after the first kill was carried out, (\d+) of \d+ rounds of \^C and kill carried out$/);
-    expect(Number(/, (\d+) of/.exec(died ?? '')?.[1])).toBeGreaterThanOrEqual(20); // the kills kept landing
+    expect(Number(/, (\d+) of/.exec(died ?? '')?.[1])).toBeGreaterThanOrEqual(10); // the kills kept landing
     expect(session.alive).toBe(false);
   });
 
@@ -153,6 +166,25 @@ describe('BashSession: giving up on a timed-out shell', () => {
     const second = await session.execute('true', { timeoutMs: 5_000, maxOutputBytes: 1024 });
     expect(second.returnCode).toBe(0);
     expect(shell.events.slice(1)).toEqual(['^C delivered', expect.stringMatching(/^line /)]);
+  });
+
+  it('never sends a kill with a ^C: ^C, a grace after its delivery ^C again, a grace after that the kill', async () => {
+    // A child that takes a ^C without dying dies of the next; a SIGKILL landing before that next ^C
+    // is a death bash takes for the child's own business, and it runs the rest of the line.
+    const shell = new ScriptedShell(async () => {
+      if (shell.kills >= 2) shell.answersEndRequests = true;
+      return 1;
+    });
+    shell.interruptDeliveryMs = 60; // each ^C lands 60 ms after it was sent (a busy container's lane)
+    const session = new BashSession(shell, TIMINGS);
+    const result = await session.execute('sleep 100', { timeoutMs: 20, maxOutputBytes: 1024 });
+    expect(result.timedOut).toBe(true);
+    const order = shell.signals.map((s) => s.what);
+    expect(order.slice(0, 6)).toEqual(['^C sent', '^C delivered', '^C sent', '^C delivered', 'kill', '^C sent']);
+    const at = (i: number): number => (i === 0 ? 0 : shell.signals[i].atMs);
+    // Each round waits for the last one's signal to be delivered, then the interrupt grace (20 ms).
+    expect(at(2) - at(1)).toBeGreaterThanOrEqual(TIMINGS.interruptGraceMs - 1);
+    expect(at(4) - at(3)).toBeGreaterThanOrEqual(TIMINGS.interruptGraceMs - 1);
   });
 
   it('kills that never come back: the shell is declared dead all the same, later', async () => {
