@@ -43,6 +43,17 @@ export function memoryBoundBytes(idleWarmRss: number): number {
 }
 
 /**
+ * A counter's total over its series: the unlabelled one, or the sum of its labelled ones (the reclaim
+ * counter is split by reason: idle_timeout, lease_ttl, operator). NaN when /metrics had none.
+ */
+export function counterTotal(byLabel: Record<string, number> | undefined): number {
+  const values = Object.entries(byLabel ?? {});
+  if (values.length === 0) return NaN;
+  const whole = byLabel?.[''];
+  return whole ?? values.reduce((sum, [, v]) => sum + v, 0);
+}
+
+/**
  * Every abandoned lease answered "reclaimed after being idle", and the broker's reclaim counter agrees:
  * at least the abandoned ones, at most those plus acquires the client gave up on while the answer was
  * already on its way (then nobody knows the id, and the idle reclaim is what gives it back).
@@ -96,7 +107,7 @@ export function allChecks(x: CheckInputs): Check[] {
         `${end.inside.containers} containers; ${leaks.length ? `${leaks.length}: ${leaks.slice(0, 5).join('; ')}` : 'none'}` +
         ` (besides: ${end.inside.zombiesOfShells} zombies of live session shells, reaped at their next fork)`,
     },
-    reclaimCheck(x.reclaims, x.brokerCounters.broker_sessions_reclaimed_total?.[''] ?? NaN, acquireGaveUp),
+    reclaimCheck(x.reclaims, counterTotal(x.brokerCounters.broker_sessions_reclaimed_total), acquireGaveUp),
     {
       name: 'broker memory flat after warm-up',
       pass: memory.flat,
