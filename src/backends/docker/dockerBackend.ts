@@ -37,7 +37,7 @@ import { DockerMeter } from './dockerMeter';
 
 export { LABEL_DEPLOYMENT, LABEL_INSTANCE };
 
-/** Resolved and validated in config.ts (BROKER_IMAGE, BROKER_CONTAINER_*, BROKER_NETWORK_MODE, ...). */
+/** Resolved and validated in dockerConfig.ts (BROKER_IMAGE, BROKER_CONTAINER_*, BROKER_NETWORK_MODE, ...). */
 export type DockerBackendOptions = BrokerConfig['docker'] & { env?: Readonly<Record<string, string>> };
 
 interface ContainerLink {
