@@ -71,10 +71,10 @@ export interface FanoutOptions {
   stallMs: number;
   /**
    * What a viewer that caught up gets before it goes live again, given the key of the first message
-   * it missed (publish's `key`; null when the messages carry none). `during`: a redraw in the middle
-   * of a burst, after which it stays behind until the burst ends.
+   * it missed (publish's `key`; null when the messages carry none). A terminal viewer also gets it as
+   * each redraw in the middle of a burst, after which it stays behind until the burst ends.
    */
-  resync(missedKey: number | null, during: boolean): (Buffer | string)[];
+  resync(missedKey: number | null): (Buffer | string)[];
 }
 
 /** A viewer past its share of a burst sees the screen this often until the burst ends (4 frames/s). */
@@ -242,7 +242,7 @@ export class WsFanout {
       // Its resync is taken now and covers what the pending batch holds: skip those frames.
       viewer.skip = this.batch.length;
     }
-    const first = this.options.resync(behind.missedKey, during);
+    const first = this.options.resync(behind.missedKey);
     if (first.length > 0) viewer.socket.write(this.frames(first));
   }
 }

@@ -5,9 +5,10 @@
 import os from 'node:os';
 import path from 'node:path';
 import { parsePools, PoolConfigError, type PoolSpec } from './pools';
-import { bytes, ConfigError, flag, int, portRange, positiveFloat, seconds, type Env } from './envValues';
+import { bytes, ConfigError, flag, int, portRange, seconds, type Env } from './envValues';
 import { loadTaskConfig, type TaskConfig } from './taskConfig';
 import { loadWorkspaceConfig, type WorkspaceConfig } from './workspaceConfig';
+import { deploymentName, loadDockerConfig, type DockerConfig } from './dockerConfig';
 
 export { ConfigError };
 
@@ -118,49 +119,8 @@ export interface BrokerConfig {
   };
   /** Task sandboxes (spec 002): taskConfig.ts. */
   tasks: TaskConfig;
-  docker: {
-    image: string;
-    /** Containers of one deployment name belong to one broker at a time; a new start sweeps the rest. */
-    deployment: string;
-    cpus: number;
-    memoryBytes: number;
-    pidsLimit: number;
-    /**
-     * Each session's own share of its container's pids (0: none), so a fork bomb leaves its
-     * neighbours room to fork (sessionPids.ts: needs cgroup v1 and the engine's host).
-     */
-    sessionPidsLimit: number;
-    /**
-     * Size of a tmpfs volume at /tmp, where the working directories are (0: none, /tmp is in the
-     * container's writable layer, which overlay2 on ext4 cannot cap: a disk filler fills the host).
-     */
-    tmpBytes: number;
-    networkMode: string;
-    pingTimeoutMs: number;
-    /**
-     * A running, unpaused container whose pings time out is replaced only once its control lane has
-     * answered nothing for this long: on a CPU-starved host a healthy container can miss a ping, and
-     * replacing it costs every lease on it its state.
-     */
-    stallTimeoutMs: number;
-    /**
-     * How long the engine may take to create and start a container before the start fails (and
-     * the pool retries it): a stuck engine answers nothing, and a start without a deadline would
-     * hold its start slot for good (README, Known limits).
-     */
-    startTimeoutMs: number;
-    /**
-     * How a bash reaches the broker: `fifo`, pipes the container's entrypoint spawns it on (needs the
-     * engine on this host, or `fifoRoot` mounted at the same path); `exec`, one `docker exec` each;
-     * `auto`, pipes when the first container shows they work, else exec.
-     */
-    transport: 'auto' | 'fifo' | 'exec';
-    /**
-     * Host directory of the pipes (BROKER_DOCKER_FIFO_DIR); null: the default, chosen at start
-     * (/run/bash-broker, or /dev/shm/bash-broker where /run is on a disk: backends/docker/fifoRoot.ts).
-     */
-    fifoRoot: string | null;
-  };
+  /** The Docker backend's containers: dockerConfig.ts. */
+  docker: DockerConfig;
 }
 
 export function loadConfig(env: Env = process.env): BrokerConfig {
@@ -173,25 +133,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
   if (cgroups !== 'auto' && cgroups !== 'off') {
     throw new ConfigError(`BROKER_LOCAL_CGROUPS must be 'auto' or 'off', got '${cgroups}'`);
   }
-  const transport = (env.BROKER_DOCKER_TRANSPORT ?? 'auto').trim() || 'auto';
-  if (transport !== 'auto' && transport !== 'fifo' && transport !== 'exec') {
-    throw new ConfigError(`BROKER_DOCKER_TRANSPORT must be 'auto', 'fifo' or 'exec', got '${transport}'`);
-  }
-  const fifoRoot = (env.BROKER_DOCKER_FIFO_DIR ?? '').trim() || null;
-  if (fifoRoot !== null && !path.isAbsolute(fifoRoot)) throw new ConfigError(`BROKER_DOCKER_FIFO_DIR must be an absolute path, got '${fifoRoot}'`);
-  const pidsLimit = int(env, 'BROKER_CONTAINER_PIDS_LIMIT', 1024, { min: 16 });
-  // A quarter by default: one fork bomb leaves three quarters of the container to the rest.
-  const sessionPidsLimit = int(env, 'BROKER_SESSION_PIDS_LIMIT', Math.max(16, Math.floor(pidsLimit / 4)), { min: 0 });
-  if (sessionPidsLimit > pidsLimit) {
-    throw new ConfigError(`BROKER_SESSION_PIDS_LIMIT (${sessionPidsLimit}) must not exceed BROKER_CONTAINER_PIDS_LIMIT (${pidsLimit}); 0 turns it off`);
-  }
-  const memoryBytes = bytes(env, 'BROKER_CONTAINER_MEMORY', 1024 ** 3);
-  const tmpBytes = bytes(env, 'BROKER_CONTAINER_TMP_SIZE', 0, { zeroIsOff: true });
-  // tmpfs pages are charged to the container's memory: a full /tmp must leave its processes room,
-  // or the OOM killer (which does not count tmpfs files) picks a process instead of the filler.
-  if (tmpBytes > memoryBytes / 2) {
-    throw new ConfigError(`BROKER_CONTAINER_TMP_SIZE must be at most half of BROKER_CONTAINER_MEMORY (${memoryBytes} bytes): its files are charged to the container's memory`);
-  }
+  const docker = loadDockerConfig(env);
   const token = (env.BROKER_TOKEN ?? '').trim() || null;
   if (!token && !isLoopback(host) && !flag(env, 'BROKER_ALLOW_INSECURE')) {
     throw new ConfigError(
@@ -208,11 +150,10 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
   const trajectoryDir = (env.BROKER_TRAJECTORY_DIR ?? '').trim() || null;
   if (trajectoryDir !== null && !path.isAbsolute(trajectoryDir)) throw new ConfigError(`BROKER_TRAJECTORY_DIR must be an absolute path, got '${trajectoryDir}'`);
   const sessionsPerContainer = int(env, 'BROKER_SESSIONS_PER_CONTAINER', 8, { max: 1024, alias: 'SWEREX_SESSIONS_PER_CONTAINER' });
-  const image = (env.BROKER_IMAGE ?? '').trim() || 'bash-broker-sandbox:latest';
   const maxCommandBytes = int(env, 'BROKER_MAX_COMMAND_BYTES', 1024 * 1024, { min: 16 });
   let pools: PoolSpec[];
   try {
-    pools = parsePools(env.BROKER_POOLS, image, maxCommandBytes);
+    pools = parsePools(env.BROKER_POOLS, docker.image, maxCommandBytes);
   } catch (err) {
     if (err instanceof PoolConfigError) throw new ConfigError(err.message);
     throw err;
@@ -275,21 +216,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
       defaultDiskBytes: bytes(env, 'BROKER_SANDBOX_DISK', 1024 ** 3),
     },
     tasks: loadTaskConfig(env),
-    docker: {
-      image,
-      deployment: deploymentName(env),
-      cpus: positiveFloat(env, 'BROKER_CONTAINER_CPUS', 1),
-      memoryBytes,
-      pidsLimit,
-      sessionPidsLimit,
-      tmpBytes,
-      networkMode: (env.BROKER_NETWORK_MODE ?? '').trim() || 'bridge',
-      pingTimeoutMs: seconds(env, 'BROKER_CONTAINER_PING_TIMEOUT', 5),
-      stallTimeoutMs: seconds(env, 'BROKER_CONTAINER_STALL_TIMEOUT', 30),
-      startTimeoutMs: seconds(env, 'BROKER_CONTAINER_START_TIMEOUT', 120),
-      transport,
-      fifoRoot,
-    },
+    docker,
   };
 }
 
@@ -313,14 +240,6 @@ function groupDir(env: Env): string {
   const dir = (env.BROKER_GROUP_DIR ?? '').trim();
   if (dir !== '' && !path.isAbsolute(dir)) throw new ConfigError(`BROKER_GROUP_DIR must be an absolute path, got '${dir}'`);
   return path.join(dir || path.join(os.tmpdir(), 'bash-broker-groups'), deploymentName(env));
-}
-
-function deploymentName(env: Env): string {
-  const name = (env.BROKER_DEPLOYMENT ?? '').trim() || 'default';
-  if (!/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/.test(name)) {
-    throw new ConfigError(`BROKER_DEPLOYMENT must be 1-63 letters, digits, '_', '.' or '-', got '${name}'`);
-  }
-  return name;
 }
 
 export function isLoopback(host: string): boolean {

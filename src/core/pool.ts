@@ -2,30 +2,30 @@
  * The session pool: leases warm shells to clients and runs their commands. Released and broken
  * slots are rebuilt on background workers, each prepared for its next lease (slotRebuilder.ts);
  * containers are started, watched and replaced by the fleet (containerFleet.ts); free slots and
- * waiting acquires meet in slotQueue.ts; what the pool takes and gives is in poolTypes.ts.
- * It knows no HTTP and no container technology: it talks to a SessionBackend and reports to a
- * PoolObserver.
+ * waiting acquires meet in slotQueue.ts; a lease's directory, startup commands and commands run in
+ * leaseRunner.ts; what the pool takes and gives is in poolTypes.ts. It knows no HTTP and no
+ * container technology: it talks to a SessionBackend and reports to a PoolObserver.
  */
 import PQueue from 'p-queue';
-import { BashSession, ShellDiedError, type BashSessionTimings, DEFAULT_TIMINGS, type ExecResult } from './bashSession';
-import { sessionWorkdir, type SessionBackend } from './backend';
+import { BashSession, type BashSessionTimings, DEFAULT_TIMINGS, type ExecResult } from './bashSession';
+import type { SessionBackend } from './backend';
 import { type ContainerEntry, Lease, type Slot } from './slot';
 import { SessionState, SessionStates } from './states';
-import { ContainerNotFoundError, LeaseHeldError, StartupFailedError, type AcquireRequest, type AcquireResult, type ExecuteRequest, type GroupAcquireRequest, type PoolStats, type TakenSlot } from './poolTypes';
+import { ContainerNotFoundError, LeaseHeldError, type AcquireRequest, type AcquireResult, type ExecuteRequest, type GroupAcquireRequest, type PoolStats, type TakenSlot } from './poolTypes';
 import { SlotQueue } from './slotQueue';
 import type { SandboxHandle } from './sandboxHandle';
 import { type PoolObserver, NOOP_OBSERVER } from './observer';
 import { LeaseBook } from './leaseBook';
-import { CHANGE_DIRECTORY_TIMEOUT_MS, SlotRebuilder, type SlotPreparation } from './slotRebuilder';
+import { SlotRebuilder, type SlotPreparation } from './slotRebuilder';
+import { LeaseRunner } from './leaseRunner';
 import { ContainerFleet, type FleetOptions } from './containerFleet';
 import { ReclaimCounts, type ReclaimReason } from './leaseTtl';
 import { AcquireWaits, acquireDeadline } from './acquireWaits';
 import { checkPrepareRetry } from './prepareRetry';
 import { acquireGroup, type GroupHost } from './groupAcquire';
 import type { JournalLimits, TrajectoryRecord } from './leaseJournal';
-import { AbortedError, BrokerError, SessionBrokenError, SessionBusyError, SessionNotInUseError, ShuttingDownError } from '../common/errors';
+import { SessionBrokenError, ShuttingDownError } from '../common/errors';
 import type { WarmupSnapshot } from './warmupProgress';
-import { newSessionId } from '../common/ids';
 import type { BrokerConfig } from '../config/config';
 import { logger } from '../common/logger';
 import { delay } from '../common/delay';
@@ -51,8 +51,9 @@ export type PoolOptions = FleetOptions &
 const RECLAIM_TICK_MS = 250;
 
 /**
- * Leasing: acquire (queue, workdir, startup commands), execute, release, idle reclaim and close.
- * Slot rebuilds are the SlotRebuilder's; containers and their health, the ContainerFleet's.
+ * Leasing: acquire (queue, retries), execute, release, idle reclaim and close. A lease's shell and
+ * working directory are the LeaseRunner's; slot rebuilds, the SlotRebuilder's; containers and their
+ * health, the ContainerFleet's.
  */
 export class SessionPool {
   readonly states = new SessionStates<Slot>();
@@ -63,6 +64,7 @@ export class SessionPool {
   private readonly fleet: ContainerFleet;
   private readonly reclaims = new ReclaimCounts();
   private readonly waits: AcquireWaits;
+  private readonly runner: LeaseRunner;
   private idleTimer: NodeJS.Timeout | null = null;
   private closing = false;
   private closePromise: Promise<void> | null = null;
@@ -82,6 +84,7 @@ export class SessionPool {
       onShellDied: () => this.fleet.checkSoon(),
     }, options.preparation);
     this.fleet = new ContainerFleet(backend, options, this.rebuilder, isClosing, observer);
+    this.runner = new LeaseRunner(backend, this.states, this.leases, options, observer, (id) => this.release(id, 'released'));
   }
 
   get containers(): readonly ContainerEntry[] {
@@ -121,12 +124,12 @@ export class SessionPool {
       const slot = await this.waits.time(this.slots.take(request.signal, deadline, () => this.waits.exhausted(timeoutMs, this.slots.waiting)));
       let lease: Lease;
       try {
-        lease = await this.prepareLease(slot, request);
+        lease = await this.runner.prepare(slot, request);
       } catch (err) {
         checkPrepareRetry(err, attempt, deadline, request.signal);
         continue;
       }
-      return this.runStartupCommands(lease, request);
+      return this.runner.runStartupCommands(lease, request);
     }
   }
 
@@ -138,89 +141,21 @@ export class SessionPool {
       sessions: this.targetSessions,
       containers: this.options.containers,
       take: (n, spread) => this.waits.time(this.slots.takeGroup(n, spread, request.signal, deadline, () => this.waits.exhausted(timeoutMs, this.slots.waiting))),
-      prepare: (slot) => this.prepareLease(slot, request),
+      prepare: (slot) => this.runner.prepare(slot, request),
       checkRetry: (err, attempt) => checkPrepareRetry(err, attempt, deadline, request.signal),
-      startup: (lease) => this.runStartupCommands(lease, request),
+      startup: (lease) => this.runner.runStartupCommands(lease, request),
       release: (id) => this.release(id),
     };
     return acquireGroup(host, request);
   }
 
-  /** Leases `slot` for `request`: its working directory ready, its shell alive; released again on failure. */
-  private async prepareLease(slot: Slot, request: AcquireRequest): Promise<Lease> {
-    const preparedId = this.takePrepared(slot);
-    const lease = this.lease(slot, preparedId ?? newSessionId());
-    if (request.leaseTtlMs !== undefined) lease.ttlMs = Math.min(request.leaseTtlMs, this.maxLeaseTtlMs);
-    try {
-      // The lease is not the client's yet: if its shell or container fails here, try another slot.
-      if (preparedId === null) {
-        // Not prepared (its directory vanished): today's way, a directory and a round trip into the shell.
-        await this.backend.prepareWorkdir(slot.container.ref!, lease.workdir, request.files);
-        await this.onLease(lease, (session) => session.changeDirectory(lease.workdir, CHANGE_DIRECTORY_TIMEOUT_MS));
-      } else if (request.files.length > 0) {
-        await this.backend.prepareWorkdir(slot.container.ref!, lease.workdir, request.files);
-      }
-      // No round trip told: a shell that died before or meanwhile is known without one.
-      if (lease.brokenReason !== null || !lease.slot?.session?.alive) throw new SessionBrokenError(lease.id, lease.brokenReason ?? 'no shell');
-    } catch (err) {
-      this.release(lease.id, 'released');
-      throw err;
-    }
-    return lease;
-  }
-
   get maxLeaseTtlMs(): number {
-    return this.options.maxLeaseTtlMs ?? this.options.sessionIdleTimeoutMs;
+    return this.runner.maxLeaseTtlMs;
   }
 
-  /**
-   * The session id the slot's rebuild prepared (its directory made, its shell in it), or null when
-   * the backend knows that directory is gone (removed behind the broker's back): it is discarded.
-   */
-  private takePrepared(slot: Slot): string | null {
-    const id = slot.preparedId;
-    slot.preparedId = null;
-    const ref = slot.container.ref;
-    if (id === null || !ref || !this.backend.workdirGone?.(ref, sessionWorkdir(id))) return id;
-    logger.warn({ slot: slot.slotId }, "acquire: a slot's prepared working directory is gone; making a new one");
-    slot.orphanWorkdirs.push(sessionWorkdir(id)); // whatever took its place goes at the next rebuild
-    return null;
-  }
-
-  private async runStartupCommands(lease: Lease, request: AcquireRequest): Promise<AcquireResult> {
-    try {
-      const startupResults: ExecResult[] = [];
-      for (const [index, command] of request.startupCommands.entries()) {
-        if (request.signal?.aborted) throw new AbortedError('acquire');
-        try {
-          startupResults.push(await this.runOnLease(lease, command, this.options.defaultCommandTimeoutMs));
-        } catch (err) {
-          throw err instanceof SessionBrokenError ? new StartupFailedError(index, lease.brokenReason ?? err.message) : err;
-        }
-      }
-      if (request.signal?.aborted) throw new AbortedError('acquire');
-      return { sessionId: lease.id, startupResults, leaseTtlMs: lease.ttlMs, containerIndex: lease.slot?.container.index ?? -1 };
-    } catch (err) {
-      this.release(lease.id, 'released');
-      throw err;
-    }
-  }
-
-  async execute(sessionId: string, request: ExecuteRequest): Promise<ExecResult> {
-    const lease = this.leases.require(sessionId);
-    if (lease.executing) throw new SessionBusyError(sessionId);
-    const startedMs = performance.now();
-    const startedAtMs = Date.now();
-    try {
-      const result = await this.runOnLease(lease, request.command, request.timeoutMs, request.onOutput, request.facts);
-      this.observer.executed(performance.now() - startedMs, result.timedOut ? 'timeout' : result.returnCode === 0 ? 'success' : 'failed');
-      lease.journal.record(request.command, request.requestId ?? null, startedAtMs, performance.now() - startedMs, result);
-      return result;
-    } catch (err) {
-      this.observer.executed(performance.now() - startedMs, 'error');
-      lease.journal.record(request.command, request.requestId ?? null, startedAtMs, performance.now() - startedMs, { error: err instanceof BrokerError ? err.code : 'internal' });
-      throw err;
-    }
+  /** A client's command on its lease, timed and journaled (leaseRunner.ts). */
+  execute(sessionId: string, request: ExecuteRequest): Promise<ExecResult> {
+    return this.runner.execute(sessionId, request);
   }
 
   /** Instant and idempotent: the slot is recycled in the background. */
@@ -352,41 +287,6 @@ export class SessionPool {
   /** A slot became AVAILABLE: the oldest waiter gets it, or it joins the free list. */
   private offer(slot: Slot): void {
     if (!this.closing) this.slots.offer(slot);
-  }
-
-  private lease(slot: Slot, id: string): Lease {
-    const lease = new Lease(id, slot, sessionWorkdir(id), Date.now(), this.options.journal);
-    slot.lease = lease;
-    this.states.move(slot, SessionState.IN_USE);
-    this.leases.add(lease);
-    return lease;
-  }
-
-  private runOnLease(lease: Lease, command: string, timeoutMs: number, onOutput?: ExecuteRequest['onOutput'], usage?: boolean): Promise<ExecResult> {
-    return this.onLease(lease, (session) => session.execute(command, { timeoutMs, maxOutputBytes: this.options.maxOutputBytes, onOutput, usage }));
-  }
-
-  /** Runs `work` on the lease's session; a dead shell or container becomes the lease's error. */
-  private async onLease(lease: Lease, work: (session: BashSession) => Promise<ExecResult>): Promise<ExecResult> {
-    const session = lease.slot?.session;
-    if (!session) throw new SessionBrokenError(lease.id, lease.brokenReason ?? 'no shell');
-    lease.executing = true;
-    lease.lastActivityMs = Date.now();
-    try {
-      const result = await work(session);
-      // Its container failed while it ran (a paused container is thawed to be removed, and its
-      // output may still arrive): the lease's state is lost, and the answer says so.
-      if (lease.brokenReason !== null) throw new SessionBrokenError(lease.id, lease.brokenReason);
-      return result;
-    } catch (err) {
-      if (!(err instanceof ShellDiedError)) throw err;
-      if (lease.brokenReason !== null) throw new SessionBrokenError(lease.id, lease.brokenReason);
-      if (lease.released) throw new SessionNotInUseError(lease.id, 'released while the command was running');
-      throw new SessionBrokenError(lease.id, err.reason);
-    } finally {
-      lease.executing = false;
-      lease.lastActivityMs = Date.now();
-    }
   }
 
   /** The idle timeout's and lease_ttl's one path (leaseTtl.ts). */

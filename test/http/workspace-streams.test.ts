@@ -3,7 +3,7 @@
  * viewers dropped) and /ws/workspace/terminal (raw bytes both ways, resize, many viewers), with
  * real `ws` clients on a real broker.
  */
-import { startTestBroker, eventually, type TestBroker } from '../helpers/broker';
+import { startTestBroker, eventually, metricValue, type TestBroker } from '../helpers/broker';
 import { spawn } from 'node:child_process';
 import type WebSocket from 'ws';
 import { exitOf, openEvents, openSocket, openTerminal, wsUrl, type Event } from '../helpers/workspaceClient';
@@ -52,11 +52,8 @@ function resume(socket: WebSocket): void {
 /** ~24 MB through the terminal: past the bounds and what the kernel buffers on loopback, both ways. */
 const FLOOD = "head -c 24000000 /dev/zero | tr '\\0' x; echo; echo flood-done";
 
-async function metric(tb: TestBroker, series: string): Promise<number> {
-  const text = (await tb.get('/metrics')).text;
-  const line = text.split('\n').find((l) => l.startsWith(series + ' '));
-  return line ? Number(line.slice(series.length + 1)) : 0;
-}
+/** Viewers that fell behind, by `stream` and `outcome` (resync: caught up; cut: did not read). */
+const VIEWERS_BEHIND = 'broker_workspace_viewers_behind_total';
 
 describe('workspace: WebSockets', () => {
   let tb: TestBroker;
@@ -183,7 +180,7 @@ describe('workspace: WebSockets', () => {
     pause(stalled.socket);
     pause(stalledEvents.socket);
     const before = tb.broker.seam.openWebSockets;
-    const cutBefore = await metric(tb, 'broker_workspace_viewers_behind_total{stream="events",outcome="cut"}');
+    const cutBefore = metricValue(await tb.metrics(), VIEWERS_BEHIND, { stream: 'events', outcome: 'cut' });
     try {
       const flood = (await tb.post('/api/execute', { command: FLOOD, wait: 0 })).json;
       // Another workspace answers while the flood runs.
@@ -197,7 +194,7 @@ describe('workspace: WebSockets', () => {
       // The events viewer is cut once its socket stays full past the stall; the terminal one, sent only
       // its share of the flood and redraws (the kernel holds them), once it leaves a ping unanswered.
       await eventually(() => tb.broker.seam.openWebSockets <= before - 2, 60_000, 'the stalled viewers to be cut');
-      expect(await metric(tb, 'broker_workspace_viewers_behind_total{stream="events",outcome="cut"}')).toBeGreaterThan(cutBefore);
+      expect(metricValue(await tb.metrics(), VIEWERS_BEHIND, { stream: 'events', outcome: 'cut' })).toBeGreaterThan(cutBefore);
       // The ring stayed within its bound.
       const r = await tb.get('/api/workspace/logs?offset=-1000&limit=1000');
       expect((r.json as Event[]).filter((e) => e.seq_id !== undefined).length).toBeLessThanOrEqual(64);
@@ -253,7 +250,7 @@ describe('workspace: viewers that fall behind catch up', () => {
     const viewer = await openEvents(tb);
     try {
       pause(viewer.socket);
-      const resyncsBefore = await metric(tb, 'broker_workspace_viewers_behind_total{stream="events",outcome="resync"}');
+      const resyncsBefore = metricValue(await tb.metrics(), VIEWERS_BEHIND, { stream: 'events', outcome: 'resync' });
       const flood = (await tb.post('/api/execute', { command: FLOOD, wait: 0 })).json;
       const exit = await exitOf(tb, flood.job_id, '', 120_000);
       resume(viewer.socket);
@@ -267,7 +264,7 @@ describe('workspace: viewers that fall behind catch up', () => {
       if (before.length > 0) expect(notice.from_seq).toBe(before[before.length - 1] + 1);
       expect(after[0]).toBe(notice.to_seq + 1);
       expect(after).toEqual(after.map((_, i) => after[0] + i));
-      expect(await metric(tb, 'broker_workspace_viewers_behind_total{stream="events",outcome="resync"}')).toBeGreaterThan(resyncsBefore);
+      expect(metricValue(await tb.metrics(), VIEWERS_BEHIND, { stream: 'events', outcome: 'resync' })).toBeGreaterThan(resyncsBefore);
       // And it is live again.
       const next = (await tb.post('/api/execute', { command: 'echo live-again' })).json;
       await viewer.waitFor((e) => e.type === 'exit' && e.job_id === next.job_id, 'the next command\'s exit');
@@ -290,7 +287,7 @@ describe('workspace: viewers that fall behind catch up', () => {
       expect(viewer.bytes().length).toBeLessThan(24_000_000);
       await tb.post('/api/execute', { command: 'echo live-again' });
       await eventually(() => afterReset().includes('live-again'), 30_000, 'live bytes after the redraw');
-      expect(await metric(tb, 'broker_workspace_viewers_behind_total{stream="terminal",outcome="resync"}')).toBeGreaterThan(0);
+      expect(metricValue(await tb.metrics(), VIEWERS_BEHIND, { stream: 'terminal', outcome: 'resync' })).toBeGreaterThan(0);
     } finally {
       viewer.socket.terminate();
     }

@@ -7,8 +7,8 @@
  * later start sweeps what a crash left.
  *
  * This file is the container lifecycle (start, connect, open shells, remove); the rest is in
- * containerSpec.ts (create options), containerRemovals.ts (removals retried), containerHealth.ts
- * (health checks) and workdirs.ts (working directories and the fs lane).
+ * containerStart.ts (create and start under a deadline), containerSpec.ts (create options),
+ * containerRemovals.ts (removals retried), containerHealth.ts (health checks), workdirs.ts (dirs).
  */
 import Dockerode from 'dockerode';
 import os from 'node:os';
@@ -29,6 +29,7 @@ import { dedicatedCreateOptions } from './dedicatedSpec';
 import { checkContainerHealth } from './containerHealth';
 import { DockerWorkdirs } from './workdirs';
 import { PipeTransport } from './pipeTransport';
+import { startContainerNamed, type StartedContainer } from './containerStart';
 import { openDockerTerminal } from './dockerTerminal';
 import { openFifoTerminal } from './fifoTerminal';
 import { DockerFiles } from './dockerFiles';
@@ -36,15 +37,8 @@ import { DockerMeter } from './dockerMeter';
 
 export { LABEL_DEPLOYMENT, LABEL_INSTANCE };
 
-/** Resolved and validated in config.ts (BROKER_IMAGE, BROKER_CONTAINER_*, BROKER_NETWORK_MODE, ...). */
+/** Resolved and validated in dockerConfig.ts (BROKER_IMAGE, BROKER_CONTAINER_*, BROKER_NETWORK_MODE, ...). */
 export type DockerBackendOptions = BrokerConfig['docker'] & { env?: Readonly<Record<string, string>> };
-
-/** A container started but not yet connected (connectContainer): its pipes, if any. */
-interface Starting {
-  ref: ContainerRef;
-  container: Dockerode.Container;
-  spawner: FifoSpawner | null;
-}
 
 interface ContainerLink {
   control: ControlShell;
@@ -65,7 +59,7 @@ export class DockerBackend implements SessionBackend {
   private readonly links = new Map<string, ContainerLink>();
   /** Containers where a terminal on pipes did not start (no util-linux `script`): theirs use docker exec. */
   private readonly noScript = new Set<string>();
-  private readonly starting = new Map<string, Starting>();
+  private readonly starting = new Map<string, StartedContainer>();
   private readonly removals: ContainerRemovals;
   private readonly workdirs: DockerWorkdirs;
   private readonly pipes: PipeTransport;
@@ -136,37 +130,9 @@ export class DockerBackend implements SessionBackend {
   }
 
   private async startNamed(name: string, createOptions: (bind: string | null, deadline: AbortSignal) => Dockerode.ContainerCreateOptions): Promise<ContainerRef> {
-    await this.removals.retry();
-    const spawner = await this.pipes.newSpawner(name);
-    // One deadline over create and start: a stuck engine must not hold a start slot for good.
-    const deadline = AbortSignal.timeout(this.options.startTimeoutMs);
-    const failure = (err: unknown): BackendError =>
-      new BackendError(
-        deadline.aborted
-          ? `container ${name} failed to start: the engine did not create and start it within ${this.options.startTimeoutMs / 1000} s (is dockerd stuck?)`
-          : `container ${name} failed to start: ${errorMessage(err)}`,
-      );
-    let container: Dockerode.Container;
-    try {
-      container = await this.docker.createContainer(createOptions(spawner?.bind ?? null, deadline));
-    } catch (err) {
-      await spawner?.close();
-      // A stuck engine may still create it once it moves again: remove it by name with the retries.
-      if (deadline.aborted) this.removals.abandonName(name);
-      throw failure(err);
-    }
-    try {
-      await container.start({ abortSignal: deadline } as Dockerode.ContainerStartOptions);
-    } catch (err) {
-      await spawner?.close();
-      // Past the deadline the engine is likely stuck: leave the removal to the retries, not this start.
-      if (deadline.aborted) this.removals.removeLater(container.id);
-      else await this.removals.forceRemove(container.id);
-      throw failure(err);
-    }
-    const ref = { id: container.id, name };
-    this.starting.set(container.id, { ref, container, spawner });
-    return ref;
+    const started = await startContainerNamed({ docker: this.docker, removals: this.removals, pipes: this.pipes, startTimeoutMs: this.options.startTimeoutMs }, name, createOptions);
+    this.starting.set(started.ref.id, started);
+    return started.ref;
   }
 
   /** The container's IP on its first network with one (bridge and user networks), or null (none). */
