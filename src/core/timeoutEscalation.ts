@@ -129,10 +129,10 @@ export class TimeoutEscalation {
    * Why a ^C and a kill are never sent together: a child can take the first ^C without dying (one
    * forked but not yet exec'd still has bash's handler; a program that handles one ^C). The next ^C
    * then kills it, bash sees a death by SIGINT and abandons the rest of the line, as a terminal does.
-   * A SIGKILL landing first (it often did: on Docker the ^C goes through the container's lane and the
-   * kill straight from the host) is a death bash takes for the child's own business, and it ran the
-   * rest of the line: `echo X; sleep 9; echo never` answered the timeout with `never` in its stdout.
-   * So a kill round comes a grace after the ^C round was carried out.
+   * A SIGKILL sent with that ^C often landed first (a child bash that waits on its own child acts on
+   * a SIGINT only once it has seen that child die), and a death by SIGKILL is one bash takes for the
+   * child's own business: it ran the rest of the line, and `echo X; sleep 9; echo never` answered the
+   * timeout with `never` in its stdout. So a kill round comes a grace after the ^C round was carried out.
    *
    * Gives up killGraceMs after the first kill that was carried out (`firstKillLandedAtMs`), once MIN_LANDED_KILLS
    * kills were: a shell that still does not answer while its container carries out kill after kill
