@@ -19,6 +19,7 @@ import { logger } from '../../common/logger';
 import type { ChannelOpener } from './channel';
 import { ControlLane } from './controlLane';
 import { CONTROL_SCRIPT, FS_SCRIPT, GC_SCRIPT } from './procScripts';
+import { redactFileContents } from './laneFiles';
 
 const CONTROL_TIMEOUT_MS = 10_000;
 const LANE_OPEN_TIMEOUT_MS = 20_000;
@@ -69,8 +70,9 @@ export class ControlShell {
       openChannel,
       name: `fs lane of ${shortId}`,
       initScript: FS_SCRIPT,
-      // A directory made for a slot's next lease names a session id not leased yet: never in a log.
-      redact: (command) => command.replace(/\/tmp\/s\/[0-9a-f]+/g, '/tmp/s/<id>'),
+      // A directory made for a slot's next lease names a session id not leased yet, and a file's
+      // bytes may be a credential: neither is ever in a log.
+      redact: (command) => redactFileContents(command).replace(/\/tmp\/s\/[0-9a-f]+/g, '/tmp/s/<id>'),
       // Its bash (and whatever it forked, an `rm` say) must not linger: a kill is a builtin job.
       onDiscard: (pid) => void signals.run(`__bk_kill ${pid} -1 '' 0`, CONTROL_TIMEOUT_MS).catch(() => undefined),
     });
@@ -188,6 +190,14 @@ export class ControlShell {
     const what = `mkdir of ${makes.length} and rm -rf of ${removes.length} working directories`;
     const out = await this.fs(parts.join(' '), what, timeoutMs);
     return { made: out.includes(FS_MADE), removed: out.includes(FS_REMOVED) };
+  }
+
+  /**
+   * Runs laneFiles.ts's `writeFilesCommand` (files written with builtins) on the fs lane. Throws a
+   * BackendError when the lane failed, a PidsLimitError at the pids limit.
+   */
+  async writeFiles(command: string, fileCount: number, timeoutMs: number): Promise<void> {
+    await this.fs(`${command} &&`, `writing ${fileCount} files`, timeoutMs);
   }
 
   async close(): Promise<void> {
