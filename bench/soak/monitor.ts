@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import type { BrokerProcess } from '../lib/brokerProcess';
 import { metricValue } from '../lib/metricsText';
 import { nowMs } from '../lib/stats';
+import { runnableTasks } from '../lib/cpuPressure';
 import type { Health } from '../../test/helpers/broker';
 
 export type { Health };
@@ -17,6 +18,8 @@ export interface Sample {
   fds: number;
   health: Health | null;
   healthMs: number;
+  /** Tasks running or waiting for a CPU on the whole machine (/proc/loadavg). */
+  runnable?: number;
   heapUsedBytes?: number;
   eventLoopLagP99Ms?: number;
 }
@@ -82,8 +85,9 @@ export class Monitor {
     const tS = (t0 - this.loadStartMs()) / 1000;
     const { rssBytes } = this.broker.procMemory();
     const fds = openFds(this.broker.pid);
+    const runnable = runnableTasks() ?? undefined;
     const health = (await this.broker.health().catch(() => null)) as Health | null;
-    const s: Sample = { tS, rssBytes, fds, health, healthMs: nowMs() - t0 };
+    const s: Sample = { tS, rssBytes, fds, runnable, health, healthMs: nowMs() - t0 };
     if (this.count++ % METRICS_EVERY_SAMPLES === 0) {
       const text = await this.broker.metrics().catch(() => '');
       s.heapUsedBytes = metricValue(text, 'nodejs_heap_size_used_bytes');

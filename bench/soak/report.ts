@@ -25,6 +25,8 @@ export interface SoakResults {
   memory: MemoryVerdict;
   fds: { idleWarm: number; settled: number; idleWarmKinds: Record<string, number>; settledKinds: Record<string, number> };
   health: { minAvailable: number; maxBroken: number; maxUnhealthyContainers: number; notHealthySamples: number; samples: number };
+  /** Share of the load's wall time in which some runnable task waited for a CPU (PSI); null without PSI. */
+  cpuPressure: number | null;
   /** The broker's own counters at the end (/metrics), by label set. */
   brokerCounters: Record<string, Record<string, number>>;
   reclaims: { abandoned: number; verified: number };
@@ -52,6 +54,19 @@ function countTable(title: string, counts: Record<string, number>): string[] {
   return [`| ${title} | count |`, '| --- | ---: |', ...entries.map(([k, v]) => `| ${k.replace(/\|/g, '\\|')} | ${v} |`)];
 }
 
+/**
+ * How starved the machine was during the load. A timeout answer to a plain command is what the
+ * broker owes when the command really did not finish in time; this line tells whether the machine
+ * let it.
+ */
+function cpuLine(r: SoakResults): string {
+  const during = r.samples.filter((s) => s.tS >= 0 && s.tS <= r.loadS && s.runnable !== undefined).map((s) => s.runnable as number);
+  const sorted = [...during].sort((a, b) => a - b);
+  const runnable = sorted.length ? `runnable tasks median ${sorted[Math.floor((sorted.length - 1) / 2)]}, max ${sorted[sorted.length - 1]} (/proc/loadavg, on ${r.machine.cores} cores)` : 'runnable tasks not sampled';
+  const pressure = r.cpuPressure === null || r.cpuPressure === undefined ? 'no CPU pressure figures (no /proc/pressure/cpu)' : `some task waited for a CPU ${Math.round(r.cpuPressure * 100)}% of the time (/proc/pressure/cpu)`;
+  return `CPU during the load: ${pressure}; ${runnable}.`;
+}
+
 export function renderMarkdown(r: SoakResults): string {
   const p = r.plan;
   const m = r.machine;
@@ -75,6 +90,7 @@ export function renderMarkdown(r: SoakResults): string {
     '## Load',
     '',
     `${r.episodes} episodes, ${r.executes} executes (${f1(r.episodes / r.loadS)} episodes/s, ${f1(r.executes / r.loadS)} executes/s), ${r.tally.errorCount} unexpected answers.`,
+    cpuLine(r),
     `Abandoned leases: ${r.reclaims.abandoned}, each seen reclaimed: ${r.reclaims.verified}. Pool settled ${f1(r.settleMs / 1000)} s after the load stopped; broker stopped in ${f1(r.stop.stopMs / 1000)} s${r.stop.killed ? ' (SIGKILLed)' : ''}.`,
     '',
     ...latencyTable(r),

@@ -12,6 +12,7 @@ import { BrokerProcess, REPO_DIR } from '../lib/brokerProcess';
 import { ensureBuilt } from '../lib/build';
 import { describeMachine } from '../lib/machine';
 import { nowMs, sleep } from '../lib/stats';
+import { cpuPressureSomeUs, pressureShare } from '../lib/cpuPressure';
 import { parseSoakArgs, type SoakPlan } from './plan';
 import { SoakHttp } from './http';
 import { Tally } from './tally';
@@ -105,11 +106,13 @@ async function soak(plan: SoakPlan, broker: BrokerProcess, docker: Dockerode, in
   const idleMs = plan.broker.idleTimeoutS * 1000;
   const reclaims = new ReclaimWatch(http, tally, idleMs + Math.min(idleMs / 4, 15_000) + SETTLE_SLACK_MS);
   const loadStart = nowMs();
+  const pressureAtStart = cpuPressureSomeUs();
   const monitor = new Monitor(broker, () => loadStart);
   monitor.start(plan.sampleEveryMs);
   const episode = { maxOutputBytes: plan.broker.maxOutputBytes, forkBurst: plan.forkBurst };
   await runLoad(http, tally, reclaims, { clients: plan.clients, durationMs: plan.durationS * 1000, drainMs: plan.drainS * 1000, seed: plan.seed, episode }, log, progress);
   const loadS = (nowMs() - loadStart) / 1000;
+  const cpuPressure = pressureShare(pressureAtStart, cpuPressureSomeUs(), loadS * 1000);
   log(`load done: ${tally.outcome('episodes ended')} episodes, ${tally.errorCount} unexpected; probing ${reclaims.waiting} abandoned leases`);
   const end = await endRun({ plan, deployment: SOAK_DEPLOYMENT, broker, docker, http, monitor, reclaims, stopBroker, log });
   const summary = tally.summary();
@@ -121,7 +124,7 @@ async function soak(plan: SoakPlan, broker: BrokerProcess, docker: Dockerode, in
     plan, machine: info.machine, startedAt: info.startedAt, warmUpMs: info.warmUpMs, loadS, totalS: (nowMs() - info.t0) / 1000,
     episodes: tally.outcome('episodes ended'), executes, tally: summary, memory,
     fds: { idleWarm: info.idle.fds, settled: end.settledFds, idleWarmKinds: info.idle.fdKinds, settledKinds: end.settledFdKinds }, health: healthFigures(monitor.samples),
-    brokerCounters, reclaims: { abandoned: reclaims.abandoned, verified: reclaims.verified }, settleMs: end.settled.ms, stop: end.stop, checks,
+    cpuPressure, brokerCounters, reclaims: { abandoned: reclaims.abandoned, verified: reclaims.verified }, settleMs: end.settled.ms, stop: end.stop, checks,
     samples: monitor.samples,
   };
   const base = writeResults(results);
