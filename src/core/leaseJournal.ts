@@ -52,7 +52,7 @@ export class LeaseJournal {
     const entry: JournalEntry = {
       seq: this.next++,
       request_id: requestId,
-      command: command.length > 2 * n ? `${command.slice(0, n)}[...]${command.slice(-n)}` : command,
+      command: detached(command.length > 2 * n ? `${command.slice(0, n)}[...]${command.slice(-n)}` : command),
       started_at_ms: startedAtMs,
       duration_ms: Math.round(durationMs * 1000) / 1000,
       return_code: result?.returnCode ?? null,
@@ -81,8 +81,18 @@ export class LeaseJournal {
 
 /** The whole text as the head when it fits in twice `n`; else its first and last `n` characters. */
 function headTail(text: string, n: number): [string, string] {
-  if (text.length <= 2 * n) return [text, ''];
-  return [text.slice(0, n), text.slice(-n)];
+  if (text.length <= 2 * n) return [detached(text), ''];
+  return [detached(text.slice(0, n)), detached(text.slice(-n))];
+}
+
+/**
+ * A copy of `s` that keeps nothing else alive. V8 makes a slice of a long string a view into it, so
+ * a 1 KB head kept in a journal held its whole 1 MB output for as long as the lease lived (200 such
+ * heads: 212 MB of heap against 4 MB copied). Slicing a concatenation flattens it into a new string
+ * first, and the view is then of that small copy.
+ */
+function detached(s: string): string {
+  return s.length === 0 ? s : `${s} `.slice(0, -1);
 }
 
 /** One ended lease's trajectory: a line of the trajectory file. */
