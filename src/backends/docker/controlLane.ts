@@ -15,6 +15,19 @@ import type { ShellListener, ShellProcess } from '../../core/backend';
 import { BackendError, errorMessage } from '../../common/errors';
 import type { ChannelOpener, ShellChannel } from './channel';
 
+/**
+ * A request's deadline passed. `running`: its command had started, so it may still take effect
+ * later (the lane's bash is discarded, but its kill goes through a lane too); a queued one never runs.
+ */
+export class LaneDeadlineError extends BackendError {
+  constructor(
+    message: string,
+    readonly running: boolean,
+  ) {
+    super(message);
+  }
+}
+
 /** After a failed open, requests fail at once for this long instead of each trying a new exec. */
 const REOPEN_HOLDOFF_MS = 1_000;
 const MAX_OUTPUT_BYTES = 64 * 1024;
@@ -229,7 +242,7 @@ export class ControlLane {
   private expire(req: Request, timeoutMs: number): void {
     if (req.done) return;
     const where = req.running ? 'running' : 'queued';
-    this.settle(req, new BackendError(`${this.options.name}: no answer within ${timeoutMs} ms (${where}): ${this.brief(req.command)}`));
+    this.settle(req, new LaneDeadlineError(`${this.options.name}: no answer within ${timeoutMs} ms (${where}): ${this.brief(req.command)}`, req.running));
     if (!req.running) {
       const i = this.queue.indexOf(req);
       if (i >= 0) this.queue.splice(i, 1);

@@ -11,6 +11,7 @@ import type { ContainerRef, WorkdirFile } from '../../core/backend';
 import type { ControlShell } from './controlShell';
 import { FsBatcher } from './fsBatch';
 import { writeFilesCommand } from './laneFiles';
+import { LaneDeadlineError } from './controlLane';
 import { BackendError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
 
@@ -18,6 +19,11 @@ import { logger } from '../../common/logger';
 const WORKDIR = /^\/tmp\/s\/[0-9a-f]+\/?$/;
 /** A creation waits this long for the fs lane's mkdir before uploading the directory instead. */
 const MKDIR_TIMEOUT_MS = 5_000;
+/**
+ * The files' write on the fs lane, queue wait included. Long: one that overran while running cannot
+ * fall back to an upload (see prepare), and a starved container's lane takes seconds per turn.
+ */
+const FILES_WRITE_TIMEOUT_MS = 30_000;
 /** A big working directory takes a while to remove on a busy container. */
 const RM_TIMEOUT_MS = 60_000;
 /** Below this fraction of /tmp's filesystem free, a removal is not held with the others (fsBatch.ts). */
@@ -65,9 +71,12 @@ export class DockerWorkdirs {
     const command = control?.alive ? writeFilesCommand(dir, files) : null;
     if (control && command !== null) {
       try {
-        await control.writeFiles(command, files.length, MKDIR_TIMEOUT_MS);
+        await control.writeFiles(command, files.length, FILES_WRITE_TIMEOUT_MS);
         return;
       } catch (err) {
+        // A write that started and overran may still land after an upload, over what the lease
+        // has written since: this slot is given up (the acquire tries another) instead.
+        if (err instanceof LaneDeadlineError && err.running) throw new BackendError(`could not write files into ${ref.name} in time: ${errorMessage(err)}`);
         logger.debug({ container: ref.name, err: errorMessage(err) }, 'writing files on the fs lane failed: uploading them instead');
       }
     }
