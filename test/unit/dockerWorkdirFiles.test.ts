@@ -1,5 +1,6 @@
 /**
- * DockerWorkdirs.prepare with files: which lane failures fall back to an archive upload. A write that
+ * DockerWorkdirs.prepare with files: when they go on the fs lane (only an idle one), and which lane
+ * failures fall back to an archive upload. A write that
  * never ran (the pids limit, a request that expired in the queue) is uploaded instead; one that
  * started and overran is not, since it may still land after the upload, over what the lease wrote
  * since. A pure unit: the control shell and the engine are stand-ins that record what they are asked.
@@ -13,12 +14,13 @@ import { BackendError } from '../../src/common/errors';
 const ref = { id: 'c0ffee', name: 'pool-0' };
 const files = [{ path: 'in/seed.txt', content: Buffer.from('seed\n') }];
 
-function setUp(writeFiles: () => Promise<void>): { workdirs: DockerWorkdirs; uploads: string[]; writes: string[] } {
+function setUp(writeFiles: () => Promise<void>, fsLaneIdle = true): { workdirs: DockerWorkdirs; uploads: string[]; writes: string[] } {
   const uploads: string[] = [];
   const writes: string[] = [];
   const docker = { getContainer: (id: string) => ({ putArchive: async () => void uploads.push(id) }) } as unknown as Dockerode;
   const control = {
     alive: true,
+    fsLaneIdle,
     writeFiles: async (command: string) => {
       writes.push(command);
       await writeFiles();
@@ -34,6 +36,13 @@ describe('DockerWorkdirs: files on the fs lane, and when they go up as a tarball
     expect(writes).toHaveLength(1);
     expect(writes[0]).toContain("'/tmp/s/ab12/in/seed.txt'");
     expect(uploads).toEqual([]);
+  });
+
+  it('uploads at once, writing nothing on the lane, when the lane is busy', async () => {
+    const { workdirs, uploads, writes } = setUp(async () => undefined, false);
+    await workdirs.prepare(ref, '/tmp/s/ab12', files);
+    expect(writes).toEqual([]);
+    expect(uploads).toEqual(['c0ffee']);
   });
 
   it.each([

@@ -118,6 +118,11 @@ export class ControlLane {
     await this.run(':', timeoutMs);
   }
 
+  /** Nothing running and nothing queued: a request now starts at once. */
+  get idle(): boolean {
+    return !this.busy && this.queue.length === 0;
+  }
+
   /** Not closed, and its last attempt to open a bash (if any) did not fail. */
   get usable(): boolean {
     return !this.closed && this.openFailure === null;

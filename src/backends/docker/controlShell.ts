@@ -89,6 +89,11 @@ export class ControlShell {
     return control;
   }
 
+  /** The fs lane runs nothing and has nothing queued (a batched `rm -rf` can take seconds). */
+  get fsLaneIdle(): boolean {
+    return this.fsLane.idle;
+  }
+
   /** False once closed, or when the signal lane's bash is gone and could not be reopened. */
   get alive(): boolean {
     return !this.closed && this.signals.usable;
