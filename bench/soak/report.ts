@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Machine } from '../lib/machine';
+import { median } from '../lib/stats';
 import type { SoakPlan } from './plan';
 import type { Sample, MemoryVerdict } from './monitor';
 import type { TallySummary } from './tally';
@@ -61,9 +62,8 @@ function countTable(title: string, counts: Record<string, number>): string[] {
  */
 function cpuLine(r: SoakResults): string {
   const during = r.samples.filter((s) => s.tS >= 0 && s.tS <= r.loadS && s.runnable !== undefined).map((s) => s.runnable as number);
-  const sorted = [...during].sort((a, b) => a - b);
-  const runnable = sorted.length ? `runnable tasks median ${sorted[Math.floor((sorted.length - 1) / 2)]}, max ${sorted[sorted.length - 1]} (/proc/loadavg, on ${r.machine.cores} cores)` : 'runnable tasks not sampled';
-  const pressure = r.cpuPressure === null || r.cpuPressure === undefined ? 'no CPU pressure figures (no /proc/pressure/cpu)' : `some task waited for a CPU ${Math.round(r.cpuPressure * 100)}% of the time (/proc/pressure/cpu)`;
+  const runnable = during.length ? `runnable tasks median ${Math.round(median(during))}, max ${Math.max(...during)} (/proc/loadavg, on ${r.machine.cores} cores)` : 'runnable tasks not sampled';
+  const pressure = r.cpuPressure === null ? 'no CPU pressure figures (no /proc/pressure/cpu)' : `some task waited for a CPU ${Math.round(r.cpuPressure * 100)}% of the time (/proc/pressure/cpu)`;
   return `CPU during the load: ${pressure}; ${runnable}.`;
 }
 
