@@ -4,7 +4,7 @@
  * the broker, on the least server over the same sessions (shellServer.ts), and on their two floors
  * (the no-op HTTP server, a raw BashSession in this process). Run it pinned to one core
  * (`taskset -c 0 npm run bench:chain`): then every operation is serialized, its latency is the CPU
- * it costs, and the per-process CPU adds up to it. Not a target: a diagnosis (bench/README.md).
+ * it costs, and the per-process CPU adds up to it. Not a target: a diagnosis (bench/analysis.md).
  *
  * Per path: `WARM` unmeasured operations, then `N` measured ones, one after another. CPU per
  * operation from /proc/<pid>/task/<tid>/schedstat (nanoseconds on CPU, every thread), context

@@ -284,7 +284,7 @@ function report(r: Record<string, unknown>): string {
     `| docker run --rm IMAGE echo ready (the floor) | ${f(dedicated.dockerRunFloor)} |`,
     `| held: ${held.sandboxes} created at once (32 in flight), create to first stdout | ${f(held.createToFirstOutput)} |`,
     '',
-    '| target (issue 19) | goal | measured (p50) | ratio to the floor | verdict |',
+    '| target | goal | measured (p50) | ratio to the floor | verdict |',
     '|---|---|---|---|---|',
     `| SDK Sandbox.create to first command output, warm pool | ${WARM_FIRST_OUTPUT_GOAL_MS} ms or less | ${warm.createToFirstOutput.p50.toFixed(1)} ms | ${warm.ratioToFloor}x (floor ${warm.floor.p50.toFixed(1)} ms) | ${warm.meetsGoal ? 'pass' : 'FAIL'} |`,
     '',

@@ -37,7 +37,7 @@ export const WORKSPACE_DEPLOYMENT = `bench-workspace-${BENCH_RUN}`;
 export type RawTransport = 'default' | 'exec';
 
 /** Where a command goes: the broker over HTTP, the no-op HTTP server, or a raw BashSession (no HTTP). */
-/** `extras`: every execute with a request_id and `facts: true`, on a lease with a lease_ttl (README, Pool API). */
+/** `extras`: every execute with a request_id and `facts: true`, on a lease with a lease_ttl (docs/pool.md, For rollout clients). */
 export type Target = { via: 'broker'; url: string; extras?: boolean } | { via: 'noop'; url: string } | { via: 'raw'; transport: RawTransport };
 
 export interface LatencySummary {

@@ -8,7 +8,7 @@
  * What it is for: the execute target allows the broker 1.5 no-op HTTP round trips over the raw
  * session. Measured in the broker's place in the same interleaving, this server tells how much of
  * the broker's figure any HTTP server over this session layer pays on this machine, and so what the
- * broker's own code adds (bench/README.md).
+ * broker's own code adds (bench/analysis.md).
  *
  * argv: <local|docker> <image>. The port comes back over IPC; on disconnect the session and its
  * container are closed before the process exits.

@@ -69,7 +69,7 @@ async function oneEpisode(http: BrokerHttp, signal?: AbortSignal): Promise<Episo
 }
 
 /**
- * The same episode in 5 requests (the additive API, README "For rollout clients"): `echo 1` as the
+ * The same episode in 5 requests (the additive API, docs/pool.md "For rollout clients"): `echo 1` as the
  * acquire's startup command, `echo 2` .. `echo 4`, then `echo 5` with `"release": true`. Its
  * acquire time includes the first command; there is no release request.
  */
