@@ -126,12 +126,12 @@ function leastServer(r: Results): string[] {
 
 type PathFiguresLike = { seq?: SeqResult; conc?: { opsPerSec: number } };
 
-/** Docker only: the same raw BashSession over a `docker exec` attach stream, the floor issue #4 names. */
+/** Docker only: the same raw BashSession over a `docker exec` attach stream, the docker backend's floor for the execute target. */
 function execFloor(r: Results): string[] {
   const named = Object.entries(r.commands).filter(([, c]) => c.rawExec?.seq);
   if (!named.length) return [];
   const out = [
-    "Docker's own stream: the same raw BashSession over a `docker exec` attach stream through the engine (the floor issue #4 names for the docker backend; the broker's pipes bypass it).",
+    "Docker's own stream: the same raw BashSession over a `docker exec` attach stream through the engine (the docker backend's floor for the execute target; the broker's pipes bypass it).",
     '',
     row(['figure', 'raw docker exec', 'raw pipes p50', 'exec / pipes p50', 'broker p50', 'broker - exec p50', 'raw docker exec /s']),
     row(['---', '---:', '---:', '---:', '---:', '---:', '---:']),
