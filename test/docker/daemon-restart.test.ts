@@ -179,7 +179,7 @@ describeDocker('the Docker daemon restarts under the broker: the pool heals', ()
     const doomedId = poolContainerIds(b).find((cid) => cid.startsWith(hosts[1]))!;
     expect(doomedId).toBeDefined();
     const doomedInit = (await d.docker.getContainer(doomedId).inspect()).State.Pid; // docker-init, in the host's pid namespace
-    // Stopped, dockerd answers nothing, as when it deadlocks (README, Known limits).
+    // Stopped, dockerd answers nothing, as when it deadlocks (docs/known-limits.md).
     process.kill(d.pid!, 'SIGSTOP');
     try {
       const start = b.backend.startContainer(7);

@@ -53,7 +53,7 @@ export interface ExecBody {
   truncated?: boolean;
 }
 
-/** The termination facts an execute answer carries after the spec's fields (README, Pool API). */
+/** The termination facts an execute answer carries after the four base fields (docs/pool.md, For rollout clients). */
 export interface ExecFacts {
   timed_out: boolean;
   interrupted: boolean;
@@ -75,7 +75,7 @@ export interface Health {
   broken_sessions: number;
   healthy_containers: number;
   unhealthy_containers: number;
-  /** Additive to spec 003 (README, GET /health). */
+  /** After the first eight fields (docs/monitoring.md, GET /health). */
   queue_length: number;
   acquire_wait_p50_ms: number | null;
   reclaimed_sessions: { idle_timeout: number; lease_ttl: number; operator: number };

@@ -11,7 +11,7 @@ const HEALTH_FIELDS = [
   'healthy_containers',
   'unhealthy_containers',
 ];
-/** Additive to spec 003 (README, GET /health): backpressure and reclaims by reason. */
+/** After the first eight fields (docs/monitoring.md, GET /health): backpressure and reclaims by reason. */
 const ADDITIVE_HEALTH_FIELDS = ['queue_length', 'acquire_wait_p50_ms', 'reclaimed_sessions'];
 
 describe('/health and /metrics', () => {

@@ -2,7 +2,7 @@
  * OpenSandbox's lifecycle API, driven by OpenSandbox's own TypeScript SDK, unchanged, pointed only
  * at the broker's address (and its token as the API key): create from a warm pool of whole
  * containers and from another image (Docker: a dedicated container with the limits asked; local: a
- * fresh working root, README), get and list with filters, renew, pause and resume, expiry, kill,
+ * fresh working root, docs/lifecycle.md), get and list with filters, renew, pause and resume, expiry, kill,
  * endpoints, the parts not served (501) and bad input (400), and the token.
  *
  * Every create waits for the SDK's own readiness check (a ping of the sandbox's execd, through the

@@ -1,5 +1,5 @@
 /**
- * The pool API's additive fields and routes for rollout clients (README, Pool API): request_id on
+ * The pool API's additive fields and routes for rollout clients (docs/pool.md, For rollout clients): request_id on
  * execute and acquire, lease_ttl with heartbeats and fencing, termination facts, acquire_group,
  * history and trajectories, and honest backpressure. Runs on both projects (local and docker).
  */
@@ -11,7 +11,7 @@ import { findPython, runPythonClient } from '../helpers/python';
 import { LocalBackend } from '../../src/backends/local/localBackend';
 import { readUsageMounts } from '../../src/backends/docker/sessionUsage';
 
-/** The kernel figures the backend can give here (README, Termination facts): cpu needs the session's own cgroup. */
+/** The kernel figures the backend can give here (docs/pool.md, termination facts): cpu needs the session's own cgroup. */
 function cpuKnown(tb: TestBroker): boolean {
   return !(tb.backend instanceof LocalBackend) || tb.backend.confinement === 'cgroup';
 }
