@@ -15,10 +15,11 @@ const FILE_ERRORS = { 400: 'a bad parameter, or a directory (`not_a_file`)', 403
 
 const EVENT: Schema = {
   type: 'object',
-  description: 'One workspace event: command, output, exit, shell_restarted (or a first `dropped` when asked for events the ring no longer holds).',
+  description:
+    'One workspace event: command, output, exit; shell_restarted and shell_restart_failed (its shell ended), workspace_moved and workspace_move_failed (its slot was lost), interrupt_escalated (an interrupt replaces the shell of a job that outlived ^C and kills); or a first `dropped` when asked for events the ring no longer holds.',
   properties: {
     seq_id: INTEGER,
-    type: { enum: ['command', 'output', 'exit', 'shell_restarted', 'dropped'] },
+    type: { enum: ['command', 'output', 'exit', 'shell_restarted', 'shell_restart_failed', 'workspace_moved', 'workspace_move_failed', 'interrupt_escalated', 'dropped'] },
     job_id: STRING,
     command: STRING,
     source: { enum: ['api', 'terminal'] },

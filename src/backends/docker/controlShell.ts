@@ -111,6 +111,11 @@ export class ControlShell {
     );
   }
 
+  /** `__bk_fgint`: SIGINT to the foreground group of `pid`'s terminal when a command owns it; true when sent. */
+  async interruptForeground(pid: number): Promise<boolean> {
+    return (await this.signal(`__bk_fgint ${pid}`, CONTROL_TIMEOUT_MS, true)).trim() === '1';
+  }
+
   /** A process and its children as /proc shows them (`__bk_ps`): for the log, when a shell did not answer. */
   async describeTree(pid: number): Promise<string> {
     return (await this.signal(`__bk_ps ${pid}`, CONTROL_TIMEOUT_MS)).trim();

@@ -17,6 +17,9 @@
  *                            none), to say why a shell did not answer (builtins only)
  *   __bk_ticks EPOCH_MS      sets __bk_t to that moment in /proc's start-time ticks (also __bk_gc's)
  *   __bk_slay PID...         stops, then SIGKILLs its arguments (none: nothing)
+ *   __bk_fgint PID           SIGINT to the foreground process group of PID's terminal, only when
+ *                            that group is not PID's own (a command owns the terminal, not the
+ *                            shell PID); prints 1 when sent, 0 when not
  *
  * The threshold is converted to /proc's start-time ticks when the kill RUNS, from the clock read
  * then ($EPOCHREALTIME, /proc/uptime): the control shell may run it seconds after it was queued when
@@ -44,6 +47,13 @@ __bk_ticks(){
 __bk_slay(){
   (($#)) && { builtin kill -STOP "$@"; builtin kill -9 "$@"; } 2>/dev/null
   :
+}
+__bk_fgint(){
+  local l=
+  { builtin read -r l < "/proc/$1/stat"; } 2>/dev/null
+  builtin set -- \${l##*) }
+  # After the name: $3 is the process group, $6 the terminal's foreground group.
+  if [[ -n $l ]] && (($6 > 0 && $6 != $3)) && builtin kill -INT -- "-$6" 2>/dev/null; then builtin echo 1; else builtin echo 0; fi
 }
 __bk_kill(){
   local total=0 round envmin=-1 up

@@ -47,6 +47,17 @@ export abstract class TaggedTerminal implements TerminalProcess {
     this.resizing = done;
   }
 
+  /** On the container's signal lane (`__bk_fgint`): the pid is bash's as the container sees it. */
+  interruptForeground(shellPid: number): Promise<boolean> {
+    if (this.ended) return Promise.resolve(false);
+    return this.control.interruptForeground(shellPid);
+  }
+
+  /** bash's tree, session and group, and the tag, started since then: bash itself (older) is kept. */
+  killStartedSince(shellPid: number | null, sinceEpochMs: number): Promise<number> {
+    return this.control.kill(shellPid ?? -1, sinceEpochMs, this.tag, true);
+  }
+
   close(): Promise<void> {
     this.closePromise ??= this.doClose();
     return this.closePromise;
