@@ -1,8 +1,8 @@
 /**
  * A lease taken out of the pool (a warm lifecycle sandbox's, a workspace's) lives until its owner ends
  * it: the pool's idle timeout (3 s here) never reclaims it, whatever calls were made on it. Each
- * case first makes every call that renews a lease (the create's env export, execd's commands, an
- * interrupt and files, and the pool API's execute, heartbeat and history on the lease's own id),
+ * case first makes every call that renews a lease (the create's env export, execd's ping, commands,
+ * an interrupt and files, and the pool API's execute, heartbeat and history on the lease's own id),
  * then acquires an ordinary lease of the same pool and waits for the reaper to take that one back:
  * the pass that does is past the idle timeout of the taken-out lease too, which was quiet longer.
  */
@@ -53,7 +53,8 @@ describe(`a lease taken out of the pool outlives the idle timeout until its owne
       if (leaseId === null) throw new Error(`the sandbox is not a warm one: ${record.place.kind}`);
       const root = sandboxDirectory({ pools: tb.broker.pools, sandboxes: tb.broker.sandboxes }).resolve(sandbox.id).root.replace(/\/$/, '');
 
-      // Every call that renews a lease, on this one: execd's command, interrupt and files...
+      // Every call that renews a lease, on this one: execd's ping, command, interrupt and files...
+      expect(await sandbox.isHealthy()).toBe(true);
       expect(texts(await sandbox.commands.run('echo "$GREETING"'))).toEqual(['still here']);
       const background = await sandbox.commands.run('sleep 600', { background: true });
       await sandbox.commands.interrupt(background.id!);
