@@ -9,13 +9,9 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { BrokerError } from '../common/errors';
+import { brokerError } from '../common/errors';
 
-export class UnauthorizedError extends BrokerError {
-  constructor() {
-    super('unauthorized', 'unauthorized', 'Missing or invalid access token: send Authorization: Bearer <token> or X-EXECD-ACCESS-TOKEN');
-  }
-}
+export class UnauthorizedError extends brokerError('unauthorized', 'unauthorized', () => 'Missing or invalid access token: send Authorization: Bearer <token> or X-EXECD-ACCESS-TOKEN') {}
 
 /** Whether a request may reach a route that is not public. */
 export type Authorize = (req: IncomingMessage) => boolean;

@@ -13,7 +13,7 @@
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { BadRequestError, BrokerError } from '../common/errors';
+import { BadRequestError, brokerError } from '../common/errors';
 import { readJsonBody } from './body';
 import { sendErrorReply, sendErrorReplyOnSocket } from './httpJson';
 import { UnauthorizedError, type Authorize } from './auth';
@@ -38,11 +38,7 @@ export interface RegisteredRoute {
 }
 
 /** A request for a route nobody declared (or a method the route does not take). */
-export class RouteNotFoundError extends BrokerError {
-  constructor(method: string, path: string) {
-    super('not_found', 'route_not_found', `Not Found: ${method} ${path}`);
-  }
-}
+export class RouteNotFoundError extends brokerError('not_found', 'route_not_found', (method: string, path: string) => `Not Found: ${method} ${path}`) {}
 
 /** The table key of upgrades (they are all GETs). */
 const UPGRADE = 'UPGRADE';

@@ -51,15 +51,16 @@ async function serveStream(sandbox: TaskSandbox, name: StreamName, ctx: RouteCon
   const journal = sandbox.streams[name];
   const sse = openEventStream(ctx.res, { keepAliveMs });
   while (sse.isOpen) {
-    const { envelopes, expired } = journal.read(cursor);
-    for (const envelope of expired ? [expired, ...envelopes] : envelopes) {
+    // Everything after the cursor (a cursor ahead of the stream reads as "nothing yet").
+    const { dropped, events } = journal.slice(cursor + 1, Infinity);
+    for (const envelope of dropped ? [dropped, ...events] : events) {
       if (!sse.send({ id: String(envelope.cursor), data: JSON.stringify(envelope) })) await sse.drained();
       cursor = envelope.cursor;
       if (!sse.isOpen) return;
     }
-    if (envelopes.length === 0 && !expired) {
+    if (events.length === 0 && !dropped) {
       if (journal.closed) break;
-      await journal.next(sse.signal);
+      await journal.nextEvent(sse.signal);
     }
   }
   sse.close();

@@ -6,7 +6,7 @@
  */
 import type { Router } from './router';
 import type { DatabaseGrant } from '../core/orchestrator/groupDatabase';
-import { BadRequestError, BrokerError } from '../common/errors';
+import { BadRequestError, brokerError } from '../common/errors';
 import { checkEmbedding } from '../core/orchestrator/populationConfig';
 import { DOCUMENT_ID, type VectorDocument } from '../core/orchestrator/vectorStore';
 import { poolErrorFormat } from './errorFormats';
@@ -15,11 +15,7 @@ import { sendJson } from './httpJson';
 const MAX_K = 1000;
 const DEFAULT_K = 10;
 
-class DocumentNotFoundError extends BrokerError {
-  constructor(ns: string, id: string) {
-    super('not_found', 'document_not_found', `No document '${id}' in namespace '${ns}'`);
-  }
-}
+class DocumentNotFoundError extends brokerError('not_found', 'document_not_found', (ns: string, id: string) => `No document '${id}' in namespace '${ns}'`) {}
 
 export function vectorDbRouter(grant: DatabaseGrant): Router {
   return {

@@ -6,7 +6,7 @@ import type { RouteContext, Route, Router, UpgradeRoute } from './router';
 import type { Workspaces } from '../core/workspace/workspaces';
 import type { WorkspaceFiles } from '../core/workspace/workspaceFiles';
 import type { Workspace } from '../core/workspace/workspace';
-import { BrokerError } from '../common/errors';
+import { brokerError } from '../common/errors';
 import { poolErrorFormat } from './errorFormats';
 import { sendJson, sendJsonStreamed } from './httpJson';
 import {
@@ -27,11 +27,7 @@ import { acceptEventStream, acceptTerminal, type SocketOptions } from './workspa
 const CLOSE_NOT_FOUND = 4404;
 
 /** The spec's deprecated endpoints: not served, and the answer says what to use. */
-class DeprecatedEndpointError extends BrokerError {
-  constructor(path: string) {
-    super('gone', 'deprecated_endpoint', `${path} is deprecated and not served: use POST /api/execute (its answer has the output so far; /ws/workspace streams the rest)`);
-  }
-}
+class DeprecatedEndpointError extends brokerError('gone', 'deprecated_endpoint', (path: string) => `${path} is deprecated and not served: use POST /api/execute (its answer has the output so far; /ws/workspace streams the rest)`) {}
 
 export interface WorkspaceRouterOptions extends SocketOptions {
   maxCommandBytes: number;

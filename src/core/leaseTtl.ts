@@ -11,9 +11,9 @@ import type { Lease } from './slot';
 export type ReclaimReason = 'idle_timeout' | 'lease_ttl' | 'operator';
 export const RECLAIM_REASONS: readonly ReclaimReason[] = ['idle_timeout', 'lease_ttl', 'operator'];
 
-/** Why `lease` is overdue at `nowMs`, or null when it is not (or a command is running on it). */
+/** Why `lease` is overdue at `nowMs`, or null when it is not (a command is running on it, or its owner took it out of the pool). */
 export function overdue(lease: Lease, nowMs: number, idleTimeoutMs: number): ReclaimReason | null {
-  if (lease.executing) return null;
+  if (lease.executing || lease.takenOut) return null;
   const quietMs = nowMs - lease.lastActivityMs;
   if (lease.ttlMs !== null && quietMs > lease.ttlMs) return 'lease_ttl';
   if (quietMs > idleTimeoutMs) return 'idle_timeout';

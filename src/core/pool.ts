@@ -190,7 +190,7 @@ export class SessionPool {
    */
   endLease(sessionId: string, why: 'released' | 'operator'): void {
     // 404 unknown, 400 ended; a broken lease may be ended (its holder has not released it yet).
-    if (this.leases.require(sessionId, true).lastActivityMs === Number.POSITIVE_INFINITY) throw new LeaseHeldError(sessionId);
+    if (this.leases.require(sessionId, true).takenOut) throw new LeaseHeldError(sessionId);
     this.release(sessionId, why);
   }
 
@@ -208,7 +208,7 @@ export class SessionPool {
   /** Renews the lease (its idle timeout and lease_ttl start again); its ttl in ms, or null. */
   heartbeat(sessionId: string): number | null {
     const lease = this.leases.require(sessionId);
-    if (Number.isFinite(lease.lastActivityMs)) lease.lastActivityMs = Date.now();
+    lease.lastActivityMs = Date.now();
     return lease.ttlMs;
   }
 
@@ -232,7 +232,7 @@ export class SessionPool {
     const slot = lease.slot;
     const container = slot?.container.ref;
     if (!slot || !container) throw new SessionBrokenError(sessionId, lease.brokenReason ?? 'no shell');
-    if (Number.isFinite(lease.lastActivityMs)) lease.lastActivityMs = Date.now();
+    lease.lastActivityMs = Date.now();
     return { id: sessionId, slotId: slot.slotId, container, root: lease.workdir, confined: true, ended: lease.ended, backend: this.backend };
   }
 
@@ -245,7 +245,7 @@ export class SessionPool {
   async takeOut(signal?: AbortSignal): Promise<TakenSlot> {
     const { sessionId } = await this.acquire({ files: [], startupCommands: [], signal });
     const lease = this.leases.require(sessionId);
-    lease.lastActivityMs = Number.POSITIVE_INFINITY; // never reclaimed as idle: its owner gives it back
+    lease.takenOut = true; // never reclaimed (leaseTtl.ts): its owner gives it back
     const slot = lease.slot!;
     return {
       sessionId,

@@ -7,7 +7,7 @@
 import type { SessionPool } from './pool';
 import type { SessionBackend } from './backend';
 import type { SandboxDirectory, SandboxHandle } from './sandboxHandle';
-import { BrokerError } from '../common/errors';
+import { brokerError } from '../common/errors';
 
 export const DEFAULT_POOL = 'default';
 
@@ -24,11 +24,7 @@ export interface PoolEntry {
   readonly freshContainer: boolean;
 }
 
-export class UnknownPoolError extends BrokerError {
-  constructor(name: string, known: readonly string[]) {
-    super('invalid', 'unknown_pool', `Unknown pool '${name}': this broker has ${known.map((n) => `'${n}'`).join(', ')} (BROKER_POOLS)`);
-  }
-}
+export class UnknownPoolError extends brokerError('invalid', 'unknown_pool', (name: string, known: readonly string[]) => `Unknown pool '${name}': this broker has ${known.map((n) => `'${n}'`).join(', ')} (BROKER_POOLS)`) {}
 
 export class PoolRegistry implements SandboxDirectory {
   private readonly byName = new Map<string, PoolEntry>();

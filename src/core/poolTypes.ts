@@ -4,7 +4,7 @@
  */
 import type { BashSession, ExecResult } from './bashSession';
 import type { ContainerRef, StreamName, WorkdirFile } from './backend';
-import { BrokerError } from '../common/errors';
+import { brokerError } from '../common/errors';
 import type { ReclaimReason } from './leaseTtl';
 
 export interface AcquireRequest {
@@ -72,22 +72,10 @@ export interface TakenSlot {
 }
 
 /** A startup command killed its shell: no session was leased. */
-export class StartupFailedError extends BrokerError {
-  constructor(index: number, reason: string) {
-    super('rejected', 'startup_failed', `startup_commands[${index}] broke the session (${reason}); no session was leased`);
-  }
-}
+export class StartupFailedError extends brokerError('rejected', 'startup_failed', (index: number, reason: string) => `startup_commands[${index}] broke the session (${reason}); no session was leased`) {}
 
 /** An operator named a container the pool does not have. */
-export class ContainerNotFoundError extends BrokerError {
-  constructor(index: number, count: number) {
-    super('not_found', 'container_not_found', `no container ${index}: the pool has containers 0 to ${count - 1}`);
-  }
-}
+export class ContainerNotFoundError extends brokerError('not_found', 'container_not_found', (index: number, count: number) => `no container ${index}: the pool has containers 0 to ${count - 1}`) {}
 
 /** A slot taken out (takeOut) for a workspace or a lifecycle sandbox is ended with its owner, not as a lease. */
-export class LeaseHeldError extends BrokerError {
-  constructor(id: string) {
-    super('busy', 'lease_taken_out', `session ${id} holds a workspace or a lifecycle sandbox: end that instead (DELETE /workspaces/{id} or DELETE /v1/sandboxes/{id})`);
-  }
-}
+export class LeaseHeldError extends brokerError('busy', 'lease_taken_out', (id: string) => `session ${id} holds a workspace or a lifecycle sandbox: end that instead (DELETE /workspaces/{id} or DELETE /v1/sandboxes/{id})`) {}

@@ -10,13 +10,9 @@
  * left its lease ended or broken, so a retry gets the same error without running), and forgetting it
  * lets a client retry a 503 with the same id.
  */
-import { BrokerError } from '../common/errors';
+import { brokerError } from '../common/errors';
 
-export class RequestIdConflictError extends BrokerError {
-  constructor(requestId: string, what: string) {
-    super('busy', 'request_id_conflict', `request_id '${requestId}' was already used for a different ${what}; use a new id for a new request`);
-  }
-}
+export class RequestIdConflictError extends brokerError('busy', 'request_id_conflict', (requestId: string, what: string) => `request_id '${requestId}' was already used for a different ${what}; use a new id for a new request`) {}
 
 interface Entry {
   fingerprint: string;

@@ -45,6 +45,13 @@ export class Lease {
   brokenReason: string | null = null;
   /** Told once when the lease breaks (its shell or container failed): a workspace moves away at once. */
   onBroken: ((reason: string) => void) | null = null;
+  /**
+   * Taken out of the pool (pool.takeOut) by a workspace or a lifecycle sandbox: its owner alone ends
+   * it, so no idle timeout, lease_ttl or operator reclaim takes it. Set once, and no call on the
+   * lease (an execute, a heartbeat, execd's) changes it.
+   */
+  takenOut = false;
+  /** The last call on the lease (its idle timeout and lease_ttl count from it); a taken-out lease keeps one too, unread by the reclaim. */
   lastActivityMs: number;
   readonly acquiredAtMs: number;
   /** The acquire's `lease_ttl` (leaseTtl.ts), or null: the pool's idle timeout alone. */

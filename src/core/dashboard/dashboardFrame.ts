@@ -50,7 +50,7 @@ export interface DashboardSources {
 function leaseView(pool: string, lease: Lease, nowMs: number): Record<string, unknown> {
   const slot = lease.slot;
   // A slot taken out (a workspace's, a lifecycle sandbox's) is never idle-reclaimed: its owner gives it back.
-  const takenOut = lease.lastActivityMs === Number.POSITIVE_INFINITY;
+  const takenOut = lease.takenOut;
   return {
     session_id: lease.id,
     pool,

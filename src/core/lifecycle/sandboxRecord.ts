@@ -5,7 +5,7 @@
 import type { ContainerRef } from '../backend';
 import type { PoolEntry } from '../poolRegistry';
 import type { TakenSlot } from '../poolTypes';
-import { BrokerError } from '../../common/errors';
+import { brokerError } from '../../common/errors';
 
 /** OpenSandbox's states the broker reaches (creation, pause and resume complete before the answer). */
 export type SandboxState = 'Running' | 'Paused' | 'Terminated' | 'Failed';
@@ -78,17 +78,9 @@ export class SandboxRecord {
   }
 }
 
-export class SandboxNotFoundError extends BrokerError {
-  constructor(id: string) {
-    super('not_found', 'sandbox_not_found', `Sandbox not found: ${id}`);
-  }
-}
+export class SandboxNotFoundError extends brokerError('not_found', 'sandbox_not_found', (id: string) => `Sandbox not found: ${id}`) {}
 
-export class SandboxStateError extends BrokerError {
-  constructor(record: SandboxRecord, wanted: string) {
-    super('busy', 'sandbox_state', `Sandbox ${record.id} is ${record.busy ? 'changing state' : record.state} (${record.message}): cannot ${wanted}`);
-  }
-}
+export class SandboxStateError extends brokerError('busy', 'sandbox_state', (record: SandboxRecord, wanted: string) => `Sandbox ${record.id} is ${record.busy ? 'changing state' : record.state} (${record.message}): cannot ${wanted}`) {}
 
 export interface SandboxFilter {
   /** OR: any of these states (empty: every live sandbox). Terminated and Failed ones only when asked. */

@@ -3,7 +3,7 @@
  * sandbox serving its Sandbox API, and a unix socket per database attachment serving the group's
  * database through that attachment's grant. The core decides ports and paths; it never sees HTTP.
  */
-import { BrokerError } from '../../common/errors';
+import { brokerError } from '../../common/errors';
 import type { DatabaseGrant } from './groupDatabase';
 import type { Sandbox } from './sandbox';
 
@@ -12,11 +12,7 @@ export interface Closable {
 }
 
 /** The port is taken by someone else: the orchestrator tries the next one. */
-export class PortInUseError extends BrokerError {
-  constructor(port: number) {
-    super('unavailable', 'port_in_use', `port ${port} is in use`);
-  }
-}
+export class PortInUseError extends brokerError('unavailable', 'port_in_use', (port: number) => `port ${port} is in use`) {}
 
 export interface GroupEndpoints {
   /** Listens on `port` (PortInUseError when it is taken). */

@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { BrokerError, ShuttingDownError } from '../../common/errors';
+import { BrokerError, brokerError, ShuttingDownError } from '../../common/errors';
 import { hostCapacity, resolveCompute, type ComputeDefaults, type ResolvedCompute, type SandboxLimits } from './computeLimits';
 import { GroupDatabase, type DatabaseGrant } from './groupDatabase';
 import { loadPopulation } from './populationConfig';
@@ -20,11 +20,7 @@ import { Group, type RunningSandbox } from './group';
 import { readTools, type GroupStartRequest, type SandboxStartRequest, type Tools } from './requests';
 import { TOOL_RUNNER_FILE, TOOL_RUNNER_PY } from './toolRunner';
 
-export class NeedsDockerError extends BrokerError {
-  constructor(backend: string) {
-    super('not_implemented', 'needs_docker', `sandbox groups need the docker backend (BROKER_BACKEND=docker): each sandbox is a dedicated container with enforced limits, which the ${backend} backend cannot make`);
-  }
-}
+export class NeedsDockerError extends brokerError('not_implemented', 'needs_docker', (backend: string) => `sandbox groups need the docker backend (BROKER_BACKEND=docker): each sandbox is a dedicated container with enforced limits, which the ${backend} backend cannot make`) {}
 
 export class GroupConflictError extends BrokerError {
   constructor(detail: string, code = 'group_running') {
@@ -32,11 +28,7 @@ export class GroupConflictError extends BrokerError {
   }
 }
 
-export class SandboxNotFoundError extends BrokerError {
-  constructor(id: string) {
-    super('not_found', 'sandbox_not_found', `Sandbox not found: ${id}`);
-  }
-}
+export class SandboxNotFoundError extends brokerError('not_found', 'sandbox_not_found', (id: string) => `Sandbox not found: ${id}`) {}
 
 export interface OrchestratorOptions {
   sandboxPorts: { first: number; last: number };
