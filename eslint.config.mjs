@@ -11,5 +11,17 @@ export default tseslint.config(
       'no-constant-condition': ['error', { checkLoops: false }],
     },
   },
+  {
+    // The core knows no HTTP, no engine and no backend: backends implement its ports, the APIs call it.
+    files: ['src/core/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [
+          { group: ['**/api/**', '**/http/**', '**/backends/**'], message: 'src/core imports nothing from the APIs, the HTTP kernel or the backends.' },
+          { group: ['dockerode', 'ws', 'node:http', 'http'], message: 'src/core knows no HTTP and no Docker.' },
+        ],
+      }],
+    },
+  },
   { files: ['**/*.js', '**/*.cjs'], languageOptions: { globals: { module: 'writable', require: 'readonly', process: 'readonly', __dirname: 'readonly', console: 'readonly' } }, rules: { '@typescript-eslint/no-require-imports': 'off' } },
 );

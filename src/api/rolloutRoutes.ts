@@ -7,7 +7,8 @@ import type { RequestIds } from '../core/requestIds';
 import { sendJson, sendJsonStreamed } from './httpJson';
 import { poolErrorFormat } from './errorFormats';
 import { acquireResponse, clientGone } from './poolRoutes';
-import { parseAcquire, type CommandLimits } from './validation';
+import { parseAcquire } from './validation';
+import type { CommandLimits } from '../core/session/sessionInput';
 import { parseGroupSize } from './rolloutFields';
 import type { Router } from './router';
 

@@ -4,6 +4,7 @@
  */
 import os from 'node:os';
 import path from 'node:path';
+import { LOG_LEVELS, type LogLevel } from '../common/logger';
 import { parsePools, PoolConfigError, type PoolSpec } from './pools';
 import { bytes, ConfigError, flag, int, portRange, seconds, type Env } from './envValues';
 import { loadTaskConfig, type TaskConfig } from './taskConfig';
@@ -14,8 +15,6 @@ export { ConfigError };
 
 export type BackendKind = 'local' | 'docker';
 
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** What a local session inherits of the broker's own environment (nothing else of it: tokens stay out). */
 export interface HostEnv {

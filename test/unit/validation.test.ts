@@ -1,6 +1,7 @@
 import { BadRequestError, PayloadTooLargeError } from '../../src/common/errors';
 import { NO_USAGE, commandFacts } from '../../src/core/commandFacts';
-import { checkRelativePath, parseAcquire, parseExecute, type CommandLimits } from '../../src/api/validation';
+import { parseAcquire, parseExecute } from '../../src/api/validation';
+import { checkRelativePath, type CommandLimits } from '../../src/core/session/sessionInput';
 import { executeResponse, pythonFloat } from '../../src/api/poolRoutes';
 import type { ExecResult } from '../../src/core/bashSession';
 
