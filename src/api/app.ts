@@ -3,7 +3,7 @@
  * router file in this folder, a field in `BrokerApis` and one line in `brokerRouters`.
  */
 import type { RequestListener } from 'node:http';
-import type { SessionPool } from '../core/pool';
+import type { SessionPool } from '../core/pool/pool';
 import type { BrokerMetrics } from '../metrics/metrics';
 import type { BrokerConfig } from '../config/config';
 import { createAuthorize } from './auth';
@@ -12,7 +12,7 @@ import { HttpSeam } from './seam';
 import type { Router } from './router';
 import { poolRouter } from './poolRoutes';
 import { rolloutRouter } from './rolloutRoutes';
-import { RequestIds } from '../core/requestIds';
+import { RequestIds } from '../core/pool/requestIds';
 import { healthRouter } from './healthRoutes';
 import { workspaceRouter } from './workspaceRoutes';
 import { workspacePageRouter } from './workspacePage';
@@ -21,7 +21,7 @@ import type { ExecdFilesApi } from '../core/execd/execdFilesApi';
 import type { ExecdService } from '../core/execd/execdService';
 import type { TaskService } from '../core/tasks/taskService';
 import { taskRouter } from './taskRoutes';
-import type { SandboxDirectory } from '../core/sandboxHandle';
+import type { SandboxDirectory } from '../core/sandbox/sandboxHandle';
 import { execdFileRouter } from './execd/execdFileRoutes';
 import { execdMetricsRouter } from './execd/execdMetricsRoutes';
 import { execdCommandRouter } from './execd/execdCommandRoutes';
@@ -31,9 +31,9 @@ import { orchestratorRouter } from './orchestratorRoutes';
 import type { DashboardFeed } from '../core/dashboard/dashboardFeed';
 import { dashboardRouter } from './dashboard/dashboardRoutes';
 import { docsRouter } from './openapi/docsRoutes';
-import { DEFAULT_POOL, PoolRegistry } from '../core/poolRegistry';
+import { DEFAULT_POOL, PoolRegistry } from '../core/pool/poolRegistry';
 import type { SandboxService } from '../core/lifecycle/sandboxService';
-import { composeDirectories } from '../core/sandboxDirectory';
+import { composeDirectories } from '../core/sandbox/sandboxDirectory';
 import { lifecycleRouter } from './lifecycle/lifecycleRoutes';
 import { egressRouter } from './lifecycle/unservedRoutes';
 import { portProxyRouter } from './lifecycle/portProxy';

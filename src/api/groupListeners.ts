@@ -1,5 +1,5 @@
 /**
- * The HTTP side of a sandbox group (core/orchestrator/endpoints.ts): each sandbox's Sandbox API on
+ * The HTTP side of a sandbox group (core/ports/groupEndpoints.ts): each sandbox's Sandbox API on
  * a port of its own, and each database attachment on a unix socket, every one through its own
  * seam (seam.ts) so authorization, body limits and error formats are the broker's. The Sandbox API
  * takes the broker's token (BROKER_TOKEN); a database socket takes its attachment's.
@@ -8,8 +8,8 @@ import http from 'node:http';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { Closable, GroupEndpoints } from '../core/orchestrator/endpoints';
-import { PortInUseError } from '../core/orchestrator/endpoints';
+import type { Closable, GroupEndpoints } from '../core/ports/groupEndpoints';
+import { PortInUseError } from '../core/ports/groupEndpoints';
 import type { Sandbox } from '../core/orchestrator/sandbox';
 import type { DatabaseGrant } from '../core/orchestrator/groupDatabase';
 import { createAuthorize } from './auth';

@@ -3,8 +3,8 @@
  * `warmup` while the pool's first fill runs, and `pools` when BROKER_POOLS names others; always
  * public) and GET /metrics (Prometheus text).
  */
-import type { SessionPool } from '../core/pool';
-import type { PoolRegistry } from '../core/poolRegistry';
+import type { SessionPool } from '../core/pool/pool';
+import type { PoolRegistry } from '../core/pool/poolRegistry';
 import type { BrokerMetrics } from '../metrics/metrics';
 import { sendJson } from './httpJson';
 import { poolErrorFormat } from './errorFormats';

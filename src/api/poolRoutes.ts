@@ -3,13 +3,13 @@
  * These are the hot routes: the seam (seam.ts) costs them a Map lookup and a regex.
  */
 import type { ServerResponse } from 'node:http';
-import type { PoolRegistry } from '../core/poolRegistry';
-import type { ExecResult } from '../core/bashSession';
+import type { PoolRegistry } from '../core/pool/poolRegistry';
+import type { ExecResult } from '../core/session/bashSession';
 import { SessionBrokenError, ShuttingDownError } from '../common/errors';
 import { parseAcquire, parseExecute, type AcquireInput } from './validation';
 import type { CommandLimits } from '../core/session/sessionInput';
-import type { RequestIds } from '../core/requestIds';
-import type { AcquireResult } from '../core/poolTypes';
+import type { RequestIds } from '../core/pool/requestIds';
+import type { AcquireResult } from '../core/pool/poolTypes';
 import { sendJson, sendJsonStreamed } from './httpJson';
 import { poolErrorFormat } from './errorFormats';
 import type { Router } from './router';
@@ -95,7 +95,7 @@ export function clientGone(res: ServerResponse): AbortSignal {
 /**
  * POST /session/acquire (of the default pool, or the named one its `pool` gives), /session/<id>/execute,
  * /session/<id>/release (routed to the pool that leased the id). `requestIds`: the window of
- * retry-safe calls (core/requestIds.ts) that `request_id` names.
+ * retry-safe calls (core/pool/requestIds.ts) that `request_id` names.
  */
 export function poolRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds, factsByDefault = false): Router {
   return {

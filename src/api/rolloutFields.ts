@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { BadRequestError } from '../common/errors';
-import { MAX_GROUP_SIZE } from '../core/groupAcquire';
+import { MAX_GROUP_SIZE } from '../core/pool/groupAcquire';
 
 /** Printable, up to this long: a UUID, a trace id, an episode and step number. */
 const MAX_REQUEST_ID_CHARS = 200;

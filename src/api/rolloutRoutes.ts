@@ -2,8 +2,8 @@
  * The pool API's additive routes for rollout clients (README, Pool API): group acquire, lease
  * heartbeats and a lease's history. Errors in the pool's `{"detail","code"}` format.
  */
-import type { PoolRegistry } from '../core/poolRegistry';
-import type { RequestIds } from '../core/requestIds';
+import type { PoolRegistry } from '../core/pool/poolRegistry';
+import type { RequestIds } from '../core/pool/requestIds';
 import { sendJson, sendJsonStreamed } from './httpJson';
 import { poolErrorFormat } from './errorFormats';
 import { acquireResponse, clientGone } from './poolRoutes';

@@ -3,7 +3,7 @@
  * rejected request holds no session and writes nothing.
  */
 import { BadRequestError } from '../common/errors';
-import type { WorkdirFile } from '../core/backend';
+import type { WorkdirFile } from '../core/ports/backend';
 import { checkCommand, describe, parseStartupCommands, parseWorkdirFiles, type CommandLimits } from '../core/session/sessionInput';
 import { acquireFingerprint, parseAcquireExtras, parseFactsFlag, parseFlag, parseRequestId, type AcquireExtras } from './rolloutFields';
 

@@ -8,7 +8,7 @@ import type { Router } from './router';
 import type { DatabaseGrant } from '../core/orchestrator/groupDatabase';
 import { BadRequestError, BrokerError } from '../common/errors';
 import { checkEmbedding } from '../core/orchestrator/populationConfig';
-import { DOCUMENT_ID, type VectorDocument } from '../core/orchestrator/vectorStore';
+import { DOCUMENT_ID, type VectorDocument } from '../core/ports/vectorStore';
 import { poolErrorFormat } from './errorFormats';
 import { sendJson } from './httpJson';
 

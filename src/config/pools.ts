@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import { BrokerError, errorMessage } from '../common/errors';
 import { parseStartupCommands, parseWorkdirFiles } from '../core/session/sessionInput';
-import type { WorkdirFile } from '../core/backend';
+import type { WorkdirFile } from '../core/ports/backend';
 
 export interface PoolSpec {
   name: string;

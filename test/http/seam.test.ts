@@ -14,7 +14,7 @@ import { createSeam } from '../../src/api/app';
 import { HttpSeam } from '../../src/api/seam';
 import { createAuthorize } from '../../src/api/auth';
 import type { Router } from '../../src/api/router';
-import type { SessionPool } from '../../src/core/pool';
+import type { SessionPool } from '../../src/core/pool/pool';
 import { BrokerMetrics } from '../../src/metrics/metrics';
 import { loadConfig } from '../../src/config/config';
 

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { UnixDaemonLink } from '../../src/backends/docker/taskDaemonLink';
-import { DaemonCallError, type DaemonEnvelope } from '../../src/core/tasks/taskPorts';
+import { DaemonCallError, type DaemonEnvelope } from '../../src/core/ports/taskPorts';
 import { StubLlm, lastUserText } from '../helpers/stubLlm';
 import { makeBareRepo } from '../helpers/taskStreams';
 

@@ -1,9 +1,9 @@
 import { BadRequestError, PayloadTooLargeError } from '../../src/common/errors';
-import { NO_USAGE, commandFacts } from '../../src/core/commandFacts';
+import { NO_USAGE, commandFacts } from '../../src/core/session/commandFacts';
 import { parseAcquire, parseExecute } from '../../src/api/validation';
 import { checkRelativePath, type CommandLimits } from '../../src/core/session/sessionInput';
 import { executeResponse, pythonFloat } from '../../src/api/poolRoutes';
-import type { ExecResult } from '../../src/core/bashSession';
+import type { ExecResult } from '../../src/core/session/bashSession';
 
 const limits: CommandLimits = { defaultTimeoutSeconds: 30, maxTimeoutSeconds: 3600, maxCommandBytes: 1000 };
 const b64 = (s: string): string => Buffer.from(s).toString('base64');

@@ -6,7 +6,7 @@
  * with the workspace page) and offers it to the WebSocket as the `bearer.<token>` subprotocol.
  */
 import type { WebSocket } from 'ws';
-import type { PoolRegistry } from '../../core/poolRegistry';
+import type { PoolRegistry } from '../../core/pool/poolRegistry';
 import type { DashboardFeed } from '../../core/dashboard/dashboardFeed';
 import { BadRequestError, BrokerError } from '../../common/errors';
 import { poolErrorFormat } from '../errorFormats';

@@ -4,7 +4,7 @@
  * logs, its interrupt) and bash sessions (`/session`). The `{id}` resolves through a
  * SandboxDirectory; the work is the ExecdService's (core/execd).
  */
-import type { SandboxDirectory, SandboxHandle } from '../../core/sandboxHandle';
+import type { SandboxDirectory, SandboxHandle } from '../../core/sandbox/sandboxHandle';
 import type { ExecdService } from '../../core/execd/execdService';
 import type { SandboxExecd } from '../../core/execd/sandboxExecd';
 import type { CommandStatus } from '../../core/execd/commands';

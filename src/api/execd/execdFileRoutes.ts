@@ -8,7 +8,7 @@ import type { ServerResponse } from 'node:http';
 import { BadRequestError } from '../../common/errors';
 import type { ExecdFiles } from '../../core/execd/execdFiles';
 import { offsetLimitRange, parseRange } from '../../core/execd/execdPaths';
-import type { SandboxDirectory, SandboxHandle } from '../../core/sandboxHandle';
+import type { SandboxDirectory, SandboxHandle } from '../../core/sandbox/sandboxHandle';
 import { openSandboxErrorFormat } from '../errorFormats';
 import { sendJson } from '../httpJson';
 import type { HttpMethod, Route, RouteContext, Router } from '../router';

@@ -4,7 +4,7 @@
  * (core/execd/sandboxMetrics.ts; each report's `scope` says which).
  */
 import type { SandboxMetrics } from '../../core/execd/sandboxMetrics';
-import type { SandboxDirectory } from '../../core/sandboxHandle';
+import type { SandboxDirectory } from '../../core/sandbox/sandboxHandle';
 import { errorMessage } from '../../common/errors';
 import { openSandboxErrorFormat } from '../errorFormats';
 import { sendJson } from '../httpJson';

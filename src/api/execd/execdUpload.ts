@@ -12,9 +12,9 @@ import type { IncomingMessage } from 'node:http';
 import busboy from 'busboy';
 import type { Readable } from 'node:stream';
 import { AbortedError, BadRequestError, PayloadTooLargeError, errorMessage } from '../../common/errors';
-import type { Permission } from '../../core/backend';
+import type { Permission } from '../../core/ports/backend';
 import type { ExecdFiles } from '../../core/execd/execdFiles';
-import type { SandboxHandle } from '../../core/sandboxHandle';
+import type { SandboxHandle } from '../../core/sandbox/sandboxHandle';
 import { parseMode } from '../../core/execd/execdPaths';
 import { optionalName } from './execdWire';
 

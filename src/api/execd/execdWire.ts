@@ -4,7 +4,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { BadRequestError } from '../../common/errors';
-import type { EntryInfo, Permission } from '../../core/backend';
+import type { EntryInfo, Permission } from '../../core/ports/backend';
 import { modeAsDecimalDigits, parseMode } from '../../core/execd/execdPaths';
 import type { ReplaceItem } from '../../core/execd/execdFiles';
 

@@ -4,7 +4,7 @@
  * vault (the SDK asks every sandbox for the egress port's endpoint, so that endpoint exists and
  * leads here). The SDK's create-latency telemetry (POST /v1/metrics/events) is taken and dropped.
  */
-import type { SandboxDirectory } from '../../core/sandboxHandle';
+import type { SandboxDirectory } from '../../core/sandbox/sandboxHandle';
 import { NotImplementedError } from '../../common/errors';
 import { openSandboxErrorFormat } from '../errorFormats';
 import type { HttpMethod, Route, Router } from '../router';

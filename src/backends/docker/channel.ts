@@ -11,7 +11,7 @@
  */
 import type Dockerode from 'dockerode';
 import type { Duplex } from 'node:stream';
-import type { StreamName } from '../../core/backend';
+import type { StreamName } from '../../core/ports/backend';
 import { DockerDemuxer } from './demux';
 
 export const SHELL_CMD = ['bash', '--norc', '--noprofile', '--noediting', '-i'];

@@ -4,7 +4,7 @@
  */
 import type Dockerode from 'dockerode';
 import type { Duplex } from 'node:stream';
-import type { EntryInfo, EntryType } from '../../core/backend';
+import type { EntryInfo, EntryType } from '../../core/ports/backend';
 import { BackendError, BadRequestError, FileNotFoundError, ForbiddenError, NotADirectoryError, NotAFileError, PayloadTooLargeError, errorMessage } from '../../common/errors';
 import { DockerDemuxer } from './demux';
 import { FS_SCRIPT } from './containerFsScript';

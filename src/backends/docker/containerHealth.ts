@@ -4,7 +4,7 @@
  * a dead one, until its control lane has been silent for the stall timeout.
  */
 import type Dockerode from 'dockerode';
-import type { ContainerHealth, ContainerRef } from '../../core/backend';
+import type { ContainerHealth, ContainerRef } from '../../core/ports/backend';
 import type { ControlShell } from './controlShell';
 import { errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';

@@ -5,7 +5,7 @@
  * opens its shells, removes it): this is the part that talks to a possibly stuck engine.
  */
 import type Dockerode from 'dockerode';
-import type { ContainerRef } from '../../core/backend';
+import type { ContainerRef } from '../../core/ports/backend';
 import { BackendError, errorMessage } from '../../common/errors';
 import type { FifoSpawner } from './fifoSpawner';
 import type { ContainerRemovals } from './containerRemovals';

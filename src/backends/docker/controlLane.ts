@@ -10,8 +10,8 @@
  * bash is discarded (its stream closed, `onDiscard` told its pid so it can be killed) and a new
  * one is opened, lazily, for the next request. Callers get a BackendError either way.
  */
-import { BashSession, ShellDiedError } from '../../core/bashSession';
-import type { ShellListener, ShellProcess } from '../../core/backend';
+import { BashSession, ShellDiedError } from '../../core/session/bashSession';
+import type { ShellListener, ShellProcess } from '../../core/ports/backend';
 import { BackendError, errorMessage } from '../../common/errors';
 import type { ChannelOpener, ShellChannel } from './channel';
 

@@ -4,7 +4,7 @@
  * engine call here.
  */
 import type Dockerode from 'dockerode';
-import type { DedicatedSpec } from '../../core/backend';
+import type { DedicatedSpec } from '../../core/ports/backend';
 import { containerCreateOptions, type ContainerSpecOptions } from './containerSpec';
 import { SPAWNER_SCRIPT } from './fifoSpawner';
 

@@ -6,7 +6,7 @@
 import type Dockerode from 'dockerode';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ContainerRef, EntryInfo, Permission } from '../../core/backend';
+import type { ContainerRef, EntryInfo, Permission } from '../../core/ports/backend';
 import { BackendError, FileNotFoundError } from '../../common/errors';
 import { entryOfStatLine, fsError, runFsScript, throwFirstError } from './containerFsExec';
 import { archiveRange, putFile, spool } from './dockerArchiveStreams';

@@ -8,7 +8,7 @@ import type Dockerode from 'dockerode';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import * as tar from 'tar-stream';
-import type { ContainerRef, FileAccess, FileChunk } from '../../core/backend';
+import type { ContainerRef, FileAccess, FileChunk } from '../../core/ports/backend';
 import { BackendError, FileNotFoundError, ForbiddenError, NotAFileError, errorMessage } from '../../common/errors';
 import { DockerExecdFiles } from './dockerExecdFiles';
 

@@ -7,7 +7,7 @@
 import type Dockerode from 'dockerode';
 import fs from 'node:fs';
 import os from 'node:os';
-import type { ContainerRef, ResourceMeter, ResourceSample } from '../../core/backend';
+import type { ContainerRef, ResourceMeter, ResourceSample } from '../../core/ports/backend';
 import { BackendError, errorMessage } from '../../common/errors';
 import { cgroupDirs, hostCpus, readCgroupUsage, type CgroupDirs } from '../cgroupUsage';
 import { readMountinfo } from './mountinfo';

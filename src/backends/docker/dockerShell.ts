@@ -4,10 +4,10 @@
  * shell (controlShell.ts), using the bash's pid inside the container, learned by a handshake before
  * the session is handed out.
  */
-import type { ShellListener, ShellProcess, UsageCounters } from '../../core/backend';
+import type { ShellListener, ShellProcess, UsageCounters } from '../../core/ports/backend';
 import type { CgroupUsage } from '../cgroupCounters';
-import { NO_USAGE } from '../../core/commandFacts';
-import { SHELL_INIT_SCRIPT, ansiCQuote } from '../../core/framing';
+import { NO_USAGE } from '../../core/session/commandFacts';
+import { SHELL_INIT_SCRIPT, ansiCQuote } from '../../core/session/framing';
 import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, freshInCwd, recycleExecLine, StdoutExpectation } from '../shellRecycle';
 import type { ChannelOpener, ShellChannel } from './channel';
 import type { ControlShell } from './controlShell';

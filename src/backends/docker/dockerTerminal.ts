@@ -6,7 +6,7 @@
  */
 import type Dockerode from 'dockerode';
 import type { Duplex } from 'node:stream';
-import type { TerminalOptions, TerminalProcess } from '../../core/backend';
+import type { TerminalOptions, TerminalProcess } from '../../core/ports/backend';
 import { TaggedTerminal } from './taggedTerminal';
 import type { ControlShell } from './controlShell';
 import { errorMessage } from '../../common/errors';

@@ -10,7 +10,7 @@
  * terminal's foreground job, as for any terminal). When `script` is missing (an image without
  * util-linux), the open fails before anything is shown and the caller falls back to `docker exec`.
  */
-import type { TerminalOptions, TerminalProcess } from '../../core/backend';
+import type { TerminalOptions, TerminalProcess } from '../../core/ports/backend';
 import { TaggedTerminal } from './taggedTerminal';
 import type { ChannelOpener, ShellChannel } from './channel';
 import type { ControlShell } from './controlShell';

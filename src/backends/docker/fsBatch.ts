@@ -2,7 +2,7 @@
  * One container's working-directory creations and removals, merged into as few fs-lane commands as
  * they allow (`rm -rf -- a b c; mkdir -p -- d e`: one fork per part). A fork costs ~1-5 ms of CPU
  * here, and an episode used to cost two (its directory's mkdir and its rm). Creations now come in
- * batches made ahead (core/workdirStock.ts), and removals once per delay.
+ * batches made ahead (core/pool/workdirStock.ts), and removals once per delay.
  *
  * A creation is waited for (a slot's fresh bash starts in it): it goes with the next command, at once
  * when the lane is idle; while a command runs, creations accumulate and the next command takes all of

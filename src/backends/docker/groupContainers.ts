@@ -1,5 +1,5 @@
 /**
- * Dedicated sandbox containers for the orchestrator (core/orchestrator/sandboxContainers.ts), one
+ * Dedicated sandbox containers for the orchestrator (core/ports/sandboxContainers.ts), one
  * per sandbox, each with its own limits: `cpu_cores` a CFS quota (NanoCpus), `ram_gb` a memory limit
  * with no swap beyond it, `disk_gb` an ext4 filesystem of that size (loopDisk.ts) as the only
  * writable place (read-only root). Its tools and the broker's helpers are a read-only directory;
@@ -9,8 +9,8 @@
 import Dockerode from 'dockerode';
 import path from 'node:path';
 import { promises as fs } from 'node:fs';
-import type { ContainerHealth, TerminalProcess } from '../../core/backend';
-import type { SandboxContainerSpec, SandboxContainers, StartedSandboxContainer, ToolRun } from '../../core/orchestrator/sandboxContainers';
+import type { ContainerHealth, TerminalProcess } from '../../core/ports/backend';
+import type { SandboxContainerSpec, SandboxContainers, StartedSandboxContainer, ToolRun } from '../../core/ports/sandboxContainers';
 import { BackendError, errorMessage } from '../../common/errors';
 import type { BrokerConfig } from '../../config/config';
 import { ControlShell } from './controlShell';

@@ -13,7 +13,7 @@
  * Bash reads a pipe a byte at a time, so the line's length is its cost: LANE_FILES_MAX_BYTES keeps
  * big payloads on the upload, where their size costs nothing extra.
  */
-import type { WorkdirFile } from '../../core/backend';
+import type { WorkdirFile } from '../../core/ports/backend';
 
 /** Past this many bytes of command line, the files go up as a tarball instead. */
 export const LANE_FILES_MAX_BYTES = 64 * 1024;

@@ -3,7 +3,7 @@
  * the broker's pipes) share: their processes carry a tag, so closing kills every one of them through
  * the control shell; and a resize is applied before the keys typed after it, as a terminal does.
  */
-import type { TerminalProcess } from '../../core/backend';
+import type { TerminalProcess } from '../../core/ports/backend';
 import type { ControlShell } from './controlShell';
 
 export abstract class TaggedTerminal implements TerminalProcess {

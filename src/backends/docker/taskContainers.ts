@@ -16,7 +16,7 @@ import path from 'node:path';
 import Dockerode from 'dockerode';
 import { BackendError, errorMessage } from '../../common/errors';
 import type { TaskConfig } from '../../config/taskConfig';
-import type { CloneSource, TaskBackend, TaskContainer } from '../../core/tasks/taskPorts';
+import type { CloneSource, TaskBackend, TaskContainer } from '../../core/ports/taskPorts';
 import { ContainerRemovals } from './containerRemovals';
 import { TaskRelay } from './taskRelay';
 import { UnixDaemonLink } from './taskDaemonLink';

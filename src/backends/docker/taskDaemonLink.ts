@@ -3,7 +3,7 @@
  * network: see taskContainers.ts). Implements core/tasks' DaemonLink.
  */
 import http from 'node:http';
-import { DaemonCallError, type DaemonEnvelope, type DaemonHealth, type DaemonLink } from '../../core/tasks/taskPorts';
+import { DaemonCallError, type DaemonEnvelope, type DaemonHealth, type DaemonLink } from '../../core/ports/taskPorts';
 
 /** Bodies a daemon answers with are small; this bounds a confused one. */
 const MAX_ANSWER_BYTES = 1024 * 1024;

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import type Dockerode from 'dockerode';
 import * as tar from 'tar-stream';
-import type { ContainerRef, WorkdirFile } from '../../core/backend';
+import type { ContainerRef, WorkdirFile } from '../../core/ports/backend';
 import type { ControlShell } from './controlShell';
 import { FsBatcher } from './fsBatch';
 import { writeFilesCommand } from './laneFiles';

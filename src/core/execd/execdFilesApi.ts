@@ -1,5 +1,5 @@
 /** execd's files and metrics, as the broker builds them from its backend and configuration. */
-import type { SessionBackend } from '../backend';
+import type { SessionBackend } from '../ports/backend';
 import type { BrokerConfig } from '../../config/config';
 import { ExecdFiles } from './execdFiles';
 import { SandboxMetrics } from './sandboxMetrics';

@@ -7,8 +7,8 @@
 import { NotSupportedError } from '../../common/errors';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { delay } from '../../common/delay';
-import type { ResourceMeter, ResourceSample } from '../backend';
-import type { SandboxHandle } from '../sandboxHandle';
+import type { ResourceMeter, ResourceSample } from '../ports/backend';
+import type { SandboxHandle } from '../sandbox/sandboxHandle';
 
 /** The yaml's Metrics, plus `scope`: what was measured (a client that does not know the field ignores it). */
 export interface MetricsReport {

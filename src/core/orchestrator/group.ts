@@ -8,7 +8,7 @@ import { logger } from '../../common/logger';
 import { errorMessage } from '../../common/errors';
 import type { GroupDatabase } from './groupDatabase';
 import type { Sandbox } from './sandbox';
-import type { Closable } from './endpoints';
+import type { Closable } from '../ports/groupEndpoints';
 
 export interface RunningSandbox {
   sandbox: Sandbox;

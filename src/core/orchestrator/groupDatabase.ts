@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { BadRequestError, ForbiddenError } from '../../common/errors';
-import { NAMESPACE_NAME, type NamespaceStats, type VectorDocument, type VectorHit, type VectorStore } from './vectorStore';
+import { NAMESPACE_NAME, type NamespaceStats, type VectorDocument, type VectorHit, type VectorStore } from '../ports/vectorStore';
 
 export const SUPPORTED_DATABASE_TYPES = ['vector'] as const;
 export const ACCESS_TYPES = ['read', 'read_write'] as const;

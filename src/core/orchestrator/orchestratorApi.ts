@@ -1,9 +1,9 @@
 /** The orchestrator as the broker builds it from its configuration and its parts. */
 import type { BrokerConfig } from '../../config/config';
-import type { GroupEndpoints } from './endpoints';
+import type { GroupEndpoints } from '../ports/groupEndpoints';
 import { Orchestrator } from './orchestrator';
-import type { SandboxContainers } from './sandboxContainers';
-import type { VectorStoreOpener } from './vectorStore';
+import type { SandboxContainers } from '../ports/sandboxContainers';
+import type { VectorStoreOpener } from '../ports/vectorStore';
 
 /** The terminal's event ring and line handling, as the workspaces have them. */
 const MAX_LINE_CHARS = 4096;

@@ -15,7 +15,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { BadRequestError, errorMessage } from '../../common/errors';
-import { DOCUMENT_ID, type VectorDocument } from './vectorStore';
+import { DOCUMENT_ID, type VectorDocument } from '../ports/vectorStore';
 
 export type Population = Map<string, VectorDocument[]>;
 

@@ -11,13 +11,13 @@
  * - a terminal shell that dies is replaced by the workspace at once; the next observation (or
  *   /output) says so in its stderr.
  */
-import type { ContainerHealth } from '../backend';
+import type { ContainerHealth } from '../ports/backend';
 import { BrokerError, errorMessage } from '../../common/errors';
 import { STILL_RUNNING, Workspace } from '../workspace/workspace';
 import type { WorkspaceLimits } from '../workspace/workspaceTypes';
 import type { WorkspacePlace } from '../workspace/workspaceSlot';
 import type { WorkspaceEvent } from '../workspace/eventRing';
-import type { StartedSandboxContainer } from './sandboxContainers';
+import type { StartedSandboxContainer } from '../ports/sandboxContainers';
 import { TOOL_RUNNER_FILE, TOOLS_SUBDIR } from './toolRunner';
 
 export interface Observation {

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { BadRequestError, PayloadTooLargeError } from '../../common/errors';
-import type { WorkdirFile } from '../backend';
+import type { WorkdirFile } from '../ports/backend';
 
 export interface CommandLimits {
   defaultTimeoutSeconds: number;

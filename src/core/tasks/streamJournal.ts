@@ -4,7 +4,7 @@
  * everything after it, once. A client further behind than the journal holds is told so (a
  * `cursor_expired` event) and continues from the oldest kept.
  */
-import type { TaskEvent } from './taskPorts';
+import type { TaskEvent } from '../ports/taskPorts';
 
 export interface StreamEnvelope {
   cursor: number;

@@ -7,7 +7,7 @@
  */
 import { errorMessage } from '../../common/errors';
 import { StreamJournal } from './streamJournal';
-import type { DaemonHealth, TaskContainer, TaskEvent } from './taskPorts';
+import type { DaemonHealth, TaskContainer, TaskEvent } from '../ports/taskPorts';
 // The daemon's own list: what it forwards is what Core routes to the coding stream.
 import { CODING_EVENT_TYPES } from '../../taskd/codingEvents';
 

@@ -8,7 +8,7 @@ import { BackendError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
 import type { TaskConfig } from '../../config/taskConfig';
 import { TaskSandbox } from './taskSandbox';
-import { DaemonCallError, type DaemonHealth, type DaemonLink, type TaskBackend } from './taskPorts';
+import { DaemonCallError, type DaemonHealth, type DaemonLink, type TaskBackend } from '../ports/taskPorts';
 import { DaemonNotReadyError, DaemonRefusedError, TaskCapacityError, TaskEndedError, TaskNotFoundError, TasksUnavailableError } from './taskErrors';
 
 export const DEFAULT_TASK_PROMPT = 'Tell me what this repo is about';

@@ -5,7 +5,7 @@
 import type { Lease } from './slot';
 import { RetiredLeases, type RetiredWhy } from './retiredLeases';
 import { overdue, reclaimedBecause, type ReclaimReason } from './leaseTtl';
-import { SessionBrokenError, SessionNotFoundError, SessionNotInUseError } from '../common/errors';
+import { SessionBrokenError, SessionNotFoundError, SessionNotInUseError } from '../../common/errors';
 
 const RETIRED_IDS_REMEMBERED = 100_000;
 

@@ -4,8 +4,8 @@
  * lifecycle sandbox is one too (a whole container of its own). Routers resolve the id in their path
  * to a handle through a SandboxDirectory and never see a lease, a slot or a backend's internals.
  */
-import type { ContainerRef, SessionBackend } from './backend';
-import type { BashSession } from './bashSession';
+import type { ContainerRef, SessionBackend } from '../ports/backend';
+import type { BashSession } from '../session/bashSession';
 
 export interface SandboxHandle {
   /** The id in the route (`/sandboxes/{id}/execd/...`): a pool session id or a lifecycle sandbox id. */

@@ -4,7 +4,7 @@
  * the trajectory file (trajectoryFile.ts). Records are kept in the form both show them (snake_case
  * JSON), so neither has a mapping of its own to keep in step.
  */
-import type { ExecResult } from './bashSession';
+import type { ExecResult } from '../session/bashSession';
 
 export interface JournalLimits {
   /** Entries kept per lease; beyond it the oldest are dropped (and counted). */

@@ -2,9 +2,9 @@
  * What the pool takes and gives: acquire and execute requests, their results, a slot taken out for
  * something long-lived, and the one error of its own (a startup command that broke its session).
  */
-import type { BashSession, ExecResult } from './bashSession';
-import type { ContainerRef, StreamName, WorkdirFile } from './backend';
-import { BrokerError } from '../common/errors';
+import type { BashSession, ExecResult } from '../session/bashSession';
+import type { ContainerRef, StreamName, WorkdirFile } from '../ports/backend';
+import { BrokerError } from '../../common/errors';
 import type { ReclaimReason } from './leaseTtl';
 
 export interface AcquireRequest {

@@ -7,14 +7,14 @@
  * container technology: it talks to a SessionBackend and reports to a PoolObserver.
  */
 import PQueue from 'p-queue';
-import { BashSession, type BashSessionTimings, DEFAULT_TIMINGS, type ExecResult } from './bashSession';
-import type { SessionBackend } from './backend';
+import { BashSession, type BashSessionTimings, DEFAULT_TIMINGS, type ExecResult } from '../session/bashSession';
+import type { SessionBackend } from '../ports/backend';
 import { type ContainerEntry, Lease, type Slot } from './slot';
 import { SessionState, SessionStates } from './states';
 import { ContainerNotFoundError, LeaseHeldError, type AcquireRequest, type AcquireResult, type ExecuteRequest, type GroupAcquireRequest, type PoolStats, type TakenSlot } from './poolTypes';
 import { SlotQueue } from './slotQueue';
-import type { SandboxHandle } from './sandboxHandle';
-import { type PoolObserver, NOOP_OBSERVER } from './observer';
+import type { SandboxHandle } from '../sandbox/sandboxHandle';
+import { type PoolObserver, NOOP_OBSERVER } from '../ports/observer';
 import { LeaseBook } from './leaseBook';
 import { SlotRebuilder, type SlotPreparation } from './slotRebuilder';
 import { LeaseRunner } from './leaseRunner';
@@ -24,11 +24,11 @@ import { AcquireWaits, acquireDeadline } from './acquireWaits';
 import { checkPrepareRetry } from './prepareRetry';
 import { acquireGroup, type GroupHost } from './groupAcquire';
 import type { JournalLimits, TrajectoryRecord } from './leaseJournal';
-import { SessionBrokenError, ShuttingDownError } from '../common/errors';
+import { SessionBrokenError, ShuttingDownError } from '../../common/errors';
 import type { WarmupSnapshot } from './warmupProgress';
-import type { BrokerConfig } from '../config/config';
-import { logger } from '../common/logger';
-import { delay } from '../common/delay';
+import type { BrokerConfig } from '../../config/config';
+import { logger } from '../../common/logger';
+import { delay } from '../../common/delay';
 
 /** The pool's part of the configuration (config.ts documents each), and the session timings. */
 export { StartupFailedError, type AcquireRequest, type AcquireResult, type ExecuteRequest, type TakenSlot } from './poolTypes';

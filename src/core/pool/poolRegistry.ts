@@ -5,9 +5,9 @@
  * session id is routed to the pool that leased it. It is also the SandboxDirectory of pool leases.
  */
 import type { SessionPool } from './pool';
-import type { SessionBackend } from './backend';
-import type { SandboxDirectory, SandboxHandle } from './sandboxHandle';
-import { BrokerError } from '../common/errors';
+import type { SessionBackend } from '../ports/backend';
+import type { SandboxDirectory, SandboxHandle } from '../sandbox/sandboxHandle';
+import { BrokerError } from '../../common/errors';
 
 export const DEFAULT_POOL = 'default';
 

@@ -7,8 +7,8 @@
  * Type-state: `start` gives a StartedSandboxContainer, the only object that can run or remove
  * anything, so nothing can be asked of a container that is not there.
  */
-import type { ContainerHealth, ContainerRef, TerminalProcess } from '../backend';
-import type { SandboxLimits } from './computeLimits';
+import type { ContainerHealth, ContainerRef, TerminalProcess } from './backend';
+import type { SandboxLimits } from '../orchestrator/computeLimits';
 
 export interface PlacedFile {
   /** A plain file name (no directories) under the sandbox's read-only files directory. */

@@ -8,7 +8,7 @@
  */
 import type { Slot, Lease } from './slot';
 import type { AcquireResult, GroupAcquireRequest } from './poolTypes';
-import { BadRequestError } from '../common/errors';
+import { BadRequestError } from '../../common/errors';
 
 /** What the group needs of the pool. */
 export interface GroupHost {

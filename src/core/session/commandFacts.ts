@@ -4,7 +4,7 @@
  * across the command. Where a figure cannot be had it is null, never a guessed 0.
  */
 import { constants } from 'node:os';
-import type { UsageCounters } from './backend';
+import type { UsageCounters } from '../ports/backend';
 
 export interface CommandFacts {
   /** The broker sent the command ^C (and SIGKILL to what ignored it) because its timeout passed. */

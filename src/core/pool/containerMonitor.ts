@@ -2,9 +2,9 @@
  * Checks every container periodically through the backend; reports each one that stops answering.
  * A self-rescheduling timer with a `stopped` flag, so a slow check never overlaps the next.
  */
-import type { SessionBackend } from './backend';
+import type { SessionBackend } from '../ports/backend';
 import type { ContainerEntry } from './slot';
-import { errorMessage } from '../common/errors';
+import { errorMessage } from '../../common/errors';
 
 export class ContainerMonitor {
   private timer: NodeJS.Timeout | null = null;

@@ -6,19 +6,19 @@
  * begins and ends (queue, retries, release, reclaim, close): this is the step in between that talks
  * to the shell and the backend.
  */
-import { ShellDiedError, type BashSession, type ExecResult } from './bashSession';
-import { sessionWorkdir, type SessionBackend } from './backend';
+import { ShellDiedError, type BashSession, type ExecResult } from '../session/bashSession';
+import { sessionWorkdir, type SessionBackend } from '../ports/backend';
 import { Lease, type Slot } from './slot';
 import { SessionState, type SessionStates } from './states';
 import { StartupFailedError, type AcquireRequest, type AcquireResult, type ExecuteRequest } from './poolTypes';
 import type { LeaseBook } from './leaseBook';
-import type { PoolObserver } from './observer';
+import type { PoolObserver } from '../ports/observer';
 import { CHANGE_DIRECTORY_TIMEOUT_MS } from './slotRebuilder';
 import type { JournalLimits } from './leaseJournal';
-import { AbortedError, BrokerError, SessionBrokenError, SessionBusyError, SessionNotInUseError } from '../common/errors';
-import { newSessionId } from '../common/ids';
-import type { BrokerConfig } from '../config/config';
-import { logger } from '../common/logger';
+import { AbortedError, BrokerError, SessionBrokenError, SessionBusyError, SessionNotInUseError } from '../../common/errors';
+import { newSessionId } from '../../common/ids';
+import type { BrokerConfig } from '../../config/config';
+import { logger } from '../../common/logger';
 
 /** The pool's options this needs (PoolOptions documents each). */
 export type LeaseRunnerOptions = Pick<BrokerConfig, 'sessionIdleTimeoutMs' | 'defaultCommandTimeoutMs' | 'maxOutputBytes'> & {

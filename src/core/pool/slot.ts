@@ -1,5 +1,5 @@
-import type { ContainerRef } from './backend';
-import type { BashSession } from './bashSession';
+import type { ContainerRef } from '../ports/backend';
+import type { BashSession } from '../session/bashSession';
 import { DEFAULT_JOURNAL_LIMITS, LeaseJournal, type JournalLimits } from './leaseJournal';
 import { SessionState, type Stateful } from './states';
 

@@ -4,8 +4,8 @@
  * database through that attachment's grant. The core decides ports and paths; it never sees HTTP.
  */
 import { BrokerError } from '../../common/errors';
-import type { DatabaseGrant } from './groupDatabase';
-import type { Sandbox } from './sandbox';
+import type { DatabaseGrant } from '../orchestrator/groupDatabase';
+import type { Sandbox } from '../orchestrator/sandbox';
 
 export interface Closable {
   close(): Promise<void>;

@@ -2,7 +2,7 @@
  * What the pool reports as it works; the metrics module implements it. The core imports no metrics
  * library. Durations are milliseconds, as everywhere in the broker; metrics converts at its boundary.
  */
-import type { ReclaimReason } from './leaseTtl';
+import type { ReclaimReason } from '../pool/leaseTtl';
 
 export type AcquireOutcome = 'ok' | 'timeout' | 'aborted';
 export type ExecuteOutcome = 'success' | 'failed' | 'timeout' | 'error';

@@ -3,7 +3,7 @@
  * and how long the rest should take. /health shows it while it runs; a warm-up that lasts logs a line
  * every LOG_EVERY_MS (a small pool is warm before the first one and logs only its "pool warm" line).
  */
-import { logger } from '../common/logger';
+import { logger } from '../../common/logger';
 
 const LOG_EVERY_MS = 2_000;
 const MS_PER_SECOND = 1000;

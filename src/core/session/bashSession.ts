@@ -2,12 +2,12 @@
  * One stateful bash over a backend's ShellProcess: runs framed commands one at a time, hands a
  * command whose time is up to a TimeoutEscalation (timeoutEscalation.ts), and reports shell death.
  */
-import type { ShellExit, ShellProcess, StreamName, UsageCounters } from './backend';
+import type { ShellExit, ShellProcess, StreamName, UsageCounters } from '../ports/backend';
 import { BoundedOutput } from './output';
 import { StreamCapture } from './streamCapture';
 import { SHELL_INIT_SCRIPT, changeDirectoryCommand, commandLine, markerTokens } from './framing';
-import { newNonce } from '../common/ids';
-import { logger } from '../common/logger';
+import { newNonce } from '../../common/ids';
+import { logger } from '../../common/logger';
 import { DeadlineTimer, deadlinePassed } from './deadlineTimer';
 import { InFlightSignals, TimeoutEscalation, type EscalationTimings } from './timeoutEscalation';
 import { NO_USAGE, commandFacts, type CommandFacts } from './commandFacts';

@@ -5,7 +5,7 @@
  */
 import type { Slot } from './slot';
 import { SlotDemands, fits, leasable } from './slotDemands';
-import { AbortedError } from '../common/errors';
+import { AbortedError } from '../../common/errors';
 
 export class SlotQueue {
   private readonly available: Slot[] = [];

@@ -4,8 +4,8 @@
  * is and when to come back (Retry-After: the median recent wait, whole seconds, at least 1). The
  * median is computed when asked (a /health or a 503), never on the acquire path.
  */
-import type { PoolObserver } from './observer';
-import { PoolExhaustedError } from '../common/errors';
+import type { PoolObserver } from '../ports/observer';
+import { PoolExhaustedError } from '../../common/errors';
 
 const WINDOW = 1024;
 

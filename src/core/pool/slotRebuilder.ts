@@ -6,13 +6,13 @@
  * fleet (containerFleet.ts) call it.
  */
 import type PQueue from 'p-queue';
-import { BashSession, type BashSessionTimings } from './bashSession';
-import { sessionWorkdir, type SessionBackend, type ShellProcess, type WorkdirFile } from './backend';
+import { BashSession, type BashSessionTimings } from '../session/bashSession';
+import { sessionWorkdir, type SessionBackend, type ShellProcess, type WorkdirFile } from '../ports/backend';
 import type { Slot } from './slot';
 import { SessionState, type SessionStates } from './states';
-import type { PoolObserver } from './observer';
-import { errorMessage } from '../common/errors';
-import { logger } from '../common/logger';
+import type { PoolObserver } from '../ports/observer';
+import { errorMessage } from '../../common/errors';
+import { logger } from '../../common/logger';
 import { WorkdirStock } from './workdirStock';
 
 const REBUILD_BACKOFF_MAX_MS = 30_000;

@@ -10,7 +10,7 @@
  * left its lease ended or broken, so a retry gets the same error without running), and forgetting it
  * lets a client retry a 503 with the same id.
  */
-import { BrokerError } from '../common/errors';
+import { BrokerError } from '../../common/errors';
 
 export class RequestIdConflictError extends BrokerError {
   constructor(requestId: string, what: string) {

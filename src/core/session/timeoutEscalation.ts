@@ -3,9 +3,9 @@
  * state survive), then rounds of ^C and of SIGKILL of what the command started, in turn, until the
  * shell answers or is given up. BashSession starts one per timed-out command and learns the outcome through hooks.
  */
-import type { ShellProcess } from './backend';
+import type { ShellProcess } from '../ports/backend';
 import { endMarkerRequest } from './framing';
-import { delay } from '../common/delay';
+import { delay } from '../../common/delay';
 
 export interface EscalationTimings {
   /**

@@ -3,16 +3,16 @@
  * shells through the slot rebuilder, watches them (ContainerMonitor) and replaces one that fails.
  */
 import PQueue from 'p-queue';
-import type { SessionBackend } from './backend';
+import type { SessionBackend } from '../ports/backend';
 import { ContainerEntry, Slot } from './slot';
 import { SessionState } from './states';
 import { ContainerMonitor } from './containerMonitor';
 import type { SlotRebuilder } from './slotRebuilder';
-import type { PoolObserver } from './observer';
+import type { PoolObserver } from '../ports/observer';
 import { WarmupProgress, type WarmupSnapshot } from './warmupProgress';
-import { errorMessage } from '../common/errors';
-import { logger } from '../common/logger';
-import type { BrokerConfig } from '../config/config';
+import { errorMessage } from '../../common/errors';
+import { logger } from '../../common/logger';
+import type { BrokerConfig } from '../../config/config';
 
 export type FleetOptions = Pick<BrokerConfig, 'containers' | 'sessionsPerContainer' | 'healthCheckIntervalMs' | 'startConcurrency'>;
 

@@ -12,9 +12,9 @@
  * like a prepared slot's. A container replaced (a new ref) starts a new stock; the old one's
  * directories went with their container (Docker) or are removed (local, where they outlive it).
  */
-import { sessionWorkdir, type ContainerRef, type SessionBackend } from './backend';
+import { sessionWorkdir, type ContainerRef, type SessionBackend } from '../ports/backend';
 import type { ContainerEntry } from './slot';
-import { newSessionId } from '../common/ids';
+import { newSessionId } from '../../common/ids';
 
 /** A lease's id to be, its directory, and the backend's creation of it (may still be running). */
 export interface StockedWorkdir {

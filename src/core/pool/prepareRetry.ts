@@ -1,6 +1,6 @@
 /** What an acquire does when a slot it took fails while being prepared (its shell or container died). */
-import { BrokerError, SessionBrokenError, SessionUnavailableError, errorMessage } from '../common/errors';
-import { logger } from '../common/logger';
+import { BrokerError, SessionBrokenError, SessionUnavailableError, errorMessage } from '../../common/errors';
+import { logger } from '../../common/logger';
 
 /** Slots an acquire tries when the one it got fails while being prepared. */
 export const PREPARE_ATTEMPTS = 3;
