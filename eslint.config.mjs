@@ -23,5 +23,14 @@ export default tseslint.config(
       }],
     },
   },
+  {
+    // The HTTP kernel serves every API and knows none of them, nor the core or a backend.
+    files: ['src/http/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [{ group: ['**/api/**', '**/core/**', '**/backends/**'], message: 'src/http is the kernel: it imports no API, no core and no backend.' }],
+      }],
+    },
+  },
   { files: ['**/*.js', '**/*.cjs'], languageOptions: { globals: { module: 'writable', require: 'readonly', process: 'readonly', __dirname: 'readonly', console: 'readonly' } }, rules: { '@typescript-eslint/no-require-imports': 'off' } },
 );

@@ -15,8 +15,8 @@ import { SessionPool } from './core/pool/pool';
 import { DEFAULT_TIMINGS, type BashSessionTimings } from './core/session/bashSession';
 import { BrokerMetrics } from './metrics/metrics';
 import { createSeam } from './api/app';
-import type { HttpSeam } from './api/seam';
-import type { Router } from './api/router';
+import type { HttpSeam } from './http/seam';
+import type { Router } from './http/router';
 import { LocalBackend } from './backends/local/localBackend';
 import { DockerBackend } from './backends/docker/dockerBackend';
 import { logger } from './common/logger';
@@ -42,7 +42,7 @@ import type { Orchestrator } from './core/orchestrator/orchestrator';
 import type { SandboxContainers } from './core/ports/sandboxContainers';
 import { DockerSandboxContainers } from './backends/docker/groupContainers';
 import { openLanceStore } from './backends/lancedb/lanceVectorStore';
-import { HttpGroupEndpoints } from './api/groupListeners';
+import { HttpGroupEndpoints } from './api/groups/groupListeners';
 
 export interface BrokerOverrides {
   backend?: SessionBackend;

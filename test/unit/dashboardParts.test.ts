@@ -8,7 +8,7 @@ import { teeObservers } from '../../src/core/dashboard/observerTee';
 import { PoolActivity } from '../../src/core/dashboard/poolActivity';
 import { NOOP_OBSERVER, type PoolObserver } from '../../src/core/ports/observer';
 import { ContainerEntry } from '../../src/core/pool/slot';
-import { buildOpenApi, openApiPath } from '../../src/api/openapi/openApiDocument';
+import { buildOpenApi, openApiPath } from '../../src/http/openApiDocument';
 
 const T0 = 1_700_000_000_000; // a whole second
 

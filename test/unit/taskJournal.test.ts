@@ -1,7 +1,7 @@
 /** The per-stream journal of a task sandbox, its settings, and the checks of the task API's inputs. */
 import { StreamJournal } from '../../src/core/tasks/streamJournal';
 import { ConfigError, loadConfig } from '../../src/config/config';
-import { parseCreateTask, parseResumeCursor } from '../../src/api/taskInput';
+import { parseCreateTask, parseResumeCursor } from '../../src/api/tasks/taskInput';
 import { BadRequestError } from '../../src/common/errors';
 import { scrubEnv, parseCredentials } from '../../src/taskd/secrets';
 

@@ -1,8 +1,8 @@
 import { BadRequestError, PayloadTooLargeError } from '../../src/common/errors';
 import { NO_USAGE, commandFacts } from '../../src/core/session/commandFacts';
-import { parseAcquire, parseExecute } from '../../src/api/validation';
+import { parseAcquire, parseExecute } from '../../src/api/pool/poolInput';
 import { checkRelativePath, type CommandLimits } from '../../src/core/session/sessionInput';
-import { executeResponse, pythonFloat } from '../../src/api/poolRoutes';
+import { executeResponse, pythonFloat } from '../../src/api/pool/poolRoutes';
 import type { ExecResult } from '../../src/core/session/bashSession';
 
 const limits: CommandLimits = { defaultTimeoutSeconds: 30, maxTimeoutSeconds: 3600, maxCommandBytes: 1000 };

@@ -9,10 +9,10 @@ import type { WebSocket } from 'ws';
 import type { PoolRegistry } from '../../core/pool/poolRegistry';
 import type { DashboardFeed } from '../../core/dashboard/dashboardFeed';
 import { BadRequestError, BrokerError } from '../../common/errors';
-import { poolErrorFormat } from '../errorFormats';
-import { sendJson, sendText } from '../httpJson';
-import { brokerHealth } from '../healthRoutes';
-import type { Router } from '../router';
+import { poolErrorFormat } from '../../http/errorFormats';
+import { sendJson, sendText } from '../../http/httpJson';
+import { brokerHealth } from '../pool/healthRoutes';
+import type { Router } from '../../http/router';
 import { DASHBOARD_ASSETS, dashboardPage } from './dashboardPage';
 
 /** A viewer that has not taken this much of earlier frames skips frames until it has (a slow phone). */

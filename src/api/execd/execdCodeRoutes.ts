@@ -5,9 +5,9 @@
 import type { SandboxDirectory } from '../../core/sandbox/sandboxHandle';
 import type { ExecdService } from '../../core/execd/execdService';
 import { codeLanguage } from '../../core/execd/codeContexts';
-import { openSandboxErrorFormat } from '../errorFormats';
-import { sendJson } from '../httpJson';
-import type { Router } from '../router';
+import { openSandboxErrorFormat } from '../../http/errorFormats';
+import { sendJson } from '../../http/httpJson';
+import type { Router } from '../../http/router';
 import { parseCreateContext, parseRunCode, queryParam, requiredQuery, type ExecdInputLimits } from './execdInput';
 import { sendDone, streamRun } from './execdStream';
 import { EXECD_PREFIX, execdTarget } from './execdCommandRoutes';

@@ -8,9 +8,9 @@ import type { SandboxDirectory, SandboxHandle } from '../../core/sandbox/sandbox
 import type { ExecdService } from '../../core/execd/execdService';
 import type { SandboxExecd } from '../../core/execd/sandboxExecd';
 import type { CommandStatus } from '../../core/execd/commands';
-import { openSandboxErrorFormat } from '../errorFormats';
-import { sendJson } from '../httpJson';
-import type { Router } from '../router';
+import { openSandboxErrorFormat } from '../../http/errorFormats';
+import { sendJson } from '../../http/httpJson';
+import type { Router } from '../../http/router';
 import { parseCreateSession, parseCursor, parseRunCommand, parseSessionRun, requiredQuery, type ExecdInputLimits } from './execdInput';
 import { sendDone, streamRun } from './execdStream';
 

@@ -9,10 +9,10 @@ import { BadRequestError } from '../../common/errors';
 import type { ExecdFiles } from '../../core/execd/execdFiles';
 import { offsetLimitRange, parseRange } from '../../core/execd/execdPaths';
 import type { SandboxDirectory, SandboxHandle } from '../../core/sandbox/sandboxHandle';
-import { openSandboxErrorFormat } from '../errorFormats';
-import { sendJson } from '../httpJson';
-import type { HttpMethod, Route, RouteContext, Router } from '../router';
-import { depthParam, fileInfo, permissionMap, renameItems, replaceItems, sendEmpty } from './execdWire';
+import { openSandboxErrorFormat } from '../../http/errorFormats';
+import { sendJson } from '../../http/httpJson';
+import type { HttpMethod, Route, RouteContext, Router } from '../../http/router';
+import { depthParam, fileInfo, permissionMap, renameItems, replaceItems, sendEmpty } from './execdViews';
 import { receiveUploads } from './execdUpload';
 
 export const EXECD_PREFIX = '/sandboxes/:id/execd';

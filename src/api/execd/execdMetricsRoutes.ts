@@ -6,10 +6,10 @@
 import type { SandboxMetrics } from '../../core/execd/sandboxMetrics';
 import type { SandboxDirectory } from '../../core/sandbox/sandboxHandle';
 import { errorMessage } from '../../common/errors';
-import { openSandboxErrorFormat } from '../errorFormats';
-import { sendJson } from '../httpJson';
-import type { Router } from '../router';
-import { openEventStream } from '../sse';
+import { openSandboxErrorFormat } from '../../http/errorFormats';
+import { sendJson } from '../../http/httpJson';
+import type { Router } from '../../http/router';
+import { openEventStream } from '../../http/sse';
 import { EXECD_PREFIX } from './execdFileRoutes';
 
 export function execdMetricsRouter(directory: SandboxDirectory, metrics: SandboxMetrics): Router {

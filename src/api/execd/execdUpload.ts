@@ -16,7 +16,7 @@ import type { Permission } from '../../core/ports/backend';
 import type { ExecdFiles } from '../../core/execd/execdFiles';
 import type { SandboxHandle } from '../../core/sandbox/sandboxHandle';
 import { parseMode } from '../../core/execd/execdPaths';
-import { optionalName } from './execdWire';
+import { optionalName } from './execdViews';
 
 const MAX_METADATA_BYTES = 64 * 1024;
 /** Parts one upload may have (500 files with their metadata). */

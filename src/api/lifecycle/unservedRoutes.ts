@@ -6,8 +6,8 @@
  */
 import type { SandboxDirectory } from '../../core/sandbox/sandboxHandle';
 import { NotImplementedError } from '../../common/errors';
-import { openSandboxErrorFormat } from '../errorFormats';
-import type { HttpMethod, Route, Router } from '../router';
+import { openSandboxErrorFormat } from '../../http/errorFormats';
+import type { HttpMethod, Route, Router } from '../../http/router';
 
 const SNAPSHOTS = 'snapshots are not served by this broker: a sandbox lives until it is deleted or expires';
 const EGRESS = 'the egress sidecar (network policy, credential vault) is not served by this broker: sandboxes get the network of their pool or BROKER_NETWORK_MODE';

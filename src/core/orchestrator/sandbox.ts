@@ -1,7 +1,7 @@
 /**
  * One sandbox of a group: its dedicated container, a terminal (a real PTY, the workspace machinery:
  * core/workspace/workspace.ts with its shell integration marks for job ends and exit codes), its
- * tools, and its actions. Knows no HTTP: the Sandbox API (api/sandboxApiRoutes.ts) calls it.
+ * tools, and its actions. Knows no HTTP: the Sandbox API (api/groups/sandboxApiRoutes.ts) calls it.
  *
  * - `bash` actions are typed into the terminal; one still running after the action wait answers
  *   with the output so far and `terminal_still_running: true`; /input and /output go on with it.

@@ -1,5 +1,5 @@
 /**
- * The orchestrator's port to the HTTP side (implemented in api/groupListeners.ts): a listener per
+ * The orchestrator's port to the HTTP side (implemented in api/groups/groupListeners.ts): a listener per
  * sandbox serving its Sandbox API, and a unix socket per database attachment serving the group's
  * database through that attachment's grant. The core decides ports and paths; it never sees HTTP.
  */

@@ -1,4 +1,4 @@
-/** The task API's domain errors (their kinds decide the status: api/errorFormats.ts). */
+/** The task API's domain errors (their kinds decide the status: http/errorFormats.ts). */
 import { BrokerError } from '../../common/errors';
 
 export class TaskNotFoundError extends BrokerError {

@@ -6,7 +6,7 @@
 import type { ApiDoc, ErrorStyle, OperationDoc, ReplyDoc, Schema } from './openApiTypes';
 import { ref } from './openApiTypes';
 import { ERROR_SCHEMAS } from './errorSchemas';
-import type { RegisteredRoute } from '../seam';
+import type { RegisteredRoute } from './seam';
 
 
 /** `/session/:sessionId/execute` -> `/session/{sessionId}/execute`; a rest parameter `*path` -> `{path}`. */

@@ -4,13 +4,13 @@
  * (groupListeners.ts). Every route needs the attachment's token. Errors: `{"detail", "code"}`;
  * a namespace not attached or a write through a read attachment is a 403.
  */
-import type { Router } from './router';
-import type { DatabaseGrant } from '../core/orchestrator/groupDatabase';
-import { BadRequestError, BrokerError } from '../common/errors';
-import { checkEmbedding } from '../core/orchestrator/populationConfig';
-import { DOCUMENT_ID, type VectorDocument } from '../core/ports/vectorStore';
-import { poolErrorFormat } from './errorFormats';
-import { sendJson } from './httpJson';
+import type { Router } from '../../http/router';
+import type { DatabaseGrant } from '../../core/orchestrator/groupDatabase';
+import { BadRequestError, BrokerError } from '../../common/errors';
+import { checkEmbedding } from '../../core/orchestrator/populationConfig';
+import { DOCUMENT_ID, type VectorDocument } from '../../core/ports/vectorStore';
+import { poolErrorFormat } from '../../http/errorFormats';
+import { sendJson } from '../../http/httpJson';
 
 const MAX_K = 1000;
 const DEFAULT_K = 10;

@@ -2,10 +2,10 @@
  * The orchestrator's and the Sandbox API's request bodies (spec 001), checked before anything is
  * started: a bad one is a 400 that changes nothing.
  */
-import { BadRequestError } from '../common/errors';
-import { parseDatabaseAccess, type DatabaseAccess } from '../core/orchestrator/groupDatabase';
-import { ATTACHMENT_NAME, SANDBOX_ID, type GroupStartRequest, type SandboxStartRequest } from '../core/orchestrator/requests';
-import type { Action } from '../core/orchestrator/sandbox';
+import { BadRequestError } from '../../common/errors';
+import { parseDatabaseAccess, type DatabaseAccess } from '../../core/orchestrator/groupDatabase';
+import { ATTACHMENT_NAME, SANDBOX_ID, type GroupStartRequest, type SandboxStartRequest } from '../../core/orchestrator/requests';
+import type { Action } from '../../core/orchestrator/sandbox';
 
 function object(body: unknown, what: string, optional = false): Record<string, unknown> {
   if (body === undefined && optional) return {};

@@ -2,11 +2,11 @@
  * The orchestrator API of spec 001 on the broker's port: a group, its sandboxes. A thin router over
  * core/orchestrator; errors in the pool API's `{"detail", "code"}` format.
  */
-import type { Router } from './router';
-import type { Orchestrator } from '../core/orchestrator/orchestrator';
-import { poolErrorFormat } from './errorFormats';
-import { sendJson } from './httpJson';
-import { parseGroupStart, parseSandboxStart, parseSandboxStop } from './orchestratorInput';
+import type { Router } from '../../http/router';
+import type { Orchestrator } from '../../core/orchestrator/orchestrator';
+import { poolErrorFormat } from '../../http/errorFormats';
+import { sendJson } from '../../http/httpJson';
+import { parseGroupStart, parseSandboxStart, parseSandboxStop } from './groupInput';
 
 export function orchestratorRouter(orchestrator: Orchestrator): Router {
   return {

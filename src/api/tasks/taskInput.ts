@@ -1,6 +1,6 @@
 /** Validation of the task API's inputs: all of it before anything is started. */
-import { BadRequestError } from '../common/errors';
-import type { CreateTaskInput } from '../core/tasks/taskService';
+import { BadRequestError } from '../../common/errors';
+import type { CreateTaskInput } from '../../core/tasks/taskService';
 
 const REPO = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}\/[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/;
 const MAX_PROMPT_CHARS = 100_000;

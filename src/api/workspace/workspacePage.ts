@@ -9,8 +9,8 @@
  */
 import fs from 'node:fs';
 import type { ServerResponse } from 'node:http';
-import { poolErrorFormat } from './errorFormats';
-import type { Router } from './router';
+import { poolErrorFormat } from '../../http/errorFormats';
+import type { Router } from '../../http/router';
 import { WORKSPACE_PAGE_SCRIPT } from './workspacePageScript';
 
 /** Files of the npm packages, resolved once at start (a missing package fails the start, not a page load). */

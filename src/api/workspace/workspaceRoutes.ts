@@ -2,13 +2,13 @@
  * The workspace API of spec 000: a thin router over core/workspace. Every route exists twice: on the
  * spec's root paths for the default workspace, and under /workspaces/{id} for named ones.
  */
-import type { RouteContext, Route, Router, UpgradeRoute } from './router';
-import type { Workspaces } from '../core/workspace/workspaces';
-import type { WorkspaceFiles } from '../core/workspace/workspaceFiles';
-import type { Workspace } from '../core/workspace/workspace';
-import { BrokerError } from '../common/errors';
-import { poolErrorFormat } from './errorFormats';
-import { sendJson, sendJsonStreamed } from './httpJson';
+import type { RouteContext, Route, Router, UpgradeRoute } from '../../http/router';
+import type { Workspaces } from '../../core/workspace/workspaces';
+import type { WorkspaceFiles } from '../../core/workspace/workspaceFiles';
+import type { Workspace } from '../../core/workspace/workspace';
+import { BrokerError } from '../../common/errors';
+import { poolErrorFormat } from '../../http/errorFormats';
+import { sendJson, sendJsonStreamed } from '../../http/httpJson';
 import {
   DEFAULT_LOG_LIMIT,
   DEFAULT_PARTIAL_BYTES,

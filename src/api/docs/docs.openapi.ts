@@ -1,5 +1,5 @@
 /** /openapi.json and /docs themselves (docsRoutes.ts). */
-import { STRING, type ApiDoc } from './openApiTypes';
+import { STRING, type ApiDoc } from '../../http/openApiTypes';
 
 export const DOCS_API_DOC: ApiDoc = {
   tag: 'docs',

@@ -9,12 +9,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { BrokerError } from '../../common/errors';
-import { poolErrorFormat } from '../errorFormats';
-import type { RegisteredRoute } from '../seam';
-import type { Router } from '../router';
-import { sendText } from '../httpJson';
+import { poolErrorFormat } from '../../http/errorFormats';
+import type { RegisteredRoute } from '../../http/seam';
+import type { Router } from '../../http/router';
+import { sendText } from '../../http/httpJson';
 import { API_DOCS } from './apiDocs';
-import { buildOpenApi } from './openApiDocument';
+import { buildOpenApi } from '../../http/openApiDocument';
 
 const SWAGGER_DIR = path.dirname(require.resolve('swagger-ui-dist/package.json'));
 const ASSETS: Record<string, string> = {

@@ -1,5 +1,5 @@
 /** GET /health and GET /metrics (healthRoutes.ts) for /openapi.json. */
-import { INTEGER, nullable, NUMBER, object, type ApiDoc } from './openapi/openApiTypes';
+import { INTEGER, nullable, NUMBER, object, type ApiDoc } from '../../http/openApiTypes';
 
 const COUNT = { type: 'integer', minimum: 0 };
 const HEALTH = {

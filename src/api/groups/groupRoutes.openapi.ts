@@ -1,8 +1,8 @@
 /**
- * The orchestrator routes of spec 001 on the broker's port (orchestratorRoutes.ts) for /openapi.json.
+ * The orchestrator routes of spec 001 on the broker's port (groupRoutes.ts) for /openapi.json.
  * Each sandbox's own Sandbox API listens on a port of its own (its sandbox_url), outside this server.
  */
-import { arrayOf, NUMBER, object, STRING, type ApiDoc, type Schema } from './openapi/openApiTypes';
+import { arrayOf, NUMBER, object, STRING, type ApiDoc, type Schema } from '../../http/openApiTypes';
 
 const DATABASE_ACCESS: Schema = {
   type: 'object',

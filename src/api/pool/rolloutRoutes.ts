@@ -2,15 +2,15 @@
  * The pool API's additive routes for rollout clients (README, Pool API): group acquire, lease
  * heartbeats and a lease's history. Errors in the pool's `{"detail","code"}` format.
  */
-import type { PoolRegistry } from '../core/pool/poolRegistry';
-import type { RequestIds } from '../core/pool/requestIds';
-import { sendJson, sendJsonStreamed } from './httpJson';
-import { poolErrorFormat } from './errorFormats';
+import type { PoolRegistry } from '../../core/pool/poolRegistry';
+import type { RequestIds } from '../../core/pool/requestIds';
+import { sendJson, sendJsonStreamed } from '../../http/httpJson';
+import { poolErrorFormat } from '../../http/errorFormats';
 import { acquireResponse, clientGone } from './poolRoutes';
-import { parseAcquire } from './validation';
-import type { CommandLimits } from '../core/session/sessionInput';
-import { parseGroupSize } from './rolloutFields';
-import type { Router } from './router';
+import { parseAcquire } from './poolInput';
+import type { CommandLimits } from '../../core/session/sessionInput';
+import { parseGroupSize } from './rolloutInput';
+import type { Router } from '../../http/router';
 
 /** Groups come from the default pool; a heartbeat or history reaches the pool that leased the id. */
 export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds): Router {

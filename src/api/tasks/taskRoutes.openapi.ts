@@ -1,5 +1,5 @@
 /** Task sandboxes (spec 002: taskRoutes.ts), Core's API for them, for /openapi.json. */
-import { INTEGER, object, ref, STRING, type ApiDoc, type ReplyDoc, type Schema } from './openapi/openApiTypes';
+import { INTEGER, object, ref, STRING, type ApiDoc, type ReplyDoc, type Schema } from '../../http/openApiTypes';
 
 const ID = 'task-5f0c2d1e';
 const RECORD: Schema = object({

@@ -2,15 +2,15 @@
  * Every API's description, in the order /docs lists them. A new API adds its `<router>.openapi.ts`
  * here; test/http/openapi.test.ts fails until every route it mounts is described.
  */
-import type { ApiDoc } from './openApiTypes';
-import { POOL_API_DOC } from '../poolRoutes.openapi';
-import { HEALTH_API_DOC } from '../healthRoutes.openapi';
-import { WORKSPACE_API_DOC } from '../workspaceRoutes.openapi';
+import type { ApiDoc } from '../../http/openApiTypes';
+import { POOL_API_DOC } from '../pool/poolRoutes.openapi';
+import { HEALTH_API_DOC } from '../pool/healthRoutes.openapi';
+import { WORKSPACE_API_DOC } from '../workspace/workspaceRoutes.openapi';
 import { EXECD_PROCESS_API_DOC } from '../execd/execdProcess.openapi';
 import { EXECD_FILES_API_DOC } from '../execd/execdFiles.openapi';
 import { LIFECYCLE_API_DOC } from '../lifecycle/lifecycle.openapi';
-import { ORCHESTRATOR_API_DOC } from '../orchestratorRoutes.openapi';
-import { TASK_API_DOC } from '../taskRoutes.openapi';
+import { ORCHESTRATOR_API_DOC } from '../groups/groupRoutes.openapi';
+import { TASK_API_DOC } from '../tasks/taskRoutes.openapi';
 import { DASHBOARD_API_DOC } from '../dashboard/dashboard.openapi';
 import { DOCS_API_DOC } from './docs.openapi';
 

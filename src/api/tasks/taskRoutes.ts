@@ -10,12 +10,12 @@
  * Each SSE message is `id: <cursor>` and `data: {"cursor": N, "event": {...}}`; `?cursor=N` or a
  * Last-Event-ID header resumes after N. (execd's routes live under /sandboxes/:id/execd: no overlap.)
  */
-import type { StreamName, TaskSandbox } from '../core/tasks/taskSandbox';
-import type { TaskService } from '../core/tasks/taskService';
-import { poolErrorFormat } from './errorFormats';
-import { sendJson } from './httpJson';
-import type { RouteContext, Router } from './router';
-import { openEventStream } from './sse';
+import type { StreamName, TaskSandbox } from '../../core/tasks/taskSandbox';
+import type { TaskService } from '../../core/tasks/taskService';
+import { poolErrorFormat } from '../../http/errorFormats';
+import { sendJson } from '../../http/httpJson';
+import type { RouteContext, Router } from '../../http/router';
+import { openEventStream } from '../../http/sse';
 import { parseCreateTask, parsePromptBody, parseResumeCursor } from './taskInput';
 
 export function taskRouter(tasks: TaskService, options: { keepAliveMs: number }): Router {

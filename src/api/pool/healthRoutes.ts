@@ -3,12 +3,12 @@
  * `warmup` while the pool's first fill runs, and `pools` when BROKER_POOLS names others; always
  * public) and GET /metrics (Prometheus text).
  */
-import type { SessionPool } from '../core/pool/pool';
-import type { PoolRegistry } from '../core/pool/poolRegistry';
-import type { BrokerMetrics } from '../metrics/metrics';
-import { sendJson } from './httpJson';
-import { poolErrorFormat } from './errorFormats';
-import type { Router } from './router';
+import type { SessionPool } from '../../core/pool/pool';
+import type { PoolRegistry } from '../../core/pool/poolRegistry';
+import type { BrokerMetrics } from '../../metrics/metrics';
+import { sendJson } from '../../http/httpJson';
+import { poolErrorFormat } from '../../http/errorFormats';
+import type { Router } from '../../http/router';
 
 export type HealthStatus = 'healthy' | 'degraded' | 'unhealthy';
 

@@ -1,5 +1,5 @@
 /** The pool API's description (spec 003 and the rollout additions: poolRoutes.ts, rolloutRoutes.ts) for /openapi.json. */
-import { arrayOf, BOOLEAN, described, INTEGER, NUMBER, nullable, object, ref, STRING, type ApiDoc, type Schema } from './openapi/openApiTypes';
+import { arrayOf, BOOLEAN, described, INTEGER, NUMBER, nullable, object, ref, STRING, type ApiDoc, type Schema } from '../../http/openApiTypes';
 
 const ID = 'f3c1d2e4a5b6978812345678abcdef01';
 const REQUEST_ID: Schema = { type: 'string', minLength: 1, maxLength: 200, description: 'Retry-safe call id: a retry with the same id gets the first call\'s answer' };

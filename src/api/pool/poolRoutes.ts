@@ -3,16 +3,16 @@
  * These are the hot routes: the seam (seam.ts) costs them a Map lookup and a regex.
  */
 import type { ServerResponse } from 'node:http';
-import type { PoolRegistry } from '../core/pool/poolRegistry';
-import type { ExecResult } from '../core/session/bashSession';
-import { SessionBrokenError, ShuttingDownError } from '../common/errors';
-import { parseAcquire, parseExecute, type AcquireInput } from './validation';
-import type { CommandLimits } from '../core/session/sessionInput';
-import type { RequestIds } from '../core/pool/requestIds';
-import type { AcquireResult } from '../core/pool/poolTypes';
-import { sendJson, sendJsonStreamed } from './httpJson';
-import { poolErrorFormat } from './errorFormats';
-import type { Router } from './router';
+import type { PoolRegistry } from '../../core/pool/poolRegistry';
+import type { ExecResult } from '../../core/session/bashSession';
+import { SessionBrokenError, ShuttingDownError } from '../../common/errors';
+import { parseAcquire, parseExecute, type AcquireInput } from './poolInput';
+import type { CommandLimits } from '../../core/session/sessionInput';
+import type { RequestIds } from '../../core/pool/requestIds';
+import type { AcquireResult } from '../../core/pool/poolTypes';
+import { sendJson, sendJsonStreamed } from '../../http/httpJson';
+import { poolErrorFormat } from '../../http/errorFormats';
+import type { Router } from '../../http/router';
 
 /** Python's str(float): 5 -> "5.0", 2.5 -> "2.5", 1e-05, as the spec writes "timed out after 5.0 seconds". */
 export function pythonFloat(value: number): string {

@@ -2,11 +2,11 @@
  * The pool API's additive fields for rollout clients (README, Pool API): `request_id` on execute and
  * acquire, `facts` and `release` on execute, `lease_ttl` and `acquire_timeout` on acquire, `n` and
  * `spread` on acquire_group. Checked
- * before the pool is touched, like the spec's own fields (validation.ts).
+ * before the pool is touched, like the spec's own fields (poolInput.ts).
  */
 import { createHash } from 'node:crypto';
-import { BadRequestError } from '../common/errors';
-import { MAX_GROUP_SIZE } from '../core/pool/groupAcquire';
+import { BadRequestError } from '../../common/errors';
+import { MAX_GROUP_SIZE } from '../../core/pool/groupAcquire';
 
 /** Printable, up to this long: a UUID, a trace id, an episode and step number. */
 const MAX_REQUEST_ID_CHARS = 200;

@@ -2,11 +2,11 @@
  * The Sandbox API of spec 001, served on each sandbox's own port (groupListeners.ts): actions, the
  * terminal's input and output, health. A thin router over one core Sandbox.
  */
-import type { Router } from './router';
-import type { Sandbox } from '../core/orchestrator/sandbox';
-import { poolErrorFormat } from './errorFormats';
-import { sendJson, sendJsonStreamed } from './httpJson';
-import { parseActions, parseInputText } from './orchestratorInput';
+import type { Router } from '../../http/router';
+import type { Sandbox } from '../../core/orchestrator/sandbox';
+import { poolErrorFormat } from '../../http/errorFormats';
+import { sendJson, sendJsonStreamed } from '../../http/httpJson';
+import { parseActions, parseInputText } from './groupInput';
 
 export function sandboxApiRouter(sandbox: Sandbox): Router {
   return {

@@ -2,15 +2,15 @@
  * Validation of the pool API's request bodies. Everything is checked before the pool is touched, so a
  * rejected request holds no session and writes nothing.
  */
-import { BadRequestError } from '../common/errors';
-import type { WorkdirFile } from '../core/ports/backend';
-import { checkCommand, describe, parseStartupCommands, parseWorkdirFiles, type CommandLimits } from '../core/session/sessionInput';
-import { acquireFingerprint, parseAcquireExtras, parseFactsFlag, parseFlag, parseRequestId, type AcquireExtras } from './rolloutFields';
+import { BadRequestError } from '../../common/errors';
+import type { WorkdirFile } from '../../core/ports/backend';
+import { checkCommand, describe, parseStartupCommands, parseWorkdirFiles, type CommandLimits } from '../../core/session/sessionInput';
+import { acquireFingerprint, parseAcquireExtras, parseFactsFlag, parseFlag, parseRequestId, type AcquireExtras } from './rolloutInput';
 
 export interface ExecuteInput {
   command: string;
   timeoutSeconds: number;
-  /** Additive (rolloutFields.ts): a retry with the same id gets this execute's answer. */
+  /** Additive (rolloutInput.ts): a retry with the same id gets this execute's answer. */
   requestId: string | null;
   /** Additive: the answer carries the termination facts (null: the server's default, BROKER_EXECUTE_FACTS). */
   facts: boolean | null;

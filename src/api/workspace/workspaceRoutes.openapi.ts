@@ -3,7 +3,7 @@
  * /openapi.json. Like the router, every workspace route is described twice: on the spec's root paths
  * (the default workspace) and under /workspaces/{workspaceId}.
  */
-import { arrayOf, BOOLEAN, INTEGER, nullable, object, ref, STRING, type ApiDoc, type OperationDoc, type Schema } from './openapi/openApiTypes';
+import { arrayOf, BOOLEAN, INTEGER, nullable, object, ref, STRING, type ApiDoc, type OperationDoc, type Schema } from '../../http/openApiTypes';
 
 const ID = '0b22c3d4e5f60718293a4b5c6d7e8f90';
 const JOB = '9c3d2e1f00aa44bb';

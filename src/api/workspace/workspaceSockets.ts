@@ -18,9 +18,9 @@
  */
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
-import type { Workspace } from '../core/workspace/workspace';
-import { WsFanout } from './wsFanout';
-import type { FanoutCounts } from '../metrics/workspaceMetrics';
+import type { Workspace } from '../../core/workspace/workspace';
+import { WsFanout } from '../../http/wsFanout';
+import type { FanoutCounts } from '../../metrics/workspaceMetrics';
 
 const MAX_TERMINAL_SIDE = 1000;
 

@@ -1,6 +1,6 @@
 /** Validation of the workspace routes' bodies and query strings: checked before a workspace is touched. */
-import { BadRequestError } from '../common/errors';
-import { checkCommand, type CommandLimits } from '../core/session/sessionInput';
+import { BadRequestError } from '../../common/errors';
+import { checkCommand, type CommandLimits } from '../../core/session/sessionInput';
 
 export const DEFAULT_WAIT_SECONDS = 5;
 export const MAX_WAIT_SECONDS = 30;
