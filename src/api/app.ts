@@ -26,8 +26,8 @@ import { execdFileRouter } from './execd/execdFileRoutes';
 import { execdMetricsRouter } from './execd/execdMetricsRoutes';
 import { execdCommandRouter } from './execd/execdCommandRoutes';
 import { execdCodeRouter } from './execd/execdCodeRoutes';
-import type { Orchestrator } from '../core/orchestrator/orchestrator';
-import { orchestratorRouter } from './groups/groupRoutes';
+import type { GroupService } from '../core/groups/groupService';
+import { groupRouter } from './groups/groupRoutes';
 import type { DashboardFeed } from '../core/dashboard/dashboardFeed';
 import { dashboardRouter } from './dashboard/dashboardRoutes';
 import { docsRouter } from './docs/docsRoutes';
@@ -46,7 +46,7 @@ export interface ExecdApis {
 
 /**
  * The APIs beyond the pool's, each mounted when given (the bench's app floor has none):
- * `workspaces` (spec 000), `execd` of every sandbox (spec 004), `orchestrator`: sandbox groups
+ * `workspaces` (spec 000), `execd` of every sandbox (spec 004), `groups`: sandbox groups
  * (spec 001), `pools`: every pool (BROKER_POOLS; without it, the default pool alone), `sandboxes`:
  * OpenSandbox's lifecycle API (/v1), `tasks`: task sandboxes with a coding agent (spec 002),
  * `dashboard`: the live dashboard's feed (/ui, /admin).
@@ -54,7 +54,7 @@ export interface ExecdApis {
 export interface BrokerApis {
   workspaces?: WorkspaceApi;
   execd?: ExecdApis;
-  orchestrator?: Orchestrator;
+  groups?: GroupService;
   pools?: PoolRegistry;
   sandboxes?: SandboxService;
   tasks?: TaskService;
@@ -82,7 +82,7 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
     rolloutRouter(pools, limits, requestIds),
     healthRouter(pools, metrics, { metricsPublic: config.metricsPublic }),
   ];
-  const { workspaces, execd, orchestrator, sandboxes: lifecycle, tasks, dashboard } = apis;
+  const { workspaces, execd, groups, sandboxes: lifecycle, tasks, dashboard } = apis;
   if (workspaces) {
     const { viewerBufferBytes, terminalBufferBytes, viewerStallMs, pingMs } = config.workspace;
     const socketOptions = { viewerBufferBytes, terminalBufferBytes, viewerStallMs, pingMs, counts: metrics.workspaceViewers };
@@ -103,7 +103,7 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
     routers.push(execdFileRouter(sandboxes, execd.files.files));
     routers.push(execdMetricsRouter(sandboxes, execd.files.metrics));
   }
-  if (orchestrator) routers.push(orchestratorRouter(orchestrator));
+  if (groups) routers.push(groupRouter(groups));
   if (tasks) routers.push(taskRouter(tasks, { keepAliveMs: config.tasks.keepAliveMs }));
   if (dashboard) routers.push(dashboardRouter(pools, dashboard));
   return routers;

@@ -101,7 +101,7 @@ export interface BrokerConfig {
     /** BROKER_EXECD_MAX_LIST_ENTRIES: the most entries a directory listing or a search walks. */
     maxListEntries: number;
   };
-  /** Sandbox groups (spec 001; the orchestrator, docker backend only). */
+  /** Sandbox groups (spec 001; docker backend only). */
   groups: {
     /** BROKER_SANDBOX_PORTS: the ports sandboxes' APIs listen on, one each, lowest free first. */
     sandboxPorts: { first: number; last: number };

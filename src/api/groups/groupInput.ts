@@ -1,11 +1,11 @@
 /**
- * The orchestrator's and the Sandbox API's request bodies (spec 001), checked before anything is
+ * The sandbox groups' and the Sandbox API's request bodies (spec 001), checked before anything is
  * started: a bad one is a 400 that changes nothing.
  */
 import { BadRequestError } from '../../common/errors';
-import { parseDatabaseAccess, type DatabaseAccess } from '../../core/orchestrator/groupDatabase';
-import { ATTACHMENT_NAME, SANDBOX_ID, type GroupStartRequest, type SandboxStartRequest } from '../../core/orchestrator/requests';
-import type { Action } from '../../core/orchestrator/sandbox';
+import { parseDatabaseAccess, type DatabaseAccess } from '../../core/groups/groupDatabase';
+import { ATTACHMENT_NAME, SANDBOX_ID, type GroupStartRequest, type SandboxStartRequest } from '../../core/groups/requests';
+import type { Action } from '../../core/groups/sandbox';
 
 function object(body: unknown, what: string, optional = false): Record<string, unknown> {
   if (body === undefined && optional) return {};

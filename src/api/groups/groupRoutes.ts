@@ -1,16 +1,16 @@
 /**
- * The orchestrator API of spec 001 on the broker's port: a group, its sandboxes. A thin router over
- * core/orchestrator; errors in the pool API's `{"detail", "code"}` format.
+ * The sandbox groups' API of spec 001 on the broker's port: a group, its sandboxes. A thin router over
+ * core/groups; errors in the pool API's `{"detail", "code"}` format.
  */
 import type { Router } from '../../http/router';
-import type { Orchestrator } from '../../core/orchestrator/orchestrator';
+import type { GroupService } from '../../core/groups/groupService';
 import { poolErrorFormat } from '../../http/errorFormats';
 import { sendJson } from '../../http/httpJson';
 import { parseGroupStart, parseSandboxStart, parseSandboxStop } from './groupInput';
 
-export function orchestratorRouter(orchestrator: Orchestrator): Router {
+export function groupRouter(groups: GroupService): Router {
   return {
-    name: 'orchestrator',
+    name: 'groups',
     errors: poolErrorFormat,
     routes: [
       {
@@ -18,7 +18,7 @@ export function orchestratorRouter(orchestrator: Orchestrator): Router {
         path: '/group/start',
         body: 'json',
         async handle({ body, res }) {
-          await orchestrator.startGroup(parseGroupStart(body));
+          await groups.startGroup(parseGroupStart(body));
           sendJson(res, 200, { status: 'started' });
         },
       },
@@ -27,7 +27,7 @@ export function orchestratorRouter(orchestrator: Orchestrator): Router {
         path: '/group/stop',
         body: 'json',
         async handle({ res }) {
-          await orchestrator.stopGroup();
+          await groups.stopGroup();
           sendJson(res, 200, { status: 'stopped' });
         },
       },
@@ -36,7 +36,7 @@ export function orchestratorRouter(orchestrator: Orchestrator): Router {
         path: '/sandbox/start',
         body: 'json',
         async handle({ body, res }) {
-          sendJson(res, 200, await orchestrator.startSandbox(parseSandboxStart(body)));
+          sendJson(res, 200, await groups.startSandbox(parseSandboxStart(body)));
         },
       },
       {
@@ -44,7 +44,7 @@ export function orchestratorRouter(orchestrator: Orchestrator): Router {
         path: '/sandbox/stop',
         body: 'json',
         async handle({ body, res }) {
-          await orchestrator.stopSandbox(parseSandboxStop(body));
+          await groups.stopSandbox(parseSandboxStop(body));
           sendJson(res, 200, { status: 'stopped' });
         },
       },

@@ -3,7 +3,7 @@
  * terminal's input and output, health. A thin router over one core Sandbox.
  */
 import type { Router } from '../../http/router';
-import type { Sandbox } from '../../core/orchestrator/sandbox';
+import type { Sandbox } from '../../core/groups/sandbox';
 import { poolErrorFormat } from '../../http/errorFormats';
 import { sendJson, sendJsonStreamed } from '../../http/httpJson';
 import { parseActions, parseInputText } from './groupInput';

@@ -5,9 +5,9 @@
  * a namespace not attached or a write through a read attachment is a 403.
  */
 import type { Router } from '../../http/router';
-import type { DatabaseGrant } from '../../core/orchestrator/groupDatabase';
+import type { DatabaseGrant } from '../../core/groups/groupDatabase';
 import { BadRequestError, BrokerError } from '../../common/errors';
-import { checkEmbedding } from '../../core/orchestrator/populationConfig';
+import { checkEmbedding } from '../../core/groups/populationConfig';
 import { DOCUMENT_ID, type VectorDocument } from '../../core/ports/vectorStore';
 import { poolErrorFormat } from '../../http/errorFormats';
 import { sendJson } from '../../http/httpJson';

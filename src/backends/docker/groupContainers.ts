@@ -1,5 +1,5 @@
 /**
- * Dedicated sandbox containers for the orchestrator (core/ports/sandboxContainers.ts), one
+ * Dedicated sandbox containers for sandbox groups (core/ports/sandboxContainers.ts), one
  * per sandbox, each with its own limits: `cpu_cores` a CFS quota (NanoCpus), `ram_gb` a memory limit
  * with no swap beyond it, `disk_gb` an ext4 filesystem of that size (loopDisk.ts) as the only
  * writable place (read-only root). Its tools and the broker's helpers are a read-only directory;

@@ -1,17 +1,17 @@
 /**
- * The orchestrator's port to the HTTP side (implemented in api/groups/groupListeners.ts): a listener per
+ * The group service's port to the HTTP side (implemented in api/groups/groupListeners.ts): a listener per
  * sandbox serving its Sandbox API, and a unix socket per database attachment serving the group's
  * database through that attachment's grant. The core decides ports and paths; it never sees HTTP.
  */
 import { BrokerError } from '../../common/errors';
-import type { DatabaseGrant } from '../orchestrator/groupDatabase';
-import type { Sandbox } from '../orchestrator/sandbox';
+import type { DatabaseGrant } from '../groups/groupDatabase';
+import type { Sandbox } from '../groups/sandbox';
 
 export interface Closable {
   close(): Promise<void>;
 }
 
-/** The port is taken by someone else: the orchestrator tries the next one. */
+/** The port is taken by someone else: the group service tries the next one. */
 export class PortInUseError extends BrokerError {
   constructor(port: number) {
     super('unavailable', 'port_in_use', `port ${port} is in use`);

@@ -1,14 +1,14 @@
 /**
- * The port the orchestrator starts its sandboxes through: one dedicated container per sandbox, with
+ * The port the group service starts its sandboxes through: one dedicated container per sandbox, with
  * enforced limits, files placed read-only, a terminal, and one-off tool runs. Implemented on Docker
  * (backends/docker/groupContainers.ts); a backend without dedicated containers has none, and the
- * orchestrator answers 501.
+ * group service answers 501.
  *
  * Type-state: `start` gives a StartedSandboxContainer, the only object that can run or remove
  * anything, so nothing can be asked of a container that is not there.
  */
 import type { ContainerHealth, ContainerRef, TerminalProcess } from './backend';
-import type { SandboxLimits } from '../orchestrator/computeLimits';
+import type { SandboxLimits } from '../groups/computeLimits';
 
 export interface PlacedFile {
   /** A plain file name (no directories) under the sandbox's read-only files directory. */

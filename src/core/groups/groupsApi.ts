@@ -1,7 +1,7 @@
-/** The orchestrator as the broker builds it from its configuration and its parts. */
+/** The group service as the broker builds it from its configuration and its parts. */
 import type { BrokerConfig } from '../../config/config';
 import type { GroupEndpoints } from '../ports/groupEndpoints';
-import { Orchestrator } from './orchestrator';
+import { GroupService } from './groupService';
 import type { SandboxContainers } from '../ports/sandboxContainers';
 import type { VectorStoreOpener } from '../ports/vectorStore';
 
@@ -10,15 +10,15 @@ const MAX_LINE_CHARS = 4096;
 const IDLE_FLUSH_MS = 200;
 const SHELL_START_TIMEOUT_MS = 20_000;
 
-export function createOrchestrator(
+export function createGroupService(
   config: BrokerConfig,
   containers: SandboxContainers | null,
   openStore: VectorStoreOpener,
   endpoints: GroupEndpoints,
   maxOutputBytes: number,
-): Orchestrator {
+): GroupService {
   const groups = config.groups;
-  return new Orchestrator(containers, openStore, endpoints, {
+  return new GroupService(containers, openStore, endpoints, {
     sandboxPorts: groups.sandboxPorts,
     hostRoot: groups.hostRoot,
     defaults: { cpuCores: config.docker.cpus, memoryBytes: config.docker.memoryBytes, diskBytes: groups.defaultDiskBytes },

@@ -1,5 +1,5 @@
 /**
- * The orchestrator of spec 001: one sandbox group at a time, its database, and its sandboxes, each
+ * The group service of spec 001: one sandbox group at a time, its database, and its sandboxes, each
  * a dedicated container with enforced limits, its tools, a terminal, and a Sandbox API on a port
  * of its own. No HTTP and no Docker here: containers come through the SandboxContainers port
  * (null on a backend without them: 501), listeners through GroupEndpoints, the database engine
@@ -38,7 +38,7 @@ export class SandboxNotFoundError extends BrokerError {
   }
 }
 
-export interface OrchestratorOptions {
+export interface GroupServiceOptions {
   sandboxPorts: { first: number; last: number };
   /** Where groups keep their files on the host (BROKER_GROUP_DIR). */
   hostRoot: string;
@@ -55,7 +55,7 @@ export interface SandboxStarted {
 /** Where a sandbox reaches an attachment inside itself (its own loopback; the first one gets this port). */
 const FIRST_FORWARD_PORT = 7700;
 
-export class Orchestrator {
+export class GroupService {
   private group: Group | null = null;
   /** A group start or stop under way: a second one is a 409, not a race. */
   private transition: Promise<unknown> | null = null;
@@ -66,7 +66,7 @@ export class Orchestrator {
     private readonly containers: SandboxContainers | null,
     private readonly openStore: VectorStoreOpener,
     private readonly endpoints: GroupEndpoints,
-    private readonly options: OrchestratorOptions,
+    private readonly options: GroupServiceOptions,
   ) {}
 
   async startGroup(request: GroupStartRequest): Promise<void> {

@@ -1,5 +1,5 @@
 /**
- * What the orchestrator's routes ask for, once their bodies are read (api/groups/groupInput.ts), and
+ * What the sandbox groups' routes ask for, once their bodies are read (api/groups/groupInput.ts), and
  * the checks that need the broker's host: the tool files.
  */
 import { promises as fs } from 'node:fs';
