@@ -29,7 +29,7 @@ import { PoolActivity } from './core/dashboard/poolActivity';
 import { teeObservers } from './core/dashboard/observerTee';
 import { DashboardFeed } from './core/dashboard/dashboardFeed';
 import { TaskService } from './core/tasks/taskService';
-import { DockerTaskBackend } from './backends/docker/taskContainers';
+import { DockerTaskBackend } from './backends/docker/tasks/taskContainers';
 
 /** execd shells (running commands, bash sessions, code contexts) one sandbox may have at once. */
 const EXECD_MAX_SHELLS_PER_SANDBOX = 16;
@@ -40,7 +40,7 @@ const EXECD_FINISHED_COMMANDS_KEPT = 64;
 import { createGroupService } from './core/groups/groupsApi';
 import type { GroupService } from './core/groups/groupService';
 import type { SandboxContainers } from './core/ports/sandboxContainers';
-import { DockerSandboxContainers } from './backends/docker/groupContainers';
+import { DockerSandboxContainers } from './backends/docker/groups/groupContainers';
 import { openLanceStore } from './backends/lancedb/lanceVectorStore';
 import { HttpGroupEndpoints } from './api/groups/groupListeners';
 

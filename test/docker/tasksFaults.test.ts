@@ -10,7 +10,7 @@ import { lastUserText } from '../helpers/stubLlm';
 import { SseReader } from '../helpers/taskStreams';
 import { SECRET_KEY, taskFixture, type TaskFixture } from '../helpers/taskSuite';
 import { eventually, type TestBroker } from '../helpers/broker';
-import { LABEL_TASK_DEPLOYMENT } from '../../src/backends/docker/taskContainers';
+import { LABEL_TASK_DEPLOYMENT } from '../../src/backends/docker/tasks/taskContainers';
 
 jest.setTimeout(240_000);
 

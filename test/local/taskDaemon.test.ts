@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { UnixDaemonLink } from '../../src/backends/docker/taskDaemonLink';
+import { UnixDaemonLink } from '../../src/backends/docker/tasks/taskDaemonLink';
 import { DaemonCallError, type DaemonEnvelope } from '../../src/core/ports/taskPorts';
 import { StubLlm, lastUserText } from '../helpers/stubLlm';
 import { makeBareRepo } from '../helpers/taskStreams';

@@ -10,7 +10,7 @@ import { offsetLimitRange, parseMode, parseRange, modeAsDecimalDigits } from '..
 import { replaceAll } from '../../src/core/execd/execdFiles';
 import { report } from '../../src/core/execd/sandboxMetrics';
 import { cgroupDirs, readCgroupUsage } from '../../src/backends/cgroupUsage';
-import type { MountEntry } from '../../src/backends/docker/mountinfo';
+import type { MountEntry } from '../../src/backends/docker/cgroups/mountinfo';
 
 describe('Range', () => {
   it('reads one bytes range: closed, open, suffix; a last byte past the end is cut', () => {

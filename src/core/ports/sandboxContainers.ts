@@ -1,7 +1,7 @@
 /**
  * The port the group service starts its sandboxes through: one dedicated container per sandbox, with
  * enforced limits, files placed read-only, a terminal, and one-off tool runs. Implemented on Docker
- * (backends/docker/groupContainers.ts); a backend without dedicated containers has none, and the
+ * (backends/docker/groups/groupContainers.ts); a backend without dedicated containers has none, and the
  * group service answers 501.
  *
  * Type-state: `start` gives a StartedSandboxContainer, the only object that can run or remove

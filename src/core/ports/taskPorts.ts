@@ -1,6 +1,6 @@
 /**
  * What Core needs of a task sandbox's container and daemon, as ports the Docker backend implements
- * (backends/docker/taskContainers.ts). Core knows no HTTP, socket or engine: it asks a DaemonLink.
+ * (backends/docker/tasks/taskContainers.ts). Core knows no HTTP, socket or engine: it asks a DaemonLink.
  */
 
 /** An event as the daemon emits it and Core forwards it: `type` and `timestamp` (Unix ms) first. */
