@@ -24,7 +24,7 @@ describe('the task daemon', () => {
   let daemon: ChildProcess | null = null;
 
   async function start(): Promise<void> {
-    daemon = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/taskd/main.ts'], {
+    daemon = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'taskd/main.ts'], {
       cwd: ROOT,
       env: { PATH: process.env.PATH, HOME: path.join(dir, 'home'), TASKD_SOCKET: socket, TASKD_ANTHROPIC_BASE_URL: stub.url },
       stdio: 'ignore',

@@ -3,7 +3,7 @@ import { StreamJournal } from '../../src/core/tasks/streamJournal';
 import { ConfigError, loadConfig } from '../../src/config/config';
 import { parseCreateTask, parseResumeCursor } from '../../src/api/tasks/taskInput';
 import { BadRequestError } from '../../src/common/errors';
-import { scrubEnv, parseCredentials } from '../../src/taskd/secrets';
+import { scrubEnv, parseCredentials } from '../../taskd/secrets';
 
 const ev = (type: string) => ({ type, timestamp: 1 });
 

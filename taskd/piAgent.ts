@@ -12,7 +12,7 @@ import type { AgentSession, AgentSessionEvent, AuthStorage, ToolDefinition } fro
 import type { EventLog } from './eventLog';
 import { loadPi } from './esm';
 import { CREDENTIAL_NAMES, PROVIDER_OF, scrubEnv, type Credentials } from './secrets';
-import { CODING_EVENT_TYPES } from './codingEvents';
+import { CODING_EVENT_TYPES } from '../src/core/tasks/taskWire';
 
 export interface AgentSetup {
   /** The repository's working tree: the agent's cwd. */
