@@ -9,7 +9,7 @@ import type { BrokerConfig } from './config/config';
 import type { PoolSpec } from './config/pools';
 import { DEFAULT_POOL, PoolRegistry, type PoolEntry } from './core/pool/poolRegistry';
 import { SandboxService } from './core/lifecycle/sandboxService';
-import { registerSandboxGauge } from './metrics/sandboxMetrics';
+import { registerSandboxGauge } from './metrics/lifecycleMetrics';
 import type { SessionBackend } from './core/ports/backend';
 import { SessionPool } from './core/pool/pool';
 import { DEFAULT_TIMINGS, type BashSessionTimings } from './core/session/bashSession';

@@ -14,8 +14,7 @@ import { sendJson } from '../../http/httpJson';
 import type { HttpMethod, Route, RouteContext, Router } from '../../http/router';
 import { depthParam, fileInfo, permissionMap, renameItems, replaceItems, sendEmpty } from './execdViews';
 import { receiveUploads } from './execdUpload';
-
-export const EXECD_PREFIX = '/sandboxes/:id/execd';
+import { execdPrefix } from './execdPrefix';
 
 function one(query: URLSearchParams, name: string): string {
   const value = query.get(name);
@@ -53,7 +52,7 @@ async function sendDownload(res: ServerResponse, files: ExecdFiles, handle: Sand
 export function execdFileRouter(directory: SandboxDirectory, files: ExecdFiles): Router {
   const route = (method: HttpMethod, path: string, serve: (handle: SandboxHandle, ctx: RouteContext, query: URLSearchParams) => Promise<void>, json = false): Route => ({
     method,
-    path: `${EXECD_PREFIX}${path}`,
+    path: `${execdPrefix('id')}${path}`,
     body: json ? 'json' : undefined,
     handle: (ctx) => serve(directory.resolve(ctx.params.id), ctx, new URLSearchParams(ctx.query)),
   });

@@ -2,7 +2,6 @@
  * The pool API of spec 003: acquire, execute, release. A thin router: validate, call the pool, shape.
  * These are the hot routes: the seam (seam.ts) costs them a Map lookup and a regex.
  */
-import type { ServerResponse } from 'node:http';
 import type { PoolRegistry } from '../../core/pool/poolRegistry';
 import type { ExecResult } from '../../core/session/bashSession';
 import { SessionBrokenError, ShuttingDownError } from '../../common/errors';
@@ -13,6 +12,7 @@ import type { AcquireResult } from '../../core/pool/poolTypes';
 import { sendJson, sendJsonStreamed } from '../../http/httpJson';
 import { poolErrorFormat } from '../../http/errorFormats';
 import type { Router } from '../../http/router';
+import { clientGone } from '../../http/clientGone';
 
 /** Python's str(float): 5 -> "5.0", 2.5 -> "2.5", 1e-05, as the spec writes "timed out after 5.0 seconds". */
 export function pythonFloat(value: number): string {
@@ -81,15 +81,6 @@ async function releasingAfter(execute: () => Promise<ExecResult>, release: () =>
     if (err instanceof SessionBrokenError) release();
     throw err;
   }
-}
-
-/** Aborts when the client goes away before we answered (a waiting acquire then leaves the queue). */
-export function clientGone(res: ServerResponse): AbortSignal {
-  const controller = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) controller.abort();
-  });
-  return controller.signal;
 }
 
 /**

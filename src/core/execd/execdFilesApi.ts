@@ -2,13 +2,13 @@
 import type { SessionBackend } from '../ports/backend';
 import type { BrokerConfig } from '../../config/config';
 import { ExecdFiles } from './execdFiles';
-import { SandboxMetrics } from './sandboxMetrics';
+import { ExecdMetrics } from './execdMetrics';
 
 export interface ExecdFilesApi {
   files: ExecdFiles;
-  metrics: SandboxMetrics;
+  metrics: ExecdMetrics;
 }
 
 export function createExecdFilesApi(backend: SessionBackend, config: BrokerConfig): ExecdFilesApi {
-  return { files: new ExecdFiles(backend.files, config.execdFiles), metrics: new SandboxMetrics(backend.meter) };
+  return { files: new ExecdFiles(backend.files, config.execdFiles), metrics: new ExecdMetrics(backend.meter) };
 }

@@ -51,7 +51,7 @@ export function report(before: Timed, after: Timed): MetricsReport {
   };
 }
 
-export class SandboxMetrics {
+export class ExecdMetrics {
   constructor(private readonly meter: ResourceMeter | undefined) {}
 
   async snapshot(handle: SandboxHandle): Promise<MetricsReport> {
