@@ -1,7 +1,7 @@
 /**
  * The broker's error hierarchy. Core and backends throw these with a domain `kind` (what went wrong,
  * in the broker's own terms) and a `code` (which error exactly, stable for clients). They know no
- * HTTP: the api layer maps a kind to a status and a body, once per wire format (api/errorFormats.ts).
+ * HTTP: the api layer maps a kind to a status and a body, once per wire format (http/errorFormats.ts).
  * `detail` is what the client reads.
  */
 export type ErrorKind =

@@ -76,7 +76,7 @@ class StandIn {
   }
 }
 
-const FAST: InterruptTimings = { roundMs: 1, killAfterMs: 40, replaceAfterMs: 60 };
+const FAST: InterruptTimings = { roundMs: 1, killAfterMs: 40, replaceAfterMs: 60, typeEveryMs: 0 };
 
 describe('JobInterrupt', () => {
   it('signals the job while it owns the terminal, types no ^C then, and stops when the job ends', async () => {

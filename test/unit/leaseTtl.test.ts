@@ -1,6 +1,6 @@
 /** The reclaim rule: which live leases the pool takes back, and why. */
-import { Lease } from '../../src/core/slot';
-import { overdue } from '../../src/core/leaseTtl';
+import { Lease } from '../../src/core/pool/slot';
+import { overdue } from '../../src/core/pool/leaseTtl';
 
 const IDLE_MS = 1_000;
 

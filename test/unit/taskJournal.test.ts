@@ -1,9 +1,9 @@
 /** The per-stream journal of a task sandbox, its settings, and the checks of the task API's inputs. */
 import { taskStream, type TaskStream } from '../../src/core/tasks/taskSandbox';
 import { ConfigError, loadConfig } from '../../src/config/config';
-import { parseCreateTask, parseResumeCursor } from '../../src/api/taskInput';
+import { parseCreateTask, parseResumeCursor } from '../../src/api/tasks/taskInput';
 import { BadRequestError } from '../../src/common/errors';
-import { scrubEnv, parseCredentials } from '../../src/taskd/secrets';
+import { scrubEnv, parseCredentials } from '../../taskd/secrets';
 
 const ev = (type: string) => ({ event: { type, timestamp: 1 } });
 /** What the stream route sends after `cursor`. */

@@ -6,13 +6,13 @@
  * with the workspace page) and offers it to the WebSocket as the `bearer.<token>` subprotocol.
  */
 import type { WebSocket } from 'ws';
-import type { PoolRegistry } from '../../core/poolRegistry';
+import type { PoolRegistry } from '../../core/pool/poolRegistry';
 import type { DashboardFeed } from '../../core/dashboard/dashboardFeed';
 import { BadRequestError, BrokerError, brokerError } from '../../common/errors';
-import { poolErrorFormat } from '../errorFormats';
-import { sendJson, sendText } from '../httpJson';
-import { brokerHealth } from '../healthRoutes';
-import type { Router } from '../router';
+import { poolErrorFormat } from '../../http/errorFormats';
+import { sendJson, sendText } from '../../http/httpJson';
+import { brokerHealth } from '../pool/healthRoutes';
+import type { Router } from '../../http/router';
 import { DASHBOARD_ASSETS, dashboardPage } from './dashboardPage';
 
 /** A viewer that has not taken this much of earlier frames skips frames until it has (a slow phone). */

@@ -8,7 +8,7 @@
  * processes' environment, never the whole cgroup: the slot's pipe shell lives there too.
  */
 import * as pty from '@lydell/node-pty';
-import type { TerminalProcess } from '../../core/backend';
+import type { TerminalProcess } from '../../core/ports/backend';
 import { addProcess } from './cgroup';
 import { epochMsToStartTicks, hasEnvEntry, killQuietly, listProcs, readProc, signalGroupQuietly } from './procfs';
 import { delay } from '../../common/delay';

@@ -3,7 +3,7 @@
  * persistent bash; `python` where the sandbox has python3, a persistent interpreter. A run without a
  * context id goes to the language's default context, made on first use.
  */
-import type { BashSessionTimings } from '../bashSession';
+import type { BashSessionTimings } from '../session/bashSession';
 import { BadRequestError, brokerError, SessionBusyError } from '../../common/errors';
 import { newSessionId } from '../../common/ids';
 import type { ShellBudget } from './shellBudget';

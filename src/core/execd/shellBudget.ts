@@ -11,9 +11,9 @@
  * cap (it is no companion). A command's timeout there kills what it started since (the slot's unit
  * holds no other execd runner), as in any runner.
  */
-import { BashSession, type BashSessionTimings } from '../bashSession';
-import type { SessionBackend } from '../backend';
-import type { SandboxHandle } from '../sandboxHandle';
+import { BashSession, type BashSessionTimings } from '../session/bashSession';
+import type { SessionBackend } from '../ports/backend';
+import type { SandboxHandle } from '../sandbox/sandboxHandle';
 import { brokerError, BackendError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
 import { openCompanion, type Companion, type CompanionUnits } from './companionShells';

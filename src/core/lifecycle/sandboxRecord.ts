@@ -2,9 +2,9 @@
  * A lifecycle sandbox as the broker keeps it: what it was created with, its state, its expiry, and
  * where it lives (a lease of a pool of whole containers, or a container of its own).
  */
-import type { ContainerRef } from '../backend';
-import type { PoolEntry } from '../poolRegistry';
-import type { TakenSlot } from '../poolTypes';
+import type { ContainerRef } from '../ports/backend';
+import type { PoolEntry } from '../pool/poolRegistry';
+import type { TakenSlot } from '../pool/poolTypes';
 import { brokerError } from '../../common/errors';
 
 /** OpenSandbox's states the broker reaches (creation, pause and resume complete before the answer). */

@@ -1,4 +1,4 @@
-/** The task API's domain errors (their kinds decide the status: api/errorFormats.ts). */
+/** The task API's domain errors (their kinds decide the status: http/errorFormats.ts). */
 import { BrokerError, brokerError } from '../../common/errors';
 
 export class TaskNotFoundError extends brokerError('not_found', 'sandbox_not_found', (id: string) => `Sandbox not found: ${id}`) {}

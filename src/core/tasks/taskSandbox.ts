@@ -6,10 +6,10 @@
  * lost or doubled; a daemon that restarted (a new instance) gets the credentials again.
  */
 import { errorMessage } from '../../common/errors';
-import { EventLog, type Gap, type Numbered } from '../eventLog';
-import type { DaemonHealth, TaskContainer, TaskEvent } from './taskPorts';
+import { EventLog, type Gap, type Numbered } from '../../common/eventLog';
+import type { DaemonHealth, TaskContainer, TaskEvent } from '../ports/taskPorts';
 // The daemon's own list: what it forwards is what Core routes to the coding stream.
-import { CODING_EVENT_TYPES } from '../../taskd/codingEvents';
+import { CODING_EVENT_TYPES } from './taskWire';
 
 export const CONTROL_EVENT_TYPES: ReadonlySet<string> = new Set(['sandbox_ready', 'repo_cloned', 'repo_clone_error', 'init_complete', 'prompt_queued', 'daemon_error', 'sandbox_terminated']);
 

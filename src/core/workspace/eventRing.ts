@@ -1,9 +1,9 @@
 /**
- * A workspace's events: the one event log (core/eventLog.ts), numbered by `seq_id` from 0 (so a seq
+ * A workspace's events: the one event log (common/eventLog.ts), numbered by `seq_id` from 0 (so a seq
  * is also the event's absolute index), and a `dropped` notice first when some events asked for are
  * gone.
  */
-import { EventLog, type Gap, type Numbered } from '../eventLog';
+import { EventLog, type Gap, type Numbered } from '../../common/eventLog';
 
 export type WorkspaceEvent = Numbered<'seq_id', WorkspaceEventFields>;
 type WorkspaceEventFields = { type: string } & Record<string, unknown>;

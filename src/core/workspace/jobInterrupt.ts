@@ -29,9 +29,11 @@ export interface InterruptTimings {
   killAfterMs: number;
   /** From the first kill carried out to replacing the shell, for a job that outlives its kills. */
   replaceAfterMs: number;
+  /** Between two typed ^Cs at most: the terminal echoes each (`^C`) into the job's output. */
+  typeEveryMs: number;
 }
 
-export const INTERRUPT_TIMINGS: InterruptTimings = { roundMs: 250, killAfterMs: 3_000, replaceAfterMs: 10_000 };
+export const INTERRUPT_TIMINGS: InterruptTimings = { roundMs: 250, killAfterMs: 3_000, replaceAfterMs: 10_000, typeEveryMs: 1_000 };
 
 /** What an interrupt does to the terminal; the workspace binds these to its current shell. */
 export interface InterruptActions {
@@ -61,6 +63,8 @@ export class JobInterrupt {
   private rounds = 0;
   private readonly startedMs = Date.now();
   private firstKillMs: number | null = null;
+  /** When ^C was last typed (null: not yet). */
+  private typedMs: number | null = null;
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -86,6 +90,10 @@ export class JobInterrupt {
     return !this.stopped && !this.job.ended;
   }
 
+  private mayType(): boolean {
+    return this.typedMs === null || Date.now() - this.typedMs >= this.timings.typeEveryMs;
+  }
+
   private next(): void {
     if (!this.active) return;
     this.timer = setTimeout(() => void this.round(), this.timings.roundMs);
@@ -106,7 +114,8 @@ export class JobInterrupt {
       if (killing) {
         await this.actions.killStartedSince(this.job.typedAtMs);
         this.firstKillMs ??= Date.now();
-      } else if (!(await this.actions.interruptForeground()) && this.active && this.job.lineRead) {
+      } else if (!(await this.actions.interruptForeground()) && this.active && this.job.lineRead && this.mayType()) {
+        this.typedMs = Date.now();
         this.actions.pressCtrlC();
       }
     } catch (err) {

@@ -12,7 +12,7 @@
  * that says why.
  */
 import { randomBytes } from 'node:crypto';
-import type { ContainerRef, TerminalProcess } from '../backend';
+import type { ContainerRef, TerminalProcess } from '../ports/backend';
 import type { WorkspacePlace } from './workspaceSlot';
 import { errorMessage } from '../../common/errors';
 import { WorkspaceBusyError, WorkspaceUnavailableError, type ExecuteAnswer, type JobSource, type WorkspaceLimits } from './workspaceTypes';

@@ -3,8 +3,8 @@
  * and named ones. Each takes one slot out of the pool for its life and gives it back when it ends.
  */
 import { randomBytes } from 'node:crypto';
-import type { SessionBackend } from '../backend';
-import type { TakenSlot } from '../pool';
+import type { SessionBackend } from '../ports/backend';
+import type { TakenSlot } from '../pool/pool';
 import { brokerError, NotSupportedError, ShuttingDownError } from '../../common/errors';
 import { Workspace } from './workspace';
 import type { WorkspaceLimits } from './workspaceTypes';
