@@ -14,11 +14,11 @@
  * Bounded: n samples, one container of 8 sessions, removed at the end.
  */
 import fs from 'node:fs';
-import { BashSession } from '../src/core/bashSession';
-import type { ContainerRef, SessionBackend, ShellProcess } from '../src/core/backend';
-import { sessionWorkdir } from '../src/core/backend';
-import type { ControlShell } from '../src/backends/docker/controlShell';
-import type { DockerShell } from '../src/backends/docker/dockerShell';
+import { BashSession } from '../src/core/session/bashSession';
+import type { ContainerRef, SessionBackend, ShellProcess } from '../src/core/ports/backend';
+import { sessionWorkdir } from '../src/core/ports/backend';
+import type { ControlShell } from '../src/backends/docker/control/controlShell';
+import type { DockerShell } from '../src/backends/docker/shells/dockerShell';
 import { newSessionId } from '../src/common/ids';
 import { makeBackend } from './client/raw';
 import { processesCreated } from './lib/forks';

@@ -12,9 +12,9 @@
  * The variants run interleaved, one episode each in turn; per variant, the median of its episodes.
  */
 import fs from 'node:fs';
-import { BashSession } from '../src/core/bashSession';
-import type { ShellProcess } from '../src/core/backend';
-import { SHELL_INIT_SCRIPT } from '../src/core/framing';
+import { BashSession } from '../src/core/session/bashSession';
+import type { ShellProcess } from '../src/core/ports/backend';
+import { SHELL_INIT_SCRIPT } from '../src/core/session/framing';
 import { FRESH_ANSWER, recycleExecLine } from '../src/backends/shellRecycle';
 import { makeBackend } from './client/raw';
 import { EPISODE_FLOOR_DEPLOYMENT } from './protocol';

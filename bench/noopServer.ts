@@ -13,9 +13,9 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from '../src/api/app';
 import { loadConfig } from '../src/config/config';
 import { BrokerMetrics } from '../src/metrics/metrics';
-import type { SessionPool } from '../src/core/pool';
-import type { ExecResult } from '../src/core/bashSession';
-import { NO_USAGE, commandFacts } from '../src/core/commandFacts';
+import type { SessionPool } from '../src/core/pool/pool';
+import type { ExecResult } from '../src/core/session/bashSession';
+import { NO_USAGE, commandFacts } from '../src/core/session/commandFacts';
 
 const NO_RUN = { status: 0, interrupted: false, durationMs: 0, droppedStdout: 0, droppedStderr: 0 };
 

@@ -122,7 +122,7 @@ export interface ForkCount {
 /**
  * The episode floor: N loops, each holding one bash on the backend's own transport (local: pipes to
  * a spawned bash; docker: the broker's named pipes into the container), each episode `exec -c`-ing
- * a fresh bash in place (the broker's recycle line, src/core/shellRecycle.ts) and then running
+ * a fresh bash in place (the broker's recycle line, src/backends/shellRecycle.ts) and then running
  * `true` 5 times, one round trip each. No HTTP, no pool, no kill, no workdir.
  */
 export interface EpisodeFloorResult extends ConcResult {

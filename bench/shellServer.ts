@@ -17,9 +17,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { openRaw, type RawSet } from './client/raw';
 import { SHELL_FLOOR_DEPLOYMENT } from './protocol';
-import { readJsonBody } from '../src/api/body';
-import { sendJson } from '../src/api/httpJson';
-import { executeResponse } from '../src/api/poolRoutes';
+import { readJsonBody } from '../src/http/body';
+import { sendJson } from '../src/http/httpJson';
+import { executeResponse } from '../src/api/pool/poolRoutes';
 import { loadConfig } from '../src/config/config';
 
 const config = loadConfig({});

@@ -17,7 +17,7 @@ import Dockerode from 'dockerode';
 import { loadConfig } from '../src/config/config';
 import { Broker } from '../src/broker';
 import { configureLogger } from '../src/common/logger';
-import { UnixDaemonLink } from '../src/backends/docker/taskDaemonLink';
+import { UnixDaemonLink } from '../src/backends/docker/tasks/taskDaemonLink';
 import { StubLlm } from '../test/helpers/stubLlm';
 import { makeBareRepo, SseReader } from '../test/helpers/taskStreams';
 import { median, summarize } from './lib/stats';

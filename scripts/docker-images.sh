@@ -159,7 +159,7 @@ build_task() {
   [[ -d $ROOT/node_modules/@mariozechner/pi-coding-agent ]] || { say "node_modules has no Pi: run npm ci first"; return 1; }
   mkdir -p "$ctx/app/node_modules"
   cp "$node" "$ctx/node"
-  (cd "$ROOT" && npx tsc -p tsconfig.taskd.json --outDir "$ctx/app/dist")
+  (cd "$ROOT" && npx tsc -p taskd --outDir "$ctx/app/dist")
   local mods; mods=$(cd "$ROOT" && node scripts/task-image-modules.js) || return 1
   local real; real=$(readlink -f "$ROOT/node_modules")
   while read -r m; do
@@ -167,7 +167,7 @@ build_task() {
   done <<<"$mods"
   cp "$ROOT/containers/task/Dockerfile" "$ctx/Dockerfile"
   docker build -q --force-rm $(build_net) -t bash-broker-task:latest "$ctx" >/dev/null
-  docker run --rm --network none bash-broker-task:latest sh -c 'git --version >/dev/null && node -e "require(\"/opt/taskd/dist/esm.js\").loadPi().then(() => console.log(\"pi loads\"))"'
+  docker run --rm --network none bash-broker-task:latest sh -c 'git --version >/dev/null && node -e "require(\"/opt/taskd/dist/taskd/esm.js\").loadPi().then(() => console.log(\"pi loads\"))"'
 }
 
 build_broker() {

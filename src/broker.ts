@@ -7,16 +7,16 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { BrokerConfig } from './config/config';
 import type { PoolSpec } from './config/pools';
-import { DEFAULT_POOL, PoolRegistry, type PoolEntry } from './core/poolRegistry';
+import { DEFAULT_POOL, PoolRegistry, type PoolEntry } from './core/pool/poolRegistry';
 import { SandboxService } from './core/lifecycle/sandboxService';
-import { registerSandboxGauge } from './metrics/sandboxMetrics';
-import type { SessionBackend } from './core/backend';
-import { SessionPool } from './core/pool';
-import { DEFAULT_TIMINGS, type BashSessionTimings } from './core/bashSession';
+import { registerSandboxGauge } from './metrics/lifecycleMetrics';
+import type { SessionBackend } from './core/ports/backend';
+import { SessionPool } from './core/pool/pool';
+import { DEFAULT_TIMINGS, type BashSessionTimings } from './core/session/bashSession';
 import { BrokerMetrics } from './metrics/metrics';
 import { createSeam } from './api/app';
-import type { HttpSeam } from './api/seam';
-import type { Router } from './api/router';
+import type { HttpSeam } from './http/seam';
+import type { Router } from './http/router';
 import { LocalBackend } from './backends/local/localBackend';
 import { DockerBackend } from './backends/docker/dockerBackend';
 import { logger } from './common/logger';
@@ -29,7 +29,7 @@ import { PoolActivity } from './core/dashboard/poolActivity';
 import { teeObservers } from './core/dashboard/observerTee';
 import { DashboardFeed } from './core/dashboard/dashboardFeed';
 import { TaskService } from './core/tasks/taskService';
-import { DockerTaskBackend } from './backends/docker/taskContainers';
+import { DockerTaskBackend } from './backends/docker/tasks/taskContainers';
 
 /** execd shells (running commands, bash sessions, code contexts) one sandbox may have at once. */
 const EXECD_MAX_SHELLS_PER_SANDBOX = 16;
@@ -37,12 +37,12 @@ const EXECD_MAX_SHELLS_PER_SANDBOX = 16;
 const LISTED_SANDBOXES = 200;
 /** Finished commands a sandbox's execd remembers for /command/status and /logs. */
 const EXECD_FINISHED_COMMANDS_KEPT = 64;
-import { createOrchestrator } from './core/orchestrator/orchestratorApi';
-import type { Orchestrator } from './core/orchestrator/orchestrator';
-import type { SandboxContainers } from './core/orchestrator/sandboxContainers';
-import { DockerSandboxContainers } from './backends/docker/groupContainers';
+import { createGroupService } from './core/groups/groupsApi';
+import type { GroupService } from './core/groups/groupService';
+import type { SandboxContainers } from './core/ports/sandboxContainers';
+import { DockerSandboxContainers } from './backends/docker/groups/groupContainers';
 import { openLanceStore } from './backends/lancedb/lanceVectorStore';
-import { HttpGroupEndpoints } from './api/groupListeners';
+import { HttpGroupEndpoints } from './api/groups/groupListeners';
 
 export interface BrokerOverrides {
   backend?: SessionBackend;
@@ -112,7 +112,7 @@ export class Broker {
   /** Where ended leases' journals go (BROKER_TRAJECTORY_DIR), or null. */
   readonly trajectories: TrajectoryFile | null;
   readonly execd: ExecdService;
-  readonly orchestrator: Orchestrator;
+  readonly groups: GroupService;
   readonly tasks: TaskService;
   /** What the dashboard shows (/ui): the pool's recent work, and its live feed. */
   readonly activity = new PoolActivity();
@@ -181,7 +181,7 @@ export class Broker {
       timings,
     });
     const endpoints = new HttpGroupEndpoints({ host: config.host, token: config.token, maxBodyBytes: config.maxBodyBytes });
-    this.orchestrator = createOrchestrator(config, createSandboxContainers(config, backend), openLanceStore, endpoints, overrides.maxOutputBytes ?? config.maxOutputBytes);
+    this.groups = createGroupService(config, createSandboxContainers(config, backend), openLanceStore, endpoints, overrides.maxOutputBytes ?? config.maxOutputBytes);
     this.dashboard = new DashboardFeed({
       pools: () => this.pools.entries,
       activity: this.activity,
@@ -189,7 +189,7 @@ export class Broker {
       sandboxes: () => [
         ...this.sandboxes.list({ states: [], metadata: {}, page: 1, pageSize: LISTED_SANDBOXES }).items.map((r) => ({ kind: 'lifecycle', id: r.id, detail: `${r.state}, ${r.place.kind}, ${r.spec.image}` })),
         ...this.execd.list().map((s) => ({ kind: 'execd', id: s.id, detail: s.detail })),
-        ...this.orchestrator.list(),
+        ...this.groups.list(),
         ...this.tasks.list(),
       ],
     });
@@ -198,7 +198,7 @@ export class Broker {
       tasks: this.tasks,
       workspaces: this.workspaces,
       execd: { service: this.execd, files: createExecdFilesApi(backend, config) },
-      orchestrator: this.orchestrator,
+      groups: this.groups,
       pools: this.pools,
       sandboxes: this.sandboxes,
       dashboard: this.dashboard,
@@ -250,7 +250,7 @@ export class Broker {
     // Lifecycle sandboxes next, for the same reason: a warm sandbox's lease goes back, a dedicated container is removed.
     await this.sandboxes.close();
     // The sandbox group next: its containers, disks, listeners and database go before the engine's client does.
-    await this.orchestrator.close().catch((err: unknown) => logger.error({ err: errorMessage(err) }, 'stopping the sandbox group failed'));
+    await this.groups.close().catch((err: unknown) => logger.error({ err: errorMessage(err) }, 'stopping the sandbox group failed'));
     // execd's shells die before the pools': they live in the pools' containers.
     await this.execd.close();
     await this.pools.close(graceMs);

@@ -22,7 +22,7 @@ async function main(): Promise<void> {
     { host: address.address, port: address.port, backend: config.backend, sessions: config.containers * config.sessionsPerContainer },
     `broker listening on http://${address.address}:${address.port}`,
   );
-  // Warm-up logs its own progress and its "pool warm" line (core/warmupProgress.ts).
+  // Warm-up logs its own progress and its "pool warm" line (core/pool/warmupProgress.ts).
 
   let stopping = false;
   const stop = (signal: string): void => {

@@ -5,7 +5,7 @@
  */
 import Dockerode from 'dockerode';
 import { loadConfig } from '../../src/config/config';
-import { containerCreateOptions } from '../../src/backends/docker/containerSpec';
+import { containerCreateOptions } from '../../src/backends/docker/containers/containerSpec';
 import { FLOOR_DEPLOYMENT, type DockerStartResult } from '../protocol';
 import { mapLimit, nowMs } from '../lib/stats';
 import { cpuBreakdown, snapshotCpu } from '../lib/cpuAccount';

@@ -8,7 +8,7 @@
  * machine's kernel, the fresh bash being the bulk of it.
  */
 import fs from 'node:fs/promises';
-import type { ContainerRef, SessionBackend, ShellProcess } from '../../src/core/backend';
+import type { ContainerRef, SessionBackend, ShellProcess } from '../../src/core/ports/backend';
 import { FRESH_ANSWER, recycleExecLine } from '../../src/backends/shellRecycle';
 import { EPISODE_FLOOR_DEPLOYMENT, type EpisodeFloorResult } from '../protocol';
 import { forkWindow, idleForkRate } from '../lib/forks';

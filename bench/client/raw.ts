@@ -6,8 +6,8 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { BashSession } from '../../src/core/bashSession';
-import type { ContainerRef, SessionBackend } from '../../src/core/backend';
+import { BashSession } from '../../src/core/session/bashSession';
+import type { ContainerRef, SessionBackend } from '../../src/core/ports/backend';
 import { LocalBackend } from '../../src/backends/local/localBackend';
 import { DockerBackend } from '../../src/backends/docker/dockerBackend';
 import { loadConfig } from '../../src/config/config';

@@ -76,7 +76,7 @@ export function clock(seconds: number): string {
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
 }
 
-/** The broker's /health `warmup` object (src/core/warmupProgress.ts), as a progress text. */
+/** The broker's /health `warmup` object (src/core/pool/warmupProgress.ts), as a progress text. */
 export function warmupText(name: string, warmup: { ready_sessions: number; target_sessions: number; sessions_per_second: number | null; seconds_left: number | null }): string {
   const rate = warmup.sessions_per_second === null ? '' : `, ${warmup.sessions_per_second.toFixed(0)}/s`;
   const left = warmup.seconds_left === null ? '' : `, ${clock(warmup.seconds_left)} left`;

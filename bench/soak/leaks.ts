@@ -1,8 +1,8 @@
 /**
  * What must be gone when the soak ends. Inside each container (before shutdown, pool settled): only
- * docker-init, the entrypoint bash (the spawner of src/backends/docker/fifoSpawner.ts), and exactly
+ * docker-init, the entrypoint bash (the spawner of src/backends/docker/shells/fifoSpawner.ts), and exactly
  * one bash per session plus the control shell's signal lane and, once it was used, its fs lane
- * (src/backends/docker/controlShell.ts), each either a docker exec or spawned by the entrypoint
+ * (src/backends/docker/control/controlShell.ts), each either a docker exec or spawned by the entrypoint
  * through a waiting wrapper subshell (a fork of the entrypoint, same command line).
  * On the host (after shutdown): no child of the broker, no containerd shim of its containers, and no
  * container of its deployment.

@@ -3,7 +3,7 @@
  * cap, clients that disconnect mid-execute, and abuse. Each checks the broker's exact answer; a step
  * that ends the lease (a shell killed on purpose, a release while a command runs) returns 'ended'.
  */
-import { pythonFloat } from '../../src/api/poolRoutes';
+import { pythonFloat } from '../../src/api/pool/poolRoutes';
 import { expectResult, expectTimedOut, execBody } from './expect';
 import { NoAnswer } from './http';
 import type { Lease } from './lease';

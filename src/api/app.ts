@@ -3,37 +3,37 @@
  * router file in this folder, a field in `BrokerApis` and one line in `brokerRouters`.
  */
 import type { RequestListener } from 'node:http';
-import type { SessionPool } from '../core/pool';
+import type { SessionPool } from '../core/pool/pool';
 import type { BrokerMetrics } from '../metrics/metrics';
 import type { BrokerConfig } from '../config/config';
-import { createAuthorize } from './auth';
-import { poolErrorFormat } from './errorFormats';
-import { HttpSeam } from './seam';
-import type { Router } from './router';
-import { poolRouter } from './poolRoutes';
-import { rolloutRouter } from './rolloutRoutes';
-import { RequestIds } from '../core/requestIds';
-import { healthRouter } from './healthRoutes';
-import { workspaceRouter } from './workspaceRoutes';
-import { workspacePageRouter } from './workspacePage';
+import { createAuthorize } from '../http/auth';
+import { poolErrorFormat } from '../http/errorFormats';
+import { HttpSeam } from '../http/seam';
+import type { Router } from '../http/router';
+import { poolRouter } from './pool/poolRoutes';
+import { rolloutRouter } from './pool/rolloutRoutes';
+import { RequestIds } from '../core/pool/requestIds';
+import { healthRouter } from './pool/healthRoutes';
+import { workspaceRouter } from './workspace/workspaceRoutes';
+import { workspacePageRouter } from './workspace/workspacePage';
 import type { WorkspaceApi } from '../core/workspace/workspaceApi';
 import type { ExecdFilesApi } from '../core/execd/execdFilesApi';
 import type { ExecdService } from '../core/execd/execdService';
 import type { TaskService } from '../core/tasks/taskService';
-import { taskRouter } from './taskRoutes';
-import type { SandboxDirectory } from '../core/sandboxHandle';
+import { taskRouter } from './tasks/taskRoutes';
+import type { SandboxDirectory } from '../core/sandbox/sandboxHandle';
 import { execdFileRouter } from './execd/execdFileRoutes';
 import { execdMetricsRouter } from './execd/execdMetricsRoutes';
 import { execdCommandRouter } from './execd/execdCommandRoutes';
 import { execdCodeRouter } from './execd/execdCodeRoutes';
-import type { Orchestrator } from '../core/orchestrator/orchestrator';
-import { orchestratorRouter } from './orchestratorRoutes';
+import type { GroupService } from '../core/groups/groupService';
+import { groupRouter } from './groups/groupRoutes';
 import type { DashboardFeed } from '../core/dashboard/dashboardFeed';
 import { dashboardRouter } from './dashboard/dashboardRoutes';
-import { docsRouter } from './openapi/docsRoutes';
-import { DEFAULT_POOL, PoolRegistry } from '../core/poolRegistry';
+import { docsRouter } from './docs/docsRoutes';
+import { DEFAULT_POOL, PoolRegistry } from '../core/pool/poolRegistry';
 import type { SandboxService } from '../core/lifecycle/sandboxService';
-import { composeDirectories } from '../core/sandboxDirectory';
+import { composeDirectories } from '../core/sandbox/sandboxDirectory';
 import { lifecycleRouter } from './lifecycle/lifecycleRoutes';
 import { egressRouter } from './lifecycle/unservedRoutes';
 import { portProxyRouter } from './lifecycle/portProxy';
@@ -46,7 +46,7 @@ export interface ExecdApis {
 
 /**
  * The APIs beyond the pool's, each mounted when given (the bench's app floor has none):
- * `workspaces` (spec 000), `execd` of every sandbox (spec 004), `orchestrator`: sandbox groups
+ * `workspaces` (spec 000), `execd` of every sandbox (spec 004), `groups`: sandbox groups
  * (spec 001), `pools`: every pool (BROKER_POOLS; without it, the default pool alone), `sandboxes`:
  * OpenSandbox's lifecycle API (/v1), `tasks`: task sandboxes with a coding agent (spec 002),
  * `dashboard`: the live dashboard's feed (/ui, /admin).
@@ -54,7 +54,7 @@ export interface ExecdApis {
 export interface BrokerApis {
   workspaces?: WorkspaceApi;
   execd?: ExecdApis;
-  orchestrator?: Orchestrator;
+  groups?: GroupService;
   pools?: PoolRegistry;
   sandboxes?: SandboxService;
   tasks?: TaskService;
@@ -82,7 +82,7 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
     rolloutRouter(pools, limits, requestIds),
     healthRouter(pools, metrics, { metricsPublic: config.metricsPublic }),
   ];
-  const { workspaces, execd, orchestrator, sandboxes: lifecycle, tasks, dashboard } = apis;
+  const { workspaces, execd, groups, sandboxes: lifecycle, tasks, dashboard } = apis;
   if (workspaces) {
     const { viewerBufferBytes, terminalBufferBytes, viewerStallMs, pingMs } = config.workspace;
     const socketOptions = { viewerBufferBytes, terminalBufferBytes, viewerStallMs, pingMs, counts: metrics.workspaceViewers };
@@ -103,7 +103,7 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
     routers.push(execdFileRouter(sandboxes, execd.files.files));
     routers.push(execdMetricsRouter(sandboxes, execd.files.metrics));
   }
-  if (orchestrator) routers.push(orchestratorRouter(orchestrator));
+  if (groups) routers.push(groupRouter(groups));
   if (tasks) routers.push(taskRouter(tasks, { keepAliveMs: config.tasks.keepAliveMs }));
   if (dashboard) routers.push(dashboardRouter(pools, dashboard));
   return routers;

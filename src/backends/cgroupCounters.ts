@@ -1,5 +1,5 @@
 /**
- * A shell's kernel counters for the termination facts of its commands (core/commandFacts.ts): CPU
+ * A shell's kernel counters for the termination facts of its commands (core/session/commandFacts.ts): CPU
  * time, peak memory charge and OOM kills of the cgroup(s) that hold it and everything it starts.
  * Each file is opened once and re-read in place (pread at offset 0 makes the kernel render it anew):
  * an execute reads them twice, and an open per read would cost ~3x the system calls.
@@ -13,7 +13,7 @@
  * - OOM kills: v2 `memory.events` or v1 `memory.oom_control` (`oom_kill`, kernel 4.13 and later).
  */
 import fs from 'node:fs';
-import type { UsageCounters } from '../core/backend';
+import type { UsageCounters } from '../core/ports/backend';
 
 export interface UsageFiles {
   cpu?: { path: string; unit: 'cpu.stat' | 'ns' };

@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { MountEntry } from './docker/mountinfo';
+import type { MountEntry } from './docker/cgroups/mountinfo';
 
 export interface CgroupDirs {
   /** Where CPU time is: v1 cpuacct, or the v2 group (cpu.stat's usage_usec is always there). */

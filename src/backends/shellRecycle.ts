@@ -5,7 +5,7 @@
  * exec` ~60 ms of dockerd), and the fresh bash then gets the usual init script and framing.
  */
 
-import { ansiCQuote } from '../core/framing';
+import { ansiCQuote } from '../core/session/framing';
 
 /** Signals a lease may have ignored with `trap '' SIG`: an ignored signal stays ignored across exec. */
 const TRAPPABLE = 'HUP INT QUIT PIPE ALRM TERM USR1 USR2 CHLD TSTP TTIN TTOU XFSZ VTALRM PROF WINCH URG';

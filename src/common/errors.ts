@@ -1,7 +1,7 @@
 /**
  * The broker's error hierarchy. Core and backends throw these with a domain `kind` (what went wrong,
  * in the broker's own terms) and a `code` (which error exactly, stable for clients). They know no
- * HTTP: the api layer maps a kind to a status and a body, once per wire format (api/errorFormats.ts).
+ * HTTP: the api layer maps a kind to a status and a body, once per wire format (http/errorFormats.ts).
  * `detail` is what the client reads.
  */
 export type ErrorKind =
@@ -66,128 +66,59 @@ export class BrokerError extends Error {
   }
 }
 
+/**
+ * The base class of an error whose answer is its kind, its code and a detail made from the
+ * constructor's arguments: each error below is one row of that table, a class of its own so that
+ * callers can `new` it and test it with `instanceof` (and its name is in the logs).
+ */
+export function brokerError<A extends unknown[]>(kind: ErrorKind, code: string, detail: (...args: A) => string) {
+  return class extends BrokerError {
+    constructor(...args: A) {
+      super(kind, code, detail(...args));
+    }
+  };
+}
+
+const asGiven = (detail: string): string => detail;
+
 /** A malformed request: bad JSON, wrong types, forbidden paths. Nothing was changed. */
-export class BadRequestError extends BrokerError {
-  constructor(detail: string) {
-    super('invalid', 'bad_request', detail);
-  }
-}
-
-export class PayloadTooLargeError extends BrokerError {
-  constructor(detail: string) {
-    super('too_large', 'payload_too_large', detail);
-  }
-}
-
-export class SessionNotFoundError extends BrokerError {
-  constructor(sessionId: string) {
-    super('not_found', 'session_not_found', `Session not found: ${sessionId}`);
-  }
-}
-
+export class BadRequestError extends brokerError('invalid', 'bad_request', asGiven) {}
+export class PayloadTooLargeError extends brokerError('too_large', 'payload_too_large', asGiven) {}
+export class SessionNotFoundError extends brokerError('not_found', 'session_not_found', (sessionId: string) => `Session not found: ${sessionId}`) {}
 /** The id is known but its lease has ended (released or reclaimed): the pool API calls it a bad request. */
-export class SessionNotInUseError extends BrokerError {
-  constructor(sessionId: string, why = 'already released') {
-    super('invalid', 'session_not_in_use', `Session not in use: ${sessionId} (${why})`);
-  }
-}
-
+export class SessionNotInUseError extends brokerError('invalid', 'session_not_in_use', (sessionId: string, why = 'already released') => `Session not in use: ${sessionId} (${why})`) {}
 /** Another execute is running on the same session; we refuse rather than mix output. */
-export class SessionBusyError extends BrokerError {
-  constructor(sessionId: string) {
-    super('busy', 'session_busy', `Session ${sessionId} is already executing a command; wait for it to finish`);
-  }
-}
-
+export class SessionBusyError extends brokerError('busy', 'session_busy', (sessionId: string) => `Session ${sessionId} is already executing a command; wait for it to finish`) {}
 /** The lease's shell died or could not be recovered. The client must acquire a new session. */
-export class SessionBrokenError extends BrokerError {
-  constructor(sessionId: string, reason: string) {
-    super('gone', 'session_broken', `Session ${sessionId} is broken (${reason}); its state is lost, acquire a new session`);
-  }
-}
-
-export class PoolExhaustedError extends BrokerError {
-  /** The message is the spec's, in seconds: `timeoutMs` 120000 reads "within 120 seconds". */
-  constructor(timeoutMs: number) {
-    super('unavailable', 'pool_exhausted', `No session available within ${timeoutMs / 1000} seconds`);
-  }
-}
-
+export class SessionBrokenError extends brokerError('gone', 'session_broken', (sessionId: string, reason: string) => `Session ${sessionId} is broken (${reason}); its state is lost, acquire a new session`) {}
+/** The message is the spec's, in seconds: `timeoutMs` 120000 reads "within 120 seconds". */
+export class PoolExhaustedError extends brokerError('unavailable', 'pool_exhausted', (timeoutMs: number) => `No session available within ${timeoutMs / 1000} seconds`) {}
 /** Acquire: the sessions it got kept failing while being prepared (dying shells or containers). */
-export class SessionUnavailableError extends BrokerError {
-  constructor(attempts: number, lastError: string) {
-    super('unavailable', 'session_unavailable', `No healthy session could be prepared (${attempts} tried; last error: ${lastError}); retry later`);
-  }
-}
-
-export class ShuttingDownError extends BrokerError {
-  constructor() {
-    super('unavailable', 'shutting_down', 'Broker is shutting down and takes no new sessions');
-  }
-}
-
+export class SessionUnavailableError extends brokerError('unavailable', 'session_unavailable', (attempts: number, lastError: string) => `No healthy session could be prepared (${attempts} tried; last error: ${lastError}); retry later`) {}
+export class ShuttingDownError extends brokerError('unavailable', 'shutting_down', () => 'Broker is shutting down and takes no new sessions') {}
 /**
  * A backend was asked for something it does not offer (a PTY session, say). A domain error: the
  * request was well formed, this backend just cannot serve it. Answered 400, as before it had a class.
  */
-export class NotSupportedError extends BrokerError {
-  constructor(detail: string) {
-    super('unsupported', 'not_supported', detail);
-  }
-}
-
-export class ForbiddenError extends BrokerError {
-  constructor(detail: string) {
-    super('forbidden', 'forbidden', detail);
-  }
-}
-
-export class FileNotFoundError extends BrokerError {
-  constructor(path: string) {
-    super('not_found', 'file_not_found', `No such file: ${path}`);
-  }
-}
-
+export class NotSupportedError extends brokerError('unsupported', 'not_supported', asGiven) {}
+export class ForbiddenError extends brokerError('forbidden', 'forbidden', asGiven) {}
+export class FileNotFoundError extends brokerError('not_found', 'file_not_found', (path: string) => `No such file: ${path}`) {}
 /** A directory (or a device, a socket) where a regular file was wanted. */
-export class NotAFileError extends BrokerError {
-  constructor(path: string) {
-    super('invalid', 'not_a_file', `Not a regular file: ${path}`);
-  }
-}
-
+export class NotAFileError extends brokerError('invalid', 'not_a_file', (path: string) => `Not a regular file: ${path}`) {}
 /** A file where a directory was wanted (a listing of a file, a symlink given as the directory to list). */
-export class NotADirectoryError extends BrokerError {
-  constructor(path: string, why = 'not a directory') {
-    super('invalid', 'not_a_directory', `${path}: ${why}`);
-  }
-}
+export class NotADirectoryError extends brokerError('invalid', 'not_a_directory', (path: string, why = 'not a directory') => `${path}: ${why}`) {}
+/** A backend failed in a way the client cannot fix (container gone, engine unreachable). */
+export class BackendError extends brokerError('backend', 'backend_error', asGiven) {}
+/** A route of a reference API the broker does not serve: said plainly, never a silent no-op. */
+export class NotImplementedError extends brokerError('not_implemented', 'not_implemented', asGiven) {}
+/** The caller gave up (client disconnected) before the operation finished. */
+export class AbortedError extends brokerError('aborted', 'aborted', (what: string) => `${what} aborted by the client`) {}
 
-/** A download's Range outside the file (RFC 9110 416, with `Content-Range: bytes *\/size`). */
+/** A download's Range outside the file (RFC 9110 416, with `Content-Range: bytes *\/size`): the one with a header of its own. */
 export class RangeNotSatisfiableError extends BrokerError {
   constructor(range: string, sizeBytes: number) {
     super('unsatisfiable', 'range_not_satisfiable', `Range ${range} cannot be satisfied: the file is ${sizeBytes} bytes`);
     this.headers = { 'Content-Range': `bytes */${sizeBytes}` };
-  }
-}
-
-/** A backend failed in a way the client cannot fix (container gone, engine unreachable). */
-export class BackendError extends BrokerError {
-  constructor(detail: string) {
-    super('backend', 'backend_error', detail);
-  }
-}
-
-/** A route of a reference API the broker does not serve: said plainly, never a silent no-op. */
-export class NotImplementedError extends BrokerError {
-  constructor(detail: string) {
-    super('not_implemented', 'not_implemented', detail);
-  }
-}
-
-/** The caller gave up (client disconnected) before the operation finished. */
-export class AbortedError extends BrokerError {
-  constructor(what: string) {
-    super('aborted', 'aborted', `${what} aborted by the client`);
   }
 }
 

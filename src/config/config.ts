@@ -4,6 +4,7 @@
  */
 import os from 'node:os';
 import path from 'node:path';
+import { LOG_LEVELS, type LogLevel } from '../common/logger';
 import { parsePools, PoolConfigError, type PoolSpec } from './pools';
 import { bytes, ConfigError, flag, int, portRange, seconds, type Env } from './envValues';
 import { loadTaskConfig, type TaskConfig } from './taskConfig';
@@ -14,8 +15,6 @@ export { ConfigError };
 
 export type BackendKind = 'local' | 'docker';
 
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** What a local session inherits of the broker's own environment (nothing else of it: tokens stay out). */
 export interface HostEnv {
@@ -102,7 +101,7 @@ export interface BrokerConfig {
     /** BROKER_EXECD_MAX_LIST_ENTRIES: the most entries a directory listing or a search walks. */
     maxListEntries: number;
   };
-  /** Sandbox groups (spec 001; the orchestrator, docker backend only). */
+  /** Sandbox groups (spec 001; docker backend only). */
   groups: {
     /** BROKER_SANDBOX_PORTS: the ports sandboxes' APIs listen on, one each, lowest free first. */
     sandboxPorts: { first: number; last: number };

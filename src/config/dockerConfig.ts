@@ -47,7 +47,7 @@ export interface DockerConfig {
   transport: 'auto' | 'fifo' | 'exec';
   /**
    * Host directory of the pipes (BROKER_DOCKER_FIFO_DIR); null: the default, chosen at start
-   * (/run/bash-broker, or /dev/shm/bash-broker where /run is on a disk: backends/docker/fifoRoot.ts).
+   * (/run/bash-broker, or /dev/shm/bash-broker where /run is on a disk: backends/docker/shells/fifoRoot.ts).
    */
   fifoRoot: string | null;
 }

@@ -6,8 +6,8 @@
  */
 import fs from 'node:fs';
 import { BrokerError, errorMessage } from '../common/errors';
-import { parseAcquire } from '../api/validation';
-import type { WorkdirFile } from '../core/backend';
+import { parseStartupCommands, parseWorkdirFiles } from '../core/session/sessionInput';
+import type { WorkdirFile } from '../core/ports/backend';
 
 export interface PoolSpec {
   name: string;
@@ -78,7 +78,8 @@ function parsePool(name: string, value: unknown, defaultImage: string, maxComman
   const sessionsPerContainer = count(pool.sessions_per_container, 1, MAX_SESSIONS_PER_CONTAINER, `${where}.sessions_per_container`);
   let prepared;
   try {
-    prepared = parseAcquire({ files: pool.files, startup_commands: pool.startup_commands }, { defaultTimeoutSeconds: 30, maxTimeoutSeconds: 30, maxCommandBytes });
+    const limits = { defaultTimeoutSeconds: 30, maxTimeoutSeconds: 30, maxCommandBytes };
+    prepared = { files: parseWorkdirFiles(pool.files), startupCommands: parseStartupCommands(pool.startup_commands, limits) };
   } catch (err) {
     throw new PoolConfigError(`${where}: ${err instanceof BrokerError ? err.detail : errorMessage(err)}`);
   }

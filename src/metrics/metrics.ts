@@ -4,11 +4,11 @@
  * reports milliseconds; the histograms are in seconds (Prometheus' base unit), converted here only.
  */
 import client, { Registry } from 'prom-client';
-import type { AcquireOutcome, ExecuteOutcome, PoolObserver } from '../core/observer';
-import type { SessionPool } from '../core/pool';
-import type { PoolRegistry } from '../core/poolRegistry';
-import { SessionState } from '../core/states';
-import { RECLAIM_REASONS, type ReclaimReason } from '../core/leaseTtl';
+import type { AcquireOutcome, ExecuteOutcome, PoolObserver } from '../core/ports/observer';
+import type { SessionPool } from '../core/pool/pool';
+import type { PoolRegistry } from '../core/pool/poolRegistry';
+import { SessionState } from '../core/pool/states';
+import { RECLAIM_REASONS, type ReclaimReason } from '../core/pool/leaseTtl';
 import { registerWorkspaceViewers, type WorkspaceViewerCounts } from './workspaceMetrics';
 
 /** Executes recorded but not yet handed to prom-client: flushed at every scrape, or when this many wait. */

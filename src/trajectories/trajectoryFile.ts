@@ -1,5 +1,5 @@
 /**
- * Trajectories on disk: each ended lease's journal (core/leaseJournal.ts) as one JSON line appended
+ * Trajectories on disk: each ended lease's journal (core/pool/leaseJournal.ts) as one JSON line appended
  * to `<dir>/trajectories.jsonl`, rotated at `fileBytes` to `.1`, `.2`, ... with `keepFiles` rotated
  * files kept (the oldest removed), so the directory holds at most (keepFiles + 1) x fileBytes (plus
  * one line, a line being bounded by the journal's limits).
@@ -12,7 +12,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { TrajectoryRecord } from '../core/leaseJournal';
+import type { TrajectoryRecord } from '../core/pool/leaseJournal';
 import { logger } from '../common/logger';
 import { errorMessage } from '../common/errors';
 

@@ -9,7 +9,7 @@ import Dockerode from 'dockerode';
 import { eventually, startTestBroker, type TestBroker } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import { execIn, poolContainerIds } from '../helpers/dockerFaults';
-import type { ControlShell } from '../../src/backends/docker/controlShell';
+import type { ControlShell } from '../../src/backends/docker/control/controlShell';
 
 jest.setTimeout(180_000);
 const docker = new Dockerode();

@@ -6,8 +6,8 @@
 import Dockerode from 'dockerode';
 import { describeDocker } from '../helpers/dockerSuite';
 import { execIn } from '../helpers/dockerFaults';
-import { ControlLane } from '../../src/backends/docker/controlLane';
-import { execChannelOpener } from '../../src/backends/docker/channel';
+import { ControlLane } from '../../src/backends/docker/control/controlLane';
+import { execChannelOpener } from '../../src/backends/docker/shells/channel';
 import { BackendError } from '../../src/common/errors';
 import { testDeployment } from '../helpers/broker';
 

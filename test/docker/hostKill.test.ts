@@ -12,8 +12,8 @@ import path from 'node:path';
 import { eventually, startTestBroker, type TestBroker } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import { execIn, poolContainerIds, removeLabelledContainers } from '../helpers/dockerFaults';
-import { readPidsMount } from '../../src/backends/docker/sessionPids';
-import type { ControlShell } from '../../src/backends/docker/controlShell';
+import { readPidsMount } from '../../src/backends/docker/cgroups/sessionPids';
+import type { ControlShell } from '../../src/backends/docker/control/controlShell';
 
 jest.setTimeout(180_000);
 const LONG = 90_000;

@@ -1,5 +1,5 @@
 /**
- * Per-session pids limits (src/backends/docker/sessionPids.ts): a fork burst in one session is held
+ * Per-session pids limits (src/backends/docker/cgroups/sessionPids.ts): a fork burst in one session is held
  * at that session's own limit, so a neighbour in the SAME container still forks at once, with no
  * `fork: retry` and no timeout. Without them (BROKER_SESSION_PIDS_LIMIT=0, test/docker/pidsLimit.test.ts)
  * the burst fills the container and every neighbour's fork waits for bash's retries.
@@ -12,7 +12,7 @@ import path from 'node:path';
 import { eventually, startTestBroker, type HttpResult, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import { execIn, poolContainerIds, removeLabelledContainers } from '../helpers/dockerFaults';
-import { readPidsMount } from '../../src/backends/docker/sessionPids';
+import { readPidsMount } from '../../src/backends/docker/cgroups/sessionPids';
 
 const LONG = 90_000;
 jest.setTimeout(300_000);

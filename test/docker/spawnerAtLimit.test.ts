@@ -14,9 +14,9 @@ import path from 'node:path';
 import fs from 'node:fs';
 import { eventually, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { FifoSpawner, SPAWNER_SCRIPT } from '../../src/backends/docker/fifoSpawner';
-import { FifoStock } from '../../src/backends/docker/fifoStock';
-import type { ShellChannel } from '../../src/backends/docker/channel';
+import { FifoSpawner, SPAWNER_SCRIPT } from '../../src/backends/docker/shells/fifoSpawner';
+import { FifoStock } from '../../src/backends/docker/shells/fifoStock';
+import type { ShellChannel } from '../../src/backends/docker/shells/channel';
 
 jest.setTimeout(180_000);
 const docker = new Dockerode();

@@ -10,7 +10,7 @@ import { lastUserText } from '../helpers/stubLlm';
 import { SseReader } from '../helpers/taskStreams';
 import { SECRET_KEY, taskFixture, type TaskFixture } from '../helpers/taskSuite';
 import { eventually, type TestBroker } from '../helpers/broker';
-import { LABEL_TASK_DEPLOYMENT } from '../../src/backends/docker/taskContainers';
+import { LABEL_TASK_DEPLOYMENT } from '../../src/backends/docker/tasks/taskContainers';
 
 jest.setTimeout(240_000);
 
@@ -71,7 +71,7 @@ describeDocker('task sandboxes: faults (Docker)', () => {
 
     const [info] = (await fx.containers()).filter((c) => c.Labels['io.bash-broker.task-id'] === id);
     const container = docker.getContainer(info.Id);
-    const exec = await container.exec({ Cmd: ['sh', '-c', 'kill -9 $(pgrep -f /opt/taskd/dist/main.js)'] });
+    const exec = await container.exec({ Cmd: ['sh', '-c', 'kill -9 $(pgrep -f /opt/taskd/dist/taskd/main.js)'] });
     await exec.start({});
     await control.untilType('init_complete', (e) => e.event.resumed === true);
     expect(control.envelopes.some((e) => e.event.type === 'daemon_error' && /restarted/.test(e.event.message))).toBe(true);

@@ -1,5 +1,5 @@
 /**
- * The two ways a session's bash reaches the broker (src/backends/docker/channel.ts): pipes spawned by
+ * The two ways a session's bash reaches the broker (src/backends/docker/shells/channel.ts): pipes spawned by
  * the container's entrypoint (the default on a local engine) and one `docker exec` each (the
  * fallback, and BROKER_DOCKER_TRANSPORT=exec). Both must serve the same sessions; the pipes must not
  * give the container anything of the host's but its own read-only directory.

@@ -8,7 +8,7 @@ import { request, Agent } from 'undici';
 import { loadConfig } from '../../src/config/config';
 import { Broker, createBackend, type BrokerOverrides } from '../../src/broker';
 import { configureLogger } from '../../src/common/logger';
-import type { SessionBackend } from '../../src/core/backend';
+import type { SessionBackend } from '../../src/core/ports/backend';
 import { LocalBackend } from '../../src/backends/local/localBackend';
 
 export interface TestBroker {

@@ -1,11 +1,11 @@
 /**
  * What may run inside a session container of the docker backend (used by the soak and the Docker
- * suite): docker-init, the entrypoint bash (the spawner of src/backends/docker/fifoSpawner.ts), and
+ * suite): docker-init, the entrypoint bash (the spawner of src/backends/docker/shells/fifoSpawner.ts), and
  * one bash per session plus the control shell's signal lane and, once it was used, its fs lane
- * (src/backends/docker/controlShell.ts), each either a docker exec or spawned by the entrypoint
+ * (src/backends/docker/control/controlShell.ts), each either a docker exec or spawned by the entrypoint
  * through a waiting wrapper subshell (a fork of the entrypoint, same command line).
  */
-import { SHELL_CMD } from '../../src/backends/docker/channel';
+import { SHELL_CMD } from '../../src/backends/docker/shells/channel';
 
 export const PS = ['ps', '-eo', 'pid=,ppid=,stat=,args='];
 /**

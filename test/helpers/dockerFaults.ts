@@ -7,7 +7,7 @@
 import type Dockerode from 'dockerode';
 import { type TestBroker } from './broker';
 import { LABEL_DEPLOYMENT } from '../../src/backends/docker/dockerBackend';
-import { DockerDemuxer } from '../../src/backends/docker/demux';
+import { DockerDemuxer } from '../../src/backends/docker/shells/demux';
 
 /** Containers (running or not) that carry the deployment label `deployment`. */
 export async function labelledContainers(docker: Dockerode, deployment: string): Promise<Dockerode.ContainerInfo[]> {

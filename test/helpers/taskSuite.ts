@@ -9,7 +9,7 @@ import Dockerode from 'dockerode';
 import { startTestBroker, testDeployment, type TestBroker } from './broker';
 import { StubLlm } from './stubLlm';
 import { makeBareRepo } from './taskStreams';
-import { LABEL_TASK_DEPLOYMENT } from '../../src/backends/docker/taskContainers';
+import { LABEL_TASK_DEPLOYMENT } from '../../src/backends/docker/tasks/taskContainers';
 
 export const TASK_IMAGE = process.env.BROKER_TASK_IMAGE ?? 'bash-broker-task:latest';
 /** The key Core holds: the tests look for it everywhere it must not be. */

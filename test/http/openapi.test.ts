@@ -11,8 +11,8 @@ import addFormats from 'ajv-formats';
 import { WebSocket } from 'ws';
 import { startTestBroker, type HttpResult, type TestBroker } from '../helpers/broker';
 import { wsUrl } from '../helpers/workspaceClient';
-import { API_DOCS } from '../../src/api/openapi/apiDocs';
-import { buildOpenApi, openApiPath } from '../../src/api/openapi/openApiDocument';
+import { API_DOCS } from '../../src/api/docs/apiDocs';
+import { buildOpenApi, openApiPath } from '../../src/http/openApiDocument';
 
 const TOKEN = 'openapi-secret';
 const auth = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' };
@@ -54,7 +54,7 @@ describe('OpenAPI: /openapi.json is true to the server', () => {
 
   it('describes every registered route, and no route that is not registered', () => {
     const routes = tb.broker.seam.routeList();
-    // A route listed here needs a description: in its router's `<router>.openapi.ts`, listed in src/api/openapi/apiDocs.ts.
+    // A route listed here needs a description: in its router's `<router>.openapi.ts`, listed in src/api/docs/apiDocs.ts.
     expect({ undocumented: buildOpenApi(API_DOCS, routes, 'test').undocumented }).toEqual({ undocumented: [] });
     const registered = new Set(routes.map((r) => `${r.method === 'WS' ? 'get' : r.method.toLowerCase()} ${openApiPath(r.path)}`));
     const described = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item as Json).map((m) => `${m} ${path}`));

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { startTestBroker, testBackend, eventually, metricValue, withLease, type TestBroker } from '../helpers/broker';
 import { findPython, runPythonClient } from '../helpers/python';
 import { LocalBackend } from '../../src/backends/local/localBackend';
-import { readUsageMounts } from '../../src/backends/docker/sessionUsage';
+import { readUsageMounts } from '../../src/backends/docker/cgroups/sessionUsage';
 
 /** The kernel figures the backend can give here (docs/pool.md, termination facts): cpu needs the session's own cgroup. */
 function cpuKnown(tb: TestBroker): boolean {

@@ -15,6 +15,12 @@ describe('workspace: /api/execute', () => {
   afterAll(async () => {
     await tb?.close();
   }, 60_000);
+  // A case that leaves a job running (it failed half-way) must not fail the next ones with 409:
+  // the default workspace's leftover job is interrupted, and its exit waited for.
+  afterEach(async () => {
+    const r = await tb.post('/api/interrupt');
+    if (r.status === 200 && r.json.job_id) await exitOf(tb, r.json.job_id as string, '', 90_000);
+  }, 120_000);
 
   const execute = async (command: string, wait?: number, prefix = ''): Promise<Record<string, any>> => { // eslint-disable-line @typescript-eslint/no-explicit-any
     const r = await tb.post(`${prefix}/api/execute`, wait === undefined ? { command } : { command, wait });
@@ -75,13 +81,19 @@ describe('workspace: /api/execute', () => {
     expect(await linesOf(tb, r.job_id)).toEqual(['started', 'finished']);
   });
 
-  it('interrupts the running job with ^C: it ends with its exit event', async () => {
-    const r = await execute('sleep 600', 0);
-    expect(r.returncode).toBeNull();
-    const answer = await tb.post('/api/interrupt');
-    expect(answer.status).toBe(200);
-    expect(answer.json).toEqual({ job_id: r.job_id });
-    expect((await exitOf(tb, r.job_id)).returncode).toBe(130);
+  it('interrupts the running job: it ends with its exit event (in a workspace of its own)', async () => {
+    const id = (await tb.post('/workspaces')).json.workspace_id as string;
+    const prefix = `/workspaces/${id}`;
+    try {
+      const r = await execute('sleep 600', 0, prefix);
+      expect(r.returncode).toBeNull();
+      const answer = await tb.post(`${prefix}/api/interrupt`);
+      expect(answer.status).toBe(200);
+      expect(answer.json).toEqual({ job_id: r.job_id });
+      expect((await exitOf(tb, r.job_id, prefix, 90_000)).returncode).toBe(130);
+    } finally {
+      await tb.request('DELETE', prefix);
+    }
   });
 
   it('sends keys to a prompt with /api/input; a partial line like a password prompt is flushed', async () => {

@@ -8,8 +8,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { UnixDaemonLink } from '../../src/backends/docker/taskDaemonLink';
-import { DaemonCallError, type DaemonEnvelope } from '../../src/core/tasks/taskPorts';
+import { UnixDaemonLink } from '../../src/backends/docker/tasks/taskDaemonLink';
+import { DaemonCallError, type DaemonEnvelope } from '../../src/core/ports/taskPorts';
 import { StubLlm, lastUserText } from '../helpers/stubLlm';
 import { makeBareRepo } from '../helpers/taskStreams';
 
@@ -24,7 +24,7 @@ describe('the task daemon', () => {
   let daemon: ChildProcess | null = null;
 
   async function start(): Promise<void> {
-    daemon = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/taskd/main.ts'], {
+    daemon = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'taskd/main.ts'], {
       cwd: ROOT,
       env: { PATH: process.env.PATH, HOME: path.join(dir, 'home'), TASKD_SOCKET: socket, TASKD_ANTHROPIC_BASE_URL: stub.url },
       stdio: 'ignore',

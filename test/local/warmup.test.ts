@@ -6,7 +6,7 @@
  */
 import { loadConfig } from '../../src/config/config';
 import { Broker, createBackend } from '../../src/broker';
-import type { SessionBackend } from '../../src/core/backend';
+import type { SessionBackend } from '../../src/core/ports/backend';
 import { eventually, testLocalRoot } from '../helpers/broker';
 import { configureLogger } from '../../src/common/logger';
 import { request } from 'undici';

@@ -1,10 +1,10 @@
 /**
- * A session's command deadlines share one timer (src/core/deadlineTimer.ts), armed by one command and
+ * A session's command deadlines share one timer (src/core/session/deadlineTimer.ts), armed by one command and
  * possibly still pending during the next. Pinned here: a later, shorter deadline still fires, and a
  * timer armed for an earlier command's deadline does not cut a later, longer one short.
  */
-import { BashSession } from '../../src/core/bashSession';
-import type { ShellListener, ShellProcess } from '../../src/core/backend';
+import { BashSession } from '../../src/core/session/bashSession';
+import type { ShellListener, ShellProcess } from '../../src/core/ports/backend';
 
 /** Speaks the framing: `quick` answers at once, `wait N` after N ms, anything else never (until ^C's `__be`). */
 class ScriptedShell implements ShellProcess {

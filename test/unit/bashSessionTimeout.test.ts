@@ -5,12 +5,12 @@
  * and once 10 kills were, because a container starved of CPU runs kills late and few, and its shell
  * is not to blame for that; 3 kill graces at most.
  */
-import { BashSession, ShellDiedError, type BashSessionTimings } from '../../src/core/bashSession';
-import type { ShellListener, ShellProcess } from '../../src/core/backend';
+import { BashSession, ShellDiedError, type BashSessionTimings } from '../../src/core/session/bashSession';
+import type { ShellListener, ShellProcess } from '../../src/core/ports/backend';
 
 const TIMINGS: BashSessionTimings = { interruptGraceMs: 20, killGraceMs: 200, readyTimeoutMs: 1_000 };
 
-/** Speaks the framing (src/core/framing.ts) for one command that never ends by itself. */
+/** Speaks the framing (src/core/session/framing.ts) for one command that never ends by itself. */
 class ScriptedShell implements ShellProcess {
   readonly description = 'scripted shell';
   listener: ShellListener | null = null;

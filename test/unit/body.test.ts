@@ -6,7 +6,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { readJsonBody } from '../../src/api/body';
+import { readJsonBody } from '../../src/http/body';
 import { BadRequestError, PayloadTooLargeError } from '../../src/common/errors';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

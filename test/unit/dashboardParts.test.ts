@@ -6,9 +6,9 @@ import { SecondSeries, SECONDS_KEPT } from '../../src/core/dashboard/secondSerie
 import { ContainerWatch } from '../../src/core/dashboard/containerWatch';
 import { teeObservers } from '../../src/core/dashboard/observerTee';
 import { PoolActivity } from '../../src/core/dashboard/poolActivity';
-import { NOOP_OBSERVER, type PoolObserver } from '../../src/core/observer';
-import { ContainerEntry } from '../../src/core/slot';
-import { buildOpenApi, openApiPath } from '../../src/api/openapi/openApiDocument';
+import { NOOP_OBSERVER, type PoolObserver } from '../../src/core/ports/observer';
+import { ContainerEntry } from '../../src/core/pool/slot';
+import { buildOpenApi, openApiPath } from '../../src/http/openApiDocument';
 
 const T0 = 1_700_000_000_000; // a whole second
 

@@ -1,8 +1,8 @@
 /**
- * The parsing behind per-session pids limits (src/backends/docker/sessionPids.ts; the real thing is
+ * The parsing behind per-session pids limits (src/backends/docker/cgroups/sessionPids.ts; the real thing is
  * test/docker/sessionPids.test.ts) and the Docker containment settings' validation.
  */
-import { containerCgroupCandidates, innermostPid, pidsV1Mount } from '../../src/backends/docker/sessionPids';
+import { containerCgroupCandidates, innermostPid, pidsV1Mount } from '../../src/backends/docker/cgroups/sessionPids';
 import { loadConfig } from '../../src/config/config';
 
 describe('sessionPids parsing', () => {

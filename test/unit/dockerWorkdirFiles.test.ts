@@ -6,9 +6,9 @@
  * since. A pure unit: the control shell and the engine are stand-ins that record what they are asked.
  */
 import type Dockerode from 'dockerode';
-import { DockerWorkdirs } from '../../src/backends/docker/workdirs';
-import { LaneDeadlineError } from '../../src/backends/docker/controlLane';
-import { PidsLimitError, type ControlShell } from '../../src/backends/docker/controlShell';
+import { DockerWorkdirs } from '../../src/backends/docker/files/workdirs';
+import { LaneDeadlineError } from '../../src/backends/docker/control/controlLane';
+import { PidsLimitError, type ControlShell } from '../../src/backends/docker/control/controlShell';
 import { BackendError } from '../../src/common/errors';
 
 const ref = { id: 'c0ffee', name: 'pool-0' };

@@ -8,9 +8,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { offsetLimitRange, parseMode, parseRange, modeAsDecimalDigits } from '../../src/core/execd/execdPaths';
 import { replaceAll } from '../../src/core/execd/execdFiles';
-import { report } from '../../src/core/execd/sandboxMetrics';
+import { report } from '../../src/core/execd/execdMetrics';
 import { cgroupDirs, readCgroupUsage } from '../../src/backends/cgroupUsage';
-import type { MountEntry } from '../../src/backends/docker/mountinfo';
+import type { MountEntry } from '../../src/backends/docker/cgroups/mountinfo';
 
 describe('Range', () => {
   it('reads one bytes range: closed, open, suffix; a last byte past the end is cut', () => {

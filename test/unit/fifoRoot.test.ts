@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { defaultFifoRoot, ensureOwnRoot, FIFO_ROOT_IN_MEMORY, FIFO_ROOT_ON_RUN, inMemoryFs, type HostProbe } from '../../src/backends/docker/fifoRoot';
+import { defaultFifoRoot, ensureOwnRoot, FIFO_ROOT_IN_MEMORY, FIFO_ROOT_ON_RUN, inMemoryFs, type HostProbe } from '../../src/backends/docker/shells/fifoRoot';
 
 describe('inMemoryFs', () => {
   it('knows a tmpfs from procfs, and answers for a directory not made yet by its parent', () => {

@@ -1,5 +1,5 @@
 /**
- * FifoStock (src/backends/docker/fifoStock.ts): named pipes made in batches by real `mkfifo`, moved
+ * FifoStock (src/backends/docker/shells/fifoStock.ts): named pipes made in batches by real `mkfifo`, moved
  * into place by rename. Pinned: every destination gets its own pipe (mode 0600), a burst of callers
  * is served by few batches, a caller whose directory is gone fails alone, and a stock whose directory
  * was swept under it recovers.
@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { FifoStock, STOCK_BATCH } from '../../src/backends/docker/fifoStock';
+import { FifoStock, STOCK_BATCH } from '../../src/backends/docker/shells/fifoStock';
 import { BackendError } from '../../src/common/errors';
 
 describe('FifoStock', () => {

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { SHELL_INIT_SCRIPT, ansiCQuote, changeDirectoryCommand, commandLine, markerTokens } from '../../src/core/framing';
+import { SHELL_INIT_SCRIPT, ansiCQuote, changeDirectoryCommand, commandLine, markerTokens } from '../../src/core/session/framing';
 
 /** What a real bash makes of `$QUOTED`: `bash --norc -c "printf %s $QUOTED"`, no shell in between. */
 function bashPrintf(quoted: string): Buffer {

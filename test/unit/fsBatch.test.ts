@@ -2,8 +2,8 @@
  * fsBatch.ts: a container's workdir creations and removals asked for while its fs lane is busy go
  * out together in the next command. A fake lane records the commands; no timing assertions.
  */
-import { FsBatcher as Batcher, type FsLane } from '../../src/backends/docker/fsBatch';
-import { PidsLimitError } from '../../src/backends/docker/controlShell';
+import { FsBatcher as Batcher, type FsLane } from '../../src/backends/docker/files/fsBatch';
+import { PidsLimitError } from '../../src/backends/docker/control/controlShell';
 
 interface Call {
   makes: readonly string[];

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openLanceStore } from '../../src/backends/lancedb/lanceVectorStore';
-import type { VectorStore } from '../../src/core/orchestrator/vectorStore';
+import type { VectorStore } from '../../src/core/ports/vectorStore';
 
 describe('the LanceDB vector store', () => {
   let dir: string;

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LANE_FILES_MAX_BYTES, printfFormat, redactFileContents, writeFilesCommand } from '../../src/backends/docker/laneFiles';
+import { LANE_FILES_MAX_BYTES, printfFormat, redactFileContents, writeFilesCommand } from '../../src/backends/docker/files/laneFiles';
 
 /** Runs `command` in a bash that reads it from its stdin (a pipe), like the lane's interactive bash. */
 function runInBash(command: string): { status: number | null; stderr: string } {

@@ -5,8 +5,8 @@
  */
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { DEFAULT_JOURNAL_LIMITS, LeaseJournal } from '../../src/core/leaseJournal';
-import type { ExecResult } from '../../src/core/bashSession';
+import { DEFAULT_JOURNAL_LIMITS, LeaseJournal } from '../../src/core/pool/leaseJournal';
+import type { ExecResult } from '../../src/core/session/bashSession';
 
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc') as () => void;

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { LocalBackend } from '../../src/backends/local/localBackend';
 import { findBash } from '../../src/backends/local/bashPath';
-import { BashSession } from '../../src/core/bashSession';
+import { BashSession } from '../../src/core/session/bashSession';
 
 describe('local backend host environment', () => {
   it("starts sessions with the configured PATH, LANG and TZ, and nothing else of the broker's", async () => {

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { BoundedOutput } from '../../src/core/output';
+import { BoundedOutput } from '../../src/core/session/output';
 
 const marker = (dropped: number): string => `\n[... ${dropped} bytes truncated ...]\n`;
 

@@ -1,4 +1,4 @@
-import { RetiredLeases } from '../../src/core/retiredLeases';
+import { RetiredLeases } from '../../src/core/pool/retiredLeases';
 
 describe('RetiredLeases', () => {
   it('remembers why a lease ended', () => {

@@ -1,8 +1,8 @@
 /** Route matching: literal segments before parameters, one trailing slash and the query ignored, parameters decoded. */
-import { RouteTable, formatForPath, splitTarget } from '../../src/api/routeTable';
-import { openSandboxErrorFormat, poolErrorFormat } from '../../src/api/errorFormats';
+import { RouteTable, formatForPath, splitTarget } from '../../src/http/routeTable';
+import { openSandboxErrorFormat, poolErrorFormat } from '../../src/http/errorFormats';
 import { BadRequestError } from '../../src/common/errors';
-import type { Router } from '../../src/api/router';
+import type { Router } from '../../src/http/router';
 
 /** Each router with an error format of its own, so that a test can tell which one answered. */
 const router = (name: string, pathPrefix?: string): Router => ({ name, errors: { ...openSandboxErrorFormat, name }, pathPrefix, routes: [] });

@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, freshInCwd, recycleExecLine } from '../../src/backends/shellRecycle';
-import { ansiCQuote } from '../../src/core/framing';
+import { ansiCQuote } from '../../src/core/session/framing';
 
 let bash: ChildProcessWithoutNullStreams | null = null;
 

@@ -4,9 +4,9 @@
  * keeps what it is given until it has all n; with `spread`, a slot of a container the head group
  * already holds goes to the next waiter.
  */
-import { SlotQueue } from '../../src/core/slotQueue';
-import { SessionState } from '../../src/core/states';
-import type { Slot } from '../../src/core/slot';
+import { SlotQueue } from '../../src/core/pool/slotQueue';
+import { SessionState } from '../../src/core/pool/states';
+import type { Slot } from '../../src/core/pool/slot';
 
 const containers = [{ name: 'c0' }, { name: 'c1' }, { name: 'c2' }];
 let nextId = 0;

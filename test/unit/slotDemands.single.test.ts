@@ -1,6 +1,6 @@
-import { SlotDemands } from '../../src/core/slotDemands';
-import { SessionState } from '../../src/core/states';
-import type { Slot } from '../../src/core/slot';
+import { SlotDemands } from '../../src/core/pool/slotDemands';
+import { SessionState } from '../../src/core/pool/states';
+import type { Slot } from '../../src/core/pool/slot';
 
 /** A leasable slot that stands for `value` (its slotId). */
 function slot<T>(value: T): Slot {

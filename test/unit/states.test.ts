@@ -1,4 +1,4 @@
-import { IllegalTransitionError, SessionState, SessionStates, type Stateful } from '../../src/core/states';
+import { IllegalTransitionError, SessionState, SessionStates, type Stateful } from '../../src/core/pool/states';
 
 interface FakeSlot extends Stateful {
   slotId: string;

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { StreamCapture } from '../../src/core/streamCapture';
-import { SHELL_INIT_SCRIPT, commandLine, markerTokens } from '../../src/core/framing';
+import { StreamCapture } from '../../src/core/session/streamCapture';
+import { SHELL_INIT_SCRIPT, commandLine, markerTokens } from '../../src/core/session/framing';
 
 const NONCE = '0123456789abcdef';
 const OTHER = 'fedcba9876543210';

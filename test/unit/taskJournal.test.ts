@@ -1,43 +1,48 @@
 /** The per-stream journal of a task sandbox, its settings, and the checks of the task API's inputs. */
-import { StreamJournal } from '../../src/core/tasks/streamJournal';
+import { taskStream, type TaskStream } from '../../src/core/tasks/taskSandbox';
 import { ConfigError, loadConfig } from '../../src/config/config';
-import { parseCreateTask, parseResumeCursor } from '../../src/api/taskInput';
+import { parseCreateTask, parseResumeCursor } from '../../src/api/tasks/taskInput';
 import { BadRequestError } from '../../src/common/errors';
-import { scrubEnv, parseCredentials } from '../../src/taskd/secrets';
+import { scrubEnv, parseCredentials } from '../../taskd/secrets';
 
-const ev = (type: string) => ({ type, timestamp: 1 });
+const ev = (type: string) => ({ event: { type, timestamp: 1 } });
+/** What the stream route sends after `cursor`. */
+const read = (j: TaskStream, cursor: number) => j.slice(cursor + 1, Infinity);
 
-describe('StreamJournal', () => {
+describe("a task sandbox's stream", () => {
   it('numbers events 1, 2, 3 and reads what follows a cursor', () => {
-    const j = new StreamJournal(10);
-    ['a', 'b', 'c'].forEach((t) => j.append(ev(t)));
-    expect(j.read(0).envelopes.map((e) => e.cursor)).toEqual([1, 2, 3]);
-    expect(j.read(2).envelopes.map((e) => e.event.type)).toEqual(['c']);
-    expect(j.read(3).envelopes).toEqual([]);
-    expect(j.read(99).envelopes).toEqual([]);
+    const j = taskStream(10);
+    ['a', 'b', 'c'].forEach((t) => j.emit(ev(t)));
+    expect(read(j, 0).events.map((e) => e.cursor)).toEqual([1, 2, 3]);
+    expect(read(j, 2).events.map((e) => e.event.type)).toEqual(['c']);
+    expect(read(j, 3).events).toEqual([]);
+    expect(read(j, 99).events).toEqual([]);
     expect(j.last).toBe(3);
   });
 
   it('keeps the newest `capacity` and tells a reader further behind, continuing from the oldest kept', () => {
-    const j = new StreamJournal(3);
-    for (let i = 0; i < 5; i++) j.append(ev(`e${i + 1}`));
-    const read = j.read(1);
-    expect(read.envelopes.map((e) => e.cursor)).toEqual([3, 4, 5]);
-    expect(read.expired).toMatchObject({ cursor: 2, event: { type: 'cursor_expired', requested: 1, oldest: 3 } });
-    expect(j.read(2).expired).toBeUndefined();
+    const j = taskStream(3);
+    for (let i = 0; i < 5; i++) j.emit(ev(`e${i + 1}`));
+    const behind = read(j, 1);
+    expect(behind.events.map((e) => e.cursor)).toEqual([3, 4, 5]);
+    expect(behind.dropped).toEqual({ cursor: 2, event: { type: 'cursor_expired', timestamp: expect.any(Number), requested: 1, oldest: 3, detail: 'events 2 to 2 are no longer kept; continuing from 3' } });
+    expect(JSON.stringify(behind.dropped).startsWith('{"cursor":2,"event":{"type":"cursor_expired","timestamp":')).toBe(true);
+    expect(JSON.stringify(behind.events[0])).toBe('{"cursor":3,"event":{"type":"e3","timestamp":1}}');
+    expect(read(j, 2).dropped).toBeNull();
+    expect(read(j, 0).dropped?.event).toMatchObject({ requested: 0, oldest: 3, detail: 'events 1 to 2 are no longer kept; continuing from 3' });
   });
 
   it('wakes a waiting reader on append and on close, and takes nothing after close', async () => {
-    const j = new StreamJournal(3);
+    const j = taskStream(3);
     const signal = new AbortController().signal;
-    const woke = j.next(signal);
-    j.append(ev('x'));
+    const woke = j.nextEvent(signal);
+    j.emit(ev('x'));
     await woke;
-    const ended = j.next(signal);
+    const ended = j.nextEvent(signal);
     j.close();
     await ended;
     expect(j.closed).toBe(true);
-    expect(() => j.append(ev('late'))).toThrow(/ended/);
+    expect(() => j.emit(ev('late'))).toThrow(/ended/);
   });
 });
 

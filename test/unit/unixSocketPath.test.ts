@@ -6,7 +6,7 @@ import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { listenOnSocket } from '../../src/api/groupListeners';
+import { listenOnSocket } from '../../src/api/groups/groupListeners';
 
 describe('listenOnSocket', () => {
   it('binds a path longer than 107 bytes in its own directory and leaves no link behind', async () => {

@@ -1,8 +1,9 @@
 import { BadRequestError, PayloadTooLargeError } from '../../src/common/errors';
-import { NO_USAGE, commandFacts } from '../../src/core/commandFacts';
-import { checkRelativePath, parseAcquire, parseExecute, type CommandLimits } from '../../src/api/validation';
-import { executeResponse, pythonFloat } from '../../src/api/poolRoutes';
-import type { ExecResult } from '../../src/core/bashSession';
+import { NO_USAGE, commandFacts } from '../../src/core/session/commandFacts';
+import { parseAcquire, parseExecute } from '../../src/api/pool/poolInput';
+import { checkRelativePath, type CommandLimits } from '../../src/core/session/sessionInput';
+import { executeResponse, pythonFloat } from '../../src/api/pool/poolRoutes';
+import type { ExecResult } from '../../src/core/session/bashSession';
 
 const limits: CommandLimits = { defaultTimeoutSeconds: 30, maxTimeoutSeconds: 3600, maxCommandBytes: 1000 };
 const b64 = (s: string): string => Buffer.from(s).toString('base64');

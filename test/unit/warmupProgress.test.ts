@@ -1,5 +1,5 @@
 /** Warm-up's log line: n of N, the rate and the time left, every 2 s while it runs, and a summary. */
-import { WarmupProgress } from '../../src/core/warmupProgress';
+import { WarmupProgress } from '../../src/core/pool/warmupProgress';
 import { logger } from '../../src/common/logger';
 
 describe('WarmupProgress', () => {

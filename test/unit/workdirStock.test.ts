@@ -4,9 +4,9 @@
  * out, and never handed out once known to have failed. A fake backend records the calls (a pure unit:
  * the real backends' creation is covered by the HTTP suites on both backends).
  */
-import { BATCH_PER_SLOT, WorkdirStock } from '../../src/core/workdirStock';
-import { ContainerEntry, Slot } from '../../src/core/slot';
-import { sessionWorkdir, type ContainerRef, type SessionBackend } from '../../src/core/backend';
+import { BATCH_PER_SLOT, WorkdirStock } from '../../src/core/pool/workdirStock';
+import { ContainerEntry, Slot } from '../../src/core/pool/slot';
+import { sessionWorkdir, type ContainerRef, type SessionBackend } from '../../src/core/ports/backend';
 import { SESSION_ID_PATTERN } from '../../src/common/ids';
 
 class FakeBackend {

@@ -1,5 +1,5 @@
 /** The dashboard's page and its operator routes (dashboardRoutes.ts) for /openapi.json. */
-import { arrayOf, BOOLEAN, INTEGER, nullable, NUMBER, object, ref, STRING, type ApiDoc, type Schema } from '../openapi/openApiTypes';
+import { arrayOf, BOOLEAN, INTEGER, nullable, NUMBER, object, ref, STRING, type ApiDoc, type Schema } from '../../http/openApiTypes';
 
 const ID = 'f3c1d2e4a5b6978812345678abcdef01';
 const SERIES: Schema = { ...arrayOf(NUMBER), description: 'one value a second for the last minute, oldest first' };

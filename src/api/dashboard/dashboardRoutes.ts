@@ -6,23 +6,19 @@
  * with the workspace page) and offers it to the WebSocket as the `bearer.<token>` subprotocol.
  */
 import type { WebSocket } from 'ws';
-import type { PoolRegistry } from '../../core/poolRegistry';
+import type { PoolRegistry } from '../../core/pool/poolRegistry';
 import type { DashboardFeed } from '../../core/dashboard/dashboardFeed';
-import { BadRequestError, BrokerError } from '../../common/errors';
-import { poolErrorFormat } from '../errorFormats';
-import { sendJson, sendText } from '../httpJson';
-import { brokerHealth } from '../healthRoutes';
-import type { Router } from '../router';
+import { BadRequestError, BrokerError, brokerError } from '../../common/errors';
+import { poolErrorFormat } from '../../http/errorFormats';
+import { sendJson, sendText } from '../../http/httpJson';
+import { brokerHealth } from '../pool/healthRoutes';
+import type { Router } from '../../http/router';
 import { DASHBOARD_ASSETS, dashboardPage } from './dashboardPage';
 
 /** A viewer that has not taken this much of earlier frames skips frames until it has (a slow phone). */
 const MAX_BUFFERED_BYTES = 1 << 20;
 
-class ContainerBusyError extends BrokerError {
-  constructor(index: number) {
-    super('busy', 'container_replacing', `container ${index} is being replaced already`);
-  }
-}
+class ContainerBusyError extends brokerError('busy', 'container_replacing', (index: number) => `container ${index} is being replaced already`) {}
 
 function containerIndex(raw: string): number {
   if (!/^\d{1,6}$/.test(raw)) throw new BadRequestError(`container index '${raw}' must be a whole number >= 0`);

@@ -2,15 +2,16 @@
  * execd's code routes for every sandbox, under `/sandboxes/{id}/execd`: code contexts (`bash`
  * always; `python` where the sandbox has python3) and `/code` as SSE, with its interrupt.
  */
-import type { SandboxDirectory } from '../../core/sandboxHandle';
+import type { SandboxDirectory } from '../../core/sandbox/sandboxHandle';
 import type { ExecdService } from '../../core/execd/execdService';
 import { codeLanguage } from '../../core/execd/codeContexts';
-import { openSandboxErrorFormat } from '../errorFormats';
-import { sendJson } from '../httpJson';
-import type { Router } from '../router';
+import { openSandboxErrorFormat } from '../../http/errorFormats';
+import { sendJson } from '../../http/httpJson';
+import type { Router } from '../../http/router';
 import { parseCreateContext, parseRunCode, queryParam, requiredQuery, type ExecdInputLimits } from './execdInput';
 import { sendDone, streamRun } from './execdStream';
-import { EXECD_PREFIX, execdTarget } from './execdCommandRoutes';
+import { execdTarget } from './execdCommandRoutes';
+import { execdPrefix } from './execdPrefix';
 
 export function execdCodeRouter(execd: ExecdService, directory: SandboxDirectory, limits: ExecdInputLimits): Router {
   const target = (id: string): ReturnType<typeof execdTarget> => execdTarget(execd, directory, id);
@@ -21,7 +22,7 @@ export function execdCodeRouter(execd: ExecdService, directory: SandboxDirectory
     routes: [
       {
         method: 'POST',
-        path: `${EXECD_PREFIX}/code/context`,
+        path: `${execdPrefix('sandboxId')}/code/context`,
         body: 'json',
         async handle({ params, body, res }) {
           const language = parseCreateContext(body);
@@ -30,7 +31,7 @@ export function execdCodeRouter(execd: ExecdService, directory: SandboxDirectory
       },
       {
         method: 'GET',
-        path: `${EXECD_PREFIX}/code/contexts`,
+        path: `${execdPrefix('sandboxId')}/code/contexts`,
         handle({ params, query, res }) {
           const language = queryParam(query, 'language');
           sendJson(res, 200, target(params.sandboxId).execd.contexts.list(language ? codeLanguage(language) : null));
@@ -38,7 +39,7 @@ export function execdCodeRouter(execd: ExecdService, directory: SandboxDirectory
       },
       {
         method: 'DELETE',
-        path: `${EXECD_PREFIX}/code/contexts`,
+        path: `${execdPrefix('sandboxId')}/code/contexts`,
         async handle({ params, query, res }) {
           const language = codeLanguage(requiredQuery(query, 'language'));
           await target(params.sandboxId).execd.contexts.deleteLanguage(language);
@@ -47,14 +48,14 @@ export function execdCodeRouter(execd: ExecdService, directory: SandboxDirectory
       },
       {
         method: 'GET',
-        path: `${EXECD_PREFIX}/code/contexts/:contextId`,
+        path: `${execdPrefix('sandboxId')}/code/contexts/:contextId`,
         handle({ params, res }) {
           sendJson(res, 200, target(params.sandboxId).execd.contexts.get(params.contextId));
         },
       },
       {
         method: 'DELETE',
-        path: `${EXECD_PREFIX}/code/contexts/:contextId`,
+        path: `${execdPrefix('sandboxId')}/code/contexts/:contextId`,
         async handle({ params, res }) {
           await target(params.sandboxId).execd.contexts.delete(params.contextId);
           sendDone(res);
@@ -62,7 +63,7 @@ export function execdCodeRouter(execd: ExecdService, directory: SandboxDirectory
       },
       {
         method: 'POST',
-        path: `${EXECD_PREFIX}/code`,
+        path: `${execdPrefix('sandboxId')}/code`,
         body: 'json',
         async handle({ params, body, res }) {
           const t = target(params.sandboxId);
@@ -72,7 +73,7 @@ export function execdCodeRouter(execd: ExecdService, directory: SandboxDirectory
       },
       {
         method: 'DELETE',
-        path: `${EXECD_PREFIX}/code`,
+        path: `${execdPrefix('sandboxId')}/code`,
         handle({ params, query, res }) {
           target(params.sandboxId).execd.interrupt(requiredQuery(query, 'id'));
           sendDone(res);

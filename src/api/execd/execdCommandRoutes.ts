@@ -4,17 +4,16 @@
  * logs, its interrupt) and bash sessions (`/session`). The `{id}` resolves through a
  * SandboxDirectory; the work is the ExecdService's (core/execd).
  */
-import type { SandboxDirectory, SandboxHandle } from '../../core/sandboxHandle';
+import type { SandboxDirectory, SandboxHandle } from '../../core/sandbox/sandboxHandle';
 import type { ExecdService } from '../../core/execd/execdService';
 import type { SandboxExecd } from '../../core/execd/sandboxExecd';
 import type { CommandStatus } from '../../core/execd/commands';
-import { openSandboxErrorFormat } from '../errorFormats';
-import { sendJson } from '../httpJson';
-import type { Router } from '../router';
+import { openSandboxErrorFormat } from '../../http/errorFormats';
+import { sendJson } from '../../http/httpJson';
+import type { Router } from '../../http/router';
 import { parseCreateSession, parseCursor, parseRunCommand, parseSessionRun, requiredQuery, type ExecdInputLimits } from './execdInput';
 import { sendDone, streamRun } from './execdStream';
-
-export const EXECD_PREFIX = '/sandboxes/:sandboxId/execd';
+import { execdPrefix } from './execdPrefix';
 
 /** The sandbox of a request and its execd. */
 export interface ExecdTarget {
@@ -52,7 +51,7 @@ export function execdCommandRouter(execd: ExecdService, directory: SandboxDirect
     routes: [
       {
         method: 'GET',
-        path: `${EXECD_PREFIX}/ping`,
+        path: `${execdPrefix('sandboxId')}/ping`,
         handle({ params, res }) {
           // A client pings before its first command (the SDK waits for it): a runner gets ready
           // meanwhile, opened once the answer is out (opening one costs a spawn the ping must not wait on).
@@ -63,7 +62,7 @@ export function execdCommandRouter(execd: ExecdService, directory: SandboxDirect
       },
       {
         method: 'POST',
-        path: `${EXECD_PREFIX}/command`,
+        path: `${execdPrefix('sandboxId')}/command`,
         body: 'json',
         async handle({ params, body, res }) {
           const t = target(params.sandboxId);
@@ -73,7 +72,7 @@ export function execdCommandRouter(execd: ExecdService, directory: SandboxDirect
       },
       {
         method: 'DELETE',
-        path: `${EXECD_PREFIX}/command`,
+        path: `${execdPrefix('sandboxId')}/command`,
         handle({ params, query, res }) {
           target(params.sandboxId).execd.interrupt(requiredQuery(query, 'id'));
           sendDone(res);
@@ -81,14 +80,14 @@ export function execdCommandRouter(execd: ExecdService, directory: SandboxDirect
       },
       {
         method: 'GET',
-        path: `${EXECD_PREFIX}/command/status/:commandId`,
+        path: `${execdPrefix('sandboxId')}/command/status/:commandId`,
         handle({ params, res }) {
           sendJson(res, 200, statusBody(target(params.sandboxId).execd.status(params.commandId)));
         },
       },
       {
         method: 'GET',
-        path: `${EXECD_PREFIX}/command/:commandId/logs`,
+        path: `${execdPrefix('sandboxId')}/command/:commandId/logs`,
         handle({ params, query, res }) {
           const { text, nextCursor } = target(params.sandboxId).execd.logs(params.commandId, parseCursor(query));
           res.writeHead(200, {
@@ -101,7 +100,7 @@ export function execdCommandRouter(execd: ExecdService, directory: SandboxDirect
       },
       {
         method: 'POST',
-        path: `${EXECD_PREFIX}/session`,
+        path: `${execdPrefix('sandboxId')}/session`,
         body: 'json',
         async handle({ params, body, res }) {
           const t = target(params.sandboxId);
@@ -110,7 +109,7 @@ export function execdCommandRouter(execd: ExecdService, directory: SandboxDirect
       },
       {
         method: 'POST',
-        path: `${EXECD_PREFIX}/session/:sessionId/run`,
+        path: `${execdPrefix('sandboxId')}/session/:sessionId/run`,
         body: 'json',
         async handle({ params, body, res }) {
           const t = target(params.sandboxId);
@@ -120,7 +119,7 @@ export function execdCommandRouter(execd: ExecdService, directory: SandboxDirect
       },
       {
         method: 'DELETE',
-        path: `${EXECD_PREFIX}/session/:sessionId`,
+        path: `${execdPrefix('sandboxId')}/session/:sessionId`,
         async handle({ params, res }) {
           await target(params.sandboxId).execd.deleteSession(params.sessionId);
           sendDone(res);

@@ -8,14 +8,13 @@ import type { ServerResponse } from 'node:http';
 import { BadRequestError } from '../../common/errors';
 import type { ExecdFiles } from '../../core/execd/execdFiles';
 import { offsetLimitRange, parseRange } from '../../core/execd/execdPaths';
-import type { SandboxDirectory, SandboxHandle } from '../../core/sandboxHandle';
-import { openSandboxErrorFormat } from '../errorFormats';
-import { sendJson } from '../httpJson';
-import type { HttpMethod, Route, RouteContext, Router } from '../router';
-import { depthParam, fileInfo, permissionMap, renameItems, replaceItems, sendEmpty } from './execdWire';
+import type { SandboxDirectory, SandboxHandle } from '../../core/sandbox/sandboxHandle';
+import { openSandboxErrorFormat } from '../../http/errorFormats';
+import { sendJson } from '../../http/httpJson';
+import type { HttpMethod, Route, RouteContext, Router } from '../../http/router';
+import { depthParam, fileInfo, permissionMap, renameItems, replaceItems, sendEmpty } from './execdViews';
 import { receiveUploads } from './execdUpload';
-
-export const EXECD_PREFIX = '/sandboxes/:id/execd';
+import { execdPrefix } from './execdPrefix';
 
 function one(query: URLSearchParams, name: string): string {
   const value = query.get(name);
@@ -53,7 +52,7 @@ async function sendDownload(res: ServerResponse, files: ExecdFiles, handle: Sand
 export function execdFileRouter(directory: SandboxDirectory, files: ExecdFiles): Router {
   const route = (method: HttpMethod, path: string, serve: (handle: SandboxHandle, ctx: RouteContext, query: URLSearchParams) => Promise<void>, json = false): Route => ({
     method,
-    path: `${EXECD_PREFIX}${path}`,
+    path: `${execdPrefix('id')}${path}`,
     body: json ? 'json' : undefined,
     handle: (ctx) => serve(directory.resolve(ctx.params.id), ctx, new URLSearchParams(ctx.query)),
   });

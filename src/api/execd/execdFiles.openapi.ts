@@ -1,5 +1,5 @@
 /** execd's files, directories and metrics routes (execdFileRoutes.ts, execdMetricsRoutes.ts: spec 004) for /openapi.json. */
-import { arrayOf, NUMBER, object, ref, STRING, type ApiDoc, type ParamDoc, type ReplyDoc } from '../openapi/openApiTypes';
+import { arrayOf, NUMBER, object, ref, STRING, type ApiDoc, type ParamDoc, type ReplyDoc } from '../../http/openApiTypes';
 import { EXECD_PATH_PARAMS, SANDBOX_ERRORS, SANDBOX_ID } from './execdSchemas';
 
 const P = '/sandboxes/:id/execd';

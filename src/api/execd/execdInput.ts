@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { BadRequestError, NotSupportedError } from '../../common/errors';
-import { checkCommand, type CommandLimits } from '../validation';
+import { checkCommand, type CommandLimits } from '../../core/session/sessionInput';
 import { NO_TIMEOUT_MS, type CommandRequest } from '../../core/execd/commands';
 import { codeLanguage, type CodeLanguage } from '../../core/execd/codeContexts';
 

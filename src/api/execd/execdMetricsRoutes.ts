@@ -1,18 +1,18 @@
 /**
  * execd's /metrics (one snapshot) and /metrics/watch (SSE, one `data:` event a second until the
  * client leaves) under `/sandboxes/{id}/execd`, from the sandbox's own cgroup or processes
- * (core/execd/sandboxMetrics.ts; each report's `scope` says which).
+ * (core/execd/execdMetrics.ts; each report's `scope` says which).
  */
-import type { SandboxMetrics } from '../../core/execd/sandboxMetrics';
-import type { SandboxDirectory } from '../../core/sandboxHandle';
+import type { ExecdMetrics } from '../../core/execd/execdMetrics';
+import type { SandboxDirectory } from '../../core/sandbox/sandboxHandle';
 import { errorMessage } from '../../common/errors';
-import { openSandboxErrorFormat } from '../errorFormats';
-import { sendJson } from '../httpJson';
-import type { Router } from '../router';
-import { openEventStream } from '../sse';
-import { EXECD_PREFIX } from './execdFileRoutes';
+import { openSandboxErrorFormat } from '../../http/errorFormats';
+import { sendJson } from '../../http/httpJson';
+import type { Router } from '../../http/router';
+import { openEventStream } from '../../http/sse';
+import { execdPrefix } from './execdPrefix';
 
-export function execdMetricsRouter(directory: SandboxDirectory, metrics: SandboxMetrics): Router {
+export function execdMetricsRouter(directory: SandboxDirectory, metrics: ExecdMetrics): Router {
   return {
     name: 'execd metrics',
     errors: openSandboxErrorFormat,
@@ -20,12 +20,12 @@ export function execdMetricsRouter(directory: SandboxDirectory, metrics: Sandbox
     routes: [
       {
         method: 'GET',
-        path: `${EXECD_PREFIX}/metrics`,
+        path: `${execdPrefix('id')}/metrics`,
         handle: async ({ res, params }) => sendJson(res, 200, await metrics.snapshot(directory.resolve(params.id))),
       },
       {
         method: 'GET',
-        path: `${EXECD_PREFIX}/metrics/watch`,
+        path: `${execdPrefix('id')}/metrics/watch`,
         handle: async ({ res, params }) => {
           const handle = directory.resolve(params.id); // an unknown id is a 404 before the stream opens
           const stream = openEventStream(res);

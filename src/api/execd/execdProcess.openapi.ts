@@ -1,5 +1,5 @@
 /** execd's process routes (execdCommandRoutes.ts, execdCodeRoutes.ts: spec 004) for /openapi.json. */
-import { arrayOf, BOOLEAN, INTEGER, nullable, object, ref, STRING, type ApiDoc, type ReplyDoc } from '../openapi/openApiTypes';
+import { arrayOf, BOOLEAN, INTEGER, nullable, object, ref, STRING, type ApiDoc, type ReplyDoc } from '../../http/openApiTypes';
 import { EXECD_PATH_PARAMS, EXECD_SCHEMAS, SANDBOX_ERRORS } from './execdSchemas';
 
 const P = '/sandboxes/:sandboxId/execd';

@@ -1,5 +1,5 @@
 /** The execd API's shared schemas and path parameters, for its two descriptions (processes, files). */
-import { arrayOf, INTEGER, object, STRING, type PathParamDoc, type Schema } from '../openapi/openApiTypes';
+import { arrayOf, INTEGER, object, STRING, type PathParamDoc, type Schema } from '../../http/openApiTypes';
 
 export const SANDBOX_ID = 'f3c1d2e4a5b6978812345678abcdef01';
 

@@ -4,10 +4,10 @@
  * from idling out while the stream is open (a long command is activity).
  */
 import type { ServerResponse } from 'node:http';
-import { openEventStream } from '../sse';
+import { openEventStream } from '../../http/sse';
 import { ExecdEvents } from '../../core/execd/execdEvents';
 import type { PreparedRun } from '../../core/execd/sandboxExecd';
-import { sendJson } from '../httpJson';
+import { sendJson } from '../../http/httpJson';
 
 const PING_AFTER_MS = 3_000;
 /** How often an open stream counts as activity on its sandbox (well below any idle timeout). */

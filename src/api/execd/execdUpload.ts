@@ -12,11 +12,11 @@ import type { IncomingMessage } from 'node:http';
 import busboy from 'busboy';
 import type { Readable } from 'node:stream';
 import { AbortedError, BadRequestError, PayloadTooLargeError, errorMessage } from '../../common/errors';
-import type { Permission } from '../../core/backend';
+import type { Permission } from '../../core/ports/backend';
 import type { ExecdFiles } from '../../core/execd/execdFiles';
-import type { SandboxHandle } from '../../core/sandboxHandle';
+import type { SandboxHandle } from '../../core/sandbox/sandboxHandle';
 import { parseMode } from '../../core/execd/execdPaths';
-import { optionalName } from './execdWire';
+import { optionalName } from './execdViews';
 
 const MAX_METADATA_BYTES = 64 * 1024;
 /** Parts one upload may have (500 files with their metadata). */

@@ -2,7 +2,7 @@
  * OpenSandbox's lifecycle API under /v1 (lifecycleRoutes.ts), its unserved parts (unservedRoutes.ts:
  * 501s), and the proxy to a sandbox's other ports (portProxy.ts) for /openapi.json.
  */
-import { arrayOf, BOOLEAN, INTEGER, object, ref, STRING, type ApiDoc, type OperationDoc, type ReplyDoc, type Schema } from '../openapi/openApiTypes';
+import { arrayOf, BOOLEAN, INTEGER, object, ref, STRING, type ApiDoc, type OperationDoc, type ReplyDoc, type Schema } from '../../http/openApiTypes';
 
 const ID = '5b7c0ffee0c0ffee0c0ffee0c0ffee01';
 const AT: Schema = { type: 'string', format: 'date-time' };

@@ -7,26 +7,18 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SANDBOX_STATES } from '../../core/lifecycle/sandboxRecord';
 import type { SandboxService } from '../../core/lifecycle/sandboxService';
-import { openSandboxErrorFormat } from '../errorFormats';
-import { sendJson } from '../httpJson';
-import type { Router } from '../router';
+import { openSandboxErrorFormat } from '../../http/errorFormats';
+import { sendJson } from '../../http/httpJson';
+import type { Router } from '../../http/router';
+import { clientGone } from '../../http/clientGone';
 import { parseCreate, parseListQuery, parseMetadataPatch, parseRenew, type TimeoutBounds } from './lifecycleInput';
 import { listView, sandboxView } from './lifecycleViews';
 import { unservedLifecycleRoutes } from './unservedRoutes';
-import { endpointFor } from './endpoints';
+import { endpointFor } from './sandboxEndpoints';
 import { parsePort } from './portProxy';
 
 export interface LifecycleLimits extends TimeoutBounds {
   maxTimeoutMs: number;
-}
-
-/** Aborts when the client goes away before the answer (a create waiting for a warm container leaves the queue). */
-function clientGone(res: ServerResponse): AbortSignal {
-  const controller = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) controller.abort();
-  });
-  return controller.signal;
 }
 
 /** An accepted state change: 202 with no body (Content-Length 0, which the SDK reads as no data). */

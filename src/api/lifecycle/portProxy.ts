@@ -3,15 +3,15 @@
  * HTTP (any method, streamed both ways) and WebSocket (messages relayed both ways) to that port at
  * the sandbox's container address (docker: its IP on its network; local: the host's loopback, where
  * its processes listen). The broker's token is not passed on. The endpoint API gives this route only
- * once something answers on the port (endpoints.ts).
+ * once something answers on the port (sandboxEndpoints.ts).
  */
 import http, { type IncomingMessage } from 'node:http';
 import net from 'node:net';
 import { WebSocket } from 'ws';
 import { BadRequestError, BrokerError, errorMessage } from '../../common/errors';
 import type { SandboxService } from '../../core/lifecycle/sandboxService';
-import { openSandboxErrorFormat } from '../errorFormats';
-import type { HttpMethod, Route, Router } from '../router';
+import { openSandboxErrorFormat } from '../../http/errorFormats';
+import type { HttpMethod, Route, Router } from '../../http/router';
 
 const PATH = '/sandboxes/:id/port/:port/*path';
 const METHODS: HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];

@@ -4,10 +4,10 @@
  * vault (the SDK asks every sandbox for the egress port's endpoint, so that endpoint exists and
  * leads here). The SDK's create-latency telemetry (POST /v1/metrics/events) is taken and dropped.
  */
-import type { SandboxDirectory } from '../../core/sandboxHandle';
+import type { SandboxDirectory } from '../../core/sandbox/sandboxHandle';
 import { NotImplementedError } from '../../common/errors';
-import { openSandboxErrorFormat } from '../errorFormats';
-import type { HttpMethod, Route, Router } from '../router';
+import { openSandboxErrorFormat } from '../../http/errorFormats';
+import type { HttpMethod, Route, Router } from '../../http/router';
 
 const SNAPSHOTS = 'snapshots are not served by this broker: a sandbox lives until it is deleted or expires';
 const EGRESS = 'the egress sidecar (network policy, credential vault) is not served by this broker: sandboxes get the network of their pool or BROKER_NETWORK_MODE';

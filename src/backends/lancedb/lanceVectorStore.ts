@@ -11,7 +11,7 @@
  */
 import type * as lancedb from '@lancedb/lancedb';
 import { BadRequestError } from '../../common/errors';
-import type { NamespaceStats, VectorDocument, VectorHit, VectorStore } from '../../core/orchestrator/vectorStore';
+import type { NamespaceStats, VectorDocument, VectorHit, VectorStore } from '../../core/ports/vectorStore';
 
 interface Row {
   id: string;

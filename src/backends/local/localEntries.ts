@@ -6,7 +6,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Stats } from 'node:fs';
-import type { EntryInfo, EntryType } from '../../core/backend';
+import type { EntryInfo, EntryType } from '../../core/ports/backend';
 import { BadRequestError, FileNotFoundError, ForbiddenError } from '../../common/errors';
 
 export async function realRoot(root: string): Promise<string> {

@@ -8,7 +8,7 @@ import { createWriteStream } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
-import type { ContainerRef, EntryInfo, FileAccess, Permission } from '../../core/backend';
+import type { ContainerRef, EntryInfo, FileAccess, Permission } from '../../core/ports/backend';
 import { FileNotFoundError, NotADirectoryError, NotAFileError } from '../../common/errors';
 import { byteCounter } from '../../common/byteCounter';
 import { entryOf, followInside, HostNames, parentInside, toMakeInside } from './localEntries';

@@ -6,7 +6,7 @@
 import fs from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { ContainerRef, FileAccess, FileChunk } from '../../core/backend';
+import type { ContainerRef, FileAccess, FileChunk } from '../../core/ports/backend';
 import { FileNotFoundError, ForbiddenError, NotAFileError } from '../../common/errors';
 import { localExecdFiles } from './localExecdFiles';
 

@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { ContainerRef, ResourceMeter, ResourceSample } from '../../core/backend';
+import type { ContainerRef, ResourceMeter, ResourceSample } from '../../core/ports/backend';
 import { hostCpus } from '../cgroupUsage';
 import { groupPids } from './cgroup';
 import { listProcs } from './procfs';

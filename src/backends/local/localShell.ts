@@ -4,10 +4,10 @@
  * environment otherwise, so cleanup can find every process it started.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import type { ShellListener, ShellProcess, StreamName, UsageCounters } from '../../core/backend';
+import type { ShellListener, ShellProcess, StreamName, UsageCounters } from '../../core/ports/backend';
 import { CgroupUsage, v2UsageFiles } from '../cgroupCounters';
-import { NO_USAGE } from '../../core/commandFacts';
-import { SHELL_INIT_SCRIPT, ansiCQuote } from '../../core/framing';
+import { NO_USAGE } from '../../core/session/commandFacts';
+import { SHELL_INIT_SCRIPT, ansiCQuote } from '../../core/session/framing';
 import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, freshInCwd, recycleExecLine, StdoutExpectation } from '../shellRecycle';
 import { addProcess, groupPids, killGroupAsync } from './cgroup';
 import { descendants, epochMsToStartTicks, hasEnvEntry, killQuietly, listProcs, readProc } from './procfs';

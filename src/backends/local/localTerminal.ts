@@ -8,9 +8,9 @@
  * processes' environment, never the whole cgroup: the slot's pipe shell lives there too.
  */
 import * as pty from '@lydell/node-pty';
-import type { TerminalProcess } from '../../core/backend';
+import type { TerminalProcess } from '../../core/ports/backend';
 import { addProcess } from './cgroup';
-import { hasEnvEntry, killQuietly, listProcs } from './procfs';
+import { epochMsToStartTicks, hasEnvEntry, killQuietly, listProcs, readProc, signalGroupQuietly } from './procfs';
 import { delay } from '../../common/delay';
 
 const EXIT_WAIT_MS = 5_000;
@@ -67,6 +67,25 @@ export class LocalTerminal implements TerminalProcess {
       const code = signal ? 128 + signal : exitCode;
       listener({ code, reason: signal ? `bash was killed by signal ${signal}` : `bash exited with status ${exitCode}` });
     });
+  }
+
+  /** From /proc: bash's process group against its terminal's foreground group (the PTY's pid is bash's). */
+  async interruptForeground(shellPid: number): Promise<boolean> {
+    const shell = readProc(shellPid);
+    if (this.exited || !shell || shell.tpgid <= 0 || shell.tpgid === shell.pgrp) return false;
+    return signalGroupQuietly(shell.tpgid, 'SIGINT');
+  }
+
+  /** The PTY's session (bash leads it) and the tag, started since then: bash itself is kept. */
+  async killStartedSince(_shellPid: number | null, sinceEpochMs: number): Promise<number> {
+    // One tick of slack: start times are rounded to 10 ms.
+    const since = epochMsToStartTicks(sinceEpochMs) - 1;
+    let killed = 0;
+    for (const p of listProcs()) {
+      if (p.pid === this.pty.pid || p.pid === process.pid || p.startTicks < since) continue;
+      if ((p.sid === this.pty.pid || hasEnvEntry(p.pid, this.options.tag)) && killQuietly(p.pid, 'SIGKILL')) killed++;
+    }
+    return killed;
   }
 
   close(): Promise<void> {

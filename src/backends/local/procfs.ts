@@ -11,7 +11,11 @@ export interface ProcInfo {
   /** One letter: R, S, D, Z (zombie: exited, not reaped yet), T... */
   state: string;
   ppid: number;
+  /** Its process group. */
+  pgrp: number;
   sid: number;
+  /** The foreground process group of its controlling terminal (-1: none). */
+  tpgid: number;
   startTicks: number;
 }
 
@@ -21,7 +25,7 @@ export function parseStat(pid: number, text: string): ProcInfo | null {
   if (close < 0) return null;
   const f = text.slice(close + 2).split(' ');
   // f[0] is field 3 (state); field n is f[n - 3].
-  return { pid, state: f[0], ppid: Number(f[1]), sid: Number(f[3]), startTicks: Number(f[19]) };
+  return { pid, state: f[0], ppid: Number(f[1]), pgrp: Number(f[2]), sid: Number(f[3]), tpgid: Number(f[5]), startTicks: Number(f[19]) };
 }
 
 export function readProc(pid: number): ProcInfo | null {
@@ -87,6 +91,17 @@ export function killQuietly(pid: number, signal: NodeJS.Signals): boolean {
   if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid) return false;
   try {
     process.kill(pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `signal` to the process group `pgrp` (never group 0, 1 or the broker's own). */
+export function signalGroupQuietly(pgrp: number, signal: NodeJS.Signals): boolean {
+  if (!Number.isInteger(pgrp) || pgrp <= 1 || pgrp === readProc(process.pid)?.pgrp) return false;
+  try {
+    process.kill(-pgrp, signal);
     return true;
   } catch {
     return false;

@@ -3,7 +3,7 @@
  * the fleet needs no hook of the dashboard's. Looked at once a second by the dashboard feed, viewers
  * or not, so a replacement is listed later too.
  */
-import type { ContainerEntry } from '../slot';
+import type { ContainerEntry } from '../pool/slot';
 
 const REPLACEMENTS_KEPT = 50;
 

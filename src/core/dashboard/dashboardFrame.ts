@@ -3,13 +3,13 @@
  * ms or s as each name says). Built once a second for every viewer at once (dashboardFeed.ts), and
  * for GET /admin/state.
  */
-import type { SessionPool } from '../pool';
-import type { Lease } from '../slot';
-import { SessionState } from '../states';
+import type { SessionPool } from '../pool/pool';
+import type { Lease } from '../pool/slot';
+import { SessionState } from '../pool/states';
 import type { PoolActivity } from './poolActivity';
 import type { Replacement } from './containerWatch';
 import { round } from './secondSeries';
-import { RECLAIM_REASONS } from '../leaseTtl';
+import { RECLAIM_REASONS } from '../pool/leaseTtl';
 
 /** Leases listed in a frame (oldest first); the count says how many there are in all. */
 export const LEASES_LISTED = 500;
@@ -50,7 +50,7 @@ export interface DashboardSources {
 function leaseView(pool: string, lease: Lease, nowMs: number): Record<string, unknown> {
   const slot = lease.slot;
   // A slot taken out (a workspace's, a lifecycle sandbox's) is never idle-reclaimed: its owner gives it back.
-  const takenOut = lease.lastActivityMs === Number.POSITIVE_INFINITY;
+  const takenOut = lease.takenOut;
   return {
     session_id: lease.id,
     pool,

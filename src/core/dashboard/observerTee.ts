@@ -3,7 +3,7 @@
  * event. Built from the interface's own method names (NOOP_OBSERVER's keys), so a method added to
  * the interface reaches every observer that has it without a change here.
  */
-import { NOOP_OBSERVER, type PoolObserver } from '../observer';
+import { NOOP_OBSERVER, type PoolObserver } from '../ports/observer';
 
 type Method = (...args: unknown[]) => void;
 

@@ -3,8 +3,8 @@
  * metrics, observerTee.ts): executes and acquire waits per second for the last minute, and the last
  * errors (broken sessions, failed executes, acquire timeouts, reclaims, failed cleanups).
  */
-import type { AcquireOutcome, ExecuteOutcome, PoolObserver } from '../observer';
-import type { ReclaimReason } from '../leaseTtl';
+import type { AcquireOutcome, ExecuteOutcome, PoolObserver } from '../ports/observer';
+import type { ReclaimReason } from '../pool/leaseTtl';
 import { SecondSeries } from './secondSeries';
 
 const ERRORS_KEPT = 50;

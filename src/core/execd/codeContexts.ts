@@ -3,8 +3,8 @@
  * persistent bash; `python` where the sandbox has python3, a persistent interpreter. A run without a
  * context id goes to the language's default context, made on first use.
  */
-import type { BashSessionTimings } from '../bashSession';
-import { BadRequestError, BrokerError, SessionBusyError } from '../../common/errors';
+import type { BashSessionTimings } from '../session/bashSession';
+import { BadRequestError, brokerError, SessionBusyError } from '../../common/errors';
 import { newSessionId } from '../../common/ids';
 import type { ShellBudget } from './shellBudget';
 import { PersistentBash } from './persistentBash';
@@ -14,11 +14,7 @@ import type { EventSink } from './execdEvents';
 export const CODE_LANGUAGES = ['bash', 'python'] as const;
 export type CodeLanguage = (typeof CODE_LANGUAGES)[number];
 
-export class ContextNotFoundError extends BrokerError {
-  constructor(id: string) {
-    super('not_found', 'context_not_found', `Code context not found: ${id}`);
-  }
-}
+export class ContextNotFoundError extends brokerError('not_found', 'context_not_found', (id: string) => `Code context not found: ${id}`) {}
 
 /** The language a request names, or the 400 that lists the supported ones. */
 export function codeLanguage(language: unknown): CodeLanguage {

@@ -5,9 +5,9 @@
  * beyond that fork; its timeout or interrupt is the BashSession's (^C, then everything it started is
  * killed), the same escalation as the pool API's execute.
  */
-import type { BashSession } from '../bashSession';
-import { ShellDiedError } from '../bashSession';
-import { ansiCQuote } from '../framing';
+import type { BashSession } from '../session/bashSession';
+import { ShellDiedError } from '../session/bashSession';
+import { ansiCQuote } from '../session/framing';
 import { LineSplitter } from './lineSplitter';
 import { CommandLog } from './commandLog';
 import { ExecdEvents, commandFailure, type EventSink } from './execdEvents';

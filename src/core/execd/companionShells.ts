@@ -10,9 +10,9 @@
  * Unit names are reused (a freed number goes to the next shell of that slot) so that the backends'
  * per-unit cgroup directories stay bounded; a number is freed only once its shell is closed.
  */
-import { ansiCQuote } from '../framing';
-import type { SessionBackend, ShellProcess } from '../backend';
-import type { SandboxHandle } from '../sandboxHandle';
+import { ansiCQuote } from '../session/framing';
+import type { SessionBackend, ShellProcess } from '../ports/backend';
+import type { SandboxHandle } from '../sandbox/sandboxHandle';
 
 export class CompanionUnits {
   private readonly used = new Map<string, Set<number>>();

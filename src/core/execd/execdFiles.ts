@@ -7,8 +7,8 @@
 import { Readable } from 'node:stream';
 import picomatch from 'picomatch';
 import { BadRequestError, NotSupportedError, PayloadTooLargeError } from '../../common/errors';
-import type { EntryInfo, FileAccess, Permission } from '../backend';
-import type { SandboxHandle } from '../sandboxHandle';
+import type { EntryInfo, FileAccess, Permission } from '../ports/backend';
+import type { SandboxHandle } from '../sandbox/sandboxHandle';
 import { resolveSandboxPath, type ByteRange } from './execdPaths';
 
 export interface ExecdFileLimits {

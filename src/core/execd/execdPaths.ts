@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { BadRequestError, ForbiddenError, RangeNotSatisfiableError } from '../../common/errors';
-import type { SandboxHandle } from '../sandboxHandle';
+import type { SandboxHandle } from '../sandbox/sandboxHandle';
 
 /** A path as the backend takes it: absolute, normalized, and the root it must stay in. */
 export interface SandboxPath {

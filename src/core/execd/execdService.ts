@@ -3,8 +3,8 @@
  * when the sandbox ends (its handle's `ended`), so that nothing it started outlives the sandbox.
  * Backend-neutral: every process runs in a shell of the SessionBackend (companionShells.ts).
  */
-import type { SessionBackend } from '../backend';
-import type { SandboxHandle } from '../sandboxHandle';
+import type { SessionBackend } from '../ports/backend';
+import type { SandboxHandle } from '../sandbox/sandboxHandle';
 import { SessionNotInUseError } from '../../common/errors';
 import { CompanionUnits } from './companionShells';
 import { SandboxExecd, type ExecdLimits } from './sandboxExecd';

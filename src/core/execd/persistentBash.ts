@@ -3,8 +3,8 @@
  * `/session` and a `bash` code context of `/code`. One run at a time; a timeout or an interrupt
  * stops the run (^C, then what it started is killed) and keeps the shell and its state.
  */
-import { BashSession, ShellDiedError, type BashSessionTimings } from '../bashSession';
-import { ansiCQuote, changeDirectoryCommand } from '../framing';
+import { BashSession, ShellDiedError, type BashSessionTimings } from '../session/bashSession';
+import { ansiCQuote, changeDirectoryCommand } from '../session/framing';
 import type { Companion } from './companionShells';
 import { LineSplitter, type LineShape } from './lineSplitter';
 import { NO_TIMEOUT_MS } from './commands';

@@ -5,11 +5,11 @@
  * (KeyboardInterrupt in the cell) escalating to the kill of what the cell started, as a command's
  * timeout does (timeoutEscalation.ts); an interpreter that never answers is closed.
  */
-import type { ShellExit, StreamName } from '../backend';
-import type { BashSessionTimings } from '../bashSession';
-import { ansiCQuote, markerTokens } from '../framing';
-import { StreamCapture } from '../streamCapture';
-import { InFlightSignals, TimeoutEscalation } from '../timeoutEscalation';
+import type { ShellExit, StreamName } from '../ports/backend';
+import type { BashSessionTimings } from '../session/bashSession';
+import { ansiCQuote, markerTokens } from '../session/framing';
+import { StreamCapture } from '../session/streamCapture';
+import { InFlightSignals, TimeoutEscalation } from '../session/timeoutEscalation';
 import { newNonce } from '../../common/ids';
 import { NotSupportedError } from '../../common/errors';
 import type { Companion } from './companionShells';

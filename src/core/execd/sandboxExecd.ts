@@ -2,9 +2,9 @@
  * execd's state for one sandbox: its command runners and command records, its bash sessions and its
  * code contexts, all in companion shells (companionShells.ts) that die with the sandbox.
  */
-import type { BashSessionTimings } from '../bashSession';
-import type { SessionBackend } from '../backend';
-import type { SandboxHandle } from '../sandboxHandle';
+import type { BashSessionTimings } from '../session/bashSession';
+import type { SessionBackend } from '../ports/backend';
+import type { SandboxHandle } from '../sandbox/sandboxHandle';
 import { BadRequestError, BrokerError, SessionBusyError } from '../../common/errors';
 import { newSessionId } from '../../common/ids';
 import type { CompanionUnits } from './companionShells';

@@ -11,22 +11,14 @@
  * cap (it is no companion). A command's timeout there kills what it started since (the slot's unit
  * holds no other execd runner), as in any runner.
  */
-import { BashSession, type BashSessionTimings } from '../bashSession';
-import type { SessionBackend } from '../backend';
-import type { SandboxHandle } from '../sandboxHandle';
-import { BrokerError, BackendError, errorMessage } from '../../common/errors';
+import { BashSession, type BashSessionTimings } from '../session/bashSession';
+import type { SessionBackend } from '../ports/backend';
+import type { SandboxHandle } from '../sandbox/sandboxHandle';
+import { brokerError, BackendError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
 import { openCompanion, type Companion, type CompanionUnits } from './companionShells';
 
-export class ExecdLimitError extends BrokerError {
-  constructor(max: number) {
-    super(
-      'busy',
-      'execd_limit',
-      `This sandbox already has ${max} execd shells (running commands, bash sessions, code contexts); delete a session or context, or wait for a command to end`,
-    );
-  }
-}
+export class ExecdLimitError extends brokerError('busy', 'execd_limit', (max: number) => `This sandbox already has ${max} execd shells (running commands, bash sessions, code contexts); delete a session or context, or wait for a command to end`) {}
 
 export class ShellBudget {
   private readonly open = new Set<Companion>();

@@ -3,8 +3,8 @@
  * (with the create's limits, env and entrypoint), at most BROKER_SANDBOX_MAX_DEDICATED at once. No
  * pool watches them, so their health is checked here too.
  */
-import { sessionWorkdir, type ContainerRef, type SessionBackend } from '../backend';
-import type { PoolRegistry } from '../poolRegistry';
+import { sessionWorkdir, type ContainerRef, type SessionBackend } from '../ports/backend';
+import type { PoolRegistry } from '../pool/poolRegistry';
 import { SandboxRecord, type SandboxSpec } from './sandboxRecord';
 import { BadRequestError, BrokerError } from '../../common/errors';
 

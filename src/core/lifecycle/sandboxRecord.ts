@@ -2,10 +2,10 @@
  * A lifecycle sandbox as the broker keeps it: what it was created with, its state, its expiry, and
  * where it lives (a lease of a pool of whole containers, or a container of its own).
  */
-import type { ContainerRef } from '../backend';
-import type { PoolEntry } from '../poolRegistry';
-import type { TakenSlot } from '../poolTypes';
-import { BrokerError } from '../../common/errors';
+import type { ContainerRef } from '../ports/backend';
+import type { PoolEntry } from '../pool/poolRegistry';
+import type { TakenSlot } from '../pool/poolTypes';
+import { brokerError } from '../../common/errors';
 
 /** OpenSandbox's states the broker reaches (creation, pause and resume complete before the answer). */
 export type SandboxState = 'Running' | 'Paused' | 'Terminated' | 'Failed';
@@ -78,17 +78,9 @@ export class SandboxRecord {
   }
 }
 
-export class SandboxNotFoundError extends BrokerError {
-  constructor(id: string) {
-    super('not_found', 'sandbox_not_found', `Sandbox not found: ${id}`);
-  }
-}
+export class SandboxNotFoundError extends brokerError('not_found', 'sandbox_not_found', (id: string) => `Sandbox not found: ${id}`) {}
 
-export class SandboxStateError extends BrokerError {
-  constructor(record: SandboxRecord, wanted: string) {
-    super('busy', 'sandbox_state', `Sandbox ${record.id} is ${record.busy ? 'changing state' : record.state} (${record.message}): cannot ${wanted}`);
-  }
-}
+export class SandboxStateError extends brokerError('busy', 'sandbox_state', (record: SandboxRecord, wanted: string) => `Sandbox ${record.id} is ${record.busy ? 'changing state' : record.state} (${record.message}): cannot ${wanted}`) {}
 
 export interface SandboxFilter {
   /** OR: any of these states (empty: every live sandbox). Terminated and Failed ones only when asked. */

@@ -6,12 +6,12 @@
  * freeze a container, and resolve to a SandboxHandle for the per-sandbox APIs (execd).
  * It knows no HTTP: the router (api/lifecycle/) maps requests onto it.
  */
-import type { SessionBackend } from '../backend';
+import type { SessionBackend } from '../ports/backend';
 import { DedicatedContainers } from './dedicatedContainers';
-import type { PoolEntry, PoolRegistry } from '../poolRegistry';
-import type { SandboxHandle } from '../sandboxHandle';
-import type { KnowingDirectory } from '../sandboxDirectory';
-import { ansiCQuote } from '../framing';
+import type { PoolEntry, PoolRegistry } from '../pool/poolRegistry';
+import type { SandboxHandle } from '../sandbox/sandboxHandle';
+import type { KnowingDirectory } from '../sandbox/sandboxDirectory';
+import { ansiCQuote } from '../session/framing';
 import { SandboxNotFoundError, SandboxRecord, SandboxStateError, type SandboxFilter, type SandboxSpec, type SandboxState } from './sandboxRecord';
 
 export { SandboxNotFoundError, SandboxStateError, type SandboxFilter } from './sandboxRecord';

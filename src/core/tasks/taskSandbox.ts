@@ -6,10 +6,10 @@
  * lost or doubled; a daemon that restarted (a new instance) gets the credentials again.
  */
 import { errorMessage } from '../../common/errors';
-import { StreamJournal } from './streamJournal';
-import type { DaemonHealth, TaskContainer, TaskEvent } from './taskPorts';
+import { EventLog, type Gap, type Numbered } from '../../common/eventLog';
+import type { DaemonHealth, TaskContainer, TaskEvent } from '../ports/taskPorts';
 // The daemon's own list: what it forwards is what Core routes to the coding stream.
-import { CODING_EVENT_TYPES } from '../../taskd/codingEvents';
+import { CODING_EVENT_TYPES } from './taskWire';
 
 export const CONTROL_EVENT_TYPES: ReadonlySet<string> = new Set(['sandbox_ready', 'repo_cloned', 'repo_clone_error', 'init_complete', 'prompt_queued', 'daemon_error', 'sandbox_terminated']);
 
@@ -34,8 +34,26 @@ export interface TaskRecord {
 
 const RECONNECT_MS = [100, 250, 500, 1000, 2000];
 
+/** One event of a stream, with its cursor (1, 2, 3, ...). */
+export type StreamEnvelope = Numbered<'cursor', { event: TaskEvent }>;
+/**
+ * One of a sandbox's two streams (control, coding): the newest events are kept, so a client that
+ * reconnects with the last cursor it saw gets everything after it, once. A client further behind
+ * than the stream holds is told so (a `cursor_expired` event) and continues from the oldest kept.
+ */
+export type TaskStream = EventLog<'cursor', { event: TaskEvent }, StreamEnvelope>;
+
+function expiredNotice({ from, oldest }: Gap): StreamEnvelope {
+  const event: TaskEvent = { type: 'cursor_expired', timestamp: Date.now(), requested: from - 1, oldest, detail: `events ${from} to ${oldest - 1} are no longer kept; continuing from ${oldest}` };
+  return { cursor: oldest - 1, event };
+}
+
+export function taskStream(capacity: number): TaskStream {
+  return new EventLog({ capacity, key: 'cursor', first: 1, notice: expiredNotice });
+}
+
 export class TaskSandbox {
-  readonly streams: Record<StreamName, StreamJournal>;
+  readonly streams: Record<StreamName, TaskStream>;
   private statusNow: TaskStatus = 'starting';
   private readonly upstream = new AbortController();
   private lastSeq = 0;
@@ -52,7 +70,7 @@ export class TaskSandbox {
     /** Sends the credentials to a (re)started daemon. */
     private readonly sendCredentials: () => Promise<void>,
   ) {
-    this.streams = { control: new StreamJournal(journalEvents), coding: new StreamJournal(journalEvents) };
+    this.streams = { control: taskStream(journalEvents), coding: taskStream(journalEvents) };
   }
 
   get status(): TaskStatus {
@@ -74,7 +92,7 @@ export class TaskSandbox {
   /** Core's own lifecycle events, on the control stream. */
   emit(type: string, fields: Record<string, unknown> = {}): void {
     if (this.statusNow === 'terminated') return;
-    this.streams.control.append({ ...fields, type, timestamp: Date.now() });
+    this.streams.control.emit({ event: { ...fields, type, timestamp: Date.now() } });
   }
 
   /** The daemon answered /health and has its credentials: the upstream opens. */
@@ -98,8 +116,8 @@ export class TaskSandbox {
 
   private route(event: TaskEvent): void {
     if (this.statusNow === 'terminated') return;
-    if (CODING_EVENT_TYPES.has(event.type)) this.streams.coding.append(event);
-    else if (CONTROL_EVENT_TYPES.has(event.type) && event.type !== 'sandbox_ready' && event.type !== 'sandbox_terminated') this.streams.control.append(event);
+    if (CODING_EVENT_TYPES.has(event.type)) this.streams.coding.emit({ event });
+    else if (CONTROL_EVENT_TYPES.has(event.type) && event.type !== 'sandbox_ready' && event.type !== 'sandbox_terminated') this.streams.control.emit({ event });
     // Anything else the daemon says (a future event type) is neither stream's: dropped.
   }
 

@@ -1,14 +1,14 @@
 /**
  * The task sandboxes of this broker (spec 002): creates each with readiness gating (the container
  * started, the daemon's /health answering, the credentials sent, /init sent), forwards prompts and
- * aborts, and ends them. No HTTP here: the router (api/taskRoutes.ts) validates and calls in.
+ * aborts, and ends them. No HTTP here: the router (api/tasks/taskRoutes.ts) validates and calls in.
  */
 import { randomBytes } from 'node:crypto';
 import { BackendError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
 import type { TaskConfig } from '../../config/taskConfig';
 import { TaskSandbox } from './taskSandbox';
-import { DaemonCallError, type DaemonHealth, type DaemonLink, type TaskBackend } from './taskPorts';
+import { DaemonCallError, type DaemonHealth, type DaemonLink, type TaskBackend } from '../ports/taskPorts';
 import { DaemonNotReadyError, DaemonRefusedError, TaskCapacityError, TaskEndedError, TaskNotFoundError, TasksUnavailableError } from './taskErrors';
 
 export const DEFAULT_TASK_PROMPT = 'Tell me what this repo is about';

@@ -7,6 +7,10 @@
  *   ESC ] 633 ; C ; <nonce> ; <history entry> ; <nonce> BEL   a command started, with its command line
  *   ESC ] 633 ; D ; <nonce> ; <exit code> BEL               it ended
  *   ESC ] 633 ; A ; <nonce> ; <$?> BEL                      a prompt: the shell reads the next line
+ *   ESC ] 633 ; B ; <nonce> BEL                            in the continuation prompt (PS2): bash has read
+ *                                                          a line and waits for the rest of its command
+ *   ESC ] 633 ; P ; <nonce> ; <$$> BEL                      once, before the first prompt: bash's pid,
+ *                                                          as its container sees it (an interrupt's target)
  *
  * The nonce is random per workspace: a file that a command prints cannot forge a mark. The marks
  * are cut out of the stream before anyone (terminal viewers, line events, logs) sees it. The start
@@ -20,7 +24,12 @@
  * which then removes both from the environment its commands inherit.
  */
 
-export type ShellMark = { kind: 'start'; commandLine: string } | { kind: 'end'; exitCode: number } | { kind: 'prompt'; status: number };
+export type ShellMark =
+  | { kind: 'start'; commandLine: string }
+  | { kind: 'end'; exitCode: number }
+  | { kind: 'prompt'; status: number }
+  | { kind: 'continuation' }
+  | { kind: 'shell'; pid: number };
 
 /** The environment that makes a plain `bash -i` run the integration script before its first prompt. */
 export function integrationEnv(nonce: string): Record<string, string> {
@@ -52,10 +61,11 @@ __bkr_precmd() {
   __bkr_running=0; __bkr_h=$h; __bkr_armed=1
 }
 builtin export -n PROMPT_COMMAND; builtin unset BROKER_WS_INIT
-HISTCONTROL= HISTIGNORE= PROMPT_COMMAND='__bkr_rc=$? __bkr_armed=0; builtin trap - DEBUG; __bkr_precmd; builtin trap __bkr_preexec DEBUG' PS1='\\w \\$ '
+HISTCONTROL= HISTIGNORE= PROMPT_COMMAND='__bkr_rc=$? __bkr_armed=0; builtin trap - DEBUG; __bkr_precmd; builtin trap __bkr_preexec DEBUG' PS1='\\w \\$ ' PS2="\\[\\e]633;B;$__bkr_n\\a\\]> "
 builtin bind 'set enable-active-region off' 2>/dev/null
 builtin set -o functrace
 builtin trap __bkr_preexec DEBUG
+builtin printf '\\e]633;P;%s;%s\\a' "$__bkr_n" "$$"
 __bkr_rc=0; __bkr_precmd
 `;
 }
@@ -143,6 +153,8 @@ export class MarkParser {
     const value = rest.join(';');
     if (kind === 'D' && /^\d+$/.test(value)) return { kind: 'end', exitCode: Number(value) };
     if (kind === 'A' && /^\d+$/.test(value)) return { kind: 'prompt', status: Number(value) };
+    if (kind === 'P' && /^\d+$/.test(value)) return { kind: 'shell', pid: Number(value) };
+    if (kind === 'B' && rest.length === 0) return { kind: 'continuation' };
     return null;
   }
 }

@@ -12,7 +12,7 @@
  * that says why.
  */
 import { randomBytes } from 'node:crypto';
-import type { ContainerRef, TerminalProcess } from '../backend';
+import type { ContainerRef, TerminalProcess } from '../ports/backend';
 import type { WorkspacePlace } from './workspaceSlot';
 import { errorMessage } from '../../common/errors';
 import { WorkspaceBusyError, WorkspaceUnavailableError, type ExecuteAnswer, type JobSource, type WorkspaceLimits } from './workspaceTypes';
@@ -24,16 +24,13 @@ import { LineSplitter } from './terminalLines';
 import { integrationEnv, MarkParser, type ShellMark } from './shellIntegration';
 import { TerminalScrollback } from './scrollback';
 import { WorkspaceJob } from './workspaceJob';
+import { JobInterrupt } from './jobInterrupt';
 
 const BRACKETED_PASTE_END = '\x1b[201~';
 /** ^A ^K: to the line's start, then erase to its end (no bell on an empty line): a person's half-typed text does not prefix the agent's command. */
 const CLEAR_LINE = '\x01\x0b';
 /** A shell that dies sooner than this after its start is restarted with a growing delay. */
 const QUICK_DEATH_MS = 2_000;
-/** A job this young may not own the terminal yet when its ^C arrives (see `interrupt`). */
-const JUST_STARTED_MS = 2_000;
-const INTERRUPT_RETRY_MS = 300;
-const INTERRUPT_RETRIES = 5;
 const RESTART_DELAY_MAX_MS = 30_000;
 
 export class Workspace {
@@ -48,6 +45,11 @@ export class Workspace {
   private closed = false;
   private quickDeaths = 0;
   private moving = false;
+  /** The shell's pid as its container sees it (its first mark says it); null until then. */
+  private shellPid: number | null = null;
+  /** When a person last typed into the terminal: a job they start cannot have processes older. */
+  private lastKeysAtMs = Date.now();
+  private interrupting: JobInterrupt | null = null;
 
   constructor(
     readonly id: string,
@@ -101,28 +103,38 @@ export class Workspace {
   }
 
   /**
-   * ^C to the terminal: the running job ends with its exit event (130, as bash reports it). A ^C that
-   * lands between bash reading the line and the command's process group taking the terminal reaches
-   * bash alone, which shrugs it off: for a job that had only just started, ^C is pressed again (a few
-   * times, as a person would) while that same job still runs.
+   * Ends the running job (jobInterrupt.ts): SIGINTs to the job whenever it owns the terminal and ^C
+   * when bash does, never before bash has read the job's line; then kills of what it started, and
+   * last a fresh shell. Its exit event says how it
+   * ended: 130 for ^C, 137 for a kill, the old shell's status for a replaced shell. Returns the job,
+   * or null when none runs; a second call while the first is under way adds nothing.
    */
   interrupt(): string | null {
-    this.terminal?.write('\x03');
     const job = this.job && !this.job.ended ? this.job : null;
-    if (job && (!job.running || Date.now() - job.startedMs < JUST_STARTED_MS)) {
-      let left = INTERRUPT_RETRIES;
-      const again = (): void => {
-        if (this.job !== job || job.ended || left-- <= 0) return;
-        this.terminal?.write('\x03');
-        setTimeout(again, INTERRUPT_RETRY_MS).unref();
-      };
-      setTimeout(again, INTERRUPT_RETRY_MS).unref();
-    }
-    return job?.id ?? null;
+    if (!job) return null;
+    if (this.interrupting?.active) return job.id;
+    const terminal = this.terminal;
+    const current = (): boolean => this.terminal === terminal && terminal !== null;
+    this.interrupting = new JobInterrupt(
+      job,
+      {
+        pressCtrlC: () => terminal?.write('\x03'),
+        interruptForeground: async () => current() && this.shellPid !== null && (await terminal!.interruptForeground(this.shellPid)),
+        killStartedSince: async (sinceMs) => (current() ? terminal!.killStartedSince(this.shellPid, sinceMs) : 0),
+        replaceShell: (why) => {
+          if (!current()) return;
+          this.events.emit({ type: 'interrupt_escalated', job_id: job.id, reason: why });
+          void terminal!.close().catch(() => undefined);
+        },
+      },
+    );
+    this.interrupting.start();
+    return job.id;
   }
 
   /** Keys for whatever reads the terminal (a prompt, a REPL), as they are. */
   input(data: string | Buffer): void {
+    this.lastKeysAtMs = Date.now();
     this.terminal?.write(data);
   }
 
@@ -135,13 +147,14 @@ export class Workspace {
     if (this.closed) return;
     this.closed = true;
     if (this.job && !this.job.ended) this.finishJob(this.job, null);
+    this.interrupting?.stop();
     for (const wake of this.promptWaiters.splice(0)) wake();
     await this.terminal?.close().catch(() => undefined);
     this.terminal = null;
   }
 
-  private newJob(command: string, source: JobSource): WorkspaceJob {
-    this.job = new WorkspaceJob(command, source);
+  private newJob(command: string, source: JobSource, typedAtMs?: number): WorkspaceJob {
+    this.job = new WorkspaceJob(command, source, typedAtMs);
     return this.job;
   }
 
@@ -152,6 +165,7 @@ export class Workspace {
       return;
     }
     this.terminal = terminal;
+    this.shellPid = null;
     const openedMs = Date.now();
     // Room for the longest command line the agent may type, escaped (4 bytes per byte at worst).
     const parser = new MarkParser(this.nonce, 16 * 1024 * 1024, (data) => this.onOutput(data), (mark) => this.onMark(mark));
@@ -171,11 +185,15 @@ export class Workspace {
 
   private onMark(mark: ShellMark): void {
     const job = this.job && !this.job.ended ? this.job : null;
-    if (mark.kind === 'start') {
+    if (mark.kind === 'shell') {
+      this.shellPid = mark.pid;
+    } else if (mark.kind === 'continuation') {
+      if (job && !job.running) job.waitsForRest = true;
+    } else if (mark.kind === 'start') {
       this.atPrompt = false;
       if (job && !job.running) return this.begin(job);
       if (job) return; // a second start within one job (cannot happen with the script; harmless)
-      const typed = this.newJob(mark.commandLine, 'terminal');
+      const typed = this.newJob(mark.commandLine, 'terminal', Math.min(this.lastKeysAtMs, Date.now()));
       this.events.emit({ type: 'command', job_id: typed.id, command: typed.command, source: 'terminal' });
       this.begin(typed);
     } else if (mark.kind === 'end') {

@@ -1,6 +1,6 @@
 /** The workspaces and their files, as the broker builds them from its pool, backend and configuration. */
-import type { SessionBackend } from '../backend';
-import type { SessionPool } from '../pool';
+import type { SessionBackend } from '../ports/backend';
+import type { SessionPool } from '../pool/pool';
 import type { BrokerConfig } from '../../config/config';
 import { Workspaces } from './workspaces';
 import { WorkspaceFiles } from './workspaceFiles';

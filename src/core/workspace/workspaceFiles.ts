@@ -4,7 +4,7 @@
  * The bytes move through the backend's FileAccess, inside the workspace's container.
  */
 import path from 'node:path';
-import type { FileAccess, FileChunk } from '../backend';
+import type { FileAccess, FileChunk } from '../ports/backend';
 import { BadRequestError, ForbiddenError, NotSupportedError, PayloadTooLargeError } from '../../common/errors';
 import type { Workspace } from './workspace';
 

@@ -20,6 +20,8 @@ export class WorkspaceJob {
   startedMs = Date.now();
   /** Its start mark arrived (an agent's job exists from the moment it was typed). */
   running = false;
+  /** Before its start: bash read its line and shows the continuation prompt (an unclosed quote, say). */
+  waitsForRest = false;
   output = '';
   lines: LineSplitter | null = null;
   returncode: number | null = null;
@@ -32,9 +34,16 @@ export class WorkspaceJob {
   constructor(
     readonly command: string,
     readonly source: JobSource,
+    /** No process of the job started before this (epoch ms): the agent's typing, or a person's last key. */
+    readonly typedAtMs: number = Date.now(),
   ) {
     this.commandInEvents = command.length > OUTPUT_EVENT_COMMAND_CHARS ? `${command.slice(0, OUTPUT_EVENT_COMMAND_CHARS)}…` : command;
     this.done = new Promise<void>((resolve) => (this.finished = resolve));
+  }
+
+  /** Bash has read the job's line whole (it runs it, or waits for the rest): a ^C can no longer cut the line short. */
+  get lineRead(): boolean {
+    return this.running || this.waitsForRest;
   }
 
   /** Its start mark: its output is cut into lines from here. */

@@ -4,8 +4,8 @@
  * workspace then gives it back, takes a new one from the pool (waiting like an acquire), and opens a
  * fresh terminal there.
  */
-import type { ContainerRef, SessionBackend, TerminalProcess } from '../backend';
-import type { TakenSlot } from '../poolTypes';
+import type { ContainerRef, SessionBackend, TerminalProcess } from '../ports/backend';
+import type { TakenSlot } from '../pool/poolTypes';
 import { errorMessage } from '../../common/errors';
 
 export type TakeSlot = (signal?: AbortSignal) => Promise<TakenSlot>;

@@ -1,5 +1,5 @@
 /** What a workspace (workspace.ts) is configured with, answers, and throws. */
-import { BrokerError } from '../../common/errors';
+import { BrokerError, brokerError } from '../../common/errors';
 
 export type JobSource = 'api' | 'terminal';
 
@@ -11,11 +11,7 @@ export class WorkspaceBusyError extends BrokerError {
   }
 }
 
-export class WorkspaceUnavailableError extends BrokerError {
-  constructor(workspaceId: string, why: string) {
-    super('unavailable', 'workspace_unavailable', `Workspace ${workspaceId} has no shell ready (${why}); retry`);
-  }
-}
+export class WorkspaceUnavailableError extends brokerError('unavailable', 'workspace_unavailable', (workspaceId: string, why: string) => `Workspace ${workspaceId} has no shell ready (${why}); retry`) {}
 
 export interface WorkspaceLimits {
   logEvents: number;

@@ -3,20 +3,16 @@
  * and named ones. Each takes one slot out of the pool for its life and gives it back when it ends.
  */
 import { randomBytes } from 'node:crypto';
-import type { SessionBackend } from '../backend';
-import type { TakenSlot } from '../pool';
-import { BrokerError, NotSupportedError, ShuttingDownError } from '../../common/errors';
+import type { SessionBackend } from '../ports/backend';
+import type { TakenSlot } from '../pool/pool';
+import { brokerError, NotSupportedError, ShuttingDownError } from '../../common/errors';
 import { Workspace } from './workspace';
 import type { WorkspaceLimits } from './workspaceTypes';
 import { WorkspaceSlot } from './workspaceSlot';
 
 export const DEFAULT_WORKSPACE_ID = 'default';
 
-export class WorkspaceNotFoundError extends BrokerError {
-  constructor(id: string, why = 'no such workspace') {
-    super('not_found', 'workspace_not_found', `Workspace not found: ${id} (${why})`);
-  }
-}
+export class WorkspaceNotFoundError extends brokerError('not_found', 'workspace_not_found', (id: string, why = 'no such workspace') => `Workspace not found: ${id} (${why})`) {}
 
 export interface WorkspacesOptions extends WorkspaceLimits {
   defaultWorkspace: boolean;

@@ -1,0 +1,90 @@
+/**
+ * GET /health (the spec's fields, then the broker's additive ones: backpressure, reclaims, and
+ * `warmup` while the pool's first fill runs, and `pools` when BROKER_POOLS names others; always
+ * public) and GET /metrics (Prometheus text).
+ */
+import type { SessionPool } from '../../core/pool/pool';
+import type { PoolRegistry } from '../../core/pool/poolRegistry';
+import type { BrokerMetrics } from '../../metrics/metrics';
+import { sendJson } from '../../http/httpJson';
+import { poolErrorFormat } from '../../http/errorFormats';
+import type { Router } from '../../http/router';
+
+export type HealthStatus = 'healthy' | 'degraded' | 'unhealthy';
+
+/**
+ * unhealthy: shutting down, or no container answers, or no session can be served now or soon;
+ * degraded: serving, but some sessions are BROKEN, some containers are unhealthy, or the pool is
+ *           still warming up (fewer sessions than configured);
+ * healthy:  every configured session exists and none is broken, every container answers.
+ */
+export function healthReport(pool: SessionPool) {
+  const { counts, healthyContainers, unhealthyContainers } = pool.health();
+  const stats = pool.stats();
+  const warmup = pool.warmup;
+  const serving = counts.available + counts.in_use + counts.cleaning;
+  let status: HealthStatus = 'healthy';
+  if (pool.isClosing || serving === 0 || healthyContainers === 0) status = 'unhealthy';
+  else if (counts.broken > 0 || unhealthyContainers > 0 || counts.total < pool.targetSessions) status = 'degraded';
+  return {
+    status,
+    total_sessions: counts.total,
+    available_sessions: counts.available,
+    in_use_sessions: counts.in_use,
+    cleaning_sessions: counts.cleaning,
+    broken_sessions: counts.broken,
+    healthy_containers: healthyContainers,
+    unhealthy_containers: unhealthyContainers,
+    // Additive to spec 003 (its clients ignore them): backpressure and reclaims.
+    queue_length: stats.waiting,
+    acquire_wait_p50_ms: stats.waitP50Ms === null ? null : Math.round(stats.waitP50Ms * 1000) / 1000,
+    reclaimed_sessions: stats.reclaimed,
+    // Beside the spec's fields, only while the first fill runs (a client reading the spec's fields is unaffected).
+    ...(warmup ? { warmup } : {}),
+  };
+}
+
+/**
+ * The default pool's report, and with named pools each one's counts under `pools` (the default one
+ * too, by its name): one that is not healthy makes a healthy broker `degraded`.
+ */
+export function brokerHealth(pools: PoolRegistry): ReturnType<typeof healthReport> & { pools?: Record<string, object> } {
+  const report: ReturnType<typeof healthReport> & { pools?: Record<string, object> } = healthReport(pools.main.pool);
+  if (pools.named.length === 0) return report;
+  report.pools = {};
+  for (const entry of pools.entries) {
+    const { status, ...counts } = healthReport(entry.pool);
+    if (entry !== pools.main && status !== 'healthy' && report.status === 'healthy') report.status = 'degraded';
+    report.pools[entry.name] = { status, image: entry.image, ...counts };
+  }
+  return report;
+}
+
+/** `metricsPublic`: /metrics without a token (BROKER_METRICS_PUBLIC=1), for a scraper that cannot send one. */
+export function healthRouter(pools: PoolRegistry, metrics: BrokerMetrics, { metricsPublic }: { metricsPublic: boolean }): Router {
+  return {
+    name: 'health',
+    errors: poolErrorFormat,
+    routes: [
+      {
+        method: 'GET',
+        path: '/health',
+        public: true,
+        handle({ res }) {
+          const report = brokerHealth(pools);
+          sendJson(res, report.status === 'unhealthy' ? 503 : 200, report);
+        },
+      },
+      {
+        method: 'GET',
+        path: '/metrics',
+        public: metricsPublic,
+        async handle({ res }) {
+          const text = await metrics.registry.metrics();
+          res.writeHead(200, { 'Content-Type': metrics.registry.contentType, 'Content-Length': Buffer.byteLength(text) });
+          res.end(text);
+        },
+      },
+    ],
+  };
+}

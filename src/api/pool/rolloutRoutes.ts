@@ -1,0 +1,57 @@
+/**
+ * The pool API's additive routes for rollout clients (README, Pool API): group acquire, lease
+ * heartbeats and a lease's history. Errors in the pool's `{"detail","code"}` format.
+ */
+import type { PoolRegistry } from '../../core/pool/poolRegistry';
+import type { RequestIds } from '../../core/pool/requestIds';
+import { sendJson, sendJsonStreamed } from '../../http/httpJson';
+import { poolErrorFormat } from '../../http/errorFormats';
+import { acquireResponse } from './poolRoutes';
+import { clientGone } from '../../http/clientGone';
+import { parseAcquire } from './poolInput';
+import type { CommandLimits } from '../../core/session/sessionInput';
+import { parseGroupSize } from './rolloutInput';
+import type { Router } from '../../http/router';
+
+/** Groups come from the default pool; a heartbeat or history reaches the pool that leased the id. */
+export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds): Router {
+  const pool = pools.main.pool;
+  return {
+    name: 'rollout',
+    errors: poolErrorFormat,
+    routes: [
+      {
+        method: 'POST',
+        path: '/session/acquire_group',
+        body: 'json',
+        async handle({ body, res }) {
+          const input = parseAcquire(body, limits);
+          const { n, spread } = parseGroupSize(body as Record<string, unknown>);
+          const request = { ...input, n, spread };
+          const results = input.requestId
+            ? await requestIds.run(`g:${input.requestId}`, input.fingerprint(), 'acquire_group', () => pool.acquireGroup(request))
+            : await pool.acquireGroup({ ...request, signal: clientGone(res) });
+          const sessions = results.map((r) => ({ ...acquireResponse(r, input, limits), container: r.containerIndex }));
+          await sendJsonStreamed(res, 200, { sessions });
+        },
+      },
+      {
+        method: 'POST',
+        path: '/session/:sessionId/heartbeat',
+        body: 'json',
+        handle({ params, res }) {
+          const ttlMs = pools.owning(params.sessionId).heartbeat(params.sessionId);
+          sendJson(res, 200, { status: 'alive', lease_ttl: ttlMs === null ? null : ttlMs / 1000 });
+        },
+      },
+      {
+        method: 'GET',
+        path: '/session/:sessionId/history',
+        async handle({ params, res }) {
+          const { entries, dropped } = pools.owning(params.sessionId).history(params.sessionId);
+          await sendJsonStreamed(res, 200, { session_id: params.sessionId, entries, dropped });
+        },
+      },
+    ],
+  };
+}

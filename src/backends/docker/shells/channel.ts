@@ -1,0 +1,90 @@
+/**
+ * How the broker talks to one bash in a container: bytes in, stdout and stderr out, and one notice
+ * when the bash (with everything holding its output) is gone. Two transports implement it:
+ *
+ * - exec (this file): a long-lived `docker exec` over a hijacked stream, demultiplexed here. Works
+ *   wherever the engine is; each one costs dockerd and runc ~60 ms to open (runc's exec of the
+ *   first command is most of it).
+ * - fifo (fifoSpawner.ts): the container's own entrypoint spawns the bash on named pipes the broker
+ *   shares with the engine's host. No dockerd work per shell: what lets 1024 sessions warm as fast as
+ *   their containers start.
+ */
+import type Dockerode from 'dockerode';
+import type { Duplex } from 'node:stream';
+import type { StreamName } from '../../../core/ports/backend';
+import { DockerDemuxer } from './demux';
+
+export const SHELL_CMD = ['bash', '--norc', '--noprofile', '--noediting', '-i'];
+
+export interface ChannelSink {
+  onData(stream: StreamName, chunk: Buffer): void;
+  /** Once: the bash exited, or its streams closed, or the channel was destroyed. */
+  onEnd(reason: string): void;
+}
+
+export interface ShellChannel {
+  readonly transport: 'exec' | 'fifo';
+  write(text: string): void;
+  /**
+   * Closes the broker's side: an idle bash reads EOF and exits; a running command goes on to its
+   * end (closing a stream signals nothing), so callers kill what runs first.
+   */
+  destroy(): void;
+}
+
+export interface ChannelRequest {
+  /** Extra environment of the bash (`NAME=value`), on top of the container's own. */
+  env: string[];
+  sink: ChannelSink;
+  /**
+   * fifo: when the output closes first, how long to wait for the exit status before ending without
+   * it (a workspace's terminal reports it; a session's shell needs none: 0, the default).
+   */
+  statusGraceMs?: number;
+}
+
+/** Opens a bash in one container; each container has one (docker backend: exec or fifo). */
+export type ChannelOpener = (request: ChannelRequest) => Promise<ShellChannel>;
+
+export function execChannelOpener(container: Dockerode.Container): ChannelOpener {
+  return async ({ env, sink }) => {
+    const exec = await container.exec({
+      Cmd: SHELL_CMD,
+      AttachStdin: true,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: false,
+      Env: env,
+      WorkingDir: '/',
+    });
+    const socket = (await exec.start({ hijack: true, stdin: true })) as Duplex;
+    return new ExecChannel(socket, sink);
+  };
+}
+
+class ExecChannel implements ShellChannel {
+  readonly transport = 'exec';
+  private ended = false;
+
+  constructor(
+    private readonly socket: Duplex,
+    sink: ChannelSink,
+  ) {
+    const demux = new DockerDemuxer((stream, chunk) => sink.onData(stream, chunk));
+    socket.on('data', (c: Buffer) => demux.push(c));
+    socket.on('error', () => undefined); // 'close' follows and reports the end
+    socket.on('close', () => {
+      if (this.ended) return;
+      this.ended = true;
+      sink.onEnd('the docker exec stream closed (bash or its container died)');
+    });
+  }
+
+  write(text: string): void {
+    if (!this.ended) this.socket.write(text);
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+}

@@ -1,0 +1,297 @@
+/**
+ * The fifo transport: shells spawned by the container's own entrypoint on named pipes, instead of one
+ * `docker exec` each (~60 ms of dockerd and runc, and dockerd only makes ~40 a second on 2 cores:
+ * 1024 sessions took 30 s on top of their containers' start).
+ *
+ * The broker makes a directory per container on the engine's host and bind-mounts it read-only at
+ * /.bkr (the container can open the pipes in it but create nothing there). The entrypoint
+ * (SPAWNER_SCRIPT) reads spawn requests from /.bkr/spawn and answers on /.bkr/events. For each
+ * shell the broker makes three pipes with unguessable names, opens its side, asks for the spawn,
+ * and unlinks them once both sides hold them. A small wrapper subshell per shell waits for its bash
+ * and reports its exit, so a bash that dies while a background job still holds its stdout is noticed
+ * at once (with docker exec, dockerd ends such a stream after 2 s).
+ *
+ * This needs the broker and the engine to share a filesystem (a local engine; in compose, the same
+ * host path mounted into the broker). `ready()` tells: the entrypoint announces itself on the pipe
+ * only if it sees the broker's pipes. Otherwise the backend falls back to docker exec.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { BackendError, errorMessage } from '../../../common/errors';
+import { type ChannelRequest, type ChannelSink, type ShellChannel, SHELL_CMD } from './channel';
+import { FS_SCRIPT } from '../control/procScripts';
+import type { FifoStock } from './fifoStock';
+
+
+/** Where the directory appears in the container. */
+export const FIFO_MOUNT = '/.bkr';
+const SPAWN_TIMEOUT_MS = 20_000;
+/** A line on the events pipe is short; anything longer is not the spawner's. */
+const MAX_EVENT_LINE = 256;
+
+/**
+ * The container's entrypoint (`bash -c`). With the broker's pipes present it serves spawn requests
+ * `<name> <VAR=value>`; without them (a remote engine) it idles on its open stdin as a plain `bash`
+ * entrypoint would, and the broker uses docker exec. `set -m` gives each spawned bash its own process
+ * group (it leads it, as under docker exec: a ^C to the group reaches its commands and nothing else).
+ *
+ * It forks only when the container's pids cgroup has room (`__bk_room`, builtins only), and answers
+ * `failed` otherwise: at the limit bash retries a fork for ~15 s and then, being non-interactive,
+ * EXITS (status 254) — the entrypoint gone, the container and every session in it with it. A
+ * neighbour's fork burst held at the limit did exactly that in the soak.
+ */
+export const SPAWNER_SCRIPT = `${FS_SCRIPT}
+builtin cd /
+d=${FIFO_MOUNT}
+if [[ -p $d/spawn && -p $d/events ]] && exec 3<>"$d/spawn" 4<>"$d/events"; then
+  builtin set -m
+  builtin echo ready >&4
+  while builtin read -r n v <&3; do
+    [[ $n =~ ^[0-9a-f]{8,64}$ && $v =~ ^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]*$ ]] || continue
+    __bk_room || { builtin echo "failed $n 0" >&4; continue; }
+    {
+      builtin set -m
+      exec 3<&- 5<"$d/$n.in" 6<>"$d/$n.out" 7<>"$d/$n.err" || { builtin echo "failed $n 0" >&4; builtin exit 1; }
+      builtin export TERM=dumb "$v"
+      ${SHELL_CMD.join(' ')} <&5 >&6 2>&7 4>&- 5<&- 6>&- 7>&- &
+      p=$!
+      exec 5<&- 6>&- 7>&-
+      builtin echo "spawned $n $p" >&4
+      builtin wait "$p"
+      builtin echo "exit $n $p $?" >&4
+    } 2>/dev/null &
+  done
+fi
+exec 3<&- 4>&-
+while builtin read -r _; do :; done
+`;
+
+interface PendingSpawn {
+  resolve: (pid: number) => void;
+  reject: (err: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+export class FifoSpawner {
+  private spawnSocket: net.Socket | null = null;
+  private eventsSocket: net.Socket | null = null;
+  private eventBuffer = '';
+  private readyWaiter: (() => void) | null = null;
+  private readonly pending = new Map<string, PendingSpawn>();
+  private readonly channels = new Map<string, FifoChannel>();
+  private closed = false;
+
+  private constructor(
+    readonly hostDir: string,
+    private readonly stock: FifoStock,
+  ) {}
+
+  /**
+   * Makes the container's directory and its two control pipes; `bind` goes into HostConfig.Binds.
+   * `stock` makes the pipes, and must live in `hostRoot` (it moves them into place by rename).
+   */
+  static async create(hostRoot: string, containerName: string, stock: FifoStock): Promise<FifoSpawner> {
+    const hostDir = path.join(hostRoot, containerName);
+    await makeDirs(hostDir);
+    await stock.take([path.join(hostDir, 'spawn'), path.join(hostDir, 'events')]);
+    return new FifoSpawner(hostDir, stock);
+  }
+
+  get bind(): string {
+    return `${this.hostDir}:${FIFO_MOUNT}:ro`;
+  }
+
+  /** Resolves once the entrypoint announced itself; false when it did not within `timeoutMs`. */
+  async ready(timeoutMs: number): Promise<boolean> {
+    // Read-write: neither open blocks, and the broker's own end keeps each pipe open.
+    this.spawnSocket = new net.Socket({ fd: openFifo(path.join(this.hostDir, 'spawn'), fs.constants.O_RDWR), readable: false, writable: true });
+    this.spawnSocket.on('error', () => undefined);
+    this.eventsSocket = new net.Socket({ fd: openFifo(path.join(this.hostDir, 'events'), fs.constants.O_RDWR), readable: true, writable: false });
+    this.eventsSocket.on('error', () => undefined);
+    this.eventsSocket.on('data', (chunk: Buffer) => this.onEvents(chunk));
+    const announced = new Promise<void>((resolve) => (this.readyWaiter = resolve));
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+    try {
+      return await Promise.race([announced.then(() => true), expired]);
+    } finally {
+      clearTimeout(timer);
+      this.readyWaiter = null;
+    }
+  }
+
+  /** `open` as a ChannelOpener. */
+  readonly opener = (request: ChannelRequest): Promise<ShellChannel> => this.open(request);
+
+  /** Spawns a bash with `env` (one `NAME=value`, the session tag) and returns its channel. */
+  async open({ env, sink, statusGraceMs = 0 }: ChannelRequest): Promise<ShellChannel> {
+    if (this.closed || !this.spawnSocket) throw new BackendError('the container is being removed');
+    const assignment = env.find((e) => !e.startsWith('TERM=')) ?? 'BROKER_SESSION_TAG=';
+    if (!/^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]*$/.test(assignment)) throw new BackendError(`unsupported environment ${assignment}`);
+    const name = randomBytes(12).toString('hex');
+    const base = path.join(this.hostDir, name);
+    const paths = [`${base}.in`, `${base}.out`, `${base}.err`];
+    const fds: number[] = [];
+    try {
+      await this.stock.take(paths);
+      // Our write end of stdin first: the wrapper's read-only open of it then returns at once.
+      fds.push(openFifo(paths[0], fs.constants.O_RDWR));
+      const spawned = new Promise<number>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          this.pending.delete(name);
+          reject(new BackendError(`the container's spawner did not start a shell within ${SPAWN_TIMEOUT_MS} ms`));
+        }, SPAWN_TIMEOUT_MS);
+        this.pending.set(name, { resolve, reject, timer });
+      });
+      this.spawnSocket.write(`${name} ${assignment}\n`);
+      await spawned;
+      // bash holds the write ends now: read-only opens see EOF only once bash and everything that
+      // inherited its output are gone, as a pipe would.
+      fds.push(openFifo(paths[1], fs.constants.O_RDONLY), openFifo(paths[2], fs.constants.O_RDONLY));
+    } catch (err) {
+      for (const fd of fds) fs.close(fd, () => undefined);
+      throw err instanceof BackendError ? err : new BackendError(`could not open a shell over pipes: ${errorMessage(err)}`);
+    } finally {
+      // Once opened on both sides the names are not needed; nobody else may open them. (A plain
+      // unlink: fs.rm would lstat each first; one that never got there fails with ENOENT, ignored.)
+      // Synchronous, like openFifo and the stock's renames: a syscall on the pipes' tmpfs.
+      for (const p of paths) unlinkQuietly(p);
+    }
+    const channel = new FifoChannel(fds[0], fds[1], fds[2], sink, () => this.channels.delete(name), statusGraceMs);
+    this.channels.set(name, channel);
+    return channel;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const [name, p] of this.pending) {
+      clearTimeout(p.timer);
+      p.reject(new BackendError('the container is being removed'));
+      this.pending.delete(name);
+    }
+    for (const channel of [...this.channels.values()]) channel.end('the container was removed');
+    this.spawnSocket?.destroy();
+    this.eventsSocket?.destroy();
+    await fs.promises.rm(this.hostDir, { recursive: true, force: true }).catch(() => undefined);
+  }
+
+  private onEvents(chunk: Buffer): void {
+    this.eventBuffer += chunk.toString('latin1');
+    let nl: number;
+    while ((nl = this.eventBuffer.indexOf('\n')) >= 0) {
+      const line = this.eventBuffer.slice(0, nl);
+      this.eventBuffer = this.eventBuffer.slice(nl + 1);
+      this.onEvent(line);
+    }
+    // The pipe is writable from inside the container: never let it grow the broker's memory.
+    if (this.eventBuffer.length > MAX_EVENT_LINE) this.eventBuffer = '';
+  }
+
+  private onEvent(line: string): void {
+    if (line === 'ready') return this.readyWaiter?.();
+    const m = /^(spawned|failed|exit) ([0-9a-f]+) (\d+)(?: (\d+))?$/.exec(line);
+    if (!m) return;
+    if (m[1] !== 'exit') {
+      const p = this.pending.get(m[2]);
+      if (!p) return;
+      this.pending.delete(m[2]);
+      clearTimeout(p.timer);
+      if (m[1] === 'spawned') p.resolve(Number(m[3]));
+      else p.reject(new BackendError("the container's spawner refused the shell (its pids limit is full) or could not open its pipes"));
+    } else {
+      this.channels.get(m[2])?.end(`bash exited (status ${m[4] ?? '?'})`);
+    }
+  }
+}
+
+/**
+ * `mkdir -p` one level at a time: Node's recursive mkdir never settles on some paths (under /proc,
+ * seen with Node 20), and a bad BROKER_DOCKER_FIFO_DIR must fail, not hang the start.
+ */
+async function makeDirs(dir: string): Promise<void> {
+  const parts = path.resolve(dir).split(path.sep).filter(Boolean);
+  for (let i = 1; i <= parts.length; i++) {
+    try {
+      await fs.promises.mkdir(path.sep + parts.slice(0, i).join(path.sep), { mode: 0o700 });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+}
+
+function unlinkQuietly(file: string): void {
+  try {
+    fs.unlinkSync(file);
+  } catch {
+    /* never placed (the take failed), or already gone */
+  }
+}
+
+/**
+ * Opens a pipe without following a link and checks it is one (the directory is visible in the
+ * container). Synchronously: with O_NONBLOCK neither a read-only nor a read-write open of a pipe
+ * waits for the other side, so this is two syscalls; through the thread pool they cost ~20x that
+ * (three pipes per shell, ~0.8 s of the broker's warm-up profile).
+ */
+function openFifo(file: string, mode: number): number {
+  const fd = fs.openSync(file, mode | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW);
+  try {
+    if (!fs.fstatSync(fd).isFIFO()) throw new BackendError(`${file} is not a named pipe`);
+  } catch (err) {
+    fs.closeSync(fd);
+    throw err;
+  }
+  return fd;
+}
+
+class FifoChannel implements ShellChannel {
+  readonly transport = 'fifo';
+  private ended = false;
+  private readonly input: net.Socket;
+  private readonly outputs: net.Socket[];
+
+  constructor(
+    inFd: number,
+    outFd: number,
+    errFd: number,
+    private readonly sink: ChannelSink,
+    private readonly onEnded: () => void,
+    private readonly statusGraceMs: number,
+  ) {
+    this.input = new net.Socket({ fd: inFd, readable: false, writable: true });
+    this.input.on('error', () => undefined);
+    this.outputs = (['stdout', 'stderr'] as const).map((stream, i) => {
+      const socket = new net.Socket({ fd: i === 0 ? outFd : errFd, readable: true, writable: false });
+      socket.on('data', (chunk: Buffer) => sink.onData(stream, chunk));
+      socket.on('error', () => undefined);
+      // EOF on stdout: no process holds it any more (fd 98, the framing's copy, included).
+      if (i === 0) socket.on('close', () => this.outputClosed());
+      return socket;
+    });
+  }
+
+  write(text: string): void {
+    if (!this.ended) this.input.write(text);
+  }
+
+  private outputClosed(): void {
+    const reason = "the shell's output closed (bash and its jobs are gone)";
+    if (this.statusGraceMs > 0) setTimeout(() => this.end(reason), this.statusGraceMs).unref();
+    else this.end(reason);
+  }
+
+  destroy(): void {
+    this.end('closed by the broker');
+  }
+
+  end(reason: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.input.destroy();
+    for (const s of this.outputs) s.destroy();
+    this.onEnded();
+    this.sink.onEnd(reason);
+  }
+}

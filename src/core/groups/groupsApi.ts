@@ -1,0 +1,31 @@
+/** The group service as the broker builds it from its configuration and its parts. */
+import type { BrokerConfig } from '../../config/config';
+import type { GroupEndpoints } from '../ports/groupEndpoints';
+import { GroupService } from './groupService';
+import type { SandboxContainers } from '../ports/sandboxContainers';
+import type { VectorStoreOpener } from '../ports/vectorStore';
+
+/** The terminal's event ring and line handling, as the workspaces have them. */
+const MAX_LINE_CHARS = 4096;
+const IDLE_FLUSH_MS = 200;
+const SHELL_START_TIMEOUT_MS = 20_000;
+
+export function createGroupService(
+  config: BrokerConfig,
+  containers: SandboxContainers | null,
+  openStore: VectorStoreOpener,
+  endpoints: GroupEndpoints,
+  maxOutputBytes: number,
+): GroupService {
+  const groups = config.groups;
+  return new GroupService(containers, openStore, endpoints, {
+    sandboxPorts: groups.sandboxPorts,
+    hostRoot: groups.hostRoot,
+    defaults: { cpuCores: config.docker.cpus, memoryBytes: config.docker.memoryBytes, diskBytes: groups.defaultDiskBytes },
+    timings: {
+      actionWaitMs: groups.actionWaitMs,
+      toolTimeoutMs: groups.toolTimeoutMs,
+      workspace: { logEvents: config.workspace.logEvents, maxJobOutputBytes: maxOutputBytes, maxLineChars: MAX_LINE_CHARS, idleFlushMs: IDLE_FLUSH_MS, shellStartTimeoutMs: SHELL_START_TIMEOUT_MS },
+    },
+  });
+}

@@ -1,0 +1,182 @@
+/**
+ * One sandbox of a group: its dedicated container, a terminal (a real PTY, the workspace machinery:
+ * core/workspace/workspace.ts with its shell integration marks for job ends and exit codes), its
+ * tools, and its actions. Knows no HTTP: the Sandbox API (api/groups/sandboxApiRoutes.ts) calls it.
+ *
+ * - `bash` actions are typed into the terminal; one still running after the action wait answers
+ *   with the output so far and `terminal_still_running: true`; /input and /output go on with it.
+ * - tool actions run the tool's function with the sandbox's python3, outside the terminal (their
+ *   stdout and stderr apart).
+ * - /output is the terminal's job output since the last read; an observation counts as a read.
+ * - a terminal shell that dies is replaced by the workspace at once; the next observation (or
+ *   /output) says so in its stderr.
+ */
+import type { ContainerHealth } from '../ports/backend';
+import { BrokerError, errorMessage } from '../../common/errors';
+import { STILL_RUNNING, Workspace } from '../workspace/workspace';
+import type { WorkspaceLimits } from '../workspace/workspaceTypes';
+import type { WorkspacePlace } from '../workspace/workspaceSlot';
+import type { WorkspaceEvent } from '../workspace/eventRing';
+import type { StartedSandboxContainer } from '../ports/sandboxContainers';
+import { TOOL_RUNNER_FILE, TOOLS_SUBDIR } from './toolRunner';
+
+export interface Observation {
+  stdout: string;
+  stderr: string;
+  terminal_still_running: boolean;
+  /** The bash command's or the tool's exit status; null while it runs (or when it never ran). */
+  exit_code: number | null;
+}
+
+export interface Action {
+  name: string;
+  args: unknown;
+}
+
+export interface SandboxTimings {
+  /** How long an action may run before its observation answers `terminal_still_running`. */
+  actionWaitMs: number;
+  /** A tool still running after this is killed. */
+  toolTimeoutMs: number;
+  workspace: WorkspaceLimits;
+}
+
+export class Sandbox {
+  private workspace: Workspace;
+  /** The next terminal event /output has not returned. */
+  private cursor = 0;
+  /** Said in the next observation: the terminal's shell died and a fresh one took its place. */
+  private notices: string[] = [];
+  private closed = false;
+
+  constructor(
+    readonly id: string,
+    readonly container: StartedSandboxContainer,
+    readonly tools: readonly string[],
+    private readonly timings: SandboxTimings,
+  ) {
+    this.workspace = new Workspace(id, fixedPlace(container), timings.workspace);
+    this.workspace.events.subscribe(null, (e) => this.onEvent(e), () => undefined);
+  }
+
+  async start(): Promise<void> {
+    await this.workspace.start();
+    this.cursor = this.workspace.events.next;
+  }
+
+  /** Runs the actions in order, one observation each; an action's failure is its observation, never a throw. */
+  async execute(actions: readonly Action[]): Promise<Observation[]> {
+    const observations: Observation[] = [];
+    for (const action of actions) observations.push(this.withNotices(await this.run(action)));
+    return observations;
+  }
+
+  input(text: string): void {
+    this.workspace.input(text);
+  }
+
+  /** The terminal's job output since the last read, and whether a job still runs. */
+  output(): Omit<Observation, 'exit_code'> {
+    const { events, dropped } = this.unread();
+    const lines = events.filter((e) => e.type === 'output').map((e) => `${String(e.line)}\n`);
+    const head = dropped > 0 ? `[${dropped} earlier terminal events were dropped before this read]\n` : '';
+    const { stderr } = this.withNotices({ stdout: '', stderr: '', terminal_still_running: false, exit_code: null });
+    return { stdout: head + lines.join(''), stderr, terminal_still_running: this.workspace.runningJobId !== null };
+  }
+
+  async health(): Promise<ContainerHealth> {
+    if (this.closed) return { healthy: false, reason: 'the sandbox was stopped' };
+    const container = await this.container.check();
+    if (!container.healthy) return container;
+    if (!this.workspace.shellOpen) return { healthy: false, reason: 'the terminal has no shell (a fresh one is starting)' };
+    return { healthy: true };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.workspace.close();
+  }
+
+  private async run(action: Action): Promise<Observation> {
+    if (action.name === 'bash') return this.bash(action.args);
+    if (this.tools.includes(action.name)) return this.tool(action.name, action.args);
+    const known = ['bash', ...this.tools].join(', ');
+    return failed(`unknown function '${action.name}': this sandbox has ${known}`);
+  }
+
+  private async bash(args: unknown): Promise<Observation> {
+    const command = args !== null && typeof args === 'object' ? (args as Record<string, unknown>).command : undefined;
+    if (typeof command !== 'string') return failed("bash needs 'args.command', a string");
+    try {
+      const answer = await this.workspace.execute(command, this.timings.actionWaitMs);
+      this.cursor = this.workspace.events.next;
+      const running = answer.returncode === null && this.workspace.runningJobId === answer.job_id;
+      const stdout = answer.stdout.endsWith(STILL_RUNNING) ? answer.stdout.slice(0, -STILL_RUNNING.length) : answer.stdout;
+      return { stdout, stderr: '', terminal_still_running: running, exit_code: answer.returncode };
+    } catch (err) {
+      // Busy (a job still runs) or no shell ready: the agent reads it as the action's outcome.
+      if (err instanceof BrokerError) {
+        const busy = err.code === 'workspace_busy';
+        const why = busy ? 'the terminal is still running an earlier command: send keys with POST /input, read it with GET /output, or wait for it' : err.detail;
+        return { ...failed(why), terminal_still_running: busy };
+      }
+      throw err;
+    }
+  }
+
+  private async tool(name: string, args: unknown): Promise<Observation> {
+    const file = `${this.container.filesDir}/${TOOLS_SUBDIR}/${name}.py`;
+    try {
+      const run = await this.container.run(['python3', `${this.container.filesDir}/${TOOL_RUNNER_FILE}`, file, name], `${JSON.stringify(args ?? {})}\n`, this.timings.toolTimeoutMs);
+      const timeout = run.timedOut ? `tool ${name} was still running after ${this.timings.toolTimeoutMs / 1000} s and was killed\n` : '';
+      return { stdout: run.stdout, stderr: run.stderr + timeout, terminal_still_running: this.workspace.runningJobId !== null, exit_code: run.exitCode };
+    } catch (err) {
+      return failed(`tool ${name} could not run: ${errorMessage(err)}`);
+    }
+  }
+
+  private onEvent(event: WorkspaceEvent): void {
+    if (event.type === 'shell_restarted') {
+      this.notices.push(`[the terminal's shell ended (${String(event.reason)}); a fresh shell took its place: the terminal's state (cwd, variables, jobs) is lost]\n`);
+    } else if (event.type === 'shell_restart_failed') {
+      this.notices.push(`[the terminal's shell could not be restarted (${String(event.reason)}); retrying]\n`);
+    }
+  }
+
+  private withNotices(observation: Observation): Observation {
+    if (this.notices.length === 0) return observation;
+    const said = this.notices.splice(0).join('');
+    return { ...observation, stderr: observation.stderr + said };
+  }
+
+  private unread(): { events: WorkspaceEvent[]; dropped: number } {
+    const ring = this.workspace.events;
+    const from = this.cursor;
+    this.cursor = ring.next;
+    const { dropped, events } = ring.slice(from, ring.next - from);
+    return { events, dropped: dropped ? dropped.to_seq - dropped.from_seq + 1 : 0 };
+  }
+}
+
+function failed(stderr: string): Observation {
+  return { stdout: '', stderr: `${stderr}\n`, terminal_still_running: false, exit_code: null };
+}
+
+/**
+ * A sandbox's terminal stays in its dedicated container: a dying shell is replaced there, and a
+ * failed container is the sandbox's failure (its /health says so), not a reason to move.
+ */
+function fixedPlace(container: StartedSandboxContainer): WorkspacePlace {
+  return {
+    container: container.ref,
+    workdir: container.workdir,
+    lostReason: () => null,
+    // Never lost: a dead shell is restarted in place (retried while the container is down).
+    failure: () => Promise.resolve(null),
+    onLost: () => undefined,
+    open: (env, size) => container.openTerminal(env, size),
+    move: () => Promise.reject(new Error("a sandbox's dedicated container cannot be exchanged")),
+    giveBack: () => undefined,
+  };
+}

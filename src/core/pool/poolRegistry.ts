@@ -1,0 +1,90 @@
+/**
+ * The broker's pools by name: the default one (BROKER_CONTAINERS, BROKER_IMAGE; spec 003 as it
+ * is) and the named ones of BROKER_POOLS, each a SessionPool of its own over a backend of its own
+ * (its image, its environment). An acquire names a pool or gets the default; every later call on a
+ * session id is routed to the pool that leased it. It is also the SandboxDirectory of pool leases.
+ */
+import type { SessionPool } from './pool';
+import type { SessionBackend } from '../ports/backend';
+import type { SandboxDirectory, SandboxHandle } from '../sandbox/sandboxHandle';
+import { brokerError } from '../../common/errors';
+
+export const DEFAULT_POOL = 'default';
+
+/** One pool and what it was configured with. */
+export interface PoolEntry {
+  readonly name: string;
+  /** The image its containers run (on the local backend, a name only). */
+  readonly image: string;
+  readonly pool: SessionPool;
+  /** Its own backend (lifecycle pause and resume act on its containers); absent: the broker's. */
+  readonly backend?: SessionBackend;
+  readonly sessionsPerContainer: number;
+  /** Whether each lease gets a container of its own, fresh (BROKER_POOLS' fresh_container). */
+  readonly freshContainer: boolean;
+}
+
+export class UnknownPoolError extends brokerError('invalid', 'unknown_pool', (name: string, known: readonly string[]) => `Unknown pool '${name}': this broker has ${known.map((n) => `'${n}'`).join(', ')} (BROKER_POOLS)`) {}
+
+export class PoolRegistry implements SandboxDirectory {
+  private readonly byName = new Map<string, PoolEntry>();
+
+  constructor(
+    readonly main: PoolEntry,
+    named: readonly PoolEntry[] = [],
+  ) {
+    for (const entry of [main, ...named]) this.byName.set(entry.name, entry);
+  }
+
+  get entries(): readonly PoolEntry[] {
+    return [...this.byName.values()];
+  }
+
+  get named(): readonly PoolEntry[] {
+    return this.entries.filter((e) => e !== this.main);
+  }
+
+  /** The pool an acquire names (`undefined`: the default one), or a 400 that lists the pools there are. */
+  pool(name?: string): SessionPool {
+    if (name === undefined) return this.main.pool;
+    const entry = this.byName.get(name);
+    if (!entry) throw new UnknownPoolError(name, [...this.byName.keys()]);
+    return entry.pool;
+  }
+
+  /**
+   * The pool that leased `sessionId` (live or ended), else the default one, which answers for ids
+   * nobody issued. The default is asked first: it holds the pool API's hot path.
+   */
+  owning(sessionId: string): SessionPool {
+    if (this.byName.size === 1 || this.main.pool.knows(sessionId)) return this.main.pool;
+    for (const entry of this.byName.values()) if (entry.pool.knows(sessionId)) return entry.pool;
+    return this.main.pool;
+  }
+
+  /** A pool lease's place, for the per-sandbox APIs (execd). */
+  resolve(sessionId: string): SandboxHandle {
+    return this.owning(sessionId).site(sessionId);
+  }
+
+  /**
+   * The pool that serves lifecycle sandboxes of `image`: one of whole containers (one session each,
+   * fresh per lease), so that a sandbox is isolated as a container is. Null when none is configured.
+   */
+  wholeContainersOf(image: string): PoolEntry | null {
+    for (const entry of this.byName.values()) {
+      if (entry.image === image && entry.sessionsPerContainer === 1 && entry.freshContainer) return entry;
+    }
+    return null;
+  }
+
+  async start(): Promise<void> {
+    await Promise.all(this.entries.map((e) => e.pool.start()));
+  }
+
+  /** The named pools first: the default one's backend owns the working root theirs live in (local). */
+  async close(graceMs: number): Promise<void> {
+    await Promise.all(this.named.map((e) => e.pool.close(graceMs)));
+    await this.main.pool.close(graceMs);
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * What the per-sandbox APIs (execd's commands, files and metrics) act on: one leased place in a
+ * container. A pool session is one (its slot in a shared container, its working directory); a
+ * lifecycle sandbox is one too (a whole container of its own). Routers resolve the id in their path
+ * to a handle through a SandboxDirectory and never see a lease, a slot or a backend's internals.
+ */
+import type { ContainerRef, SessionBackend } from '../ports/backend';
+import type { BashSession } from '../session/bashSession';
+
+export interface SandboxHandle {
+  /** The id in the route (`/sandboxes/{id}/execd/...`): a pool session id or a lifecycle sandbox id. */
+  readonly id: string;
+  /** The pool slot whose capacity it holds: tags the processes it starts (the kill on release finds them). */
+  readonly slotId: string;
+  readonly container: ContainerRef;
+  /** Its working directory as the container sees it: relative paths resolve here, commands start here. */
+  readonly root: string;
+  /**
+   * Whether paths must stay under `root` (403 otherwise). True where the container is shared with
+   * other sandboxes or is the host itself (the local backend); false for a container of its own.
+   */
+  readonly confined: boolean;
+  /**
+   * Environment every process started for it must get beyond the container's own (a lifecycle
+   * sandbox created with `env` and served from a warm container); absent: none.
+   */
+  readonly env?: Readonly<Record<string, string>>;
+  /**
+   * Aborts when the sandbox ends (released, reclaimed, broken, deleted). Whatever a per-sandbox API
+   * started for it that its own release does not reach (execd's shells and interpreters) is closed on it.
+   */
+  readonly ended: AbortSignal;
+  /** The backend its container belongs to (a named pool's own); absent: the broker's default one. */
+  readonly backend?: SessionBackend;
+  /**
+   * A started shell in `root` that is this sandbox's alone (a whole container's lease shell, its env
+   * exported): execd borrows it as a command runner, so the first command opens no shell. Its owner
+   * closes it (the lease's release kills what it started); execd never does. Absent: none.
+   */
+  readonly ownShell?: BashSession;
+}
+
+/** Finds the live sandbox of an id, or throws the error its caller must see (404 unknown, 400 ended, 410 broken). */
+export interface SandboxDirectory {
+  resolve(id: string): SandboxHandle;
+}
