@@ -36,7 +36,7 @@ export interface DockerConfig {
   /**
    * How long the engine may take to create and start a container before the start fails (and
    * the pool retries it): a stuck engine answers nothing, and a start without a deadline would
-   * hold its start slot for good (README, Known limits).
+   * hold its start slot for good (docs/known-limits.md).
    */
   startTimeoutMs: number;
   /**

@@ -2,7 +2,7 @@
  * BROKER_POOLS: named warm pools beside the default one, each with its own image and size, and what
  * its sessions are prepared with before they become AVAILABLE (files in the working directory,
  * startup commands, environment). The value is JSON, or the path of a JSON file (anything that does
- * not start with `{` or `[`). README "Named and prepared pools" shows the format.
+ * not start with `{` or `[`). docs/pool.md ("Named and prepared pools") shows the format.
  */
 import fs from 'node:fs';
 import { BrokerError, errorMessage } from '../common/errors';
@@ -11,7 +11,7 @@ import type { WorkdirFile } from '../core/ports/backend';
 
 export interface PoolSpec {
   name: string;
-  /** Docker: the image of its containers. Local: a name only (README: what an image means locally). */
+  /** Docker: the image of its containers. Local: a name only (docs/lifecycle.md: what an image means locally). */
   image: string;
   containers: number;
   sessionsPerContainer: number;

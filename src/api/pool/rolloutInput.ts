@@ -1,5 +1,5 @@
 /**
- * The pool API's additive fields for rollout clients (README, Pool API): `request_id` on execute and
+ * The pool API's additive fields for rollout clients (docs/pool.md, For rollout clients): `request_id` on execute and
  * acquire, `facts` and `release` on execute, `lease_ttl` and `acquire_timeout` on acquire, `n` and
  * `spread` on acquire_group. Checked
  * before the pool is touched, like the spec's own fields (poolInput.ts).

@@ -1,5 +1,5 @@
 /**
- * The pool API's additive routes for rollout clients (README, Pool API): group acquire, lease
+ * The pool API's additive routes for rollout clients (docs/pool.md, For rollout clients): group acquire, lease
  * heartbeats and a lease's history. Errors in the pool's `{"detail","code"}` format.
  */
 import type { PoolRegistry } from '../../core/pool/poolRegistry';

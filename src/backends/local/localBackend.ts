@@ -75,7 +75,7 @@ export class LocalBackend implements SessionBackend {
 
   /**
    * A lifecycle sandbox's own "container": a fresh working root whose shells get its environment.
-   * There is no image here (nor entry process or limits): README says what an image means locally.
+   * There is no image here (nor entry process or limits): docs/lifecycle.md says what an image means locally.
    */
   async startDedicated(spec: DedicatedSpec): Promise<ContainerRef> {
     const dir = path.join(this.options.root, `sbx-${spec.sandboxId}`);

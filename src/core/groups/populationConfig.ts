@@ -1,6 +1,6 @@
 /**
  * `initial_database_population_config`: a YAML file on the broker's host that fills a group's
- * namespaces before /group/start answers. Format (README, "Sandbox groups API"):
+ * namespaces before /group/start answers. Format (docs/groups.md, "Databases"):
  *
  *   namespaces:
  *     default:

@@ -14,7 +14,7 @@
  * Not generic-pool, which was tried behind the same state machine: its pending acquires cannot be
  * cancelled (a disconnected client keeps its place, ~3.4 KB and ~5.5 us of every later hand-off each,
  * until its turn or the acquire timeout), its model has no CLEANING or BROKEN with backoff, nor groups,
- * and its dispatch added 46-100 us to an acquire's p50 side by side with this queue (README, "How it works").
+ * and its dispatch added 46-100 us to an acquire's p50 side by side with this queue (docs/architecture.md, "Why the wait queue is hand-written").
  */
 import type { Slot } from './slot';
 import { SessionState } from './states';

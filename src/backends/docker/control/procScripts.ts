@@ -121,7 +121,7 @@ __bk_kill_pass(){
  * (reparented to init after its bash died, or forked after a kill pass took its snapshot). Only
  * processes older than the request count, so a session opened after the live list was written is
  * never taken for a dead one. A process that drops or rewrites the variable escapes this; the
- * README says the variable is the broker's.
+ * docs/architecture.md says the variable is the broker's.
  */
 export const GC_SCRIPT = `
 __bk_gc(){

@@ -67,7 +67,7 @@ export class PipeTransport {
     }
     await fs.promises.rm(this.dir, { recursive: true, force: true }).catch(() => undefined);
     const onDisk = inMemoryFs(this.root) === false;
-    const hint = onDisk ? ': on a disk filesystem, where each pipe costs journal work; a tmpfs is cheaper (BROKER_DOCKER_FIFO_DIR, bench/README.md)' : '';
+    const hint = onDisk ? ': on a disk filesystem, where each pipe costs journal work; a tmpfs is cheaper (BROKER_DOCKER_FIFO_DIR, bench/analysis.md)' : '';
     logger.info({ fifoRoot: this.root, reason: this.rootReason }, `named pipes directory${hint}`);
   }
 
