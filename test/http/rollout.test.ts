@@ -187,6 +187,9 @@ describe('rollout fields and routes', () => {
     expect((await tb.post('/session/acquire_group', { n: 3, spread: true })).status).toBe(400);
     expect((await tb.post('/session/acquire_group', { n: 5 })).status).toBe(400);
     expect((await tb.post('/session/acquire_group', { n: 0 })).status).toBe(400);
+    // No body has no n: refused as any missing n is (it once failed inside the route, a 500).
+    const empty = await tb.postRaw('/session/acquire_group', '');
+    expect({ status: empty.status, body: empty.json }).toEqual({ status: 400, body: { detail: "'n' is required: an integer from 1 to 1024, got undefined", code: 'bad_request' } });
     // Two of four held: a group of three waits, and gets none, after its timeout.
     const waiting = await tb.post('/session/acquire_group', { n: 3, acquire_timeout: 0.5 });
     expect(waiting.status).toBe(503);

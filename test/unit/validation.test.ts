@@ -1,7 +1,7 @@
 import { BadRequestError, PayloadTooLargeError } from '../../src/common/errors';
 import { NO_USAGE, commandFacts } from '../../src/core/session/commandFacts';
 import { parseAcquire, parseExecute } from '../../src/api/pool/poolInput';
-import { checkRelativePath, type CommandLimits } from '../../src/core/session/sessionInput';
+import { checkCommand, checkRelativePath, type CommandLimits } from '../../src/core/session/sessionInput';
 import { executeResponse, pythonFloat } from '../../src/api/pool/poolRoutes';
 import type { ExecResult } from '../../src/core/session/bashSession';
 
@@ -304,5 +304,33 @@ describe('executeResponse', () => {
       truncated: false,
       truncated_bytes: { stdout: 0, stderr: 0 },
     });
+  });
+});
+
+/** The refusal `fn` throws, as a client reads it: its class and its words; `accepted` when it throws none. */
+function outcome(fn: () => unknown): string {
+  try {
+    fn();
+    return 'accepted';
+  } catch (err) {
+    return `${(err as Error).constructor.name}: ${(err as Error).message}`;
+  }
+}
+
+describe("the pool contract's command and the session's checkCommand (workspaces, execd, BROKER_POOLS)", () => {
+  it.each([
+    ['a string', 'echo hi'],
+    ['empty', ''],
+    ['a number', 5],
+    ['null', null],
+    ['an array', ['ls']],
+    ['with a NUL byte', 'a\0b'],
+    ['at the size limit', 'é'.repeat(500)],
+    ['one byte beyond it', `x${'é'.repeat(500)}`],
+  ])('refuse or accept a command that is %s alike, in the same words', (_name, command) => {
+    const session = outcome(() => checkCommand(command, 'command', limits));
+    expect(outcome(() => parseExecute({ command }, limits))).toBe(session);
+    expect(outcome(() => parseAcquire({ startup_commands: ['true', command] }, limits))).toBe(outcome(() => checkCommand(command, 'startup_commands[1]', limits)));
+    expect(session === 'accepted').toBe(typeof command === 'string' && !command.includes('\0') && Buffer.byteLength(command) <= limits.maxCommandBytes);
   });
 });

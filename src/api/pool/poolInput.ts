@@ -1,11 +1,15 @@
 /**
- * Validation of the pool API's request bodies. Everything is checked before the pool is touched, so a
- * rejected request holds no session and writes nothing.
+ * The pool API's request bodies, checked against their contract (poolContract.ts) before the pool is
+ * touched, so a rejected request holds no session and writes nothing. The schema states the shapes and
+ * words the refusals; a working directory's files (each path inside it, each content base64, no path
+ * both a file and a directory) are the session's own check (core/session/sessionInput.ts), which
+ * BROKER_POOLS' preparations pass too, run where the schema's `x-workdir-files` stands.
  */
-import { BadRequestError } from '../../common/errors';
 import type { WorkdirFile } from '../../core/ports/backend';
-import { checkCommand, describe, parseStartupCommands, parseWorkdirFiles, type CommandLimits } from '../../core/session/sessionInput';
-import { acquireFingerprint, parseAcquireExtras, parseFactsFlag, parseFlag, parseRequestId, type AcquireExtras } from './rolloutInput';
+import { parseWorkdirFiles, type CommandLimits } from '../../core/session/sessionInput';
+import { addDomainCheck, compileCheck } from '../../http/schemaCheck';
+import { acquireBody, executeBody, type AcquireBody, type ExecuteBody } from './poolContract';
+import { acquireFingerprint, type AcquireExtras } from './rolloutInput';
 
 export interface ExecuteInput {
   command: string;
@@ -27,42 +31,57 @@ export interface AcquireInput extends AcquireExtras {
   fingerprint(): string;
 }
 
-function bodyObject(body: unknown, optional: boolean): Record<string, unknown> {
-  if (body === undefined && optional) return {};
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new BadRequestError(`Request body must be a JSON object${optional ? ' (or empty)' : ''}, got ${describe(body)}`);
-  }
-  return body as Record<string, unknown>;
+/** The files a body's check decoded, so a body's megabytes of base64 are decoded once. */
+const decodedFiles = new WeakMap<object, WorkdirFile[]>();
+addDomainCheck('x-workdir-files', (files) => {
+  decodedFiles.set(files, parseWorkdirFiles(files));
+});
+
+interface PoolChecks {
+  execute: (body: unknown) => ExecuteBody;
+  acquire: (body: unknown) => AcquireBody;
+}
+
+/** Compiled once per set of limits (a broker has one; tests make a few), found by the limits object first (the execute path). */
+const checksByLimits = new Map<string, PoolChecks>();
+const checksOfObject = new WeakMap<CommandLimits, PoolChecks>();
+
+function checksFor(limits: CommandLimits): PoolChecks {
+  let checks = checksOfObject.get(limits);
+  if (checks) return checks;
+  const key = `${limits.maxTimeoutSeconds}/${limits.maxCommandBytes}`;
+  checks = checksByLimits.get(key);
+  if (!checks) checksByLimits.set(key, (checks = { execute: compileCheck(executeBody(limits)), acquire: compileCheck(acquireBody(limits)) }));
+  checksOfObject.set(limits, checks);
+  return checks;
 }
 
 export function parseExecute(body: unknown, limits: CommandLimits): ExecuteInput {
-  const obj = bodyObject(body, false);
-  if (!('command' in obj)) throw new BadRequestError("'command' is required");
-  const command = checkCommand(obj.command, 'command', limits);
-  let timeoutSeconds = limits.defaultTimeoutSeconds;
-  if (obj.timeout !== undefined && obj.timeout !== null) {
-    const t = obj.timeout;
-    if (typeof t !== 'number' || !Number.isFinite(t)) throw new BadRequestError(`'timeout' must be a number of seconds, got ${describe(t)}`);
-    if (t <= 0) throw new BadRequestError(`'timeout' must be positive, got ${t}`);
-    if (t > limits.maxTimeoutSeconds) {
-      throw new BadRequestError(`'timeout' must be at most ${limits.maxTimeoutSeconds} seconds (BROKER_MAX_COMMAND_TIMEOUT), got ${t}`);
-    }
-    timeoutSeconds = t;
-  }
-  return { command, timeoutSeconds, requestId: parseRequestId(obj.request_id), facts: parseFactsFlag(obj.facts), release: parseFlag(obj.release, 'release') === true };
+  const obj = checksFor(limits).execute(body);
+  return {
+    command: obj.command,
+    timeoutSeconds: obj.timeout ?? limits.defaultTimeoutSeconds,
+    requestId: obj.request_id ?? null,
+    facts: obj.facts ?? null,
+    release: obj.release === true,
+  };
 }
 
 export function parseAcquire(body: unknown, limits: CommandLimits): AcquireInput {
-  const obj = bodyObject(body, true);
+  const obj = checksFor(limits).acquire(body === undefined ? {} : body);
   const input: AcquireInput = {
-    files: parseWorkdirFiles(obj.files),
-    startupCommands: parseStartupCommands(obj.startup_commands, limits),
-    ...parseAcquireExtras(obj),
+    files: obj.files ? (decodedFiles.get(obj.files) ?? parseWorkdirFiles(obj.files)) : [],
+    startupCommands: obj.startup_commands ?? [],
+    requestId: obj.request_id ?? null,
+    leaseTtlMs: milliseconds(obj.lease_ttl),
+    acquireTimeoutMs: milliseconds(obj.acquire_timeout),
     fingerprint: () => acquireFingerprint(obj),
   };
-  if (obj.pool !== undefined && obj.pool !== null) {
-    if (typeof obj.pool !== 'string' || obj.pool === '') throw new BadRequestError(`'pool' must be a pool name (a non-empty string), got ${describe(obj.pool)}`);
-    input.pool = obj.pool;
-  }
+  if (obj.pool !== undefined && obj.pool !== null) input.pool = obj.pool;
   return input;
+}
+
+/** Seconds (a float, as the spec's timeout is) in whole ms, at least 1. */
+function milliseconds(seconds: number | null | undefined): number | undefined {
+  return seconds === undefined || seconds === null ? undefined : Math.max(1, Math.round(seconds * 1000));
 }

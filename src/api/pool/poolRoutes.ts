@@ -1,5 +1,6 @@
 /**
  * The pool API of spec 003: acquire, execute, release. A thin router: validate, call the pool, shape.
+ * Each route's body and answer are declared once, in poolContract.ts.
  * These are the hot routes: the seam (seam.ts) costs them a Map lookup and a regex.
  */
 import type { PoolRegistry } from '../../core/pool/poolRegistry';
@@ -13,6 +14,7 @@ import { sendJson, sendJsonStreamed } from '../../http/httpJson';
 import { poolErrorFormat } from '../../http/errorFormats';
 import type { Router } from '../../http/router';
 import { clientGone } from '../../http/clientGone';
+import type { Acquired, ExecuteResult, Released } from './poolContract';
 
 /** Python's str(float): 5 -> "5.0", 2.5 -> "2.5", 1e-05, as the spec writes "timed out after 5.0 seconds". */
 export function pythonFloat(value: number): string {
@@ -27,13 +29,13 @@ export function pythonFloat(value: number): string {
  * termination facts: null where the kernel could not tell (commandFacts.ts), never a guessed 0.
  * Without them the answer is exactly spec 003's, which its clients compare whole.
  */
-export function executeResponse(result: ExecResult, timeoutSeconds: number, withFacts = false): Record<string, unknown> {
+export function executeResponse(result: ExecResult, timeoutSeconds: number, withFacts = false): ExecuteResult {
   let stderr = result.stderr;
   if (result.timedOut) {
     if (stderr && !stderr.endsWith('\n')) stderr += '\n';
     stderr += `Command timed out after ${pythonFloat(timeoutSeconds)} seconds`;
   }
-  const body: Record<string, unknown> = {
+  const body: ExecuteResult = {
     status: result.returnCode === 0 ? 'Success' : 'Failed',
     stdout: result.stdout,
     stderr,
@@ -59,8 +61,8 @@ export function executeResponse(result: ExecResult, timeoutSeconds: number, with
 }
 
 /** `{session_id}`, the startup results when there were startup commands, the lease_ttl granted when one was asked. */
-export function acquireResponse(result: AcquireResult, input: Pick<AcquireInput, 'startupCommands'>, limits: CommandLimits): Record<string, unknown> {
-  const out: Record<string, unknown> = { session_id: result.sessionId };
+export function acquireResponse(result: AcquireResult, input: Pick<AcquireInput, 'startupCommands'>, limits: CommandLimits): Acquired {
+  const out: Acquired = { session_id: result.sessionId };
   if (input.startupCommands.length > 0) out.startup_results = result.startupResults.map((r) => executeResponse(r, limits.defaultTimeoutSeconds));
   if (result.leaseTtlMs !== null) out.lease_ttl = result.leaseTtlMs / 1000;
   return out;
@@ -137,7 +139,8 @@ export function poolRouter(pools: PoolRegistry, limits: CommandLimits, requestId
         body: 'json',
         handle({ params, res }) {
           pools.owning(params.sessionId).release(params.sessionId);
-          sendJson(res, 200, { status: 'released' });
+          const answer: Released = { status: 'released' };
+          sendJson(res, 200, answer);
         },
       },
     ],

@@ -12,6 +12,7 @@ import { parseAcquire } from './poolInput';
 import type { CommandLimits } from '../../core/session/sessionInput';
 import { parseGroupSize } from './rolloutInput';
 import type { Router } from '../../http/router';
+import type { Alive, GroupAcquired, History } from './poolContract';
 
 /** Groups come from the default pool; a heartbeat or history reaches the pool that leased the id. */
 export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds): Router {
@@ -26,13 +27,13 @@ export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, reques
         body: 'json',
         async handle({ body, res }) {
           const input = parseAcquire(body, limits);
-          const { n, spread } = parseGroupSize(body as Record<string, unknown>);
+          const { n, spread } = parseGroupSize(body);
           const request = { ...input, n, spread };
           const results = input.requestId
             ? await requestIds.run(`g:${input.requestId}`, input.fingerprint(), 'acquire_group', () => pool.acquireGroup(request))
             : await pool.acquireGroup({ ...request, signal: clientGone(res) });
-          const sessions = results.map((r) => ({ ...acquireResponse(r, input, limits), container: r.containerIndex }));
-          await sendJsonStreamed(res, 200, { sessions });
+          const answer: GroupAcquired = { sessions: results.map((r) => ({ ...acquireResponse(r, input, limits), container: r.containerIndex })) };
+          await sendJsonStreamed(res, 200, answer);
         },
       },
       {
@@ -41,7 +42,8 @@ export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, reques
         body: 'json',
         handle({ params, res }) {
           const ttlMs = pools.owning(params.sessionId).heartbeat(params.sessionId);
-          sendJson(res, 200, { status: 'alive', lease_ttl: ttlMs === null ? null : ttlMs / 1000 });
+          const answer: Alive = { status: 'alive', lease_ttl: ttlMs === null ? null : ttlMs / 1000 };
+          sendJson(res, 200, answer);
         },
       },
       {
@@ -49,7 +51,8 @@ export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, reques
         path: '/session/:sessionId/history',
         async handle({ params, res }) {
           const { entries, dropped } = pools.owning(params.sessionId).history(params.sessionId);
-          await sendJsonStreamed(res, 200, { session_id: params.sessionId, entries, dropped });
+          const answer: History = { session_id: params.sessionId, entries, dropped };
+          await sendJsonStreamed(res, 200, answer);
         },
       },
     ],

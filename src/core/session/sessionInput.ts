@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import { BadRequestError, PayloadTooLargeError } from '../../common/errors';
+import { describe } from '../../common/inWords';
 import type { WorkdirFile } from '../ports/backend';
 
 export interface CommandLimits {
@@ -14,13 +15,6 @@ export interface CommandLimits {
 }
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2}|[A-Za-z0-9+/]{3})?$/;
-
-export function describe(value: unknown): string {
-  if (value === undefined) return 'an empty body';
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  return `a ${typeof value}`;
-}
 
 export function checkCommand(command: unknown, field: string, limits: CommandLimits): string {
   if (typeof command !== 'string') throw new BadRequestError(`'${field}' must be a string, got ${describe(command)}`);
