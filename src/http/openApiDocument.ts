@@ -2,11 +2,13 @@
  * Builds the OpenAPI 3.1 document from every API's description (apiDocs.ts) and the routes the seam
  * actually registered: each route's security follows its router (a public route needs no token),
  * every guarded route gets its 401, and each error answer gets the body of its API's error format.
+ * Schemas that also drive input checks are shown without the checks' own keywords (publishedSchema).
  */
 import type { ApiDoc, ErrorStyle, OperationDoc, ReplyDoc, Schema } from './openApiTypes';
 import { ref } from './openApiTypes';
 import { ERROR_SCHEMAS } from './errorSchemas';
 import type { RegisteredRoute } from './seam';
+import { publishedSchema } from './schemaCheck';
 
 
 /** `/session/:sessionId/execute` -> `/session/{sessionId}/execute`; a rest parameter `*path` -> `{path}`. */
@@ -45,7 +47,7 @@ function errorReply(style: ErrorStyle, status: number, when: string): Record<str
 
 function reply(r: ReplyDoc): Record<string, unknown> {
   const out: Record<string, unknown> = { description: r.description };
-  if (r.schema) out.content = { [r.contentType ?? 'application/json']: { schema: r.schema, ...(r.example !== undefined ? { example: r.example } : {}) } };
+  if (r.schema) out.content = { [r.contentType ?? 'application/json']: { schema: publishedSchema(r.schema), ...(r.example !== undefined ? { example: r.example } : {}) } };
   if (r.headers) out.headers = r.headers;
   return out;
 }
@@ -76,7 +78,7 @@ function operation(doc: ApiDoc, method: string, pattern: string, op: OperationDo
   };
   if (op.body) {
     const b = op.body;
-    const media = { schema: b.schema, ...(b.example !== undefined ? { example: b.example } : {}) };
+    const media = { schema: publishedSchema(b.schema), ...(b.example !== undefined ? { example: b.example } : {}) };
     out.requestBody = { required: b.required ?? true, ...(b.description ? { description: b.description } : {}), content: { [b.contentType ?? 'application/json']: media } };
   }
   if (!guarded) out.security = [];
@@ -125,7 +127,7 @@ export function buildOpenApi(docs: readonly ApiDoc[], routes: readonly Registere
     security: [{ bearer: [] }, { execdToken: [] }, { openSandboxKey: [] }],
     paths,
     components: {
-      schemas,
+      schemas: publishedSchema(schemas),
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <BROKER_TOKEN>; a browser WebSocket offers the subprotocol bearer.<token>' },
         execdToken: { type: 'apiKey', in: 'header', name: 'X-EXECD-ACCESS-TOKEN', description: 'The same token, as the execd spec sends it' },

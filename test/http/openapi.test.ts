@@ -90,6 +90,24 @@ describe('OpenAPI: /openapi.json is true to the server', () => {
     expect(checked).toBeGreaterThan(40);
   });
 
+  it("shows the pool contract's schemas without the input checks' own keywords (their refusal wording and rules)", () => {
+    const internal: string[] = [];
+    const walk = (value: unknown, at: string): void => {
+      if (value === null || typeof value !== 'object') return;
+      for (const [key, inner] of Object.entries(value)) {
+        if (/^x-/.test(key)) internal.push(`${at}/${key}`);
+        walk(inner, `${at}/${key}`);
+      }
+    };
+    walk(doc, '#');
+    expect(internal).toEqual([]);
+    // The schemas those keywords sat on are still there, whole.
+    const acquire = doc.components.schemas.AcquireRequest;
+    expect(acquire.properties.files).toMatchObject({ type: ['object', 'null'], additionalProperties: { type: 'string', contentEncoding: 'base64' } });
+    const execute = doc.paths['/session/{sessionId}/execute'].post.requestBody.content['application/json'].schema;
+    expect(execute).toMatchObject({ type: 'object', required: ['command'], properties: { command: { type: 'string', pattern: '^[^\\u0000]*$' } } });
+  });
+
   it('answers on every described path (never route_not_found), in the documented shape when documented', async () => {
     const example = (op: Json, name: string): string => String(op.parameters.find((p: Json) => p.name === name && p.in === 'path')?.example ?? 'x');
     const refused: string[] = [];
