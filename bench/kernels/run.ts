@@ -128,9 +128,12 @@ async function main(): Promise<void> {
     const parity = await compareAnswers(url(ports.current), url(ports.fastify), leases[0]);
     const one = (client: BrokerHttp): Op => () => client.executeChecked(leases[0], 'true', 0);
     const ops: Op[] = [one(current), one(fastify), () => noop.post('/', {})];
+    // The first warm-up on its own: on a loaded machine its 8,000 executes per path took the whole of
+    // the first round's SEQ_MAX_MS, which then measured nothing (a p50 of NaN).
+    await runInterleaved(ops, 0, FIRST_WARMUP, SEQ_MAX_MS);
     const rounds: KernelRound[] = [];
     for (let r = 0; r < plan.rounds; r++) {
-      const [cur, fst, floor] = await runInterleaved(ops, plan.seqN, r === 0 ? FIRST_WARMUP : ROUND_WARMUP, SEQ_MAX_MS);
+      const [cur, fst, floor] = await runInterleaved(ops, plan.seqN, ROUND_WARMUP, SEQ_MAX_MS);
       const busy = await busyRound(plan, child.pid!, { current, fastify }, leases, r);
       const round: KernelRound = { seq: { current: cur, fastify: fst, noop: floor }, busy };
       rounds.push(round);
