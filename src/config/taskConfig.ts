@@ -17,7 +17,7 @@ export interface TaskConfig {
   /**
    * BROKER_GIT_BASE_URL: where `org/name` is cloned from. A directory of bare repos (`<dir>/org/name.git`
    * or `<dir>/org/name`, mounted read-only into each sandbox) or an http(s) git server (reached
-   * through Core's relay); null: unset, POST /sandboxes answers 503.
+   * through Core's relay); null: unset, POST /sandboxes answers 501 (`tasks_not_available`).
    */
   gitBase: { kind: 'dir'; path: string } | { kind: 'url'; url: string } | null;
   /** BROKER_ANTHROPIC_BASE_URL and BROKER_OPENAI_BASE_URL: where the relay sends the agent's model calls. */

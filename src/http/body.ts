@@ -4,7 +4,7 @@
  * with optional bodies (acquire, release) treat as `{}`.
  *
  * A body with a Content-Length is done when that many bytes arrived: the parser never passes more,
- * and waiting for 'end' (a later tick) cost ~5 us of every execute's round trip (bench/README.md).
+ * and waiting for 'end' (a later tick) cost ~5 us of every execute's round trip.
  * A chunked body ends at 'end'.
  */
 import type { IncomingMessage } from 'node:http';

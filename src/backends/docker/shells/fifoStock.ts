@@ -5,7 +5,7 @@
  * ~2 ms of its event loop and CPU each (the fork copies its page tables), and a warm-up of 1024
  * sessions needs ~4000 pipes (three per shell, six per container's lanes, two for its spawner):
  * batching the pipes asked for in one turn of the event loop still left ~1000 spawns, the largest
- * part of the broker's CPU during the warm-up (bench/README.md). A stock in a private directory
+ * part of the broker's CPU during the warm-up. A stock in a private directory
  * beside the containers' directories (same filesystem, so rename works; not mounted in any
  * container) turns that into ~16 spawns; a rename is one syscall.
  */
