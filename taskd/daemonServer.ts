@@ -2,7 +2,7 @@
  * The daemon's HTTP API, for Core only (it listens on a unix socket in a directory only Core and
  * this sandbox share):
  *   GET  /health       {"status":"ok","instance","state","lastSeq"}
- *   POST /credentials  {"OPENAI_API_KEY"?, "ANTHROPIC_API_KEY"?}         204
+ *   POST /credentials  {"capability"} (the relay's, in place of a key)   204
  *   POST /init         {"repo","prompt","model","clone":{path|relay}}     202, progress on /events
  *   POST /prompt       {"message"}                                        202 {"queued","held"}
  *   POST /abort                                                           202
@@ -11,7 +11,7 @@
  */
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { parseCredentials } from './secrets';
+import { parseCapability } from './secrets';
 import { StateError, type InitRequest, type TaskDaemon } from './taskDaemon';
 
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -46,13 +46,13 @@ async function serve(daemon: TaskDaemon, instance: string, req: http.IncomingMes
       return json(res, 200, { status: 'ok', instance, state: daemon.state, lastSeq: daemon.log.last });
     case 'POST /credentials': {
       const body = await readJson(req);
-      let credentials;
+      let capability;
       try {
-        credentials = parseCredentials(body);
+        capability = parseCapability(body);
       } catch (err) {
         throw new HttpError(400, (err as Error).message);
       }
-      await daemon.setCredentials(credentials);
+      await daemon.setCapability(capability);
       res.writeHead(204).end();
       return;
     }

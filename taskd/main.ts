@@ -45,7 +45,7 @@ async function main(): Promise<void> {
     journalEvents: positive('TASKD_JOURNAL_EVENTS', 10_000),
   });
   // Pi's modules load before the socket listens (about a second on a small host): a daemon that
-  // answers /health is one that can take its credentials and a task at once.
+  // answers /health is one that can take its capability and a task at once.
   await loadPi();
   await daemon.resume();
   const server = createDaemonServer(daemon);

@@ -3,7 +3,8 @@
  * under Pi's default data dir (~/.pi/agent/sessions), whose path is remembered in
  * ~/.wuhu/pi-session.json so a restarted daemon opens the same conversation again.
  *
- * Credentials go into an in-memory AuthStorage as runtime keys (never auth.json); the bash tool is
+ * The relay's capability goes into an in-memory AuthStorage as each relayed provider's runtime key
+ * (never auth.json): Pi sends it where a key goes, and the relay swaps it for the key. The bash tool is
  * Pi's own, with a spawn hook that hands each command a scrubbed environment.
  */
 import fs from 'node:fs';
@@ -11,7 +12,7 @@ import path from 'node:path';
 import type { AgentSession, AgentSessionEvent, AuthStorage, ToolDefinition } from '@mariozechner/pi-coding-agent';
 import type { EventLog } from './eventLog';
 import { loadPi } from './esm';
-import { CREDENTIAL_NAMES, PROVIDER_OF, scrubEnv, type Credentials } from './secrets';
+import { RELAYED_PROVIDERS, scrubEnv } from './secrets';
 import { CODING_EVENT_TYPES } from '../src/core/tasks/taskWire';
 
 export interface AgentSetup {
@@ -64,12 +65,9 @@ export class PiAgent {
     return this.session?.messages.length ?? 0;
   }
 
-  async setCredentials(credentials: Credentials): Promise<void> {
+  async setCapability(capability: string): Promise<void> {
     const auth = await this.auth;
-    for (const name of CREDENTIAL_NAMES) {
-      const key = credentials[name];
-      if (key !== undefined) auth.setRuntimeApiKey(PROVIDER_OF[name], key);
-    }
+    for (const provider of RELAYED_PROVIDERS) auth.setRuntimeApiKey(provider, capability);
   }
 
   /** The pointer a previous daemon left, when its session file and working tree are still there. */

@@ -1,5 +1,5 @@
 /**
- * What the daemon does, without its HTTP: takes credentials, sets the workspace up once (clone, then
+ * What the daemon does, without its HTTP: takes its relay capability, sets the workspace up once (clone, then
  * the agent), holds prompts that come before the workspace is ready and fires them after it, in
  * order, and reports every step on its event log.
  *
@@ -10,7 +10,6 @@ import path from 'node:path';
 import { EventLog } from './eventLog';
 import { gitClone } from './clone';
 import { PiAgent } from './piAgent';
-import type { Credentials } from './secrets';
 
 export interface DaemonOptions {
   /** Where repositories are cloned (/root/workspace). */
@@ -69,8 +68,8 @@ export class TaskDaemon {
     }
   }
 
-  setCredentials(credentials: Credentials): Promise<void> {
-    return this.agent.setCredentials(credentials);
+  setCapability(capability: string): Promise<void> {
+    return this.agent.setCapability(capability);
   }
 
   /** Starts the setup and returns at once: its progress is on the event log. */

@@ -1,14 +1,24 @@
 /**
  * Settings of the task sandboxes (spec 002): each a container of its own running the task daemon
  * and the Pi coding agent. Resolved with the rest of the configuration (config.ts), validated the same
- * way. The LLM keys are the only secrets here: Core hands them to each daemon and to nothing else.
+ * way. The LLM keys are the only secrets here, and the configuration does not hold them: `keys` reads
+ * them afresh at each model call the relay makes, so a rotated key takes effect at the next call.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError, int, seconds, type Env } from './envValues';
 
-export interface TaskCredentials {
-  OPENAI_API_KEY?: string;
-  ANTHROPIC_API_KEY?: string;
+export const KEY_NAMES = ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY'] as const;
+export type KeyName = (typeof KEY_NAMES)[number];
+export type TaskCredentials = Partial<Record<KeyName, string>>;
+
+/**
+ * Where the relay gets the LLM keys, at each call: `<NAME>_FILE` (a file the operator or a secret
+ * manager rewrites to rotate the key), else `<NAME>` of the broker's environment. A function, not a
+ * value: the configuration never holds a key, so nothing that prints it can print one.
+ */
+export interface TaskKeys {
+  read(): TaskCredentials;
 }
 
 export interface TaskConfig {
@@ -37,19 +47,19 @@ export interface TaskConfig {
   networkMode: string;
   /** BROKER_TASK_MAX_SANDBOXES: task sandboxes alive at once (503 beyond). */
   maxSandboxes: number;
-  /** OPENAI_API_KEY and ANTHROPIC_API_KEY of Core's environment. */
-  credentials: TaskCredentials;
+  /** OPENAI_API_KEY and ANTHROPIC_API_KEY (or their _FILE), read at each model call by the relay only. */
+  keys: TaskKeys;
 }
 
 const MODEL = /^[a-z0-9-]+\/[A-Za-z0-9._:-]+$/;
 
 export function loadTaskConfig(env: Env): TaskConfig {
-  const credentials: TaskCredentials = {};
-  for (const name of ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY'] as const) {
-    const value = (env[name] ?? '').trim();
-    if (value) credentials[name] = value;
+  for (const name of KEY_NAMES) {
+    const file = (env[`${name}_FILE`] ?? '').trim();
+    if (file && !path.isAbsolute(file)) throw new ConfigError(`${name}_FILE must be an absolute path, got '${file}'`);
   }
-  const model = (env.BROKER_TASK_MODEL ?? '').trim() || defaultModel(credentials);
+  const keys: TaskKeys = { read: () => readKeys(env) };
+  const model = (env.BROKER_TASK_MODEL ?? '').trim() || defaultModel(keys.read());
   if (!MODEL.test(model)) throw new ConfigError(`BROKER_TASK_MODEL must be 'provider/model-id', got '${model}'`);
   const socketDir = (env.BROKER_TASK_SOCKET_DIR ?? '').trim() || '/run/bash-broker-tasks';
   if (!path.isAbsolute(socketDir)) throw new ConfigError(`BROKER_TASK_SOCKET_DIR must be an absolute path, got '${socketDir}'`);
@@ -65,8 +75,29 @@ export function loadTaskConfig(env: Env): TaskConfig {
     socketDir,
     networkMode: (env.BROKER_TASK_NETWORK_MODE ?? '').trim() || 'none',
     maxSandboxes: int(env, 'BROKER_TASK_MAX_SANDBOXES', 16, { max: 4096 }),
-    credentials,
+    keys,
   };
+}
+
+/**
+ * The keys as they are now. A key file that cannot be read counts as no key (the relay then refuses
+ * the call, saying which key is missing): a file being replaced must not stop the broker.
+ */
+function readKeys(env: Env): TaskCredentials {
+  const out: TaskCredentials = {};
+  for (const name of KEY_NAMES) {
+    const file = (env[`${name}_FILE`] ?? '').trim();
+    let value = env[name] ?? '';
+    if (file) {
+      try {
+        value = fs.readFileSync(file, 'utf8');
+      } catch {
+        value = '';
+      }
+    }
+    if (value.trim()) out[name] = value.trim();
+  }
+  return out;
 }
 
 /**

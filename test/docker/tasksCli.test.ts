@@ -9,7 +9,7 @@ import path from 'node:path';
 import Dockerode from 'dockerode';
 import { describeDocker } from '../helpers/dockerSuite';
 import { endsWithToolResult, lastUserText } from '../helpers/stubLlm';
-import { SECRET_KEY, taskFixture, type TaskFixture } from '../helpers/taskSuite';
+import { SECRET_KEY, execIn, taskFixture, type TaskFixture } from '../helpers/taskSuite';
 
 jest.setTimeout(240_000);
 const ROOT = path.resolve(__dirname, '../..');
@@ -160,12 +160,3 @@ describeDocker('scripts/sandbox-task.ts and where the key is not (Docker)', () =
     expect(fx.stub.requests.some((r) => r.headers['x-api-key'] === SECRET_KEY)).toBe(true);
   });
 });
-
-async function execIn(container: Dockerode.Container, cmd: string[]): Promise<string> {
-  const exec = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
-  const stream = await exec.start({});
-  const chunks: Buffer[] = [];
-  stream.on('data', (c: Buffer) => chunks.push(c));
-  await new Promise((r) => stream.on('end', r));
-  return Buffer.concat(chunks).toString('utf8');
-}

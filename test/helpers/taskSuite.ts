@@ -74,3 +74,14 @@ export async function taskFixture(name: string): Promise<TaskFixture> {
     },
   };
 }
+
+/** Runs `cmd` in a container (as `docker exec`) and answers its output, stdout and stderr together. */
+export async function execIn(container: Dockerode.Container, cmd: string[]): Promise<string> {
+  const exec = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
+  const stream = await exec.start({});
+  const chunks: Buffer[] = [];
+  stream.on('data', (c: Buffer) => chunks.push(c));
+  await new Promise((r) => stream.on('end', r));
+  // Without a TTY the stream is multiplexed: the 8-byte frame headers are dropped, the text kept.
+  return Buffer.concat(chunks).toString('utf8').replace(/[^\x20-\x7e\n]/g, '');
+}

@@ -79,14 +79,16 @@ describe('the task daemon', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('refuses a bad /init and unknown credentials with 400', async () => {
+  it('refuses a bad /init, and a key or anything but a capability on /credentials, with 400', async () => {
     await expect(link.post('/init', { repo: '../x', prompt: 'p', model: 'anthropic/claude-sonnet-4-5', clone: { path: '/x' } })).rejects.toMatchObject({ status: 400 });
     await expect(link.post('/init', { repo: 'a/b', prompt: 'p', model: 'anthropic/claude-sonnet-4-5' })).rejects.toMatchObject({ status: 400, detail: expect.stringMatching(/'clone'/) });
     await expect(link.post('/credentials', { GITHUB_TOKEN: 'x' })).rejects.toBeInstanceOf(DaemonCallError);
+    await expect(link.post('/credentials', { ANTHROPIC_API_KEY: 'sk-ant-x' })).rejects.toMatchObject({ status: 400, detail: expect.stringMatching(/never a key/) });
+    await expect(link.post('/credentials', { capability: '' })).rejects.toMatchObject({ status: 400 });
   });
 
   it('holds prompts sent before the clone and fires them after init_complete, in order', async () => {
-    await link.post('/credentials', { ANTHROPIC_API_KEY: 'k-local' });
+    await link.post('/credentials', { capability: 'k-local' });
     await link.post('/init', { repo: 'acme/demo', prompt: 'first', model: 'anthropic/claude-sonnet-4-5', clone: { path: path.join(dir, 'git/acme/demo.git') } });
     expect(await link.post('/prompt', { message: 'second' })).toEqual({ queued: true, held: true });
     await expect(link.post('/init', { repo: 'acme/demo', prompt: 'again', model: 'anthropic/claude-sonnet-4-5', clone: { path: '/x' } })).rejects.toMatchObject({ status: 409 });
@@ -112,7 +114,7 @@ describe('the task daemon', () => {
     await start();
     const [resumed] = await events(0, (es) => es.length >= 1);
     expect(resumed.event).toMatchObject({ type: 'init_complete', resumed: true });
-    await link.post('/credentials', { ANTHROPIC_API_KEY: 'k-local' });
+    await link.post('/credentials', { capability: 'k-local' });
     await link.post('/prompt', { message: 'third' });
     await events(1, (es) => es.some((e) => e.event.type === 'turn_end'));
     const last = stub.requests[stub.requests.length - 1];

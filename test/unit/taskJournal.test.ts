@@ -3,7 +3,10 @@ import { taskStream, type TaskStream } from '../../src/core/tasks/taskSandbox';
 import { ConfigError, loadConfig } from '../../src/config/config';
 import { parseCreateTask, parseResumeCursor } from '../../src/api/tasks/taskInput';
 import { BadRequestError } from '../../src/common/errors';
-import { scrubEnv, parseCredentials } from '../../taskd/secrets';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { scrubEnv, parseCapability } from '../../taskd/secrets';
 
 const ev = (type: string) => ({ event: { type, timestamp: 1 } });
 /** What the stream route sends after `cursor`. */
@@ -49,11 +52,29 @@ describe("a task sandbox's stream", () => {
 describe('task settings', () => {
   it('has defaults, and reads a directory or a server as the git base', () => {
     const c = loadConfig({}).tasks;
-    expect(c).toMatchObject({ image: 'bash-broker-task:latest', gitBase: null, model: 'anthropic/claude-sonnet-4-5', networkMode: 'none', readyTimeoutMs: 60_000, credentials: {} });
+    expect(c).toMatchObject({ image: 'bash-broker-task:latest', gitBase: null, model: 'anthropic/claude-sonnet-4-5', networkMode: 'none', readyTimeoutMs: 60_000 });
+    expect(loadConfig({}).tasks.keys.read()).toEqual({});
     expect(loadConfig({ BROKER_GIT_BASE_URL: '/srv/repos/' }).tasks.gitBase).toEqual({ kind: 'dir', path: '/srv/repos' });
     expect(loadConfig({ BROKER_GIT_BASE_URL: 'file:///srv/repos' }).tasks.gitBase).toEqual({ kind: 'dir', path: '/srv/repos' });
     expect(loadConfig({ BROKER_GIT_BASE_URL: 'https://git.example.com/' }).tasks.gitBase).toEqual({ kind: 'url', url: 'https://git.example.com' });
-    expect(loadConfig({ ANTHROPIC_API_KEY: ' k1 ', OPENAI_API_KEY: '' }).tasks.credentials).toEqual({ ANTHROPIC_API_KEY: 'k1' });
+    expect(loadConfig({ ANTHROPIC_API_KEY: ' k1 ', OPENAI_API_KEY: '' }).tasks.keys.read()).toEqual({ ANTHROPIC_API_KEY: 'k1' });
+  });
+
+  it('reads the keys at each call, from the environment or a key file, and holds none in the configuration', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'task-keys-'));
+    const file = path.join(dir, 'openai.key');
+    fs.writeFileSync(file, 'sk-old\n');
+    const env: Record<string, string> = { ANTHROPIC_API_KEY: 'sk-ant-1', OPENAI_API_KEY_FILE: file, OPENAI_API_KEY: 'ignored: the file wins' };
+    const tasks = loadConfig(env).tasks;
+    expect(JSON.stringify(tasks)).not.toMatch(/sk-/);
+    expect(tasks.keys.read()).toEqual({ ANTHROPIC_API_KEY: 'sk-ant-1', OPENAI_API_KEY: 'sk-old' });
+    env.ANTHROPIC_API_KEY = 'sk-ant-2';
+    fs.writeFileSync(file, 'sk-new');
+    expect(tasks.keys.read()).toEqual({ ANTHROPIC_API_KEY: 'sk-ant-2', OPENAI_API_KEY: 'sk-new' });
+    fs.rmSync(file);
+    expect(tasks.keys.read()).toEqual({ ANTHROPIC_API_KEY: 'sk-ant-2' });
+    expect(() => loadConfig({ OPENAI_API_KEY_FILE: 'relative.key' })).toThrow(/absolute path/);
+    fs.rmSync(dir, { recursive: true });
   });
 
   it("defaults the model to OpenAI's when only an OpenAI key is given, and keeps a model that is named", () => {
@@ -98,10 +119,11 @@ describe('the daemon’s credential handling', () => {
     expect(env).toEqual({ PATH: '/bin', HOME: '/root' });
   });
 
-  it('takes only the known keys', () => {
-    expect(parseCredentials({ OPENAI_API_KEY: 'a', ANTHROPIC_API_KEY: '' })).toEqual({ OPENAI_API_KEY: 'a' });
-    expect(() => parseCredentials({ AWS_KEY: 'x' })).toThrow(/unknown credential/);
-    expect(() => parseCredentials({ OPENAI_API_KEY: 1 })).toThrow(/must be a string/);
-    expect(() => parseCredentials([])).toThrow(/JSON object/);
+  it('takes a capability and never a key', () => {
+    expect(parseCapability({ capability: 'taskcap-abc' })).toBe('taskcap-abc');
+    expect(() => parseCapability({ ANTHROPIC_API_KEY: 'sk-ant-x' })).toThrow(/never a key/);
+    expect(() => parseCapability({ capability: 'c', OPENAI_API_KEY: 'sk-x' })).toThrow(/never a key/);
+    expect(() => parseCapability({ capability: 1 })).toThrow(/non-empty string/);
+    expect(() => parseCapability([])).toThrow(/JSON object/);
   });
 });

@@ -47,6 +47,11 @@ export type CloneSource = { path: string } | { relay: string };
 
 export interface TaskContainer {
   readonly link: DaemonLink;
+  /**
+   * What the daemon sends on its model calls in place of a key: the backend's relay for this
+   * sandbox takes it, and only it, and attaches the real key. The sandbox never holds a key.
+   */
+  readonly capability: string;
   /** Milliseconds the engine took to create and start it. */
   readonly startMs: number;
   /** Removes the container and what Core kept for it (its sockets, its relay). Safe to call twice. */

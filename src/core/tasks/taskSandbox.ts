@@ -3,7 +3,8 @@
  * daemon that feeds them. Lifecycle events go to the control stream, the agent's to the coding
  * stream; Core adds its own (sandbox_ready, daemon_error when the upstream breaks,
  * sandbox_terminated). A broken upstream is reopened after the last daemon seq seen, so nothing is
- * lost or doubled; a daemon that restarted (a new instance) gets the credentials again.
+ * lost or doubled; a daemon that restarted (a new instance) gets its relay capability again (it never
+ * holds a key: the relay attaches those).
  */
 import { errorMessage } from '../../common/errors';
 import { EventLog, type Gap, type Numbered } from '../../common/eventLog';

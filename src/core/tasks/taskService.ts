@@ -19,7 +19,7 @@ export interface CreateTaskInput {
   prompt?: string;
 }
 
-type Settings = Pick<TaskConfig, 'readyTimeoutMs' | 'journalEvents' | 'maxSandboxes' | 'model' | 'credentials' | 'gitBase'>;
+type Settings = Pick<TaskConfig, 'readyTimeoutMs' | 'journalEvents' | 'maxSandboxes' | 'model' | 'gitBase'>;
 
 const HEALTH_POLL_MS = 100;
 
@@ -119,7 +119,8 @@ export class TaskService {
     const t0 = performance.now();
     const container = await backend.start(id);
     const link = container.link;
-    const sendCredentials = (): Promise<unknown> => link.post('/credentials', this.settings.credentials);
+    // The daemon gets the relay's capability, never a key (the relay attaches those).
+    const sendCredentials = (): Promise<unknown> => link.post('/credentials', { capability: container.capability });
     const sandbox = new TaskSandbox(id, input.name ?? id, input.repo, container, this.settings.journalEvents, () => sendCredentials().then(() => undefined));
     sandbox.timings.containerStartMs = container.startMs;
     try {

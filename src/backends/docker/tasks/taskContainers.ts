@@ -6,11 +6,13 @@
  * driver has deadlocked under load on this kind of host (every container start stuck in libnetwork's
  * endpoint setup), so the containers run with `--network none` by default. Each sandbox gets a host
  * directory, mounted at /run/taskd, holding two sockets: the daemon's (Core talks HTTP to it) and
- * Core's relay (taskRelay.ts: the model endpoints and a git server, the only way out). Nothing else in
+ * Core's relay (taskRelay.ts: the model endpoints and a git server, the only way out; it alone holds
+ * the LLM keys, the sandbox only a capability for its relay). Nothing else in
  * the container listens anywhere another container or the host network could reach.
  *
  * A directory of bare repos (BROKER_GIT_BASE_URL) is mounted read-only at /srv/git.
  */
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import Dockerode from 'dockerode';
@@ -18,7 +20,7 @@ import { BackendError, errorMessage } from '../../../common/errors';
 import type { TaskConfig } from '../../../config/taskConfig';
 import type { CloneSource, TaskBackend, TaskContainer } from '../../../core/ports/taskPorts';
 import { ContainerRemovals } from '../containers/containerRemovals';
-import { TaskRelay } from './taskRelay';
+import { ANTHROPIC_KEY, OPENAI_KEY, TaskRelay, type RelayRoute } from './taskRelay';
 import { UnixDaemonLink } from './taskDaemonLink';
 
 /** The deployment a task container belongs to (not the pool's label: the pool's start sweep must not take these). */
@@ -29,7 +31,7 @@ const MOUNT_DIR = '/run/taskd';
 const GIT_DIR = '/srv/git';
 
 export interface TaskContainerOptions {
-  tasks: Pick<TaskConfig, 'image' | 'gitBase' | 'anthropicBaseUrl' | 'openaiBaseUrl' | 'socketDir' | 'networkMode'>;
+  tasks: Pick<TaskConfig, 'image' | 'gitBase' | 'anthropicBaseUrl' | 'openaiBaseUrl' | 'socketDir' | 'networkMode' | 'keys'>;
   deployment: string;
   cpus: number;
   memoryBytes: number;
@@ -61,7 +63,9 @@ export class DockerTaskBackend implements TaskBackend {
   async start(id: string): Promise<TaskContainer> {
     const dir = path.join(this.options.tasks.socketDir, id);
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const relay = new TaskRelay(this.relayRoutes());
+    // The sandbox's capability: what its daemon sends in place of a key, good on this relay only.
+    const capability = `taskcap-${randomBytes(32).toString('base64url')}`;
+    const relay = new TaskRelay(this.relayRoutes(), capability, this.options.tasks.keys);
     const name = `bash-broker-${this.options.deployment}-${id}`.replace(/[^a-zA-Z0-9_.-]/g, '-');
     let containerId: string | null = null;
     const remove = once(async () => {
@@ -82,13 +86,13 @@ export class DockerTaskBackend implements TaskBackend {
       const why = deadline.aborted ? `the engine did not create and start it within ${this.options.startTimeoutMs / 1000} s` : errorMessage(err);
       throw new BackendError(`task sandbox ${id}: its container failed to start: ${why}`);
     }
-    return { link: new UnixDaemonLink(path.join(dir, 'daemon.sock')), startMs: performance.now() - t0, remove };
+    return { link: new UnixDaemonLink(path.join(dir, 'daemon.sock')), capability, startMs: performance.now() - t0, remove };
   }
 
-  private relayRoutes(): Record<string, string> {
+  private relayRoutes(): Record<string, RelayRoute> {
     const { tasks } = this.options;
-    const routes: Record<string, string> = { '/anthropic': tasks.anthropicBaseUrl, '/openai': tasks.openaiBaseUrl };
-    if (tasks.gitBase?.kind === 'url') routes['/git'] = tasks.gitBase.url;
+    const routes: Record<string, RelayRoute> = { '/anthropic': { base: tasks.anthropicBaseUrl, key: ANTHROPIC_KEY }, '/openai': { base: tasks.openaiBaseUrl, key: OPENAI_KEY } };
+    if (tasks.gitBase?.kind === 'url') routes['/git'] = { base: tasks.gitBase.url };
     return routes;
   }
 
@@ -99,7 +103,7 @@ export class DockerTaskBackend implements TaskBackend {
     return {
       name,
       Image: tasks.image,
-      // No secret here: the keys reach the daemon over its socket, into its memory only.
+      // No secret here, nor anywhere in the sandbox: the relay attaches the keys (taskRelay.ts).
       Env: [`TASKD_SOCKET=${MOUNT_DIR}/daemon.sock`, `TASKD_RELAY_SOCKET=${MOUNT_DIR}/relay.sock`],
       Labels: { [LABEL_TASK_DEPLOYMENT]: this.options.deployment, [LABEL_TASK_ID]: id },
       HostConfig: {

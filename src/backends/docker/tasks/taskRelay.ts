@@ -4,20 +4,45 @@
  *   /anthropic/...  to BROKER_ANTHROPIC_BASE_URL
  *   /openai/...     to BROKER_OPENAI_BASE_URL
  *   /git/...        to BROKER_GIT_BASE_URL when that is a git server
- * and nothing else. Requests and answers are streamed through untouched but for the Host and
- * hop-by-hop headers; nothing of them (the API keys are in their headers) is logged.
+ * and nothing else.
+ *
+ * The LLM keys never enter the sandbox: its daemon holds this relay's capability instead (a random
+ * token, one per sandbox, that only this relay's socket takes) and sends it where a key would go. On a
+ * model route the relay checks it, drops it, and attaches the provider's key as read at this call
+ * (`x-api-key` for Anthropic, `Authorization: Bearer` for OpenAI): a rotated key is used from the
+ * next call on. A call without the capability is refused (401) and goes nowhere.
+ *
+ * Requests and answers are otherwise streamed through untouched (an SSE answer is piped chunk by
+ * chunk, never buffered) but for the Host and hop-by-hop headers; nothing of them is logged.
  */
+import { timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import type { KeyName, TaskKeys } from '../../../config/taskConfig';
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'host']);
 
+/** Where a route goes, and, for a model route, the key it gets and the header that carries it. */
+export interface RelayRoute {
+  base: string;
+  key?: { name: KeyName; header: 'x-api-key' | 'authorization' };
+}
+
+export const ANTHROPIC_KEY: RelayRoute['key'] = { name: 'ANTHROPIC_API_KEY', header: 'x-api-key' };
+export const OPENAI_KEY: RelayRoute['key'] = { name: 'OPENAI_API_KEY', header: 'authorization' };
+
 export class TaskRelay {
   private readonly server: http.Server;
+  private readonly capability: Buffer;
 
-  /** `routes`: prefix (`/anthropic`) -> upstream base URL. */
-  constructor(private readonly routes: Record<string, string>) {
+  /** `routes`: prefix (`/anthropic`) -> where it goes; `capability`: what this sandbox's daemon sends in place of a key. */
+  constructor(
+    private readonly routes: Record<string, RelayRoute>,
+    capability: string,
+    private readonly keys: TaskKeys,
+  ) {
+    this.capability = Buffer.from(capability);
     this.server = http.createServer((req, res) => this.forward(req, res));
   }
 
@@ -41,9 +66,18 @@ export class TaskRelay {
     const url = req.url ?? '/';
     const prefix = Object.keys(this.routes).find((p) => url === p || url.startsWith(`${p}/`) || url.startsWith(`${p}?`));
     if (!prefix) return refuse(res, 404, `the relay forwards only ${Object.keys(this.routes).join(', ')}`);
-    const target = new URL(this.routes[prefix] + url.slice(prefix.length));
+    const route = this.routes[prefix];
+    const target = new URL(route.base + url.slice(prefix.length));
     const headers: http.OutgoingHttpHeaders = {};
     for (const [name, value] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(name)) headers[name] = value;
+    if (route.key) {
+      if (!this.holdsCapability(req)) return refuse(res, 401, "the relay takes model calls only with this sandbox's capability", req);
+      const key = this.keys.read()[route.key.name];
+      if (!key) return refuse(res, 401, `the broker holds no ${route.key.name}`, req);
+      delete headers['x-api-key'];
+      delete headers.authorization;
+      headers[route.key.header] = route.key.header === 'authorization' ? `Bearer ${key}` : key;
+    }
     const client = target.protocol === 'https:' ? https : http;
     const upstream = client.request(target, { method: req.method, headers }, (answer) => {
       const out: http.OutgoingHttpHeaders = {};
@@ -62,9 +96,17 @@ export class TaskRelay {
     });
     req.pipe(upstream);
   }
+
+  /** The capability, where a provider's SDK puts its key: `x-api-key`, or `Authorization: Bearer`. */
+  private holdsCapability(req: http.IncomingMessage): boolean {
+    const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    return [req.headers['x-api-key'], bearer].some((v) => typeof v === 'string' && v.length === this.capability.length && timingSafeEqual(Buffer.from(v), this.capability));
+  }
 }
 
-function refuse(res: http.ServerResponse, status: number, detail: string): void {
+/** Answers with `{detail}`; a request body not forwarded is read and dropped. */
+function refuse(res: http.ServerResponse, status: number, detail: string, req?: http.IncomingMessage): void {
+  req?.resume();
   res.writeHead(status, { 'Content-Type': 'application/json' });
   res.end(JSON.stringify({ detail }));
 }
