@@ -3,6 +3,7 @@ import { ConfigError, loadConfig, type BrokerConfig } from './config/config';
 import { Broker } from './broker';
 import { configureLogger, logger } from './common/logger';
 import { errorMessage } from './common/errors';
+import { startClusterRole } from './cluster/startRole';
 
 async function main(): Promise<void> {
   let config: BrokerConfig;
@@ -16,12 +17,18 @@ async function main(): Promise<void> {
     throw err;
   }
   configureLogger(config.logLevel);
-  const broker = new Broker(config);
-  const address = await broker.start();
-  logger.info(
-    { host: address.address, port: address.port, backend: config.backend, sessions: config.containers * config.sessionsPerContainer },
-    `broker listening on http://${address.address}:${address.port}`,
-  );
+  let broker: { close(): Promise<void> };
+  if (config.cluster.role === 'standalone') {
+    const standalone = new Broker(config);
+    const address = await standalone.start();
+    logger.info(
+      { host: address.address, port: address.port, backend: config.backend, sessions: config.containers * config.sessionsPerContainer },
+      `broker listening on http://${address.address}:${address.port}`,
+    );
+    broker = standalone;
+  } else {
+    broker = await startClusterRole(config);
+  }
   // Warm-up logs its own progress and its "pool warm" line (core/warmupProgress.ts).
 
   let stopping = false;

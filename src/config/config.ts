@@ -9,6 +9,7 @@ import { bytes, ConfigError, flag, int, portRange, seconds, type Env } from './e
 import { loadTaskConfig, type TaskConfig } from './taskConfig';
 import { loadWorkspaceConfig, type WorkspaceConfig } from './workspaceConfig';
 import { deploymentName, loadDockerConfig, type DockerConfig } from './dockerConfig';
+import { loadClusterConfig, type ClusterConfig } from './clusterConfig';
 
 export { ConfigError };
 
@@ -121,6 +122,8 @@ export interface BrokerConfig {
   tasks: TaskConfig;
   /** The Docker backend's containers: dockerConfig.ts. */
   docker: DockerConfig;
+  /** The role in a cluster (standalone by default) and its store: clusterConfig.ts. */
+  cluster: ClusterConfig;
 }
 
 export function loadConfig(env: Env = process.env): BrokerConfig {
@@ -158,6 +161,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     if (err instanceof PoolConfigError) throw new ConfigError(err.message);
     throw err;
   }
+  const requestIdWindowMs = seconds(env, 'BROKER_REQUEST_ID_WINDOW', 600);
   const maxSandboxTimeoutMs = seconds(env, 'BROKER_SANDBOX_MAX_TIMEOUT', 86400);
   if (maxSandboxTimeoutMs > 2_000_000_000) throw new ConfigError('BROKER_SANDBOX_MAX_TIMEOUT must be at most 2000000 seconds (a Node timer limit)');
   return {
@@ -192,7 +196,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
       maxTimeoutMs: maxSandboxTimeoutMs, maxDedicated: int(env, 'BROKER_SANDBOX_MAX_DEDICATED', 32, { min: 0, max: 4096 }) },
     rollout: {
       executeFacts: flag(env, 'BROKER_EXECUTE_FACTS'),
-      requestIdWindowMs: seconds(env, 'BROKER_REQUEST_ID_WINDOW', 600),
+      requestIdWindowMs,
       requestIdMax: int(env, 'BROKER_REQUEST_ID_MAX', 50_000, { max: 10_000_000 }),
       maxLeaseTtlMs: seconds(env, 'BROKER_MAX_LEASE_TTL', sessionIdleTimeoutMs / 1000),
       historyEntries: int(env, 'BROKER_HISTORY_ENTRIES', 256, { max: 100_000 }),
@@ -217,6 +221,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     },
     tasks: loadTaskConfig(env),
     docker,
+    cluster: loadClusterConfig(env, requestIdWindowMs),
   };
 }
 

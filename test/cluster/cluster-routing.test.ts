@@ -1,0 +1,124 @@
+/**
+ * The pool API through a cluster of real processes: a private etcd, two node brokers and two
+ * gateways. Sessions are placed over both nodes, any gateway serves any session by its id, an
+ * acquire retried with its request_id through the other gateway gets the same session, and nobody
+ * reaches a node without the cluster's token.
+ */
+import { TestCluster, CLUSTER_TOKEN, SESSIONS_PER_NODE, nodeOf } from '../helpers/cluster';
+import { call, closeClients } from '../helpers/clusterProcs';
+
+let cluster: TestCluster;
+
+beforeAll(async () => {
+  cluster = await TestCluster.start(['n1', 'n2'], 2);
+}, 240_000);
+
+afterAll(async () => {
+  await cluster?.stop();
+  await closeClients();
+}, 120_000);
+
+/** The pid of the node process whose shell ran the command: local shells carry BROKER_SESSION_TAG=<node pid>-... */
+const SHELL_OWNER = 'echo "${BROKER_SESSION_TAG%%-*}"';
+
+describe('a cluster of 2 nodes and 2 gateways', () => {
+  test('the pool contract through a gateway, with sessions on both nodes, each shell on the node its id names', async () => {
+    const [g1] = cluster.gateways;
+    const ids: string[] = [];
+    for (let i = 0; i < 2 * SESSIONS_PER_NODE; i++) {
+      const r = await cluster.call(g1, 'POST', '/session/acquire', {});
+      expect(r.status).toBe(200);
+      expect(Object.keys(r.json)).toEqual(['session_id']);
+      ids.push(r.json.session_id);
+    }
+    expect(new Set(ids.map(nodeOf))).toEqual(new Set(['n1', 'n2']));
+    for (const id of ids) {
+      const r = await cluster.call(g1, 'POST', `/session/${id}/execute`, { command: `cd /tmp && X=${nodeOf(id)}; ${SHELL_OWNER}` });
+      expect(r.status).toBe(200);
+      expect(Object.keys(r.json)).toEqual(['status', 'stdout', 'stderr', 'return_code']);
+      expect(r.json.stdout).toBe(`${cluster.nodes.get(nodeOf(id))!.pid}\n`);
+      // State persists between executes, through the gateway.
+      const again = await cluster.call(g1, 'POST', `/session/${id}/execute`, { command: 'echo "$PWD $X"' });
+      expect(again.json.stdout).toBe(`/tmp ${nodeOf(id)}\n`);
+    }
+    // Every session is leased: the next acquire waits, then answers as a standalone broker would.
+    const full = await cluster.call(g1, 'POST', '/session/acquire', { acquire_timeout: 1 });
+    expect(full.status).toBe(503);
+    expect(full.json).toEqual({ detail: 'No session available within 1 seconds', code: 'pool_exhausted' });
+    for (const id of ids) expect((await cluster.call(g1, 'POST', `/session/${id}/release`)).json).toEqual({ status: 'released' });
+    // The spec's errors come from the node that holds the id, byte for byte.
+    const released = await cluster.call(g1, 'POST', `/session/${ids[0]}/execute`, { command: 'true' });
+    expect([400, 404, 410]).toContain(released.status);
+    expect(released.json.code).not.toBe('node_lost');
+    await cluster.waitMembers(['n1', 'n2']);
+  });
+
+  test('a session acquired through one gateway is executed and released through the other', async () => {
+    const [g1, g2] = cluster.gateways;
+    const id = (await cluster.call(g1, 'POST', '/session/acquire', {})).json.session_id as string;
+    expect((await cluster.call(g2, 'POST', `/session/${id}/execute`, { command: 'export Y=42' })).status).toBe(200);
+    const r = await cluster.call(g1, 'POST', `/session/${id}/execute`, { command: 'echo $Y' });
+    expect(r.json.stdout).toBe('42\n');
+    expect((await cluster.call(g2, 'POST', `/session/${id}/release`)).json).toEqual({ status: 'released' });
+  });
+
+  test('an acquire retried with its request_id through the other gateway gets the same session', async () => {
+    const [g1, g2] = cluster.gateways;
+    const body = { request_id: `episode-${Date.now()}`, startup_commands: ['echo ready'] };
+    const first = await cluster.call(g1, 'POST', '/session/acquire', body);
+    expect(first.status).toBe(200);
+    const retry = await cluster.call(g2, 'POST', '/session/acquire', body);
+    expect(retry.status).toBe(200);
+    expect(retry.json).toEqual(first.json);
+    // One lease, not two: the cluster has one session in use.
+    const health = await cluster.health(g2);
+    await expect(Promise.resolve(health.nodes.find((n) => n.node_id === nodeOf(first.json.session_id)))).resolves.toBeDefined();
+    expect((await cluster.call(g2, 'POST', `/session/${first.json.session_id}/release`)).status).toBe(200);
+    await cluster.waitMembers(['n1', 'n2']);
+  });
+
+  test('an execute retried with its request_id through the other gateway runs once', async () => {
+    const [g1, g2] = cluster.gateways;
+    const id = (await cluster.call(g1, 'POST', '/session/acquire', {})).json.session_id as string;
+    const body = { command: 'echo x >> runs; wc -l < runs', request_id: 'step-1' };
+    const first = await cluster.call(g1, 'POST', `/session/${id}/execute`, body);
+    const retry = await cluster.call(g2, 'POST', `/session/${id}/execute`, body);
+    expect(retry.json).toEqual(first.json);
+    expect((await cluster.call(g2, 'POST', `/session/${id}/execute`, { command: 'wc -l < runs' })).json.stdout).toBe('1\n');
+    await cluster.call(g2, 'POST', `/session/${id}/release`);
+  });
+
+  test("a gateway wants the client's token; a node wants the cluster's, so no one bypasses a gateway", async () => {
+    const [g1] = cluster.gateways;
+    const node = cluster.nodes.get('n1')!;
+    const noToken = await call(g1.url, 'POST', '/session/acquire', {});
+    expect(noToken.status).toBe(401);
+    expect(noToken.json.code).toBe('unauthorized');
+    // The client's token opens no node.
+    const direct = await cluster.call(node, 'POST', '/session/acquire', {});
+    expect(direct.status).toBe(401);
+    expect(direct.json.code).toBe('unauthorized');
+    expect((await call(node.url, 'GET', '/metrics')).status).toBe(401);
+    // The cluster's token does (a scraper's bearer), and /health is public as on any broker.
+    expect((await call(node.url, 'GET', '/metrics', undefined, { authorization: `Bearer ${CLUSTER_TOKEN}` })).status).toBe(200);
+    expect((await call(node.url, 'GET', '/health')).status).toBe(200);
+  });
+
+  test('the gateway reports the cluster: totals by pool, each node with its address, health and heartbeat age; targets and routing series', async () => {
+    const [g1] = cluster.gateways;
+    const health = await cluster.health(g1);
+    expect(health).toMatchObject({ status: 'healthy', total_sessions: 2 * SESSIONS_PER_NODE, store_connected: true });
+    for (const node of health.nodes) {
+      expect(node.address).toBe(cluster.nodes.get(node.node_id)!.url);
+      expect(node.health).toBe('healthy');
+      expect(node.heartbeat_age_ms).toBeGreaterThanOrEqual(0);
+    }
+    const targets = await cluster.call(g1, 'GET', '/cluster/targets');
+    expect(targets.json).toEqual(
+      expect.arrayContaining(['n1', 'n2'].map((id) => ({ targets: [new URL(cluster.nodes.get(id)!.url).host], labels: { node: id, __scheme__: 'http' } }))),
+    );
+    const metrics = (await cluster.call(g1, 'GET', '/metrics')).text;
+    expect(metrics).toMatch(/broker_gateway_requests_total\{node="n1",status="200"\} [1-9]/);
+    expect(metrics).toMatch(/broker_gateway_nodes_up\{health="healthy"\} 2/);
+  });
+});
