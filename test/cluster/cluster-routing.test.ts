@@ -4,8 +4,9 @@
  * acquire retried with its request_id through the other gateway gets the same session, and nobody
  * reaches a node without the cluster's token.
  */
-import { TestCluster, CLUSTER_TOKEN, SESSIONS_PER_NODE, nodeOf } from '../helpers/cluster';
+import { TestCluster, CLIENT_TOKEN, CLUSTER_TOKEN, SESSIONS_PER_NODE, nodeOf } from '../helpers/cluster';
 import { call, closeClients } from '../helpers/clusterProcs';
+import { execdSdk } from '../helpers/execdClient';
 
 let cluster: TestCluster;
 
@@ -86,6 +87,24 @@ describe('a cluster of 2 nodes and 2 gateways', () => {
     const retry = await cluster.call(g2, 'POST', `/session/${id}/execute`, body);
     expect(retry.json).toEqual(first.json);
     expect((await cluster.call(g2, 'POST', `/session/${id}/execute`, { command: 'wc -l < runs' })).json.stdout).toBe('1\n');
+    await cluster.call(g2, 'POST', `/session/${id}/release`);
+  });
+
+  test("a session's execd stream passes through the gateway as it comes, not once the command ended", async () => {
+    const [g1, g2] = cluster.gateways;
+    const id = (await cluster.call(g1, 'POST', '/session/acquire', {})).json.session_id as string;
+    const sdk = execdSdk(g2.url, id, { authorization: `Bearer ${CLIENT_TOKEN}` });
+    // The command waits for a file that the test writes only once it has read the first line: a
+    // gateway that held the answer until the command ended would never let it end.
+    const touches: Array<Promise<{ status: number }>> = [];
+    const run = await sdk.commands.run('echo first; while [ ! -e go ]; do sleep 0.05; done; echo second', undefined, {
+      onStdout: (m) => {
+        if (m.text === 'first') touches.push(cluster.call(g1, 'POST', `/session/${id}/execute`, { command: 'touch go' }));
+      },
+    });
+    expect(run.logs.stdout.map((m) => m.text)).toEqual(['first', 'second']);
+    expect(run.exitCode).toBe(0);
+    expect((await Promise.all(touches)).map((r) => r.status)).toEqual([200]);
     await cluster.call(g2, 'POST', `/session/${id}/release`);
   });
 
