@@ -8,14 +8,15 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { BrokerConfig } from '../../config/config';
 import { createAuthorize, UnauthorizedError } from '../../api/auth';
 import { openSandboxErrorFormat, poolErrorFormat, type ErrorFormat } from '../../api/errorFormats';
-import { sendErrorReply, sendJson } from '../../api/httpJson';
+import { sendErrorReply, sendErrorReplyOnSocket, sendJson } from '../../api/httpJson';
 import { splitTarget } from '../../api/routeTable';
 import { logger } from '../../common/logger';
 import type { ClusterStore, MembershipWatch } from '../clusterStore';
-import { NodeLostError, NoNodesError, NodeUnreachableError } from '../clusterErrors';
+import { NodeLostError, NoNodesError, NodeUnreachableError, WebSocketNotRoutedError } from '../clusterErrors';
 import { Membership, type Member } from './membership';
 import { GatewayAcquire } from './gatewayAcquire';
 import { GatewayMetrics } from './gatewayMetrics';
@@ -58,6 +59,12 @@ export class Gateway {
     });
     this.server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
       this.serve(req, res).catch((err: unknown) => sendErrorReply(res, errorFormatOf(splitTarget(req.url ?? '/').path).reply(err, `${req.method} ${req.url}`)));
+    });
+    // WebSockets are not forwarded yet: a clear 501 rather than a socket closed without a word.
+    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
+      socket.on('error', () => socket.destroy());
+      const path = splitTarget(req.url ?? '/').path;
+      sendErrorReplyOnSocket(socket, errorFormatOf(path).reply(new WebSocketNotRoutedError(), `UPGRADE ${path}`));
     });
   }
 
