@@ -21,7 +21,7 @@ import { Membership, type Member } from './membership';
 import { GatewayAcquire } from './gatewayAcquire';
 import { GatewayMetrics } from './gatewayMetrics';
 import { clusterTargets, gatewayHealth } from './gatewayHealth';
-import { clientLeft, forwardedHeaders, neverSent, NodeClients, refusesConnections, relay, requestBody } from './nodeForwarder';
+import { clientLeft, forwardedHeaders, neverSent, NodeClients, refusesConnections, requestBody } from './nodeForwarder';
 import { routedIdOf, type RoutedId } from './routedId';
 
 const ACQUIRE_PATHS = new Set(['/session/acquire', '/session/acquire_group']);
@@ -141,11 +141,12 @@ export class Gateway {
   private async forward(member: Member, req: IncomingMessage, res: ServerResponse, routed: RoutedId | null): Promise<void> {
     const { node_id: nodeId, address } = member.record;
     const startMs = performance.now();
-    let answer;
+    const call = { method: req.method ?? 'GET', path: req.url ?? '/', headers: forwardedHeaders(req.headers), body: requestBody(req), signal: clientLeft(res) };
     try {
-      answer = await this.clients.send(address, { method: req.method ?? 'GET', path: req.url ?? '/', headers: forwardedHeaders(req.headers), body: requestBody(req), signal: clientLeft(res) });
+      await this.clients.relayTo(address, call, res, (status) => this.metrics.answered(nodeId, status, startMs));
     } catch (err) {
-      if (res.destroyed) return; // the client left: nothing to answer
+      // The client left, or the answer broke after its head was sent: nothing more to say.
+      if (res.destroyed || res.headersSent) return void res.destroy();
       // A node that refuses connections died: whatever its ids held is gone with it.
       if (neverSent(err) || (routed && (await refusesConnections(address)))) {
         this.metrics.failed(nodeId, 'not_sent');
@@ -155,8 +156,6 @@ export class Gateway {
       this.metrics.failed(nodeId, 'broken');
       throw new NodeUnreachableError(nodeId, (err as Error).message);
     }
-    this.metrics.answered(nodeId, answer.statusCode, startMs);
-    await relay(answer, res);
   }
 
   close(): Promise<void> {
