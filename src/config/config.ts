@@ -138,7 +138,10 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
   }
   const docker = loadDockerConfig(env);
   const token = (env.BROKER_TOKEN ?? '').trim() || null;
-  if (!token && !isLoopback(host) && !flag(env, 'BROKER_ALLOW_INSECURE')) {
+  const requestIdWindowMs = seconds(env, 'BROKER_REQUEST_ID_WINDOW', 600);
+  const cluster = loadClusterConfig(env, requestIdWindowMs);
+  // A node of a cluster answers only calls that carry the cluster token (clusterConfig.ts requires one).
+  if (!token && !isLoopback(host) && !flag(env, 'BROKER_ALLOW_INSECURE') && cluster.role !== 'node') {
     throw new ConfigError(
       `HOST=${host} is not a loopback address and BROKER_TOKEN is not set: anyone who reaches the port could run ` +
         'commands. Set BROKER_TOKEN, or BROKER_ALLOW_INSECURE=1 if the network is trusted',
@@ -161,7 +164,6 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     if (err instanceof PoolConfigError) throw new ConfigError(err.message);
     throw err;
   }
-  const requestIdWindowMs = seconds(env, 'BROKER_REQUEST_ID_WINDOW', 600);
   const maxSandboxTimeoutMs = seconds(env, 'BROKER_SANDBOX_MAX_TIMEOUT', 86400);
   if (maxSandboxTimeoutMs > 2_000_000_000) throw new ConfigError('BROKER_SANDBOX_MAX_TIMEOUT must be at most 2000000 seconds (a Node timer limit)');
   return {
@@ -221,7 +223,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     },
     tasks: loadTaskConfig(env),
     docker,
-    cluster: loadClusterConfig(env, requestIdWindowMs),
+    cluster,
   };
 }
 
