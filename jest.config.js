@@ -24,7 +24,7 @@ if (process.env.BROKER_SKIP_DOCKER_TESTS === '1' && !ci) {
     ...common,
     displayName: 'docker',
     roots: ['<rootDir>/test'],
-    testMatch: ['<rootDir>/test/{http,docker}/**/*.test.ts'],
+    testMatch: ['<rootDir>/test/{http,docker,cluster}/**/*.test.ts'],
     setupFiles: ['<rootDir>/test/helpers/dockerProject.ts'],
   });
 } else {

@@ -1,6 +1,6 @@
 /**
- * A real cluster for tests: a private etcd, node brokers (local backend, each its own deployment,
- * working root and process) and gateways, every one a process of its own on loopback port 0, under a
+ * A real cluster for tests: a private etcd, node brokers (the test's backend, local or Docker on the
+ * one engine; each its own deployment, working root and process) and gateways, every one a process of its own on loopback port 0, under a
  * key prefix of this test's own. `stop()` ends all of it and says what was left.
  */
 import fs from 'node:fs';
@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { TestEtcd } from './etcd';
 import { BrokerProcess, call } from './clusterProcs';
-import { eventually, testDeployment, type HttpResult } from './broker';
+import { eventually, testBackend, testDeployment, type HttpResult } from './broker';
 import { pidsWithEnvPrefix } from './procs';
 
 export const CLIENT_TOKEN = 'client-token-of-the-cluster-test';
@@ -72,7 +72,7 @@ export class TestCluster {
       ...this.commonEnv(),
       BROKER_ROLE: 'node',
       BROKER_NODE_ID: nodeId,
-      BROKER_BACKEND: 'local',
+      BROKER_BACKEND: testBackend,
       BROKER_CONTAINERS: '1',
       BROKER_SESSIONS_PER_CONTAINER: String(SESSIONS_PER_NODE),
       BROKER_LOCAL_CGROUPS: 'off',
@@ -123,9 +123,20 @@ export class TestCluster {
     return out.split('\n').filter((l) => l.trim() !== '');
   }
 
-  /** Live shells of every node process this cluster started (local: their BROKER_SESSION_TAG names the node's pid). */
-  leftoverShells(): number[] {
-    return this.started.filter((p) => p.env.BROKER_ROLE === 'node').flatMap((p) => pidsWithEnvPrefix(`BROKER_SESSION_TAG=${p.pid}-`));
+  /** Containers (Docker) of a node's deployment, by id. */
+  containersOf(nodeId: string): string[] {
+    const node = this.nodes.get(nodeId)!;
+    const out = execFileSync('docker', ['ps', '-aq', '--filter', `label=io.bash-broker.deployment=${node.env.BROKER_DEPLOYMENT}`], { encoding: 'utf8' });
+    return out.split('\n').filter((l) => l.trim() !== '');
+  }
+
+  /**
+   * What the nodes this cluster started left: live local shells (their BROKER_SESSION_TAG names the
+   * node's pid), or containers of their deployments on Docker.
+   */
+  leftovers(): string[] {
+    if (testBackend === 'docker') return [...this.nodes.keys()].flatMap((id) => this.containersOf(id));
+    return this.started.filter((p) => p.env.BROKER_ROLE === 'node').flatMap((p) => pidsWithEnvPrefix(`BROKER_SESSION_TAG=${p.pid}-`).map(String));
   }
 
   /** Nodes first (they leave the membership as they drain), then gateways, then the store. */
@@ -140,4 +151,12 @@ export class TestCluster {
 /** The node an id names (ids are `<node>.<incarnation>.<random>`: the test reads what the gateway routes by). */
 export function nodeOf(sessionId: string): string {
   return sessionId.split('.')[0];
+}
+
+/**
+ * Whether a shell's BROKER_SESSION_TAG (`echo "$BROKER_SESSION_TAG"`) names the node process `pid`:
+ * a backend instance is `<pid>-<random>` (local) or `<host>-<pid>-<random>` (Docker).
+ */
+export function tagNamesPid(tag: string, pid: number): boolean {
+  return new RegExp(`(^|-)${pid}-`).test(tag.trim());
 }
