@@ -71,7 +71,12 @@ export class Gateway {
   /** Watches the membership (the store must answer once, at start), then listens. */
   async start(): Promise<AddressInfo> {
     this.watch = await this.store.watchMembership({
-      upsert: (record) => this.membership.upsert(record),
+      upsert: (record) => {
+        // A node restarted on another address: its old client's sockets lead nowhere.
+        const before = this.membership.get(record.node_id)?.record.address;
+        if (before !== undefined && before !== record.address) this.clients.forget(before);
+        this.membership.upsert(record);
+      },
       remove: (nodeId) => {
         const left = this.membership.get(nodeId);
         this.membership.remove(nodeId);
