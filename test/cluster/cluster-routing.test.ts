@@ -56,6 +56,31 @@ describe('a cluster of 2 nodes and 2 gateways', () => {
     await cluster.waitMembers(['n1', 'n2']);
   });
 
+  test("a malformed acquire or execute gets, through a gateway, the node's answer byte for byte", async () => {
+    const [g1] = cluster.gateways;
+    const node = cluster.nodes.get('n1')!;
+    const raw = async (base: string, path: string, body: string, headers: Record<string, string>) => {
+      const r = await fetch(base + path, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+      return { status: r.status, text: await r.text() };
+    };
+    const session = `n1.${(await cluster.health(g1)).nodes.find((n) => n.node_id === 'n1')!.incarnation}.${'0'.repeat(32)}`;
+    const cases: Array<[string, string]> = [
+      ['/session/acquire', '{'],
+      ['/session/acquire', '[1]'],
+      ['/session/acquire', '{"acquire_timeout": -1}'],
+      ['/session/acquire', '{"files": {"../x": "aGk="}}'],
+      ['/session/acquire', '{"pool": "no-such-pool"}'],
+      [`/session/${session}/execute`, '{"command": "true"}'],
+      [`/session/${session}/execute`, '{"timeout": "soon"}'],
+    ];
+    for (const [path, body] of cases) {
+      const viaGateway = await raw(g1.url, path, body, { authorization: `Bearer ${CLIENT_TOKEN}` });
+      const direct = await raw(node.url, path, body, { 'x-broker-cluster-token': CLUSTER_TOKEN });
+      expect({ path, body, ...viaGateway }).toEqual({ path, body, ...direct });
+      expect(viaGateway.status).toBeGreaterThanOrEqual(400);
+    }
+  });
+
   test('a session acquired through one gateway is executed and released through the other', async () => {
     const [g1, g2] = cluster.gateways;
     const id = (await cluster.call(g1, 'POST', '/session/acquire', {})).json.session_id as string;

@@ -182,4 +182,9 @@ test('no node registered: 503 no_nodes; a pool no node serves: any node answers 
   expect(unknown.status).toBe(400);
   expect(unknown.json.code).toBe('unknown_pool');
   expect(nodes[0].seen[0].body).toEqual({ pool: 'gpu' });
+  // A timeout the gateway cannot rewrite reaches a node as it came, for the node's own 400.
+  nodes[0].answer = () => ({ status: 400, body: { detail: "'acquire_timeout' must be a positive number of seconds, got -1", code: 'bad_request' } });
+  const bad = await call(url, 'POST', '/session/acquire', { acquire_timeout: -1 });
+  expect(bad.status).toBe(400);
+  expect(nodes[0].seen[1].body).toEqual({ acquire_timeout: -1 });
 });

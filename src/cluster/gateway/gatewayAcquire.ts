@@ -81,17 +81,19 @@ export class GatewayAcquire {
   async serve(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
     const parsed = await readJsonBody(req, this.deps.maxBodyBytes);
     const body = (parsed ?? {}) as Record<string, unknown>;
-    const isObject = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed);
-    const pool = isObject && typeof body.pool === 'string' ? body.pool : DEFAULT_POOL;
-    const asked = isObject && typeof body.acquire_timeout === 'number' && body.acquire_timeout > 0 ? body.acquire_timeout * 1000 : this.deps.acquireTimeoutMs;
-    const timeoutMs = Math.max(1, Math.round(asked));
+    const asked = body.acquire_timeout;
+    const askedOk = asked === undefined || asked === null || (typeof asked === 'number' && Number.isFinite(asked) && asked > 0);
+    const pool = typeof body.pool === 'string' ? body.pool : DEFAULT_POOL;
+    const timeoutMs = typeof asked === 'number' && askedOk ? Math.max(1, Math.round(asked * 1000)) : this.deps.acquireTimeoutMs;
     const deadline = Date.now() + timeoutMs;
-    const requestId = isObject && typeof body.request_id === 'string' ? body.request_id : null;
+    const requestId = typeof body.request_id === 'string' ? body.request_id : null;
     const signal = requestId ? undefined : clientLeft(res);
     const tried = new Set<string>();
     let placement = this.place(pool, tried);
-    if (!placement) {
-      // Nobody serves the pool: any node answers as a standalone broker would (400 unknown_pool, or a bad body's 400).
+    // A body that is no object, a timeout the gateway could not rewrite, a pool nobody serves: any
+    // node answers as a standalone broker would (its 400), with the body as it came.
+    const isObject = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed);
+    if (!placement || !isObject || !askedOk) {
       const any = this.deps.membership.list().find((m) => m.record.health !== 'unhealthy') ?? this.deps.membership.list()[0];
       if (!any) throw new NoNodesError('is registered');
       return relay(await this.send(any.record, req, path, parsed === undefined ? null : JSON.stringify(parsed), signal), res);
@@ -105,7 +107,7 @@ export class GatewayAcquire {
       // A node that looked free gets a short try, and leaves at least half the time to the next one.
       const another = placement.free && this.place(pool, tried) !== null;
       const tryMs = another ? Math.min(remainingMs / 2, this.deps.freeTryMs) : remainingMs;
-      const attempt = await this.attempt(node, req, path, isObject ? { ...body, acquire_timeout: Math.max(0.001, tryMs / 1000) } : parsed, signal);
+      const attempt = await this.attempt(node, req, path, { ...body, acquire_timeout: Math.max(0.001, tryMs / 1000) }, signal);
       if (attempt.kind === 'answer') return relay(attempt.answer, res);
       if (attempt.kind === 'refused') {
         if (!attempt.moveOn) return sendRead(res, attempt.read);
