@@ -3,7 +3,6 @@ import { ConfigError, loadConfig, type BrokerConfig } from './config/config';
 import { Broker } from './broker';
 import { configureLogger, logger } from './common/logger';
 import { errorMessage } from './common/errors';
-import { startClusterRole } from './cluster/startRole';
 
 async function main(): Promise<void> {
   let config: BrokerConfig;
@@ -27,6 +26,8 @@ async function main(): Promise<void> {
     );
     broker = standalone;
   } else {
+    // Loaded only for a cluster role: a standalone broker never loads the store's client (gRPC).
+    const { startClusterRole } = await import('./cluster/startRole');
     broker = await startClusterRole(config);
   }
   // Warm-up logs its own progress and its "pool warm" line (core/warmupProgress.ts).

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 
 /**
  * What every id this process mints starts with: '' standalone; `<node id>.<incarnation>.` on a node
- * of a cluster, so that any gateway routes a call by its id alone (cluster/ids.ts reads it back).
+ * of a cluster, so that any gateway routes a call by its id alone (cluster/clusterIds.ts reads it back).
  * One per process: a node is a process.
  */
 let idPrefix = '';
