@@ -14,7 +14,7 @@ function dockerEngineAnswers() {
 }
 
 const projects = [
-  { ...common, displayName: 'local', roots: ['<rootDir>/test'], testMatch: ['<rootDir>/test/{unit,http,local}/**/*.test.ts'] },
+  { ...common, displayName: 'local', roots: ['<rootDir>/test'], testMatch: ['<rootDir>/test/{unit,http,local,cluster}/**/*.test.ts'] },
 ];
 const ci = Boolean(process.env.CI) && process.env.CI !== 'false';
 if (process.env.BROKER_SKIP_DOCKER_TESTS === '1' && !ci) {
@@ -24,7 +24,7 @@ if (process.env.BROKER_SKIP_DOCKER_TESTS === '1' && !ci) {
     ...common,
     displayName: 'docker',
     roots: ['<rootDir>/test'],
-    testMatch: ['<rootDir>/test/{http,docker}/**/*.test.ts'],
+    testMatch: ['<rootDir>/test/{http,docker,cluster}/**/*.test.ts'],
     setupFiles: ['<rootDir>/test/helpers/dockerProject.ts'],
   });
 } else {

@@ -43,6 +43,7 @@ import type { SandboxContainers } from './core/ports/sandboxContainers';
 import { DockerSandboxContainers } from './backends/docker/groups/groupContainers';
 import { openLanceStore } from './backends/lancedb/lanceVectorStore';
 import { HttpGroupEndpoints } from './api/groups/groupListeners';
+import type { ClusterGuard } from './cluster/node/clusterGuard';
 
 export interface BrokerOverrides {
   backend?: SessionBackend;
@@ -51,6 +52,8 @@ export interface BrokerOverrides {
   maxOutputBytes?: number;
   /** Routers mounted beside the broker's own (tests mount routes of their own). */
   routers?: Router[];
+  /** Wraps the server's listeners: a node of a cluster admits only its gateways' calls (cluster/node/clusterGuard.ts). */
+  guard?: ClusterGuard;
 }
 
 export function createBackend(config: BrokerConfig): SessionBackend {
@@ -203,8 +206,9 @@ export class Broker {
       sandboxes: this.sandboxes,
       dashboard: this.dashboard,
     });
-    this.server = http.createServer({ keepAliveTimeout: 65_000 }, this.seam.serveRequest);
-    this.server.on('upgrade', this.seam.serveUpgrade);
+    const guard = overrides.guard;
+    this.server = http.createServer({ keepAliveTimeout: 65_000 }, guard ? guard.request(this.seam.serveRequest) : this.seam.serveRequest);
+    this.server.on('upgrade', guard ? guard.upgrade(this.seam.serveUpgrade) : this.seam.serveUpgrade);
     this.server.on('clientError', this.seam.serveClientError);
   }
 

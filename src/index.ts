@@ -16,12 +16,20 @@ async function main(): Promise<void> {
     throw err;
   }
   configureLogger(config.logLevel);
-  const broker = new Broker(config);
-  const address = await broker.start();
-  logger.info(
-    { host: address.address, port: address.port, backend: config.backend, sessions: config.containers * config.sessionsPerContainer },
-    `broker listening on http://${address.address}:${address.port}`,
-  );
+  let broker: { close(): Promise<void> };
+  if (config.cluster.role === 'standalone') {
+    const standalone = new Broker(config);
+    const address = await standalone.start();
+    logger.info(
+      { host: address.address, port: address.port, backend: config.backend, sessions: config.containers * config.sessionsPerContainer },
+      `broker listening on http://${address.address}:${address.port}`,
+    );
+    broker = standalone;
+  } else {
+    // Loaded only for a cluster role: a standalone broker never loads the store's client (gRPC).
+    const { startClusterRole } = await import('./cluster/startRole');
+    broker = await startClusterRole(config);
+  }
   // Warm-up logs its own progress and its "pool warm" line (core/pool/warmupProgress.ts).
 
   let stopping = false;

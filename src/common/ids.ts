@@ -1,8 +1,19 @@
 import { randomBytes } from 'node:crypto';
 
-/** A lease id: 128 random bits, hex, so it is unguessable and safe in a path (/tmp/s/<id>/). */
+/**
+ * What every id this process mints starts with: '' standalone; `<node id>.<incarnation>.` on a node
+ * of a cluster, so that any gateway routes a call by its id alone (cluster/clusterIds.ts reads it back).
+ * One per process: a node is a process.
+ */
+let idPrefix = '';
+
+export function setIdPrefix(prefix: string): void {
+  idPrefix = prefix;
+}
+
+/** A lease id: 128 random bits, hex, so it is unguessable and safe in a path (/tmp/s/<id>/); a node's prefix before them. */
 export function newSessionId(): string {
-  return randomBytes(16).toString('hex');
+  return idPrefix + randomBytes(16).toString('hex');
 }
 
 export const SESSION_ID_PATTERN = /^[0-9a-f]{32}$/;

@@ -10,6 +10,7 @@ import { bytes, ConfigError, flag, int, portRange, seconds, type Env } from './e
 import { loadTaskConfig, type TaskConfig } from './taskConfig';
 import { loadWorkspaceConfig, type WorkspaceConfig } from './workspaceConfig';
 import { deploymentName, loadDockerConfig, type DockerConfig } from './dockerConfig';
+import { loadClusterConfig, type ClusterConfig } from './clusterConfig';
 
 export { ConfigError };
 
@@ -120,6 +121,8 @@ export interface BrokerConfig {
   tasks: TaskConfig;
   /** The Docker backend's containers: dockerConfig.ts. */
   docker: DockerConfig;
+  /** The role in a cluster (standalone by default) and its store: clusterConfig.ts. */
+  cluster: ClusterConfig;
 }
 
 export function loadConfig(env: Env = process.env): BrokerConfig {
@@ -134,7 +137,10 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
   }
   const docker = loadDockerConfig(env);
   const token = (env.BROKER_TOKEN ?? '').trim() || null;
-  if (!token && !isLoopback(host) && !flag(env, 'BROKER_ALLOW_INSECURE')) {
+  const requestIdWindowMs = seconds(env, 'BROKER_REQUEST_ID_WINDOW', 600);
+  const cluster = loadClusterConfig(env, requestIdWindowMs);
+  // A node of a cluster answers only calls that carry the cluster token (clusterConfig.ts requires one).
+  if (!token && !isLoopback(host) && !flag(env, 'BROKER_ALLOW_INSECURE') && cluster.role !== 'node') {
     throw new ConfigError(
       `HOST=${host} is not a loopback address and BROKER_TOKEN is not set: anyone who reaches the port could run ` +
         'commands. Set BROKER_TOKEN, or BROKER_ALLOW_INSECURE=1 if the network is trusted',
@@ -191,7 +197,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
       maxTimeoutMs: maxSandboxTimeoutMs, maxDedicated: int(env, 'BROKER_SANDBOX_MAX_DEDICATED', 32, { min: 0, max: 4096 }) },
     rollout: {
       executeFacts: flag(env, 'BROKER_EXECUTE_FACTS'),
-      requestIdWindowMs: seconds(env, 'BROKER_REQUEST_ID_WINDOW', 600),
+      requestIdWindowMs,
       requestIdMax: int(env, 'BROKER_REQUEST_ID_MAX', 50_000, { max: 10_000_000 }),
       maxLeaseTtlMs: seconds(env, 'BROKER_MAX_LEASE_TTL', sessionIdleTimeoutMs / 1000),
       historyEntries: int(env, 'BROKER_HISTORY_ENTRIES', 256, { max: 100_000 }),
@@ -216,6 +222,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     },
     tasks: loadTaskConfig(env),
     docker,
+    cluster,
   };
 }
 

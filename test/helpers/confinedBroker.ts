@@ -9,7 +9,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { Agent, request } from 'undici';
+import { Agent } from 'undici';
+import { httpCall } from './httpCall';
 import { eventually, type Health, type HttpResult } from './broker';
 import { createConfineGroups, type ConfineGroups, type ConfineLimits } from './confineCgroups';
 import type { AbuseBroker } from './abuseCases';
@@ -106,24 +107,7 @@ function processesIn(inode: string): NsProcess[] {
 
 function httpClient(url: string): Pick<AbuseBroker, 'post'> & { get(p: string): Promise<HttpResult>; close(): Promise<void> } {
   const dispatcher = new Agent({ keepAliveTimeout: 10_000, connections: 64 });
-  async function call(method: 'GET' | 'POST', p: string, body?: unknown): Promise<HttpResult> {
-    const res = await request(url + p, {
-      method,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      headers: { 'content-type': 'application/json' },
-      dispatcher,
-      headersTimeout: 0,
-      bodyTimeout: 0,
-    });
-    const text = await res.body.text();
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    return { status: res.statusCode, headers: res.headers, text, json };
-  }
+  const call = (method: 'GET' | 'POST', p: string, body?: unknown): Promise<HttpResult> => httpCall(dispatcher, url + p, method, body, { 'content-type': 'application/json' });
   return { post: (p, body) => call('POST', p, body), get: (p) => call('GET', p), close: () => dispatcher.close() };
 }
 

@@ -72,7 +72,7 @@ export class ControlShell {
       initScript: FS_SCRIPT,
       // A directory made for a slot's next lease names a session id not leased yet, and a file's
       // bytes may be a credential: neither is ever in a log.
-      redact: (command) => redactFileContents(command).replace(/\/tmp\/s\/[0-9a-f]+/g, '/tmp/s/<id>'),
+      redact: (command) => redactFileContents(command).replace(/\/tmp\/s\/[0-9a-z][0-9a-z.-]*/g, '/tmp/s/<id>'),
       // Its bash (and whatever it forked, an `rm` say) must not linger: a kill is a builtin job.
       onDiscard: (pid) => void signals.run(`__bk_kill ${pid} -1 '' 0`, CONTROL_TIMEOUT_MS).catch(() => undefined),
     });

@@ -15,8 +15,12 @@ import { LaneDeadlineError } from '../control/controlLane';
 import { BackendError, errorMessage } from '../../../common/errors';
 import { logger } from '../../../common/logger';
 
-/** A lease's working directory (sessionWorkdir): the only paths the fs lane creates or removes. */
-const WORKDIR = /^\/tmp\/s\/[0-9a-f]+\/?$/;
+/**
+ * A lease's working directory (sessionWorkdir): the only paths the fs lane creates or removes. An id
+ * is hex, or on a node of a cluster `<node>.<incarnation>.<hex>` (cluster/clusterIds.ts): one segment
+ * that starts with a letter or digit, so never '..' and never a path of its own.
+ */
+const WORKDIR = /^\/tmp\/s\/[0-9a-z][0-9a-z.-]*\/?$/;
 /** A creation waits this long for the fs lane's mkdir before uploading the directory instead. */
 const MKDIR_TIMEOUT_MS = 5_000;
 /**

@@ -1,0 +1,35 @@
+/** The answers only a cluster gives, in the broker's error hierarchy (their bodies are the pool API's). */
+import { BrokerError } from '../common/errors';
+
+/**
+ * 410 `node_lost`: the id's node left the cluster (its registration lapsed or it is not listening)
+ * or restarted since it minted the id. Whatever the id held is gone with it: acquire anew. 410 as
+ * `session_broken` is, so a client that reads the status alone acts the same.
+ */
+export class NodeLostError extends BrokerError {
+  constructor(id: string, nodeId: string, why: string) {
+    super('gone', 'node_lost', `'${id}' was held by node '${nodeId}', which ${why}: it is lost; acquire a new session`);
+  }
+}
+
+/** 503 `no_nodes`: no node is registered, or none serves the pool asked for. */
+export class NoNodesError extends BrokerError {
+  constructor(what: string) {
+    super('unavailable', 'no_nodes', `No node of the cluster ${what}; retry once nodes have joined`);
+    this.retryAfterSeconds = 1;
+  }
+}
+
+/** 502 `node_unreachable`: the node took the call and the connection broke before its answer. */
+export class NodeUnreachableError extends BrokerError {
+  constructor(nodeId: string, reason: string) {
+    super('backend', 'node_unreachable', `Node '${nodeId}' did not answer (${reason}); the call may have run there`);
+  }
+}
+
+/** 501 `websocket_not_routed`: a gateway does not forward WebSocket upgrades yet (docs/cluster.md, not built). */
+export class WebSocketNotRoutedError extends BrokerError {
+  constructor() {
+    super('not_implemented', 'websocket_not_routed', 'WebSockets are not routed through a gateway of this cluster yet');
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * A gateway's /health: spec 003's fields summed over the nodes' default pools (so a client that
+ * reads a standalone broker's /health reads a cluster's the same), then every pool's totals by
+ * state, each node with its address, health and heartbeat age, and whether the store answers.
+ * And /cluster/targets: the nodes as a Prometheus HTTP service discovery list.
+ */
+import type { NodeHealth, PoolCapacity } from '../clusterStore';
+import { DEFAULT_POOL } from '../../core/pool/poolRegistry';
+import type { Membership } from './membership';
+
+function emptyCapacity(): PoolCapacity {
+  return { total: 0, available: 0, in_use: 0, cleaning: 0, broken: 0 };
+}
+
+function add(into: PoolCapacity, from: PoolCapacity): void {
+  into.total += from.total;
+  into.available += from.available;
+  into.in_use += from.in_use;
+  into.cleaning += from.cleaning;
+  into.broken += from.broken;
+}
+
+/**
+ * unhealthy: no node serves (none is registered, or every one is unhealthy); degraded: some node is
+ * not healthy, or the store is away (the membership may be stale); healthy otherwise.
+ */
+export function gatewayHealth(membership: Membership, nowMs = Date.now()) {
+  const members = membership.list().sort((a, b) => a.record.node_id.localeCompare(b.record.node_id));
+  const pools: Record<string, PoolCapacity> = {};
+  let healthyContainers = 0;
+  let unhealthyContainers = 0;
+  for (const { record } of members) {
+    for (const [name, capacity] of Object.entries(record.pools)) add((pools[name] ??= emptyCapacity()), capacity);
+    healthyContainers += record.healthy_containers;
+    unhealthyContainers += record.unhealthy_containers;
+  }
+  const serving = members.filter((m) => m.record.health !== 'unhealthy').length;
+  let status: NodeHealth = 'healthy';
+  if (serving === 0) status = 'unhealthy';
+  else if (serving < members.length || members.some((m) => m.record.health === 'degraded') || !membership.connected) status = 'degraded';
+  const main = pools[DEFAULT_POOL] ?? emptyCapacity();
+  return {
+    status,
+    total_sessions: main.total,
+    available_sessions: main.available,
+    in_use_sessions: main.in_use,
+    cleaning_sessions: main.cleaning,
+    broken_sessions: main.broken,
+    healthy_containers: healthyContainers,
+    unhealthy_containers: unhealthyContainers,
+    role: 'gateway',
+    store_connected: membership.connected,
+    pools,
+    nodes: members.map(({ record, seenAtMs }) => ({
+      node_id: record.node_id,
+      incarnation: record.incarnation,
+      address: record.address,
+      health: record.health,
+      heartbeat_age_ms: Math.max(0, nowMs - seenAtMs),
+      pools: record.pools,
+    })),
+  };
+}
+
+/** Prometheus' http_sd format: one target group per node, labelled with its id. */
+export function clusterTargets(membership: Membership): Array<{ targets: string[]; labels: Record<string, string> }> {
+  return membership.list().map(({ record }) => {
+    const url = new URL(record.address);
+    return { targets: [url.host], labels: { node: record.node_id, __scheme__: url.protocol.replace(':', '') } };
+  });
+}

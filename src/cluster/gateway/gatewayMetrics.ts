@@ -1,0 +1,63 @@
+/**
+ * A gateway's own series: calls routed to each node (by status), the calls that failed to reach a
+ * node, each node's answer latency (to its answer's headers), acquires moved to another node, and the
+ * membership it routes by (nodes up, store connected). Nodes are scraped for their own series
+ * directly (GET /cluster/targets lists them).
+ */
+import client, { Registry } from 'prom-client';
+import { LATENCY_BUCKETS } from '../../metrics/metrics';
+import type { Membership } from './membership';
+
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  private readonly requests: client.Counter<'node' | 'status'>;
+  private readonly errors: client.Counter<'node' | 'reason'>;
+  private readonly latency: client.Histogram<'node'>;
+  private readonly acquireRetries: client.Counter;
+
+  constructor(membership: Membership) {
+    client.collectDefaultMetrics({ register: this.registry });
+    const registers = [this.registry];
+    this.requests = new client.Counter({ name: 'broker_gateway_requests_total', help: 'Calls routed to a node, by the status it answered', labelNames: ['node', 'status'], registers });
+    this.errors = new client.Counter({
+      name: 'broker_gateway_request_errors_total',
+      help: 'Calls that got no answer from their node: not_sent (refused, never reached it), broken (cut after it was sent), lost (the node had left)',
+      labelNames: ['node', 'reason'],
+      registers,
+    });
+    this.latency = new client.Histogram({ name: 'broker_gateway_request_duration_seconds', help: "From a call's forwarding to its node's answer headers", labelNames: ['node'], buckets: LATENCY_BUCKETS, registers });
+    this.acquireRetries = new client.Counter({ name: 'broker_gateway_acquire_retries_total', help: 'Acquires sent on to another node (the first was full, draining or down)', registers });
+    new client.Gauge({
+      name: 'broker_gateway_nodes_up',
+      help: 'Nodes in the membership this gateway routes by, by health',
+      labelNames: ['health'],
+      registers,
+      collect() {
+        const counts = { healthy: 0, degraded: 0, unhealthy: 0 };
+        for (const m of membership.list()) counts[m.record.health]++;
+        for (const [health, n] of Object.entries(counts)) this.set({ health }, n);
+      },
+    });
+    new client.Gauge({
+      name: 'broker_gateway_store_connected',
+      help: '1 while the membership watch is connected to the store, 0 while the last membership stands',
+      registers,
+      collect() {
+        this.set(membership.connected ? 1 : 0);
+      },
+    });
+  }
+
+  answered(node: string, status: number, startMs: number): void {
+    this.requests.inc({ node, status: String(status) });
+    this.latency.observe({ node }, (performance.now() - startMs) / 1000);
+  }
+
+  failed(node: string, reason: 'not_sent' | 'broken' | 'lost'): void {
+    this.errors.inc({ node, reason });
+  }
+
+  retried(): void {
+    this.acquireRetries.inc();
+  }
+}

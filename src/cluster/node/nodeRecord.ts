@@ -1,0 +1,29 @@
+/** What a node publishes: its pools' sessions by state and its health, as its own /health sees them. */
+import type { PoolRegistry } from '../../core/pool/poolRegistry';
+import { brokerHealth } from '../../api/pool/healthRoutes';
+import type { NodeRecord, PoolCapacity } from '../clusterStore';
+import type { IdOwner } from '../clusterIds';
+
+export function nodeRecord(pools: PoolRegistry, owner: IdOwner, address: string, nowMs = Date.now()): NodeRecord {
+  const byPool: Record<string, PoolCapacity> = {};
+  let healthy = 0;
+  let unhealthy = 0;
+  for (const entry of pools.entries) {
+    const { counts, healthyContainers, unhealthyContainers } = entry.pool.health();
+    // A closing pool takes no acquire: it offers none.
+    const available = entry.pool.isClosing ? 0 : counts.available;
+    byPool[entry.name] = { total: counts.total, available, in_use: counts.in_use, cleaning: counts.cleaning, broken: counts.broken };
+    healthy += healthyContainers;
+    unhealthy += unhealthyContainers;
+  }
+  return {
+    node_id: owner.nodeId,
+    incarnation: owner.incarnation,
+    address,
+    health: brokerHealth(pools).status,
+    pools: byPool,
+    healthy_containers: healthy,
+    unhealthy_containers: unhealthy,
+    heartbeat_at_ms: nowMs,
+  };
+}

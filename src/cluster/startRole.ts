@@ -1,0 +1,28 @@
+/**
+ * The cluster roles' start (BROKER_ROLE=node|gateway; standalone starts in index.ts as it always
+ * has): each over the etcd store, each with a `close()` the entry point calls on SIGTERM.
+ */
+import type { BrokerConfig } from '../config/config';
+import { logger } from '../common/logger';
+import { EtcdClusterStore } from './store/etcdClusterStore';
+import { ClusterNode } from './node/clusterNode';
+import { Gateway } from './gateway/gateway';
+
+export interface Started {
+  close(): Promise<void>;
+}
+
+export async function startClusterRole(config: BrokerConfig): Promise<Started> {
+  const { role, etcdEndpoints, keyPrefix, nodeId } = config.cluster;
+  const store = new EtcdClusterStore({ endpoints: etcdEndpoints, keyPrefix });
+  if (role === 'gateway') {
+    const gateway = new Gateway(config, store);
+    const address = await gateway.start();
+    logger.info({ host: address.address, port: address.port, role }, `gateway listening on http://${address.address}:${address.port}`);
+    return gateway;
+  }
+  const node = new ClusterNode(config, store);
+  const { address, url } = await node.start();
+  logger.info({ host: address.address, port: address.port, role, node: nodeId, incarnation: node.owner.incarnation, address: url }, `node ${nodeId} listening on http://${address.address}:${address.port}`);
+  return node;
+}

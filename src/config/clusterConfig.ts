@@ -1,0 +1,72 @@
+/**
+ * Settings of a cluster of brokers (docs/cluster.md): which role this process plays, where the
+ * membership store is, and the secret gateways and nodes share. Resolved with the rest of the
+ * configuration (config.ts), validated the same way. The default role, standalone, reads none of the
+ * other variables: a broker that is not in a cluster is configured as it always was.
+ */
+import os from 'node:os';
+import { ConfigError, int, seconds, type Env } from './envValues';
+
+export const BROKER_ROLES = ['standalone', 'node', 'gateway'] as const;
+export type BrokerRole = (typeof BROKER_ROLES)[number];
+
+/**
+ * A node's id: lower-case letters, digits and '-', so that it sits in a session id before a '.'
+ * (ids.ts), in an etcd key and in a Prometheus label as it is.
+ */
+export const NODE_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,39}$/;
+
+export interface ClusterConfig {
+  /** BROKER_ROLE: standalone (the default), node or gateway. */
+  role: BrokerRole;
+  /** BROKER_NODE_ID (node): the name its ids carry; by default the host's name, made to fit NODE_ID_PATTERN. */
+  nodeId: string;
+  /** BROKER_NODE_ADDRESS (node): the base URL gateways reach it at; null: http://HOST:<port it listens on>. */
+  nodeAddress: string | null;
+  /** BROKER_ETCD_ENDPOINTS: the store's client URLs, comma-separated. */
+  etcdEndpoints: string[];
+  /** BROKER_CLUSTER_PREFIX: the store's key prefix of this cluster (several clusters may share one store). */
+  keyPrefix: string;
+  /** BROKER_CLUSTER_TOKEN: the secret a gateway sends to every node, and every node requires. */
+  clusterToken: string;
+  /** BROKER_NODE_TTL: how long a node's registration outlives its last refresh (the store's lease). */
+  nodeTtlSeconds: number;
+  /** BROKER_NODE_HEARTBEAT: how often a node refreshes its registration and its capacity. */
+  heartbeatMs: number;
+  /** BROKER_PLACEMENT_TTL: how long the store remembers which node an acquire's request_id went to. */
+  placementTtlSeconds: number;
+}
+
+/** The smallest clean node id out of a host name (`Web_01.example` -> `web-01-example`). */
+export function nodeIdOf(hostname: string): string {
+  const id = hostname.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+/, '').slice(0, 40);
+  return id === '' ? 'node' : id;
+}
+
+export function loadClusterConfig(env: Env, requestIdWindowMs: number): ClusterConfig {
+  const role = (env.BROKER_ROLE ?? '').trim() || 'standalone';
+  if (!(BROKER_ROLES as readonly string[]).includes(role)) throw new ConfigError(`BROKER_ROLE must be one of ${BROKER_ROLES.join(', ')}, got '${role}'`);
+  const nodeId = (env.BROKER_NODE_ID ?? '').trim() || nodeIdOf(os.hostname());
+  const config: ClusterConfig = {
+    role: role as BrokerRole,
+    nodeId,
+    nodeAddress: (env.BROKER_NODE_ADDRESS ?? '').trim().replace(/\/+$/, '') || null,
+    etcdEndpoints: (env.BROKER_ETCD_ENDPOINTS ?? '').split(',').map((e) => e.trim()).filter((e) => e !== ''),
+    keyPrefix: (env.BROKER_CLUSTER_PREFIX ?? '').trim() || '/bash-broker/',
+    clusterToken: (env.BROKER_CLUSTER_TOKEN ?? '').trim(),
+    nodeTtlSeconds: int(env, 'BROKER_NODE_TTL', 5, { min: 2, max: 3600 }),
+    heartbeatMs: seconds(env, 'BROKER_NODE_HEARTBEAT', 1),
+    placementTtlSeconds: int(env, 'BROKER_PLACEMENT_TTL', Math.max(1, Math.ceil(requestIdWindowMs / 1000)), { max: 7 * 86400 }),
+  };
+  if (config.role === 'standalone') return config;
+  if (!NODE_ID_PATTERN.test(config.nodeId)) throw new ConfigError(`BROKER_NODE_ID must be 1 to 40 of a-z, 0-9 and '-' (not first), got '${config.nodeId}'`);
+  if (config.etcdEndpoints.length === 0) throw new ConfigError(`BROKER_ROLE=${role} needs BROKER_ETCD_ENDPOINTS (the store's client URLs, comma-separated)`);
+  if (config.clusterToken.length < 16) throw new ConfigError(`BROKER_ROLE=${role} needs BROKER_CLUSTER_TOKEN, a secret of at least 16 characters shared by the gateways and the nodes`);
+  if (config.heartbeatMs * 2 > config.nodeTtlSeconds * 1000) {
+    throw new ConfigError(`BROKER_NODE_HEARTBEAT must be at most half of BROKER_NODE_TTL (a registration must be refreshed before it lapses), got ${config.heartbeatMs / 1000} s against ${config.nodeTtlSeconds} s`);
+  }
+  if (config.nodeAddress !== null && !/^https?:\/\/[^/]+$/.test(config.nodeAddress)) {
+    throw new ConfigError(`BROKER_NODE_ADDRESS must be a base URL like http://10.0.0.5:8180, got '${config.nodeAddress}'`);
+  }
+  return config;
+}

@@ -1,0 +1,162 @@
+/**
+ * A real cluster for tests: a private etcd, node brokers (the test's backend, local or Docker on the
+ * one engine; each its own deployment, working root and process) and gateways, every one a process of its own on loopback port 0, under a
+ * key prefix of this test's own. `stop()` ends all of it and says what was left.
+ */
+import fs from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { TestEtcd } from './etcd';
+import { BrokerProcess, call } from './clusterProcs';
+import { eventually, testBackend, testDeployment, type HttpResult } from './broker';
+import { pidsWithEnvPrefix } from './procs';
+
+export const CLIENT_TOKEN = 'client-token-of-the-cluster-test';
+export const CLUSTER_TOKEN = `cluster-${randomBytes(12).toString('hex')}`;
+/** Sessions each node serves: one container of two. */
+export const SESSIONS_PER_NODE = 2;
+
+export interface GatewayNode {
+  node_id: string;
+  incarnation: string;
+  address: string;
+  health: string;
+  heartbeat_age_ms: number;
+  pools: Record<string, { total: number; available: number; in_use: number; cleaning: number; broken: number }>;
+}
+
+export interface GatewayHealth {
+  status: string;
+  total_sessions: number;
+  available_sessions: number;
+  store_connected: boolean;
+  nodes: GatewayNode[];
+}
+
+export class TestCluster {
+  readonly nodes = new Map<string, BrokerProcess>();
+  readonly gateways: BrokerProcess[] = [];
+  /** Every process started, killed or not: none may be left at the end. */
+  readonly started: BrokerProcess[] = [];
+  readonly prefix = `/bash-broker-test-${process.pid}-${randomBytes(3).toString('hex')}/`;
+
+  private constructor(readonly etcd: TestEtcd) {}
+
+  static async start(nodeIds: string[], gatewayCount: number): Promise<TestCluster> {
+    const cluster = new TestCluster(await TestEtcd.start());
+    try {
+      await Promise.all([...nodeIds.map((id) => cluster.startNode(id)), ...Array.from({ length: gatewayCount }, () => cluster.startGateway())]);
+      await cluster.waitMembers(nodeIds);
+    } catch (err) {
+      await cluster.stop();
+      throw err;
+    }
+    return cluster;
+  }
+
+  private commonEnv(): Record<string, string> {
+    return {
+      BROKER_ETCD_ENDPOINTS: this.etcd.endpoint,
+      BROKER_CLUSTER_TOKEN: CLUSTER_TOKEN,
+      BROKER_CLUSTER_PREFIX: this.prefix,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      BROKER_ACQUIRE_TIMEOUT: '10',
+      BROKER_SHUTDOWN_GRACE: '2',
+    };
+  }
+
+  /** A node; the same id again is a restart (a new incarnation, the same working root). */
+  async startNode(nodeId: string): Promise<BrokerProcess> {
+    const node = await BrokerProcess.start(`node ${nodeId}`, {
+      ...this.commonEnv(),
+      BROKER_ROLE: 'node',
+      BROKER_NODE_ID: nodeId,
+      BROKER_BACKEND: testBackend,
+      BROKER_CONTAINERS: '1',
+      BROKER_SESSIONS_PER_CONTAINER: String(SESSIONS_PER_NODE),
+      BROKER_LOCAL_CGROUPS: 'off',
+      BROKER_LOCAL_ROOT: BrokerProcess.localRoot(`${this.prefix.replace(/\W+/g, '')}-${nodeId}`),
+      BROKER_DEPLOYMENT: testDeployment(`cluster-${process.pid}-${nodeId}`),
+    });
+    this.nodes.set(nodeId, node);
+    this.started.push(node);
+    return node;
+  }
+
+  async startGateway(): Promise<BrokerProcess> {
+    const gateway = await BrokerProcess.start(`gateway ${this.gateways.length + 1}`, { ...this.commonEnv(), BROKER_ROLE: 'gateway', BROKER_TOKEN: CLIENT_TOKEN });
+    this.gateways.push(gateway);
+    this.started.push(gateway);
+    return gateway;
+  }
+
+  /** A call to a gateway (or any broker) with the client's token. */
+  call(target: BrokerProcess, method: string, path: string, body?: unknown): Promise<HttpResult> {
+    return call(target.url, method, path, body, { authorization: `Bearer ${CLIENT_TOKEN}` });
+  }
+
+  async health(gateway: BrokerProcess): Promise<GatewayHealth> {
+    return (await call(gateway.url, 'GET', '/health')).json as GatewayHealth;
+  }
+
+  /** Until every live gateway lists exactly `nodeIds`, each with its whole pool available. */
+  async waitMembers(nodeIds: string[], timeoutMs = 60_000): Promise<void> {
+    const want = [...nodeIds].sort().join(',');
+    let last: GatewayHealth | null = null;
+    for (const gateway of this.gateways.filter((g) => g.alive)) {
+      await eventually(
+        async () => {
+          last = await this.health(gateway);
+          const ids = last.nodes.map((n) => n.node_id).sort().join(',');
+          return ids === want && last.nodes.every((n) => n.pools.default?.available === SESSIONS_PER_NODE);
+        },
+        timeoutMs,
+        () => `gateway ${gateway.url} to list ${want} with every session available (last: ${JSON.stringify(last)})`,
+      );
+    }
+  }
+
+  /** The registrations under this cluster's prefix in the store (etcdctl, as an operator would look). */
+  registrations(): string[] {
+    const out = execFileSync('etcdctl', ['--endpoints', this.etcd.endpoint, 'get', '--prefix', `${this.prefix}nodes/`, '--keys-only'], { encoding: 'utf8', env: { ...process.env, ETCDCTL_API: '3' } });
+    return out.split('\n').filter((l) => l.trim() !== '');
+  }
+
+  /** Containers (Docker) of a node's deployment, by id. */
+  containersOf(nodeId: string): string[] {
+    const node = this.nodes.get(nodeId)!;
+    const out = execFileSync('docker', ['ps', '-aq', '--filter', `label=io.bash-broker.deployment=${node.env.BROKER_DEPLOYMENT}`], { encoding: 'utf8' });
+    return out.split('\n').filter((l) => l.trim() !== '');
+  }
+
+  /**
+   * What the nodes this cluster started left: live local shells (their BROKER_SESSION_TAG names the
+   * node's pid), or containers of their deployments on Docker.
+   */
+  leftovers(): string[] {
+    if (testBackend === 'docker') return [...this.nodes.keys()].flatMap((id) => this.containersOf(id));
+    return this.started.filter((p) => p.env.BROKER_ROLE === 'node').flatMap((p) => pidsWithEnvPrefix(`BROKER_SESSION_TAG=${p.pid}-`).map(String));
+  }
+
+  /** Nodes first (they leave the membership as they drain), then gateways, then the store. */
+  async stop(): Promise<void> {
+    await Promise.all([...this.nodes.values()].map((n) => n.stop()));
+    await Promise.all(this.gateways.map((g) => g.stop()));
+    await this.etcd.destroy();
+    for (const p of this.started) if (p.env.BROKER_LOCAL_ROOT) fs.rmSync(p.env.BROKER_LOCAL_ROOT, { recursive: true, force: true });
+  }
+}
+
+/** The node an id names (ids are `<node>.<incarnation>.<random>`: the test reads what the gateway routes by). */
+export function nodeOf(sessionId: string): string {
+  return sessionId.split('.')[0];
+}
+
+/**
+ * Whether a shell's BROKER_SESSION_TAG (`echo "$BROKER_SESSION_TAG"`) names the node process `pid`:
+ * a backend instance is `<pid>-<random>` (local) or `<host>-<pid>-<random>` (Docker).
+ */
+export function tagNamesPid(tag: string, pid: number): boolean {
+  return new RegExp(`(^|-)${pid}-`).test(tag.trim());
+}

@@ -1,0 +1,148 @@
+/**
+ * Brokers of a cluster as real processes (the compiled broker, each with its own environment), on
+ * loopback port 0, and a small client for them. A node killed with SIGKILL leaves its local shells
+ * orphaned: `kill9()` ends them too (they carry BROKER_SESSION_TAG=<its pid>-), as a host's reboot would.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import { Agent } from 'undici';
+import { httpCall } from './httpCall';
+import { pidsWithEnvPrefix } from './procs';
+import type { HttpResult } from './broker';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+/** The broker compiled as its image runs it (`node dist/index.js`), apart from a developer's dist/. */
+const COMPILED = path.join(ROOT, 'dist-cluster');
+
+let compiled: Promise<string> | null = null;
+
+/**
+ * The entry point, compiled once per test process (incrementally: a second suite's build only checks).
+ * Why not ts-node as `npm start`: it transpiles the whole tree in every process, 10 s per start on
+ * an idle machine of this kind and over a minute with four at once under load; compiled, a start
+ * takes under 2 s. Test processes building at once (jest's workers) take turns on a lock directory.
+ */
+export function compiledEntry(): Promise<string> {
+  compiled ??= (async () => {
+    const lock = `${COMPILED}.lock`;
+    for (;;) {
+      try {
+        fs.mkdirSync(lock);
+        break;
+      } catch {
+        // A lock older than the longest build is a crashed builder's.
+        const ageMs = Date.now() - (fs.statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+        if (ageMs > 600_000) fs.rmSync(lock, { recursive: true, force: true });
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+    try {
+      const tsc = require.resolve('typescript/bin/tsc');
+      execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', COMPILED, '--incremental', '--tsBuildInfoFile', path.join(COMPILED, '.tsbuildinfo')], { cwd: ROOT, stdio: 'pipe', timeout: 600_000 });
+    } finally {
+      fs.rmSync(lock, { recursive: true, force: true });
+    }
+    return path.join(COMPILED, 'index.js');
+  })();
+  return compiled;
+}
+
+export class BrokerProcess {
+  private log = '';
+  private exitPromise: Promise<void>;
+  private exited = false;
+
+  private constructor(
+    readonly name: string,
+    private readonly proc: ChildProcess,
+    readonly env: Record<string, string>,
+  ) {
+    this.exitPromise = new Promise((resolve) => proc.once('exit', () => resolve()));
+    void this.exitPromise.then(() => (this.exited = true));
+  }
+
+  url = '';
+
+  get pid(): number {
+    return this.proc.pid!;
+  }
+
+  get alive(): boolean {
+    return !this.exited;
+  }
+
+  get output(): string {
+    return this.log;
+  }
+
+  /** Starts the broker with `env` over the test's environment; resolves once it logs its URL. */
+  static async start(name: string, env: Record<string, string>): Promise<BrokerProcess> {
+    const entry = await compiledEntry();
+    const proc = spawn(process.execPath, [entry], {
+      cwd: ROOT,
+      env: { ...process.env, BROKER_LOG_LEVEL: 'info', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const bp = new BrokerProcess(name, proc, env);
+    await new Promise<void>((resolve, reject) => {
+      const onData = (chunk: Buffer): void => {
+        bp.log = (bp.log + chunk.toString()).slice(-20_000);
+        const m = /listening on (http:\/\/[0-9.]+:\d+)/.exec(bp.log);
+        if (m && bp.url === '') {
+          bp.url = m[1];
+          resolve();
+        }
+      };
+      proc.stdout!.on('data', onData);
+      proc.stderr!.on('data', onData);
+      void bp.exitPromise.then(() => reject(new Error(`${name} exited before listening:\n${bp.log}`)));
+      setTimeout(() => reject(new Error(`${name} did not listen within 120 s:\n${bp.log}`)), 120_000).unref();
+    }).catch(async (err: unknown) => {
+      await bp.kill9();
+      throw err;
+    });
+    return bp;
+  }
+
+  /** SIGKILL, as a crash; then the local shells it leaves (a dead host's would be gone). */
+  async kill9(): Promise<void> {
+    if (this.exited) return;
+    this.proc.kill('SIGKILL');
+    await this.exitPromise;
+    for (const pid of pidsWithEnvPrefix(`BROKER_SESSION_TAG=${this.pid}-`)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone already */
+      }
+    }
+  }
+
+  /** SIGTERM (a drain), SIGKILL after 20 s. */
+  async stop(): Promise<void> {
+    if (this.exited) return;
+    this.proc.kill('SIGTERM');
+    const timer = setTimeout(() => this.proc.kill('SIGKILL'), 20_000);
+    await this.exitPromise;
+    clearTimeout(timer);
+  }
+
+  /** A local root of its own, removed by the test at its end. */
+  static localRoot(name: string): string {
+    const dir = path.join(fs.realpathSync(os.tmpdir()), `bash-broker-cluster-${process.pid}-${name}`);
+    return dir;
+  }
+}
+
+const dispatcher = new Agent({ keepAliveTimeout: 10_000, connections: 64 });
+
+/** One call, its whole answer read. */
+export function call(base: string, method: string, urlPath: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
+  return httpCall(dispatcher, base + urlPath, method, body, headers);
+}
+
+export async function closeClients(): Promise<void> {
+  await dispatcher.close();
+}

@@ -1,0 +1,118 @@
+/**
+ * A private etcd for tests and scripts: its own data directory in a temp folder and free loopback
+ * ports, never a system etcd. `stop()` ends the process and keeps its data (a test of the store
+ * going away starts it again on the same ports); `destroy()` ends it and removes the directory.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { eventually } from './broker';
+
+/** A free loopback port (released at once: etcd binds it right after). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export class TestEtcd {
+  private proc: ChildProcess | null = null;
+  private log = '';
+
+  private constructor(
+    readonly dataDir: string,
+    readonly clientPort: number,
+    readonly peerPort: number,
+  ) {}
+
+  get endpoint(): string {
+    return `http://127.0.0.1:${this.clientPort}`;
+  }
+
+  /** Starts one; a port taken between its choice and etcd's bind is chosen again. */
+  static async start(): Promise<TestEtcd> {
+    let lastError: unknown;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bash-broker-etcd-'));
+      const etcd = new TestEtcd(dir, await freePort(), await freePort());
+      try {
+        await etcd.run();
+        return etcd;
+      } catch (err) {
+        lastError = err;
+        await etcd.destroy();
+      }
+    }
+    throw lastError;
+  }
+
+  /** (Re)starts the process on its ports and data, and waits until it answers. */
+  async run(): Promise<void> {
+    if (this.proc) return;
+    const client = this.endpoint;
+    const peer = `http://127.0.0.1:${this.peerPort}`;
+    const proc = spawn(
+      'etcd',
+      [
+        '--name', 'test',
+        '--data-dir', this.dataDir,
+        '--listen-client-urls', client,
+        '--advertise-client-urls', client,
+        '--listen-peer-urls', peer,
+        '--initial-advertise-peer-urls', peer,
+        '--initial-cluster', `test=${peer}`,
+        '--logger', 'zap',
+        '--log-level', 'error',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    this.proc = proc;
+    proc.stderr!.on('data', (chunk: Buffer) => (this.log = (this.log + chunk.toString()).slice(-8000)));
+    let exited = false;
+    proc.once('exit', () => {
+      exited = true;
+      if (this.proc === proc) this.proc = null;
+    });
+    await eventually(
+      async () => {
+        if (exited) throw new Error(`etcd exited at start: ${this.log}`);
+        try {
+          const r = await fetch(`${client}/health`);
+          return r.ok && ((await r.json()) as { health?: string }).health === 'true';
+        } catch {
+          return false;
+        }
+      },
+      30_000,
+      () => `etcd on ${client} to answer (log: ${this.log})`,
+    );
+  }
+
+  /** Ends the process (TERM, then KILL after 5 s); its data stays. */
+  async stop(): Promise<void> {
+    const proc = this.proc;
+    if (!proc) return;
+    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    proc.kill('SIGTERM');
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
+    this.proc = null;
+  }
+
+  get running(): boolean {
+    return this.proc !== null;
+  }
+
+  async destroy(): Promise<void> {
+    await this.stop();
+    fs.rmSync(this.dataDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,22 @@
+/** One HTTP call with undici, its whole answer read, and parsed as JSON when it is JSON. */
+import { request, type Dispatcher } from 'undici';
+import type { HttpResult } from './broker';
+
+export async function httpCall(dispatcher: Dispatcher, url: string, method: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
+  const res = await request(url, {
+    method: method as 'GET',
+    body: body === undefined ? undefined : JSON.stringify(body),
+    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+    dispatcher,
+    headersTimeout: 0,
+    bodyTimeout: 0,
+  });
+  const text = await res.body.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.statusCode, headers: res.headers, text, json };
+}

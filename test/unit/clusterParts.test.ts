@@ -1,0 +1,139 @@
+/**
+ * The cluster's pure parts: its configuration, how ids name their node, which id a path routes by,
+ * the placement rule, the acquires a record does not count yet, and a gateway's /health over a
+ * membership.
+ */
+import { loadConfig, ConfigError } from '../../src/config/config';
+import { nodeIdOf } from '../../src/config/clusterConfig';
+import { idPrefixOf, newIncarnation, ownerOfId } from '../../src/cluster/clusterIds';
+import { routedIdOf } from '../../src/cluster/gateway/routedId';
+import { placeAcquire } from '../../src/cluster/gateway/placement';
+import { UnseenAcquires } from '../../src/cluster/gateway/unseenAcquires';
+import { Membership } from '../../src/cluster/gateway/membership';
+import { clusterTargets, gatewayHealth } from '../../src/cluster/gateway/gatewayHealth';
+import type { NodeRecord } from '../../src/cluster/clusterStore';
+import { newSessionId, setIdPrefix } from '../../src/common/ids';
+
+const TOKEN = 'a-cluster-secret-of-some-length';
+
+function record(nodeId: string, available: number, extra: Partial<NodeRecord> = {}): NodeRecord {
+  return {
+    node_id: nodeId,
+    incarnation: 'abcdef01',
+    address: `http://10.0.0.${nodeId.length}:8180`,
+    health: 'healthy',
+    pools: { default: { total: 4, available, in_use: 4 - available, cleaning: 0, broken: 0 } },
+    healthy_containers: 1,
+    unhealthy_containers: 0,
+    heartbeat_at_ms: 0,
+    ...extra,
+  };
+}
+
+describe('cluster configuration', () => {
+  test('standalone by default, reading none of the cluster variables', () => {
+    const config = loadConfig({ BROKER_CLUSTER_TOKEN: 'short', BROKER_NODE_ID: 'Not.Valid' });
+    expect(config.cluster.role).toBe('standalone');
+  });
+
+  test('a node and a gateway need the store and a cluster token of 16 characters or more', () => {
+    expect(() => loadConfig({ BROKER_ROLE: 'node', BROKER_CLUSTER_TOKEN: TOKEN })).toThrow(/BROKER_ETCD_ENDPOINTS/);
+    expect(() => loadConfig({ BROKER_ROLE: 'gateway', BROKER_ETCD_ENDPOINTS: 'http://127.0.0.1:2379', BROKER_CLUSTER_TOKEN: 'short' })).toThrow(/BROKER_CLUSTER_TOKEN/);
+    expect(() => loadConfig({ BROKER_ROLE: 'leader' })).toThrow(ConfigError);
+    const config = loadConfig({ BROKER_ROLE: 'node', BROKER_NODE_ID: 'n-7', BROKER_ETCD_ENDPOINTS: 'http://a:2379, http://b:2379', BROKER_CLUSTER_TOKEN: TOKEN, BROKER_NODE_ADDRESS: 'http://10.1.2.3:8180/' });
+    expect(config.cluster).toMatchObject({ role: 'node', nodeId: 'n-7', etcdEndpoints: ['http://a:2379', 'http://b:2379'], nodeAddress: 'http://10.1.2.3:8180', nodeTtlSeconds: 5, heartbeatMs: 1000 });
+  });
+
+  test('a node id fits in an id before its dot; a heartbeat must come twice per TTL', () => {
+    const base = { BROKER_ROLE: 'node', BROKER_ETCD_ENDPOINTS: 'http://a:2379', BROKER_CLUSTER_TOKEN: TOKEN };
+    expect(() => loadConfig({ ...base, BROKER_NODE_ID: 'n1.a' })).toThrow(/BROKER_NODE_ID/);
+    expect(() => loadConfig({ ...base, BROKER_NODE_ID: 'n1', BROKER_NODE_TTL: '2', BROKER_NODE_HEARTBEAT: '1.5' })).toThrow(/BROKER_NODE_HEARTBEAT/);
+    expect(nodeIdOf('Web_01.Example')).toBe('web-01-example');
+    expect(nodeIdOf('___')).toBe('node');
+  });
+});
+
+describe('ids that name their node', () => {
+  afterEach(() => setIdPrefix(''));
+
+  test('a node prefixes every session id it mints; a standalone broker mints 32 hex digits', () => {
+    expect(newSessionId()).toMatch(/^[0-9a-f]{32}$/);
+    const owner = { nodeId: 'n-2', incarnation: newIncarnation() };
+    setIdPrefix(idPrefixOf(owner));
+    const id = newSessionId();
+    expect(id).toMatch(/^n-2\.[0-9a-f]{8}\.[0-9a-f]{32}$/);
+    expect(ownerOfId(id)).toEqual(owner);
+    expect(ownerOfId('0123456789abcdef0123456789abcdef')).toBeNull();
+  });
+
+  test('the id a call routes by, from the pool API, execd and lifecycle paths', () => {
+    const id = 'n1.0badcafe.00ff';
+    expect(routedIdOf(`/session/${id}/execute`)).toEqual({ id, nodeId: 'n1', incarnation: '0badcafe' });
+    expect(routedIdOf(`/sandboxes/${id}/execd/command`)?.nodeId).toBe('n1');
+    expect(routedIdOf(`/v1/sandboxes/${id}`)?.nodeId).toBe('n1');
+    expect(routedIdOf('/session/acquire')).toBeNull();
+    expect(routedIdOf('/session/0123456789abcdef0123456789abcdef/execute')).toBeNull();
+    expect(routedIdOf('/session/%E0%A4%A/execute')).toBeNull();
+    expect(routedIdOf('/openapi.json')).toBeNull();
+  });
+});
+
+describe('placement: the best of 3 random nodes', () => {
+  const none = (): number => 0;
+
+  test('takes the node with the most free sessions among those drawn; with 3 or fewer, every one is drawn', () => {
+    const nodes = [record('a', 1), record('b', 3), record('c', 2)];
+    for (let i = 0; i < 20; i++) expect(placeAcquire({ nodes, pool: 'default', exclude: new Set(), inFlight: none })).toEqual({ node: nodes[1], free: true });
+  });
+
+  test('never picks an unhealthy node, a tried one, or one without the pool', () => {
+    const nodes = [record('a', 4, { health: 'unhealthy' }), record('b', 4), record('c', 4, { pools: {} })];
+    expect(placeAcquire({ nodes, pool: 'default', exclude: new Set(), inFlight: none })?.node.node_id).toBe('b');
+    expect(placeAcquire({ nodes, pool: 'default', exclude: new Set(['b']), inFlight: none })).toBeNull();
+    expect(placeAcquire({ nodes, pool: 'gpu', exclude: new Set(), inFlight: none })).toBeNull();
+  });
+
+  test("subtracts the gateway's unseen acquires; when none is free, waits on the largest pool", () => {
+    const nodes = [record('a', 2), record('b', 1)];
+    expect(placeAcquire({ nodes, pool: 'default', exclude: new Set(), inFlight: (id) => (id === 'a' ? 2 : 0) })).toEqual({ node: nodes[1], free: true });
+    const full = [record('a', 0), record('b', 0, { pools: { default: { total: 8, available: 0, in_use: 8, cleaning: 0, broken: 0 } } })];
+    expect(placeAcquire({ nodes: full, pool: 'default', exclude: new Set(), inFlight: none })).toEqual({ node: full[1], free: false });
+  });
+
+  test('spreads over a large cluster: 3 draws out of 50 equal nodes land everywhere', () => {
+    const nodes = Array.from({ length: 50 }, (_, i) => record(`n${i}`, 4));
+    const picked = new Set<string>();
+    for (let i = 0; i < 500; i++) picked.add(placeAcquire({ nodes, pool: 'default', exclude: new Set(), inFlight: none })!.node.node_id);
+    expect(picked.size).toBeGreaterThan(40);
+  });
+});
+
+test('unseen acquires: in flight, and granted after the record the gateway saw', () => {
+  const unseen = new UnseenAcquires();
+  unseen.begin('a');
+  unseen.begin('a');
+  expect(unseen.count('a', 0)).toBe(2);
+  unseen.end('a', true);
+  unseen.end('a', false);
+  const grantedAt = Date.now();
+  expect(unseen.count('a', grantedAt - 10_000)).toBe(1);
+  // A record seen after the grant counts it already.
+  expect(unseen.count('a', grantedAt + 10_000)).toBe(0);
+  expect(unseen.count('b', 0)).toBe(0);
+});
+
+test("a gateway's /health: spec 003's fields over the default pools, every pool's totals, each node; degraded without the store", () => {
+  const membership = new Membership();
+  expect(gatewayHealth(membership).status).toBe('unhealthy');
+  membership.upsert(record('a', 3));
+  membership.upsert(record('b', 1, { health: 'degraded', pools: { default: { total: 4, available: 1, in_use: 2, cleaning: 0, broken: 1 }, gpu: { total: 2, available: 2, in_use: 0, cleaning: 0, broken: 0 } } }));
+  const report = gatewayHealth(membership);
+  expect(report).toMatchObject({ status: 'degraded', total_sessions: 8, available_sessions: 4, in_use_sessions: 3, broken_sessions: 1, healthy_containers: 2, store_connected: true });
+  expect(report.pools.gpu).toEqual({ total: 2, available: 2, in_use: 0, cleaning: 0, broken: 0 });
+  expect(report.nodes.map((n) => n.node_id)).toEqual(['a', 'b']);
+  membership.remove('b');
+  expect(gatewayHealth(membership).status).toBe('healthy');
+  membership.connection(false);
+  expect(gatewayHealth(membership)).toMatchObject({ status: 'degraded', store_connected: false });
+  expect(clusterTargets(membership)).toEqual([{ targets: ['10.0.0.1:8180'], labels: { node: 'a', __scheme__: 'http' } }]);
+});
