@@ -1,5 +1,5 @@
 /**
- * Settings of the task sandboxes (spec 002): each a container of its own running the task daemon
+ * Settings of the task sandboxes: each a container of its own running the task daemon
  * and the Pi coding agent. Resolved with the rest of the configuration (config.ts), validated the same
  * way. The LLM keys are the only secrets here: Core hands them to each daemon and to nothing else.
  */

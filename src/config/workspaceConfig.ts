@@ -1,5 +1,5 @@
 /**
- * Settings of the shared PTY workspaces (spec 000) and their WebSocket viewers. Resolved with the
+ * Settings of the shared PTY workspaces (the workspace API) and their WebSocket viewers. Resolved with the
  * rest of the configuration (config.ts), validated the same way.
  */
 import { flag, int, type Env } from './envValues';

@@ -1,5 +1,5 @@
 /**
- * Issue 19's proof with the real client: OpenSandbox's official TypeScript SDK, unchanged, pointed
+ * The proof with the real client: OpenSandbox's official TypeScript SDK, unchanged, pointed
  * only at the broker's address and token, does what its README shows a user doing, through the
  * `Sandbox` object `Sandbox.create` returns: create, commands with streaming handlers, a background
  * command with its status and logs, a bash session, files and directories, metrics, renew, kill.

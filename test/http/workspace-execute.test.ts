@@ -1,5 +1,5 @@
 /**
- * Issue 18 / spec 000: /api/execute and its companions on a real bash in a real PTY (local, and
+ * The workspace API: /api/execute and its companions on a real bash in a real PTY (local, and
  * Docker through the docker project), jobs and their events in /api/workspace/logs.
  */
 import { startTestBroker, eventually, type TestBroker } from '../helpers/broker';

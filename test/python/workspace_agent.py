@@ -1,4 +1,4 @@
-"""An agent on the workspace API, step by step as spec 000's "Agent Guidance" says, with aiohttp
+"""An agent on the workspace API, step by step as an agent is meant to use it, with aiohttp
 (whose client speaks WebSocket too). Usage: workspace_agent.py <broker url>. Prints FAIL lines and
 exits non-zero on the first failed check; "all checks passed" at the end."""
 import asyncio

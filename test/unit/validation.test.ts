@@ -257,7 +257,7 @@ describe('pythonFloat', () => {
 describe('executeResponse', () => {
   const facts = commandFacts(NO_USAGE, NO_USAGE, { status: 0, interrupted: false, durationMs: 1, droppedStdout: 0, droppedStderr: 0 });
   const result = (over: Partial<ExecResult>): ExecResult => ({ stdout: '', stderr: '', returnCode: 0, timedOut: false, truncated: false, facts, ...over });
-  /** What a spec 003 client reads of an answer: its four fields (and truncated when true). */
+  /** What a pool API client reads of an answer: its four fields (and truncated when true). */
   const spec = (body: Record<string, unknown>): Record<string, unknown> => {
     const { status, stdout, stderr, return_code: rc, truncated } = body;
     return { status, stdout, stderr, return_code: rc, ...(truncated ? { truncated } : {}) };

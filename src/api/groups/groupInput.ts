@@ -1,5 +1,5 @@
 /**
- * The sandbox groups' and the Sandbox API's request bodies (spec 001), checked before anything is
+ * The sandbox groups' and the Sandbox API's request bodies, checked before anything is
  * started: a bad one is a 400 that changes nothing.
  */
 import { BadRequestError } from '../../common/errors';

@@ -35,7 +35,7 @@ export function healthReport(pool: SessionPool) {
     broken_sessions: counts.broken,
     healthy_containers: healthyContainers,
     unhealthy_containers: unhealthyContainers,
-    // Additive to spec 003 (its clients ignore them): backpressure and reclaims.
+    // Additive to the pool API's fields (its clients ignore them): backpressure and reclaims.
     queue_length: stats.waiting,
     acquire_wait_p50_ms: stats.waitP50Ms === null ? null : Math.round(stats.waitP50Ms * 1000) / 1000,
     reclaimed_sessions: stats.reclaimed,

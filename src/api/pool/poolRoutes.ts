@@ -1,5 +1,5 @@
 /**
- * The pool API of spec 003: acquire, execute, release. A thin router: validate, call the pool, shape.
+ * The pool API: acquire, execute, release. A thin router: validate, call the pool, shape.
  * Each route's body and answer are declared once, in poolContract.ts.
  * These are the hot routes: the seam (seam.ts) costs them a Map lookup and a regex.
  */
@@ -27,7 +27,7 @@ export function pythonFloat(value: number): string {
 /**
  * The spec's four fields (and `truncated: true` when output was cut), then, when asked for, the
  * termination facts: null where the kernel could not tell (commandFacts.ts), never a guessed 0.
- * Without them the answer is exactly spec 003's, which its clients compare whole.
+ * Without them the answer is exactly the pool API's four fields, which its clients compare whole.
  */
 export function executeResponse(result: ExecResult, timeoutSeconds: number, withFacts = false): ExecuteResult {
   let stderr = result.stderr;

@@ -1,6 +1,6 @@
 /**
- * The workspace API of spec 000: a thin router over core/workspace. Every route exists twice: on the
- * spec's root paths for the default workspace, and under /workspaces/{id} for named ones.
+ * The workspace API (shared PTY workspaces): a thin router over core/workspace. Every route exists
+ * twice: on the root paths for the default workspace, and under /workspaces/{id} for named ones.
  */
 import type { RouteContext, Route, Router, UpgradeRoute } from '../../http/router';
 import type { Workspaces } from '../../core/workspace/workspaces';
