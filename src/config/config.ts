@@ -64,7 +64,7 @@ export interface BrokerConfig {
     /** BROKER_SANDBOX_MAX_TIMEOUT: the largest `timeout` a create may ask, and how far a renewal may reach. */
     maxTimeoutMs: number;
     /**
-     * BROKER_SANDBOX_MIN_TIMEOUT: the smallest `timeout` a create may ask (the spec's 60 s by
+     * BROKER_SANDBOX_MIN_TIMEOUT: the smallest `timeout` a create may ask (OpenSandbox's 60 s by
      * default; tests of expiry lower it).
      */
     minTimeoutSeconds: number;

@@ -5,7 +5,7 @@
 import { flag, int, type Env } from './envValues';
 
 export interface WorkspaceConfig {
-  /** BROKER_DEFAULT_WORKSPACE: the spec's root paths serve a default workspace, made on first use. */
+  /** BROKER_DEFAULT_WORKSPACE: the workspace API's root paths serve a default workspace, made on first use. */
   defaultWorkspace: boolean;
   /** BROKER_WORKSPACE_LOG_EVENTS: events each workspace keeps for /api/workspace/logs and `since` replays. */
   logEvents: number;

@@ -200,7 +200,7 @@ describe(`OpenSandbox's TypeScript SDK against the broker, unchanged (${testBack
   it('kills: the sandbox is ended, no longer listed, its execd answers 404, and its warm container is replaced', async () => {
     const id = sandbox.id;
     await sandbox.kill();
-    // The lifecycle spec keeps an ended sandbox readable as Terminated; it is live no more.
+    // OpenSandbox's lifecycle API keeps an ended sandbox readable as Terminated; it is live no more.
     expect((await sandbox.getInfo()).status).toMatchObject({ state: 'Terminated', reason: 'user_delete' });
     expect((await manager.listSandboxInfos({ metadata: { suite: 'sdk' } })).items).toEqual([]);
     const run = await sdkError(sandbox.commands.run('echo still here'));

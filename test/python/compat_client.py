@@ -204,7 +204,7 @@ async def health():
         "broken_sessions", "healthy_containers", "unhealthy_containers",
     ]
     missing = [f for f in ["status"] + fields if f not in data]
-    check("/health: every spec field present", not missing, f"missing {missing} in {data!r}")
+    check("/health: every pool API field present", not missing, f"missing {missing} in {data!r}")
     check("/health: counts are ints", all(type(data[f]) is int for f in fields), repr(data))
     expect_equal("/health: status", data["status"], "healthy")
     expect_equal("/health: total_sessions (2 containers x 2)", data["total_sessions"], 4)

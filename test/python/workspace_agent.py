@@ -29,7 +29,7 @@ async def main():
                 job = await resp.json()
             check(job["command"] == command, "the answer names the command")
             check(job["returncode"] is None, "a running job answers returncode null")
-            check(job["stdout"].endswith(STILL_RUNNING), "the answer ends with the spec's still-running line")
+            check(job["stdout"].endswith(STILL_RUNNING), "the answer ends with the still-running line")
 
             # Rely on /ws/workspace for the complete output.
             lines, exit_event, last_seq = [], None, None

@@ -1,5 +1,5 @@
 /**
- * GET /health (the spec's fields, then the broker's additive ones: backpressure, reclaims, and
+ * GET /health (the pool API's fields, then the broker's additive ones: backpressure, reclaims, and
  * `warmup` while the pool's first fill runs, and `pools` when BROKER_POOLS names others; always
  * public) and GET /metrics (Prometheus text).
  */
@@ -39,7 +39,7 @@ export function healthReport(pool: SessionPool) {
     queue_length: stats.waiting,
     acquire_wait_p50_ms: stats.waitP50Ms === null ? null : Math.round(stats.waitP50Ms * 1000) / 1000,
     reclaimed_sessions: stats.reclaimed,
-    // Beside the spec's fields, only while the first fill runs (a client reading the spec's fields is unaffected).
+    // Beside the pool API's fields, only while the first fill runs (a client reading those fields is unaffected).
     ...(warmup ? { warmup } : {}),
   };
 }

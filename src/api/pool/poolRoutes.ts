@@ -16,7 +16,7 @@ import type { Router } from '../../http/router';
 import { clientGone } from '../../http/clientGone';
 import type { Acquired, ExecuteResult, Released } from './poolContract';
 
-/** Python's str(float): 5 -> "5.0", 2.5 -> "2.5", 1e-05, as the spec writes "timed out after 5.0 seconds". */
+/** Python's str(float): 5 -> "5.0", 2.5 -> "2.5", 1e-05, as the pool API writes "timed out after 5.0 seconds". */
 export function pythonFloat(value: number): string {
   const [digits, exp] = value.toExponential().split('e'); // shortest round-trip digits, like Python's repr
   const e = Number(exp);
@@ -25,7 +25,7 @@ export function pythonFloat(value: number): string {
 }
 
 /**
- * The spec's four fields (and `truncated: true` when output was cut), then, when asked for, the
+ * The pool API's four fields (and `truncated: true` when output was cut), then, when asked for, the
  * termination facts: null where the kernel could not tell (commandFacts.ts), never a guessed 0.
  * Without them the answer is exactly the pool API's four fields, which its clients compare whole.
  */

@@ -26,7 +26,7 @@ import { acceptEventStream, acceptTerminal, type SocketOptions } from './workspa
 /** A WebSocket whose workspace ended between the handshake's check and the socket (rare). */
 const CLOSE_NOT_FOUND = 4404;
 
-/** The spec's deprecated endpoints: not served, and the answer says what to use. */
+/** The workspace API's deprecated endpoints: not served, and the answer says what to use. */
 class DeprecatedEndpointError extends brokerError('gone', 'deprecated_endpoint', (path: string) => `${path} is deprecated and not served: use POST /api/execute (its answer has the output so far; /ws/workspace streams the rest)`) {}
 
 export interface WorkspaceRouterOptions extends SocketOptions {
