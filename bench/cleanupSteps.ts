@@ -1,6 +1,6 @@
 /**
  * `node -r ts-node/register/transpile-only bench/cleanupSteps.ts [--backend local|docker] [--n 30]
- * [--image IMG]`: one episode's pool work taken apart step by step (issue 17), on the broker's own
+ * [--image IMG]`: one episode's pool work taken apart step by step, on the broker's own
  * backend and BashSession in this process (no HTTP, no pool), each step timed alone. With prepared
  * slots the acquire of a slot without files does nothing; what release -> rebuild does is the docker
  * ^C and kill pass on the container's signal lane, the next directory's `mkdir` (docker: on the fs

@@ -1,5 +1,5 @@
 /**
- * What an episode's session work costs the container, part by part (issue 17): one shell in one
+ * What an episode's session work costs the container, part by part: one shell in one
  * container, N sequential episodes per variant, the container's CPU (cpuacct) and this process's per
  * episode. Variants, each adding one thing of the broker's to the episode floor's:
  *   floor    exec -c a fresh bash with the floor's rc (`PS1=;PS2=`), 5 x `true;builtin echo __tN`

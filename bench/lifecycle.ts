@@ -127,7 +127,7 @@ async function acquireExecuteFloor(url: string): Promise<number> {
 /** `num / den` of two p50s, to one decimal. */
 const ratio = (num: LatencySummary, den: LatencySummary): number => Math.round((num.p50 / den.p50) * 10) / 10;
 
-/** Issue 19's goal for a warm create to the first command output (p50). */
+/** The goal for a warm create to the first command output (p50). */
 const WARM_FIRST_OUTPUT_GOAL_MS = 20;
 
 async function dockerRunFloor(image: string, rounds: number): Promise<LatencySummary> {

@@ -32,7 +32,7 @@ export const WORKSPACE_DEPLOYMENT = `bench-workspace-${BENCH_RUN}`;
 /**
  * How a raw session reaches its bash: the backend's default (local: pipes to a child; docker: named
  * pipes into the container, the broker's own transport), or, docker only, a `docker exec` attach
- * stream through the engine: the floor issue #4 names for the docker backend.
+ * stream through the engine: the floor the execute target names for the docker backend.
  */
 export type RawTransport = 'default' | 'exec';
 
@@ -86,7 +86,7 @@ export interface EpisodeResult extends ConcResult {
 
 /**
  * How an episode talks to the broker. `plain`: acquire, `echo 1` .. `echo 5`, release (7 requests,
- * spec 003 only; the headline). `fewer`: acquire with `echo 1` as its startup command, `echo 2` ..
+ * the pool API's own routes only; the headline). `fewer`: acquire with `echo 1` as its startup command, `echo 2` ..
  * `echo 4`, then `echo 5` with `"release": true` (5 requests: the additive API).
  */
 export type EpisodeVariant = 'plain' | 'fewer';

@@ -1,5 +1,5 @@
 /**
- * Task sandboxes (spec 002) on the Docker backend, against floors measured in the same run:
+ * Task sandboxes on the Docker backend, against floors measured in the same run:
  *   - POST /sandboxes to init_complete, split into container start, daemon ready, the hand-over
  *     (credentials and /init), the clone and the agent's start; floor: Docker's own create + start of
  *     the same image with no daemon (dockerode);

@@ -101,7 +101,7 @@ export function createTaskService(config: BrokerConfig): TaskService {
 }
 
 export class Broker {
-  /** The default pool (spec 003). */
+  /** The default pool (the pool API's own). */
   readonly pool: SessionPool;
   /** Every pool: the default one and BROKER_POOLS' named ones. */
   readonly pools: PoolRegistry;

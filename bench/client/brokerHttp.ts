@@ -1,5 +1,5 @@
 /**
- * A keep-alive undici client of the pool API (spec 003), as a rollout client uses it: JSON bodies,
+ * A keep-alive undici client of the pool API, as a rollout client uses it: JSON bodies,
  * one connection per concurrent caller, every answer checked.
  */
 import { Pool } from 'undici';

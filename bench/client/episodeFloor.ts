@@ -1,5 +1,5 @@
 /**
- * The episode floor (issue 17): N loops, each holding one bash on the backend's own transport (local:
+ * The episode floor: N loops, each holding one bash on the backend's own transport (local:
  * pipes to `bash --norc --noprofile --noediting -i`, spawned as the local backend spawns it; docker:
  * the broker's named pipes into the container, opened by the broker's own DockerBackend), and per
  * episode: `exec -c` a fresh bash in place with the broker's own recycle line (shellRecycle.ts: its

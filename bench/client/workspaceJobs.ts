@@ -1,5 +1,5 @@
 /**
- * The workspace figures (issue 18), driven from the client process: /api/execute of `true` beside the
+ * The workspace figures, driven from the client process: /api/execute of `true` beside the
  * pool API's execute on the same broker, the keystroke echo over /ws/workspace/terminal, and a flood's
  * throughput with 1 and with 50 viewers (real `ws` clients in a process of their own, viewers.ts).
  */

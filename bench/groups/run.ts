@@ -1,5 +1,5 @@
 /**
- * The sandbox groups' figures (spec 001), against floors measured in the same run:
+ * The sandbox groups' figures, against floors measured in the same run:
  *
  * - `/sandbox/start` until its `/health` answers healthy, beside Docker's own `docker run -d` of the
  *   same image (no network, a process that idles), rounds interleaved;

@@ -167,7 +167,7 @@ function episodes(r: Results): string[] {
   return [...out, '', '![episodes](' + `${r.backend}-${r.mode === 'quick' ? 'quick' : 'latest'}.svg)`, ''];
 }
 
-/** Issue 17: whole episodes beside the episode floor, processes per episode, acquire in an open loop. */
+/** Whole episodes beside the episode floor, processes per episode, acquire in an open loop. */
 function episodeFloor(r: Results): string[] {
   const rows = r.episodes.filter((e) => e.floor || e.openLoop || e.result.forks);
   if (!rows.length) return [];
@@ -207,7 +207,7 @@ function episodeFloor(r: Results): string[] {
   return [...out, ''];
 }
 
-/** Issue 17: what one episode costs the machine, per process, in each run's own window. */
+/** What one episode costs the machine, per process, in each run's own window. */
 function episodeCpu(r: Results): string[] {
   const rows = r.episodes.filter((e) => e.floor);
   if (!rows.length) return [];

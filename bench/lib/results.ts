@@ -95,7 +95,7 @@ export interface Results {
   cpu: Record<string, CpuBreakdown>;
   profile?: ProfileSummary;
   profileEpisodes?: ProfileSummary;
-  /** Issue 18's workspace figures, per backend (the phase measures both in one run). */
+  /** The workspace figures, per backend (the phase measures both in one run). */
   workspace?: WorkspaceResults;
   phases: { name: string; atS: number; loadAvg1m: number }[];
   targets: TargetResult[];
@@ -119,10 +119,10 @@ export interface TargetResult {
 const ms = (v: number): string => `${v.toFixed(3)} ms`;
 
 /**
- * Issue #4: execute `true` p50 <= the raw backend round trip + 1.5 x the no-op HTTP round trip, with
+ * The execute target: `true` p50 <= the raw backend round trip + 1.5 x the no-op HTTP round trip, with
  * the raw floors it names: a bash pipe (local) and a `docker exec` stream (docker). The docker
  * backend's own transport (named pipes into the container) is faster than a docker exec stream, so
- * the same rule against it, stricter than the issue's, is reported beside it.
+ * the same rule against it, stricter than the target's, is reported beside it.
  */
 function executeTargets(r: Results): TargetResult[] {
   const t = r.commands.true;
@@ -164,7 +164,7 @@ function leastServerTarget(r: Results, rule: string): TargetResult[] {
   ];
 }
 
-/** Issue 17: whole episodes against the episode floor at these concurrencies. */
+/** Whole episodes against the episode floor at these concurrencies. */
 export const EPISODE_FLOOR_LEVELS = [64, 256] as const;
 export const EPISODE_FLOOR_FRACTION = 0.7;
 export const OPEN_ACQUIRE_LIMITS_MS = { p50: 20, p99: 100 };
@@ -180,7 +180,7 @@ export const OPEN_ACQUIRE_LIMITS_MS = { p50: 20, p99: 100 };
 export const EPISODE_SCALING_RESOLUTION = 0.95;
 
 /**
- * Issue 17's episode targets: episodes/s >= 0.7 x the episode floor at 64 and at 256; throughput
+ * The episode targets: episodes/s >= 0.7 x the episode floor at 64 and at 256; throughput
  * falls from 64 to 256 no more than the floor's does; acquire p50 / p99 <= 20 / 100 ms with episodes
  * arriving open-loop at half the measured maximum; processes per episode, reported.
  */

@@ -1,4 +1,4 @@
-/** The workspace figures (phases/workspace.ts): their shape, the issue-18 targets, and their report section. */
+/** The workspace figures (phases/workspace.ts): their shape, their targets, and their report section. */
 import type { SeqResult, WsFloodRound } from '../protocol';
 import { median } from './stats';
 import type { TargetResult } from './results';

@@ -1,5 +1,5 @@
 /**
- * Issue 18's figures for the shared PTY workspaces, on both backends in one run (local, then docker
+ * The figures of the shared PTY workspaces, on both backends in one run (local, then docker
  * when the engine and the image are there): /api/execute of `true` beside the pool API's execute of
  * `true` on the same broker, the keystroke echo over /ws/workspace/terminal, a flood's throughput with
  * 1 and with 50 viewers, and the memory an idle workspace costs.

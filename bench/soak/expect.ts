@@ -43,7 +43,7 @@ export function execBody(a: Answer, kind: string): ExecBody {
   return b;
 }
 
-/** Exactly this result (status derived from the return code, as the spec says), not truncated. */
+/** Exactly this result (status derived from the return code, as the pool API does), not truncated. */
 export function expectResult(a: Answer, kind: string, want: { stdout: string; stderr?: string; rc: number }): ExecBody {
   const b = execBody(a, kind);
   const status = want.rc === 0 ? 'Success' : 'Failed';

@@ -46,9 +46,9 @@ export interface ExecdApis {
 
 /**
  * The APIs beyond the pool's, each mounted when given (the bench's app floor has none):
- * `workspaces` (spec 000), `execd` of every sandbox (spec 004), `groups`: sandbox groups
- * (spec 001), `pools`: every pool (BROKER_POOLS; without it, the default pool alone), `sandboxes`:
- * OpenSandbox's lifecycle API (/v1), `tasks`: task sandboxes with a coding agent (spec 002),
+ * `workspaces` (shared PTY workspaces), `execd` of every sandbox (OpenSandbox's execd API), `groups`:
+ * sandbox groups, `pools`: every pool (BROKER_POOLS; without it, the default pool alone), `sandboxes`:
+ * OpenSandbox's lifecycle API (/v1), `tasks`: task sandboxes with a coding agent,
  * `dashboard`: the live dashboard's feed (/ui, /admin).
  */
 export interface BrokerApis {

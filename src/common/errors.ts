@@ -91,7 +91,7 @@ export class SessionNotInUseError extends brokerError('invalid', 'session_not_in
 export class SessionBusyError extends brokerError('busy', 'session_busy', (sessionId: string) => `Session ${sessionId} is already executing a command; wait for it to finish`) {}
 /** The lease's shell died or could not be recovered. The client must acquire a new session. */
 export class SessionBrokenError extends brokerError('gone', 'session_broken', (sessionId: string, reason: string) => `Session ${sessionId} is broken (${reason}); its state is lost, acquire a new session`) {}
-/** The message is the spec's, in seconds: `timeoutMs` 120000 reads "within 120 seconds". */
+/** The message is the pool API's, in seconds: `timeoutMs` 120000 reads "within 120 seconds". */
 export class PoolExhaustedError extends brokerError('unavailable', 'pool_exhausted', (timeoutMs: number) => `No session available within ${timeoutMs / 1000} seconds`) {}
 /** Acquire: the sessions it got kept failing while being prepared (dying shells or containers). */
 export class SessionUnavailableError extends brokerError('unavailable', 'session_unavailable', (attempts: number, lastError: string) => `No healthy session could be prepared (${attempts} tried; last error: ${lastError}); retry later`) {}

@@ -65,7 +65,7 @@ export interface BrokerConfig {
     /** BROKER_SANDBOX_MAX_TIMEOUT: the largest `timeout` a create may ask, and how far a renewal may reach. */
     maxTimeoutMs: number;
     /**
-     * BROKER_SANDBOX_MIN_TIMEOUT: the smallest `timeout` a create may ask (the spec's 60 s by
+     * BROKER_SANDBOX_MIN_TIMEOUT: the smallest `timeout` a create may ask (OpenSandbox's 60 s by
      * default; tests of expiry lower it).
      */
     minTimeoutSeconds: number;
@@ -92,7 +92,7 @@ export interface BrokerConfig {
     /** BROKER_TRAJECTORY_FILES: rotated files kept besides the current one (the oldest removed). */
     trajectoryFiles: number;
   };
-  /** Shared PTY workspaces (spec 000): workspaceConfig.ts. */
+  /** Shared PTY workspaces (the workspace API): workspaceConfig.ts. */
   workspace: WorkspaceConfig;
   execdFiles: {
     /** BROKER_EXECD_MAX_UPLOAD_BYTES: the largest file one execd upload writes (413 beyond). */
@@ -102,7 +102,7 @@ export interface BrokerConfig {
     /** BROKER_EXECD_MAX_LIST_ENTRIES: the most entries a directory listing or a search walks. */
     maxListEntries: number;
   };
-  /** Sandbox groups (spec 001; docker backend only). */
+  /** Sandbox groups (docker backend only). */
   groups: {
     /** BROKER_SANDBOX_PORTS: the ports sandboxes' APIs listen on, one each, lowest free first. */
     sandboxPorts: { first: number; last: number };
@@ -117,7 +117,7 @@ export interface BrokerConfig {
     /** BROKER_SANDBOX_DISK: a sandbox's disk when its request names none. */
     defaultDiskBytes: number;
   };
-  /** Task sandboxes (spec 002): taskConfig.ts. */
+  /** Task sandboxes: taskConfig.ts. */
   tasks: TaskConfig;
   /** The Docker backend's containers: dockerConfig.ts. */
   docker: DockerConfig;

@@ -7,7 +7,7 @@ export type Env = Record<string, string | undefined>;
 
 export class ConfigError extends Error {}
 
-/** Reads `name`, falling back to its spec alias; the broker's own name wins when both are set. */
+/** Reads `name`, falling back to its alias (the name the pool API's clients set); the broker's own name wins when both are set. */
 export function pick(env: Env, name: string, alias?: string): { name: string; raw: string } | undefined {
   const own = env[name];
   if (own !== undefined && own.trim() !== '') return { name, raw: own.trim() };
@@ -30,7 +30,7 @@ export function int(env: Env, name: string, dflt: number, opts: { min?: number; 
   return n;
 }
 
-/** Seconds (a positive float, as the spec's timeouts are) converted to milliseconds. */
+/** Seconds (a positive float, as the pool API's timeouts are) converted to milliseconds. */
 export function seconds(env: Env, name: string, dfltSeconds: number, alias?: string): number {
   const v = pick(env, name, alias);
   if (!v) return dfltSeconds * 1000;

@@ -1,5 +1,5 @@
 /**
- * Settings of the task sandboxes (spec 002): each a container of its own running the task daemon
+ * Settings of the task sandboxes: each a container of its own running the task daemon
  * and the Pi coding agent. Resolved with the rest of the configuration (config.ts), validated the same
  * way. The LLM keys are the only secrets here, and the configuration does not hold them: `keys` reads
  * them afresh at each model call the relay makes, so a rotated key takes effect at the next call.

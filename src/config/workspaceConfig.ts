@@ -1,11 +1,11 @@
 /**
- * Settings of the shared PTY workspaces (spec 000) and their WebSocket viewers. Resolved with the
+ * Settings of the shared PTY workspaces (the workspace API) and their WebSocket viewers. Resolved with the
  * rest of the configuration (config.ts), validated the same way.
  */
 import { flag, int, type Env } from './envValues';
 
 export interface WorkspaceConfig {
-  /** BROKER_DEFAULT_WORKSPACE: the spec's root paths serve a default workspace, made on first use. */
+  /** BROKER_DEFAULT_WORKSPACE: the workspace API's root paths serve a default workspace, made on first use. */
   defaultWorkspace: boolean;
   /** BROKER_WORKSPACE_LOG_EVENTS: events each workspace keeps for /api/workspace/logs and `since` replays. */
   logEvents: number;

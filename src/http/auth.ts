@@ -1,8 +1,8 @@
 /**
  * Bearer-token authentication (BROKER_TOKEN): THE check every route and every WebSocket upgrade goes
  * through (seam.ts), unless its router declares it public (GET /health; /metrics with
- * BROKER_METRICS_PUBLIC=1). A client sends `Authorization: Bearer <token>` or the execd spec's
- * `X-EXECD-ACCESS-TOKEN: <token>` or the lifecycle spec's `OPEN-SANDBOX-API-KEY: <token>` (OpenSandbox's
+ * BROKER_METRICS_PUBLIC=1). A client sends `Authorization: Bearer <token>` or execd's
+ * `X-EXECD-ACCESS-TOKEN: <token>` or the lifecycle API's `OPEN-SANDBOX-API-KEY: <token>` (OpenSandbox's
  * SDK sends it to every endpoint of a sandbox too); a browser's WebSocket offers the subprotocol `bearer.<token>`.
  * Tokens are compared in constant time (over their SHA-256 digests, so neither the content nor the
  * length leaks through timing).

@@ -79,7 +79,7 @@ function reply(status: number, body: object, err: unknown): ErrorReply {
   return { status, body: JSON.stringify(body), headers };
 }
 
-/** The pool API's body, as spec 003 shows it (`detail`), with the domain code beside it. */
+/** The pool API's body (`detail`, as its clients read it), with the domain code beside it. */
 export const poolErrorFormat: ErrorFormat = {
   name: 'pool',
   reply(err, where) {

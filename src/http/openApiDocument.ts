@@ -130,8 +130,8 @@ export function buildOpenApi(docs: readonly ApiDoc[], routes: readonly Registere
       schemas: publishedSchema(schemas),
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <BROKER_TOKEN>; a browser WebSocket offers the subprotocol bearer.<token>' },
-        execdToken: { type: 'apiKey', in: 'header', name: 'X-EXECD-ACCESS-TOKEN', description: 'The same token, as the execd spec sends it' },
-        openSandboxKey: { type: 'apiKey', in: 'header', name: 'OPEN-SANDBOX-API-KEY', description: 'The same token, as the lifecycle spec sends it' },
+        execdToken: { type: 'apiKey', in: 'header', name: 'X-EXECD-ACCESS-TOKEN', description: 'The same token, as OpenSandbox execd clients send it' },
+        openSandboxKey: { type: 'apiKey', in: 'header', name: 'OPEN-SANDBOX-API-KEY', description: 'The same token, as OpenSandbox lifecycle clients send it' },
       },
     },
   };

@@ -1,5 +1,5 @@
 /**
- * A whole sandbox group (spec 001) on real Docker, driven as a user would: a group with a populated
+ * A whole sandbox group on real Docker, driven as a user would: a group with a populated
  * vector namespace, two sandboxes with different limits, tools and attachments (read_write, read),
  * a third with none; tools, a long command with /input and /output, a dying shell, database queries
  * from inside with python3's urllib; the limits read from the containers' own cgroup files; and a

@@ -1,5 +1,5 @@
 /**
- * Task sandboxes end to end on Docker (spec 002): a real broker, a real task container running the
+ * Task sandboxes end to end on Docker: a real broker, a real task container running the
  * daemon and the real Pi agent, a local bare repo, and a stub LLM speaking Anthropic's streaming
  * format. Waits are on events, with generous bounds; nothing is timed.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 18: a workspace whose container is killed under it heals. The job running then ends with an
+ * A workspace whose container is killed under it heals. The job running then ends with an
  * exit event that says why, the workspace takes a new slot and a fresh shell there and says so in a
  * `workspace_moved` event, and it keeps its seq counter, its ring and its viewers (the same sockets
  * go on receiving). A real container kill; every wait is on a state, with generous bounds.

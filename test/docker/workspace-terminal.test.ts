@@ -1,5 +1,5 @@
 /**
- * Issue 18 on Docker: where the container has util-linux's `script` (the sandbox image), a
+ * A workspace's terminal on Docker: where the container has util-linux's `script` (the sandbox image), a
  * workspace's terminal runs on the broker's named pipes through it (fifoTerminal.ts), not through a
  * `docker exec`; where it has none (the test image: bash and busybox), the terminal falls back to a
  * `docker exec` with a TTY. Either way it is a real terminal: resized, an exit status reported.

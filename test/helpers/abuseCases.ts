@@ -1,5 +1,5 @@
 /**
- * The abuse cases of issue #5.3, shared by the Docker suite (test/docker/abuse.test.ts) and the
+ * The abuse cases, shared by the Docker suite (test/docker/abuse.test.ts) and the
  * confined local suite (test/local/abuse-local.test.ts). Commands a model may dream up: each either
  * works as it would in a terminal, or ends in a clear error (410 with a detail, or a Failed result)
  * with the slot rebuilt — and never touches another session. A neighbour lease in the SAME

@@ -1,4 +1,4 @@
-/** Promise 5: acquire queues FIFO, forgets clients that leave, writes files, runs startup commands. */
+/** Acquire queues FIFO, forgets clients that leave, writes files, runs startup commands. */
 import { startTestBroker, testBackend, eventually, metricValue, track, b64, type TestBroker, type HttpResult, testDeployment, testLocalRoot } from '../helpers/broker';
 
 /** Acquire requests waiting in the pool's queue, as /metrics reports them. */
@@ -203,7 +203,7 @@ describe('acquire with files and startup commands', () => {
 
 /**
  * A session that fails while an acquire prepares it (its shell dies, or its files cannot be written)
- * is the pool's problem, not the client's: the acquire tries another slot; the spec has no 410 for
+ * is the pool's problem, not the client's: the acquire tries another slot; the pool API has no 410 for
  * acquire. Faults are injected for real around the real backend: the shell is really killed. The
  * acquires give files: a slot's directory is made by its rebuild, so an acquire without files asks
  * the backend for nothing; the faults hit only writes with files, never the rebuilds.

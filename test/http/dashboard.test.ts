@@ -1,5 +1,5 @@
 /**
- * Issue 22: the live dashboard at /ui in real headless Chromium (playwright-core driving Debian's
+ * The live dashboard at /ui in real headless Chromium (playwright-core driving Debian's
  * chromium) while a load runs: it asks for the token once, its numbers move with the load, a lease
  * is released from the page (after a confirm dialog) and is gone for its holder, a container is
  * replaced from the page and listed as replaced. Wide and narrow screenshots go under test-output/.

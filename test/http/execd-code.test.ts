@@ -1,5 +1,5 @@
 /**
- * Issue 19 / spec 004: execd code contexts of a pool session (`bash` always, `python` where the
+ * OpenSandbox's execd API: execd code contexts of a pool session (`bash` always, `python` where the
  * sandbox has python3), on the exact wire format the OpenSandbox code interpreter SDK speaks (that
  * SDK is not installed here: its adapter POSTs `{code, context: {id, language}}` and reads SSE).
  * Docker runs python in the sandbox image (it has python3) and checks the test image's 400 (none).

@@ -1,5 +1,5 @@
 /**
- * Issue 19 / spec 004: a pool session's execd commands and bash sessions, driven by OpenSandbox's
+ * OpenSandbox's execd API: a pool session's execd commands and bash sessions, driven by OpenSandbox's
  * own TypeScript SDK (its CommandsAdapter and HealthAdapter, pointed at /sandboxes/<id>/execd),
  * on the local backend and, through the docker project, on Docker.
  */

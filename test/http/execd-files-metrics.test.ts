@@ -1,5 +1,5 @@
 /**
- * Issue 19 / spec 004: execd's /metrics and /metrics/watch under /sandboxes/{id}/execd, read with
+ * OpenSandbox's execd API: execd's /metrics and /metrics/watch under /sandboxes/{id}/execd, read with
  * OpenSandbox's own TypeScript SDK (its MetricsAdapter, unchanged) and, for the SSE stream the SDK
  * does not read, with undici. The figures must be the sandbox's: on Docker its container's cgroup
  * (the container's limits, not the host's), locally its session's own processes.

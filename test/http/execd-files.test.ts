@@ -1,5 +1,5 @@
 /**
- * Issue 19 / spec 004: execd's files and directories under /sandboxes/{id}/execd, driven by
+ * OpenSandbox's execd API: execd's files and directories under /sandboxes/{id}/execd, driven by
  * OpenSandbox's own TypeScript SDK (its FilesystemAdapter, unchanged) and, for status codes and
  * headers the SDK hides, by undici with the same wire format. Every effect is checked from inside
  * the sandbox, through its own shell.

@@ -1,4 +1,4 @@
-/** Promises 1 and 7: /health reports the spec's fields (and the broker's additive ones); /metrics is Prometheus text that moves. */
+/** /health reports the pool API's fields (and the broker's additive ones); /metrics is Prometheus text that moves. */
 import { startTestBroker, metricValue, type TestBroker } from '../helpers/broker';
 
 const HEALTH_FIELDS = [
@@ -23,7 +23,7 @@ describe('/health and /metrics', () => {
     await tb.close();
   });
 
-  it('/health on a warm pool: healthy, the spec fields then the additive ones, counts that add up', async () => {
+  it('/health on a warm pool: healthy, the pool API fields then the additive ones, counts that add up', async () => {
     const r = await tb.get('/health');
     expect(r.status).toBe(200);
     expect(r.headers['content-type']).toMatch(/application\/json/);

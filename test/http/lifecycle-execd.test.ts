@@ -1,5 +1,5 @@
 /**
- * Issue 19: a warm lifecycle sandbox's first command, through OpenSandbox's own SDK. The sandbox is a
+ * A warm lifecycle sandbox's first command, through OpenSandbox's own SDK. The sandbox is a
  * whole container of its own, so execd runs its commands first in that container's lease shell (no
  * shell to open before the first output), and the guarantees stay: a command that times out there
  * loses its whole tree and nothing else, and everything the sandbox started dies when it is killed.

@@ -1,5 +1,5 @@
 /**
- * Promise 4 (and the broken-shell part of 8): the lease state machine. Release is instant and
+ * The lease state machine (a broken shell included). Release is instant and
  * idempotent, cleanup leaves nothing of a lease behind, idle leases are reclaimed, a killed shell
  * is reported and healed.
  */

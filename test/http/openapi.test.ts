@@ -1,5 +1,5 @@
 /**
- * Issue 22: /openapi.json is true to the server. Every route the seam registers is described and
+ * /openapi.json is true to the server. Every route the seam registers is described and
  * every described operation is a registered route; every described path answers (never the seam's
  * route_not_found); every example validates against its schema; and a sample of real answers (pool,
  * health, workspace, execd, dashboard, errors of both formats) validates against the schema of its

@@ -1,5 +1,5 @@
 /**
- * Issue 19's proof with the real client: OpenSandbox's official TypeScript SDK, unchanged, pointed
+ * The proof with the real client: OpenSandbox's official TypeScript SDK, unchanged, pointed
  * only at the broker's address and token, does what its README shows a user doing, through the
  * `Sandbox` object `Sandbox.create` returns: create, commands with streaming handlers, a background
  * command with its status and logs, a bash session, files and directories, metrics, renew, kill.
@@ -200,7 +200,7 @@ describe(`OpenSandbox's TypeScript SDK against the broker, unchanged (${testBack
   it('kills: the sandbox is ended, no longer listed, its execd answers 404, and its warm container is replaced', async () => {
     const id = sandbox.id;
     await sandbox.kill();
-    // The lifecycle spec keeps an ended sandbox readable as Terminated; it is live no more.
+    // OpenSandbox's lifecycle API keeps an ended sandbox readable as Terminated; it is live no more.
     expect((await sandbox.getInfo()).status).toMatchObject({ state: 'Terminated', reason: 'user_delete' });
     expect((await manager.listSandboxInfos({ metadata: { suite: 'sdk' } })).items).toEqual([]);
     const run = await sdkError(sandbox.commands.run('echo still here'));

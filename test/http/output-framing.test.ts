@@ -1,4 +1,4 @@
-/** Promise 2 (output): stdout and stderr exact and apart, nothing added, lost or mixed between commands. */
+/** Output: stdout and stderr exact and apart, nothing added, lost or mixed between commands. */
 import { randomBytes } from 'node:crypto';
 import { startTestBroker, eventually, withLease, type TestBroker } from '../helpers/broker';
 

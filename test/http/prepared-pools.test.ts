@@ -1,8 +1,8 @@
 /**
- * Named, prepared pools (BROKER_POOLS, issue 23): an acquire that names a pool gets one of its
+ * Named, prepared pools (BROKER_POOLS): an acquire that names a pool gets one of its
  * sessions with the pool's files, startup commands and environment already applied (they ran before
  * the acquire was sent), a recycled session is prepared again, an unknown pool is a clear 400 that
- * leases nothing, and /health and /metrics count each pool. The default pool stays as spec 003 has it.
+ * leases nothing, and /health and /metrics count each pool. The default pool stays as the pool API has it.
  */
 import { startTestBroker, testBackend, b64, eventually, metricValue, withLease, type TestBroker } from '../helpers/broker';
 

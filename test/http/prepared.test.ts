@@ -1,5 +1,5 @@
 /**
- * Prepared slots (issue 17): a slot's rebuild chooses its next lease's id, makes /tmp/s/<id>/ and
+ * Prepared slots: a slot's rebuild chooses its next lease's id, makes /tmp/s/<id>/ and
  * starts the fresh shell in it, so an acquire needs no round trip. The lease must still start in
  * its own directory, with its files, and see nothing of the lease before; a prepared directory
  * removed behind the broker's back must still give a working lease.

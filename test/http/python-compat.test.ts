@@ -1,5 +1,5 @@
 /**
- * Runs test/python/compat_client.py (aiohttp, written as the spec's Python examples are) against a
+ * Runs test/python/compat_client.py (aiohttp, written as the pool API's Python clients are) against a
  * live broker. Needs a python3 that can `import aiohttp` (Debian: apt-get install python3-aiohttp).
  * Without one the suite fails under CI and is skipped loudly elsewhere.
  */
@@ -24,7 +24,7 @@ if (python) {
     }, 60_000);
 
     it(
-      'runs the spec examples and 20 queued concurrent episodes from aiohttp',
+      'runs the pool API quick example and client and 20 queued concurrent episodes from aiohttp',
       async () => {
         const r = await runPythonClient(python, SCRIPT, tb.url, RUN_TIMEOUT_MS);
         if (r.code !== 0 || !r.output.includes('all checks passed')) {

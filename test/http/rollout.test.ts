@@ -219,13 +219,13 @@ describe('rollout fields and routes', () => {
 
 const { python, tried } = findPython();
 if (!python) {
-  it('the spec 003 client with facts: needs a python3 with aiohttp', () => {
+  it('the pool API client with facts: needs a python3 with aiohttp', () => {
     const missing = `no python interpreter can import aiohttp (apt-get install -y python3-aiohttp); tried ${tried.join('; ')}`;
     if (process.env.CI && process.env.CI !== 'false') throw new Error(`CI must run this test: ${missing}`);
     console.warn(`rollout.test.ts: the facts client SKIPPED: ${missing}`);
   });
 }
-(python ? describe : describe.skip)(`the spec 003 client reads answers that carry the facts (${python})`, () => {
+(python ? describe : describe.skip)(`the pool API client reads answers that carry the facts (${python})`, () => {
   let tb: TestBroker;
   beforeAll(async () => {
     tb = await startTestBroker({ BROKER_EXECUTE_FACTS: '1' });

@@ -1,4 +1,4 @@
-/** Promise 2 (state): a lease's shell keeps its state between executes, in /tmp/s/<session_id>/. */
+/** State: a lease's shell keeps its state between executes, in /tmp/s/<session_id>/. */
 import { startTestBroker, withLease, type TestBroker } from '../helpers/broker';
 
 describe('session state between executes', () => {

@@ -1,4 +1,4 @@
-/** Promise 8: broker.close() lets running commands finish (or cuts them after the grace) and leaves no shell behind. */
+/** broker.close() lets running commands finish (or cuts them after the grace) and leaves no shell behind. */
 import fs from 'node:fs';
 import { startTestBroker, testBackend, eventually, track, type TestBroker, type HttpResult } from '../helpers/broker';
 import { instancePids, procAlive, uniqueMark } from '../helpers/procs';

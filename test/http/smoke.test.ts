@@ -9,7 +9,7 @@ describe('pool API smoke', () => {
     await tb.close();
   });
 
-  it('runs the spec quick example', async () => {
+  it('runs the pool API quick example', async () => {
     const id = await tb.acquire();
     await tb.exec(id, 'cd /tmp && export MY_VAR=hello');
     const r = await tb.exec(id, 'pwd && echo $MY_VAR');

@@ -1,4 +1,4 @@
-/** Promise 3: per-command timeouts stop the command and all it started; the session lives on. */
+/** Per-command timeouts stop the command and all it started; the session lives on. */
 import { startTestBroker, testBackend, eventually, withLease, type TestBroker } from '../helpers/broker';
 import { findByMark, procAlive, uniqueMark } from '../helpers/procs';
 

@@ -1,5 +1,5 @@
 /**
- * Promise 1 (errors): malformed requests get a 4xx JSON {"detail": ...} that says what is wrong,
+ * Errors: malformed requests get a 4xx JSON {"detail": ...} that says what is wrong,
  * and a rejected request changes nothing: no session held, nothing written, nothing run.
  */
 import { randomBytes } from 'node:crypto';

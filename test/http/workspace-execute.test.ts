@@ -1,5 +1,5 @@
 /**
- * Issue 18 / spec 000: /api/execute and its companions on a real bash in a real PTY (local, and
+ * The workspace API: /api/execute and its companions on a real bash in a real PTY (local, and
  * Docker through the docker project), jobs and their events in /api/workspace/logs.
  */
 import { startTestBroker, eventually, type TestBroker } from '../helpers/broker';
@@ -69,7 +69,7 @@ describe('workspace: /api/execute', () => {
     expect(await execute('if then')).toMatchObject({ returncode: 2 });
   });
 
-  it('answers after `wait` with returncode null and the spec line; a second execute gets 409 with the running job', async () => {
+  it('answers after `wait` with returncode null and the still-running line; a second execute gets 409 with the running job', async () => {
     const r = await execute('echo started; read -r _ </dev/null; sleep 2; echo finished', 0.5);
     expect(r.returncode).toBeNull();
     expect(r.stdout.endsWith(STILL_RUNNING)).toBe(true);

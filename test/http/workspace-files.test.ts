@@ -1,5 +1,5 @@
 /**
- * Issue 18 / spec 000: /api/write, /api/read, /api/read-partial act inside the workspace's
+ * The workspace API's files: /api/write, /api/read, /api/read-partial act inside the workspace's
  * container, against its directory, and never outside it.
  */
 import { startTestBroker, b64, type TestBroker } from '../helpers/broker';

@@ -1,5 +1,5 @@
 /**
- * Issue 18: the terminal page in real headless Chromium (playwright-core driving Debian's chromium):
+ * The workspace's terminal page in real headless Chromium (playwright-core driving Debian's chromium):
  * a person types in the page and the agent sees it (events, logs); the agent executes and the page
  * shows it. With BROKER_TOKEN set, the page asks for the token once. A screenshot is saved under
  * test-output/. Without a chromium the suite fails under CI and is skipped loudly elsewhere.

@@ -1,5 +1,5 @@
 /**
- * Spec 000's "Agent Guidance", step by step, from Python aiohttp (test/python/workspace_agent.py):
+ * The workspace API as an agent uses it, step by step, from Python aiohttp (test/python/workspace_agent.py):
  * execute with partial output, the WebSocket stream to the exit event, the logs, the files.
  * Without a python that imports aiohttp the suite fails under CI and is skipped loudly elsewhere.
  */

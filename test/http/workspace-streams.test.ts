@@ -1,5 +1,5 @@
 /**
- * Issue 18 / spec 000: /ws/workspace (ordered events, `since` replays, a dropped notice, slow
+ * The workspace API's streams: /ws/workspace (ordered events, `since` replays, a dropped notice, slow
  * viewers dropped) and /ws/workspace/terminal (raw bytes both ways, resize, many viewers), with
  * real `ws` clients on a real broker.
  */

@@ -1,5 +1,5 @@
 /**
- * The abuse cases of issue #5.3 (test/helpers/abuseCases.ts, shared with the Docker suite) on the
+ * The abuse cases (test/helpers/abuseCases.ts, shared with the Docker suite) on the
  * LOCAL backend, plus a disk filler. The local backend runs bash as root on this host, so the broker
  * runs as a separate process CONFINED (test/helpers/confine.sh): pid 1 of its own pid namespace (so
  * `kill -9 -1` inside cannot kill it; test/helpers/initReaper.ts reaps the orphans it inherits), own

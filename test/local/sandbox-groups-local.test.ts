@@ -1,5 +1,5 @@
 /**
- * Sandbox groups (spec 001) on the local backend: every bad request is a 400 that says what is
+ * Sandbox groups on the local backend: every bad request is a 400 that says what is
  * wrong (checked before anything else, on any backend), and a valid start is a 501 saying the
  * groups need Docker. Nothing is started, nothing is left.
  */

@@ -1,6 +1,6 @@
 /**
  * Warm-up progress: while the pool's first fill runs, /health carries a `warmup` object (n of N, rate,
- * time left) beside the spec's fields, which stay as they are; once every slot was tried it is gone.
+ * time left) beside the pool API's fields, which stay as they are; once every slot was tried it is gone.
  * The fill is held at a gate (shells past the first few wait for the test) so the test sees it running
  * without depending on how fast this machine starts bash.
  */
@@ -46,7 +46,7 @@ describe('warm-up progress', () => {
     await broker?.close();
   });
 
-  it('/health reports the first fill while it runs, then only the spec fields', async () => {
+  it('/health reports the first fill while it runs, then only the pool API fields', async () => {
     const config = loadConfig({
       BROKER_BACKEND: 'local',
       BROKER_CONTAINERS: String(CONTAINERS),

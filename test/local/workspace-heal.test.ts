@@ -1,5 +1,5 @@
 /**
- * Issue 18 (local: /proc): a workspace whose pool slot is lost moves to a new one. On the local
+ * Workspace healing (local: /proc): a workspace whose pool slot is lost moves to a new one. On the local
  * backend a slot is lost when its pool shell dies (the slot is rebuilt, its directory removed), so
  * the test kills that shell from outside: the running job ends with an exit event that says why, a
  * `workspace_moved` event follows, and the workspace's seq counter and viewers carry on.

@@ -1,7 +1,7 @@
 """
-Compatibility client for the pool API (spec 003), written the way the spec's users write it:
-aiohttp, the "Quick Example" and the "Python Client Pattern" `BashSession` class, copied as
-published. Run by test/http/python-compat.test.ts against a live broker:
+Compatibility client for the pool API, written the way its users write it: aiohttp, the quick
+example and the `BashSession` client class those users copy, unchanged. Run by
+test/http/python-compat.test.ts against a live broker:
 
     python3 test/python/compat_client.py http://127.0.0.1:PORT
 
@@ -33,7 +33,7 @@ def expect_equal(name, got, want):
     check(name, got == want, f"expected {want!r}, got {got!r}")
 
 
-# --- The spec's "Python Client Pattern", as published -------------------------------------------
+# --- The pool API's `BashSession` client pattern, unchanged -------------------------------------------
 
 
 class BashSession:
@@ -66,7 +66,7 @@ class BashSession:
 
 
 async def quick_example():
-    """The spec's Quick Example, with its printed result turned into a check."""
+    """The pool API's quick example, with its printed result turned into a check."""
     async with aiohttp.ClientSession() as session:
         # 1. Acquire a session
         async with session.post(f"{SERVER_URL}/session/acquire", json={}) as resp:
@@ -98,7 +98,7 @@ async def quick_example():
 
 
 async def files_and_startup_commands():
-    """Files on acquire (the spec's 'Writing Files on Acquire') plus startup_commands."""
+    """Files written on acquire, plus startup_commands."""
     files = {
         "script.py": base64.b64encode(b'print("hello")').decode(),
         "data/input.txt": base64.b64encode(b'line1\nline2').decode(),
@@ -204,7 +204,7 @@ async def health():
         "broken_sessions", "healthy_containers", "unhealthy_containers",
     ]
     missing = [f for f in ["status"] + fields if f not in data]
-    check("/health: every spec field present", not missing, f"missing {missing} in {data!r}")
+    check("/health: every pool API field present", not missing, f"missing {missing} in {data!r}")
     check("/health: counts are ints", all(type(data[f]) is int for f in fields), repr(data))
     expect_equal("/health: status", data["status"], "healthy")
     expect_equal("/health: total_sessions (2 containers x 2)", data["total_sessions"], 4)

@@ -1,4 +1,4 @@
-"""A sandbox group (spec 001) driven from Python aiohttp: a group with a populated namespace, two
+"""A sandbox group driven from Python aiohttp: a group with a populated namespace, two
 sandboxes with different limits, tools and attachments (read_write and read), a tool, a long command
 with /input and /output, a database query from inside a sandbox (python3's urllib there), the limits
 in the containers' cgroup files, a refused write, and everything stopped.

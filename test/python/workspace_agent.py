@@ -1,4 +1,4 @@
-"""An agent on the workspace API, step by step as spec 000's "Agent Guidance" says, with aiohttp
+"""An agent on the workspace API, step by step as an agent is meant to use it, with aiohttp
 (whose client speaks WebSocket too). Usage: workspace_agent.py <broker url>. Prints FAIL lines and
 exits non-zero on the first failed check; "all checks passed" at the end."""
 import asyncio
@@ -29,7 +29,7 @@ async def main():
                 job = await resp.json()
             check(job["command"] == command, "the answer names the command")
             check(job["returncode"] is None, "a running job answers returncode null")
-            check(job["stdout"].endswith(STILL_RUNNING), "the answer ends with the spec's still-running line")
+            check(job["stdout"].endswith(STILL_RUNNING), "the answer ends with the still-running line")
 
             # Rely on /ws/workspace for the complete output.
             lines, exit_event, last_seq = [], None, None

@@ -1,7 +1,7 @@
 /**
- * The bench's verdicts (bench/lib/results.ts): the execute target is judged against the floor issue #4
- * names for each backend (local: a bash pipe; docker: a docker exec stream), and the stricter docker
- * comparison against the broker's own pipes is reported beside it, never judged. Issue 17's episode
+ * The bench's verdicts (bench/lib/results.ts): the execute target is judged against the floor of each
+ * backend (local: a bash pipe; docker: a docker exec stream), and the stricter docker
+ * comparison against the broker's own pipes is reported beside it, never judged. The episode
  * targets are judged against the episode floor of the same run.
  */
 import { emptyResults, episodeFloorRate, episodeRatio, episodeTargets, evaluateTargets, type Results } from '../../bench/lib/results';
@@ -64,7 +64,7 @@ describe('the least server over the same sessions', () => {
   });
 });
 
-describe('the episode targets (issue 17)', () => {
+describe('the episode targets', () => {
   const lat = (p50: number, p99 = p50): LatencySummary => ({ n: 100, p50, p90: p50, p99, mean: p50, max: p99 });
   const conc = (opsPerSec: number) => ({ concurrency: 64, windowMs: 6000, completed: opsPerSec * 6, opsPerSec, latency: lat(100), errors: 0 });
   const floor = (opsPerSec: number, perEpisode = 0): EpisodeFloorResult => ({
@@ -197,7 +197,7 @@ describe('the episode targets (issue 17)', () => {
   });
 });
 
-describe("issue 18's workspace targets", () => {
+describe('the workspace targets', () => {
   const lat = (p50: number): SeqResult => seq(p50).seq;
   const round = (viewers: number, bytesPerSec: number, dropped = 0, current = viewers - dropped): WsFloodRound => ({
     viewers, durationMs: 1000, wallMs: 1100, bytesPerSec, viewerBytesMin: 8_100_000, viewerMessagesMin: 100_000, viewerMessagesMax: 100_000, dropped, current, resyncs: 0, brokerCpuMs: 300, viewersCpuMs: 200,

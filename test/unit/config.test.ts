@@ -1,4 +1,4 @@
-/** Promise 6: configuration from an injectable environment: defaults, spec aliases, named errors. */
+/** Configuration from an injectable environment: defaults, aliases, named errors. */
 import os from 'node:os';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config/config';
@@ -55,7 +55,7 @@ describe('loadConfig', () => {
     expect(loadConfig({ BROKER_CONTAINERS: '32', BROKER_CLEANUP_WORKERS: '16' }).cleanupWorkers).toBe(16);
   });
 
-  it('takes the spec SWEREX_* names as aliases', () => {
+  it('takes the SWEREX_* names as aliases', () => {
     const c = loadConfig({ SWEREX_SESSIONS_PER_CONTAINER: '16', SWEREX_ACQUIRE_TIMEOUT: '30', SWEREX_CLEANUP_WORKERS: '64' });
     expect(c).toMatchObject({ sessionsPerContainer: 16, acquireTimeoutMs: 30_000, cleanupWorkers: 64 });
   });

@@ -30,7 +30,7 @@ describe('metrics units', () => {
     expect(metricValue(text, 'broker_containers_replaced_total')).toBe(1);
   });
 
-  it('says the spec\'s message in seconds for a timeout given in milliseconds', () => {
+  it('says the pool API\'s message in seconds for a timeout given in milliseconds', () => {
     expect(new PoolExhaustedError(120_000).message).toBe('No session available within 120 seconds');
     expect(new PoolExhaustedError(2_500).message).toBe('No session available within 2.5 seconds');
   });

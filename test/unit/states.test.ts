@@ -7,7 +7,7 @@ interface FakeSlot extends Stateful {
 
 const ALL = [SessionState.AVAILABLE, SessionState.IN_USE, SessionState.CLEANING, SessionState.BROKEN];
 
-/** The spec's lifecycle (003, "Session Lifecycle"), written out independently of the implementation. */
+/** The pool API's session lifecycle, written out independently of the implementation. */
 const LEGAL = new Set([
   'available->in_use',
   'available->broken',
@@ -40,7 +40,7 @@ function expectConsistent(states: SessionStates<FakeSlot>, slots: FakeSlot[]): v
 const pairs = ALL.flatMap((from) => ALL.map((to) => [from, to] as const));
 
 describe('SessionStates', () => {
-  it('the table allows exactly the lifecycle of the spec', () => {
+  it('the table allows exactly the session lifecycle of the pool API', () => {
     for (const [from, to] of pairs) expect(SessionStates.canMove(from, to)).toBe(LEGAL.has(`${from}->${to}`));
   });
 

@@ -23,7 +23,7 @@ function expectBadRequest(fn: () => unknown, ...mentions: string[]): void {
 }
 
 describe('parseExecute', () => {
-  it("accepts the spec's body", () => {
+  it("accepts the pool API's body", () => {
     expect(parseExecute({ command: 'echo hello && pwd', timeout: 30.0 }, limits)).toEqual({ command: 'echo hello && pwd', timeoutSeconds: 30, requestId: null, facts: null, release: false });
   });
 
@@ -101,7 +101,7 @@ describe('parseExecute', () => {
 });
 
 describe('parseAcquire', () => {
-  it("accepts the spec's body (files + startup_commands)", () => {
+  it("accepts the pool API's body (files + startup_commands)", () => {
     const r = parseAcquire(
       {
         files: { 'script.py': 'cHJpbnQoImhlbGxvIik=', 'data/input.txt': 'c29tZSBkYXRh' },
@@ -257,19 +257,19 @@ describe('pythonFloat', () => {
 describe('executeResponse', () => {
   const facts = commandFacts(NO_USAGE, NO_USAGE, { status: 0, interrupted: false, durationMs: 1, droppedStdout: 0, droppedStderr: 0 });
   const result = (over: Partial<ExecResult>): ExecResult => ({ stdout: '', stderr: '', returnCode: 0, timedOut: false, truncated: false, facts, ...over });
-  /** What a spec 003 client reads of an answer: its four fields (and truncated when true). */
+  /** What a pool API client reads of an answer: its four fields (and truncated when true). */
   const spec = (body: Record<string, unknown>): Record<string, unknown> => {
     const { status, stdout, stderr, return_code: rc, truncated } = body;
     return { status, stdout, stderr, return_code: rc, ...(truncated ? { truncated } : {}) };
   };
 
-  it('shapes a success and a failure as the spec does', () => {
+  it('shapes a success and a failure as the pool API does', () => {
     expect(spec(executeResponse(result({ stdout: 'hello\n/tmp/work\n' }), 30))).toEqual({ status: 'Success', stdout: 'hello\n/tmp/work\n', stderr: '', return_code: 0 });
     expect(spec(executeResponse(result({ returnCode: 1 }), 30))).toEqual({ status: 'Failed', stdout: '', stderr: '', return_code: 1 });
     expect(executeResponse(result({ returnCode: 2, stderr: 'bash: x: command not found\n' }), 30).stderr).toBe('bash: x: command not found\n');
   });
 
-  it('a timeout with empty stderr is exactly the spec message', () => {
+  it('a timeout with empty stderr is exactly the pool API message', () => {
     expect(spec(executeResponse(result({ timedOut: true, returnCode: -1 }), 5))).toEqual({
       status: 'Failed',
       stdout: '',
@@ -286,7 +286,7 @@ describe('executeResponse', () => {
     expect(executeResponse(result({ timedOut: true, returnCode: -1, stdout: 'out' }), 1).stdout).toBe('out');
   });
 
-  it('is exactly the spec answer unless the facts are asked for; they come after the spec fields', () => {
+  it('is exactly the pool API answer unless the facts are asked for; they come after its fields', () => {
     expect(spec(executeResponse(result({ truncated: true }), 30))).toEqual({ status: 'Success', stdout: '', stderr: '', return_code: 0, truncated: true });
     expect(executeResponse(result({}), 30)).toEqual({ status: 'Success', stdout: '', stderr: '', return_code: 0 });
     expect(executeResponse(result({}), 30, true)).toEqual({

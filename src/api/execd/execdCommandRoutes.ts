@@ -1,6 +1,6 @@
 /**
- * execd's process routes for every sandbox, under `/sandboxes/{id}/execd` (the OpenSandbox execd
- * spec's paths): `/ping`, commands (`/command` as SSE, foreground or background, its status, its
+ * execd's process routes for every sandbox, under `/sandboxes/{id}/execd` (OpenSandbox
+ * execd's paths): `/ping`, commands (`/command` as SSE, foreground or background, its status, its
  * logs, its interrupt) and bash sessions (`/session`). The `{id}` resolves through a
  * SandboxDirectory; the work is the ExecdService's (core/execd).
  */

@@ -1,5 +1,5 @@
 /**
- * execd's files and directories (spec 004, the reference yaml's Filesystem tag) under
+ * execd's files and directories (OpenSandbox execd's Filesystem routes) under
  * `/sandboxes/{id}/execd`: the id resolves through a SandboxDirectory (a pool session now, a
  * lifecycle sandbox later), the work is ExecdFiles' (core/execd), errors take OpenSandbox's
  * `{code, message}` envelope.

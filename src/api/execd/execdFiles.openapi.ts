@@ -1,4 +1,4 @@
-/** execd's files, directories and metrics routes (execdFileRoutes.ts, execdMetricsRoutes.ts: spec 004) for /openapi.json. */
+/** execd's files, directories and metrics routes (execdFileRoutes.ts, execdMetricsRoutes.ts: OpenSandbox's execd API) for /openapi.json. */
 import { arrayOf, NUMBER, object, ref, STRING, type ApiDoc, type ParamDoc, type ReplyDoc } from '../../http/openApiTypes';
 import { EXECD_PATH_PARAMS, SANDBOX_ERRORS, SANDBOX_ID } from './execdSchemas';
 

@@ -1,5 +1,5 @@
 /**
- * Validation of execd's request bodies and queries (the OpenSandbox execd spec's shapes). Everything is
+ * Validation of execd's request bodies and queries (OpenSandbox execd's shapes). Everything is
  * checked before a shell is touched: a rejected request starts nothing.
  */
 import path from 'node:path';

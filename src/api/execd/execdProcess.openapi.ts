@@ -1,4 +1,4 @@
-/** execd's process routes (execdCommandRoutes.ts, execdCodeRoutes.ts: spec 004) for /openapi.json. */
+/** execd's process routes (execdCommandRoutes.ts, execdCodeRoutes.ts: OpenSandbox's execd API) for /openapi.json. */
 import { arrayOf, BOOLEAN, INTEGER, nullable, object, ref, STRING, type ApiDoc, type ReplyDoc } from '../../http/openApiTypes';
 import { EXECD_PATH_PARAMS, EXECD_SCHEMAS, SANDBOX_ERRORS } from './execdSchemas';
 

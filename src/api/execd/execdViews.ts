@@ -1,5 +1,5 @@
 /**
- * execd's wire shapes for files (the reference yaml's FileInfo, Permission, RenameFileItem,
+ * execd's wire shapes for files (OpenSandbox execd's FileInfo, Permission, RenameFileItem,
  * ReplaceFileContentItem), read and written here so the routes stay a list of calls.
  */
 import type { ServerResponse } from 'node:http';

@@ -1,5 +1,5 @@
 /**
- * The sandbox groups' and the Sandbox API's request bodies (spec 001), checked before anything is
+ * The sandbox groups' and the Sandbox API's request bodies, checked before anything is
  * started: a bad one is a 400 that changes nothing.
  */
 import { BadRequestError } from '../../common/errors';
@@ -53,7 +53,7 @@ function sandboxId(id: unknown): string {
 }
 
 /**
- * `actions` as the spec writes it, an object of `function_name: {description, args}` run in its
+ * `actions` as sandbox groups take it, an object of `function_name: {description, args}` run in its
  * order, or a list of `{function, args}` (which can name a function twice).
  */
 export function parseActions(body: unknown): Action[] {

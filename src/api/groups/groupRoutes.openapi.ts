@@ -1,5 +1,5 @@
 /**
- * The sandbox groups' routes of spec 001 on the broker's port (groupRoutes.ts) for /openapi.json.
+ * The sandbox groups' routes on the broker's port (groupRoutes.ts) for /openapi.json.
  * Each sandbox's own Sandbox API listens on a port of its own (its sandbox_url), outside this server.
  */
 import { arrayOf, NUMBER, object, STRING, type ApiDoc, type Schema } from '../../http/openApiTypes';
@@ -16,7 +16,7 @@ const LOCAL = 'the local backend: groups need docker (`needs_docker`)';
 
 export const GROUP_API_DOC: ApiDoc = {
   tag: 'sandbox groups',
-  description: 'Spec 001: one group of agent sandboxes (docker only) sharing vector databases; each sandbox serves its Sandbox API on its own sandbox_url.',
+  description: 'Sandbox groups: one group of agent sandboxes (docker only) sharing vector databases; each sandbox serves its Sandbox API on its own sandbox_url.',
   errors: 'pool',
   schemas: { DatabaseAccess: DATABASE_ACCESS },
   operations: {

@@ -1,5 +1,5 @@
 /**
- * The sandbox groups' API of spec 001 on the broker's port: a group, its sandboxes. A thin router over
+ * The sandbox groups' API on the broker's port: a group, its sandboxes. A thin router over
  * core/groups; errors in the pool API's `{"detail", "code"}` format.
  */
 import type { Router } from '../../http/router';

@@ -1,5 +1,5 @@
 /**
- * The Sandbox API of spec 001, served on each sandbox's own port (groupListeners.ts): actions, the
+ * The Sandbox API of sandbox groups, served on each sandbox's own port (groupListeners.ts): actions, the
  * terminal's input and output, health. A thin router over one core Sandbox.
  */
 import type { Router } from '../../http/router';

@@ -1,5 +1,5 @@
 /**
- * OpenSandbox's lifecycle API under /v1 (the reference yaml, opensandbox-lifecycle-api.yml), over
+ * OpenSandbox's lifecycle API under /v1 (the API its SDKs are written against), over
  * the SandboxService: create, get, list, delete, pause, resume, renew-expiration, metadata, and the
  * endpoints of a sandbox's ports. A thin router: validate (lifecycleInput.ts), call, shape
  * (lifecycleViews.ts). Errors take OpenSandbox's `{code, message}` envelope.

@@ -1,5 +1,5 @@
 /**
- * What the lifecycle API answers, in OpenSandbox's shapes (the reference yaml's Sandbox,
+ * What the lifecycle API answers, in OpenSandbox's shapes (its Sandbox,
  * CreateSandboxResponse, ListSandboxesResponse, Endpoint). Dates are ISO 8601 strings in UTC, which
  * the SDK parses with `new Date`.
  */

@@ -4,7 +4,7 @@ import { INTEGER, nullable, NUMBER, object, type ApiDoc } from '../../http/openA
 const COUNT = { type: 'integer', minimum: 0 };
 const HEALTH = {
   type: 'object',
-  description: "Spec 003's fields, then the broker's additive ones (clients of the spec ignore them).",
+  description: "The pool API's fields, then the broker's additive ones (the pool API's clients ignore them).",
   properties: {
     status: { enum: ['healthy', 'degraded', 'unhealthy'] },
     total_sessions: COUNT,

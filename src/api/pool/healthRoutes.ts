@@ -1,5 +1,5 @@
 /**
- * GET /health (the spec's fields, then the broker's additive ones: backpressure, reclaims, and
+ * GET /health (the pool API's fields, then the broker's additive ones: backpressure, reclaims, and
  * `warmup` while the pool's first fill runs, and `pools` when BROKER_POOLS names others; always
  * public) and GET /metrics (Prometheus text).
  */
@@ -35,11 +35,11 @@ export function healthReport(pool: SessionPool) {
     broken_sessions: counts.broken,
     healthy_containers: healthyContainers,
     unhealthy_containers: unhealthyContainers,
-    // Additive to spec 003 (its clients ignore them): backpressure and reclaims.
+    // Additive to the pool API's fields (its clients ignore them): backpressure and reclaims.
     queue_length: stats.waiting,
     acquire_wait_p50_ms: stats.waitP50Ms === null ? null : Math.round(stats.waitP50Ms * 1000) / 1000,
     reclaimed_sessions: stats.reclaimed,
-    // Beside the spec's fields, only while the first fill runs (a client reading the spec's fields is unaffected).
+    // Beside the pool API's fields, only while the first fill runs (a client reading those fields is unaffected).
     ...(warmup ? { warmup } : {}),
   };
 }

@@ -155,7 +155,7 @@ export const EXECUTE_RESULT = Type.Object(
   {
     additionalProperties: false,
     description:
-      "Spec 003's four fields (`truncated: true` when output was cut); with `facts`, the termination facts after them (null where the host cannot tell); with `release`, `released: true` last.",
+      "The pool API's four fields (`truncated: true` when output was cut); with `facts`, the termination facts after them (null where the host cannot tell); with `release`, `released: true` last.",
   },
 );
 export type ExecuteResult = Static<typeof EXECUTE_RESULT>;

@@ -81,7 +81,7 @@ export function parseAcquire(body: unknown, limits: CommandLimits): AcquireInput
   return input;
 }
 
-/** Seconds (a float, as the spec's timeout is) in whole ms, at least 1. */
+/** Seconds (a float, as the pool API's timeout is) in whole ms, at least 1. */
 function milliseconds(seconds: number | null | undefined): number | undefined {
   return seconds === undefined || seconds === null ? undefined : Math.max(1, Math.round(seconds * 1000));
 }

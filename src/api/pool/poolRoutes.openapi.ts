@@ -1,5 +1,5 @@
 /**
- * The pool API's description (spec 003 and the rollout additions: poolRoutes.ts, rolloutRoutes.ts) for
+ * The pool API's description (acquire, execute, release and the rollout additions: poolRoutes.ts, rolloutRoutes.ts) for
  * /openapi.json: the words (summaries, errors, examples); the bodies and answers are the contract's (poolContract.ts).
  */
 import { ref, type ApiDoc } from '../../http/openApiTypes';
@@ -22,7 +22,7 @@ const ACQUIRE_ERRORS = {
 
 export const POOL_API_DOC: ApiDoc = {
   tag: 'pool',
-  description: 'Spec 003: lease a warm bash session, run commands in it, release it; and the additions for rollout clients.',
+  description: 'The pool API: lease a warm bash session, run commands in it, release it; and the additions for rollout clients.',
   errors: 'pool',
   pathParams: { sessionId: { description: 'the session_id an acquire answered', example: ID } },
   schemas: { ExecuteResult: EXECUTE_RESULT, AcquireRequest: acquireBody(), Acquired: ACQUIRED, JournalEntry: JOURNAL_ENTRY },

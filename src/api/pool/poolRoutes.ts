@@ -1,5 +1,5 @@
 /**
- * The pool API of spec 003: acquire, execute, release. A thin router: validate, call the pool, shape.
+ * The pool API: acquire, execute, release. A thin router: validate, call the pool, shape.
  * Each route's body and answer are declared once, in poolContract.ts.
  * These are the hot routes: the seam (seam.ts) costs them a Map lookup and a regex.
  */
@@ -16,7 +16,7 @@ import type { Router } from '../../http/router';
 import { clientGone } from '../../http/clientGone';
 import type { Acquired, ExecuteResult, Released } from './poolContract';
 
-/** Python's str(float): 5 -> "5.0", 2.5 -> "2.5", 1e-05, as the spec writes "timed out after 5.0 seconds". */
+/** Python's str(float): 5 -> "5.0", 2.5 -> "2.5", 1e-05, as the pool API writes "timed out after 5.0 seconds". */
 export function pythonFloat(value: number): string {
   const [digits, exp] = value.toExponential().split('e'); // shortest round-trip digits, like Python's repr
   const e = Number(exp);
@@ -25,9 +25,9 @@ export function pythonFloat(value: number): string {
 }
 
 /**
- * The spec's four fields (and `truncated: true` when output was cut), then, when asked for, the
+ * The pool API's four fields (and `truncated: true` when output was cut), then, when asked for, the
  * termination facts: null where the kernel could not tell (commandFacts.ts), never a guessed 0.
- * Without them the answer is exactly spec 003's, which its clients compare whole.
+ * Without them the answer is exactly the pool API's four fields, which its clients compare whole.
  */
 export function executeResponse(result: ExecResult, timeoutSeconds: number, withFacts = false): ExecuteResult {
   let stderr = result.stderr;

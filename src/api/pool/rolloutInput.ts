@@ -2,7 +2,7 @@
  * The pool API's additive fields for rollout clients (docs/pool.md, For rollout clients): `request_id` on execute and
  * acquire, `facts` and `release` on execute, `lease_ttl` and `acquire_timeout` on acquire, `n` and
  * `spread` on acquire_group. Checked
- * before the pool is touched, like the spec's own fields (poolContract.ts, poolInput.ts).
+ * before the pool is touched, like the pool API's own fields (poolContract.ts, poolInput.ts).
  */
 import { createHash } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';

@@ -1,4 +1,4 @@
-/** Task sandboxes (spec 002: taskRoutes.ts), Core's API for them, for /openapi.json. */
+/** Task sandboxes (taskRoutes.ts), Core's API for them, for /openapi.json. */
 import { INTEGER, object, ref, STRING, type ApiDoc, type ReplyDoc, type Schema } from '../../http/openApiTypes';
 
 const ID = 'task-5f0c2d1e';
@@ -28,7 +28,7 @@ const FORWARDED: ReplyDoc = { description: "accepted: the task daemon's own answ
 
 export const TASK_API_DOC: ApiDoc = {
   tag: 'task sandboxes',
-  description: 'Spec 002: a sandbox with a coding agent working on a repository; its lifecycle and coding events as resumable SSE streams.',
+  description: 'Task sandboxes: a sandbox with a coding agent working on a repository; its lifecycle and coding events as resumable SSE streams.',
   errors: 'pool',
   pathParams: { id: { description: 'a task sandbox id', example: ID } },
   schemas: { TaskRecord: RECORD },

@@ -1,5 +1,5 @@
 /**
- * Task sandboxes (spec 002), Core's API for them; errors in the pool format `{"detail","code"}`:
+ * Task sandboxes, Core's API for them; errors in the pool format `{"detail","code"}`:
  *   POST   /sandboxes                   {name?, repo, prompt?}  201, once the sandbox is usable
  *   GET    /sandboxes/:id               its record
  *   POST   /sandboxes/:id/prompt        {message}   202

@@ -1,6 +1,6 @@
 /**
- * The workspace API (spec 000, workspaceRoutes.ts) and its terminal page (workspacePage.ts) for
- * /openapi.json. Like the router, every workspace route is described twice: on the spec's root paths
+ * The workspace API (shared PTY workspaces: workspaceRoutes.ts) and its terminal page (workspacePage.ts) for
+ * /openapi.json. Like the router, every workspace route is described twice: on the root paths
  * (the default workspace) and under /workspaces/{workspaceId}.
  */
 import { arrayOf, BOOLEAN, INTEGER, nullable, object, ref, STRING, type ApiDoc, type OperationDoc, type Schema } from '../../http/openApiTypes';
@@ -125,7 +125,7 @@ function workspaceRoutes(prefix: string, which: string): Record<string, Operatio
   };
   for (const path of ['/execute-async', '/execute-async/status', '/execute/worker']) {
     for (const method of ['GET', 'POST']) {
-      ops[`${method} ${prefix}${path}`] = { summary: 'Deprecated by spec 000: not served', responses: {}, errors: { 410: 'use POST /api/execute (`deprecated_endpoint`)' } };
+      ops[`${method} ${prefix}${path}`] = { summary: 'Deprecated by the workspace API: not served', responses: {}, errors: { 410: 'use POST /api/execute (`deprecated_endpoint`)' } };
     }
   }
   return ops;
@@ -135,7 +135,7 @@ const PAGE = { 200: { description: 'the page (public: it holds no data)', conten
 
 export const WORKSPACE_API_DOC: ApiDoc = {
   tag: 'workspace',
-  description: 'Spec 000: one long-lived bash in a real terminal, shared by an agent over HTTP and people over WebSockets.',
+  description: 'Shared PTY workspaces: one long-lived bash in a real terminal, shared by an agent over HTTP and people over WebSockets.',
   errors: 'pool',
   pathParams: {
     workspaceId: { description: 'a workspace_id from POST /workspaces', example: ID },

@@ -1,6 +1,6 @@
 /**
- * The workspace API of spec 000: a thin router over core/workspace. Every route exists twice: on the
- * spec's root paths for the default workspace, and under /workspaces/{id} for named ones.
+ * The workspace API (shared PTY workspaces): a thin router over core/workspace. Every route exists
+ * twice: on the root paths for the default workspace, and under /workspaces/{id} for named ones.
  */
 import type { RouteContext, Route, Router, UpgradeRoute } from '../../http/router';
 import type { Workspaces } from '../../core/workspace/workspaces';
@@ -26,7 +26,7 @@ import { acceptEventStream, acceptTerminal, type SocketOptions } from './workspa
 /** A WebSocket whose workspace ended between the handshake's check and the socket (rare). */
 const CLOSE_NOT_FOUND = 4404;
 
-/** The spec's deprecated endpoints: not served, and the answer says what to use. */
+/** The workspace API's deprecated endpoints: not served, and the answer says what to use. */
 class DeprecatedEndpointError extends brokerError('gone', 'deprecated_endpoint', (path: string) => `${path} is deprecated and not served: use POST /api/execute (its answer has the output so far; /ws/workspace streams the rest)`) {}
 
 export interface WorkspaceRouterOptions extends SocketOptions {

@@ -1,5 +1,5 @@
 /**
- * The events execd streams (the spec's ServerStreamEvent), built here so every producer (commands,
+ * The events execd streams (OpenSandbox execd's ServerStreamEvent), built here so every producer (commands,
  * bash sessions, code contexts) says them alike. Each carries its own `timestamp` (Unix ms).
  */
 

@@ -1,5 +1,5 @@
 /**
- * execd's files and directories (spec 004), over the sandbox's backend's FileAccess: every path
+ * execd's files and directories (OpenSandbox's execd API), over the sandbox's backend's FileAccess: every path
  * resolved and held to the sandbox (execdPaths.ts), every operation inside its container. The rules
  * that do not depend on the backend live here: entry order, the glob of a search, replace's counts,
  * and the size limits.

@@ -1,7 +1,7 @@
 /**
  * execd's /metrics and /metrics/watch: a sandbox's CPU and memory use from its backend's meter (the
- * container's own cgroup on Docker; the session's own processes locally), in the reference yaml's
- * Metrics shape. CPU use is a rate, so it takes two samples: a snapshot waits SNAPSHOT_WINDOW_MS
+ * container's own cgroup on Docker; the session's own processes locally), in OpenSandbox
+ * execd's Metrics shape. CPU use is a rate, so it takes two samples: a snapshot waits SNAPSHOT_WINDOW_MS
  * between them, a watch compares each sample with the one a second before.
  */
 import { NotSupportedError } from '../../common/errors';

@@ -17,7 +17,7 @@ export interface DatabaseAccess {
   namespaces: string[];
 }
 
-/** `{database_type, access_type, namespaces}` as the spec writes it, checked. */
+/** `{database_type, access_type, namespaces}` as a sandbox group's request writes it, checked. */
 export function parseDatabaseAccess(raw: unknown, where: string): DatabaseAccess {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new BadRequestError(`'${where}' must be an object`);
   const r = raw as Record<string, unknown>;

@@ -1,5 +1,5 @@
 /**
- * The group service of spec 001: one sandbox group at a time, its database, and its sandboxes, each
+ * The group service of sandbox groups: one sandbox group at a time, its database, and its sandboxes, each
  * a dedicated container with enforced limits, its tools, a terminal, and a Sandbox API on a port
  * of its own. No HTTP and no Docker here: containers come through the SandboxContainers port
  * (null on a backend without them: 501), listeners through GroupEndpoints, the database engine

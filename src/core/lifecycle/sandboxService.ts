@@ -154,7 +154,7 @@ export class SandboxService implements KnowingDirectory {
     record.move('Running', 'user_resume', 'resumed by its owner');
   }
 
-  /** A new expiry: in the future, after the current one (the spec's rule), within `maxMs` from now. */
+  /** A new expiry: in the future, after the current one (OpenSandbox's rule), within `maxMs` from now. */
   renew(id: string, expiresAt: Date, maxMs: number): Date {
     const record = this.get(id);
     if (!record.live) throw new SandboxStateError(record, 'renew it');

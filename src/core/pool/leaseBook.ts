@@ -1,6 +1,6 @@
 /**
  * The pool's record of leases by session_id: the live ones, and (bounded) the ended ones, so that
- * each call on an id gets the spec's answer: 404 never issued, 400 ended, 410 broken.
+ * each call on an id gets the pool API's answer: 404 never issued, 400 ended, 410 broken.
  */
 import type { Lease } from './slot';
 import { RetiredLeases, type RetiredWhy } from './retiredLeases';

@@ -1,6 +1,6 @@
 /**
- * The broker's pools by name: the default one (BROKER_CONTAINERS, BROKER_IMAGE; spec 003 as it
- * is) and the named ones of BROKER_POOLS, each a SessionPool of its own over a backend of its own
+ * The broker's pools by name: the default one (BROKER_CONTAINERS, BROKER_IMAGE; the pool API as
+ * its clients know it) and the named ones of BROKER_POOLS, each a SessionPool of its own over a backend of its own
  * (its image, its environment). An acquire names a pool or gets the default; every later call on a
  * session id is routed to the pool that leased it. It is also the SandboxDirectory of pool leases.
  */

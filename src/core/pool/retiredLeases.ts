@@ -1,6 +1,6 @@
 /**
  * Ids of leases that ended, remembered (up to a bound, oldest forgotten first) so that a late call
- * gets the spec's 400 "not in use" and a repeated release stays idempotent, instead of a 404.
+ * gets the pool API's 400 "not in use" and a repeated release stays idempotent, instead of a 404.
  */
 import type { ReclaimReason } from './leaseTtl';
 

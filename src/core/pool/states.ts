@@ -1,5 +1,5 @@
 /**
- * The session state machine of the spec (003, "Session Lifecycle"), owned here and nowhere else:
+ * The session state machine of the pool API's sessions, owned here and nowhere else:
  *
  *   AVAILABLE --acquire--> IN_USE --release--> CLEANING --> AVAILABLE
  *   IN_USE / CLEANING / AVAILABLE --(error)--> BROKEN --(recreated)--> AVAILABLE

@@ -8,7 +8,7 @@ import { logger } from '../../common/logger';
 const LOG_EVERY_MS = 2_000;
 const MS_PER_SECOND = 1000;
 
-/** /health's `warmup` object (snake case, as the spec's fields). */
+/** /health's `warmup` object (snake case, as the pool API's fields). */
 export interface WarmupSnapshot {
   target_sessions: number;
   /** Slots whose first shell answered. */

@@ -285,7 +285,7 @@ export interface SessionBackend {
   close(): Promise<void>;
 }
 
-/** Where the spec puts a lease's working directory. */
+/** Where the pool API puts a lease's working directory. */
 export function sessionWorkdir(sessionId: string): string {
   return `/tmp/s/${sessionId}/`;
 }

@@ -1,5 +1,5 @@
 /**
- * The task sandboxes of this broker (spec 002): creates each with readiness gating (the container
+ * The task sandboxes of this broker: creates each with readiness gating (the container
  * started, the daemon's /health answering, the credentials sent, /init sent), forwards prompts and
  * aborts, and ends them. No HTTP here: the router (api/tasks/taskRoutes.ts) validates and calls in.
  */

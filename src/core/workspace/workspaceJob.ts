@@ -9,7 +9,7 @@ import type { ExecuteAnswer, JobSource } from './workspaceTypes';
 export const STILL_RUNNING = '--- Process still running, more output will stream via WebSocket ---';
 const lostLine = (reason: string): string => `--- The job was lost: ${reason}; the workspace moved to a fresh shell ---`;
 /**
- * Output events repeat their job's command (as the spec shows them): a long one is cut there, or a
+ * Output events repeat their job's command (as the workspace API has them): a long one is cut there, or a
  * 1 MiB script would make every line of its output a 1 MiB event on the wire (its command event has it whole).
  */
 const OUTPUT_EVENT_COMMAND_CHARS = 1024;
@@ -66,7 +66,7 @@ export class WorkspaceJob {
     this.finished();
   }
 
-  /** Its /api/execute answer: ended, or still running with the spec's line. */
+  /** Its /api/execute answer: ended, or still running with the workspace API's still-running line. */
   answer(): ExecuteAnswer {
     if (this.ended) return { job_id: this.id, command: this.command, returncode: this.returncode, stdout: this.output + (this.lostReason ? lostLine(this.lostReason) : '') };
     return { job_id: this.id, command: this.command, returncode: null, stdout: this.output + STILL_RUNNING };

@@ -42,7 +42,7 @@ class WorkspaceFile:
 
 
 class Workspace:
-    """One workspace. ``id`` None is the default workspace (the spec's root paths)."""
+    """One workspace. ``id`` None is the default workspace (the root paths)."""
 
     def __init__(self, broker: "Broker", workspace_id: Optional[str] = None, workdir: Optional[str] = None) -> None:
         self._broker = broker
