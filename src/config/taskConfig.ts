@@ -51,11 +51,14 @@ export interface TaskConfig {
   keys: TaskKeys;
 }
 
+/** The variable naming each key's file, spelled out (docs/configuration.md is checked against the names read here). */
+const KEY_FILE_NAMES: Record<(typeof KEY_NAMES)[number], string> = { ANTHROPIC_API_KEY: 'ANTHROPIC_API_KEY_FILE', OPENAI_API_KEY: 'OPENAI_API_KEY_FILE' };
+
 const MODEL = /^[a-z0-9-]+\/[A-Za-z0-9._:-]+$/;
 
 export function loadTaskConfig(env: Env): TaskConfig {
   for (const name of KEY_NAMES) {
-    const file = (env[`${name}_FILE`] ?? '').trim();
+    const file = (env[KEY_FILE_NAMES[name]] ?? '').trim();
     if (file && !path.isAbsolute(file)) throw new ConfigError(`${name}_FILE must be an absolute path, got '${file}'`);
   }
   const keys: TaskKeys = { read: () => readKeys(env) };
@@ -86,7 +89,7 @@ export function loadTaskConfig(env: Env): TaskConfig {
 function readKeys(env: Env): TaskCredentials {
   const out: TaskCredentials = {};
   for (const name of KEY_NAMES) {
-    const file = (env[`${name}_FILE`] ?? '').trim();
+    const file = (env[KEY_FILE_NAMES[name]] ?? '').trim();
     let value = env[name] ?? '';
     if (file) {
       try {

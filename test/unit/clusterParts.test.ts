@@ -122,7 +122,7 @@ test('unseen acquires: in flight, and granted after the record the gateway saw',
   expect(unseen.count('b', 0)).toBe(0);
 });
 
-test("a gateway's /health: spec 003's fields over the default pools, every pool's totals, each node; degraded without the store", () => {
+test("a gateway's /health: the pool API's fields over the default pools, every pool's totals, each node; degraded without the store", () => {
   const membership = new Membership();
   expect(gatewayHealth(membership).status).toBe('unhealthy');
   membership.upsert(record('a', 3));

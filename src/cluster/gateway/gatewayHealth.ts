@@ -1,5 +1,5 @@
 /**
- * A gateway's /health: spec 003's fields summed over the nodes' default pools (so a client that
+ * A gateway's /health: the pool API's /health fields summed over the nodes' default pools (so a client that
  * reads a standalone broker's /health reads a cluster's the same), then every pool's totals by
  * state, each node with its address, health and heartbeat age, and whether the store answers.
  * And /cluster/targets: the nodes as a Prometheus HTTP service discovery list.
