@@ -81,23 +81,13 @@ export function createPoolBackend(config: BrokerConfig, spec: PoolSpec): Session
 /** Dedicated sandbox containers where the backend makes them (Docker); null elsewhere (the routes answer 501). */
 export function createSandboxContainers(config: BrokerConfig, backend: SessionBackend): SandboxContainers | null {
   if (!(backend instanceof DockerBackend)) return null;
-  return new DockerSandboxContainers(backend.docker, { ...config.docker, image: config.groups.image }, backend.instance);
+  return new DockerSandboxContainers(backend.docker, backend.dedicated, { ...config.docker, image: config.groups.image }, backend.instance);
 }
 
 /** Task sandboxes run on Docker only: on the local backend their routes answer 501. */
-export function createTaskService(config: BrokerConfig): TaskService {
-  const backend =
-    config.backend === 'docker'
-      ? new DockerTaskBackend({
-          tasks: config.tasks,
-          deployment: config.docker.deployment,
-          cpus: config.docker.cpus,
-          memoryBytes: config.docker.memoryBytes,
-          pidsLimit: config.docker.pidsLimit,
-          startTimeoutMs: config.docker.startTimeoutMs,
-        })
-      : null;
-  return new TaskService(backend, config.tasks);
+export function createTaskService(config: BrokerConfig, backend: SessionBackend): TaskService {
+  const tasks = backend instanceof DockerBackend ? new DockerTaskBackend(backend.dedicated, { tasks: config.tasks }) : null;
+  return new TaskService(tasks, config.tasks);
 }
 
 export class Broker {
@@ -196,7 +186,7 @@ export class Broker {
         ...this.tasks.list(),
       ],
     });
-    this.tasks = createTaskService(config);
+    this.tasks = createTaskService(config, backend);
     this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, {
       tasks: this.tasks,
       workspaces: this.workspaces,

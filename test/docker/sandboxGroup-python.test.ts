@@ -49,7 +49,7 @@ if (!missing || ci) {
         process.env.GROUP_FIXTURES_DIR = fx.dir; // the client's environment is this process's
         const r = await runPythonClient(python!, SCRIPT, tb.url, RUN_TIMEOUT_MS);
         if (r.code !== 0 || !r.output.includes('all checks passed')) throw new Error(`sandbox_group_client.py exited ${r.code}; its output:\n${r.output}`);
-        const left = await new Dockerode().listContainers({ all: true, filters: { label: [`io.bash-broker.group=${deployment}`] } });
+        const left = await new Dockerode().listContainers({ all: true, filters: { label: [`io.bash-broker.deployment=${deployment}`, 'io.bash-broker.kind=group'] } });
         expect(left).toEqual([]);
         expect(mountsUnder(path.join(fx.dir, 'groups'))).toEqual([]);
       },

@@ -175,7 +175,7 @@ suite('a sandbox group on Docker', () => {
   });
 
   it('stops the group and leaves nothing behind', async () => {
-    const containers = await docker.listContainers({ all: true, filters: { label: [`io.bash-broker.group=${deployment}`] } });
+    const containers = await docker.listContainers({ all: true, filters: { label: [`io.bash-broker.deployment=${deployment}`, 'io.bash-broker.kind=group'] } });
     expect(containers.map((c) => c.Names[0]).sort()).toEqual([expect.stringMatching(/-reader$/), expect.stringMatching(/-writer$/)]);
     const inspected = await Promise.all(containers.map((c) => docker.getContainer(c.Id).inspect()));
     const pids = inspected.map((i) => i.State.Pid);
@@ -186,7 +186,7 @@ suite('a sandbox group on Docker', () => {
 
     expect(await tb.post('/group/stop')).toMatchObject({ status: 200, json: { status: 'stopped' } });
 
-    expect(await docker.listContainers({ all: true, filters: { label: [`io.bash-broker.group=${deployment}`] } })).toEqual([]);
+    expect(await docker.listContainers({ all: true, filters: { label: [`io.bash-broker.deployment=${deployment}`, 'io.bash-broker.kind=group'] } })).toEqual([]);
     await eventually(() => pids.every((pid) => !processAlive(pid)), 20_000, 'the containers processes to end');
     expect(mountsUnder(groupDir)).toEqual([]);
     expect(execFileSync('losetup', ['-a'], { encoding: 'utf8' })).not.toContain(groupDir);
@@ -199,12 +199,12 @@ suite('a sandbox group on Docker', () => {
     const started = await tb.post('/sandbox/start', { id: 'doomed', compute_resources: { cpu_cores: 0.25, ram_gb: 0.125, disk_gb: 0.05 } });
     expect(started.status).toBe(200);
     const url = started.json.sandbox_url as string;
-    const [c] = await docker.listContainers({ filters: { label: [`io.bash-broker.group=${deployment}`] } });
+    const [c] = await docker.listContainers({ filters: { label: [`io.bash-broker.deployment=${deployment}`, 'io.bash-broker.kind=group'] } });
     await docker.getContainer(c.Id).kill();
     await eventually(async () => (await call(`${url}/health`, 'GET')).status === 503, 30_000, 'the dead sandbox to answer 503');
     expect((await call(`${url}/health`, 'GET')).json).toMatchObject({ status: 'unhealthy', reason: expect.stringMatching(/exited|control shell|no shell/) });
     expect((await tb.post('/sandbox/stop', { id: 'doomed' })).status).toBe(200);
-    expect(await docker.listContainers({ all: true, filters: { label: [`io.bash-broker.group=${deployment}`] } })).toEqual([]);
+    expect(await docker.listContainers({ all: true, filters: { label: [`io.bash-broker.deployment=${deployment}`, 'io.bash-broker.kind=group'] } })).toEqual([]);
     expect(mountsUnder(groupDir)).toEqual([]);
   });
 
@@ -217,7 +217,7 @@ suite('a sandbox group on Docker', () => {
     // Either the start finished first (then the stop took it) or it saw the stop and undid itself.
     expect([200, 409]).toContain(started.status);
     if (started.status === 409) expect(started.json.code).toBe('group_not_started');
-    expect(await docker.listContainers({ all: true, filters: { label: [`io.bash-broker.group=${deployment}`] } })).toEqual([]);
+    expect(await docker.listContainers({ all: true, filters: { label: [`io.bash-broker.deployment=${deployment}`, 'io.bash-broker.kind=group'] } })).toEqual([]);
     expect(mountsUnder(groupDir)).toEqual([]);
     expect(fs.readdirSync(path.join(groupDir, deployment))).toEqual([]);
   });

@@ -165,7 +165,7 @@ describeDocker('task sandboxes (Docker)', () => {
     await control.finished();
     await coding.finished();
     expect(control.types().pop()).toBe('sandbox_terminated');
-    expect((await fx.containers()).filter((c) => c.Labels['io.bash-broker.task-id'] === id)).toEqual([]);
+    expect((await fx.containers()).filter((c) => c.Labels['io.bash-broker.owner'] === id)).toEqual([]);
     expect((await tb.get(`/sandboxes/${id}`)).status).toBe(404);
   });
 });

@@ -140,7 +140,7 @@ describeDocker('scripts/sandbox-task.ts and where the key is not (Docker)', () =
     const everything = await cli(url, [`--id=${id}`, '--cursor=0', '--raw', '--interactive'], '');
     expect(everything.stdout).toContain('"type":"tool_execution_end"');
     expect(everything.stdout).toContain('ENV-DUMPED');
-    const [info] = (await fx.containers()).filter((c) => c.Labels['io.bash-broker.task-id'] === id);
+    const [info] = (await fx.containers()).filter((c) => c.Labels['io.bash-broker.owner'] === id);
     const container = docker.getContainer(info.Id);
     const inspect = JSON.stringify(await container.inspect());
     const logs = (await container.logs({ stdout: true, stderr: true })).toString('utf8');

@@ -10,7 +10,7 @@ import { lastUserText } from '../helpers/stubLlm';
 import { SseReader } from '../helpers/taskStreams';
 import { SECRET_KEY, taskFixture, type TaskFixture } from '../helpers/taskSuite';
 import { eventually, type TestBroker } from '../helpers/broker';
-import { LABEL_TASK_DEPLOYMENT } from '../../src/backends/docker/tasks/taskContainers';
+import { LABEL_DEPLOYMENT, LABEL_KIND, LABEL_OWNER } from '../../src/backends/docker/containers/labels';
 
 jest.setTimeout(240_000);
 
@@ -40,7 +40,7 @@ describeDocker('task sandboxes: faults (Docker)', () => {
   it('removes at start the task containers an earlier broker of its deployment left', async () => {
     // What a crashed broker leaves: a container with the task label of the deployment the next broker takes.
     const deployment = `${fx.deployment}-b-crashed`;
-    const left = await docker.createContainer({ Image: 'bash-broker-test:latest', Cmd: ['sleep', '600'], HostConfig: { NetworkMode: 'none' }, Labels: { [LABEL_TASK_DEPLOYMENT]: deployment } });
+    const left = await docker.createContainer({ Image: 'bash-broker-test:latest', Cmd: ['sleep', '600'], HostConfig: { NetworkMode: 'none' }, Labels: { [LABEL_DEPLOYMENT]: deployment, [LABEL_KIND]: 'task' } });
     await left.start();
     await broker({ BROKER_DEPLOYMENT: deployment });
     await eventually(async () => !(await docker.listContainers({ all: true, filters: { id: [left.id] } })).length, 60_000, 'the left container removed');
@@ -69,7 +69,7 @@ describeDocker('task sandboxes: faults (Docker)', () => {
     // An idle stream is held open by keep-alive comments.
     await control.until(() => control.frames.some((f) => f.comment === 'keep-alive'), 'a keep-alive comment');
 
-    const [info] = (await fx.containers()).filter((c) => c.Labels['io.bash-broker.task-id'] === id);
+    const [info] = (await fx.containers()).filter((c) => c.Labels[LABEL_OWNER] === id);
     const container = docker.getContainer(info.Id);
     const exec = await container.exec({ Cmd: ['sh', '-c', 'kill -9 $(pgrep -f /opt/taskd/dist/taskd/main.js)'] });
     await exec.start({});

@@ -9,7 +9,7 @@ import Dockerode from 'dockerode';
 import { startTestBroker, testDeployment, type TestBroker } from './broker';
 import { StubLlm } from './stubLlm';
 import { makeBareRepo } from './taskStreams';
-import { LABEL_TASK_DEPLOYMENT } from '../../src/backends/docker/tasks/taskContainers';
+import { LABEL_DEPLOYMENT, LABEL_KIND } from '../../src/backends/docker/containers/labels';
 
 export const TASK_IMAGE = process.env.BROKER_TASK_IMAGE ?? 'bash-broker-task:latest';
 /** The key Core holds: the tests look for it everywhere it must not be. */
@@ -58,7 +58,7 @@ export async function taskFixture(name: string): Promise<TaskFixture> {
   // brokers sharing one would take each other's); this fixture's task containers are all of them.
   let brokers = 0;
   const containers = async (): Promise<Dockerode.ContainerInfo[]> =>
-    (await docker.listContainers({ all: true, filters: { label: [LABEL_TASK_DEPLOYMENT] } })).filter((c) => c.Labels[LABEL_TASK_DEPLOYMENT].startsWith(`${deployment}-b`));
+    (await docker.listContainers({ all: true, filters: { label: [`${LABEL_KIND}=task`] } })).filter((c) => c.Labels[LABEL_DEPLOYMENT].startsWith(`${deployment}-b`));
   return {
     stub,
     gitDir,

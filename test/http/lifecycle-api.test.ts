@@ -123,7 +123,7 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
     expect(run.logs.stdout.map((m) => m.text)).toEqual(['yes', `/tmp/s/${s.id}`]);
     if (docker) {
       const engine = new Dockerode();
-      const [found] = await engine.listContainers({ filters: { label: [`io.bash-broker.sandbox=${s.id}`] } });
+      const [found] = await engine.listContainers({ filters: { label: [`io.bash-broker.owner=${s.id}`] } });
       expect(found.Image).toBe(otherImage);
       const inspect = await engine.getContainer(found.Id).inspect();
       expect(inspect.HostConfig).toMatchObject({ NanoCpus: 500_000_000, Memory: 512 * 1024 * 1024 });
@@ -133,7 +133,7 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
       expect(cgroup).toMatch(/^(50000 100000|50000)\n536870912\n/);
       expect(cgroup).toContain('sleep infinity');
       await s.kill();
-      await eventually(async () => (await engine.listContainers({ all: true, filters: { label: [`io.bash-broker.sandbox=${s.id}`] } })).length === 0, 60_000, 'the container removed');
+      await eventually(async () => (await engine.listContainers({ all: true, filters: { label: [`io.bash-broker.owner=${s.id}`] } })).length === 0, 60_000, 'the container removed');
     } else {
       expect(handle.confined).toBe(true);
       expect(handle.env).toEqual({ DEDICATED: 'yes' });
@@ -159,7 +159,7 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
     expect(ping.json.message).toMatch(/failed \(its container failed: .*\); create a new one/);
     if (docker) {
       const engine = new Dockerode();
-      await eventually(async () => (await engine.listContainers({ all: true, filters: { label: [`io.bash-broker.sandbox=${s.id}`] } })).length === 0, 60_000, 'the container removed');
+      await eventually(async () => (await engine.listContainers({ all: true, filters: { label: [`io.bash-broker.owner=${s.id}`] } })).length === 0, 60_000, 'the container removed');
     }
   });
 

@@ -10,10 +10,10 @@
  * containerStart.ts (create and start under a deadline), containerSpec.ts (create options),
  * containerRemovals.ts (removals retried), containerHealth.ts (health checks), workdirs.ts (dirs).
  */
-import Dockerode from 'dockerode';
+import type Dockerode from 'dockerode';
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { ContainerHealth, ContainerRef, DedicatedSpec, OpenShellOptions, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
+import type { ContainerHealth, ContainerRef, OpenShellOptions, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
 import { BackendError, BadRequestError, NotSupportedError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
 import { ControlShell } from './control/controlShell';
@@ -23,12 +23,16 @@ import { type ChannelOpener, execChannelOpener } from './shells/channel';
 import type { FifoSpawner } from './shells/fifoSpawner';
 import { ContainerPids, readPidsMount } from './cgroups/sessionPids';
 import { ContainerUsage, readUsageMounts, type UsageMounts } from './cgroups/sessionUsage';
-import { containerCreateOptions, LABEL_DEPLOYMENT, LABEL_INSTANCE } from './containers/containerSpec';
+import { containerCreateOptions } from './containers/containerSpec';
+import { containerName, LABEL_DEPLOYMENT, LABEL_INSTANCE } from './containers/labels';
+import type { DedicatedContainerSpec } from '../../core/ports/dedicatedContainers';
+import { DockerDedicatedContainers } from './containers/dedicatedContainers';
+import { dockerEngine } from './containers/engine';
 import { ContainerRemovals } from './containers/containerRemovals';
-import { dedicatedCreateOptions } from './containers/dedicatedSpec';
 import { checkContainerHealth } from './containers/containerHealth';
 import { DockerWorkdirs } from './files/workdirs';
 import { PipeTransport } from './shells/pipeTransport';
+import { SPAWNER_SCRIPT } from './shells/fifoSpawner';
 import { startContainerNamed, type StartedContainer } from './containers/containerStart';
 import { openDockerTerminal } from './terminals/dockerTerminal';
 import { openFifoTerminal } from './terminals/fifoTerminal';
@@ -52,7 +56,7 @@ interface ContainerLink {
 
 export class DockerBackend implements SessionBackend {
   readonly kind = 'docker';
-  readonly docker = new Dockerode();
+  readonly docker: Dockerode = dockerEngine();
   readonly files = new DockerFiles(this.docker);
   readonly meter = new DockerMeter(this.docker);
   readonly instance = `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
@@ -61,6 +65,8 @@ export class DockerBackend implements SessionBackend {
   private readonly noScript = new Set<string>();
   private readonly starting = new Map<string, StartedContainer>();
   private readonly removals: ContainerRemovals;
+  /** Containers of their own (the lifecycle's here; the groups' and tasks' share it), on this deployment. */
+  readonly dedicated: DockerDedicatedContainers;
   private readonly workdirs: DockerWorkdirs;
   private readonly pipes: PipeTransport;
   private generation = 0;
@@ -76,6 +82,7 @@ export class DockerBackend implements SessionBackend {
 
   constructor(private readonly options: DockerBackendOptions) {
     this.removals = new ContainerRemovals(this.docker);
+    this.dedicated = new DockerDedicatedContainers(this.docker, this.removals, options, this.instance);
     this.workdirs = new DockerWorkdirs(this.docker, (id) => this.links.get(id)?.control);
     this.pipes = new PipeTransport(options, this.instance);
     this.pidsMount = options.sessionPidsLimit > 0 ? readPidsMount() : null;
@@ -98,28 +105,39 @@ export class DockerBackend implements SessionBackend {
     await this.pipes.prepare();
   }
 
+  /** The pool's containers and the lifecycle's an earlier broker of this deployment left. */
   async sweep(): Promise<number> {
-    const stale = await this.docker.listContainers({ all: true, filters: { label: [`${LABEL_DEPLOYMENT}=${this.options.deployment}`] } });
-    const mine = stale.filter((c) => c.Labels[LABEL_INSTANCE] !== this.instance);
-    await Promise.all(mine.map((c) => this.removals.forceRemove(c.Id)));
-    return mine.length;
+    return (await this.dedicated.sweep('pool')) + (await this.dedicated.sweep('lifecycle'));
   }
 
   async startContainer(index: number): Promise<ContainerRef> {
     // A fresh name per start: a replacement never waits for a stuck removal to free the old one.
-    const name = `bash-broker-${this.options.deployment}-${this.instance}-c${index}-${++this.starts}`.replace(/[^a-zA-Z0-9_.-]/g, '-');
+    const name = containerName(this.options.deployment, this.instance, `c${index}`, `${++this.starts}`);
     return this.startNamed(name, (bind, deadline) => containerCreateOptions(name, this.options, this.instance, bind, deadline));
   }
 
-  /** A lifecycle sandbox's own container, started and connected (dedicatedSpec.ts). */
-  async startDedicated(spec: DedicatedSpec): Promise<ContainerRef> {
+  /**
+   * A lifecycle sandbox's own container (containers/dedicatedContainers.ts), started and connected:
+   * the broker's spawner stays its entrypoint (it serves the shells execd runs) and the sandbox's own
+   * entry process runs beside it, its output in the container's log, its stdin closed. The container
+   * outlives that process: the sandbox ends when it is deleted or expires, not when that exits.
+   */
+  async startDedicated(spec: DedicatedContainerSpec): Promise<ContainerRef> {
     try {
       await this.docker.getImage(spec.image).inspect();
     } catch {
       throw new BadRequestError(`image '${spec.image}' is not on the engine and no warm pool serves it (the broker never pulls: build or load it first)`);
     }
-    const name = `bash-broker-${this.options.deployment}-${this.instance}-sbx-${spec.sandboxId}`.replace(/[^a-zA-Z0-9_.-]/g, '-');
-    const ref = await this.startNamed(name, (bind, deadline) => dedicatedCreateOptions(name, this.options, spec, this.instance, bind, deadline));
+    const spawner = await this.pipes.newSpawner(this.dedicated.nameOf(spec));
+    const served: DedicatedContainerSpec = {
+      ...spec,
+      entrypoint: ['bash', '-c', `"$@" </dev/null &\n${SPAWNER_SCRIPT}`, 'sandbox-entrypoint', ...(spec.entrypoint ?? [])],
+      limits: { ...spec.limits, tmpBytes: this.options.tmpBytes },
+    };
+    const { ref } = await this.dedicated.start(served, { binds: spawner ? [spawner.bind] : [], openStdin: true }, async () => {
+      await spawner?.close();
+    });
+    this.starting.set(ref.id, { ref, container: this.docker.getContainer(ref.id), spawner });
     try {
       await this.connectContainer(ref);
     } catch (err) {

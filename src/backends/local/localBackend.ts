@@ -8,7 +8,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import PQueue from 'p-queue';
 import { randomBytes } from 'node:crypto';
-import type { ContainerHealth, ContainerRef, DedicatedSpec, OpenShellOptions, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
+import type { DedicatedContainerSpec } from '../../core/ports/dedicatedContainers';
+import type { ContainerHealth, ContainerRef, OpenShellOptions, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
 import { NotSupportedError } from '../../common/errors';
 import { hostEnv, type BrokerConfig, type HostEnv } from '../../config/config';
 import { findBash } from './bashPath';
@@ -77,11 +78,11 @@ export class LocalBackend implements SessionBackend {
    * A lifecycle sandbox's own "container": a fresh working root whose shells get its environment.
    * There is no image here (nor entry process or limits): docs/lifecycle.md says what an image means locally.
    */
-  async startDedicated(spec: DedicatedSpec): Promise<ContainerRef> {
-    const dir = path.join(this.options.root, `sbx-${spec.sandboxId}`);
+  async startDedicated(spec: DedicatedContainerSpec): Promise<ContainerRef> {
+    const dir = path.join(this.options.root, `sbx-${spec.owner}`);
     await fs.mkdir(dir, { recursive: true });
     this.dedicatedEnv.set(dir, spec.env);
-    return { id: dir, name: `local-sbx-${spec.sandboxId}` };
+    return { id: dir, name: `local-sbx-${spec.owner}` };
   }
 
   /** Sessions here are host processes: what they listen on is the host's loopback. */

@@ -7,7 +7,7 @@
  * It knows no HTTP: the router (api/lifecycle/) maps requests onto it.
  */
 import type { SessionBackend } from '../ports/backend';
-import { DedicatedContainers } from './dedicatedContainers';
+import { DedicatedSandboxes } from './dedicatedSandboxes';
 import type { PoolEntry, PoolRegistry } from '../pool/poolRegistry';
 import type { SandboxHandle } from '../sandbox/sandboxHandle';
 import type { KnowingDirectory } from '../sandbox/sandboxDirectory';
@@ -39,12 +39,12 @@ const ENV_EXPORT_TIMEOUT_MS = 10_000;
 export class SandboxService implements KnowingDirectory {
   private readonly live = new Map<string, SandboxRecord>();
   private readonly ended = new Map<string, SandboxRecord>();
-  private readonly dedicated: DedicatedContainers;
+  private readonly dedicated: DedicatedSandboxes;
   private closing = false;
   private readonly watch: NodeJS.Timeout | null = null;
 
   constructor(private readonly options: SandboxServiceOptions) {
-    this.dedicated = new DedicatedContainers(options);
+    this.dedicated = new DedicatedSandboxes(options);
     if (options.healthCheckIntervalMs) {
       this.watch = setInterval(() => void this.checkDedicated(), options.healthCheckIntervalMs);
       this.watch.unref();

@@ -2,17 +2,11 @@
  * The port every backend implements (local processes now, Docker next, Kubernetes later).
  * The pool talks only to this interface; it never sees a process, a socket or a container API.
  */
+import type { DedicatedContainerSpec } from './dedicatedContainers';
 
-/** A "container": an isolation unit holding several sessions (a Docker container, a local root). */
-export interface ContainerRef {
-  readonly id: string;
-  readonly name: string;
-}
+import type { ContainerHealth, ContainerRef } from './container';
 
-export interface ContainerHealth {
-  healthy: boolean;
-  reason?: string;
-}
+export type { ContainerHealth, ContainerRef };
 
 export type StreamName = 'stdout' | 'stderr';
 
@@ -215,20 +209,6 @@ export interface ResourceMeter {
   sample(container: ContainerRef, slotId: string): Promise<ResourceSample>;
 }
 
-/** A container of its own for one lifecycle sandbox whose image no warm pool serves (the lifecycle API). */
-export interface DedicatedSpec {
-  /** Names the container (beside the backend's deployment and instance). */
-  sandboxId: string;
-  image: string;
-  env: Readonly<Record<string, string>>;
-  /** The sandbox's entry process, started beside the backend's own. */
-  entrypoint: readonly string[];
-  /** CPU limit in cores; null: the backend's default. */
-  cpus: number | null;
-  /** Memory limit in bytes; null: the backend's default. */
-  memoryBytes: number | null;
-}
-
 export interface SessionBackend {
   readonly kind: string;
   /** Once, before any container starts: check prerequisites, sweep what a crashed broker left. */
@@ -269,10 +249,10 @@ export interface SessionBackend {
    */
   workdirGone?(container: ContainerRef, dir: string): boolean;
   /**
-   * Optional: starts and connects a container of its own for one sandbox (removed with
-   * removeContainer). Throws a BrokerError the client can act on (an image that is not there).
+   * Optional: starts (core/ports/dedicatedContainers.ts) and connects a container of its own for one
+   * lifecycle sandbox, its shells served as a pool container's are (removed with removeContainer). Throws a BrokerError the client can act on (an image that is not there).
    */
-  startDedicated?(spec: DedicatedSpec): Promise<ContainerRef>;
+  startDedicated?(spec: DedicatedContainerSpec): Promise<ContainerRef>;
   /**
    * Optional: the address the broker reaches a container's ports at (its IP on its network), or
    * null when it has none (network mode none). Lifecycle endpoints of other ports proxy there.

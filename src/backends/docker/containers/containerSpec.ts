@@ -5,15 +5,13 @@
 import type Dockerode from 'dockerode';
 import type { BrokerConfig } from '../../../config/config';
 import { SPAWNER_SCRIPT } from '../shells/fifoSpawner';
-
-export const LABEL_DEPLOYMENT = 'io.bash-broker.deployment';
-export const LABEL_INSTANCE = 'io.bash-broker.instance';
+import { containerLabels, LABEL_DEPLOYMENT } from './labels';
 
 export type ContainerSpecOptions = Pick<
   BrokerConfig['docker'],
   'image' | 'deployment' | 'cpus' | 'memoryBytes' | 'pidsLimit' | 'networkMode' | 'tmpBytes'
 > & {
-  /** A named pool's environment (BROKER_POOLS), or a dedicated sandbox's: every process in the container gets it. */
+  /** A named pool's environment (BROKER_POOLS): every process in the container gets it. */
   env?: Readonly<Record<string, string>>;
 };
 
@@ -36,7 +34,7 @@ export function containerCreateOptions(
     OpenStdin: true,
     Tty: false,
     Env: options.env ? Object.entries(options.env).map(([k, v]) => `${k}=${v}`) : undefined,
-    Labels: { [LABEL_DEPLOYMENT]: options.deployment, [LABEL_INSTANCE]: instance },
+    Labels: containerLabels(options.deployment, 'pool', instance),
     HostConfig: {
       // An init as pid 1 reaps the orphans the cleanup kills; with the entrypoint bash as pid 1
       // they stayed zombies for good.
@@ -57,7 +55,7 @@ export function containerCreateOptions(
  * HostConfig.Tmpfs: putArchive (files on acquire) cannot write into a container's tmpfs mounts,
  * but does into its volumes. Removed with the container (`v: true`).
  */
-function tmpVolume(sizeBytes: number, deployment: string): Dockerode.MountSettings {
+export function tmpVolume(sizeBytes: number, deployment: string): Dockerode.MountSettings {
   return {
     Type: 'volume',
     Source: '', // anonymous: one per container, removed with it

@@ -26,27 +26,39 @@ export interface StartDeps {
   startTimeoutMs: number;
 }
 
-/** Creates and starts container `name`, its create options given its pipes' bind mount and the start's deadline. */
-export async function startContainerNamed(
-  deps: StartDeps,
+/** A create and start that failed: `why` says it without the container's name. */
+export class ContainerStartError extends BackendError {
+  constructor(
+    name: string,
+    readonly why: string,
+    readonly timedOut: boolean,
+  ) {
+    super(`container ${name} failed to start: ${why}${timedOut ? ' (is dockerd stuck?)' : ''}`);
+  }
+}
+
+/**
+ * Creates and starts container `name` under one deadline (a stuck engine must not hold a start for
+ * good), its create options given that deadline. On a failure, `undo` runs, then the container is
+ * removed: at once, or by the removal retries when the engine looks stuck.
+ */
+export async function createAndStart(
+  deps: Omit<StartDeps, 'pipes'>,
   name: string,
-  createOptions: (bind: string | null, deadline: AbortSignal) => Dockerode.ContainerCreateOptions,
-): Promise<StartedContainer> {
+  createOptions: (deadline: AbortSignal) => Dockerode.ContainerCreateOptions,
+  undo: () => Promise<void> = async () => undefined,
+): Promise<Dockerode.Container> {
   await deps.removals.retry();
-  const spawner = await deps.pipes.newSpawner(name);
-  // One deadline over create and start: a stuck engine must not hold a start slot for good.
   const deadline = AbortSignal.timeout(deps.startTimeoutMs);
-  const failure = (err: unknown): BackendError =>
-    new BackendError(
-      deadline.aborted
-        ? `container ${name} failed to start: the engine did not create and start it within ${deps.startTimeoutMs / 1000} s (is dockerd stuck?)`
-        : `container ${name} failed to start: ${errorMessage(err)}`,
-    );
+  const failure = (err: unknown): ContainerStartError =>
+    deadline.aborted
+      ? new ContainerStartError(name, `the engine did not create and start it within ${deps.startTimeoutMs / 1000} s`, true)
+      : new ContainerStartError(name, errorMessage(err), false);
   let container: Dockerode.Container;
   try {
-    container = await deps.docker.createContainer(createOptions(spawner?.bind ?? null, deadline));
+    container = await deps.docker.createContainer(createOptions(deadline));
   } catch (err) {
-    await spawner?.close();
+    await undo();
     // A stuck engine may still create it once it moves again: remove it by name with the retries.
     if (deadline.aborted) deps.removals.abandonName(name);
     throw failure(err);
@@ -54,11 +66,24 @@ export async function startContainerNamed(
   try {
     await container.start({ abortSignal: deadline } as Dockerode.ContainerStartOptions);
   } catch (err) {
-    await spawner?.close();
+    await undo();
     // Past the deadline the engine is likely stuck: leave the removal to the retries, not this start.
     if (deadline.aborted) deps.removals.removeLater(container.id);
     else await deps.removals.forceRemove(container.id);
     throw failure(err);
   }
+  return container;
+}
+
+/** Creates and starts container `name` with its pipes, its create options given their bind mount and the start's deadline. */
+export async function startContainerNamed(
+  deps: StartDeps,
+  name: string,
+  createOptions: (bind: string | null, deadline: AbortSignal) => Dockerode.ContainerCreateOptions,
+): Promise<StartedContainer> {
+  const spawner = await deps.pipes.newSpawner(name);
+  const container = await createAndStart(deps, name, (deadline) => createOptions(spawner?.bind ?? null, deadline), async () => {
+    await spawner?.close();
+  });
   return { ref: { id: container.id, name }, container, spawner };
 }

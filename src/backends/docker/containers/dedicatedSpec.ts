@@ -1,35 +1,57 @@
 /**
- * A lifecycle sandbox's own container (an image no warm pool serves): the session containers' spec
- * (containerSpec.ts) with the sandbox's image, environment, limits and entry process. Pure: no
- * engine call here.
+ * What a container of its own is made of (core/ports/dedicatedContainers.ts), as the engine's create
+ * options: its spec with the deployment's defaults filled in, and the one label scheme (labels.ts).
+ * Pure: no engine call here.
  */
 import type Dockerode from 'dockerode';
-import type { DedicatedSpec } from '../../../core/ports/backend';
-import { containerCreateOptions, type ContainerSpecOptions } from './containerSpec';
-import { SPAWNER_SCRIPT } from '../shells/fifoSpawner';
+import type { DedicatedContainerSpec } from '../../../core/ports/dedicatedContainers';
+import type { BrokerConfig } from '../../../config/config';
+import { containerLabels } from './labels';
+import { tmpVolume } from './containerSpec';
 
-/** The sandbox id each dedicated container carries, so a listing of the engine names its sandbox. */
-export const LABEL_SANDBOX = 'io.bash-broker.sandbox';
+/** What a spec leaves to the deployment (BROKER_CONTAINER_*, BROKER_NETWORK_MODE). */
+export type DedicatedDefaults = Pick<BrokerConfig['docker'], 'deployment' | 'cpus' | 'memoryBytes' | 'pidsLimit' | 'networkMode'>;
+
+/** Docker's own extras of a start (the lifecycle's pipes), beside the spec's mounts. */
+export interface DockerExtras {
+  binds?: readonly string[];
+  /** A stdin that stays open (an entrypoint that idles reading it). */
+  openStdin?: boolean;
+}
 
 export function dedicatedCreateOptions(
   name: string,
-  base: ContainerSpecOptions,
-  spec: DedicatedSpec,
+  spec: DedicatedContainerSpec,
+  defaults: DedicatedDefaults,
   instance: string,
-  bind: string | null,
+  extras: DockerExtras,
   abortSignal: AbortSignal,
 ): Dockerode.ContainerCreateOptions & { abortSignal: AbortSignal } {
-  const options = containerCreateOptions(
-    name,
-    { ...base, image: spec.image, env: spec.env, cpus: spec.cpus ?? base.cpus, memoryBytes: spec.memoryBytes ?? base.memoryBytes },
-    instance,
-    bind,
+  const { limits } = spec;
+  const memory = limits.memoryBytes ?? defaults.memoryBytes;
+  const binds = [...(extras.binds ?? []), ...spec.mounts.map((m) => `${m.hostPath}:${m.containerPath}${m.readOnly ? ':ro' : ''}`)];
+  const tmpBytes = limits.tmpBytes ?? 0;
+  return {
     abortSignal,
-  );
-  // The broker's spawner stays the entrypoint (it serves the shells execd runs); the sandbox's own
-  // entry process runs beside it, its output in the container's log, its stdin closed. The
-  // container outlives it: the sandbox ends when it is deleted or expires, not when that exits.
-  options.Entrypoint = ['bash', '-c', `"$@" </dev/null &\n${SPAWNER_SCRIPT}`, 'sandbox-entrypoint', ...spec.entrypoint];
-  options.Labels = { ...options.Labels, [LABEL_SANDBOX]: spec.sandboxId };
-  return options;
+    name,
+    Image: spec.image,
+    ...(spec.entrypoint ? { Entrypoint: [...spec.entrypoint], Cmd: [] } : {}),
+    ...(extras.openStdin ? { OpenStdin: true, Tty: false } : {}),
+    ...(spec.workdir ? { WorkingDir: spec.workdir } : {}),
+    Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+    Labels: containerLabels(defaults.deployment, spec.kind, instance, spec.owner),
+    HostConfig: {
+      // An init as pid 1 reaps the orphans a kill leaves.
+      Init: true,
+      NanoCpus: Math.round((limits.cpus ?? defaults.cpus) * 1e9),
+      Memory: memory,
+      ...(limits.swap === false ? { MemorySwap: memory } : {}),
+      PidsLimit: limits.pids ?? defaults.pidsLimit,
+      NetworkMode: spec.network ?? defaults.networkMode,
+      ...(spec.readOnlyRoot ? { ReadonlyRootfs: true } : {}),
+      Binds: binds.length > 0 ? binds : undefined,
+      Mounts: tmpBytes > 0 ? [tmpVolume(tmpBytes, defaults.deployment)] : undefined,
+      ...(spec.restartsOnFailure ? { RestartPolicy: { Name: 'on-failure', MaximumRetryCount: spec.restartsOnFailure } } : {}),
+    },
+  };
 }

@@ -1,5 +1,5 @@
 /**
- * Task sandboxes on Docker: one container of its own per sandbox, from the task image (Debian, git,
+ * Task sandboxes on Docker: one container of its own per sandbox (containers/dedicatedContainers.ts), from the task image (Debian, git,
  * node, the task daemon and Pi), whose main process is the daemon.
  *
  * Why a unix socket, and no network: the daemon's API must reach Core only, and Docker 20.10's bridge
@@ -15,35 +15,26 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import Dockerode from 'dockerode';
 import { BackendError, errorMessage } from '../../../common/errors';
 import type { TaskConfig } from '../../../config/taskConfig';
 import type { CloneSource, TaskBackend, TaskContainer } from '../../../core/ports/taskPorts';
-import { ContainerRemovals } from '../containers/containerRemovals';
+import type { DedicatedContainer, DedicatedContainers, DedicatedContainerSpec } from '../../../core/ports/dedicatedContainers';
+import { ContainerStartError } from '../containers/containerStart';
 import { ANTHROPIC_KEY, OPENAI_KEY, TaskRelay, type RelayRoute } from './taskRelay';
 import { UnixDaemonLink } from './taskDaemonLink';
-
-/** The deployment a task container belongs to (not the pool's label: the pool's start sweep must not take these). */
-export const LABEL_TASK_DEPLOYMENT = 'io.bash-broker.task-deployment';
-export const LABEL_TASK_ID = 'io.bash-broker.task-id';
 
 const MOUNT_DIR = '/run/taskd';
 const GIT_DIR = '/srv/git';
 
 export interface TaskContainerOptions {
   tasks: Pick<TaskConfig, 'image' | 'gitBase' | 'anthropicBaseUrl' | 'openaiBaseUrl' | 'socketDir' | 'networkMode' | 'keys'>;
-  deployment: string;
-  cpus: number;
-  memoryBytes: number;
-  pidsLimit: number;
-  startTimeoutMs: number;
 }
 
 export class DockerTaskBackend implements TaskBackend {
-  private readonly docker = new Dockerode();
-  private readonly removals = new ContainerRemovals(this.docker);
-
-  constructor(private readonly options: TaskContainerOptions) {}
+  constructor(
+    private readonly dedicated: DedicatedContainers,
+    private readonly options: TaskContainerOptions,
+  ) {}
 
   cloneSource(repo: string): CloneSource {
     const base = this.options.tasks.gitBase;
@@ -54,10 +45,9 @@ export class DockerTaskBackend implements TaskBackend {
     return { path: `${GIT_DIR}/${name}` };
   }
 
-  async sweep(): Promise<number> {
-    const stale = await this.docker.listContainers({ all: true, filters: { label: [`${LABEL_TASK_DEPLOYMENT}=${this.options.deployment}`] } });
-    await Promise.all(stale.map((c) => this.removals.forceRemove(c.Id)));
-    return stale.length;
+  /** Before any task starts: every task container of the deployment is an earlier broker's. */
+  sweep(): Promise<number> {
+    return this.dedicated.sweep('task', true);
   }
 
   async start(id: string): Promise<TaskContainer> {
@@ -66,27 +56,21 @@ export class DockerTaskBackend implements TaskBackend {
     // The sandbox's capability: what its daemon sends in place of a key, good on this relay only.
     const capability = `taskcap-${randomBytes(32).toString('base64url')}`;
     const relay = new TaskRelay(this.relayRoutes(), capability, this.options.tasks.keys);
-    const name = `bash-broker-${this.options.deployment}-${id}`.replace(/[^a-zA-Z0-9_.-]/g, '-');
-    let containerId: string | null = null;
+    let container: DedicatedContainer | null = null;
     const remove = once(async () => {
-      if (containerId) await this.removals.forceRemove(containerId);
+      await container?.remove();
       await relay.close().catch(() => undefined);
       fs.rmSync(dir, { recursive: true, force: true });
     });
-    const t0 = performance.now();
-    const deadline = AbortSignal.timeout(this.options.startTimeoutMs);
     try {
       await relay.listen(path.join(dir, 'relay.sock'));
-      const container = await this.docker.createContainer({ ...this.createOptions(name, id, dir), abortSignal: deadline } as Dockerode.ContainerCreateOptions);
-      containerId = container.id;
-      await container.start({ abortSignal: deadline } as Dockerode.ContainerStartOptions);
+      container = await this.dedicated.start(this.containerSpec(id, dir));
     } catch (err) {
-      if (!containerId && deadline.aborted) this.removals.abandonName(name);
       await remove();
-      const why = deadline.aborted ? `the engine did not create and start it within ${this.options.startTimeoutMs / 1000} s` : errorMessage(err);
+      const why = err instanceof ContainerStartError ? err.why : errorMessage(err);
       throw new BackendError(`task sandbox ${id}: its container failed to start: ${why}`);
     }
-    return { link: new UnixDaemonLink(path.join(dir, 'daemon.sock')), capability, startMs: performance.now() - t0, remove };
+    return { link: new UnixDaemonLink(path.join(dir, 'daemon.sock')), capability, startMs: container.startMs, remove };
   }
 
   private relayRoutes(): Record<string, RelayRoute> {
@@ -96,26 +80,21 @@ export class DockerTaskBackend implements TaskBackend {
     return routes;
   }
 
-  private createOptions(name: string, id: string, dir: string): Dockerode.ContainerCreateOptions {
+  private containerSpec(id: string, dir: string): DedicatedContainerSpec {
     const { tasks } = this.options;
-    const binds = [`${dir}:${MOUNT_DIR}`];
-    if (tasks.gitBase?.kind === 'dir') binds.push(`${tasks.gitBase.path}:${GIT_DIR}:ro`);
+    const mounts = [{ hostPath: dir, containerPath: MOUNT_DIR, readOnly: false }];
+    if (tasks.gitBase?.kind === 'dir') mounts.push({ hostPath: tasks.gitBase.path, containerPath: GIT_DIR, readOnly: true });
     return {
-      name,
-      Image: tasks.image,
+      kind: 'task',
+      owner: id,
+      image: tasks.image,
       // No secret here, nor anywhere in the sandbox: the relay attaches the keys (taskRelay.ts).
-      Env: [`TASKD_SOCKET=${MOUNT_DIR}/daemon.sock`, `TASKD_RELAY_SOCKET=${MOUNT_DIR}/relay.sock`],
-      Labels: { [LABEL_TASK_DEPLOYMENT]: this.options.deployment, [LABEL_TASK_ID]: id },
-      HostConfig: {
-        Init: true,
-        NanoCpus: Math.round(this.options.cpus * 1e9),
-        Memory: this.options.memoryBytes,
-        PidsLimit: this.options.pidsLimit,
-        NetworkMode: tasks.networkMode,
-        Binds: binds,
-        // A daemon that crashes comes back in the same container and resumes its saved session.
-        RestartPolicy: { Name: 'on-failure', MaximumRetryCount: 5 },
-      },
+      env: { TASKD_SOCKET: `${MOUNT_DIR}/daemon.sock`, TASKD_RELAY_SOCKET: `${MOUNT_DIR}/relay.sock` },
+      limits: { cpus: null, memoryBytes: null, pids: null },
+      network: tasks.networkMode,
+      mounts,
+      // A daemon that crashes comes back in the same container and resumes its saved session.
+      restartsOnFailure: 5,
     };
   }
 }

@@ -14,7 +14,7 @@ export interface DedicatedOptions {
   maxDedicated: number;
 }
 
-export class DedicatedContainers {
+export class DedicatedSandboxes {
   /** Started or starting, not yet removed: what counts against the maximum. */
   private count = 0;
 
@@ -36,7 +36,16 @@ export class DedicatedContainers {
     }
     this.count++;
     try {
-      const container = await backend.startDedicated({ sandboxId: id, image: spec.image, env: spec.env, entrypoint: spec.entrypoint, cpus: spec.cpus, memoryBytes: spec.memoryBytes });
+      const container = await backend.startDedicated({
+        kind: 'lifecycle',
+        owner: id,
+        image: spec.image,
+        env: spec.env,
+        entrypoint: spec.entrypoint,
+        limits: { cpus: spec.cpus, memoryBytes: spec.memoryBytes, pids: null },
+        network: null,
+        mounts: [],
+      });
       const workdir = sessionWorkdir(id);
       try {
         await backend.prepareWorkdir(container, workdir, []);
