@@ -81,12 +81,12 @@ export function createPoolBackend(config: BrokerConfig, spec: PoolSpec): Session
 /** Dedicated sandbox containers where the backend makes them (Docker); null elsewhere (the routes answer 501). */
 export function createSandboxContainers(config: BrokerConfig, backend: SessionBackend): SandboxContainers | null {
   if (!(backend instanceof DockerBackend)) return null;
-  return new DockerSandboxContainers(backend.docker, backend.dedicated, { ...config.docker, image: config.groups.image }, backend.instance);
+  return new DockerSandboxContainers(backend.docker, backend.ownContainers, { ...config.docker, image: config.groups.image }, backend.instance);
 }
 
 /** Task sandboxes run on Docker only: on the local backend their routes answer 501. */
 export function createTaskService(config: BrokerConfig, backend: SessionBackend): TaskService {
-  const tasks = backend instanceof DockerBackend ? new DockerTaskBackend(backend.dedicated, { tasks: config.tasks }) : null;
+  const tasks = backend instanceof DockerBackend ? new DockerTaskBackend(backend.ownContainers, { tasks: config.tasks }) : null;
   return new TaskService(tasks, config.tasks);
 }
 

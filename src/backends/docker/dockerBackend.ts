@@ -13,7 +13,7 @@
 import type Dockerode from 'dockerode';
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { ContainerHealth, ContainerRef, OpenShellOptions, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
+import type { ContainerHealth, ContainerPausing, ContainerRef, DedicatedSessions, OpenShellOptions, Terminals, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
 import { BackendError, BadRequestError, NotSupportedError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
 import { ControlShell } from './control/controlShell';
@@ -65,12 +65,15 @@ export class DockerBackend implements SessionBackend {
   private readonly noScript = new Set<string>();
   private readonly starting = new Map<string, StartedContainer>();
   private readonly removals: ContainerRemovals;
-  /** Containers of their own (the lifecycle's here; the groups' and tasks' share it), on this deployment. */
-  readonly dedicated: DockerDedicatedContainers;
+  /** Containers of their own on this deployment (the lifecycle's here; the groups' and tasks' share it). */
+  readonly ownContainers: DockerDedicatedContainers;
+  readonly terminals: Terminals = { open: (ref, options) => this.openTerminal(ref, options) };
+  readonly dedicated: DedicatedSessions = { start: (spec) => this.startDedicated(spec) };
+  readonly pausing: ContainerPausing = { pause: (ref) => this.pauseContainer(ref), resume: (ref) => this.resumeContainer(ref) };
   private readonly workdirs: DockerWorkdirs;
   private readonly pipes: PipeTransport;
   private generation = 0;
-  /** Containers paused by pauseContainer. */
+  /** Containers paused (`pausing`). */
   private readonly paused = new Set<string>();
   private starts = 0;
   /** The host's cgroup v1 pids mount, when per-session pids limits are wanted; see sessionPids.ts. */
@@ -82,7 +85,7 @@ export class DockerBackend implements SessionBackend {
 
   constructor(private readonly options: DockerBackendOptions) {
     this.removals = new ContainerRemovals(this.docker);
-    this.dedicated = new DockerDedicatedContainers(this.docker, this.removals, options, this.instance);
+    this.ownContainers = new DockerDedicatedContainers(this.docker, this.removals, options, this.instance);
     this.workdirs = new DockerWorkdirs(this.docker, (id) => this.links.get(id)?.control);
     this.pipes = new PipeTransport(options, this.instance);
     this.pidsMount = options.sessionPidsLimit > 0 ? readPidsMount() : null;
@@ -107,7 +110,7 @@ export class DockerBackend implements SessionBackend {
 
   /** The pool's containers and the lifecycle's an earlier broker of this deployment left. */
   async sweep(): Promise<number> {
-    return (await this.dedicated.sweep('pool')) + (await this.dedicated.sweep('lifecycle'));
+    return (await this.ownContainers.sweep('pool')) + (await this.ownContainers.sweep('lifecycle'));
   }
 
   async startContainer(index: number): Promise<ContainerRef> {
@@ -122,19 +125,19 @@ export class DockerBackend implements SessionBackend {
    * entry process runs beside it, its output in the container's log, its stdin closed. The container
    * outlives that process: the sandbox ends when it is deleted or expires, not when that exits.
    */
-  async startDedicated(spec: DedicatedContainerSpec): Promise<ContainerRef> {
+  private async startDedicated(spec: DedicatedContainerSpec): Promise<ContainerRef> {
     try {
       await this.docker.getImage(spec.image).inspect();
     } catch {
       throw new BadRequestError(`image '${spec.image}' is not on the engine and no warm pool serves it (the broker never pulls: build or load it first)`);
     }
-    const spawner = await this.pipes.newSpawner(this.dedicated.nameOf(spec));
+    const spawner = await this.pipes.newSpawner(this.ownContainers.nameOf(spec));
     const served: DedicatedContainerSpec = {
       ...spec,
       entrypoint: ['bash', '-c', `"$@" </dev/null &\n${SPAWNER_SCRIPT}`, 'sandbox-entrypoint', ...(spec.entrypoint ?? [])],
       limits: { ...spec.limits, tmpBytes: this.options.tmpBytes },
     };
-    const { ref } = await this.dedicated.start(served, { binds: spawner ? [spawner.bind] : [], openStdin: true }, async () => {
+    const { ref } = await this.ownContainers.start(served, { binds: spawner ? [spawner.bind] : [], openStdin: true }, async () => {
       await spawner?.close();
     });
     this.starting.set(ref.id, { ref, container: this.docker.getContainer(ref.id), spawner });
@@ -161,7 +164,7 @@ export class DockerBackend implements SessionBackend {
   }
 
   /** Lifecycle pause: the engine freezes the container; its health checks say healthy until it is thawed. */
-  async pauseContainer(ref: ContainerRef): Promise<void> {
+  private async pauseContainer(ref: ContainerRef): Promise<void> {
     this.paused.add(ref.id);
     try {
       await this.docker.getContainer(ref.id).pause();
@@ -171,7 +174,7 @@ export class DockerBackend implements SessionBackend {
     }
   }
 
-  async resumeContainer(ref: ContainerRef): Promise<void> {
+  private async resumeContainer(ref: ContainerRef): Promise<void> {
     try {
       await this.docker.getContainer(ref.id).unpause();
     } catch (err) {
@@ -270,7 +273,7 @@ export class DockerBackend implements SessionBackend {
    * (fifoTerminal.ts) where the fifo transport serves the container and it has `script`; else a
    * `docker exec` with a TTY (dockerTerminal.ts).
    */
-  async openTerminal(ref: ContainerRef, options: TerminalOptions): Promise<TerminalProcess> {
+  private async openTerminal(ref: ContainerRef, options: TerminalOptions): Promise<TerminalProcess> {
     const link = this.links.get(ref.id);
     if (!link?.control.alive) throw new BackendError(`container ${ref.name} has no control shell`);
     const tag = (): string => `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-t${++this.generation}`;

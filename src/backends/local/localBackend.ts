@@ -9,7 +9,7 @@ import path from 'node:path';
 import PQueue from 'p-queue';
 import { randomBytes } from 'node:crypto';
 import type { DedicatedContainerSpec } from '../../core/ports/dedicatedContainers';
-import type { ContainerHealth, ContainerRef, OpenShellOptions, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
+import type { ContainerHealth, ContainerRef, DedicatedSessions, OpenShellOptions, Terminals, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
 import { NotSupportedError } from '../../common/errors';
 import { hostEnv, type BrokerConfig, type HostEnv } from '../../config/config';
 import { findBash } from './bashPath';
@@ -41,6 +41,8 @@ function baseEnv(home: string, host: HostEnv): Record<string, string> {
 export class LocalBackend implements SessionBackend {
   readonly kind = 'local';
   readonly files = localFiles;
+  readonly terminals: Terminals = { open: (container, options) => this.openTerminal(container, options) };
+  readonly dedicated: DedicatedSessions = { start: (spec) => this.startDedicated(spec) };
   readonly instance = `${process.pid}-${randomBytes(4).toString('hex')}`;
   readonly meter = new LocalMeter(
     (slotId) => (this.cgroups ? this.cgroups.slotPath(slotId) : null),
@@ -55,7 +57,7 @@ export class LocalBackend implements SessionBackend {
   private readonly bash: string;
   /** Working directory removals: no slot waits for them (removeWorkdir). */
   private readonly removals = new PQueue({ concurrency: REMOVALS_AT_ONCE });
-  /** The environment of each dedicated sandbox's root, by root (startDedicated). */
+  /** The environment of each dedicated sandbox's root, by root (`dedicated`). */
   private readonly dedicatedEnv = new Map<string, Readonly<Record<string, string>>>();
 
   constructor(private readonly options: LocalBackendOptions) {
@@ -78,7 +80,7 @@ export class LocalBackend implements SessionBackend {
    * A lifecycle sandbox's own "container": a fresh working root whose shells get its environment.
    * There is no image here (nor entry process or limits): docs/lifecycle.md says what an image means locally.
    */
-  async startDedicated(spec: DedicatedContainerSpec): Promise<ContainerRef> {
+  private async startDedicated(spec: DedicatedContainerSpec): Promise<ContainerRef> {
     const dir = path.join(this.options.root, `sbx-${spec.owner}`);
     await fs.mkdir(dir, { recursive: true });
     this.dedicatedEnv.set(dir, spec.env);
@@ -112,7 +114,7 @@ export class LocalBackend implements SessionBackend {
   }
 
   /** A workspace's terminal: in the slot's cgroup, so the slot's cleanup also finds what it left. */
-  async openTerminal(_container: ContainerRef, options: TerminalOptions): Promise<TerminalProcess> {
+  private async openTerminal(_container: ContainerRef, options: TerminalOptions): Promise<TerminalProcess> {
     const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-t${++this.generation}`;
     const [key, value] = [tag.slice(0, tag.indexOf('=')), tag.slice(tag.indexOf('=') + 1)];
     return new LocalTerminal({

@@ -140,17 +140,19 @@ export class SandboxService implements KnowingDirectory {
     const record = this.get(id);
     if (record.state !== 'Running' || record.busy) throw new SandboxStateError(record, 'pause it');
     const backend = this.backendOf(record);
-    if (!backend.pauseContainer) {
+    const pausing = backend.pausing;
+    if (!pausing) {
       throw new NotImplementedError(`pause is not served by the ${backend.kind} backend: its sandboxes are plain host processes with no container to freeze (the docker backend pauses)`);
     }
-    await this.transition(record, () => backend.pauseContainer!(record.container));
+    await this.transition(record, () => pausing.pause(record.container));
     record.move('Paused', 'user_pause', 'paused by its owner');
   }
 
   async resume(id: string): Promise<void> {
     const record = this.get(id);
     if (record.state !== 'Paused' || record.busy) throw new SandboxStateError(record, 'resume it');
-    await this.transition(record, () => this.backendOf(record).resumeContainer!(record.container));
+    // Only a backend that paused it has it Paused.
+    await this.transition(record, () => this.backendOf(record).pausing!.resume(record.container));
     record.move('Running', 'user_resume', 'resumed by its owner');
   }
 
@@ -194,7 +196,7 @@ export class SandboxService implements KnowingDirectory {
     const record = this.get(id);
     if (record.state !== 'Running' || record.busy) throw new SandboxStateError(record, 'reach its ports');
     const backend = this.backendOf(record);
-    const address = (await backend.containerAddress?.(record.container)) ?? null;
+    const address = await backend.containerAddress(record.container);
     if (address === null) {
       throw new BrokerError('not_found', 'endpoint_not_found', `Sandbox ${id} is not reachable: its container has no network address (BROKER_NETWORK_MODE=none?)`);
     }
@@ -266,7 +268,7 @@ export class SandboxService implements KnowingDirectory {
     this.end(record, 'Terminated', reason, message);
     const backend = this.backendOf(record);
     // A frozen container cannot be cleaned (its shell would not answer): thawed first.
-    if (wasPaused) await backend.resumeContainer?.(record.container).catch(() => undefined);
+    if (wasPaused) await backend.pausing?.resume(record.container).catch(() => undefined);
     if (record.place.kind === 'pool') {
       record.place.taken.giveBack();
       return;

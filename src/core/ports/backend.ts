@@ -209,6 +209,31 @@ export interface ResourceMeter {
   sample(container: ContainerRef, slotId: string): Promise<ResourceSample>;
 }
 
+/** Workspaces' terminals: a bash in a pseudo-terminal in a container. */
+export interface Terminals {
+  open(container: ContainerRef, options: TerminalOptions): Promise<TerminalProcess>;
+}
+
+/** The lifecycle's sandboxes of an image no warm pool serves: a container of its own each, its shells served as a pool container's are. */
+export interface DedicatedSessions {
+  /**
+   * Starts (core/ports/dedicatedContainers.ts) and connects it; removed with removeContainer. Throws
+   * a BrokerError the client can act on (an image that is not there).
+   */
+  start(spec: DedicatedContainerSpec): Promise<ContainerRef>;
+}
+
+/** The lifecycle's pause: every process of a container frozen, and thawed; its health checks wait meanwhile. */
+export interface ContainerPausing {
+  pause(container: ContainerRef): Promise<void>;
+  resume(container: ContainerRef): Promise<void>;
+}
+
+/**
+ * A backend: a required core (containers, shells, working directories), the pool's optional hooks
+ * (init, connectContainer, workdirGone), and the capabilities some backends have, each an object a
+ * feature asks for (`backend.terminals`), absent where the backend has none (the feature answers 501).
+ */
 export interface SessionBackend {
   readonly kind: string;
   /** Once, before any container starts: check prerequisites, sweep what a crashed broker left. */
@@ -224,12 +249,6 @@ export interface SessionBackend {
    * removed with removeContainer.
    */
   connectContainer?(container: ContainerRef): Promise<void>;
-  /** Optional: a bash in a pseudo-terminal in `container` (the workspaces need it). */
-  openTerminal?(container: ContainerRef, options: TerminalOptions): Promise<TerminalProcess>;
-  /** Optional: files in a container (the workspaces' and execd's file routes need it). */
-  readonly files?: FileAccess;
-  /** Optional: a sandbox's CPU and memory use (execd's /metrics needs it). */
-  readonly meter?: ResourceMeter;
   removeContainer(container: ContainerRef): Promise<void>;
   checkContainer(container: ContainerRef): Promise<ContainerHealth>;
   openShell(container: ContainerRef, options: OpenShellOptions): Promise<ShellProcess>;
@@ -249,20 +268,22 @@ export interface SessionBackend {
    */
   workdirGone?(container: ContainerRef, dir: string): boolean;
   /**
-   * Optional: starts (core/ports/dedicatedContainers.ts) and connects a container of its own for one
-   * lifecycle sandbox, its shells served as a pool container's are (removed with removeContainer). Throws a BrokerError the client can act on (an image that is not there).
+   * The address the broker reaches a container's ports at (its IP on its network), or null when it
+   * has none (network mode none). Lifecycle endpoints of other ports proxy there.
    */
-  startDedicated?(spec: DedicatedContainerSpec): Promise<ContainerRef>;
-  /**
-   * Optional: the address the broker reaches a container's ports at (its IP on its network), or
-   * null when it has none (network mode none). Lifecycle endpoints of other ports proxy there.
-   */
-  containerAddress?(container: ContainerRef): Promise<string | null>;
-  /** Optional: freezes every process of a container (lifecycle pause); its health checks wait meanwhile. */
-  pauseContainer?(container: ContainerRef): Promise<void>;
-  /** Optional: thaws a container paused by pauseContainer. */
-  resumeContainer?(container: ContainerRef): Promise<void>;
+  containerAddress(container: ContainerRef): Promise<string | null>;
   close(): Promise<void>;
+
+  /** Capability: terminals (the workspaces need it). */
+  readonly terminals?: Terminals;
+  /** Capability: files in a container (the workspaces' and execd's file routes need it). */
+  readonly files?: FileAccess;
+  /** Capability: a sandbox's CPU and memory use (execd's /metrics needs it). */
+  readonly meter?: ResourceMeter;
+  /** Capability: containers of their own for lifecycle sandboxes. */
+  readonly dedicated?: DedicatedSessions;
+  /** Capability: the lifecycle's pause and resume. */
+  readonly pausing?: ContainerPausing;
 }
 
 /** Where the pool API puts a lease's working directory. */

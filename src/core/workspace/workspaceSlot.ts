@@ -68,8 +68,9 @@ export class WorkspaceSlot implements WorkspacePlace {
 
   open(env: Record<string, string>, size: { cols: number; rows: number }): Promise<TerminalProcess> {
     const { slot } = this;
-    if (!this.backend.openTerminal) throw new Error(`the ${this.backend.kind} backend opens no terminals`);
-    return this.backend.openTerminal(slot.container, { slotId: slot.slotId, cwd: slot.workdir, env, ...size });
+    const { terminals } = this.backend;
+    if (!terminals) throw new Error(`the ${this.backend.kind} backend opens no terminals`);
+    return terminals.open(slot.container, { slotId: slot.slotId, cwd: slot.workdir, env, ...size });
   }
 
   /** Gives the current slot back and takes another (it throws when the pool has none or is closing). */

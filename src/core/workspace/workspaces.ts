@@ -63,7 +63,7 @@ export class Workspaces {
 
   private async make(id: string, signal?: AbortSignal): Promise<Workspace> {
     if (this.closing) throw new ShuttingDownError();
-    if (!this.backend.openTerminal) throw new NotSupportedError(`the ${this.backend.kind} backend opens no terminals`);
+    if (!this.backend.terminals) throw new NotSupportedError(`the ${this.backend.kind} backend opens no terminals`);
     const slot = new WorkspaceSlot(await this.takeSlot(signal), (s) => this.takeSlot(s), this.backend);
     const ws = new Workspace(id, slot, this.options);
     try {
