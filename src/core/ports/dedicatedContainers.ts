@@ -35,7 +35,7 @@ export interface ContainerMount {
 
 export interface DedicatedContainerSpec {
   kind: Exclude<ContainerKind, 'pool'>;
-  /** The id of the sandbox (lifecycle or group) or task the container is for; names it, with the kind. */
+  /** The id of the lifecycle sandbox, group sandbox (`group/sandbox`) or task the container is for; names it, with the kind. */
   owner: string;
   image: string;
   env: Readonly<Record<string, string>>;

@@ -84,7 +84,8 @@ export class DockerSandboxContainers implements SandboxContainers {
     if (spec.socketDir) mounts.push({ hostPath: spec.socketDir, containerPath: SOCKET_DIR_IN_CONTAINER, readOnly: true });
     return {
       kind: 'group',
-      owner: spec.sandboxId,
+      // Sandbox ids are a group's own: another group of this broker may have one of the same name.
+      owner: `${spec.groupId}/${spec.sandboxId}`,
       image: this.options.image,
       // The main process forwards the attachments' sockets (or waits, with none); the terminal and the tools are execs.
       entrypoint: ['python3', `${FILES_DIR}/${FORWARDER_FILE}`, JSON.stringify(forwards)],
