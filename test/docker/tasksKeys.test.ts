@@ -93,7 +93,7 @@ for (const { provider, keyName, prefix, header } of PROVIDERS) describeDocker(`a
     // ... and the key is nowhere.
     expect(scan.hits.key).toEqual([]);
 
-    const [info] = (await fx.containers()).filter((c) => c.Labels['io.bash-broker.task-id'] === id);
+    const [info] = (await fx.containers()).filter((c) => c.Labels['io.bash-broker.kind'] === 'task' && c.Labels['io.bash-broker.owner'] === id);
     const container = docker.getContainer(info.Id);
     const inspectBefore = await container.inspect();
     const logs = (await container.logs({ stdout: true, stderr: true })).toString('utf8');
