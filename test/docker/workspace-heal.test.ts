@@ -8,22 +8,12 @@ import Dockerode from 'dockerode';
 import { eventually, startTestBroker, testDeployment, waitFullPool, type TestBroker } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import { containerExists, execIn, removeLabelledContainers } from '../helpers/dockerFaults';
-import { openEvents, openTerminal, type Event } from '../helpers/workspaceClient';
+import { openEvents, openTerminal, workspaceContainer, type Event } from '../helpers/workspaceClient';
 
 const LONG = 90_000;
 jest.setTimeout(300_000);
 const DEPLOYMENT = testDeployment(`ws-heal-${process.pid}`);
 const docker = new Dockerode();
-
-/** The pool container whose hostname the workspace's shell reports. */
-async function workspaceContainer(tb: TestBroker): Promise<string> {
-  const r = await tb.post('/api/execute', { command: 'echo host=$HOSTNAME' });
-  expect(r.status).toBe(200);
-  const host = /host=([0-9a-f]{12})/.exec(r.json.stdout)?.[1];
-  const entry = tb.broker.pool.containers.find((c) => host && c.ref?.id.startsWith(host));
-  if (!entry?.ref) throw new Error(`no pool container has the workspace's hostname (${r.json.stdout})`);
-  return entry.ref.id;
-}
 
 describeDocker('docker: a workspace moves to a new slot when its container fails', () => {
   let tb: TestBroker | null = null;

@@ -95,3 +95,13 @@ export async function linesOf(tb: TestBroker, jobId: string, prefix = ''): Promi
   const r = await tb.get(`${prefix}/api/workspace/logs?offset=-1000&limit=1000`);
   return (r.json as Event[]).filter((e) => e.type === 'output' && e.job_id === jobId).map((e) => e.line as string);
 }
+
+/** The id of the pool container the default workspace's shell runs in (a container's hostname is its short id; Docker). */
+export async function workspaceContainer(tb: TestBroker): Promise<string> {
+  const r = await tb.post('/api/execute', { command: 'echo host=$HOSTNAME' });
+  if (r.status !== 200) throw new Error(`execute answered ${r.status}: ${r.text}`);
+  const host = /host=([0-9a-f]{12})/.exec(r.json.stdout)?.[1];
+  const entry = tb.broker.pool.containers.find((c) => host && c.ref?.id.startsWith(host));
+  if (!entry?.ref) throw new Error(`no pool container has the workspace's hostname (${r.json.stdout})`);
+  return entry.ref.id;
+}
