@@ -6,34 +6,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { CONFIG_DIR, sourcesUnder, variablesRead } from '../helpers/configVariables';
 
 const ROOT = path.join(__dirname, '..', '..');
-const CONFIG_DIR = path.join(ROOT, 'src', 'config');
 const PAGE = path.join(ROOT, 'docs', 'configuration.md');
 /** Read by docker-modem (under dockerode), not by the broker's configuration; the page says so. */
 const DOCKER_CLIENT_VARIABLES = ['DOCKER_HOST', 'DOCKER_TLS_VERIFY', 'DOCKER_CERT_PATH'];
-
-function sourcesUnder(dir: string): string[] {
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) return sourcesUnder(full);
-    return entry.name.endsWith('.ts') ? [fs.readFileSync(full, 'utf8')] : [];
-  });
-}
-
-/**
- * The names the configuration reads: `env.NAME`, `env['NAME']`, and the names passed to its readers
- * (`int(env, 'NAME', ...)`, aliases, the credential keys). In src/config every all-capitals string
- * literal is such a name, so all of them count.
- */
-function variablesRead(sources: string[]): Set<string> {
-  const names = new Set<string>();
-  for (const source of sources) {
-    for (const m of source.matchAll(/\benv\.([A-Z][A-Z0-9_]*)\b/g)) names.add(m[1]);
-    for (const m of source.matchAll(/'([A-Z][A-Z0-9_]+)'/g)) names.add(m[1]);
-  }
-  return names;
-}
 
 /** Every name the page sets in code type: `NAME`, or `NAME=value`. */
 function variablesNamed(page: string): Set<string> {
