@@ -53,7 +53,8 @@ export class RigEngine {
     this.socketPath = path.join(this.dir, 'docker.sock');
     this.host = `unix://${this.socketPath}`;
     this.bridge = `bbr-${spec.rigId}-${spec.index}`.slice(0, 15);
-    this.docker = new Dockerode({ socketPath: this.socketPath });
+    // Bounded: an engine that accepts a connection and never answers must fail a wait, not hang it.
+    this.docker = new Dockerode({ socketPath: this.socketPath, timeout: 30_000 });
   }
 
   /** The subnet's addresses start with this (the bridge's /24 without its last number). */
@@ -62,7 +63,8 @@ export class RigEngine {
   }
 
   private get log(): string {
-    return path.join(this.dir, 'dockerd.log');
+    // Beside its directory, not in it: a destroyed engine's log is still there to read.
+    return path.join(this.spec.rigDir, `${this.name}.log`);
   }
 
   /** dockerd's pid while it runs: its pidfile, checked against its command line (pids are reused). */
