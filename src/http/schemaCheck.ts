@@ -4,28 +4,51 @@
  * order: the `x-refusal` of the schema where it failed words the refusal, by keyword (`type`,
  * `required`, `maximum`...) or for any (`*`), so a declared schema answers the same 400s as the
  * hand-written checks it replaces. In a refusal, `{field}` is where it failed (`startup_commands[1]`),
- * `{a}` what was sent in words (`a string`, `null`), `{json}` its JSON, `{value}` its text, `{limit}`
+ * `{top}` the body's own field or item it is in (`startup_commands`), `{a}` what was sent in words (`a string`, `null`), `{json}` its JSON, `{value}` its text, `{limit}`
  * and `{missing}` what the keyword names.
  *
- * Rules no JSON Schema states are keywords: `x-max-bytes` (a string's UTF-8 size, a 413), and the
- * domain checks an API adds (addDomainCheck): a function that throws the broker's own error, run in
- * the schema's order like the rest. These keywords are the broker's own working: publishedSchema()
+ * Rules no JSON Schema states are keywords: `x-max-bytes` (a string's UTF-8 size, a 413),
+ * `x-not-blank` (a string with more than white space), `x-unserved` (a field the broker does not
+ * serve: any value but null is refused as unsupported, a 400 NOT_SUPPORTED, or as not implemented,
+ * a 501), and the domain checks an API adds (addDomainCheck): a function that throws the broker's
+ * own error, run in the schema's order like the rest. These keywords are the broker's own working: publishedSchema()
  * takes them out of the schemas /openapi.json shows.
  */
 import Ajv, { type ErrorObject } from 'ajv';
 import type { Static, TSchema } from '@sinclair/typebox';
-import { BadRequestError, PayloadTooLargeError } from '../common/errors';
+import { BadRequestError, NotImplementedError, NotSupportedError, PayloadTooLargeError } from '../common/errors';
 import { describe } from '../common/inWords';
 
 const REFUSAL = 'x-refusal';
 const MAX_BYTES = 'x-max-bytes';
+const NOT_BLANK = 'x-not-blank';
+const UNSERVED = 'x-unserved';
 /** The keywords only these checks read: their wording and their rules, never a client's business. */
-const CHECK_KEYWORDS = new Set([REFUSAL, MAX_BYTES]);
+const CHECK_KEYWORDS = new Set([REFUSAL, MAX_BYTES, NOT_BLANK, UNSERVED]);
+
+/**
+ * `x-unserved`: how a field the broker does not serve is refused. `emptyIsAbsent`: false, an empty
+ * list or object counts as not sent (null always does).
+ */
+export interface Unserved {
+  as: 'unsupported' | 'not_implemented';
+  emptyIsAbsent?: boolean;
+}
+
+function sent(value: unknown, emptyIsAbsent: boolean): boolean {
+  if (value === null) return false;
+  if (!emptyIsAbsent) return true;
+  if (value === false) return false;
+  if (Array.isArray(value)) return value.length > 0;
+  return typeof value !== 'object' || Object.keys(value).length > 0;
+}
 
 // verbose: a refusal reads the failing schema's words and the value sent. Unknown fields stay (no removeAdditional).
 const ajv = new Ajv({ allErrors: false, verbose: true, allowUnionTypes: true });
 ajv.addKeyword({ keyword: REFUSAL, schemaType: 'object' });
 ajv.addKeyword({ keyword: MAX_BYTES, type: 'string', schemaType: 'number', errors: false, validate: (limit: number, text: string) => Buffer.byteLength(text) <= limit });
+ajv.addKeyword({ keyword: NOT_BLANK, type: 'string', schemaType: 'boolean', errors: false, validate: (on: boolean, text: string) => !on || text.trim() !== '' });
+ajv.addKeyword({ keyword: UNSERVED, schemaType: 'object', errors: false, validate: (rule: Unserved, value: unknown) => !sent(value, rule.emptyIsAbsent === true) });
 
 /** A keyword `name: true` on object schemas: `check` throws the refusal (a BrokerError) or returns. */
 export function addDomainCheck(name: string, check: (value: Record<string, unknown>) => void): void {
@@ -48,6 +71,7 @@ function refusal(e: ErrorObject): string {
   const template = words[e.keyword] ?? words['*'] ?? `'{field}' ${e.message ?? 'is not valid'}`;
   const facts: Record<string, () => string> = {
     field: () => fieldName(e.instancePath),
+    top: () => fieldName(e.instancePath.split('/').slice(0, 2).join('/')),
     a: () => describe(e.data),
     json: () => JSON.stringify(e.data),
     value: () => String(e.data),
@@ -63,7 +87,9 @@ export function compileCheck<T extends TSchema>(schema: T): (value: unknown) => 
   return (value) => {
     if (validate(value)) return value as Static<T>;
     const e = validate.errors![0];
-    throw e.keyword === MAX_BYTES ? new PayloadTooLargeError(refusal(e)) : new BadRequestError(refusal(e));
+    if (e.keyword === MAX_BYTES) throw new PayloadTooLargeError(refusal(e));
+    if (e.keyword === UNSERVED) throw (e.schema as Unserved).as === 'unsupported' ? new NotSupportedError(refusal(e)) : new NotImplementedError(refusal(e));
+    throw new BadRequestError(refusal(e));
   };
 }
 

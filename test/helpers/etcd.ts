@@ -4,23 +4,13 @@
  * going away starts it again on the same ports); `destroy()` ends it and removes the directory.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { eventually } from './broker';
+import { freePort } from './freePort';
 
-/** A free loopback port (released at once: etcd binds it right after). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 export class TestEtcd {
   private proc: ChildProcess | null = null;

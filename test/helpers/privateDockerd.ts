@@ -25,7 +25,7 @@ const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 45_000;
 
 /** /proc/<pid>/stat's start time: with the pid, it names a process even after pid reuse. */
-function startTimeOf(pid: number): string | null {
+export function startTimeOf(pid: number): string | null {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
     return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;

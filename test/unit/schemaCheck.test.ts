@@ -66,3 +66,33 @@ describe('publishedSchema', () => {
     expect(schema.properties.name['x-refusal']).toEqual({ '*': 'no' });
   });
 });
+
+describe('the keywords of fields the broker words or does not serve', () => {
+  const fields = compileCheck(
+    Type.Object({
+      note: Type.Optional(Type.String({ 'x-not-blank': true, 'x-refusal': { 'x-not-blank': "'{field}' must not be empty" } })),
+      uid: Type.Optional(Type.Unsafe({ 'x-unserved': { as: 'unsupported' }, 'x-refusal': { 'x-unserved': "'{field}' is not supported" } })),
+      volumes: Type.Optional(Type.Unsafe({ 'x-unserved': { as: 'not_implemented', emptyIsAbsent: true }, 'x-refusal': { 'x-unserved': 'volumes are not served' } })),
+    }),
+  );
+  const kind = (value: unknown): string => {
+    try {
+      fields(value);
+      return 'none';
+    } catch (err) {
+      return `${(err as Error).constructor.name}: ${(err as Error).message}`;
+    }
+  };
+
+  it('refuses a string of white space only as blank', () => {
+    expect(kind({ note: ' \n\t' })).toBe("BadRequestError: 'note' must not be empty");
+    expect(kind({ note: ' x ' })).toBe('none');
+  });
+
+  it('refuses an unserved field by its kind: unsupported (400) or not implemented (501), null and (when asked) empty being absent', () => {
+    expect(kind({ uid: 0 })).toBe("NotSupportedError: 'uid' is not supported");
+    expect(kind({ uid: null })).toBe('none');
+    expect(kind({ volumes: [{}] })).toBe('NotImplementedError: volumes are not served');
+    expect([kind({ volumes: [] }), kind({ volumes: {} }), kind({ volumes: false }), kind({ volumes: null })]).toEqual(['none', 'none', 'none', 'none']);
+  });
+});

@@ -11,7 +11,10 @@ import type { Router } from '../../http/router';
 import { parseCreateContext, parseRunCode, queryParam, requiredQuery, type ExecdInputLimits } from './execdInput';
 import { sendDone, streamRun } from './execdStream';
 import { execdTarget } from './execdCommandRoutes';
-import { execdPrefix } from './execdPrefix';
+import { served } from '../../http/contract';
+import { EXECD_PROCESS_CONTRACT } from './execdContract';
+
+const R = EXECD_PROCESS_CONTRACT.routes;
 
 export function execdCodeRouter(execd: ExecdService, directory: SandboxDirectory, limits: ExecdInputLimits): Router {
   const target = (id: string): ReturnType<typeof execdTarget> => execdTarget(execd, directory, id);
@@ -20,65 +23,35 @@ export function execdCodeRouter(execd: ExecdService, directory: SandboxDirectory
     errors: openSandboxErrorFormat,
     pathPrefix: '/sandboxes',
     routes: [
-      {
-        method: 'POST',
-        path: `${execdPrefix('sandboxId')}/code/context`,
-        body: 'json',
-        async handle({ params, body, res }) {
-          const language = parseCreateContext(body);
-          sendJson(res, 200, await target(params.sandboxId).execd.contexts.create(language));
-        },
-      },
-      {
-        method: 'GET',
-        path: `${execdPrefix('sandboxId')}/code/contexts`,
-        handle({ params, query, res }) {
-          const language = queryParam(query, 'language');
-          sendJson(res, 200, target(params.sandboxId).execd.contexts.list(language ? codeLanguage(language) : null));
-        },
-      },
-      {
-        method: 'DELETE',
-        path: `${execdPrefix('sandboxId')}/code/contexts`,
-        async handle({ params, query, res }) {
-          const language = codeLanguage(requiredQuery(query, 'language'));
-          await target(params.sandboxId).execd.contexts.deleteLanguage(language);
-          sendDone(res);
-        },
-      },
-      {
-        method: 'GET',
-        path: `${execdPrefix('sandboxId')}/code/contexts/:contextId`,
-        handle({ params, res }) {
-          sendJson(res, 200, target(params.sandboxId).execd.contexts.get(params.contextId));
-        },
-      },
-      {
-        method: 'DELETE',
-        path: `${execdPrefix('sandboxId')}/code/contexts/:contextId`,
-        async handle({ params, res }) {
-          await target(params.sandboxId).execd.contexts.delete(params.contextId);
-          sendDone(res);
-        },
-      },
-      {
-        method: 'POST',
-        path: `${execdPrefix('sandboxId')}/code`,
-        body: 'json',
-        async handle({ params, body, res }) {
-          const t = target(params.sandboxId);
-          const { code, contextId, language } = parseRunCode(body, limits);
-          await streamRun(res, await t.execd.code(code, contextId, language), t.touch);
-        },
-      },
-      {
-        method: 'DELETE',
-        path: `${execdPrefix('sandboxId')}/code`,
-        handle({ params, query, res }) {
-          target(params.sandboxId).execd.interrupt(requiredQuery(query, 'id'));
-          sendDone(res);
-        },
-      },
+      served(R.createContext, async ({ params, body, res }) => {
+        const language = parseCreateContext(body);
+        sendJson(res, 200, await target(params.sandboxId).execd.contexts.create(language));
+      }),
+      served(R.listContexts, ({ params, query, res }) => {
+        const language = queryParam(query, 'language');
+        sendJson(res, 200, target(params.sandboxId).execd.contexts.list(language ? codeLanguage(language) : null));
+      }),
+      served(R.deleteContexts, async ({ params, query, res }) => {
+        const language = codeLanguage(requiredQuery(query, 'language'));
+        await target(params.sandboxId).execd.contexts.deleteLanguage(language);
+        sendDone(res);
+      }),
+      served(R.getContext, ({ params, res }) => {
+        sendJson(res, 200, target(params.sandboxId).execd.contexts.get(params.contextId));
+      }),
+      served(R.deleteContext, async ({ params, res }) => {
+        await target(params.sandboxId).execd.contexts.delete(params.contextId);
+        sendDone(res);
+      }),
+      served(R.runCode, async ({ params, body, res }) => {
+        const t = target(params.sandboxId);
+        const { code, contextId, language } = parseRunCode(body, limits);
+        await streamRun(res, await t.execd.code(code, contextId, language), t.touch);
+      }),
+      served(R.interruptCode, ({ params, query, res }) => {
+        target(params.sandboxId).execd.interrupt(requiredQuery(query, 'id'));
+        sendDone(res);
+      }),
     ],
   };
 }

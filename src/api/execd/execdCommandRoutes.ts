@@ -13,7 +13,10 @@ import { sendJson } from '../../http/httpJson';
 import type { Router } from '../../http/router';
 import { parseCreateSession, parseCursor, parseRunCommand, parseSessionRun, requiredQuery, type ExecdInputLimits } from './execdInput';
 import { sendDone, streamRun } from './execdStream';
-import { execdPrefix } from './execdPrefix';
+import { served } from '../../http/contract';
+import { EXECD_PROCESS_CONTRACT } from './execdContract';
+
+const R = EXECD_PROCESS_CONTRACT.routes;
 
 /** The sandbox of a request and its execd. */
 export interface ExecdTarget {
@@ -49,82 +52,47 @@ export function execdCommandRouter(execd: ExecdService, directory: SandboxDirect
     errors: openSandboxErrorFormat,
     pathPrefix: '/sandboxes',
     routes: [
-      {
-        method: 'GET',
-        path: `${execdPrefix('sandboxId')}/ping`,
-        handle({ params, res }) {
-          // A client pings before its first command (the SDK waits for it): a runner gets ready
-          // meanwhile, opened once the answer is out (opening one costs a spawn the ping must not wait on).
-          const { execd } = target(params.sandboxId);
-          sendDone(res);
-          execd.warm();
-        },
-      },
-      {
-        method: 'POST',
-        path: `${execdPrefix('sandboxId')}/command`,
-        body: 'json',
-        async handle({ params, body, res }) {
-          const t = target(params.sandboxId);
-          const run = await t.execd.command(parseRunCommand(body, t.handle.root, limits));
-          await streamRun(res, run, t.touch);
-        },
-      },
-      {
-        method: 'DELETE',
-        path: `${execdPrefix('sandboxId')}/command`,
-        handle({ params, query, res }) {
-          target(params.sandboxId).execd.interrupt(requiredQuery(query, 'id'));
-          sendDone(res);
-        },
-      },
-      {
-        method: 'GET',
-        path: `${execdPrefix('sandboxId')}/command/status/:commandId`,
-        handle({ params, res }) {
-          sendJson(res, 200, statusBody(target(params.sandboxId).execd.status(params.commandId)));
-        },
-      },
-      {
-        method: 'GET',
-        path: `${execdPrefix('sandboxId')}/command/:commandId/logs`,
-        handle({ params, query, res }) {
-          const { text, nextCursor } = target(params.sandboxId).execd.logs(params.commandId, parseCursor(query));
-          res.writeHead(200, {
-            'Content-Type': 'text/plain; charset=utf-8',
-            'Content-Length': String(Buffer.byteLength(text)),
-            'EXECD-COMMANDS-TAIL-CURSOR': String(nextCursor),
-          });
-          res.end(text);
-        },
-      },
-      {
-        method: 'POST',
-        path: `${execdPrefix('sandboxId')}/session`,
-        body: 'json',
-        async handle({ params, body, res }) {
-          const t = target(params.sandboxId);
-          sendJson(res, 200, { session_id: await t.execd.createSession(parseCreateSession(body, t.handle.root)) });
-        },
-      },
-      {
-        method: 'POST',
-        path: `${execdPrefix('sandboxId')}/session/:sessionId/run`,
-        body: 'json',
-        async handle({ params, body, res }) {
-          const t = target(params.sandboxId);
-          const { command, cwd, timeoutMs } = parseSessionRun(body, t.handle.root, limits);
-          await streamRun(res, t.execd.sessionRun(params.sessionId, command, { cwd, timeoutMs }), t.touch);
-        },
-      },
-      {
-        method: 'DELETE',
-        path: `${execdPrefix('sandboxId')}/session/:sessionId`,
-        async handle({ params, res }) {
-          await target(params.sandboxId).execd.deleteSession(params.sessionId);
-          sendDone(res);
-        },
-      },
+      served(R.ping, ({ params, res }) => {
+        // A client pings before its first command (the SDK waits for it): a runner gets ready
+        // meanwhile, opened once the answer is out (opening one costs a spawn the ping must not wait on).
+        const { execd } = target(params.sandboxId);
+        sendDone(res);
+        execd.warm();
+      }),
+      served(R.runCommand, async ({ params, body, res }) => {
+        const t = target(params.sandboxId);
+        const run = await t.execd.command(parseRunCommand(body, t.handle.root, limits));
+        await streamRun(res, run, t.touch);
+      }),
+      served(R.interruptCommand, ({ params, query, res }) => {
+        target(params.sandboxId).execd.interrupt(requiredQuery(query, 'id'));
+        sendDone(res);
+      }),
+      served(R.commandStatus, ({ params, res }) => {
+        sendJson(res, 200, statusBody(target(params.sandboxId).execd.status(params.commandId)));
+      }),
+      served(R.commandLogs, ({ params, query, res }) => {
+        const { text, nextCursor } = target(params.sandboxId).execd.logs(params.commandId, parseCursor(query));
+        res.writeHead(200, {
+          'Content-Type': 'text/plain; charset=utf-8',
+          'Content-Length': String(Buffer.byteLength(text)),
+          'EXECD-COMMANDS-TAIL-CURSOR': String(nextCursor),
+        });
+        res.end(text);
+      }),
+      served(R.createSession, async ({ params, body, res }) => {
+        const t = target(params.sandboxId);
+        sendJson(res, 200, { session_id: await t.execd.createSession(parseCreateSession(body, t.handle.root)) });
+      }),
+      served(R.sessionRun, async ({ params, body, res }) => {
+        const t = target(params.sandboxId);
+        const { command, cwd, timeoutMs } = parseSessionRun(body, t.handle.root, limits);
+        await streamRun(res, t.execd.sessionRun(params.sessionId, command, { cwd, timeoutMs }), t.touch);
+      }),
+      served(R.deleteSession, async ({ params, res }) => {
+        await target(params.sandboxId).execd.deleteSession(params.sessionId);
+        sendDone(res);
+      }),
     ],
   };
 }

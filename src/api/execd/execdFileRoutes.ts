@@ -11,10 +11,14 @@ import { offsetLimitRange, parseRange } from '../../core/execd/execdPaths';
 import type { SandboxDirectory, SandboxHandle } from '../../core/sandbox/sandboxHandle';
 import { openSandboxErrorFormat } from '../../http/errorFormats';
 import { sendJson } from '../../http/httpJson';
-import type { HttpMethod, Route, RouteContext, Router } from '../../http/router';
-import { depthParam, fileInfo, permissionMap, renameItems, replaceItems, sendEmpty } from './execdViews';
+import type { Route, RouteContext, Router } from '../../http/router';
+import { served, type RouteContract } from '../../http/contract';
+import { depthParam, fileInfo, sendEmpty } from './execdViews';
+import { parsePermissions, parseRenames, parseReplacements } from './execdInput';
+import { EXECD_FILES_CONTRACT } from './execdContract';
 import { receiveUploads } from './execdUpload';
-import { execdPrefix } from './execdPrefix';
+
+const R = EXECD_FILES_CONTRACT.routes;
 
 function one(query: URLSearchParams, name: string): string {
   const value = query.get(name);
@@ -50,55 +54,41 @@ async function sendDownload(res: ServerResponse, files: ExecdFiles, handle: Sand
 }
 
 export function execdFileRouter(directory: SandboxDirectory, files: ExecdFiles): Router {
-  const route = (method: HttpMethod, path: string, serve: (handle: SandboxHandle, ctx: RouteContext, query: URLSearchParams) => Promise<void>, json = false): Route => ({
-    method,
-    path: `${execdPrefix('id')}${path}`,
-    body: json ? 'json' : undefined,
-    handle: (ctx) => serve(directory.resolve(ctx.params.id), ctx, new URLSearchParams(ctx.query)),
-  });
+  const route = (contract: RouteContract, serve: (handle: SandboxHandle, ctx: RouteContext, query: URLSearchParams) => Promise<void>): Route =>
+    served(contract, (ctx) => serve(directory.resolve(ctx.params.id), ctx, new URLSearchParams(ctx.query)));
   /** A route whose answer is an empty 200 once `work` is done. */
-  const empty = (method: HttpMethod, path: string, work: (handle: SandboxHandle, ctx: RouteContext, query: URLSearchParams) => Promise<void>, json = false): Route =>
-    route(
-      method,
-      path,
-      async (h, ctx, q) => {
-        await work(h, ctx, q);
-        sendEmpty(ctx.res);
-      },
-      json,
-    );
+  const empty = (contract: RouteContract, work: (handle: SandboxHandle, ctx: RouteContext, query: URLSearchParams) => Promise<void>): Route =>
+    route(contract, async (h, ctx, q) => {
+      await work(h, ctx, q);
+      sendEmpty(ctx.res);
+    });
   return {
     name: 'execd files',
     errors: openSandboxErrorFormat,
     pathPrefix: '/sandboxes',
     routes: [
-      route('GET', '/files/info', async (h, { res }, q) => {
+      route(R.info, async (h, { res }, q) => {
         const infos = await files.info(h, q.getAll('path'));
         sendJson(res, 200, Object.fromEntries([...infos].map(([path, entry]) => [path, fileInfo(entry)])));
       }),
-      empty('DELETE', '/files', (h, _ctx, q) => files.removeFiles(h, q.getAll('path'))),
-      empty('POST', '/files/permissions', (h, { body }) => files.setPermissions(h, permissionMap(body)), true),
-      empty('POST', '/files/mv', (h, { body }) => files.move(h, renameItems(body)), true),
-      route('GET', '/files/search', async (h, { res }, q) => {
+      empty(R.removeFiles, (h, _ctx, q) => files.removeFiles(h, q.getAll('path'))),
+      empty(R.permissions, (h, { body }) => files.setPermissions(h, parsePermissions(body))),
+      empty(R.move, (h, { body }) => files.move(h, parseRenames(body))),
+      route(R.search, async (h, { res }, q) => {
         sendJson(res, 200, (await files.search(h, one(q, 'path'), q.get('pattern') || '**')).map(fileInfo));
       }),
-      route(
-        'POST',
-        '/files/replace',
-        async (h, { res, body }, q) => {
-          const counts = await files.replace(h, replaceItems(body));
-          if (q.get('verbose') !== 'true') return sendEmpty(res);
-          sendJson(res, 200, Object.fromEntries([...counts].map(([path, replacedCount]) => [path, { replacedCount }])));
-        },
-        true,
-      ),
-      empty('POST', '/files/upload', async (h, { req }) => void (await receiveUploads(req, files, h))),
-      route('GET', '/files/download', (h, ctx, q) => sendDownload(ctx.res, files, h, ctx, q)),
-      route('GET', '/directories/list', async (h, { res }, q) => {
+      route(R.replace, async (h, { res, body }, q) => {
+        const counts = await files.replace(h, parseReplacements(body));
+        if (q.get('verbose') !== 'true') return sendEmpty(res);
+        sendJson(res, 200, Object.fromEntries([...counts].map(([path, replacedCount]) => [path, { replacedCount }])));
+      }),
+      empty(R.upload, async (h, { req }) => void (await receiveUploads(req, files, h))),
+      route(R.download, (h, ctx, q) => sendDownload(ctx.res, files, h, ctx, q)),
+      route(R.list, async (h, { res }, q) => {
         sendJson(res, 200, (await files.list(h, one(q, 'path'), depthParam(q.get('depth')))).map(fileInfo));
       }),
-      empty('POST', '/directories', (h, { body }) => files.makeDirectories(h, permissionMap(body)), true),
-      empty('DELETE', '/directories', (h, _ctx, q) => files.removeDirectories(h, q.getAll('path'))),
+      empty(R.makeDirectories, (h, { body }) => files.makeDirectories(h, parsePermissions(body))),
+      empty(R.removeDirectories, (h, _ctx, q) => files.removeDirectories(h, q.getAll('path'))),
     ],
   };
 }

@@ -1,103 +1,111 @@
 /**
- * Validation of execd's request bodies and queries (OpenSandbox execd's shapes). Everything is
- * checked before a shell is touched: a rejected request starts nothing.
+ * execd's request bodies checked against their contract (execdContract.ts) before a shell is
+ * touched: a rejected request starts nothing. What the schemas cannot word runs where its keyword
+ * stands: each `envs` entry (`x-execd-envs`) and each permission (`x-execd-permissions`), in the
+ * order the entries were sent. A working directory resolves against the sandbox's own once checked.
+ * The query parameters are the few small checks at the end.
  */
 import path from 'node:path';
-import { BadRequestError, NotSupportedError } from '../../common/errors';
-import { checkCommand, type CommandLimits } from '../../core/session/sessionInput';
+import { BadRequestError } from '../../common/errors';
+import type { Permission } from '../../core/ports/backend';
+import type { ReplaceItem } from '../../core/execd/execdFiles';
 import { NO_TIMEOUT_MS, type CommandRequest } from '../../core/execd/commands';
 import { codeLanguage, type CodeLanguage } from '../../core/execd/codeContexts';
+import { addDomainCheck, compileCheck } from '../../http/schemaCheck';
+import { CREATE_CONTEXT_BODY, CREATE_SESSION_BODY, PERMISSIONS_BODY, RENAME_BODY, REPLACE_BODY, runCodeBody, runCommandBody, sessionRunBody, type ExecdInputLimits } from './execdContract';
+import { permission } from './execdViews';
 
-export type ExecdInputLimits = Pick<CommandLimits, 'maxCommandBytes'>;
+export type { ExecdInputLimits } from './execdContract';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-function object(body: unknown, optional = false): Record<string, unknown> {
-  if (body === undefined && optional) return {};
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new BadRequestError(`error parsing request: the body must be a JSON object${optional ? ' (or empty)' : ''}`);
-  }
-  return body as Record<string, unknown>;
-}
-
-function optionalString(obj: Record<string, unknown>, field: string): string | undefined {
-  const v = obj[field];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string') throw new BadRequestError(`'${field}' must be a string`);
-  if (v.includes('\0')) throw new BadRequestError(`'${field}' must not contain NUL bytes`);
-  return v;
-}
-
-/** A working directory: absolute, or relative to the sandbox's own (`root`); empty is the root. */
-function directory(obj: Record<string, unknown>, field: string, root: string): string | undefined {
-  const v = optionalString(obj, field);
-  return v === undefined ? undefined : v === '' ? root : path.posix.resolve(root, v);
-}
-
-/** A timeout in ms: absent, null or 0 is none. */
-function timeoutMs(obj: Record<string, unknown>): number | null {
-  const t = obj.timeout;
-  if (t === undefined || t === null || t === 0) return null;
-  if (typeof t !== 'number' || !Number.isInteger(t) || t < 0) throw new BadRequestError(`'timeout' must be a whole number of milliseconds >= 0, got ${JSON.stringify(t)}`);
-  return Math.min(t, NO_TIMEOUT_MS);
-}
-
-function required(obj: Record<string, unknown>, field: string, limits: ExecdInputLimits): string {
-  if (!(field in obj)) throw new BadRequestError(`'${field}' is required`);
-  const v = checkCommand(obj[field], field, { ...limits, defaultTimeoutSeconds: 0, maxTimeoutSeconds: 0 });
-  if (v.trim() === '') throw new BadRequestError(`'${field}' must not be empty`);
-  return v;
-}
-
-function envs(obj: Record<string, unknown>): Record<string, string> {
-  const v = obj.envs;
-  if (v === undefined || v === null) return {};
-  if (typeof v !== 'object' || Array.isArray(v)) throw new BadRequestError("'envs' must be an object of name -> string value");
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(v as Record<string, unknown>)) {
+addDomainCheck('x-execd-envs', (envs) => {
+  for (const [name, value] of Object.entries(envs)) {
     if (!ENV_NAME.test(name)) throw new BadRequestError(`envs: ${JSON.stringify(name)} is not a valid variable name`);
     if (typeof value !== 'string') throw new BadRequestError(`envs.${name} must be a string`);
     if (value.includes('\0')) throw new BadRequestError(`envs.${name} must not contain NUL bytes`);
-    out[name] = value;
   }
-  return out;
+});
+
+/** The permissions a body's check read, so each entry is parsed once. */
+const checkedPermissions = new WeakMap<object, Map<string, Permission>>();
+addDomainCheck('x-execd-permissions', (entries) => {
+  const out = new Map<string, Permission>();
+  for (const [where, raw] of Object.entries(entries)) out.set(where, permission(raw, where));
+  checkedPermissions.set(entries, out);
+});
+
+/** Compiled once per command size limit (a broker has one). */
+function perLimit<T>(compile: (limits: ExecdInputLimits) => T): (limits: ExecdInputLimits) => T {
+  const compiled = new Map<number, T>();
+  return (limits) => {
+    let check = compiled.get(limits.maxCommandBytes);
+    if (!check) compiled.set(limits.maxCommandBytes, (check = compile(limits)));
+    return check;
+  };
+}
+
+const runCommandCheck = perLimit((limits) => compileCheck(runCommandBody(limits)));
+const sessionRunCheck = perLimit((limits) => compileCheck(sessionRunBody(limits)));
+const runCodeCheck = perLimit((limits) => compileCheck(runCodeBody(limits)));
+const createSessionCheck = compileCheck(CREATE_SESSION_BODY);
+const createContextCheck = compileCheck(CREATE_CONTEXT_BODY);
+const permissionsCheck = compileCheck(PERMISSIONS_BODY);
+const renameCheck = compileCheck(RENAME_BODY);
+const replaceCheck = compileCheck(REPLACE_BODY);
+
+/** A working directory: absolute, or relative to the sandbox's own (`root`); empty is the root. */
+function directory(cwd: string | null | undefined, root: string): string | undefined {
+  return cwd === undefined || cwd === null ? undefined : cwd === '' ? root : path.posix.resolve(root, cwd);
+}
+
+/** A timeout in ms: absent, null or 0 is none. */
+function timeoutMs(t: number | null | undefined): number | null {
+  return t === undefined || t === null || t === 0 ? null : Math.min(t, NO_TIMEOUT_MS);
 }
 
 /** POST /command. */
 export function parseRunCommand(body: unknown, root: string, limits: ExecdInputLimits): CommandRequest {
-  const obj = object(body);
-  const command = required(obj, 'command', limits);
-  if (obj.background !== undefined && obj.background !== null && typeof obj.background !== 'boolean') throw new BadRequestError("'background' must be a boolean");
-  for (const id of ['uid', 'gid']) {
-    if (obj[id] !== undefined && obj[id] !== null) throw new NotSupportedError(`'${id}' is not supported here: commands run as the sandbox's own user`);
-  }
-  return { command, cwd: directory(obj, 'cwd', root) ?? root, envs: envs(obj), timeoutMs: timeoutMs(obj), background: obj.background === true };
+  const obj = runCommandCheck(limits)(body);
+  return { command: obj.command, cwd: directory(obj.cwd, root) ?? root, envs: obj.envs ?? {}, timeoutMs: timeoutMs(obj.timeout), background: obj.background === true };
 }
 
 /** POST /session: an empty body is allowed. */
 export function parseCreateSession(body: unknown, root: string): string {
-  return directory(object(body, true), 'cwd', root) ?? root;
+  return directory(createSessionCheck(body === undefined ? {} : body).cwd, root) ?? root;
 }
 
 /** POST /session/{id}/run. */
 export function parseSessionRun(body: unknown, root: string, limits: ExecdInputLimits): { command: string; cwd?: string; timeoutMs: number | null } {
-  const obj = object(body);
-  return { command: required(obj, 'command', limits), cwd: directory(obj, 'cwd', root), timeoutMs: timeoutMs(obj) };
+  const obj = sessionRunCheck(limits)(body);
+  return { command: obj.command, cwd: directory(obj.cwd, root), timeoutMs: timeoutMs(obj.timeout) };
 }
 
 /** POST /code/context. */
 export function parseCreateContext(body: unknown): CodeLanguage {
-  return codeLanguage(object(body).language);
+  return createContextCheck(body).language;
 }
 
 /** POST /code: `context` may name an id, a language, both or neither. */
 export function parseRunCode(body: unknown, limits: ExecdInputLimits): { code: string; contextId: string | null; language: CodeLanguage | null } {
-  const obj = object(body);
-  const code = required(obj, 'code', limits);
-  const context = obj.context === undefined || obj.context === null ? {} : object(obj.context);
-  const id = optionalString(context, 'id');
-  const language = optionalString(context, 'language');
-  return { code, contextId: id ? id : null, language: language ? codeLanguage(language) : null };
+  const obj = runCodeCheck(limits)(body);
+  const { id, language } = obj.context ?? {};
+  return { code: obj.code, contextId: id ? id : null, language: language ? codeLanguage(language) : null };
+}
+
+/** `{"/path": {mode, owner, group}, ...}` (permissions, directories). */
+export function parsePermissions(body: unknown): Map<string, Permission> {
+  return checkedPermissions.get(permissionsCheck(body) as object)!;
+}
+
+/** `[{"src": ..., "dest": ...}, ...]`. */
+export function parseRenames(body: unknown): { src: string; dest: string }[] {
+  return renameCheck(body).map(({ src, dest }) => ({ src, dest }));
+}
+
+/** `{"/path": {"old": ..., "new": ...}, ...}`. */
+export function parseReplacements(body: unknown): Map<string, ReplaceItem> {
+  return new Map(Object.entries(replaceCheck(body)).map(([where, { old, new: replacement }]) => [where, { old, new: replacement }]));
 }
 
 /** One query parameter, or null when absent. */

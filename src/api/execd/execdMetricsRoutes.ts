@@ -10,7 +10,10 @@ import { openSandboxErrorFormat } from '../../http/errorFormats';
 import { sendJson } from '../../http/httpJson';
 import type { Router } from '../../http/router';
 import { openEventStream } from '../../http/sse';
-import { execdPrefix } from './execdPrefix';
+import { served } from '../../http/contract';
+import { EXECD_FILES_CONTRACT } from './execdContract';
+
+const R = EXECD_FILES_CONTRACT.routes;
 
 export function execdMetricsRouter(directory: SandboxDirectory, metrics: ExecdMetrics): Router {
   return {
@@ -18,30 +21,22 @@ export function execdMetricsRouter(directory: SandboxDirectory, metrics: ExecdMe
     errors: openSandboxErrorFormat,
     pathPrefix: '/sandboxes',
     routes: [
-      {
-        method: 'GET',
-        path: `${execdPrefix('id')}/metrics`,
-        handle: async ({ res, params }) => sendJson(res, 200, await metrics.snapshot(directory.resolve(params.id))),
-      },
-      {
-        method: 'GET',
-        path: `${execdPrefix('id')}/metrics/watch`,
-        handle: async ({ res, params }) => {
-          const handle = directory.resolve(params.id); // an unknown id is a 404 before the stream opens
-          const stream = openEventStream(res);
-          try {
-            await metrics.watch(handle, stream.signal, async (report) => {
-              // Re-resolved each second: a sandbox that ended ends its watch (the catch below says why).
-              directory.resolve(handle.id);
-              if (!stream.send({ data: JSON.stringify(report) })) await stream.drained();
-            });
-          } catch (err) {
-            stream.send({ event: 'error', data: JSON.stringify({ code: 'RUNTIME_ERROR', message: errorMessage(err) }) });
-          } finally {
-            stream.close();
-          }
-        },
-      },
+      served(R.metrics, async ({ res, params }) => sendJson(res, 200, await metrics.snapshot(directory.resolve(params.id)))),
+      served(R.watchMetrics, async ({ res, params }) => {
+        const handle = directory.resolve(params.id); // an unknown id is a 404 before the stream opens
+        const stream = openEventStream(res);
+        try {
+          await metrics.watch(handle, stream.signal, async (report) => {
+            // Re-resolved each second: a sandbox that ended ends its watch (the catch below says why).
+            directory.resolve(handle.id);
+            if (!stream.send({ data: JSON.stringify(report) })) await stream.drained();
+          });
+        } catch (err) {
+          stream.send({ event: 'error', data: JSON.stringify({ code: 'RUNTIME_ERROR', message: errorMessage(err) }) });
+        } finally {
+          stream.close();
+        }
+      }),
     ],
   };
 }

@@ -8,32 +8,14 @@
  * Limits of the configuration (BROKER_MAX_COMMAND_TIMEOUT, BROKER_MAX_COMMAND_BYTES) join the schemas
  * the routes check with; the document shows the schemas without them.
  */
-import { Type, type Static, type TSchema, type TUnsafe } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { MAX_GROUP_SIZE } from '../../core/pool/groupAcquire';
 import type { CommandLimits } from '../../core/session/sessionInput';
-
-/** A field that may also be sent as null, which means absent. */
-function orNull<T extends TSchema>(schema: T): TUnsafe<Static<T> | null> {
-  return Type.Unsafe<Static<T> | null>({ ...schema, type: [schema.type, 'null'] });
-}
+import { commandSchema, orNull } from '../contractParts';
 
 const REFUSE_NON_OBJECT = 'Request body must be a JSON object, got {a}';
-const NO_NUL = '^[^\\u0000]*$';
 /** Printable, up to this long: a UUID, a trace id, an episode and step number. */
 export const MAX_REQUEST_ID_CHARS = 200;
-
-/** A shell command: a string without NUL bytes, at most BROKER_MAX_COMMAND_BYTES (a 413 beyond). */
-function commandSchema(limits?: CommandLimits) {
-  return Type.String({
-    pattern: NO_NUL,
-    ...(limits ? { 'x-max-bytes': limits.maxCommandBytes } : {}),
-    'x-refusal': {
-      type: "'{field}' must be a string, got {a}",
-      pattern: "'{field}' must not contain NUL bytes",
-      'x-max-bytes': "'{field}' is longer than {limit} bytes (BROKER_MAX_COMMAND_BYTES); send large scripts as files",
-    },
-  });
-}
 
 const REQUEST_ID = orNull(
   Type.String({

@@ -10,9 +10,13 @@
  * - /output is the terminal's job output since the last read; an observation counts as a read.
  * - a terminal shell that dies is replaced by the workspace at once; the next observation (or
  *   /output) says so in its stderr.
+ * - a terminal shell that dies with its container fails the sandbox: the action running then, and
+ *   every later one, answers that the container failed (its /health says so too) until the
+ *   sandbox is stopped and started again. No shell is restarted in a dead container.
  */
 import type { ContainerHealth } from '../ports/backend';
 import { BrokerError, errorMessage } from '../../common/errors';
+import { logger } from '../../common/logger';
 import { STILL_RUNNING, Workspace } from '../workspace/workspace';
 import type { WorkspaceLimits } from '../workspace/workspaceTypes';
 import type { WorkspacePlace } from '../workspace/workspaceSlot';
@@ -48,6 +52,10 @@ export class Sandbox {
   /** Said in the next observation: the terminal's shell died and a fresh one took its place. */
   private notices: string[] = [];
   private closed = false;
+  /** Why its container failed under it (then nothing runs in it any more); null while it serves. */
+  private failedReason: string | null = null;
+  /** Shells that ended and were replaced so far. */
+  private shellRestarts = 0;
 
   constructor(
     readonly id: string,
@@ -55,7 +63,7 @@ export class Sandbox {
     readonly tools: readonly string[],
     private readonly timings: SandboxTimings,
   ) {
-    this.workspace = new Workspace(id, fixedPlace(container), timings.workspace);
+    this.workspace = new Workspace(id, fixedPlace(container, (reason) => this.fail(reason)), timings.workspace);
     this.workspace.events.subscribe(null, (e) => this.onEvent(e), () => undefined);
   }
 
@@ -99,6 +107,7 @@ export class Sandbox {
   }
 
   private async run(action: Action): Promise<Observation> {
+    if (this.failedReason !== null) return failed(this.failure());
     if (action.name === 'bash') return this.bash(action.args);
     if (this.tools.includes(action.name)) return this.tool(action.name, action.args);
     const known = ['bash', ...this.tools].join(', ');
@@ -109,7 +118,11 @@ export class Sandbox {
     const command = args !== null && typeof args === 'object' ? (args as Record<string, unknown>).command : undefined;
     if (typeof command !== 'string') return failed("bash needs 'args.command', a string");
     try {
+      const restartsBefore = this.shellRestarts;
       const answer = await this.workspace.execute(command, this.timings.actionWaitMs);
+      // Its shell ended under it: the fresh shell's prompt, or the container's failure, decides what
+      // the observation says (a shell that died with its container is seen before the container is).
+      if (this.shellRestarts !== restartsBefore) await this.workspace.ready(this.timings.workspace.shellStartTimeoutMs).catch(() => undefined);
       this.cursor = this.workspace.events.next;
       const running = answer.returncode === null && this.workspace.runningJobId === answer.job_id;
       const stdout = answer.stdout.endsWith(STILL_RUNNING) ? answer.stdout.slice(0, -STILL_RUNNING.length) : answer.stdout;
@@ -136,8 +149,26 @@ export class Sandbox {
     }
   }
 
+  private failure(): string {
+    return `the sandbox's container failed (${this.failedReason}): its terminal, its processes and their state are gone; stop the sandbox (POST /sandbox/stop) and start it again`;
+  }
+
+  /**
+   * Its container failed under its terminal: said in the next observation (the action running now
+   * ends with it), and the workspace closes, so that no fresh shell is tried in a dead container.
+   */
+  private fail(reason: string): void {
+    if (this.failedReason !== null || this.closed) return;
+    this.failedReason = reason;
+    logger.warn({ sandbox: this.id, reason }, "a group sandbox's container failed: the sandbox serves no more actions");
+    // In place of a fresh-shell notice: no fresh shell comes.
+    this.notices = [`[${this.failure()}]\n`];
+    void this.workspace.close();
+  }
+
   private onEvent(event: WorkspaceEvent): void {
     if (event.type === 'shell_restarted') {
+      this.shellRestarts++;
       this.notices.push(`[the terminal's shell ended (${String(event.reason)}); a fresh shell took its place: the terminal's state (cwd, variables, jobs) is lost]\n`);
     } else if (event.type === 'shell_restart_failed') {
       this.notices.push(`[the terminal's shell could not be restarted (${String(event.reason)}); retrying]\n`);
@@ -165,15 +196,20 @@ function failed(stderr: string): Observation {
 
 /**
  * A sandbox's terminal stays in its dedicated container: a dying shell is replaced there, and a
- * failed container is the sandbox's failure (its /health says so), not a reason to move.
+ * failed container is the sandbox's failure (`onFailed`, and its /health says so), not a reason to move.
  */
-function fixedPlace(container: StartedSandboxContainer): WorkspacePlace {
+function fixedPlace(container: StartedSandboxContainer, onFailed: (reason: string) => void): WorkspacePlace {
   return {
     container: container.ref,
     workdir: container.workdir,
     lostReason: () => null,
-    // Never lost: a dead shell is restarted in place (retried while the container is down).
-    failure: () => Promise.resolve(null),
+    // Never lost (nowhere to move): a shell that died alone is restarted in place; one that died
+    // with its container fails the sandbox first, which closes the workspace (no restart).
+    failure: async () => {
+      const health = await container.check().catch((err: unknown) => ({ healthy: false, reason: errorMessage(err) }));
+      if (!health.healthy) onFailed(health.reason ?? 'unhealthy');
+      return null;
+    },
     onLost: () => undefined,
     open: (env, size) => container.openTerminal(env, size),
     move: () => Promise.reject(new Error("a sandbox's dedicated container cannot be exchanged")),

@@ -75,6 +75,11 @@ export class Workspace {
     await this.waitForPrompt(this.limits.shellStartTimeoutMs);
   }
 
+  /** Resolves at the shell's next prompt (now, when it is at one); rejects after `timeoutMs` or once the workspace is closed. */
+  ready(timeoutMs: number): Promise<void> {
+    return this.waitForPrompt(timeoutMs);
+  }
+
   /** A shell is open (false between a shell's death and its replacement, and after close). */
   get shellOpen(): boolean {
     return this.terminal !== null;
@@ -243,8 +248,10 @@ export class Workspace {
     try {
       await this.openShell();
     } catch (err) {
-      const lost = this.slot.lostReason();
+      // The container itself is asked: one that died with the shell may not be known lost yet.
+      const lost = await this.slot.failure();
       if (lost !== null) return this.move(lost); // the container went with the shell
+      if (this.closed) return; // its place ended it meanwhile (a group sandbox whose container failed)
       logger.warn({ workspace: this.id, err: errorMessage(err) }, 'workspace shell could not be restarted');
       this.events.emit({ type: 'shell_restart_failed', reason: errorMessage(err) });
       this.quickDeaths++;

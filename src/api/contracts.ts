@@ -1,0 +1,9 @@
+/**
+ * Every API's contracts (src/http/contract.ts): each route the broker serves, declared once with
+ * its inputs and answers. The OpenAPI document is built from them (docs/apiDocs.ts), and a test
+ * holds them equal to the routes the routers serve; a fuzz suite can draw inputs from their schemas.
+ */
+import type { ApiContract } from '../http/contract';
+import { EXECD_FILES_CONTRACT, EXECD_PROCESS_CONTRACT } from './execd/execdContract';
+
+export const API_CONTRACTS: readonly ApiContract[] = [EXECD_PROCESS_CONTRACT, EXECD_FILES_CONTRACT];

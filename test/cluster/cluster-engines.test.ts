@@ -1,0 +1,253 @@
+/**
+ * A cluster of real engines on one machine (the rig scripts/cluster.sh runs: test/helpers/clusterRig.ts):
+ * a private etcd, 3 Docker engines (each a dockerd of its own, its own roots, socket and bridge), 3
+ * node brokers (one beside each engine) and 2 gateways. The pool contract through the gateways with
+ * sessions over the three nodes, each session's container found on the engine of the node its id
+ * names; then, in order, the faults: a node's engine killed and restarted, a node killed with
+ * SIGKILL and restarted; last, a stop that leaves nothing behind. (The store stopped and started
+ * again is cluster-faults.test.ts's, whose nodes are the same program.)
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import Dockerode from 'dockerode';
+import { ClusterRig } from '../helpers/clusterRig';
+import { call, closeClients, compiledEntry } from '../helpers/clusterProcs';
+import { nodeOf, type GatewayHealth } from '../helpers/cluster';
+import { describeDocker } from '../helpers/dockerSuite';
+import { eventually, type HttpResult } from '../helpers/broker';
+
+const NODES = 3;
+/** Each node: one container of two sessions. */
+const SESSIONS_PER_NODE = 2;
+/** The nodes' lease TTL (the default BROKER_NODE_TTL): a dead node leaves the membership within it. */
+const NODE_TTL_MS = 5_000;
+/** Slack for a loaded CI machine of 2 cores: container starts, heartbeats, watches, /health polls. */
+const SLACK_MS = 60_000;
+const RIG_PREFIX = 'bbrig-t';
+/** A test's bound: each waits on states, each wait bounded by SLACK_MS or the rig's own. */
+const TEST_MS = 300_000;
+
+let rig: ClusterRig | null = null;
+
+function gateway(g: 1 | 2): string {
+  return rig!.gatewayUrls[g - 1];
+}
+
+function post(g: 1 | 2, path: string, body?: unknown): Promise<HttpResult> {
+  return call(gateway(g), 'POST', path, body, { authorization: `Bearer ${rig!.clientToken}` });
+}
+
+async function acquire(g: 1 | 2, body: Record<string, unknown> = {}): Promise<string> {
+  const r = await post(g, '/session/acquire', body);
+  if (r.status !== 200) throw new Error(`acquire: ${r.status} ${r.text}`);
+  return r.json.session_id as string;
+}
+
+async function run(g: 1 | 2, id: string, command: string): Promise<string> {
+  const r = await post(g, `/session/${id}/execute`, { command });
+  if (r.status !== 200) throw new Error(`execute on ${id}: ${r.status} ${r.text}`);
+  return r.json.stdout as string;
+}
+
+async function release(g: 1 | 2, ids: Iterable<string>): Promise<void> {
+  for (const id of ids) expect((await post(g, `/session/${id}/release`)).status).toBe(200);
+}
+
+/** One lease on every node, by node id (the others acquired on the way are released). */
+async function leaseOnEach(): Promise<Map<string, string>> {
+  const kept = new Map<string, string>();
+  const extra: string[] = [];
+  for (let i = 0; i < NODES * SESSIONS_PER_NODE && kept.size < NODES; i++) {
+    const id = await acquire(1);
+    if (kept.has(nodeOf(id))) extra.push(id);
+    else kept.set(nodeOf(id), id);
+  }
+  await release(1, extra);
+  expect([...kept.keys()].sort()).toEqual(['n1', 'n2', 'n3']);
+  return kept;
+}
+
+/** The node number an id names (`n2.…` is 2). */
+function nodeNumber(id: string): number {
+  return Number(nodeOf(id).slice(1));
+}
+
+/** The container a session's shell runs in, asked of the engine of the node its id names. */
+async function containerOf(id: string): Promise<Dockerode.ContainerInfo> {
+  const hostname = (await run(1, id, 'hostname')).trim();
+  const { engine } = rig!.node(nodeNumber(id));
+  const found = (await engine.docker.listContainers({ all: true })).filter((c) => c.Id.startsWith(hostname));
+  expect(found).toHaveLength(1);
+  return found[0];
+}
+
+/** Until both gateways' /health says what `want` wants of node `n`. */
+async function waitNode(n: number, want: (node: GatewayHealth['nodes'][number] | undefined) => boolean, what: string, timeoutMs = SLACK_MS): Promise<void> {
+  for (const g of [1, 2] as const) {
+    let last: GatewayHealth | null = null;
+    await eventually(
+      async () => {
+        last = await rig!.gatewayView(g);
+        return want(last.nodes.find((node) => node.node_id === `n${n}`));
+      },
+      timeoutMs,
+      () => `gateway g${g} to report node n${n} ${what} (last: ${JSON.stringify(last?.nodes)})`,
+    );
+  }
+}
+
+describeDocker('a cluster of 3 engines, 3 nodes and 2 gateways on one machine', () => {
+  beforeAll(async () => {
+    await ClusterRig.sweepAbandoned(os.tmpdir(), RIG_PREFIX);
+    rig = await ClusterRig.up({
+      dir: `${os.tmpdir()}/${RIG_PREFIX}${process.pid}`,
+      engines: NODES,
+      gateways: 2,
+      images: [process.env.BROKER_IMAGE ?? 'bash-broker-test:latest'],
+      entry: await compiledEntry(),
+      // Not the script's default: a rig a person runs on this machine meanwhile keeps its addresses.
+      subnetBase: '172.30',
+      ownerPid: process.pid,
+      nodeEnv: {
+        BROKER_CONTAINERS: '1',
+        BROKER_SESSIONS_PER_CONTAINER: String(SESSIONS_PER_NODE),
+        // Checks every second: a lost engine is seen within a beat or two.
+        BROKER_HEALTH_INTERVAL: '1',
+        BROKER_ACQUIRE_TIMEOUT: '10',
+      },
+    });
+  }, 600_000);
+
+  afterAll(async () => {
+    const left = await rig?.down();
+    rig = null;
+    await closeClients();
+    if (left && left.length > 0) throw new Error(`the rig left: ${left.join('; ')}`);
+  }, 300_000);
+
+  test('the pool contract through the gateways, sessions on all three nodes, each in a container on its own node\'s engine', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < NODES * SESSIONS_PER_NODE; i++) {
+      const r = await post(i % 2 === 0 ? 1 : 2, '/session/acquire', {});
+      expect(r.status).toBe(200);
+      expect(Object.keys(r.json)).toEqual(['session_id']);
+      ids.push(r.json.session_id);
+    }
+    const perNode = new Map<string, number>();
+    for (const id of ids) perNode.set(nodeOf(id), (perNode.get(nodeOf(id)) ?? 0) + 1);
+    expect(Object.fromEntries(perNode)).toEqual({ n1: SESSIONS_PER_NODE, n2: SESSIONS_PER_NODE, n3: SESSIONS_PER_NODE });
+
+    for (const id of ids) {
+      const n = nodeNumber(id);
+      const container = await containerOf(id);
+      const { engine, deployment } = rig!.node(n);
+      expect(container.Labels['io.bash-broker.deployment']).toBe(deployment);
+      expect(container.State).toBe('running');
+      // On that engine's bridge, and on no other engine.
+      expect(container.NetworkSettings.Networks.bridge?.IPAddress.startsWith(engine.subnetPrefix)).toBe(true);
+      for (const other of rig!.engines.filter((e) => e !== engine)) expect(await other.containerIds()).not.toContain(container.Id);
+
+      const r = await post(1, `/session/${id}/execute`, { command: `cd /tmp && X=${nodeOf(id)}` });
+      expect(r.status).toBe(200);
+      expect(Object.keys(r.json)).toEqual(['status', 'stdout', 'stderr', 'return_code']);
+      // State persists between executes, whichever gateway carries them.
+      expect(await run(2, id, 'echo "$PWD $X"')).toBe(`/tmp ${nodeOf(id)}\n`);
+    }
+
+    // Every session is leased: the next acquire waits, then answers as a standalone broker would.
+    const full = await post(2, '/session/acquire', { acquire_timeout: 1 });
+    expect(full.status).toBe(503);
+    expect(full.json).toEqual({ detail: 'No session available within 1 seconds', code: 'pool_exhausted' });
+    for (const id of ids) expect((await post(2, `/session/${id}/release`)).json).toEqual({ status: 'released' });
+    await rig!.waitReady();
+  }, TEST_MS);
+
+  test("a node's engine killed: the node reports unhealthy and none free, its sessions answer a clear error, no acquire goes there; the engine back, it serves again", async () => {
+    const leases = await leaseOnEach();
+    const doomed = leases.get('n2')!;
+    await run(1, doomed, 'export KEEP=1');
+    const oldContainer = (await containerOf(doomed)).Id;
+    await run(1, leases.get('n1')!, 'export KEEP=1');
+
+    await rig!.engines[1].stop('SIGKILL');
+    await waitNode(2, (node) => node?.health === 'unhealthy' && node.pools.default.available === 0, 'unhealthy with no session free');
+
+    // Its session is gone with its engine: 410 session_broken from the node, not a hang and not node_lost.
+    const lost = await post(1, `/session/${doomed}/execute`, { command: 'echo $KEEP' });
+    expect(lost.status).toBe(410);
+    expect(lost.json.code).toBe('session_broken');
+    // The other nodes' sessions go on.
+    expect(await run(2, leases.get('n1')!, 'echo $KEEP')).toBe('1\n');
+    expect(await run(2, leases.get('n3')!, 'echo up')).toBe('up\n');
+
+    // The free sessions are n1's and n3's; with those taken, an acquire waits (on a healthy node) and ends 503.
+    const placed = [await acquire(1, { acquire_timeout: 5 }), await acquire(2, { acquire_timeout: 5 })];
+    expect(placed.map(nodeOf).sort()).toEqual(['n1', 'n3']);
+    const full = await post(1, '/session/acquire', { acquire_timeout: 1 });
+    expect(full.status).toBe(503);
+    expect(full.json.code).toBe('pool_exhausted');
+    await release(1, placed);
+
+    await rig!.engines[1].start();
+    await waitNode(2, (node) => node?.health === 'healthy' && node.pools.default.available === SESSIONS_PER_NODE, 'healthy with its whole pool free');
+    // A new container on the restarted engine; the killed one's is gone (the engine stopped it, the node removed it).
+    const { engine, deployment } = rig!.node(2);
+    await eventually(async () => !(await engine.containerIds()).includes(oldContainer), SLACK_MS, 'the old container removed from the restarted engine');
+    const onEngine = await engine.docker.listContainers({ all: true });
+    expect(onEngine.map((c) => [c.Labels['io.bash-broker.deployment'], c.State])).toEqual([[deployment, 'running']]);
+    // The lost lease stays lost, and releases cleanly.
+    expect((await post(2, `/session/${doomed}/execute`, { command: 'true' })).status).toBe(410);
+    await release(2, leases.values());
+    await rig!.waitReady();
+    // Acquires reach n2 again.
+    const again = await leaseOnEach();
+    expect((await containerOf(again.get('n2')!)).Id).toBe(onEngine[0].Id);
+    await release(1, again.values());
+    await rig!.waitReady();
+  }, TEST_MS);
+
+  test("kill -9 of a node: its sessions answer 410 node_lost, the others go on, acquires land on the survivors; restarted, it sweeps its engine and rejoins", async () => {
+    const leases = await leaseOnEach();
+    const lostId = leases.get('n3')!;
+    const leftBehind = (await containerOf(lostId)).Id;
+    await run(1, leases.get('n1')!, 'export EPISODE=7');
+
+    await rig!.kill9Node(3);
+    const lost = await post(1, `/session/${lostId}/execute`, { command: 'true' });
+    expect(lost.status).toBe(410);
+    expect(Object.keys(lost.json)).toEqual(['detail', 'code']);
+    expect(lost.json.code).toBe('node_lost');
+    expect(lost.json.detail).toContain("node 'n3'");
+    expect(await run(2, leases.get('n1')!, 'echo $EPISODE')).toBe('7\n');
+    // Its container outlived it on its engine, which still runs.
+    expect(await rig!.node(3).engine.containerIds()).toContain(leftBehind);
+
+    await waitNode(3, (node) => node === undefined, 'gone from the membership', NODE_TTL_MS + SLACK_MS);
+    const placed = [await acquire(1, { acquire_timeout: 5 }), await acquire(2, { acquire_timeout: 5 })];
+    expect(placed.map(nodeOf).sort()).toEqual(['n1', 'n2']);
+    await release(1, placed);
+
+    await rig!.startNode(3);
+    await waitNode(3, (node) => node?.health === 'healthy' && node.pools.default.available === SESSIONS_PER_NODE, 'back, healthy, with its whole pool free');
+    // It swept what its predecessor left: one container of its deployment, a new one.
+    const { engine, deployment } = rig!.node(3);
+    const onEngine = await engine.docker.listContainers({ all: true });
+    expect(onEngine.map((c) => [c.Labels['io.bash-broker.deployment'], c.State])).toEqual([[deployment, 'running']]);
+    expect(onEngine[0].Id).not.toBe(leftBehind);
+    const old = await post(2, `/session/${lostId}/execute`, { command: 'true' });
+    expect(old.status).toBe(410);
+    expect(old.json.detail).toMatch(/node 'n3', which restarted since it minted it/);
+    await release(1, [leases.get('n1')!, leases.get('n2')!]);
+    const again = await leaseOnEach();
+    await release(1, again.values());
+    await rig!.waitReady();
+  }, TEST_MS);
+
+  test('stopped, nothing is left: no container on any engine, no process, no registration, no mount, no bridge', async () => {
+    const left = await rig!.down();
+    const dir = rig!.dir;
+    rig = null;
+    expect(left).toEqual([]);
+    expect(fs.existsSync(dir)).toBe(false);
+  }, TEST_MS);
+});

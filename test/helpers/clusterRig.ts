@@ -1,0 +1,358 @@
+/**
+ * A cluster of real engines on one machine, as on several hosts: a private etcd, N Docker engines
+ * (rigEngine.ts: each a dockerd of its own), the broker images loaded into each from the machine's
+ * engine (`docker save`, then `docker -H <engine> load`: there is no registry), N node brokers (one
+ * beside each engine, on a loopback port of its own, its Docker backend on that engine only) and G
+ * gateways. `scripts/cluster.sh` runs it for a person; the cluster-engines suite runs the same code.
+ *
+ * Everything lives under one directory (`rig.json`, the etcd data, the engines' roots, every log),
+ * and every process carries the rig's mark (rigProcess.ts), so `down` finds all of it from the
+ * directory alone, stops it, and says what it could not remove.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
+import type { GatewayHealth } from './cluster';
+import { freePort } from './freePort';
+import { mountsUnder } from './privateDockerdCleanup';
+import { startTimeOf } from './privateDockerd';
+import { RigEngine } from './rigEngine';
+import { killMember, logTail, memberPids, spawnMember, stopMember, waitFor } from './rigProcess';
+
+const STATE_FILE = 'rig.json';
+const START_TIMEOUT_MS = 120_000;
+/** A node drains its leases, then removes its containers (BROKER_SHUTDOWN_GRACE is 5 s here). */
+const NODE_STOP_MS = 60_000;
+
+export interface RigOptions {
+  dir: string;
+  engines: number;
+  gateways: number;
+  /** Images copied into each engine; the first is the nodes' BROKER_IMAGE. */
+  images: string[];
+  /** The compiled broker's entry point (`node <entry>`). */
+  entry: string;
+  /** The first two numbers of the bridges' addresses: engine n's bridge is <base>.<n>.1/24. */
+  subnetBase?: string;
+  /** More settings of every node (pools, limits, timings), over the rig's. */
+  nodeEnv?: Record<string, string>;
+  /** A process whose end abandons the rig (a test's): a later sweep takes it down. */
+  ownerPid?: number;
+}
+
+interface RigState {
+  id: string;
+  engines: number;
+  gateways: number;
+  images: string[];
+  entry: string;
+  subnetBase: string;
+  nodeEnv: Record<string, string>;
+  etcdPorts: { client: number; peer: number };
+  nodePorts: number[];
+  gatewayPorts: number[];
+  clusterToken: string;
+  clientToken: string;
+  prefix: string;
+  owner: { pid: number; start: string | null } | null;
+}
+
+export class ClusterRig {
+  readonly engines: RigEngine[];
+
+  private constructor(
+    readonly dir: string,
+    readonly state: RigState,
+  ) {
+    this.engines = Array.from(
+      { length: state.engines },
+      (_v, i) => new RigEngine({ rigDir: dir, rigId: state.id, index: i + 1, bridgeCidr: `${state.subnetBase}.${i + 1}.1/24` }),
+    );
+  }
+
+  /** Starts a whole rig and waits until every gateway lists every node with its pool warm. */
+  static async up(options: RigOptions): Promise<ClusterRig> {
+    const dir = path.resolve(options.dir);
+    if (fs.existsSync(path.join(dir, STATE_FILE))) throw new Error(`a rig already lives in ${dir}: take it down first`);
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const ports = async (n: number) => Promise.all(Array.from({ length: n }, () => freePort()));
+    const state: RigState = {
+      id: randomBytes(2).toString('hex'),
+      engines: options.engines,
+      gateways: options.gateways,
+      images: options.images,
+      entry: path.resolve(options.entry),
+      subnetBase: options.subnetBase ?? '172.29',
+      nodeEnv: options.nodeEnv ?? {},
+      etcdPorts: { client: await freePort(), peer: await freePort() },
+      nodePorts: await ports(options.engines),
+      gatewayPorts: await ports(options.gateways),
+      clusterToken: randomBytes(24).toString('hex'),
+      clientToken: randomBytes(24).toString('hex'),
+      prefix: '',
+      owner: options.ownerPid === undefined ? null : { pid: options.ownerPid, start: startTimeOf(options.ownerPid) },
+    };
+    state.prefix = `/bash-broker-rig-${state.id}/`;
+    // The tokens are in it: the owner's alone.
+    fs.writeFileSync(path.join(dir, STATE_FILE), JSON.stringify(state, null, 2), { mode: 0o600 });
+    const rig = new ClusterRig(dir, state);
+    try {
+      await Promise.all([rig.startEtcd(), ...rig.engines.map((e) => e.start())]);
+      await rig.loadImages();
+      await Promise.all(rig.engines.map((_e, i) => rig.startNode(i + 1)));
+      await Promise.all(state.gatewayPorts.map((_p, i) => rig.startGateway(i + 1)));
+      await rig.waitReady();
+    } catch (err) {
+      await rig.down().catch(() => undefined);
+      throw err;
+    }
+    return rig;
+  }
+
+  /** The rig whose directory is `dir`. */
+  static open(dir: string): ClusterRig {
+    const file = path.join(path.resolve(dir), STATE_FILE);
+    if (!fs.existsSync(file)) throw new Error(`no rig in ${dir} (no ${STATE_FILE})`);
+    return new ClusterRig(path.resolve(dir), JSON.parse(fs.readFileSync(file, 'utf8')) as RigState);
+  }
+
+  /** Takes down the rigs under `parent` named `<prefix>…` whose owner process is gone (a crashed test run). */
+  static async sweepAbandoned(parent: string, prefix: string): Promise<string[]> {
+    const swept: string[] = [];
+    for (const name of fs.readdirSync(parent).filter((n) => n.startsWith(prefix))) {
+      const dir = path.join(parent, name);
+      let owner: RigState['owner'];
+      try {
+        owner = (JSON.parse(fs.readFileSync(path.join(dir, STATE_FILE), 'utf8')) as RigState).owner;
+      } catch {
+        continue; // no state: not a rig, or one being made right now
+      }
+      if (owner === null || startTimeOf(owner.pid) === owner.start) continue;
+      await ClusterRig.open(dir).down();
+      swept.push(dir);
+    }
+    return swept;
+  }
+
+  get etcdEndpoint(): string {
+    return `http://127.0.0.1:${this.state.etcdPorts.client}`;
+  }
+
+  get clusterToken(): string {
+    return this.state.clusterToken;
+  }
+
+  get clientToken(): string {
+    return this.state.clientToken;
+  }
+
+  get gatewayUrls(): string[] {
+    return this.state.gatewayPorts.map((p) => `http://127.0.0.1:${p}`);
+  }
+
+  /** Node n (1-based): its id, address and engine. */
+  node(n: number): { id: string; url: string; engine: RigEngine; deployment: string } {
+    return { id: `n${n}`, url: `http://127.0.0.1:${this.state.nodePorts[n - 1]}`, engine: this.engines[n - 1], deployment: `rig-${this.state.id}-n${n}` };
+  }
+
+  private logOf(name: string): string {
+    return path.join(this.dir, `${name}.log`);
+  }
+
+  /** (Re)starts etcd on its ports and data. */
+  async startEtcd(): Promise<void> {
+    const client = this.etcdEndpoint;
+    const peer = `http://127.0.0.1:${this.state.etcdPorts.peer}`;
+    const pid = spawnMember({
+      dir: this.dir,
+      name: 'etcd',
+      command: 'etcd',
+      args: [
+        ...['--name', 'rig', '--data-dir', path.join(this.dir, 'etcd')],
+        ...['--listen-client-urls', client, '--advertise-client-urls', client],
+        ...['--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer, '--initial-cluster', `rig=${peer}`],
+        // Every node writes its record once a heartbeat: keep the history short.
+        ...['--auto-compaction-mode', 'periodic', '--auto-compaction-retention', '10m', '--logger', 'zap', '--log-level', 'warn'],
+      ],
+      env: {},
+      log: this.logOf('etcd'),
+    });
+    await this.waitAnswer('etcd', pid, `${client}/health`);
+  }
+
+  /** Stops etcd (SIGTERM); its data stays for the next start. */
+  async stopEtcd(): Promise<void> {
+    await stopMember(this.dir, 'etcd', 10_000);
+  }
+
+  /** Until `url` answers an HTTP status at all, while `pid` lives. */
+  private async waitAnswer(name: string, pid: number, url: string): Promise<void> {
+    await waitFor(
+      async () => {
+        if (!memberPids(this.dir, name).includes(pid)) throw new Error(`${name} exited at start:\n${logTail(this.logOf(name))}`);
+        return fetch(url).then(() => true, () => false);
+      },
+      START_TIMEOUT_MS,
+      `${name} to answer on ${url}`,
+      () => logTail(this.logOf(name), 10),
+    );
+  }
+
+  private async loadImages(): Promise<void> {
+    const tar = path.join(this.dir, 'images.tar');
+    // The machine's own engine (DOCKER_HOST may name another).
+    const env = { ...process.env };
+    delete env.DOCKER_HOST;
+    await promisify(execFile)('docker', ['save', '-o', tar, ...this.state.images], { env, timeout: 300_000 });
+    try {
+      await Promise.all(this.engines.map((e) => e.load(tar)));
+    } finally {
+      fs.rmSync(tar, { force: true });
+    }
+  }
+
+  private clusterEnv(port: number): Record<string, string> {
+    return {
+      BROKER_ETCD_ENDPOINTS: this.etcdEndpoint,
+      BROKER_CLUSTER_TOKEN: this.state.clusterToken,
+      BROKER_CLUSTER_PREFIX: this.state.prefix,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      BROKER_LOG_LEVEL: 'info',
+    };
+  }
+
+  /** (Re)starts node n beside its engine: a restart is a new incarnation of the same node id and deployment. */
+  async startNode(n: number): Promise<void> {
+    const { id, url, engine, deployment } = this.node(n);
+    const pid = spawnMember({
+      dir: this.dir,
+      name: id,
+      command: process.execPath,
+      args: [this.state.entry],
+      env: {
+        ...this.clusterEnv(this.state.nodePorts[n - 1]),
+        BROKER_ROLE: 'node',
+        BROKER_NODE_ID: id,
+        BROKER_BACKEND: 'docker',
+        DOCKER_HOST: engine.host,
+        BROKER_DEPLOYMENT: deployment,
+        BROKER_IMAGE: this.state.images[0],
+        // The engine's own bridge: the containers of one node reach each other, nothing else.
+        BROKER_NETWORK_MODE: 'bridge',
+        BROKER_SHUTDOWN_GRACE: '5',
+        ...this.state.nodeEnv,
+      },
+      log: this.logOf(id),
+    });
+    await this.waitAnswer(id, pid, `${url}/health`);
+  }
+
+  /** SIGTERM: the node leaves the membership, drains, and removes its containers. */
+  async stopNode(n: number): Promise<void> {
+    await stopMember(this.dir, this.node(n).id, NODE_STOP_MS);
+  }
+
+  /** SIGKILL: the node broker dies at once; its containers stay on its engine. */
+  async kill9Node(n: number): Promise<void> {
+    await killMember(this.dir, this.node(n).id);
+  }
+
+  async startGateway(g: number): Promise<void> {
+    const name = `g${g}`;
+    const pid = spawnMember({
+      dir: this.dir,
+      name,
+      command: process.execPath,
+      args: [this.state.entry],
+      env: { ...this.clusterEnv(this.state.gatewayPorts[g - 1]), BROKER_ROLE: 'gateway', BROKER_TOKEN: this.state.clientToken },
+      log: this.logOf(name),
+    });
+    await this.waitAnswer(name, pid, `${this.gatewayUrls[g - 1]}/health`);
+  }
+
+  async stopGateway(g: number): Promise<void> {
+    await stopMember(this.dir, `g${g}`, 30_000);
+  }
+
+  /** A gateway's /health (public). */
+  async gatewayView(g: number): Promise<GatewayHealth> {
+    return (await (await fetch(`${this.gatewayUrls[g - 1]}/health`)).json()) as GatewayHealth;
+  }
+
+  /** Until every gateway lists every node, healthy, its default pool whole and free. */
+  async waitReady(timeoutMs = START_TIMEOUT_MS): Promise<void> {
+    const want = this.engines.map((_e, i) => this.node(i + 1).id).join(',');
+    for (let g = 1; g <= this.state.gateways; g++) {
+      let last: GatewayHealth | null = null;
+      await waitFor(
+        async () => {
+          last = await this.gatewayView(g).catch(() => null);
+          if (!last) return false;
+          const nodes = [...last.nodes].sort((a, b) => a.node_id.localeCompare(b.node_id, 'en', { numeric: true }));
+          return nodes.map((n) => n.node_id).join(',') === want && nodes.every((n) => n.health === 'healthy' && n.pools.default?.available === n.pools.default?.total && n.pools.default.total > 0);
+        },
+        timeoutMs,
+        `gateway g${g} to list ${want}, each healthy with its whole pool free`,
+        () => JSON.stringify(last?.nodes.map((n) => ({ id: n.node_id, health: n.health, pool: n.pools.default }))),
+      );
+    }
+  }
+
+  /** The node registrations under the rig's prefix in etcd (as an operator would list them). */
+  registrations(): string[] {
+    const out = execFileSync('etcdctl', ['--endpoints', this.etcdEndpoint, 'get', '--prefix', `${this.state.prefix}nodes/`, '--keys-only'], {
+      encoding: 'utf8',
+      env: { ...process.env, ETCDCTL_API: '3' },
+      timeout: 10_000,
+    });
+    return out.split('\n').filter((l) => l.trim() !== '');
+  }
+
+  /** One line per part: what runs, where. */
+  status(): string[] {
+    const running = (name: string) => (memberPids(this.dir, name).length > 0 ? 'up' : 'down');
+    return [
+      `etcd        ${running('etcd').padEnd(5)} ${this.etcdEndpoint} (prefix ${this.state.prefix})`,
+      ...this.engines.map((e) => `engine ${e.name}   ${(e.pid === null ? 'down' : 'up').padEnd(5)} ${e.host} (bridge ${e.bridge} ${e.spec.bridgeCidr})`),
+      ...this.engines.map((_e, i) => {
+        const { id, url, engine } = this.node(i + 1);
+        return `node ${id}     ${running(id).padEnd(5)} ${url} on engine ${engine.name}`;
+      }),
+      ...this.gatewayUrls.map((url, i) => `gateway g${i + 1}  ${running(`g${i + 1}`).padEnd(5)} ${url}`),
+    ];
+  }
+
+  /**
+   * Stops everything (nodes first: they leave the membership and remove their containers; then the
+   * gateways, the engines, etcd), removes the directory, and returns what was left: containers a
+   * node did not remove, registrations, processes, mounts, bridges. Empty when nothing leaked.
+   */
+  async down(): Promise<string[]> {
+    const left: string[] = [];
+    await Promise.all(this.engines.map((_e, i) => this.stopNode(i + 1)));
+    for (const engine of this.engines) {
+      if (engine.pid === null) continue;
+      const ids = await engine.containerIds().catch(() => []);
+      left.push(...ids.map((id) => `engine ${engine.name}: container ${id.slice(0, 12)} left after its node stopped`));
+    }
+    if (memberPids(this.dir, 'etcd').length > 0) left.push(...this.registrations().map((key) => `etcd: registration ${key}`));
+    await Promise.all(this.gatewayUrls.map((_u, i) => this.stopGateway(i + 1)));
+    await Promise.all(this.engines.map((e) => e.destroy()));
+    await this.stopEtcd();
+    left.push(...memberPids(this.dir).map((pid) => `process ${pid}: ${fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').join(' ')}`));
+    left.push(...mountsUnder(this.dir).map((m) => `mount ${m}`));
+    for (const engine of this.engines) {
+      // Its namespace (and the bridge in it) ends with its last process; none should be in the machine's own.
+      if (hostHasLink(engine.bridge)) left.push(`bridge ${engine.bridge} in the machine's network namespace`);
+    }
+    if (left.length === 0) fs.rmSync(this.dir, { recursive: true, force: true });
+    return left;
+  }
+}
+
+function hostHasLink(name: string): boolean {
+  return fs.existsSync(`/sys/class/net/${name}`);
+}
