@@ -5,5 +5,6 @@
  */
 import type { ApiContract } from '../http/contract';
 import { EXECD_FILES_CONTRACT, EXECD_PROCESS_CONTRACT } from './execd/execdContract';
+import { LIFECYCLE_CONTRACT } from './lifecycle/lifecycleContract';
 
-export const API_CONTRACTS: readonly ApiContract[] = [EXECD_PROCESS_CONTRACT, EXECD_FILES_CONTRACT];
+export const API_CONTRACTS: readonly ApiContract[] = [EXECD_PROCESS_CONTRACT, EXECD_FILES_CONTRACT, LIFECYCLE_CONTRACT];

@@ -46,6 +46,9 @@ function sent(value: unknown, emptyIsAbsent: boolean): boolean {
 // verbose: a refusal reads the failing schema's words and the value sent. Unknown fields stay (no removeAdditional).
 const ajv = new Ajv({ allErrors: false, verbose: true, allowUnionTypes: true });
 ajv.addKeyword({ keyword: REFUSAL, schemaType: 'object' });
+/** An RFC 3339 time (`2025-11-16T14:30:45Z`, `...45.5+02:00`) that names a real instant. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
+ajv.addFormat('date-time', (text: string) => RFC3339.test(text) && !Number.isNaN(Date.parse(text)));
 ajv.addKeyword({ keyword: MAX_BYTES, type: 'string', schemaType: 'number', errors: false, validate: (limit: number, text: string) => Buffer.byteLength(text) <= limit });
 ajv.addKeyword({ keyword: NOT_BLANK, type: 'string', schemaType: 'boolean', errors: false, validate: (on: boolean, text: string) => !on || text.trim() !== '' });
 ajv.addKeyword({ keyword: UNSERVED, schemaType: 'object', errors: false, validate: (rule: Unserved, value: unknown) => !sent(value, rule.emptyIsAbsent === true) });
@@ -53,8 +56,8 @@ ajv.addKeyword({ keyword: UNSERVED, schemaType: 'object', errors: false, validat
 /** A keyword `name: true` on object schemas: `check` throws the refusal (a BrokerError) or returns. */
 export function addDomainCheck(name: string, check: (value: Record<string, unknown>) => void): void {
   CHECK_KEYWORDS.add(name);
-  // Before the object's own property checks: the domain check words the faults of each entry.
-  ajv.addKeyword({ keyword: name, type: 'object', schemaType: 'boolean', before: 'additionalProperties', validate: (_on: boolean, value: Record<string, unknown>) => (check(value), true) });
+  // Before the object's own field checks (required ones included): the domain check words the faults of each entry.
+  ajv.addKeyword({ keyword: name, type: 'object', schemaType: 'boolean', before: 'required', validate: (_on: boolean, value: Record<string, unknown>) => (check(value), true) });
 }
 
 /** `/startup_commands/1` -> `startup_commands[1]`. */

@@ -1,14 +1,18 @@
 /**
- * Validation of the lifecycle API's requests (OpenSandbox's CreateSandboxRequest, the list query,
- * RenewSandboxExpirationRequest, a metadata merge patch). Everything is checked before anything is
- * started, so a rejected request creates nothing. What the broker does not serve (snapshots, egress
- * policy, volumes) is refused with 501, never ignored.
+ * The lifecycle API's requests checked against their contract (lifecycleContract.ts): a
+ * CreateSandboxRequest, RenewSandboxExpirationRequest, a metadata merge patch; and the list query.
+ * Everything is checked before anything is started, so a rejected request creates nothing. What the
+ * broker does not serve (snapshots, egress policy, volumes) is refused with 501, never ignored.
+ * A create's rules depend on each other (an image or a poolRef, an entrypoint with an image) and
+ * are refused in a fixed order, so they run here once its schema passed.
  */
 import os from 'node:os';
 import { BadRequestError, NotImplementedError } from '../../common/errors';
 import type { SandboxSpec } from '../../core/lifecycle/sandboxRecord';
 import type { SandboxFilter } from '../../core/lifecycle/sandboxService';
+import { addDomainCheck, compileCheck } from '../../http/schemaCheck';
 import { parseCpus, parseMemoryBytes } from './quantities';
+import { CREATE_BODY, CREATE_FIELDS, LABEL_VALUE, METADATA_PATCH_BODY, RENEW_BODY } from './lifecycleContract';
 
 export interface CreateInput extends SandboxSpec {
   /** `extensions.poolRef`: the named pool to serve it from (OpenSandbox's pool mode). */
@@ -20,10 +24,7 @@ export interface TimeoutBounds {
   maxSeconds: number;
 }
 
-const CREATE_FIELDS = new Set([
-  'image', 'snapshotId', 'platform', 'timeout', 'resourceLimits', 'resourceRequests', 'env', 'metadata', 'entrypoint',
-  'networkPolicy', 'credentialProxy', 'secureAccess', 'volumes', 'extensions',
-]);
+const KNOWN_FIELDS = new Set(CREATE_FIELDS);
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const HOST_ARCH: Record<string, string> = { x64: 'amd64', arm64: 'arm64' };
 
@@ -48,10 +49,12 @@ function present(value: unknown): boolean {
   return true;
 }
 
+const createCheck = compileCheck(CREATE_BODY);
+
 export function parseCreate(body: unknown, bounds: TimeoutBounds): CreateInput {
-  const req = object(body, 'The request body');
-  const unknown = Object.keys(req).filter((k) => !CREATE_FIELDS.has(k));
-  if (unknown.length > 0) throw new BadRequestError(`unknown field(s) ${unknown.join(', ')}; CreateSandboxRequest has ${[...CREATE_FIELDS].join(', ')}`);
+  const req: Record<string, unknown> = createCheck(body);
+  const unknown = Object.keys(req).filter((k) => !KNOWN_FIELDS.has(k));
+  if (unknown.length > 0) throw new BadRequestError(`unknown field(s) ${unknown.join(', ')}; CreateSandboxRequest has ${CREATE_FIELDS.join(', ')}`);
   if (present(req.snapshotId)) throw new NotImplementedError('snapshotId: restoring from snapshots is not served by this broker (create from an image)');
   if (present(req.networkPolicy)) throw new NotImplementedError('networkPolicy: egress network policy is not served by this broker (sandboxes get the network of their pool or BROKER_NETWORK_MODE)');
   if (present(req.credentialProxy)) throw new NotImplementedError('credentialProxy: the credential vault proxy is not served by this broker');
@@ -122,16 +125,16 @@ function checkPlatform(value: unknown): void {
   }
 }
 
-export function parseRenew(body: unknown): Date {
-  const req = object(body, 'The request body');
+/** Other fields first, all named; then a missing expiresAt, in the words of its schema's refusal. */
+addDomainCheck('x-renew-fields', (req) => {
   const extra = Object.keys(req).filter((k) => k !== 'expiresAt');
   if (extra.length > 0) throw new BadRequestError(`unknown field(s) ${extra.join(', ')}; the body is {"expiresAt": "<RFC 3339 time>"}`);
-  const at = req.expiresAt;
-  const rfc3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
-  if (typeof at !== 'string' || !rfc3339.test(at) || Number.isNaN(Date.parse(at))) {
-    throw new BadRequestError(`expiresAt must be an RFC 3339 time such as 2025-11-16T14:30:45Z, got ${JSON.stringify(at)}`);
-  }
-  return new Date(at);
+  if (!('expiresAt' in req)) throw new BadRequestError('expiresAt must be an RFC 3339 time such as 2025-11-16T14:30:45Z, got undefined');
+});
+const renewCheck = compileCheck(RENEW_BODY);
+
+export function parseRenew(body: unknown): Date {
+  return new Date(renewCheck(body).expiresAt);
 }
 
 const MAX_PAGE_SIZE = 1000;
@@ -159,17 +162,21 @@ function positive(raw: string | null, dflt: number, name: string, max: number): 
   return n;
 }
 
-const LABEL_VALUE = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const LABEL = new RegExp(LABEL_VALUE);
 
-/** A JSON merge patch of metadata (RFC 7396): a string sets, null deletes. */
-export function parseMetadataPatch(body: unknown): Record<string, string | null> {
-  const patch = object(body, 'The request body');
+/** Entry by entry: its key, then its value. */
+addDomainCheck('x-metadata-patch', (patch) => {
   for (const [k, v] of Object.entries(patch)) {
     if (k.startsWith('opensandbox.io/')) throw new BadRequestError(`metadata key '${k}': the opensandbox.io/ prefix is reserved`);
     if (v === null) continue;
-    if (typeof v !== 'string' || v.length > 63 || !LABEL_VALUE.test(v)) {
-      throw new BadRequestError(`metadata.${k} must be null or a string of at most 63 characters matching ${LABEL_VALUE.source}`);
+    if (typeof v !== 'string' || v.length > 63 || !LABEL.test(v)) {
+      throw new BadRequestError(`metadata.${k} must be null or a string of at most 63 characters matching ${LABEL_VALUE}`);
     }
   }
-  return patch as Record<string, string | null>;
+});
+const patchCheck = compileCheck(METADATA_PATCH_BODY);
+
+/** A JSON merge patch of metadata (RFC 7396): a string sets, null deletes. */
+export function parseMetadataPatch(body: unknown): Record<string, string | null> {
+  return patchCheck(body);
 }

@@ -1,7 +1,8 @@
 /**
  * OpenSandbox's lifecycle API under /v1 (the API its SDKs are written against), over
  * the SandboxService: create, get, list, delete, pause, resume, renew-expiration, metadata, and the
- * endpoints of a sandbox's ports. A thin router: validate (lifecycleInput.ts), call, shape
+ * endpoints of a sandbox's ports. A thin router: each route served from its contract
+ * (lifecycleContract.ts), its input checked (lifecycleInput.ts), the service called, the answer shaped
  * (lifecycleViews.ts). Errors take OpenSandbox's `{code, message}` envelope.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -16,6 +17,10 @@ import { listView, sandboxView } from './lifecycleViews';
 import { unservedLifecycleRoutes } from './unservedRoutes';
 import { endpointFor } from './sandboxEndpoints';
 import { parsePort } from './portProxy';
+import { served } from '../../http/contract';
+import { LIFECYCLE_CONTRACT } from './lifecycleContract';
+
+const R = LIFECYCLE_CONTRACT.routes;
 
 export interface LifecycleLimits extends TimeoutBounds {
   maxTimeoutMs: number;
@@ -32,82 +37,43 @@ export function lifecycleRouter(sandboxes: SandboxService, limits: LifecycleLimi
     errors: openSandboxErrorFormat,
     pathPrefix: '/v1',
     routes: [
-      {
-        method: 'POST',
-        path: '/v1/sandboxes',
-        body: 'json',
-        async handle({ body, res }) {
-          const { poolRef, ...spec } = parseCreate(body, limits);
-          const record = await sandboxes.create(spec, poolRef, clientGone(res));
-          if (res.destroyed) return void (await sandboxes.delete(record.id)); // nobody will learn its id
-          sendJson(res, 202, sandboxView(record, true), { Location: `/v1/sandboxes/${record.id}` });
-        },
-      },
-      {
-        method: 'GET',
-        path: '/v1/sandboxes',
-        handle({ query, res }) {
-          const filter = parseListQuery(query, SANDBOX_STATES);
-          const { items, totalItems } = sandboxes.list(filter);
-          sendJson(res, 200, listView(items, totalItems, filter.page, filter.pageSize));
-        },
-      },
-      {
-        method: 'GET',
-        path: '/v1/sandboxes/:id',
-        handle({ params, res }) {
-          sendJson(res, 200, sandboxView(sandboxes.get(params.id)));
-        },
-      },
-      {
-        method: 'DELETE',
-        path: '/v1/sandboxes/:id',
-        async handle({ params, res }) {
-          await sandboxes.delete(params.id);
-          res.writeHead(204).end();
-        },
-      },
-      {
-        method: 'PATCH',
-        path: '/v1/sandboxes/:id/metadata',
-        body: 'json',
-        handle({ params, body, res }) {
-          sendJson(res, 200, sandboxView(sandboxes.patchMetadata(params.id, parseMetadataPatch(body))));
-        },
-      },
-      {
-        method: 'POST',
-        path: '/v1/sandboxes/:id/pause',
-        async handle({ params, res }) {
-          await sandboxes.pause(params.id);
-          accepted(res);
-        },
-      },
-      {
-        method: 'POST',
-        path: '/v1/sandboxes/:id/resume',
-        async handle({ params, res }) {
-          await sandboxes.resume(params.id);
-          accepted(res);
-        },
-      },
-      {
-        method: 'POST',
-        path: '/v1/sandboxes/:id/renew-expiration',
-        body: 'json',
-        handle({ params, body, res }) {
-          const expiresAt = sandboxes.renew(params.id, parseRenew(body), limits.maxTimeoutMs);
-          sendJson(res, 200, { expiresAt: expiresAt.toISOString() });
-        },
-      },
-      {
-        method: 'GET',
-        path: '/v1/sandboxes/:id/endpoints/:port',
-        async handle({ params, query, req, res }) {
-          const port = parsePort(params.port);
-          sendJson(res, 200, await endpointFor(sandboxes, sandboxes.get(params.id), port, new URLSearchParams(query), publicAddress(req)));
-        },
-      },
+      served(R.create, async ({ body, res }) => {
+        const { poolRef, ...spec } = parseCreate(body, limits);
+        const record = await sandboxes.create(spec, poolRef, clientGone(res));
+        if (res.destroyed) return void (await sandboxes.delete(record.id)); // nobody will learn its id
+        sendJson(res, 202, sandboxView(record, true), { Location: `/v1/sandboxes/${record.id}` });
+      }),
+      served(R.list, ({ query, res }) => {
+        const filter = parseListQuery(query, SANDBOX_STATES);
+        const { items, totalItems } = sandboxes.list(filter);
+        sendJson(res, 200, listView(items, totalItems, filter.page, filter.pageSize));
+      }),
+      served(R.get, ({ params, res }) => {
+        sendJson(res, 200, sandboxView(sandboxes.get(params.id)));
+      }),
+      served(R.delete, async ({ params, res }) => {
+        await sandboxes.delete(params.id);
+        res.writeHead(204).end();
+      }),
+      served(R.patchMetadata, ({ params, body, res }) => {
+        sendJson(res, 200, sandboxView(sandboxes.patchMetadata(params.id, parseMetadataPatch(body))));
+      }),
+      served(R.pause, async ({ params, res }) => {
+        await sandboxes.pause(params.id);
+        accepted(res);
+      }),
+      served(R.resume, async ({ params, res }) => {
+        await sandboxes.resume(params.id);
+        accepted(res);
+      }),
+      served(R.renew, ({ params, body, res }) => {
+        const expiresAt = sandboxes.renew(params.id, parseRenew(body), limits.maxTimeoutMs);
+        sendJson(res, 200, { expiresAt: expiresAt.toISOString() });
+      }),
+      served(R.endpoint, async ({ params, query, req, res }) => {
+        const port = parsePort(params.port);
+        sendJson(res, 200, await endpointFor(sandboxes, sandboxes.get(params.id), port, new URLSearchParams(query), publicAddress(req)));
+      }),
       ...unservedLifecycleRoutes(),
     ],
   };

@@ -11,10 +11,10 @@ import { WebSocket } from 'ws';
 import { BadRequestError, BrokerError, errorMessage } from '../../common/errors';
 import type { SandboxService } from '../../core/lifecycle/sandboxService';
 import { openSandboxErrorFormat } from '../../http/errorFormats';
-import type { HttpMethod, Route, Router } from '../../http/router';
+import type { Route, Router } from '../../http/router';
+import { served, upgrade, type RouteContract } from '../../http/contract';
+import { PORT_PROXY_ROUTES } from './lifecycleContract';
 
-const PATH = '/sandboxes/:id/port/:port/*path';
-const METHODS: HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 /** Headers that are the broker's (its token, in every form) or the connection's own. */
 const NOT_FORWARDED = new Set(['authorization', 'x-execd-access-token', 'open-sandbox-api-key', 'connection', 'keep-alive', 'upgrade', 'proxy-connection', 'te', 'trailer', 'transfer-encoding']);
 const CONNECT_TIMEOUT_MS = 2_000;
@@ -68,10 +68,8 @@ export function portProxyRouter(sandboxes: SandboxService): Router {
   };
   /** The target each accepted WebSocket was checked for (check runs before the handshake, accept after). */
   const upgrades = new WeakMap<IncomingMessage, PortTarget>();
-  const route = (method: HttpMethod): Route => ({
-    method,
-    path: PATH,
-    async handle({ req, res, params }) {
+  const route = (contract: RouteContract): Route =>
+    served(contract, async ({ req, res, params }) => {
       const target = await targetOf(params);
       await new Promise<void>((resolve, reject) => {
         const upstream = http.request({ host: target.host, port: target.port, method: req.method, path: upstreamPath(req), headers: forwardedHeaders(req, target) }, (answer) => {
@@ -87,15 +85,13 @@ export function portProxyRouter(sandboxes: SandboxService): Router {
         res.once('close', () => upstream.destroy()); // the client left
         req.pipe(upstream);
       });
-    },
-  });
+    });
   return {
     name: 'port-proxy',
     errors: openSandboxErrorFormat,
-    routes: METHODS.map(route),
+    routes: PORT_PROXY_ROUTES.filter((c) => c.method !== 'WS').map(route),
     upgrades: [
-      {
-        path: PATH,
+      upgrade(PORT_PROXY_ROUTES.find((c) => c.method === 'WS')!, {
         async check({ req, params }) {
           const target = await targetOf(params);
           if (!(await answers(target))) throw unreachable(target, 'connection refused');
@@ -118,7 +114,7 @@ export function portProxyRouter(sandboxes: SandboxService): Router {
           upstream.on('error', () => client.close(1011, 'the sandbox port failed'));
           client.on('close', (code, reason) => upstream.readyState === WebSocket.CONNECTING ? upstream.terminate() : upstream.close(closeCode(code), reason));
         },
-      },
+      }),
     ],
   };
 }
