@@ -3,9 +3,9 @@
  * a private etcd, 3 Docker engines (each a dockerd of its own, its own roots, socket and bridge), 3
  * node brokers (one beside each engine) and 2 gateways. The pool contract through the gateways with
  * sessions over the three nodes, each session's container found on the engine of the node its id
- * names; then, in order, the faults: a node's engine killed and restarted, a node killed with
- * SIGKILL and restarted; last, a stop that leaves nothing behind. (The store stopped and started
- * again is cluster-faults.test.ts's, whose nodes are the same program.)
+ * names; then, in order, the faults: a node's engine killed and restarted, the store stopped for
+ * 30 s, a node killed with SIGKILL and restarted; last, a stop that leaves nothing behind, and the
+ * machine's own engine and bridge as they were.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -23,11 +23,15 @@ const SESSIONS_PER_NODE = 2;
 const NODE_TTL_MS = 5_000;
 /** Slack for a loaded CI machine of 2 cores: container starts, heartbeats, watches, /health polls. */
 const SLACK_MS = 60_000;
+/** How long the store stays away in its fault. */
+const STORE_AWAY_MS = 30_000;
 const RIG_PREFIX = 'bbrig-t';
 /** A test's bound: each waits on states, each wait bounded by SLACK_MS or the rig's own. */
 const TEST_MS = 300_000;
 
 let rig: ClusterRig | null = null;
+/** Whether the machine's own engine had its bridge before the rig: the rig's engines must not take it away. */
+const hadDocker0 = fs.existsSync('/sys/class/net/docker0');
 
 function gateway(g: 1 | 2): string {
   return rig!.gatewayUrls[g - 1];
@@ -181,7 +185,7 @@ describeDocker('a cluster of 3 engines, 3 nodes and 2 gateways on one machine', 
     expect(await run(2, leases.get('n3')!, 'echo up')).toBe('up\n');
 
     // The free sessions are n1's and n3's; with those taken, an acquire waits (on a healthy node) and ends 503.
-    const placed = [await acquire(1, { acquire_timeout: 5 }), await acquire(2, { acquire_timeout: 5 })];
+    const placed = [await acquire(1, { acquire_timeout: 30 }), await acquire(2, { acquire_timeout: 30 })];
     expect(placed.map(nodeOf).sort()).toEqual(['n1', 'n3']);
     const full = await post(1, '/session/acquire', { acquire_timeout: 1 });
     expect(full.status).toBe(503);
@@ -206,6 +210,44 @@ describeDocker('a cluster of 3 engines, 3 nodes and 2 gateways on one machine', 
     await rig!.waitReady();
   }, TEST_MS);
 
+  test('the store stopped for 30 s: the gateways route existing ids and place from the last membership; it heals when etcd returns', async () => {
+    const leases = await leaseOnEach();
+    for (const [node, id] of leases) await run(1, id, `export NODE=${node}`);
+    await rig!.stopEtcd();
+    // A state, not a sleep: both gateways have gone 30 s without a heartbeat and still list every node.
+    for (const g of [1, 2] as const) {
+      let last: GatewayHealth | null = null;
+      await eventually(
+        async () => {
+          last = await rig!.gatewayView(g);
+          return !last.store_connected && last.nodes.length === NODES && last.nodes.every((n) => n.heartbeat_age_ms > STORE_AWAY_MS);
+        },
+        STORE_AWAY_MS + SLACK_MS,
+        () => `gateway g${g} to keep every node ${STORE_AWAY_MS} ms without the store (last: ${JSON.stringify(last)})`,
+      );
+    }
+    for (const [node, id] of leases) expect(await run(2, id, 'echo $NODE')).toBe(`${node}\n`);
+    // One session is free on each node: acquires through either gateway still find all three.
+    const placed = [await acquire(1, { acquire_timeout: 30 }), await acquire(2, { acquire_timeout: 30 }), await acquire(1, { acquire_timeout: 30 })];
+    expect(placed.map(nodeOf).sort()).toEqual(['n1', 'n2', 'n3']);
+    await release(2, [...placed, ...leases.values()]);
+
+    await rig!.startEtcd();
+    for (const g of [1, 2] as const) {
+      let last: GatewayHealth | null = null;
+      await eventually(
+        async () => {
+          last = await rig!.gatewayView(g);
+          return last.store_connected && last.nodes.length === NODES && last.nodes.every((n) => n.heartbeat_age_ms < NODE_TTL_MS);
+        },
+        SLACK_MS,
+        () => `gateway g${g} to see the store and fresh heartbeats again (last: ${JSON.stringify(last)})`,
+      );
+    }
+    await rig!.waitReady();
+    expect(rig!.registrations()).toHaveLength(NODES);
+  }, TEST_MS);
+
   test("kill -9 of a node: its sessions answer 410 node_lost, the others go on, acquires land on the survivors; restarted, it sweeps its engine and rejoins", async () => {
     const leases = await leaseOnEach();
     const lostId = leases.get('n3')!;
@@ -223,7 +265,7 @@ describeDocker('a cluster of 3 engines, 3 nodes and 2 gateways on one machine', 
     expect(await rig!.node(3).engine.containerIds()).toContain(leftBehind);
 
     await waitNode(3, (node) => node === undefined, 'gone from the membership', NODE_TTL_MS + SLACK_MS);
-    const placed = [await acquire(1, { acquire_timeout: 5 }), await acquire(2, { acquire_timeout: 5 })];
+    const placed = [await acquire(1, { acquire_timeout: 30 }), await acquire(2, { acquire_timeout: 30 })];
     expect(placed.map(nodeOf).sort()).toEqual(['n1', 'n2']);
     await release(1, placed);
 
@@ -249,5 +291,8 @@ describeDocker('a cluster of 3 engines, 3 nodes and 2 gateways on one machine', 
     rig = null;
     expect(left).toEqual([]);
     expect(fs.existsSync(dir)).toBe(false);
+    expect(fs.existsSync('/sys/class/net/docker0')).toBe(hadDocker0);
+    expect(fs.readdirSync('/sys/class/net').filter((link) => link.startsWith('bbr-'))).toEqual([]);
+    await new Dockerode().ping(); // the machine's engine, untouched
   }, TEST_MS);
 });
