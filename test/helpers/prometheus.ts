@@ -1,7 +1,8 @@
 /**
  * A real Prometheus (Debian's `prometheus` package) for tests: the shipped config pointed at a test
- * broker, a temporary data directory, a one-second scrape, and its HTTP API. Every process started
- * here is stopped by stop() (TERM, then KILL after a bound) and its directory removed.
+ * broker or a test cluster's gateway, a temporary data directory, a one-second scrape, and its HTTP
+ * API. Every process started here is stopped by stop() (TERM, then KILL after a bound) and its
+ * directory removed.
  */
 import fs from 'node:fs';
 import net from 'node:net';
@@ -41,21 +42,63 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** The shipped prometheus.yml, its scrape job pointed at `target` (host:port), every second. */
-export function testConfig(target: string): string {
+/**
+ * What a test Prometheus scrapes: a standalone broker (job bash-broker), and a cluster's gateway with
+ * the files of its client token and of the cluster token (jobs bash-broker-gateways and
+ * bash-broker-nodes). A job without its target is left out.
+ */
+export interface ScrapeTargets {
+  broker?: string;
+  gateway?: { target: string; clientTokenFile: string; clusterTokenFile: string };
+}
+
+interface ScrapeJob {
+  job_name: string;
+  static_configs?: { targets: string[] }[];
+  dns_sd_configs?: unknown[];
+  http_sd_configs?: { url: string; authorization?: { type?: string; credentials_file: string } }[];
+  authorization?: { type?: string; credentials_file: string };
+}
+
+/**
+ * The shipped prometheus.yml, every second, its jobs pointed at `targets`: the broker's static
+ * target; the gateways' job at the one gateway (its name does not resolve here) with its token; the
+ * nodes' discovery kept, at the gateway's address, with both tokens from their files.
+ */
+export function testConfig(targets: ScrapeTargets | string): string {
+  const { broker, gateway } = typeof targets === 'string' ? { broker: targets, gateway: undefined } : targets;
   const config = YAML.parse(fs.readFileSync(PROMETHEUS_CONFIG, 'utf8'));
   config.global = { ...config.global, scrape_interval: '1s', evaluation_interval: '1s' };
   config.rule_files = [ALERT_RULES];
-  const job = config.scrape_configs.find((j: { job_name: string }) => j.job_name === 'bash-broker');
-  if (!job) throw new Error(`${PROMETHEUS_CONFIG} has no bash-broker scrape job`);
-  job.static_configs = [{ targets: [target] }];
+  const jobs = config.scrape_configs as ScrapeJob[];
+  const job = (name: string): ScrapeJob => {
+    const found = jobs.find((j) => j.job_name === name);
+    if (!found) throw new Error(`${PROMETHEUS_CONFIG} has no ${name} scrape job`);
+    return found;
+  };
+  const kept: ScrapeJob[] = [];
+  if (broker) kept.push({ ...job('bash-broker'), static_configs: [{ targets: [broker] }] });
+  if (gateway) {
+    const client = { type: 'Bearer', credentials_file: gateway.clientTokenFile };
+    const gateways = { ...job('bash-broker-gateways'), static_configs: [{ targets: [gateway.target] }], authorization: client };
+    delete gateways.dns_sd_configs;
+    kept.push(gateways);
+    const nodes = job('bash-broker-nodes');
+    const sd = nodes.http_sd_configs!.map((c) => {
+      const url = new URL(c.url);
+      url.host = gateway.target;
+      return { ...c, url: url.toString(), refresh_interval: '1s', authorization: client };
+    });
+    kept.push({ ...nodes, http_sd_configs: sd, authorization: { type: 'Bearer', credentials_file: gateway.clusterTokenFile } });
+  }
+  config.scrape_configs = kept;
   return YAML.stringify(config);
 }
 
-export async function startPrometheus(target: string): Promise<RunningPrometheus> {
+export async function startPrometheus(targets: ScrapeTargets | string): Promise<RunningPrometheus> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bash-broker-prometheus-'));
   const configFile = path.join(dir, 'prometheus.yml');
-  fs.writeFileSync(configFile, testConfig(target));
+  fs.writeFileSync(configFile, testConfig(targets));
   const port = await freePort();
   const child = spawn(
     'prometheus',

@@ -2,15 +2,23 @@
  * containers/monitoring/ checked with the tools that will read it: promtool checks the scrape config
  * and the alert rules and runs the rules' unit tests (alerts.test.yml); a real Prometheus scrapes a
  * live broker with the shipped config and answers the pool size through its HTTP API, with every
- * alert rule evaluating cleanly; every metric the Grafana dashboard and the rules name exists in the
- * broker's /metrics; the compose profile mounts files that exist. Needs Debian's `prometheus`
+ * alert rule evaluating cleanly; a real Prometheus finds the nodes of a live cluster through its
+ * gateway's /cluster/targets and scrapes them with the cluster token; every metric the Grafana
+ * dashboard and the rules name exists in a broker's or a gateway's /metrics; the compose profiles
+ * mount files that exist. Needs Debian's `prometheus`
  * (apt-get install -y prometheus): without it the suite fails under CI and is skipped loudly elsewhere.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import YAML from 'yaml';
+import os from 'node:os';
 import { eventually, startTestBroker, withLease, type TestBroker } from '../helpers/broker';
+import { CLIENT_TOKEN, CLUSTER_TOKEN, SESSIONS_PER_NODE, TestCluster } from '../helpers/cluster';
+import { closeClients } from '../helpers/clusterProcs';
+import { promtoolCheckConfig } from '../helpers/deployFiles';
+import { GatewayMetrics } from '../../src/cluster/gateway/gatewayMetrics';
+import { Membership } from '../../src/cluster/gateway/membership';
 import {
   ALERT_RULES,
   MONITORING_DIR,
@@ -46,13 +54,23 @@ function monitoringQueries(): { where: string; expr: string }[] {
   return queries;
 }
 
+/** Every alert of alerts.yml, all groups. */
+function alertNames(): string[] {
+  const rules = YAML.parse(fs.readFileSync(ALERT_RULES, 'utf8')) as { groups: { rules: { alert: string }[] }[] };
+  return rules.groups.flatMap((g) => g.rules.map((r) => r.alert)).sort();
+}
+
 const missing = missingPrometheusTools();
 const ci = Boolean(process.env.CI) && process.env.CI !== 'false';
 
 if (missing.length === 0) {
   describe('monitoring files (Prometheus, alert rules, Grafana)', () => {
     it('promtool accepts the scrape config and the rules, and the rules pass their unit tests', () => {
-      for (const args of [['check', 'config', PROMETHEUS_CONFIG], ['check', 'rules', ALERT_RULES], ['test', 'rules', 'alerts.test.yml']]) {
+      // The token file the nodes' job reads is the cluster's (a compose volume), not on this machine.
+      const config = promtoolCheckConfig(fs.readFileSync(PROMETHEUS_CONFIG, 'utf8'), path.dirname(PROMETHEUS_CONFIG));
+      if (config.status !== 0) throw new Error(`promtool check config exited ${config.status}:\n${config.output}`);
+      expect(config.output).toMatch(/SUCCESS/);
+      for (const args of [['check', 'rules', ALERT_RULES], ['test', 'rules', 'alerts.test.yml']]) {
         const r = promtool(...args);
         if (r.status !== 0) throw new Error(`promtool ${args.join(' ')} exited ${r.status}:\n${r.output}`);
         expect(r.output).toMatch(/SUCCESS/);
@@ -93,8 +111,9 @@ if (missing.length === 0) {
         await tb?.close();
       });
 
-      it('every metric the dashboard and the alert rules use is in /metrics', async () => {
+      it("every metric the dashboard and the alert rules use is in a broker's or a gateway's /metrics", async () => {
         const exposed = exposedSampleNames(await tb.metrics());
+        for (const name of exposedSampleNames(await new GatewayMetrics(new Membership()).registry.metrics())) exposed.add(name);
         const queries = monitoringQueries();
         const used = new Set(queries.flatMap((q) => metricNamesIn(q.expr)));
         expect(used.size).toBeGreaterThanOrEqual(12);
@@ -135,9 +154,69 @@ if (missing.length === 0) {
           30_000,
           () => `every rule healthy: ${JSON.stringify(rules)}`,
         );
-        expect(rules.flatMap((g) => g.rules).map((r) => r.name).sort()).toEqual(
-          (YAML.parse(fs.readFileSync(ALERT_RULES, 'utf8')).groups[0].rules as { alert: string }[]).map((r) => r.alert).sort(),
+        expect(rules.flatMap((g) => g.rules).map((r) => r.name).sort()).toEqual(alertNames());
+      });
+    });
+
+    describe('against a live cluster', () => {
+      let cluster: TestCluster;
+      let prometheus: RunningPrometheus | null = null;
+      const tokens = fs.mkdtempSync(path.join(os.tmpdir(), 'bash-broker-tokens-'));
+      beforeAll(async () => {
+        cluster = await TestCluster.start(['n1', 'n2'], 1);
+      }, 240_000);
+      afterAll(async () => {
+        await prometheus?.stop();
+        await cluster?.stop();
+        await closeClients();
+        fs.rmSync(tokens, { recursive: true, force: true });
+      }, 120_000);
+
+      it("a real Prometheus finds every node through the gateway's /cluster/targets and scrapes it with the cluster token", async () => {
+        const clientTokenFile = path.join(tokens, 'client-token');
+        const clusterTokenFile = path.join(tokens, 'cluster-token');
+        fs.writeFileSync(clientTokenFile, CLIENT_TOKEN);
+        fs.writeFileSync(clusterTokenFile, CLUSTER_TOKEN);
+        const gateway = new URL(cluster.gateways[0].url).host;
+        prometheus = await startPrometheus({ gateway: { target: gateway, clientTokenFile, clusterTokenFile } });
+        const p = prometheus;
+        let last = '';
+        const query = async (promql: string) => {
+          const r = await p.query(promql);
+          last = `${promql}: ${JSON.stringify(r)}`;
+          return r;
+        };
+        await eventually(
+          async () => {
+            try {
+              const pools = await query('sum by (node) (broker_sessions{job="bash-broker-nodes", state="available"})');
+              if (!(pools.length === 2 && pools.every((s) => Number(s.value[1]) === SESSIONS_PER_NODE))) return false;
+              const nodesUp = await query('broker_gateway_nodes_up{job="bash-broker-gateways", health="healthy"}');
+              return nodesUp.length === 1 && nodesUp[0].metric.instance === gateway && nodesUp[0].value[1] === '2';
+            } catch (err) {
+              last = String(err);
+              return false;
+            }
+          },
+          60_000,
+          () => `Prometheus to scrape both nodes' pools and the gateway's count of them (last answer: ${last}); its output:\n${p.output()}`,
         );
+        const up = await p.query('up{job="bash-broker-nodes"}');
+        expect(up.map((s) => [s.metric.node, s.metric.instance, s.value[1]]).sort()).toEqual(
+          ['n1', 'n2'].map((id) => [id, new URL(cluster.nodes.get(id)!.url).host, '1']),
+        );
+        // Every rule, the cluster's too, evaluates against real series without an error, and none fires.
+        let rules: Awaited<ReturnType<RunningPrometheus['rules']>> = [];
+        await eventually(
+          async () => {
+            rules = await p.rules();
+            return rules.flatMap((g) => g.rules).length === alertNames().length && rules.flatMap((g) => g.rules).every((r) => r.health === 'ok');
+          },
+          30_000,
+          () => `every rule healthy: ${JSON.stringify(rules)}`,
+        );
+        const active = rules.flatMap((g) => g.rules as { name: string; state?: string }[]).filter((r) => r.state !== 'inactive');
+        expect(active.map((r) => `${r.name} ${r.state}`)).toEqual([]);
       });
     });
   });
