@@ -4,7 +4,7 @@
  * stream; Core adds its own (sandbox_ready, daemon_error when the upstream breaks,
  * sandbox_terminated). A broken upstream is reopened after the last daemon seq seen, so nothing is
  * lost or doubled; a daemon that restarted (a new instance) gets its relay capability again (it never
- * holds a key: the relay attaches those).
+ * holds a key: the relay attaches those), and a turn it was in the middle of is said to be cut.
  */
 import { errorMessage } from '../../common/errors';
 import { EventLog, type Gap, type Numbered } from '../../common/eventLog';
@@ -59,6 +59,8 @@ export class TaskSandbox {
   private readonly upstream = new AbortController();
   private lastSeq = 0;
   private instance: string | null = null;
+  /** A turn_start came without its turn_end yet: the agent is mid-turn (a daemon lost now cuts it). */
+  private inTurn = false;
   readonly createdAt = new Date();
   timings: TaskTimings = { containerStartMs: 0, daemonReadyMs: 0 };
 
@@ -117,6 +119,7 @@ export class TaskSandbox {
 
   private route(event: TaskEvent): void {
     if (this.statusNow === 'terminated') return;
+    if (event.type === 'turn_start' || event.type === 'turn_end') this.inTurn = event.type === 'turn_start';
     if (CODING_EVENT_TYPES.has(event.type)) this.streams.coding.emit({ event });
     else if (CONTROL_EVENT_TYPES.has(event.type) && event.type !== 'sandbox_ready' && event.type !== 'sandbox_terminated') this.streams.control.emit({ event });
     // Anything else the daemon says (a future event type) is neither stream's: dropped.
@@ -151,7 +154,10 @@ export class TaskSandbox {
       this.instance = health.instance;
       this.lastSeq = 0;
       await this.sendCredentials();
-      this.emit('daemon_error', { message: 'the daemon restarted; credentials sent again, its saved session resumes' });
+      // The turn running when it died never ends on the coding stream: said here, once.
+      const cut = this.inTurn ? '; the turn running when it stopped was cut (it gets no turn_end): send its prompt again' : '';
+      this.inTurn = false;
+      this.emit('daemon_error', { message: `the daemon restarted; credentials sent again, its saved session resumes${cut}` });
     } catch {
       // Still down: the next round tries again.
     }
