@@ -173,7 +173,9 @@ export class Broker {
       maxFinishedCommands: EXECD_FINISHED_COMMANDS_KEPT,
       timings,
     });
-    const endpoints = new HttpGroupEndpoints({ host: config.host, token: config.token, maxBodyBytes: config.maxBodyBytes });
+    // A node's sandbox ports, like its own, take the cluster's token only (its clients go through gateways).
+    const sandboxToken = config.cluster.role === 'node' ? config.cluster.clusterToken : config.token;
+    const endpoints = new HttpGroupEndpoints({ host: config.host, token: sandboxToken, maxBodyBytes: config.maxBodyBytes });
     this.groups = createGroupService(config, createSandboxContainers(config, backend), openLanceStore, endpoints, overrides.maxOutputBytes ?? config.maxOutputBytes);
     this.dashboard = new DashboardFeed({
       pools: () => this.pools.entries,

@@ -103,7 +103,7 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
     routers.push(execdFileRouter(sandboxes, execd.files.files));
     routers.push(execdMetricsRouter(sandboxes, execd.files.metrics));
   }
-  if (groups) routers.push(groupRouter(groups));
+  if (groups) routers.push(groupRouter(groups, config.cluster.role === 'node' ? 'broker' : 'port'));
   if (tasks) routers.push(taskRouter(tasks, { keepAliveMs: config.tasks.keepAliveMs }));
   if (dashboard) routers.push(dashboardRouter(pools, dashboard));
   return routers;

@@ -26,10 +26,3 @@ export class NodeUnreachableError extends BrokerError {
     super('backend', 'node_unreachable', `Node '${nodeId}' did not answer (${reason}); the call may have run there`);
   }
 }
-
-/** 501 `websocket_not_routed`: a gateway does not forward WebSocket upgrades yet (docs/cluster.md, not built). */
-export class WebSocketNotRoutedError extends BrokerError {
-  constructor() {
-    super('not_implemented', 'websocket_not_routed', 'WebSockets are not routed through a gateway of this cluster yet');
-  }
-}

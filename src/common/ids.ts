@@ -11,9 +11,18 @@ export function setIdPrefix(prefix: string): void {
   idPrefix = prefix;
 }
 
+/**
+ * An id of this process from its own random part: the part alone standalone, as ids always were;
+ * after the node's prefix on a node. Every id a client gets is minted through it (sessions, lifecycle
+ * sandboxes, workspaces, sandbox groups, tasks), so a gateway routes any call by its id alone.
+ */
+export function nodeScopedId(random: string): string {
+  return idPrefix + random;
+}
+
 /** A lease id: 128 random bits, hex, so it is unguessable and safe in a path (/tmp/s/<id>/); a node's prefix before them. */
 export function newSessionId(): string {
-  return idPrefix + randomBytes(16).toString('hex');
+  return nodeScopedId(randomBytes(16).toString('hex'));
 }
 
 export const SESSION_ID_PATTERN = /^[0-9a-f]{32}$/;

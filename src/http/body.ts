@@ -10,32 +10,36 @@
 import type { IncomingMessage } from 'node:http';
 import { BadRequestError, PayloadTooLargeError } from '../common/errors';
 
-export function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<unknown> {
+export async function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<unknown> {
+  const body = await readBodyBytes(req, maxBytes);
+  if (body.length === 0) return undefined;
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    throw new BadRequestError(`Request body is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+/** A body read whole as bytes, bounded (a gateway reads a create's this way, to send it again if need be). */
+export function readBodyBytes(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > maxBytes) return reject(tooLarge(maxBytes));
     const chunks: Buffer[] = [];
     let size = 0;
-    let failed = false;
+    let settled = false;
     const fail = (err: Error): void => {
-      if (failed) return;
-      failed = true;
+      if (settled) return;
+      settled = true;
       reject(err);
     };
-    let finished = false;
     const finish = (): void => {
-      if (failed || finished) return;
-      finished = true;
-      if (size === 0) return resolve(undefined);
-      const text = (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).toString('utf8');
-      try {
-        resolve(JSON.parse(text));
-      } catch (err) {
-        fail(new BadRequestError(`Request body is not valid JSON: ${(err as Error).message}`));
-      }
+      if (settled) return;
+      settled = true;
+      resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
     };
     req.on('data', (chunk: Buffer) => {
-      if (failed || finished) return;
+      if (settled) return;
       size += chunk.length;
       if (size > maxBytes) return fail(tooLarge(maxBytes));
       chunks.push(chunk);

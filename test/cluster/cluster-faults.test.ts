@@ -4,25 +4,19 @@
  * gateway killed with SIGKILL, the store stopped and started again; then a stop that leaves no
  * registration, process or shell. The tests run in order over one cluster (2 nodes, 2 gateways).
  */
-import { TestCluster, SESSIONS_PER_NODE, nodeOf, type GatewayHealth } from '../helpers/cluster';
-import { closeClients, type BrokerProcess } from '../helpers/clusterProcs';
+import { useTestCluster, CLIENT_TOKEN, SESSIONS_PER_NODE, nodeOf, type GatewayHealth } from '../helpers/cluster';
+import type { BrokerProcess } from '../helpers/clusterProcs';
 import { eventually, testBackend } from '../helpers/broker';
+import { openSocket } from '../helpers/workspaceClient';
+
+const AUTH = { authorization: `Bearer ${CLIENT_TOKEN}` };
 
 /** The nodes' lease TTL (the default BROKER_NODE_TTL): a dead node leaves the membership within it. */
 const NODE_TTL_MS = 5_000;
 /** Slack over the TTL for a loaded CI machine: the watch's delivery and /health polls. */
 const SLACK_MS = 15_000;
 
-let cluster: TestCluster;
-
-beforeAll(async () => {
-  cluster = await TestCluster.start(['n1', 'n2'], 2);
-}, 240_000);
-
-afterAll(async () => {
-  await cluster?.stop();
-  await closeClients();
-}, 120_000);
+const cluster = useTestCluster();
 
 async function acquire(gateway: BrokerProcess, body: Record<string, unknown> = {}): Promise<string> {
   const r = await cluster.call(gateway, 'POST', '/session/acquire', body);
@@ -56,6 +50,30 @@ async function waitListed(gateway: BrokerProcess, nodeIds: string[], timeoutMs: 
   );
 }
 
+/**
+ * A workspace created through `gateway` that its id says is on `nodeId`, once the gateway sees one
+ * free session on each node: a create is placed on a node with a free session, and the gateway counts
+ * the one it took, so a second create goes to the other node. The other made on the way is ended.
+ */
+async function workspaceOn(gateway: BrokerProcess, nodeId: string): Promise<string> {
+  let last: GatewayHealth | null = null;
+  await eventually(
+    async () => (last = await cluster.health(gateway)).nodes.every((n) => n.pools.default.available === 1),
+    30_000,
+    () => `one free session on each node (last: ${JSON.stringify(last)})`,
+  );
+  const made: string[] = [];
+  for (let i = 0; i < 2 && !made.some((id) => nodeOf(id) === nodeId); i++) {
+    const r = await cluster.call(gateway, 'POST', '/workspaces', {});
+    if (r.status !== 201) throw new Error(`create a workspace: ${r.status} ${r.text}`);
+    made.push(r.json.workspace_id as string);
+  }
+  for (const id of made.filter((w) => nodeOf(w) !== nodeId)) await cluster.call(gateway, 'DELETE', `/workspaces/${id}`);
+  const on = made.find((id) => nodeOf(id) === nodeId);
+  if (!on) throw new Error(`no workspace was placed on ${nodeId}: ${made.join(', ')}`);
+  return on;
+}
+
 let lostId = '';
 
 describe('faults of a cluster of 2 nodes and 2 gateways', () => {
@@ -65,6 +83,11 @@ describe('faults of a cluster of 2 nodes and 2 gateways', () => {
     lostId = leases.get('n1')!;
     const kept = leases.get('n2')!;
     await cluster.call(g1, 'POST', `/session/${kept}/execute`, { command: 'export EPISODE=7' });
+    // A workspace on n1 (a create is placed: one that lands on n2 is ended, and the next finds n1),
+    // and a viewer of it through a gateway.
+    const workspace = await workspaceOn(g1, 'n1');
+    const viewer = await openSocket(`${g2.url.replace(/^http/, 'ws')}/workspaces/${workspace}/ws/workspace`, AUTH);
+    const viewerClosed = new Promise<void>((resolve) => viewer.once('close', () => resolve()));
     await cluster.nodes.get('n1')!.kill9();
 
     // At once, before the lease runs out: the node refuses connections, and its ids are lost.
@@ -74,6 +97,17 @@ describe('faults of a cluster of 2 nodes and 2 gateways', () => {
     expect(lost.json.code).toBe('node_lost');
     expect(lost.json.detail).toContain("node 'n1'");
     expect((await cluster.call(g2, 'POST', `/session/${kept}/execute`, { command: 'echo $EPISODE' })).json.stdout).toBe('7\n');
+    // The workspace's calls and WebSockets too; the viewer's tunnel closed with its node.
+    await viewerClosed;
+    const lostWorkspace = await cluster.call(g2, 'POST', `/workspaces/${workspace}/api/execute`, { command: 'true' });
+    expect({ status: lostWorkspace.status, code: lostWorkspace.json.code }).toEqual({ status: 410, code: 'node_lost' });
+    expect(lostWorkspace.json.detail).toContain(`'${workspace}' was held by node 'n1'`);
+    const refused = await openSocket(`${g1.url.replace(/^http/, 'ws')}/workspaces/${workspace}/ws/workspace/terminal`, AUTH).then(
+      () => null,
+      (err: { status?: number; body?: string }) => err,
+    );
+    expect(refused?.status).toBe(410);
+    expect(JSON.parse(refused?.body ?? '{}').code).toBe('node_lost');
 
     for (const gateway of [g1, g2]) await waitListed(gateway, ['n2'], NODE_TTL_MS + SLACK_MS);
     const left = await cluster.call(g2, 'POST', `/session/${lostId}/release`);

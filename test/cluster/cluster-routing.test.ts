@@ -4,21 +4,11 @@
  * acquire retried with its request_id through the other gateway gets the same session, and nobody
  * reaches a node without the cluster's token.
  */
-import { TestCluster, CLIENT_TOKEN, CLUSTER_TOKEN, SESSIONS_PER_NODE, nodeOf, tagNamesPid } from '../helpers/cluster';
-import { call, closeClients } from '../helpers/clusterProcs';
+import { useTestCluster, CLIENT_TOKEN, CLUSTER_TOKEN, SESSIONS_PER_NODE, nodeOf, tagNamesPid } from '../helpers/cluster';
+import { call } from '../helpers/clusterProcs';
 import { execdSdk } from '../helpers/execdClient';
-import { WebSocket } from 'ws';
 
-let cluster: TestCluster;
-
-beforeAll(async () => {
-  cluster = await TestCluster.start(['n1', 'n2'], 2);
-}, 240_000);
-
-afterAll(async () => {
-  await cluster?.stop();
-  await closeClients();
-}, 120_000);
+const cluster = useTestCluster();
 
 /** The backend instance of the shell that ran the command, which names its node's pid (tagNamesPid). */
 const SHELL_OWNER = 'echo "$BROKER_SESSION_TAG"';
@@ -133,22 +123,6 @@ describe('a cluster of 2 nodes and 2 gateways', () => {
     expect(run.exitCode).toBe(0);
     expect((await Promise.all(touches)).map((r) => r.status)).toEqual([200]);
     await cluster.call(g2, 'POST', `/session/${id}/release`);
-  });
-
-  test('a WebSocket through a gateway is answered 501 websocket_not_routed, not cut without a word', async () => {
-    const [g1] = cluster.gateways;
-    const ws = new WebSocket(`${g1.url.replace('http', 'ws')}/ws/workspace`, { headers: { authorization: `Bearer ${CLIENT_TOKEN}` } });
-    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      ws.once('unexpected-response', (_req, res) => {
-        let body = '';
-        res.on('data', (c: Buffer) => (body += c.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
-      ws.once('open', () => reject(new Error('the upgrade was accepted')));
-      ws.once('error', reject);
-    });
-    expect(answer.status).toBe(501);
-    expect(JSON.parse(answer.body).code).toBe('websocket_not_routed');
   });
 
   test("a gateway wants the client's token; a node wants the cluster's, so no one bypasses a gateway", async () => {

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { TestEtcd } from './etcd';
-import { BrokerProcess, call } from './clusterProcs';
+import { BrokerProcess, call, closeClients } from './clusterProcs';
 import { eventually, testBackend, testDeployment, type HttpResult } from './broker';
 import { pidsWithEnvPrefix } from './procs';
 
@@ -33,6 +33,9 @@ export interface GatewayHealth {
   nodes: GatewayNode[];
 }
 
+/** The settings of node `nodeId` beyond the cluster's own. */
+export type NodeEnv = (nodeId: string) => Record<string, string>;
+
 export class TestCluster {
   readonly nodes = new Map<string, BrokerProcess>();
   readonly gateways: BrokerProcess[] = [];
@@ -40,10 +43,14 @@ export class TestCluster {
   readonly started: BrokerProcess[] = [];
   readonly prefix = `/bash-broker-test-${process.pid}-${randomBytes(3).toString('hex')}/`;
 
-  private constructor(readonly etcd: TestEtcd) {}
+  private constructor(
+    readonly etcd: TestEtcd,
+    /** What a node gets over the cluster's own settings (a task API's stub model, a group directory of its own). */
+    private readonly nodeEnv: NodeEnv,
+  ) {}
 
-  static async start(nodeIds: string[], gatewayCount: number): Promise<TestCluster> {
-    const cluster = new TestCluster(await TestEtcd.start());
+  static async start(nodeIds: string[], gatewayCount: number, nodeEnv: NodeEnv = () => ({})): Promise<TestCluster> {
+    const cluster = new TestCluster(await TestEtcd.start(), nodeEnv);
     try {
       await Promise.all([...nodeIds.map((id) => cluster.startNode(id)), ...Array.from({ length: gatewayCount }, () => cluster.startGateway())]);
       await cluster.waitMembers(nodeIds);
@@ -78,6 +85,7 @@ export class TestCluster {
       BROKER_LOCAL_CGROUPS: 'off',
       BROKER_LOCAL_ROOT: BrokerProcess.localRoot(`${this.prefix.replace(/\W+/g, '')}-${nodeId}`),
       BROKER_DEPLOYMENT: testDeployment(`cluster-${process.pid}-${nodeId}`),
+      ...this.nodeEnv(nodeId),
     });
     this.nodes.set(nodeId, node);
     this.started.push(node);
@@ -146,6 +154,29 @@ export class TestCluster {
     await this.etcd.destroy();
     for (const p of this.started) if (p.env.BROKER_LOCAL_ROOT) fs.rmSync(p.env.BROKER_LOCAL_ROOT, { recursive: true, force: true });
   }
+}
+
+/**
+ * One cluster for a test file: started before its tests (`nodeIds`, `gatewayCount` gateways), all of
+ * it stopped after them, with the test's HTTP clients. What it returns stands for the cluster once
+ * started (its tests read `cluster.gateways` as they would a variable set in their beforeAll).
+ */
+export function useTestCluster(nodeIds: string[] = ['n1', 'n2'], gatewayCount = 2, nodeEnv: NodeEnv = () => ({})): TestCluster {
+  let cluster: TestCluster | undefined;
+  beforeAll(async () => {
+    cluster = await TestCluster.start(nodeIds, gatewayCount, nodeEnv);
+  }, 240_000);
+  afterAll(async () => {
+    await cluster?.stop();
+    await closeClients();
+  }, 120_000);
+  return new Proxy({} as TestCluster, {
+    get(_, name) {
+      if (!cluster) throw new Error('the test cluster did not start');
+      const value: unknown = Reflect.get(cluster, name);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(cluster) : value;
+    },
+  });
 }
 
 /** The node an id names (ids are `<node>.<incarnation>.<random>`: the test reads what the gateway routes by). */

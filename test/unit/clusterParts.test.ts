@@ -6,7 +6,7 @@
 import { loadConfig, ConfigError } from '../../src/config/config';
 import { nodeIdOf } from '../../src/config/clusterConfig';
 import { idPrefixOf, newIncarnation, ownerOfId } from '../../src/cluster/clusterIds';
-import { routedIdOf } from '../../src/cluster/gateway/routedId';
+import { GatewayRouteTable } from '../../src/cluster/gateway/gatewayRoutes';
 import { placeAcquire } from '../../src/cluster/gateway/placement';
 import { UnseenAcquires } from '../../src/cluster/gateway/unseenAcquires';
 import { Membership } from '../../src/cluster/gateway/membership';
@@ -66,15 +66,46 @@ describe('ids that name their node', () => {
     expect(ownerOfId('0123456789abcdef0123456789abcdef')).toBeNull();
   });
 
-  test('the id a call routes by, from the pool API, execd and lifecycle paths', () => {
+  test("where each API's call goes: the id of its path, placed, listed, the home node, any node", () => {
+    const table = new GatewayRouteTable();
     const id = 'n1.0badcafe.00ff';
-    expect(routedIdOf(`/session/${id}/execute`)).toEqual({ id, nodeId: 'n1', incarnation: '0badcafe' });
-    expect(routedIdOf(`/sandboxes/${id}/execd/command`)?.nodeId).toBe('n1');
-    expect(routedIdOf(`/v1/sandboxes/${id}`)?.nodeId).toBe('n1');
-    expect(routedIdOf('/session/acquire')).toBeNull();
-    expect(routedIdOf('/session/0123456789abcdef0123456789abcdef/execute')).toBeNull();
-    expect(routedIdOf('/session/%E0%A4%A/execute')).toBeNull();
-    expect(routedIdOf('/openapi.json')).toBeNull();
+    const where = (method: string, path: string): [string, string | null] | null => {
+      const m = table.match(method, path);
+      return m ? [m.route.to, m.id] : null;
+    };
+    for (const [method, path] of [
+      ['POST', `/session/${id}/execute`],
+      ['POST', `/session/${id}/heartbeat`],
+      ['POST', `/sandboxes/${id}/execd/command`],
+      ['WS', `/sandboxes/${id}/port/8080/socket`],
+      ['GET', `/v1/sandboxes/${id}`],
+      ['DELETE', `/v1/sandboxes/${id}`],
+      ['POST', `/workspaces/${id}/api/execute`],
+      ['DELETE', `/workspaces/${id}`],
+      ['WS', `/workspaces/${id}/ws/workspace`],
+      ['WS', `/workspaces/${id}/ws/workspace/terminal`],
+      ['GET', `/sandboxes/${id}`],
+      ['GET', `/sandboxes/${id}/stream/coding`],
+      ['POST', `/groups/${id}/sandboxes/s1/execute`],
+      ['POST', `/admin/leases/${id}/release`],
+    ]) {
+      expect({ method, path, to: where(method, path) }).toEqual({ method, path, to: ['id', id] });
+    }
+    expect(where('POST', '/session/acquire')).toEqual(['acquire', null]);
+    expect(where('POST', '/workspaces')).toEqual(['create', null]);
+    expect(where('POST', '/v1/sandboxes')).toEqual(['create', null]);
+    expect(where('POST', '/sandboxes')).toEqual(['create', null]);
+    expect(where('GET', '/workspaces')).toEqual(['list', null]);
+    expect(where('GET', '/v1/sandboxes')).toEqual(['list', null]);
+    for (const [method, path] of [['POST', '/api/execute'], ['WS', '/ws/workspace'], ['POST', '/group/start'], ['POST', '/sandbox/start'], ['GET', '/ui'], ['WS', '/admin/live']]) {
+      expect({ method, path, to: where(method, path) }).toEqual({ method, path, to: ['home', null] });
+    }
+    expect(where('GET', '/openapi.json')).toEqual(['any', null]);
+    expect(where('GET', '/health')).toEqual(['gateway', null]);
+    // Errors the gateway answers itself take the API's own format: the task API's is the pool's, execd's OpenSandbox's.
+    expect(table.match('GET', `/sandboxes/${id}/stream/control`)?.route.errors).not.toBe(table.match('GET', `/sandboxes/${id}/execd/ping`)?.route.errors);
+    expect(where('GET', '/session/%E0%A4%A/execute')).toBeNull();
+    expect(where('GET', '/no/such/route')).toBeNull();
   });
 });
 

@@ -1,6 +1,7 @@
 /**
  * The sandbox groups' routes on the broker's port (groupRoutes.ts) for /openapi.json.
- * Each sandbox's own Sandbox API listens on a port of its own (its sandbox_url), outside this server.
+ * Each sandbox's own Sandbox API listens on a port of its own (its sandbox_url), and again on this
+ * server under /groups/{group id}/sandboxes/{id} (a node's sandbox_url: gateways route it by the group id).
  */
 import { arrayOf, NUMBER, object, STRING, type ApiDoc, type Schema } from '../../http/openApiTypes';
 
@@ -13,6 +14,9 @@ const DATABASE_ACCESS: Schema = {
 const ID: Schema = { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$' };
 const STATUS = (status: string): Schema => object({ status: { const: status } });
 const LOCAL = 'the local backend: groups need docker (`needs_docker`)';
+const SANDBOX = '/groups/:groupId/sandboxes/:sandboxId';
+const NOT_RUNNING = { 404: 'no such sandbox in the running group (`sandbox_not_found`)' };
+const OBSERVATION = object({ stdout: STRING, stderr: STRING, terminal_still_running: { type: 'boolean' } }, ['stdout', 'stderr', 'terminal_still_running']);
 
 export const GROUP_API_DOC: ApiDoc = {
   tag: 'sandbox groups',
@@ -67,5 +71,19 @@ export const GROUP_API_DOC: ApiDoc = {
       responses: { 200: { description: 'stopped', schema: STATUS('stopped'), example: { status: 'stopped' } } },
       errors: { 400: 'a bad id (`bad_request`)', 404: 'no such sandbox running (`sandbox_not_found`)', 501: LOCAL },
     },
+    [`POST ${SANDBOX}/execute`]: {
+      summary: "A sandbox's actions, in order (its Sandbox API on the broker's port)",
+      body: { schema: object({ actions: {} }), example: { actions: { bash: { description: 'a command', args: { command: 'ls' } } } } },
+      responses: { 200: { description: 'an observation per action', schema: object({ observations: arrayOf(OBSERVATION) }) } },
+      errors: { 400: 'bad actions (`bad_request`)', ...NOT_RUNNING },
+    },
+    [`POST ${SANDBOX}/input`]: {
+      summary: "Text to the sandbox's terminal",
+      body: { schema: object({ text: STRING }), example: { text: 'y\n' } },
+      responses: { 200: { description: 'sent', schema: STATUS('success'), example: { status: 'success' } } },
+      errors: { 400: 'no text (`bad_request`)', ...NOT_RUNNING },
+    },
+    [`GET ${SANDBOX}/output`]: { summary: "The terminal's output since the last read", responses: { 200: { description: 'what is new', schema: OBSERVATION } }, errors: NOT_RUNNING },
+    [`GET ${SANDBOX}/health`]: { summary: "The sandbox's health", responses: { 200: { description: 'healthy', schema: STATUS('healthy') } }, errors: { ...NOT_RUNNING, 503: 'unhealthy, with a reason' } },
   },
 };

@@ -1,14 +1,24 @@
 /**
- * The sandbox groups' API on the broker's port: a group, its sandboxes. A thin router over
+ * The sandbox groups' API on the broker's port: a group, its sandboxes, and each sandbox's Sandbox
+ * API again under /groups/{group id}/sandboxes/{id} (its own port serves it too). A thin router over
  * core/groups; errors in the pool API's `{"detail", "code"}` format.
  */
 import type { Router } from '../../http/router';
 import type { GroupService } from '../../core/groups/groupService';
 import { poolErrorFormat } from '../../http/errorFormats';
 import { sendJson } from '../../http/httpJson';
+import { publicAddress } from '../../http/publicAddress';
 import { parseGroupStart, parseSandboxStart, parseSandboxStop } from './groupInput';
+import { sandboxApiRoutes } from './sandboxApiRoutes';
 
-export function groupRouter(groups: GroupService): Router {
+/**
+ * Where a started sandbox's URL leads: its own port ('port', a broker clients reach directly), or
+ * its routes on the broker's port at the address the client called ('broker': a node of a cluster,
+ * reached only through gateways, which route /groups/{group id}/... by the group id's node).
+ */
+export type SandboxUrls = 'port' | 'broker';
+
+export function groupRouter(groups: GroupService, sandboxUrls: SandboxUrls = 'port'): Router {
   return {
     name: 'groups',
     errors: poolErrorFormat,
@@ -35,8 +45,14 @@ export function groupRouter(groups: GroupService): Router {
         method: 'POST',
         path: '/sandbox/start',
         body: 'json',
-        async handle({ body, res }) {
-          sendJson(res, 200, await groups.startSandbox(parseSandboxStart(body)));
+        async handle({ body, req, res }) {
+          const request = parseSandboxStart(body);
+          const started = await groups.startSandbox(request);
+          const groupId = groups.groupId;
+          if (sandboxUrls === 'broker' && groupId !== null) {
+            started.sandbox_url = `http://${publicAddress(req)}/groups/${encodeURIComponent(groupId)}/sandboxes/${encodeURIComponent(request.id)}`;
+          }
+          sendJson(res, 200, started);
         },
       },
       {
@@ -48,6 +64,7 @@ export function groupRouter(groups: GroupService): Router {
           sendJson(res, 200, { status: 'stopped' });
         },
       },
+      ...sandboxApiRoutes('/groups/:groupId/sandboxes/:sandboxId', ({ params }) => groups.sandbox(params.groupId, params.sandboxId)),
     ],
   };
 }

@@ -1,52 +1,54 @@
 /**
- * The Sandbox API of sandbox groups, served on each sandbox's own port (groupListeners.ts): actions, the
- * terminal's input and output, health. A thin router over one core Sandbox.
+ * The Sandbox API of sandbox groups, served on each sandbox's own port (groupListeners.ts) and on the
+ * broker's port under /groups/{group id}/sandboxes/{id} (groupRoutes.ts): actions, the terminal's
+ * input and output, health. Thin routes over one core Sandbox.
  */
-import type { Router } from '../../http/router';
+import type { Route, RouteContext, Router } from '../../http/router';
 import type { Sandbox } from '../../core/groups/sandbox';
 import { poolErrorFormat } from '../../http/errorFormats';
 import { sendJson, sendJsonStreamed } from '../../http/httpJson';
 import { parseActions, parseInputText } from './groupInput';
 
 export function sandboxApiRouter(sandbox: Sandbox): Router {
-  return {
-    name: `sandbox ${sandbox.id}`,
-    errors: poolErrorFormat,
-    routes: [
-      {
-        method: 'POST',
-        path: '/execute',
-        body: 'json',
-        async handle({ body, res }) {
-          sendJson(res, 200, { observations: await sandbox.execute(parseActions(body)) });
-        },
+  return { name: `sandbox ${sandbox.id}`, errors: poolErrorFormat, routes: sandboxApiRoutes('', () => sandbox) };
+}
+
+/** The Sandbox API's routes under `prefix`, each on the sandbox `sandboxOf` finds for the call. */
+export function sandboxApiRoutes(prefix: string, sandboxOf: (ctx: RouteContext) => Sandbox): Route[] {
+  return [
+    {
+      method: 'POST',
+      path: `${prefix}/execute`,
+      body: 'json',
+      async handle(ctx) {
+        sendJson(ctx.res, 200, { observations: await sandboxOf(ctx).execute(parseActions(ctx.body)) });
       },
-      {
-        method: 'POST',
-        path: '/input',
-        body: 'json',
-        handle({ body, res }) {
-          sandbox.input(parseInputText(body));
-          sendJson(res, 200, { status: 'success' });
-        },
+    },
+    {
+      method: 'POST',
+      path: `${prefix}/input`,
+      body: 'json',
+      handle(ctx) {
+        sandboxOf(ctx).input(parseInputText(ctx.body));
+        sendJson(ctx.res, 200, { status: 'success' });
       },
-      {
-        method: 'GET',
-        path: '/output',
-        async handle({ res }) {
-          await sendJsonStreamed(res, 200, { ...sandbox.output() });
-        },
+    },
+    {
+      method: 'GET',
+      path: `${prefix}/output`,
+      async handle(ctx) {
+        await sendJsonStreamed(ctx.res, 200, { ...sandboxOf(ctx).output() });
       },
-      {
-        method: 'GET',
-        path: '/health',
-        public: true,
-        async handle({ res }) {
-          const health = await sandbox.health();
-          if (health.healthy) sendJson(res, 200, { status: 'healthy' });
-          else sendJson(res, 503, { status: 'unhealthy', reason: health.reason ?? 'unknown' });
-        },
+    },
+    {
+      method: 'GET',
+      path: `${prefix}/health`,
+      public: true,
+      async handle(ctx) {
+        const health = await sandboxOf(ctx).health();
+        if (health.healthy) sendJson(ctx.res, 200, { status: 'healthy' });
+        else sendJson(ctx.res, 503, { status: 'unhealthy', reason: health.reason ?? 'unknown' });
       },
-    ],
-  };
+    },
+  ];
 }

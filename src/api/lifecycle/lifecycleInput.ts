@@ -137,7 +137,7 @@ export function parseRenew(body: unknown): Date {
   return new Date(renewCheck(body).expiresAt);
 }
 
-const MAX_PAGE_SIZE = 1000;
+export const MAX_PAGE_SIZE = 1000;
 
 /** `?state=Running&state=Paused&metadata=k%3Dv%26k2%3Dv2&page=1&pageSize=20`. */
 export function parseListQuery(query: string, knownStates: readonly string[]): SandboxFilter {

@@ -5,13 +5,14 @@
  * (lifecycleContract.ts), its input checked (lifecycleInput.ts), the service called, the answer shaped
  * (lifecycleViews.ts). Errors take OpenSandbox's `{code, message}` envelope.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { SANDBOX_STATES } from '../../core/lifecycle/sandboxRecord';
 import type { SandboxService } from '../../core/lifecycle/sandboxService';
 import { openSandboxErrorFormat } from '../../http/errorFormats';
 import { sendJson } from '../../http/httpJson';
 import type { Router } from '../../http/router';
 import { clientGone } from '../../http/clientGone';
+import { publicAddress } from '../../http/publicAddress';
 import { parseCreate, parseListQuery, parseMetadataPatch, parseRenew, type TimeoutBounds } from './lifecycleInput';
 import { listView, sandboxView } from './lifecycleViews';
 import { unservedLifecycleRoutes } from './unservedRoutes';
@@ -77,18 +78,4 @@ export function lifecycleRouter(sandboxes: SandboxService, limits: LifecycleLimi
       ...unservedLifecycleRoutes(),
     ],
   };
-}
-
-const HOST_HEADER = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
-
-/**
- * The broker's address as the client reached it (its Host header), which every endpoint starts
- * with: the client reaches execd where it reached the lifecycle API. A missing or odd Host gives
- * the socket's own address.
- */
-function publicAddress(req: IncomingMessage): string {
-  const host = req.headers.host;
-  if (typeof host === 'string' && HOST_HEADER.test(host)) return host;
-  const address = req.socket.localAddress ?? '127.0.0.1';
-  return `${address.includes(':') ? `[${address}]` : address}:${req.socket.localPort}`;
 }

@@ -20,6 +20,11 @@ export function sandboxView(record: SandboxRecord, created = false): Record<stri
 }
 
 export function listView(items: readonly SandboxRecord[], totalItems: number, page: number, pageSize: number): Record<string, unknown> {
+  return pagedList(items.map((r) => sandboxView(r)), totalItems, page, pageSize);
+}
+
+/** A ListSandboxesResponse of one page's views (a gateway merges its nodes' lists into one). */
+export function pagedList(views: readonly unknown[], totalItems: number, page: number, pageSize: number): Record<string, unknown> {
   const totalPages = Math.ceil(totalItems / pageSize);
-  return { items: items.map((r) => sandboxView(r)), pagination: { page, pageSize, totalItems, totalPages, hasNextPage: page < totalPages } };
+  return { items: views, pagination: { page, pageSize, totalItems, totalPages, hasNextPage: page < totalPages } };
 }

@@ -1,9 +1,10 @@
 /**
- * A gateway: no sessions of its own. It checks the client's BROKER_TOKEN, places acquires
- * (gatewayAcquire.ts), routes every call that carries an id to the node the id names (routedId.ts),
- * streams the rest to any node, and answers /health, /metrics and /cluster/targets itself from the
- * membership it watches (membership.ts). Any number of gateways serve one cluster: they share
- * nothing but the store.
+ * A gateway: no sessions of its own. It checks the client's BROKER_TOKEN and sends each call where
+ * its route says (gatewayRoutes.ts): to the node its id names, placed (acquires: gatewayAcquire.ts;
+ * creates: on a node with capacity), to every node (lists: gatewayLists.ts), to the home node, or to
+ * any node; WebSocket upgrades the same way, tunnelled (nodeTunnel.ts). It answers /health,
+ * /metrics and /cluster/targets itself from the membership it watches (membership.ts). Any number of
+ * gateways serve one cluster: they share nothing but the store.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,31 +12,48 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { BrokerConfig } from '../../config/config';
 import { createAuthorize, UnauthorizedError } from '../../http/auth';
+import { readBodyBytes } from '../../http/body';
 import { openSandboxErrorFormat, poolErrorFormat, type ErrorFormat } from '../../http/errorFormats';
 import { sendErrorReply, sendErrorReplyOnSocket, sendJson } from '../../http/httpJson';
 import { splitTarget } from '../../http/routeTable';
+import { DEFAULT_POOL } from '../../core/pool/poolRegistry';
 import { logger } from '../../common/logger';
 import type { ClusterStore, MembershipWatch } from '../clusterStore';
-import { NodeLostError, NoNodesError, NodeUnreachableError, WebSocketNotRoutedError } from '../clusterErrors';
+import { ownerOfId, type IdOwner } from '../clusterIds';
+import { NodeLostError, NoNodesError, NodeUnreachableError } from '../clusterErrors';
 import { Membership, type Member } from './membership';
 import { GatewayAcquire } from './gatewayAcquire';
 import { GatewayMetrics } from './gatewayMetrics';
 import { clusterTargets, gatewayHealth } from './gatewayHealth';
-import { clientLeft, forwardedHeaders, neverSent, NodeClients, refusesConnections, requestBody } from './nodeForwarder';
-import { routedIdOf, type RoutedId } from './routedId';
+import { serveList } from './gatewayLists';
+import { GatewayRouteTable, type RouteMatch } from './gatewayRoutes';
+import { placeAcquire } from './placement';
+import { clientLeft, forwardedHeaders, neverSent, NodeClients, refusesConnections, requestBody, type NodeCall } from './nodeForwarder';
+import { tunnelUpgrade } from './nodeTunnel';
+import { UnseenAcquires } from './unseenAcquires';
 
-const ACQUIRE_PATHS = new Set(['/session/acquire', '/session/acquire_group']);
+/** The id a call is routed by, and the node and incarnation it names. */
+interface RoutedId extends IdOwner {
+  id: string;
+}
 
-/** OpenSandbox's APIs answer in their own error format; everything else in the pool API's. */
-function errorFormatOf(path: string): ErrorFormat {
+/** Calls no route declares: OpenSandbox's APIs answer in their own error format; everything else in the pool API's. */
+function fallbackFormat(path: string): ErrorFormat {
   return path.startsWith('/v1/') || path.startsWith('/sandboxes/') ? openSandboxErrorFormat : poolErrorFormat;
 }
+
+const NONE: ReadonlySet<string> = new Set();
 
 export class Gateway {
   readonly membership = new Membership();
   readonly metrics = new GatewayMetrics(this.membership);
   readonly server: http.Server;
+  private readonly routes = new GatewayRouteTable();
+  /** Open WebSocket tunnels' client sockets: the server no longer tracks upgraded sockets, close() cuts them. */
+  private readonly tunnels = new Set<Duplex>();
   private readonly clients: NodeClients;
+  /** Sessions this gateway took on each node (acquires, creates) that its last record does not count. */
+  private readonly unseen = new UnseenAcquires();
   private readonly acquire: GatewayAcquire;
   private readonly authorize: ReturnType<typeof createAuthorize>;
   private watch: MembershipWatch | null = null;
@@ -56,15 +74,14 @@ export class Gateway {
       acquireTimeoutMs: config.acquireTimeoutMs,
       freeTryMs: 2 * config.cluster.heartbeatMs,
       placementTtlSeconds: config.cluster.placementTtlSeconds,
+      unseen: this.unseen,
     });
     this.server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-      this.serve(req, res).catch((err: unknown) => sendErrorReply(res, errorFormatOf(splitTarget(req.url ?? '/').path).reply(err, `${req.method} ${req.url}`)));
+      this.serve(req, res).catch((err: unknown) => sendErrorReply(res, this.formatOf(req, req.method ?? 'GET').reply(err, `${req.method} ${req.url}`)));
     });
-    // WebSockets are not forwarded yet: a clear 501 rather than a socket closed without a word.
-    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
+    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       socket.on('error', () => socket.destroy());
-      const path = splitTarget(req.url ?? '/').path;
-      sendErrorReplyOnSocket(socket, errorFormatOf(path).reply(new WebSocketNotRoutedError(), `UPGRADE ${path}`));
+      this.serveUpgrade(req, socket, head).catch((err: unknown) => sendErrorReplyOnSocket(socket, this.formatOf(req, 'WS').reply(err, `UPGRADE ${req.url}`)));
     });
   }
 
@@ -98,26 +115,70 @@ export class Gateway {
     return this.server.address() as AddressInfo;
   }
 
-  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const method = req.method ?? 'GET';
+  private formatOf(req: IncomingMessage, method: string): ErrorFormat {
     const { path } = splitTarget(req.url ?? '/');
-    const metricsPublic = this.config.metricsPublic;
-    if (method === 'GET' && path === '/health') {
+    return this.routes.match(method, path)?.route.errors ?? fallbackFormat(path);
+  }
+
+  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { path } = splitTarget(req.url ?? '/');
+    const match = this.routes.match(req.method ?? 'GET', path);
+    if (match?.route.to === 'gateway') return this.serveOwn(req, res, path);
+    if (!match?.route.public && !this.authorize(req)) throw new UnauthorizedError();
+    switch (match?.route.to) {
+      case 'acquire':
+        return this.acquire.serve(req, res, path);
+      case 'create':
+        return this.create(req, res);
+      case 'list':
+        return serveList(match.route.list!, this.membership.list(), req, res, { clients: this.clients, metrics: this.metrics });
+    }
+    const { member, routed } = this.destination(match);
+    return this.forward(member, req, res, routed);
+  }
+
+  /** /health (public), /metrics and /cluster/targets (public with BROKER_METRICS_PUBLIC). */
+  private async serveOwn(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+    if (path === '/health') {
       const report = gatewayHealth(this.membership);
       return sendJson(res, report.status === 'unhealthy' ? 503 : 200, report);
     }
-    const isMetrics = method === 'GET' && (path === '/metrics' || path === '/cluster/targets');
-    if (!(isMetrics && metricsPublic) && !this.authorize(req)) throw new UnauthorizedError();
-    if (method === 'GET' && path === '/metrics') {
-      const text = await this.metrics.registry.metrics();
-      res.writeHead(200, { 'Content-Type': this.metrics.registry.contentType, 'Content-Length': Buffer.byteLength(text) });
-      return void res.end(text);
+    if (!this.config.metricsPublic && !this.authorize(req)) throw new UnauthorizedError();
+    if (path === '/cluster/targets') return sendJson(res, 200, clusterTargets(this.membership));
+    const text = await this.metrics.registry.metrics();
+    res.writeHead(200, { 'Content-Type': this.metrics.registry.contentType, 'Content-Length': Buffer.byteLength(text) });
+    res.end(text);
+  }
+
+  /** A WebSocket: to the node its route names, tunnelled both ways. */
+  private async serveUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const match = this.routes.match('WS', splitTarget(req.url ?? '/').path);
+    if (!match?.route.public && !this.authorize(req)) throw new UnauthorizedError();
+    const { member, routed } = this.destination(match);
+    const { node_id: nodeId, address } = member.record;
+    const startMs = performance.now();
+    const outcome = await tunnelUpgrade(address, req, socket, head, this.config.cluster.clusterToken, (status) => this.metrics.answered(nodeId, status, startMs));
+    if (outcome === 'open') {
+      this.tunnels.add(socket);
+      socket.once('close', () => this.tunnels.delete(socket));
+      return;
     }
-    if (method === 'GET' && path === '/cluster/targets') return sendJson(res, 200, clusterTargets(this.membership));
-    if (method === 'POST' && ACQUIRE_PATHS.has(path)) return this.acquire.serve(req, res, path);
-    const routed = routedIdOf(path);
-    if (routed) return this.forward(this.ownerOf(routed), req, res, routed);
-    return this.forward(this.anyNode(), req, res, null);
+    this.metrics.failed(nodeId, 'not_sent');
+    if (routed) throw new NodeLostError(routed.id, nodeId, 'is not listening (it stopped)');
+    throw new NoNodesError(`answers (node '${nodeId}' refused the call)`);
+  }
+
+  /** The node of a call its route sends to one node: the one its id names, the home node, or any. */
+  private destination(match: RouteMatch | null): { member: Member; routed: RoutedId | null } {
+    if (match?.route.to === 'id' && match.id !== null) {
+      const owner = ownerOfId(match.id);
+      // An id no node minted: any node answers it (its 404).
+      if (owner) {
+        const routed = { id: match.id, ...owner };
+        return { member: this.ownerOf(routed), routed };
+      }
+    }
+    return { member: match?.route.to === 'home' ? this.homeNode() : this.anyNode(), routed: null };
   }
 
   /** The node an id names, while it is the incarnation that minted the id. */
@@ -134,29 +195,90 @@ export class Gateway {
     return member;
   }
 
-  /** A node for a call that names none (the API document, a lifecycle create): a random serving one. */
-  private anyNode(): Member {
-    const members = this.membership.list();
+  /** A random serving node not in `exclude` (any registered one when none serves), or null. */
+  private pickAny(exclude: ReadonlySet<string> = NONE): Member | null {
+    const members = this.membership.list().filter((m) => !exclude.has(m.record.node_id));
     const serving = members.filter((m) => m.record.health !== 'unhealthy');
     const from = serving.length > 0 ? serving : members;
-    if (from.length === 0) throw new NoNodesError('is registered');
-    return from[Math.floor(Math.random() * from.length)];
+    return from.length === 0 ? null : from[Math.floor(Math.random() * from.length)];
+  }
+
+  /** A node for a call that names none (the API document, a page): a random serving one. */
+  private anyNode(): Member {
+    const member = this.pickAny();
+    if (!member) throw new NoNodesError('is registered');
+    return member;
+  }
+
+  /**
+   * The home node: the registered node whose id sorts first. Every gateway agrees on it from the
+   * membership alone; when it leaves, the next one is home (and what the old one held is gone with it).
+   */
+  private homeNode(): Member {
+    let home: Member | null = null;
+    for (const m of this.membership.list()) if (home === null || m.record.node_id < home.record.node_id) home = m;
+    if (!home) throw new NoNodesError('is registered');
+    return home;
+  }
+
+  /**
+   * A create (a workspace, a lifecycle sandbox, a task) on a node with capacity: the best of 3 random
+   * nodes by free sessions of the default pool (placement.ts), less the sessions this gateway took
+   * there since the node's last record, as an acquire without a pool; a node that takes no
+   * connection gives way to the next. Its body is read whole (bounded by BROKER_MAX_BODY_BYTES),
+   * since it may be sent twice.
+   */
+  private async create(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readBodyBytes(req, this.config.maxBodyBytes);
+    const tried = new Set<string>();
+    for (;;) {
+      const nodes = this.membership.list().map((m) => m.record);
+      const inFlight = (id: string): number => this.unseen.count(id, this.membership.get(id)?.seenAtMs ?? 0);
+      const placed = placeAcquire({ nodes, pool: DEFAULT_POOL, exclude: tried, inFlight });
+      const member = (placed && this.membership.get(placed.node.node_id)) ?? this.pickAny(tried);
+      if (!member) throw new NoNodesError(tried.size === 0 ? 'is registered' : 'answers (every node refused the call)');
+      const nodeId = member.record.node_id;
+      tried.add(nodeId);
+      this.unseen.begin(nodeId);
+      let outcome: 'sent' | 'notSent' = 'notSent';
+      try {
+        outcome = await this.send(member, req, res, body);
+      } finally {
+        this.unseen.end(nodeId, outcome === 'sent' && res.statusCode >= 200 && res.statusCode < 300);
+      }
+      if (outcome === 'sent') return;
+    }
   }
 
   private async forward(member: Member, req: IncomingMessage, res: ServerResponse, routed: RoutedId | null): Promise<void> {
+    const nodeId = member.record.node_id;
+    if ((await this.send(member, req, res, requestBody(req), routed !== null)) === 'sent') return;
+    // A node that refuses connections died: whatever its ids held is gone with it.
+    if (routed) throw new NodeLostError(routed.id, nodeId, 'is not listening (it stopped)');
+    throw new NoNodesError(`answers (node '${nodeId}' refused the call)`);
+  }
+
+  /**
+   * The call to `member`, its answer relayed as it comes. 'notSent' when the node took no connection
+   * (`res` untouched); a connection that broke before the answer is a 502, unless `brokenIfRefusing`
+   * and the node then refuses connections (it died with what the id held: 'notSent').
+   */
+  private async send(member: Member, req: IncomingMessage, res: ServerResponse, body: NodeCall['body'], brokenIfRefusing = false): Promise<'sent' | 'notSent'> {
     const { node_id: nodeId, address } = member.record;
     const startMs = performance.now();
-    const call = { method: req.method ?? 'GET', path: req.url ?? '/', headers: forwardedHeaders(req.headers), body: requestBody(req), signal: clientLeft(res) };
+    const call = { method: req.method ?? 'GET', path: req.url ?? '/', headers: forwardedHeaders(req.headers), body, signal: clientLeft(res) };
     try {
       await this.clients.relayTo(address, call, res, (status) => this.metrics.answered(nodeId, status, startMs));
+      return 'sent';
     } catch (err) {
       // The client left, or the answer broke after its head was sent: nothing more to say.
-      if (res.destroyed || res.headersSent) return void res.destroy();
-      // A node that refuses connections died: whatever its ids held is gone with it.
-      if (neverSent(err) || (routed && (await refusesConnections(address)))) {
+      if (res.destroyed || res.headersSent) {
+        res.destroy();
+        return 'sent';
+      }
+      if (neverSent(err) || (brokenIfRefusing && (await refusesConnections(address)))) {
         this.metrics.failed(nodeId, 'not_sent');
-        if (routed) throw new NodeLostError(routed.id, nodeId, 'is not listening (it stopped)');
-        throw new NoNodesError(`answers (node '${nodeId}' refused the call)`);
+        return 'notSent';
       }
       this.metrics.failed(nodeId, 'broken');
       throw new NodeUnreachableError(nodeId, (err as Error).message);
@@ -175,5 +297,6 @@ export class Gateway {
     await this.clients.close();
     await this.store.close();
     this.server.closeAllConnections();
+    for (const socket of this.tunnels) socket.destroy();
   }
 }

@@ -30,7 +30,7 @@ import type { Membership } from './membership';
 import { placeAcquire } from './placement';
 import { clientLeft, forwardedHeaders, neverSent, relay, type NodeClients } from './nodeForwarder';
 import type { GatewayMetrics } from './gatewayMetrics';
-import { UnseenAcquires } from './unseenAcquires';
+import type { UnseenAcquires } from './unseenAcquires';
 
 /** 503 codes after which another node may serve the acquire: full, or draining. */
 const MOVE_ON = new Set(['pool_exhausted', 'shutting_down']);
@@ -46,6 +46,8 @@ export interface AcquireDeps {
   /** How long a node the facts call free gets before the next is tried. */
   freeTryMs: number;
   placementTtlSeconds: number;
+  /** The gateway's sessions taken (acquires and creates) that the nodes' records do not count yet. */
+  unseen: UnseenAcquires;
 }
 
 /** A 503 read whole (to see its code), for sending as it came when it is the last word. */
@@ -74,9 +76,11 @@ function sendRead(res: ServerResponse, read: ReadAnswer): void {
 }
 
 export class GatewayAcquire {
-  private readonly unseen = new UnseenAcquires();
+  private readonly unseen: UnseenAcquires;
 
-  constructor(private readonly deps: AcquireDeps) {}
+  constructor(private readonly deps: AcquireDeps) {
+    this.unseen = deps.unseen;
+  }
 
   async serve(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
     const parsed = await readJsonBody(req, this.deps.maxBodyBytes);

@@ -13,8 +13,12 @@ import { CLUSTER_TOKEN_HEADER } from '../node/clusterGuard';
 /** Connections each gateway keeps to one node at most. */
 const CONNECTIONS_PER_NODE = 256;
 
-/** Not forwarded: they describe one hop, not the call (RFC 9110 7.6.1), or are set by the client library. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', CLUSTER_TOKEN_HEADER]);
+/**
+ * Not forwarded: they describe one hop, not the call (RFC 9110 7.6.1), or are the gateway's to set.
+ * The client's Host goes on: the addresses a node hands out (a sandbox's endpoints, a group sandbox's
+ * URL) start with the address the client called, the gateway's.
+ */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', CLUSTER_TOKEN_HEADER]);
 
 /** Errors that mean the call never reached the node: it may go to another one. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);

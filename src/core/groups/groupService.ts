@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { BrokerError, brokerError, ShuttingDownError } from '../../common/errors';
+import { nodeScopedId } from '../../common/ids';
 import { hostCapacity, resolveCompute, type ComputeDefaults, type ResolvedCompute, type SandboxLimits } from './computeLimits';
 import { GroupDatabase, type DatabaseGrant } from './groupDatabase';
 import { loadPopulation } from './populationConfig';
@@ -67,7 +68,7 @@ export class GroupService {
     const containers = this.needContainers();
     if (this.closed) throw new ShuttingDownError();
     if (this.group || this.transition) throw new GroupConflictError('a sandbox group is already running (or starting): POST /group/stop first');
-    const id = randomBytes(6).toString('hex');
+    const id = nodeScopedId(randomBytes(6).toString('hex'));
     const hostDir = path.join(this.options.hostRoot, id);
     const start = (async () => {
       if (!this.swept) {
@@ -162,6 +163,19 @@ export class GroupService {
     } finally {
       group.starting.delete(request.id);
     }
+  }
+
+  /** A running sandbox of the running group `groupId` (its Sandbox API on the broker's own port), or 404. */
+  sandbox(groupId: string, id: string): Sandbox {
+    const group = this.group;
+    const running = group?.id === groupId ? group.sandboxes.get(id) : undefined;
+    if (!running) throw new SandboxNotFoundError(group?.id === groupId ? id : `${id} of group ${groupId}`);
+    return running.sandbox;
+  }
+
+  /** The running group's id (a node's minted id names the node), or null. */
+  get groupId(): string | null {
+    return this.group?.id ?? null;
   }
 
   async stopSandbox(id: string): Promise<void> {

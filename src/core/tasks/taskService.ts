@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { BackendError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
+import { nodeScopedId } from '../../common/ids';
 import type { TaskConfig } from '../../config/taskConfig';
 import { TaskSandbox } from './taskSandbox';
 import { DaemonCallError, type DaemonHealth, type DaemonLink, type TaskBackend } from '../ports/taskPorts';
@@ -115,7 +116,7 @@ export class TaskService {
   }
 
   private async launch(backend: TaskBackend, input: CreateTaskInput): Promise<TaskSandbox> {
-    const id = `task-${randomBytes(6).toString('hex')}`;
+    const id = nodeScopedId(`task-${randomBytes(6).toString('hex')}`);
     const t0 = performance.now();
     const container = await backend.start(id);
     const link = container.link;

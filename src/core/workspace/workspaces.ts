@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { SessionBackend } from '../ports/backend';
 import type { TakenSlot } from '../pool/pool';
 import { brokerError, NotSupportedError, ShuttingDownError } from '../../common/errors';
+import { nodeScopedId } from '../../common/ids';
 import { Workspace } from './workspace';
 import type { WorkspaceLimits } from './workspaceTypes';
 import { WorkspaceSlot } from './workspaceSlot';
@@ -53,7 +54,7 @@ export class Workspaces {
     return [...this.live.values()];
   }
 
-  create(id: string = randomBytes(16).toString('hex'), signal?: AbortSignal): Promise<Workspace> {
+  create(id: string = nodeScopedId(randomBytes(16).toString('hex')), signal?: AbortSignal): Promise<Workspace> {
     const pending = this.creating.get(id);
     if (pending) return pending;
     const made = this.make(id, signal).finally(() => this.creating.delete(id));

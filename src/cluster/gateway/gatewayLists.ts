@@ -1,0 +1,98 @@
+/**
+ * A list through a gateway (GET /workspaces, GET /v1/sandboxes): every node is asked, and the answers
+ * are merged into one in the shape a standalone broker gives.
+ *
+ * - Workspaces: every node's, nodes in the order of their ids.
+ * - Lifecycle sandboxes: the client's filters go to every node as they came; each node's matches
+ *   are read whole (pages of the largest size), merged by creation time (as one broker orders them),
+ *   and the page asked for is cut from the merge, with its pagination over the whole cluster.
+ *
+ * A node that takes no connection is left out (what it held is lost with it); a node that answers
+ * anything but 200 (a bad filter is every node's 400) has its answer relayed as it came.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Dispatcher } from 'undici';
+import { sendJson } from '../../http/httpJson';
+import { splitTarget } from '../../http/routeTable';
+import { SANDBOX_STATES } from '../../core/lifecycle/sandboxRecord';
+import { MAX_PAGE_SIZE, parseListQuery } from '../../api/lifecycle/lifecycleInput';
+import { pagedList } from '../../api/lifecycle/lifecycleViews';
+import { NoNodesError } from '../clusterErrors';
+import type { Member } from './membership';
+import { forwardedHeaders, neverSent, relay, type NodeClients } from './nodeForwarder';
+import type { GatewayMetrics } from './gatewayMetrics';
+import type { ListKind } from './gatewayRoutes';
+
+interface ListDeps {
+  clients: NodeClients;
+  metrics: GatewayMetrics;
+}
+
+/** A node's 200 answer parsed; a relayed answer; or nothing, when the node took no connection. */
+type NodeList = { kind: 'ok'; json: unknown } | { kind: 'answer'; answer: Dispatcher.ResponseData } | { kind: 'gone' };
+
+interface LifecyclePage {
+  items: Array<{ createdAt: string }>;
+  pagination: { totalItems: number };
+}
+
+export async function serveList(kind: ListKind, members: Member[], req: IncomingMessage, res: ServerResponse, deps: ListDeps): Promise<void> {
+  if (members.length === 0) throw new NoNodesError('is registered');
+  const nodes = [...members].sort((a, b) => (a.record.node_id < b.record.node_id ? -1 : 1));
+  const ask = (member: Member, path: string): Promise<NodeList> => askNode(member, req, path, deps);
+  if (kind === 'workspaces') {
+    const lists = await Promise.all(nodes.map((m) => ask(m, req.url ?? '/workspaces')));
+    const failed = firstRelayed(lists);
+    if (failed) return relay(failed, res);
+    return sendJson(res, 200, lists.flatMap((l) => (l.kind === 'ok' ? (l.json as unknown[]) : [])));
+  }
+  const { path, query } = splitTarget(req.url ?? '/v1/sandboxes');
+  // A bad filter is answered here, as a node would: the same check, the same 400.
+  const { page, pageSize } = parseListQuery(query, SANDBOX_STATES);
+  const perNode = await Promise.all(nodes.map((m) => allPages(m, path, query, ask)));
+  const failed = firstRelayed(perNode.map((l) => (Array.isArray(l) ? { kind: 'gone' as const } : l)));
+  if (failed) return relay(failed, res);
+  // Stable: equal times keep the nodes' order, and each node's own order.
+  const merged = (perNode as LifecyclePage['items'][]).flat().sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt));
+  const start = (page - 1) * pageSize;
+  sendJson(res, 200, pagedList(merged.slice(start, start + pageSize), merged.length, page, pageSize));
+}
+
+/** The first answer to relay as it came; the others' bodies are let go (their connections return to the pool). */
+function firstRelayed(lists: readonly NodeList[]): Dispatcher.ResponseData | null {
+  const answers = lists.flatMap((l) => (l.kind === 'answer' ? [l.answer] : []));
+  for (const extra of answers.slice(1)) void extra.body.dump().catch(() => undefined);
+  return answers[0] ?? null;
+}
+
+/** Every item a node's list matches, page by page of the largest size. */
+async function allPages(member: Member, path: string, query: string, ask: (m: Member, path: string) => Promise<NodeList>): Promise<LifecyclePage['items'] | { kind: 'answer'; answer: Dispatcher.ResponseData }> {
+  const items: LifecyclePage['items'] = [];
+  for (let page = 1; ; page++) {
+    const params = new URLSearchParams(query);
+    params.set('page', String(page));
+    params.set('pageSize', String(MAX_PAGE_SIZE));
+    const list = await ask(member, `${path}?${params.toString()}`);
+    if (list.kind === 'gone') return items;
+    if (list.kind === 'answer') return list;
+    const body = list.json as LifecyclePage;
+    items.push(...body.items);
+    if (body.items.length === 0 || items.length >= body.pagination.totalItems) return items;
+  }
+}
+
+async function askNode(member: Member, req: IncomingMessage, path: string, deps: ListDeps): Promise<NodeList> {
+  const { node_id: nodeId, address } = member.record;
+  const startMs = performance.now();
+  let answer: Dispatcher.ResponseData;
+  try {
+    answer = await deps.clients.send(address, { method: 'GET', path, headers: forwardedHeaders(req.headers), body: null });
+  } catch (err) {
+    if (!neverSent(err)) throw err;
+    deps.metrics.failed(nodeId, 'not_sent');
+    return { kind: 'gone' };
+  }
+  deps.metrics.answered(nodeId, answer.statusCode, startMs);
+  if (answer.statusCode !== 200) return { kind: 'answer', answer };
+  return { kind: 'ok', json: await answer.body.json() };
+}
