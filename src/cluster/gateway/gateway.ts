@@ -21,7 +21,7 @@ import { Membership, type Member } from './membership';
 import { GatewayAcquire } from './gatewayAcquire';
 import { GatewayMetrics } from './gatewayMetrics';
 import { clusterTargets, gatewayHealth } from './gatewayHealth';
-import { clientLeft, forwardedHeaders, neverSent, NodeClients, refusesConnections, requestBody } from './nodeForwarder';
+import { forwardedHeaders, neverSent, NodeClients, refusesConnections, requestBody } from './nodeForwarder';
 import { routedIdOf, type RoutedId } from './routedId';
 
 const ACQUIRE_PATHS = new Set(['/session/acquire', '/session/acquire_group']);
@@ -146,7 +146,7 @@ export class Gateway {
   private async forward(member: Member, req: IncomingMessage, res: ServerResponse, routed: RoutedId | null): Promise<void> {
     const { node_id: nodeId, address } = member.record;
     const startMs = performance.now();
-    const call = { method: req.method ?? 'GET', path: req.url ?? '/', headers: forwardedHeaders(req.headers), body: requestBody(req), signal: clientLeft(res) };
+    const call = { method: req.method ?? 'GET', path: req.url ?? '/', headers: forwardedHeaders(req.headers), body: requestBody(req) };
     try {
       await this.clients.relayTo(address, call, res, (status) => this.metrics.answered(nodeId, status, startMs));
     } catch (err) {
