@@ -18,13 +18,16 @@ const JSON_HEADERS = { 'content-type': 'application/json' };
 
 export class BrokerHttp {
   private readonly pool: Pool;
+  private readonly headers: Record<string, string>;
 
-  constructor(url: string, connections: number) {
+  /** `headers`: sent with every call besides the JSON content type (a node of a cluster wants its token). */
+  constructor(url: string, connections: number, headers: Record<string, string> = {}) {
     this.pool = new Pool(url, { connections, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: 300_000, bodyTimeout: 300_000 });
+    this.headers = { ...JSON_HEADERS, ...headers };
   }
 
   async post<T>(path: string, body: unknown, signal?: AbortSignal): Promise<T> {
-    const res = await this.pool.request({ path, method: 'POST', headers: JSON_HEADERS, body: JSON.stringify(body), signal });
+    const res = await this.pool.request({ path, method: 'POST', headers: this.headers, body: JSON.stringify(body), signal });
     const text = await res.body.text();
     if (res.statusCode !== 200) throw new Error(`POST ${path}: HTTP ${res.statusCode} ${text.slice(0, 200)}`);
     return JSON.parse(text) as T;

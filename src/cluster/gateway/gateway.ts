@@ -28,7 +28,7 @@ import { clusterTargets, gatewayHealth } from './gatewayHealth';
 import { serveList } from './gatewayLists';
 import { GatewayRouteTable, type RouteMatch } from './gatewayRoutes';
 import { placeAcquire } from './placement';
-import { clientLeft, forwardedHeaders, neverSent, NodeClients, refusesConnections, requestBody, type NodeCall } from './nodeForwarder';
+import { forwardedHeaders, neverSent, NodeClients, refusesConnections, requestBody, type NodeCall } from './nodeForwarder';
 import { tunnelUpgrade } from './nodeTunnel';
 import { UnseenAcquires } from './unseenAcquires';
 
@@ -266,7 +266,7 @@ export class Gateway {
   private async send(member: Member, req: IncomingMessage, res: ServerResponse, body: NodeCall['body'], brokenIfRefusing = false): Promise<'sent' | 'notSent'> {
     const { node_id: nodeId, address } = member.record;
     const startMs = performance.now();
-    const call = { method: req.method ?? 'GET', path: req.url ?? '/', headers: forwardedHeaders(req.headers), body, signal: clientLeft(res) };
+    const call = { method: req.method ?? 'GET', path: req.url ?? '/', headers: forwardedHeaders(req.headers), body };
     try {
       await this.clients.relayTo(address, call, res, (status) => this.metrics.answered(nodeId, status, startMs));
       return 'sent';

@@ -14,6 +14,8 @@ export class GatewayMetrics {
   private readonly errors: client.Counter<'node' | 'reason'>;
   private readonly latency: client.Histogram<'node'>;
   private readonly acquireRetries: client.Counter;
+  /** Each node's labelled series, found once: prom-client hashes a label set at every call otherwise. */
+  private readonly answeredSeries = new Map<string, { latency: client.Histogram.Internal<'node'>; byStatus: Map<number, client.Counter.Internal> }>();
 
   constructor(membership: Membership) {
     client.collectDefaultMetrics({ register: this.registry });
@@ -49,8 +51,12 @@ export class GatewayMetrics {
   }
 
   answered(node: string, status: number, startMs: number): void {
-    this.requests.inc({ node, status: String(status) });
-    this.latency.observe({ node }, (performance.now() - startMs) / 1000);
+    let series = this.answeredSeries.get(node);
+    if (!series) this.answeredSeries.set(node, (series = { latency: this.latency.labels({ node }), byStatus: new Map() }));
+    let requests = series.byStatus.get(status);
+    if (!requests) series.byStatus.set(status, (requests = this.requests.labels({ node, status: String(status) })));
+    requests.inc();
+    series.latency.observe((performance.now() - startMs) / 1000);
   }
 
   failed(node: string, reason: 'not_sent' | 'broken' | 'lost'): void {

@@ -27,9 +27,13 @@ export function neverSent(err: unknown): boolean {
   return NOT_SENT.has((err as { code?: string }).code ?? '');
 }
 
+/** Headers less the hop-by-hop ones, both ways (a for-in loop: no entry arrays on the hot path). */
 export function forwardedHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value;
+  for (const name in headers) {
+    const value = headers[name];
+    if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value;
+  }
   return out;
 }
 
@@ -57,10 +61,12 @@ export class NodeClients {
   }
 
   private options(call: NodeCall): Dispatcher.RequestOptions {
+    // The call's headers are the forwarder's own copy (forwardedHeaders): the token goes into it.
+    call.headers[CLUSTER_TOKEN_HEADER] = this.clusterToken;
     return {
       method: call.method as Dispatcher.HttpMethod,
       path: call.path,
-      headers: { ...call.headers, [CLUSTER_TOKEN_HEADER]: this.clusterToken },
+      headers: call.headers,
       body: call.body,
       signal: call.signal,
       // A command may run for hours: the node's own limits bound it, not the gateway.
@@ -75,17 +81,15 @@ export class NodeClients {
   }
 
   /**
-   * The node's answer written to `res` as it comes, with no stream in between (the hot path: an
-   * intermediate body stream piped to `res` cost a few ticks per call). `onHeaders` runs once the
-   * node's headers came, before they are written. Rejects before the headers (the node was not
-   * reached or broke first: `res` untouched) or after them (`res` is destroyed).
+   * The node's answer written to `res` as it comes: undici's own dispatch with a handler that writes
+   * each part of the answer to `res` (no body stream, no promise per part, no AbortController: on
+   * this path each cost a measurable share of a routed call). `onHeaders` runs once the node's
+   * headers came, before they are written. A client that leaves cuts the node's call. Rejects before
+   * the headers (the node was not reached or broke first: `res` untouched) or after them (the caller
+   * destroys `res`).
    */
-  async relayTo(address: string, call: NodeCall, res: ServerResponse, onHeaders: (statusCode: number) => void): Promise<void> {
-    await this.pool(address).stream(this.options(call), ({ statusCode, headers }) => {
-      onHeaders(statusCode);
-      res.writeHead(statusCode, answerHeaders(headers));
-      return res;
-    });
+  relayTo(address: string, call: NodeCall, res: ServerResponse, onHeaders: (statusCode: number) => void): Promise<void> {
+    return new Promise((resolve, reject) => this.pool(address).dispatch(this.options(call), new RelayHandler(res, onHeaders, resolve, reject)));
   }
 
   /** Drops the client of a node that left (its sockets are dead or about to be). */
@@ -99,6 +103,68 @@ export class NodeClients {
     const pools = [...this.pools.values()];
     this.pools.clear();
     await Promise.all(pools.map((p) => p.destroy().catch(() => undefined)));
+  }
+}
+
+class ClientLeftError extends Error {
+  constructor() {
+    super('the client left before its answer was sent');
+  }
+}
+
+/** Relays one node answer to the client's `res` as it comes, with backpressure both ways. */
+class RelayHandler implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | null = null;
+  private settled = false;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly headersCame: (statusCode: number) => void,
+    private readonly resolve: () => void,
+    private readonly reject: (err: Error) => void,
+  ) {
+    res.once('close', this.clientClosed);
+  }
+
+  private readonly clientClosed = (): void => {
+    if (!this.res.writableFinished) this.controller?.abort(new ClientLeftError());
+  };
+
+  private readonly drained = (): void => this.controller?.resume();
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.res.destroyed) controller.abort(new ClientLeftError());
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    if (statusCode < 200) return; // informational: the final answer follows
+    this.headersCame(statusCode);
+    this.res.writeHead(statusCode, forwardedHeaders(headers));
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.res.write(chunk)) return;
+    controller.pause();
+    this.res.once('drain', this.drained);
+  }
+
+  onResponseEnd(): void {
+    this.res.end();
+    this.settle();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.settle(err);
+  }
+
+  private settle(err?: Error): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.res.off('close', this.clientClosed);
+    this.res.off('drain', this.drained);
+    if (err) this.reject(err);
+    else this.resolve();
   }
 }
 
@@ -117,15 +183,9 @@ export function clientLeft(res: ServerResponse): AbortSignal {
   return controller.signal;
 }
 
-function answerHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value;
-  return out;
-}
-
 /** Writes the node's answer to the client, its body streamed. */
 export async function relay(answer: Dispatcher.ResponseData, res: ServerResponse): Promise<void> {
-  res.writeHead(answer.statusCode, answerHeaders(answer.headers));
+  res.writeHead(answer.statusCode, forwardedHeaders(answer.headers));
   await pipeline(answer.body, res);
 }
 

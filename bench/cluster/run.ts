@@ -1,0 +1,229 @@
+/**
+ * `npm run bench:cluster [-- --rounds N --seq N --busy N --window-ms MS --profile --out DIR]`: a
+ * gateway in front of two nodes against a standalone broker of the same sessions, in one run on
+ * loopback (rig.ts), local backend. In rounds:
+ *
+ * - execute `true` one at a time on one lease: through the gateway, the same session sent straight
+ *   to its node (with the cluster token), the standalone broker, and a no-op node:http floor,
+ *   interleaved in blocks (what one HTTP hop costs here);
+ * - executes of `true` on `busy` leases at once (under load), the same leases through the gateway and
+ *   straight to their nodes, in alternating windows; the gateway's CPU per routed call;
+ * - episodes (acquire, `echo 1` .. `echo 5`, release) by 64 clients at once, standalone and through
+ *   the gateway, in alternating windows; the gateway's CPU per routed call.
+ *
+ * Writes bench/results/cluster-latest.{md,json}. Bounded: every job has a deadline, the run a limit,
+ * and every process started is stopped at the end (Ctrl-C too).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { BrokerHttp } from '../client/brokerHttp';
+import { runClosedLoop, runInterleaved, type Op } from '../client/drive';
+import { episodes } from '../client/poolJobs';
+import { NoopServer } from '../lib/children';
+import { ensureBuilt } from '../lib/build';
+import { describeMachine } from '../lib/machine';
+import { REPO_DIR, type BrokerProcess } from '../lib/brokerProcess';
+import { ownCpuMs } from '../lib/cpuAccount';
+import { ClusterRig } from './rig';
+import { renderClusterReport, summarizeRounds, type BusyFigures, type ClusterRound, type ClusterRun, type EpisodeFigures } from './report';
+
+const SESSIONS = 64;
+const EPISODE_CLIENTS = 64;
+/** node:http reaches its steady state only after several thousand requests (bench/README.md). */
+const FIRST_WARMUP = 8000;
+const ROUND_WARMUP = 300;
+const SEQ_MAX_MS = 90_000;
+const RAMP_MS = 500;
+const DRAIN_MS = 30_000;
+const RUN_LIMIT_MS = 30 * 60_000;
+
+interface Plan {
+  rounds: number;
+  seqN: number;
+  busy: number;
+  windowMs: number;
+  profile: boolean;
+  /** Another build's entry script (dist/index.js of an earlier commit): its gateway runs beside, measured alike. */
+  compareEntry: string | null;
+  outDir: string;
+}
+
+function parsePlan(argv: string[]): Plan {
+  const plan: Plan = { rounds: 5, seqN: 2000, busy: 16, windowMs: 3000, profile: false, compareEntry: null, outDir: path.join(REPO_DIR, 'bench', 'results') };
+  for (let i = 0; i < argv.length; i++) {
+    const value = argv[i + 1];
+    if (argv[i] === '--profile') {
+      plan.profile = true;
+      continue;
+    }
+    if (argv[i] === '--rounds') plan.rounds = Math.max(1, Number(value));
+    else if (argv[i] === '--seq') plan.seqN = Math.max(100, Number(value));
+    else if (argv[i] === '--busy') plan.busy = Math.min(SESSIONS / 2, Math.max(2, Number(value)));
+    else if (argv[i] === '--window-ms') plan.windowMs = Math.max(500, Number(value));
+    else if (argv[i] === '--out') plan.outDir = path.resolve(value);
+    else if (argv[i] === '--compare-entry') plan.compareEntry = path.resolve(value);
+    else throw new Error(`unknown option ${argv[i]} (--rounds N, --seq N, --busy N, --window-ms MS, --profile, --compare-entry FILE, --out DIR)`);
+    i++;
+  }
+  return plan;
+}
+
+/** Calls the gateway routed so far (its own counter, every node and status). */
+async function routedCalls(gateway: { metrics(): Promise<string> }): Promise<number> {
+  let sum = 0;
+  for (const m of (await gateway.metrics()).matchAll(/^broker_gateway_requests_total\{[^}]*\} ([0-9.eE+-]+)$/gm)) sum += Number(m[1]);
+  return sum;
+}
+
+/** A gateway's CPU (user + system, /proc) per call it routed while `work` ran, in microseconds. */
+async function gatewayCpuPerCall<T>(gateway: BrokerProcess, work: () => Promise<T>): Promise<{ result: T; cpuUsPerCall: number; calls: number }> {
+  const calls0 = await routedCalls(gateway);
+  const cpu0 = ownCpuMs(gateway.pid);
+  const result = await work();
+  const cpu1 = ownCpuMs(gateway.pid);
+  const calls = (await routedCalls(gateway)) - calls0;
+  return { result, cpuUsPerCall: ((cpu1 - cpu0) * 1000) / Math.max(1, calls), calls };
+}
+
+/** Executes of `true` on every lease at once, through `clientOf(lease)`, for one window. */
+async function busyWindow(plan: Plan, leases: string[], clientOf: (id: string) => BrokerHttp): Promise<BusyFigures> {
+  const loop = await runClosedLoop(
+    leases.map((id) => () => clientOf(id).executeChecked(id, 'true', 0)),
+    { rampMs: RAMP_MS, durationMs: plan.windowMs, drainMs: DRAIN_MS },
+  );
+  return { opsPerSec: loop.opsPerSec, p50: loop.latency.p50, p99: loop.latency.p99, completed: loop.completed, errors: loop.errors };
+}
+
+async function round(plan: Plan, rig: ClusterRig, index: number, warmup: number): Promise<ClusterRound> {
+  const gateway = new BrokerHttp(rig.gateway!.url, plan.busy);
+  const standalone = new BrokerHttp(rig.standalone[0].url, 1);
+  const direct = new Map(rig.nodes.map((n) => [n.id, new BrokerHttp(n.broker.url, plan.busy, rig.nodeHeaders)]));
+  const compare = rig.compareGateway ? new BrokerHttp(rig.compareGateway.url, plan.busy) : null;
+  const noop = await NoopServer.start('http');
+  const noopHttp = new BrokerHttp(noop.url, 1);
+  const leases: string[] = [];
+  let standaloneLease: string | null = null;
+  try {
+    // One lease through the gateway (on whichever node it placed it), one on the standalone broker.
+    for (let i = 0; i < plan.busy; i++) leases.push(await gateway.acquire());
+    standaloneLease = await standalone.acquire();
+    const one = leases[0];
+    const nodeOfOne = rig.nodeOf(one);
+    const directOf = (id: string): BrokerHttp => direct.get(rig.nodeOf(id).id)!;
+    const ops: Op[] = [
+      () => gateway.executeChecked(one, 'true', 0),
+      () => directOf(one).executeChecked(one, 'true', 0),
+      () => standalone.executeChecked(standaloneLease!, 'true', 0),
+      () => noopHttp.post('/', {}),
+      ...(compare ? [() => compare.executeChecked(one, 'true', 0)] : []),
+    ];
+    const [viaGateway, viaNode, viaStandalone, viaNoop, viaCompare] = await runInterleaved(ops, plan.seqN, warmup, SEQ_MAX_MS);
+
+    // Under load: the same leases, through the gateway and straight to their nodes, order swapped by round.
+    const busyVia = async (via: BrokerProcess, client: BrokerHttp): Promise<BusyFigures> => {
+      const { result, cpuUsPerCall } = await gatewayCpuPerCall(via, () => busyWindow(plan, leases, () => client));
+      return { ...result, gatewayCpuUsPerCall: cpuUsPerCall };
+    };
+    const busyDirect = (): Promise<BusyFigures> => busyWindow(plan, leases, directOf);
+    let busy: ClusterRound['busy'];
+    if (index % 2 === 0) {
+      const g = await busyVia(rig.gateway!, gateway);
+      busy = { gateway: g, node: await busyDirect() };
+    } else {
+      const d = await busyDirect();
+      busy = { gateway: await busyVia(rig.gateway!, gateway), node: d };
+    }
+    if (compare) busy.compare = await busyVia(rig.compareGateway!, compare);
+
+    for (const id of leases.splice(0)) await gateway.release(id);
+    await standalone.release(standaloneLease);
+    standaloneLease = null;
+
+    // Episodes at 64 on all the sessions: standalone and through the gateway, order swapped by round.
+    // Before the first round's, one unmeasured window each: a gateway's first episodes at 64 open its
+    // connections to the nodes and run its acquire path cold, for seconds on a loaded machine.
+    if (index === 0) for (const url of [rig.standalone[0].url, rig.gateway!.url]) await episodes(url, EPISODE_CLIENTS, RAMP_MS, plan.windowMs, DRAIN_MS);
+    const epStandalone = async (): Promise<EpisodeFigures> => episodeFigures(await episodes(rig.standalone[0].url, EPISODE_CLIENTS, RAMP_MS, plan.windowMs, DRAIN_MS));
+    const epGateway = async (): Promise<EpisodeFigures> => {
+      const { result, cpuUsPerCall } = await gatewayCpuPerCall(rig.gateway!, () => episodes(rig.gateway!.url, EPISODE_CLIENTS, RAMP_MS, plan.windowMs, DRAIN_MS));
+      return { ...episodeFigures(result), gatewayCpuUsPerCall: cpuUsPerCall };
+    };
+    let eps: ClusterRound['episodes'];
+    if (index % 2 === 0) {
+      const s = await epStandalone();
+      eps = { standalone: s, gateway: await epGateway() };
+    } else {
+      const g = await epGateway();
+      eps = { standalone: await epStandalone(), gateway: g };
+    }
+    return {
+      seq: { gateway: viaGateway, node: viaNode, standalone: viaStandalone, noop: viaNoop, ...(viaCompare ? { compare: viaCompare } : {}), node_id: nodeOfOne.id },
+      busy,
+      episodes: eps,
+    };
+  } finally {
+    for (const id of leases) await gateway.release(id).catch(() => undefined);
+    if (standaloneLease) await standalone.release(standaloneLease).catch(() => undefined);
+    await Promise.all([gateway.close(), standalone.close(), noopHttp.close(), compare?.close(), ...[...direct.values()].map((d) => d.close())]);
+    await noop.close();
+  }
+}
+
+function episodeFigures(r: Awaited<ReturnType<typeof episodes>>): EpisodeFigures {
+  return { episodesPerSec: r.opsPerSec, completed: r.completed, errors: r.errors, firstError: r.firstError, acquireP50: r.acquire.p50, acquireP99: r.acquire.p99, executeP50: r.execute.p50 };
+}
+
+async function main(): Promise<void> {
+  const plan = parsePlan(process.argv.slice(2));
+  const startedAt = new Date();
+  ensureBuilt(REPO_DIR);
+  const rawDir = path.join(plan.outDir, 'raw', 'cluster');
+  fs.mkdirSync(rawDir, { recursive: true });
+  const rig = new ClusterRig(SESSIONS, rawDir, plan.profile ? ['--cpu-prof', '--cpu-prof-dir', rawDir] : [], plan.compareEntry);
+  let stopping: Promise<void> | null = null;
+  const stopAll = (): Promise<void> => (stopping ??= rig.stop());
+  const limit = setTimeout(() => {
+    console.error(`bench:cluster: over ${RUN_LIMIT_MS / 60_000} min, stopping`);
+    void stopAll().finally(() => process.exit(1));
+  }, RUN_LIMIT_MS);
+  process.once('SIGINT', () => void stopAll().finally(() => process.exit(130)));
+  try {
+    await rig.start();
+    console.log(`bench:cluster: standalone ${rig.standalone[0].url}, nodes ${rig.nodes.map((n) => `${n.id} ${n.broker.url}`).join(', ')}, gateway ${rig.gateway!.url}`);
+    const rounds: ClusterRound[] = [];
+    for (let r = 0; r < plan.rounds; r++) {
+      const result = await round(plan, rig, r, r === 0 ? FIRST_WARMUP : ROUND_WARMUP);
+      rounds.push(result);
+      const { seq, busy, episodes: e } = result;
+      console.log(
+        `round ${r + 1}/${plan.rounds}: execute true p50 gateway ${seq.gateway.latency.p50.toFixed(3)} ms, node ${seq.node.latency.p50.toFixed(3)} ms, ` +
+          `standalone ${seq.standalone.latency.p50.toFixed(3)} ms, no-op ${seq.noop.latency.p50.toFixed(3)} ms; x${plan.busy} p50 gateway ${busy.gateway.p50.toFixed(3)} / node ${busy.node.p50.toFixed(3)} ms; ` +
+          `episodes/s standalone ${e.standalone.episodesPerSec.toFixed(1)}, gateway ${e.gateway.episodesPerSec.toFixed(1)}; gateway CPU ${e.gateway.gatewayCpuUsPerCall?.toFixed(0)} us/call`,
+      );
+    }
+    const run: ClusterRun = {
+      command: `npm run bench:cluster -- ${process.argv.slice(2).join(' ')}`.trim(),
+      startedAt: startedAt.toISOString(),
+      durationS: (Date.now() - startedAt.getTime()) / 1000,
+      machine: await describeMachine(REPO_DIR),
+      plan: { rounds: plan.rounds, seqN: plan.seqN, busy: plan.busy, windowMs: plan.windowMs, rampMs: RAMP_MS, sessions: SESSIONS, episodeClients: EPISODE_CLIENTS, profile: plan.profile, compareEntry: plan.compareEntry },
+      rounds,
+      summary: summarizeRounds(rounds),
+    };
+    fs.writeFileSync(path.join(plan.outDir, 'cluster-latest.json'), JSON.stringify(run, null, 2) + '\n');
+    const md = renderClusterReport(run);
+    fs.writeFileSync(path.join(plan.outDir, 'cluster-latest.md'), md);
+    console.log('\n' + md);
+  } finally {
+    await stopAll();
+    clearTimeout(limit);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: Error) => {
+    console.error(`bench:cluster: ${err.stack ?? err.message}`);
+    process.exit(1);
+  },
+);
