@@ -59,6 +59,11 @@ export function tunnelUpgrade(address: string, req: IncomingMessage, client: Dup
     node.once('error', failedFirst);
     node.once('connect', () => {
       node.off('error', failedFirst);
+      // The client left while the node was reached: its close has come and gone.
+      if (client.destroyed) {
+        node.destroy();
+        return resolve('open');
+      }
       node.setTimeout(0);
       node.setNoDelay(true);
       if (client instanceof net.Socket) client.setNoDelay(true);
