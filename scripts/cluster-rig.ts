@@ -5,6 +5,7 @@
  *   up     [--dir D] [--nodes N] [--gateways G] [--image IMG]... [--containers C] [--sessions S] --entry dist/index.js
  *   down   [--dir D]   stops everything and removes what it made; exit 1 names anything left
  *   status [--dir D]
+ *   sweep              takes down the rigs of test processes that ended without taking theirs down
  */
 import os from 'node:os';
 import path from 'node:path';
@@ -69,6 +70,9 @@ async function main(): Promise<void> {
       return up();
     case 'down':
       return down();
+    case 'sweep':
+      for (const dir of await ClusterRig.sweepAbandoned()) console.log(`swept the abandoned rig in ${dir}`);
+      return;
     case 'status':
       for (const line of ClusterRig.open(args.dir!).status()) console.log(line);
       return;

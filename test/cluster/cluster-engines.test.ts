@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import Dockerode from 'dockerode';
-import { ClusterRig } from '../helpers/clusterRig';
+import { ClusterRig, TEST_RIG_PREFIX } from '../helpers/clusterRig';
 import { call, closeClients, compiledEntry } from '../helpers/clusterProcs';
 import { nodeOf, type GatewayHealth } from '../helpers/cluster';
 import { describeDocker } from '../helpers/dockerSuite';
@@ -25,7 +25,6 @@ const NODE_TTL_MS = 5_000;
 const SLACK_MS = 60_000;
 /** How long the store stays away in its fault. */
 const STORE_AWAY_MS = 30_000;
-const RIG_PREFIX = 'bbrig-t';
 /** A test's bound: each waits on states, each wait bounded by SLACK_MS or the rig's own. */
 const TEST_MS = 300_000;
 
@@ -102,9 +101,9 @@ async function waitNode(n: number, want: (node: GatewayHealth['nodes'][number] |
 
 describeDocker('a cluster of 3 engines, 3 nodes and 2 gateways on one machine', () => {
   beforeAll(async () => {
-    await ClusterRig.sweepAbandoned(os.tmpdir(), RIG_PREFIX);
+    await ClusterRig.sweepAbandoned();
     rig = await ClusterRig.up({
-      dir: `${os.tmpdir()}/${RIG_PREFIX}${process.pid}`,
+      dir: `${os.tmpdir()}/${TEST_RIG_PREFIX}${process.pid}`,
       engines: NODES,
       gateways: 2,
       images: [process.env.BROKER_IMAGE ?? 'bash-broker-test:latest'],

@@ -10,6 +10,7 @@
  * directory alone, stops it, and says what it could not remove.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { execFile, execFileSync } from 'node:child_process';
@@ -22,6 +23,8 @@ import { RigEngine } from './rigEngine';
 import { killMember, logTail, memberPids, spawnMember, stopMember, waitFor } from './rigProcess';
 
 const STATE_FILE = 'rig.json';
+/** A test's rig is `<tmp>/<this><pid>`; its owner is the test process. */
+export const TEST_RIG_PREFIX = 'bbrig-t';
 const START_TIMEOUT_MS = 120_000;
 /** A node drains its leases, then removes its containers (BROKER_SHUTDOWN_GRACE is 5 s here). */
 const NODE_STOP_MS = 60_000;
@@ -119,7 +122,7 @@ export class ClusterRig {
   }
 
   /** Takes down the rigs under `parent` named `<prefix>…` whose owner process is gone (a crashed test run). */
-  static async sweepAbandoned(parent: string, prefix: string): Promise<string[]> {
+  static async sweepAbandoned(parent = os.tmpdir(), prefix = TEST_RIG_PREFIX): Promise<string[]> {
     const swept: string[] = [];
     for (const name of fs.readdirSync(parent).filter((n) => n.startsWith(prefix))) {
       const dir = path.join(parent, name);
