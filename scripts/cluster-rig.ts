@@ -55,7 +55,7 @@ async function up(): Promise<void> {
 }
 
 async function down(): Promise<void> {
-  const left = await ClusterRig.open(args.dir!).down();
+  const left = await ClusterRig.open(args.dir!).down((step) => console.log(`down: ${step}`));
   if (left.length === 0) {
     console.log('down: every process, container, mount, bridge and registration of the rig is gone');
     return;

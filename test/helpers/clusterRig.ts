@@ -333,8 +333,9 @@ export class ClusterRig {
    * gateways, the engines, etcd), removes the directory, and returns what was left: containers a
    * node did not remove, registrations, processes, mounts, bridges. Empty when nothing leaked.
    */
-  async down(): Promise<string[]> {
+  async down(say: (step: string) => void = () => undefined): Promise<string[]> {
     const left: string[] = [];
+    say('stopping the nodes (each drains its leases and removes its containers)');
     await Promise.all(this.engines.map((_e, i) => this.stopNode(i + 1)));
     for (const engine of this.engines) {
       if (engine.pid === null) continue;
@@ -342,8 +343,11 @@ export class ClusterRig {
       left.push(...ids.map((id) => `engine ${engine.name}: container ${id.slice(0, 12)} left after its node stopped`));
     }
     if (memberPids(this.dir, 'etcd').length > 0) left.push(...this.registrations().map((key) => `etcd: registration ${key}`));
+    say('stopping the gateways');
     await Promise.all(this.gatewayUrls.map((_u, i) => this.stopGateway(i + 1)));
+    say('stopping the engines and removing their roots');
     await Promise.all(this.engines.map((e) => e.destroy()));
+    say('stopping etcd');
     await this.stopEtcd();
     left.push(...memberPids(this.dir).map((pid) => `process ${pid}: ${fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').join(' ')}`));
     left.push(...mountsUnder(this.dir).map((m) => `mount ${m}`));
