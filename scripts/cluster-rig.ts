@@ -3,7 +3,7 @@
  * brokers and G gateways on this machine, under one directory (test/helpers/clusterRig.ts).
  *
  *   up     [--dir D] [--nodes N] [--gateways G] [--image IMG]... [--containers C] [--sessions S] --entry dist/index.js
- *   down   [--dir D]   stops everything and removes what it made; exit 1 names anything left
+ *   down   [--dir D]   stops everything and removes what it made; exit 1 names anything it could not
  *   status [--dir D]
  *   sweep              takes down the rigs of test processes that ended without taking theirs down
  */
@@ -55,7 +55,9 @@ async function up(): Promise<void> {
 }
 
 async function down(): Promise<void> {
-  const left = await ClusterRig.open(args.dir!).down((step) => console.log(`down: ${step}`));
+  const { leftByMembers, left } = await ClusterRig.open(args.dir!).down((step) => console.log(`down: ${step}`));
+  // A node killed rather than stopped leaves its containers and registration: the rig removed them.
+  for (const line of leftByMembers) console.log(`down: removed ${line}`);
   if (left.length === 0) {
     console.log('down: every process, container, mount, bridge and registration of the rig is gone');
     return;
