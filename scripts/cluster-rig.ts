@@ -3,8 +3,9 @@
  * brokers and G gateways on this machine, under one directory (test/helpers/clusterRig.ts).
  *
  *   up     [--dir D] [--nodes N] [--gateways G] [--image IMG]... [--containers C] [--sessions S] --entry dist/index.js
- *   down   [--dir D]   stops everything and removes what it made; exit 1 names anything left
+ *   down   [--dir D]   stops everything and removes what it made; exit 1 names anything it could not
  *   status [--dir D]
+ *   sweep              takes down the rigs of test processes that ended without taking theirs down
  */
 import os from 'node:os';
 import path from 'node:path';
@@ -54,7 +55,9 @@ async function up(): Promise<void> {
 }
 
 async function down(): Promise<void> {
-  const left = await ClusterRig.open(args.dir!).down();
+  const { leftByMembers, left } = await ClusterRig.open(args.dir!).down((step) => console.log(`down: ${step}`));
+  // A node killed rather than stopped leaves its containers and registration: the rig removed them.
+  for (const line of leftByMembers) console.log(`down: removed ${line}`);
   if (left.length === 0) {
     console.log('down: every process, container, mount, bridge and registration of the rig is gone');
     return;
@@ -69,6 +72,9 @@ async function main(): Promise<void> {
       return up();
     case 'down':
       return down();
+    case 'sweep':
+      for (const dir of await ClusterRig.sweepAbandoned()) console.log(`swept the abandoned rig in ${dir}`);
+      return;
     case 'status':
       for (const line of ClusterRig.open(args.dir!).status()) console.log(line);
       return;

@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import Dockerode from 'dockerode';
-import { ClusterRig } from '../helpers/clusterRig';
+import { ClusterRig, TEST_RIG_PREFIX } from '../helpers/clusterRig';
 import { call, closeClients, compiledEntry } from '../helpers/clusterProcs';
 import { nodeOf, type GatewayHealth } from '../helpers/cluster';
 import { describeDocker } from '../helpers/dockerSuite';
@@ -25,7 +25,6 @@ const NODE_TTL_MS = 5_000;
 const SLACK_MS = 60_000;
 /** How long the store stays away in its fault. */
 const STORE_AWAY_MS = 30_000;
-const RIG_PREFIX = 'bbrig-t';
 /** A test's bound: each waits on states, each wait bounded by SLACK_MS or the rig's own. */
 const TEST_MS = 300_000;
 
@@ -102,9 +101,9 @@ async function waitNode(n: number, want: (node: GatewayHealth['nodes'][number] |
 
 describeDocker('a cluster of 3 engines, 3 nodes and 2 gateways on one machine', () => {
   beforeAll(async () => {
-    await ClusterRig.sweepAbandoned(os.tmpdir(), RIG_PREFIX);
+    await ClusterRig.sweepAbandoned();
     rig = await ClusterRig.up({
-      dir: `${os.tmpdir()}/${RIG_PREFIX}${process.pid}`,
+      dir: `${os.tmpdir()}/${TEST_RIG_PREFIX}${process.pid}`,
       engines: NODES,
       gateways: 2,
       images: [process.env.BROKER_IMAGE ?? 'bash-broker-test:latest'],
@@ -123,10 +122,10 @@ describeDocker('a cluster of 3 engines, 3 nodes and 2 gateways on one machine', 
   }, 600_000);
 
   afterAll(async () => {
-    const left = await rig?.down();
+    const down = await rig?.down();
     rig = null;
     await closeClients();
-    if (left && left.length > 0) throw new Error(`the rig left: ${left.join('; ')}`);
+    if (down && down.left.length > 0) throw new Error(`the rig left: ${down.left.join('; ')}`);
   }, 300_000);
 
   test('the pool contract through the gateways, sessions on all three nodes, each in a container on its own node\'s engine', async () => {
@@ -213,6 +212,9 @@ describeDocker('a cluster of 3 engines, 3 nodes and 2 gateways on one machine', 
   test('the store stopped for 30 s: the gateways route existing ids and place from the last membership; it heals when etcd returns', async () => {
     const leases = await leaseOnEach();
     for (const [node, id] of leases) await run(1, id, `export NODE=${node}`);
+    // The last facts the gateways keep must be these (one session free on each node), not a record
+    // taken while leaseOnEach held an extra one: placement goes by them for as long as the store is away.
+    for (let n = 1; n <= NODES; n++) await waitNode(n, (node) => node?.pools.default.available === SESSIONS_PER_NODE - 1, 'with one session free');
     await rig!.stopEtcd();
     // A state, not a sleep: both gateways have gone 30 s without a heartbeat and still list every node.
     for (const g of [1, 2] as const) {
@@ -286,9 +288,11 @@ describeDocker('a cluster of 3 engines, 3 nodes and 2 gateways on one machine', 
   }, TEST_MS);
 
   test('stopped, nothing is left: no container on any engine, no process, no registration, no mount, no bridge', async () => {
-    const left = await rig!.down();
     const dir = rig!.dir;
+    const { leftByMembers, left } = await rig!.down();
     rig = null;
+    // The nodes removed their own containers and ended their registrations; the rig found nothing to remove after them.
+    expect(leftByMembers).toEqual([]);
     expect(left).toEqual([]);
     expect(fs.existsSync(dir)).toBe(false);
     expect(fs.existsSync('/sys/class/net/docker0')).toBe(hadDocker0);

@@ -10,6 +10,7 @@
  * directory alone, stops it, and says what it could not remove.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { execFile, execFileSync } from 'node:child_process';
@@ -19,9 +20,12 @@ import { freePort } from './freePort';
 import { mountsUnder } from './privateDockerdCleanup';
 import { startTimeOf } from './privateDockerd';
 import { RigEngine } from './rigEngine';
+import { cmdline } from './procs';
 import { killMember, logTail, memberPids, spawnMember, stopMember, waitFor } from './rigProcess';
 
 const STATE_FILE = 'rig.json';
+/** A test's rig is `<tmp>/<this><pid>`; its owner is the test process. */
+export const TEST_RIG_PREFIX = 'bbrig-t';
 const START_TIMEOUT_MS = 120_000;
 /** A node drains its leases, then removes its containers (BROKER_SHUTDOWN_GRACE is 5 s here). */
 const NODE_STOP_MS = 60_000;
@@ -57,6 +61,12 @@ interface RigState {
   clientToken: string;
   prefix: string;
   owner: { pid: number; start: string | null } | null;
+}
+
+/** What `down` found: see there. Both empty when nothing leaked. */
+export interface RigDown {
+  leftByMembers: string[];
+  left: string[];
 }
 
 export class ClusterRig {
@@ -119,7 +129,7 @@ export class ClusterRig {
   }
 
   /** Takes down the rigs under `parent` named `<prefix>…` whose owner process is gone (a crashed test run). */
-  static async sweepAbandoned(parent: string, prefix: string): Promise<string[]> {
+  static async sweepAbandoned(parent = os.tmpdir(), prefix = TEST_RIG_PREFIX): Promise<string[]> {
     const swept: string[] = [];
     for (const name of fs.readdirSync(parent).filter((n) => n.startsWith(prefix))) {
       const dir = path.join(parent, name);
@@ -327,29 +337,35 @@ export class ClusterRig {
 
   /**
    * Stops everything (nodes first: they leave the membership and remove their containers; then the
-   * gateways, the engines, etcd), removes the directory, and returns what was left: containers a
-   * node did not remove, registrations, processes, mounts, bridges. Empty when nothing leaked.
+   * gateways, the engines, etcd) and removes the directory. Says what the members left for it to
+   * remove (containers a stopped node did not remove, registrations it did not end: none unless a
+   * node crashed or failed its stop) and what is left after it (processes, mounts, bridges; then the
+   * directory is kept, for a second `down` or a look).
    */
-  async down(): Promise<string[]> {
-    const left: string[] = [];
+  async down(say: (step: string) => void = () => undefined): Promise<RigDown> {
+    const leftByMembers: string[] = [];
+    say('stopping the nodes (each drains its leases and removes its containers)');
     await Promise.all(this.engines.map((_e, i) => this.stopNode(i + 1)));
     for (const engine of this.engines) {
       if (engine.pid === null) continue;
       const ids = await engine.containerIds().catch(() => []);
-      left.push(...ids.map((id) => `engine ${engine.name}: container ${id.slice(0, 12)} left after its node stopped`));
+      leftByMembers.push(...ids.map((id) => `engine ${engine.name}: container ${id.slice(0, 12)}, left after its node stopped`));
     }
-    if (memberPids(this.dir, 'etcd').length > 0) left.push(...this.registrations().map((key) => `etcd: registration ${key}`));
+    if (memberPids(this.dir, 'etcd').length > 0) leftByMembers.push(...this.registrations().map((key) => `etcd: registration ${key}, left after its node stopped`));
+    say('stopping the gateways');
     await Promise.all(this.gatewayUrls.map((_u, i) => this.stopGateway(i + 1)));
+    say('stopping the engines and removing their roots');
     await Promise.all(this.engines.map((e) => e.destroy()));
+    say('stopping etcd');
     await this.stopEtcd();
-    left.push(...memberPids(this.dir).map((pid) => `process ${pid}: ${fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').join(' ')}`));
-    left.push(...mountsUnder(this.dir).map((m) => `mount ${m}`));
-    for (const engine of this.engines) {
-      // Its namespace (and the bridge in it) ends with its last process; none should be in the machine's own.
-      if (hostHasLink(engine.bridge)) left.push(`bridge ${engine.bridge} in the machine's network namespace`);
-    }
+    const left = [
+      ...memberPids(this.dir).map((pid) => `process ${pid}: ${cmdline(pid)}`),
+      ...mountsUnder(this.dir).map((m) => `mount ${m}`),
+      // An engine's bridge lives and ends with its network namespace; none may be in the machine's own.
+      ...this.engines.filter((e) => hostHasLink(e.bridge)).map((e) => `bridge ${e.bridge} in the machine's network namespace`),
+    ];
     if (left.length === 0) fs.rmSync(this.dir, { recursive: true, force: true });
-    return left;
+    return { leftByMembers, left };
   }
 }
 
