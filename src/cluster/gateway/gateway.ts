@@ -23,6 +23,7 @@ import { GatewayMetrics } from './gatewayMetrics';
 import { clusterTargets, gatewayHealth } from './gatewayHealth';
 import { clientLeft, forwardedHeaders, neverSent, NodeClients, refusesConnections, requestBody } from './nodeForwarder';
 import { routedIdOf, type RoutedId } from './routedId';
+import { serveClusterDashboard } from '../../api/dashboard/clusterDashboard';
 
 const ACQUIRE_PATHS = new Set(['/session/acquire', '/session/acquire_group']);
 
@@ -106,6 +107,8 @@ export class Gateway {
       const report = gatewayHealth(this.membership);
       return sendJson(res, report.status === 'unhealthy' ? 503 : 200, report);
     }
+    // The dashboard of the whole cluster, node by node (public, as /ui and /health are on any broker).
+    if (method === 'GET' && serveClusterDashboard(path, res)) return;
     const isMetrics = method === 'GET' && (path === '/metrics' || path === '/cluster/targets');
     if (!(isMetrics && metricsPublic) && !this.authorize(req)) throw new UnauthorizedError();
     if (method === 'GET' && path === '/metrics') {
