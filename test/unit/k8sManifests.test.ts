@@ -101,10 +101,19 @@ describe('deploy/k8s', () => {
     for (const o of [...objects, secret]) expect([undefined, kustomization.namespace]).toContain(o.metadata.namespace);
   });
 
-  it('runs nodes as a DaemonSet and gateways as a Deployment, over the one broker image', () => {
+  it('runs nodes as a DaemonSet and gateways as a Deployment, over the one broker image, the gateways with no privilege', () => {
     expect(workloadOfRole('node').kind).toBe('DaemonSet');
     expect(workloadOfRole('gateway').kind).toBe('Deployment');
     expect(brokerWorkloads).toHaveLength(2);
+    // A gateway needs no host access and writes no file (tried: the image as user 1000, read-only, no capabilities).
+    expect(brokerContainer(workloadOfRole('gateway')).securityContext).toEqual({
+      runAsNonRoot: true,
+      runAsUser: 1000,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
+    expect(workloadOfRole('gateway').spec.template.spec.hostNetwork).toBeUndefined();
   });
 
   it('gives broker containers only variables the configuration reads', () => {
