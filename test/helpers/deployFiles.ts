@@ -11,13 +11,18 @@ import YAML from 'yaml';
 
 export const REPO = path.join(__dirname, '..', '..');
 
-/** The tags scripts/docker-images.sh builds (`test) tag=bash-broker-test:latest ;;` and so on). */
+/**
+ * The tags the project builds: scripts/docker-images.sh's (`test) tag=bash-broker-test:latest ;;` and
+ * so on), and those of docker-compose.yml's services that have a Dockerfile to build.
+ */
 export function builtImages(): Set<string> {
   const script = fs.readFileSync(path.join(REPO, 'scripts', 'docker-images.sh'), 'utf8');
   const tags = new Set([...script.matchAll(/\btag=([a-z0-9][\w.:/-]*[\w])/g)].map((m) => m[1]).filter((t) => t.includes(':')));
   // NODE_TAG is the one spelled through a variable.
   const nodeTag = /^NODE_TAG=(\S+)$/m.exec(script)?.[1];
   if (nodeTag) tags.add(nodeTag);
+  const compose = YAML.parse(fs.readFileSync(path.join(REPO, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, { build?: unknown; image?: string }> };
+  for (const service of Object.values(compose.services)) if (service.build && service.image) tags.add(service.image);
   return tags;
 }
 

@@ -20,8 +20,6 @@ const SECRET_TEMPLATE = 'secret.example.yaml';
 const SECRET_NAME = 'bash-broker-tokens';
 /** The broker image by the name the manifests use; kustomization.yaml gives it its tag. */
 const BROKER_IMAGE_NAME = 'bash-broker';
-/** Images the project does not build, pinned to a version. */
-const THIRD_PARTY_IMAGES = [/^gcr\.io\/etcd-development\/etcd:v3\.\d+\.\d+$/];
 /** Variables the configuration reads that must come from the Secret, never from a value. */
 const SECRET_VARIABLES: Record<string, string> = { BROKER_CLUSTER_TOKEN: 'cluster-token', BROKER_TOKEN: 'client-token' };
 
@@ -101,10 +99,19 @@ describe('deploy/k8s', () => {
     for (const o of [...objects, secret]) expect([undefined, kustomization.namespace]).toContain(o.metadata.namespace);
   });
 
-  it('runs nodes as a DaemonSet and gateways as a Deployment, over the one broker image', () => {
+  it('runs nodes as a DaemonSet and gateways as a Deployment, over the one broker image, the gateways with no privilege', () => {
     expect(workloadOfRole('node').kind).toBe('DaemonSet');
     expect(workloadOfRole('gateway').kind).toBe('Deployment');
     expect(brokerWorkloads).toHaveLength(2);
+    // A gateway needs no host access and writes no file (tried: the image as user 1000, read-only, no capabilities).
+    expect(brokerContainer(workloadOfRole('gateway')).securityContext).toEqual({
+      runAsNonRoot: true,
+      runAsUser: 1000,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
+    expect(workloadOfRole('gateway').spec.template.spec.hostNetwork).toBeUndefined();
   });
 
   it('gives broker containers only variables the configuration reads', () => {
@@ -177,16 +184,15 @@ describe('deploy/k8s', () => {
     }
   });
 
-  it('names only images the project builds, and pinned ones of others', () => {
+  it('names only images the project builds, each tagged by the kustomization', () => {
     const built = builtImages();
     expect(built).toContain('bash-broker:latest');
-    const mapping = kustomization.images.find((i) => i.name === BROKER_IMAGE_NAME)!;
-    expect(built).toContain(`${mapping.newName ?? BROKER_IMAGE_NAME}:${mapping.newTag}`);
-    for (const workload of workloads) {
-      for (const c of containersOf(workload)) {
-        if (c.image === BROKER_IMAGE_NAME) continue;
-        expect({ image: c.image, pinned: THIRD_PARTY_IMAGES.some((re) => re.test(c.image)) }).toEqual({ image: c.image, pinned: true });
-      }
+    expect(built).toContain('bash-broker-etcd:latest');
+    const images = workloads.flatMap((w) => containersOf(w).map((c) => c.image));
+    expect(new Set(images)).toEqual(new Set(['bash-broker', 'bash-broker-etcd']));
+    for (const image of images) {
+      const mapping = kustomization.images.find((i) => i.name === image);
+      expect({ image, tagged: mapping && built.has(`${mapping.newName ?? image}:${mapping.newTag}`) }).toEqual({ image, tagged: true });
     }
     // The session containers' image, which each host's engine must hold.
     expect(built).toContain(environmentOf(brokerContainer(workloadOfRole('node'))).BROKER_IMAGE);
@@ -246,6 +252,6 @@ describe('deploy/k8s', () => {
     expect(rendered.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort());
     for (const o of rendered) if (o.kind !== 'Namespace') expect(o.metadata.namespace).toBe(kustomization.namespace);
     const images = rendered.filter((o) => o.spec?.template).flatMap((o) => containersOf(o).map((c) => c.image));
-    expect(images.filter((i) => i.startsWith(`${BROKER_IMAGE_NAME}:`))).toEqual(['bash-broker:latest', 'bash-broker:latest']);
+    expect(images.sort()).toEqual(['bash-broker-etcd:latest', 'bash-broker:latest', 'bash-broker:latest']);
   });
 });

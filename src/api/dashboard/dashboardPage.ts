@@ -28,6 +28,8 @@ td.id { font-family: ui-monospace, monospace; }
 .s-A { background: #4caf50; } .s-U { background: #1e88e5; } .s-C { background: #fdd835; } .s-B { background: #e53935; }
 .dot { display: inline-block; width: 9px; height: 9px; border-radius: 50%; margin-right: 4px; background: #4caf50; }
 .dot.bad { background: #e53935; } .dot.replacing { background: #fb8c00; }
+.bar { display: flex; width: 160px; height: 10px; border-radius: 2px; overflow: hidden; background: #eceef2; }
+.bar span { display: block; flex-basis: 0; }
 svg.spark { width: 100%; height: 40px; display: block; margin-top: 6px; }
 svg.spark polyline { fill: none; stroke: #1e88e5; stroke-width: 1.5; vector-effect: non-scaling-stroke; }
 svg.spark polyline.bad { stroke: #e53935; }

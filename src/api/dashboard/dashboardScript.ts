@@ -3,24 +3,18 @@
  * (a 401 asks for the token), then follows /admin/live: every frame redraws the page. Actions ask
  * for confirmation, then POST to /admin. A lost feed reconnects; nothing polls.
  */
+import { DASHBOARD_HELPERS } from './dashboardHelpers';
+
 export const DASHBOARD_SCRIPT = String.raw`
 (function () {
   'use strict';
   var token = sessionStorage.getItem('brokerToken') || '';
   var last = null;
-  function $(id) { return document.getElementById(id); }
-  function headers() {
+${DASHBOARD_HELPERS}  function headers() {
     var h = { 'Content-Type': 'application/json' };
     if (token) h.Authorization = 'Bearer ' + token;
     return h;
   }
-  function el(tag, text, cls) {
-    var e = document.createElement(tag);
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    if (cls) e.className = cls;
-    return e;
-  }
-  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
   function notice(text) { var n = $('notice'); n.textContent = text || ''; n.style.display = text ? 'block' : 'none'; }
   function seconds(s) {
     if (s === null || s === undefined) return '-';
@@ -35,17 +29,6 @@ export const DASHBOARD_SCRIPT = String.raw`
     return (ms / 1000).toFixed(2) + ' s';
   }
   function sum(a) { return a.reduce(function (x, y) { return x + y; }, 0); }
-  function figures(node, items) {
-    clear(node);
-    items.forEach(function (item) {
-      var f = el('div', null, 'figure');
-      var b = el('b', item[1]);
-      b.id = item[2];
-      f.appendChild(b);
-      f.appendChild(el('span', item[0]));
-      node.appendChild(f);
-    });
-  }
   function spark(svg, series) {
     clear(svg);
     var max = 1;
@@ -58,7 +41,6 @@ export const DASHBOARD_SCRIPT = String.raw`
       svg.appendChild(line);
     });
   }
-  function setStatus(s) { var e = $('status'); e.textContent = s; e.className = s; }
 
   function act(path, question, row) {
     if (!window.confirm(question)) return;

@@ -31,6 +31,7 @@ import { placeAcquire } from './placement';
 import { forwardedHeaders, neverSent, NodeClients, refusesConnections, requestBody, type NodeCall } from './nodeForwarder';
 import { tunnelUpgrade } from './nodeTunnel';
 import { UnseenAcquires } from './unseenAcquires';
+import { serveClusterDashboard } from '../../api/dashboard/clusterDashboard';
 
 /** The id a call is routed by, and the node and incarnation it names. */
 interface RoutedId extends IdOwner {
@@ -122,6 +123,8 @@ export class Gateway {
 
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { path } = splitTarget(req.url ?? '/');
+    // The dashboard of the whole cluster, node by node (public, as /ui and /health are on any broker).
+    if (req.method === 'GET' && serveClusterDashboard(path, res)) return;
     const match = this.routes.match(req.method ?? 'GET', path);
     if (match?.route.to === 'gateway') return this.serveOwn(req, res, path);
     if (!match?.route.public && !this.authorize(req)) throw new UnauthorizedError();
