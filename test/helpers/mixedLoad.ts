@@ -60,6 +60,8 @@ export async function startMixedLoad(b: BrokerClient): Promise<MixedLoad> {
   if (created.status !== 202) throw new Error(`sandbox create answered ${created.status}: ${created.text}`);
   const sandbox = created.json.id as string;
   const sandboxRun = await startSse(`${execdBase(b.url, sandbox)}/command`, { command: RUNNING });
+  // A broker that dies cuts the stream: whoever awaits `done` sees that, it is no unhandled rejection.
+  sandboxRun.done.catch(() => undefined);
   await eventually(() => textOf(sandboxRun.events, 'stdout').includes('started'), LONG_MS, 'the sandbox command running');
 
   const logs = (await b.get('/api/workspace/logs?offset=0&limit=1')).json as { seq_id: number }[];
