@@ -15,7 +15,7 @@
 import Dockerode from 'dockerode';
 import { eventually, startTestBroker, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { everySessionWorks, execIn, labelledContainers, poolContainerIds, watchHealth } from '../helpers/dockerFaults';
+import { everySessionWorks, execIn, labelledContainers, poolContainerIds, watchHealth, within } from '../helpers/dockerFaults';
 import { cleanupLeftovers, PrivateDockerd } from '../helpers/privateDockerd';
 import { hostPidsOfContainers } from '../helpers/privateDockerdCleanup';
 
@@ -34,17 +34,6 @@ const ENV: Record<string, string> = {
   BROKER_NETWORK_MODE: 'none', // the private daemon has no bridge
   BROKER_ACQUIRE_TIMEOUT: '3', // an acquire made while the engine is down must end, and soon
 };
-
-/** Settles within `ms` or fails naming `what` (a hang is the bug these waits look for). */
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<never>((_r, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)));
-  try {
-    return await Promise.race([promise, bound]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 describeDocker('the Docker daemon restarts under the broker: the pool heals', () => {
   let daemon: PrivateDockerd | null = null;

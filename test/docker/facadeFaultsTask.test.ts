@@ -57,9 +57,14 @@ describeDocker('task sandboxes: the daemon killed mid-turn (Docker)', () => {
     await coding.until((es) => es.some(finalAnswer), 'the first answer');
 
     expect((await tb.post(`/sandboxes/${id}/prompt`, { message: 'now a long answer' })).status).toBe(202);
-    await coding.until((es) => es.filter((e) => e.event.type === 'message_update').length > 0 && es.filter((e) => e.event.type === 'turn_start').length >= 2, 'the long answer streaming');
-    const inFlight = fx.stub.requests[fx.stub.requests.length - 1];
-    expect(lastUserText(inFlight)).toBe('now a long answer');
+    await eventually(() => fx.stub.requests.some((q) => lastUserText(q) === 'now a long answer'), LONG, 'the long answer asked of the model');
+    const inFlight = fx.stub.requests.find((q) => lastUserText(q) === 'now a long answer')!;
+    // Streaming: a message_update in the second turn (the first prompt's answer took one).
+    const streamingSecondTurn = (es: StreamEnvelope[]): boolean => {
+      const starts = es.flatMap((e, i) => (e.event.type === 'turn_start' ? [i] : []));
+      return starts.length >= 2 && es.slice(starts[1]).some((e) => e.event.type === 'message_update');
+    };
+    await coding.until(streamingSecondTurn, 'the long answer streaming');
 
     const [info] = (await fx.containers()).filter((c) => c.Labels[LABEL_OWNER] === id);
     const container = docker.getContainer(info.Id);

@@ -53,13 +53,20 @@ export class BrokerProcess {
   private log = '';
   private exitPromise: Promise<void>;
   private exited = false;
+  /** How it ended (its exit code, or the signal that killed it); null while it runs. */
+  exitStatus: { code: number | null; signal: NodeJS.Signals | null } | null = null;
 
   private constructor(
     readonly name: string,
     private readonly proc: ChildProcess,
     readonly env: Record<string, string>,
   ) {
-    this.exitPromise = new Promise((resolve) => proc.once('exit', () => resolve()));
+    this.exitPromise = new Promise((resolve) =>
+      proc.once('exit', (code, signal) => {
+        this.exitStatus = { code, signal };
+        resolve();
+      }),
+    );
     void this.exitPromise.then(() => (this.exited = true));
   }
 

@@ -96,3 +96,14 @@ export async function everySessionWorks(tb: TestBroker): Promise<Set<string>> {
 export function poolContainerIds(tb: TestBroker): string[] {
   return tb.broker.pool.containers.map((c) => c.ref?.id ?? '');
 }
+
+/** Settles within `ms` or fails naming `what` (a hang is the bug these waits look for). */
+export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_r, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)));
+  try {
+    return await Promise.race([promise, bound]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

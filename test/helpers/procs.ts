@@ -59,3 +59,18 @@ export function findByMark(mark: string): string {
   // The last digit in brackets keeps grep from matching its own command line.
   return `grep -lsa -- '${mark.slice(0, -1)}[${mark.slice(-1)}]' /proc/[0-9]*/cmdline | cut -d/ -f3 || true`;
 }
+
+/** Live pids whose parent is `pid` (read before that parent exits: orphans get another parent). */
+export function childPids(pid: number): number[] {
+  const found: number[] = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${name}/stat`, 'latin1');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid && procAlive(Number(name))) found.push(Number(name));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return found;
+}

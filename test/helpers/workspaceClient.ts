@@ -24,7 +24,7 @@ export interface TerminalClient {
   close(): void;
 }
 
-export function wsUrl(tb: TestBroker, path: string): string {
+export function wsUrl(tb: Pick<TestBroker, 'url'>, path: string): string {
   return tb.url.replace(/^http/, 'ws') + path;
 }
 
@@ -46,7 +46,7 @@ export function openSocket(url: string, headers: Record<string, string> = {}, on
   });
 }
 
-export async function openEvents(tb: TestBroker, path = '/ws/workspace'): Promise<EventClient> {
+export async function openEvents(tb: Pick<TestBroker, 'url'>, path = '/ws/workspace'): Promise<EventClient> {
   const events: Event[] = [];
   const socket = await openSocket(wsUrl(tb, path), {}, (data) => events.push(JSON.parse(data.toString('utf8'))));
   return {
@@ -60,7 +60,7 @@ export async function openEvents(tb: TestBroker, path = '/ws/workspace'): Promis
   };
 }
 
-export async function openTerminal(tb: TestBroker, path = '/ws/workspace/terminal'): Promise<TerminalClient> {
+export async function openTerminal(tb: Pick<TestBroker, 'url'>, path = '/ws/workspace/terminal'): Promise<TerminalClient> {
   const chunks: Buffer[] = [];
   const socket = await openSocket(wsUrl(tb, path), {}, (data) => chunks.push(data));
   const bytes = (): Buffer => Buffer.concat(chunks);
@@ -76,7 +76,7 @@ export async function openTerminal(tb: TestBroker, path = '/ws/workspace/termina
 }
 
 /** The exit event of `jobId`, from the logs (polled until it is there). */
-export async function exitOf(tb: TestBroker, jobId: string, prefix = '', timeoutMs = 30_000): Promise<Event> {
+export async function exitOf(tb: Pick<TestBroker, 'get'>, jobId: string, prefix = '', timeoutMs = 30_000): Promise<Event> {
   let found: Event | undefined;
   await eventually(
     async () => {
@@ -91,7 +91,7 @@ export async function exitOf(tb: TestBroker, jobId: string, prefix = '', timeout
 }
 
 /** Output lines of one job, from the logs. */
-export async function linesOf(tb: TestBroker, jobId: string, prefix = ''): Promise<string[]> {
+export async function linesOf(tb: Pick<TestBroker, 'get'>, jobId: string, prefix = ''): Promise<string[]> {
   const r = await tb.get(`${prefix}/api/workspace/logs?offset=-1000&limit=1000`);
   return (r.json as Event[]).filter((e) => e.type === 'output' && e.job_id === jobId).map((e) => e.line as string);
 }
