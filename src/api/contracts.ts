@@ -6,5 +6,6 @@
 import type { ApiContract } from '../http/contract';
 import { EXECD_FILES_CONTRACT, EXECD_PROCESS_CONTRACT } from './execd/execdContract';
 import { LIFECYCLE_CONTRACT } from './lifecycle/lifecycleContract';
+import { WORKSPACE_CONTRACT } from './workspace/workspaceContract';
 
-export const API_CONTRACTS: readonly ApiContract[] = [EXECD_PROCESS_CONTRACT, EXECD_FILES_CONTRACT, LIFECYCLE_CONTRACT];
+export const API_CONTRACTS: readonly ApiContract[] = [WORKSPACE_CONTRACT, EXECD_PROCESS_CONTRACT, EXECD_FILES_CONTRACT, LIFECYCLE_CONTRACT];

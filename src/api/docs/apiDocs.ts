@@ -5,7 +5,7 @@
 import type { ApiDoc } from '../../http/openApiTypes';
 import { POOL_API_DOC } from '../pool/poolRoutes.openapi';
 import { HEALTH_API_DOC } from '../pool/healthRoutes.openapi';
-import { WORKSPACE_API_DOC } from '../workspace/workspaceRoutes.openapi';
+import { WORKSPACE_CONTRACT } from '../workspace/workspaceContract';
 import { EXECD_FILES_CONTRACT, EXECD_PROCESS_CONTRACT } from '../execd/execdContract';
 import { apiDocOf } from '../../http/contract';
 import { LIFECYCLE_CONTRACT } from '../lifecycle/lifecycleContract';
@@ -14,4 +14,4 @@ import { TASK_API_DOC } from '../tasks/taskRoutes.openapi';
 import { DASHBOARD_API_DOC } from '../dashboard/dashboard.openapi';
 import { DOCS_API_DOC } from './docs.openapi';
 
-export const API_DOCS: readonly ApiDoc[] = [POOL_API_DOC, HEALTH_API_DOC, WORKSPACE_API_DOC, apiDocOf(EXECD_PROCESS_CONTRACT), apiDocOf(EXECD_FILES_CONTRACT), apiDocOf(LIFECYCLE_CONTRACT), GROUP_API_DOC, TASK_API_DOC, DASHBOARD_API_DOC, DOCS_API_DOC];
+export const API_DOCS: readonly ApiDoc[] = [POOL_API_DOC, HEALTH_API_DOC, apiDocOf(WORKSPACE_CONTRACT), apiDocOf(EXECD_PROCESS_CONTRACT), apiDocOf(EXECD_FILES_CONTRACT), apiDocOf(LIFECYCLE_CONTRACT), GROUP_API_DOC, TASK_API_DOC, DASHBOARD_API_DOC, DOCS_API_DOC];
