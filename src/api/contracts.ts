@@ -7,5 +7,6 @@ import type { ApiContract } from '../http/contract';
 import { EXECD_FILES_CONTRACT, EXECD_PROCESS_CONTRACT } from './execd/execdContract';
 import { LIFECYCLE_CONTRACT } from './lifecycle/lifecycleContract';
 import { WORKSPACE_CONTRACT } from './workspace/workspaceContract';
+import { TASK_CONTRACT } from './tasks/taskContract';
 
-export const API_CONTRACTS: readonly ApiContract[] = [WORKSPACE_CONTRACT, EXECD_PROCESS_CONTRACT, EXECD_FILES_CONTRACT, LIFECYCLE_CONTRACT];
+export const API_CONTRACTS: readonly ApiContract[] = [WORKSPACE_CONTRACT, EXECD_PROCESS_CONTRACT, EXECD_FILES_CONTRACT, LIFECYCLE_CONTRACT, TASK_CONTRACT];
