@@ -8,5 +8,6 @@ import { EXECD_FILES_CONTRACT, EXECD_PROCESS_CONTRACT } from './execd/execdContr
 import { LIFECYCLE_CONTRACT } from './lifecycle/lifecycleContract';
 import { WORKSPACE_CONTRACT } from './workspace/workspaceContract';
 import { TASK_CONTRACT } from './tasks/taskContract';
+import { GROUP_CONTRACT } from './groups/groupContract';
 
-export const API_CONTRACTS: readonly ApiContract[] = [WORKSPACE_CONTRACT, EXECD_PROCESS_CONTRACT, EXECD_FILES_CONTRACT, LIFECYCLE_CONTRACT, TASK_CONTRACT];
+export const API_CONTRACTS: readonly ApiContract[] = [WORKSPACE_CONTRACT, EXECD_PROCESS_CONTRACT, EXECD_FILES_CONTRACT, LIFECYCLE_CONTRACT, GROUP_CONTRACT, TASK_CONTRACT];

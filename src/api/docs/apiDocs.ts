@@ -9,9 +9,9 @@ import { WORKSPACE_CONTRACT } from '../workspace/workspaceContract';
 import { EXECD_FILES_CONTRACT, EXECD_PROCESS_CONTRACT } from '../execd/execdContract';
 import { apiDocOf } from '../../http/contract';
 import { LIFECYCLE_CONTRACT } from '../lifecycle/lifecycleContract';
-import { GROUP_API_DOC } from '../groups/groupRoutes.openapi';
+import { GROUP_CONTRACT } from '../groups/groupContract';
 import { TASK_CONTRACT } from '../tasks/taskContract';
 import { DASHBOARD_API_DOC } from '../dashboard/dashboard.openapi';
 import { DOCS_API_DOC } from './docs.openapi';
 
-export const API_DOCS: readonly ApiDoc[] = [POOL_API_DOC, HEALTH_API_DOC, apiDocOf(WORKSPACE_CONTRACT), apiDocOf(EXECD_PROCESS_CONTRACT), apiDocOf(EXECD_FILES_CONTRACT), apiDocOf(LIFECYCLE_CONTRACT), GROUP_API_DOC, apiDocOf(TASK_CONTRACT), DASHBOARD_API_DOC, DOCS_API_DOC];
+export const API_DOCS: readonly ApiDoc[] = [POOL_API_DOC, HEALTH_API_DOC, apiDocOf(WORKSPACE_CONTRACT), apiDocOf(EXECD_PROCESS_CONTRACT), apiDocOf(EXECD_FILES_CONTRACT), apiDocOf(LIFECYCLE_CONTRACT), apiDocOf(GROUP_CONTRACT), apiDocOf(TASK_CONTRACT), DASHBOARD_API_DOC, DOCS_API_DOC];
