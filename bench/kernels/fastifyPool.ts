@@ -21,8 +21,11 @@ import type { CommandLimits } from '../../src/core/session/sessionInput';
 import { acquireResponse, executeResponse } from '../../src/api/pool/poolRoutes';
 import { poolErrorFormat } from '../../src/http/errorFormats';
 import { createAuthorize, UnauthorizedError } from '../../src/http/auth';
-import { POOL_API_DOC } from '../../src/api/pool/poolRoutes.openapi';
+import { POOL_CONTRACT } from '../../src/api/pool/poolContract';
+import { apiDocOf } from '../../src/http/contract';
 import type { Schema } from '../../src/http/openApiTypes';
+
+const POOL_API_DOC = apiDocOf(POOL_CONTRACT);
 
 const SESSION_PARAMS = { type: 'object', properties: { sessionId: { type: 'string', minLength: 1 } }, required: ['sessionId'] };
 

@@ -4,7 +4,11 @@
  * holds them equal to the routes the routers serve; a fuzz suite can draw inputs from their schemas.
  */
 import type { ApiContract } from '../http/contract';
+import { POOL_CONTRACT } from './pool/poolContract';
 import { EXECD_FILES_CONTRACT, EXECD_PROCESS_CONTRACT } from './execd/execdContract';
 import { LIFECYCLE_CONTRACT } from './lifecycle/lifecycleContract';
+import { WORKSPACE_CONTRACT } from './workspace/workspaceContract';
+import { TASK_CONTRACT } from './tasks/taskContract';
+import { GROUP_CONTRACT } from './groups/groupContract';
 
-export const API_CONTRACTS: readonly ApiContract[] = [EXECD_PROCESS_CONTRACT, EXECD_FILES_CONTRACT, LIFECYCLE_CONTRACT];
+export const API_CONTRACTS: readonly ApiContract[] = [POOL_CONTRACT, WORKSPACE_CONTRACT, EXECD_PROCESS_CONTRACT, EXECD_FILES_CONTRACT, LIFECYCLE_CONTRACT, GROUP_CONTRACT, TASK_CONTRACT];

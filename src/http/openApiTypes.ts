@@ -1,9 +1,10 @@
 /**
  * What an API contributes to the OpenAPI document (openApiDocument.ts builds it): its operations,
  * keyed by the router's own route ('POST /session/:sessionId/execute', 'WS /ws/workspace' for a
- * WebSocket), with schemas, examples and the errors each can answer. Every API keeps its description
- * beside its router (`<router>.openapi.ts`) and is listed once in apiDocs.ts; the coverage test
- * (test/http/openapi.test.ts) fails for a route with no description and for a description with no route.
+ * WebSocket), with schemas, examples and the errors each can answer. An API's routes are declared
+ * in its contract (contract.ts: apiDocOf turns one into this), listed once in apiDocs.ts; the
+ * coverage test (test/http/openapi.test.ts) fails for a route with no description and for a
+ * description with no route.
  */
 
 /** A JSON Schema (2020-12, as OpenAPI 3.1 uses it). */

@@ -8,7 +8,9 @@
  * and `{missing}` what the keyword names.
  *
  * Rules no JSON Schema states are keywords: `x-max-bytes` (a string's UTF-8 size, a 413),
- * `x-not-blank` (a string with more than white space), `x-unserved` (a field the broker does not
+ * `x-not-blank` (a string with more than white space), `x-max-length` (a string's length in UTF-16
+ * units, as JavaScript counts it), `x-published` (what the document shows for a field whose check is
+ * a domain check's), `x-unserved` (a field the broker does not
  * serve: any value but null is refused as unsupported, a 400 NOT_SUPPORTED, or as not implemented,
  * a 501), and the domain checks an API adds (addDomainCheck): a function that throws the broker's
  * own error, run in the schema's order like the rest. These keywords are the broker's own working: publishedSchema()
@@ -23,8 +25,10 @@ const REFUSAL = 'x-refusal';
 const MAX_BYTES = 'x-max-bytes';
 const NOT_BLANK = 'x-not-blank';
 const UNSERVED = 'x-unserved';
+const MAX_UNITS = 'x-max-length';
+const PUBLISHED = 'x-published';
 /** The keywords only these checks read: their wording and their rules, never a client's business. */
-const CHECK_KEYWORDS = new Set([REFUSAL, MAX_BYTES, NOT_BLANK, UNSERVED]);
+const CHECK_KEYWORDS = new Set([REFUSAL, MAX_BYTES, NOT_BLANK, UNSERVED, MAX_UNITS]);
 
 /**
  * `x-unserved`: how a field the broker does not serve is refused. `emptyIsAbsent`: false, an empty
@@ -51,6 +55,10 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})
 ajv.addFormat('date-time', (text: string) => RFC3339.test(text) && !Number.isNaN(Date.parse(text)));
 ajv.addKeyword({ keyword: MAX_BYTES, type: 'string', schemaType: 'number', errors: false, validate: (limit: number, text: string) => Buffer.byteLength(text) <= limit });
 ajv.addKeyword({ keyword: NOT_BLANK, type: 'string', schemaType: 'boolean', errors: false, validate: (on: boolean, text: string) => !on || text.trim() !== '' });
+// A string's length as JavaScript counts it (UTF-16 units), where `maxLength` counts code points.
+ajv.addKeyword({ keyword: MAX_UNITS, type: 'string', schemaType: 'number', errors: false, validate: (limit: number, text: string) => text.length <= limit });
+// What the document shows in place of a field the check takes as it comes (a domain check words its faults).
+ajv.addKeyword({ keyword: PUBLISHED, schemaType: 'object' });
 ajv.addKeyword({ keyword: UNSERVED, schemaType: 'object', errors: false, validate: (rule: Unserved, value: unknown) => !sent(value, rule.emptyIsAbsent === true) });
 
 /** A keyword `name: true` on object schemas: `check` throws the refusal (a BrokerError) or returns. */
@@ -100,6 +108,7 @@ export function compileCheck<T extends TSchema>(schema: T): (value: unknown) => 
 export function publishedSchema<T>(schema: T): T {
   if (Array.isArray(schema)) return schema.map(publishedSchema) as T;
   if (schema === null || typeof schema !== 'object') return schema;
+  if (PUBLISHED in schema) return (schema as Record<string, unknown>)[PUBLISHED] as T;
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(schema)) if (!CHECK_KEYWORDS.has(key)) out[key] = publishedSchema(value);
   return out as T;

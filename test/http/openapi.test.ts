@@ -54,7 +54,7 @@ describe('OpenAPI: /openapi.json is true to the server', () => {
 
   it('describes every registered route, and no route that is not registered', () => {
     const routes = tb.broker.seam.routeList();
-    // A route listed here needs a description: in its router's `<router>.openapi.ts`, listed in src/api/docs/apiDocs.ts.
+    // A route listed here needs a description: in its API's contract (`<feature>Contract.ts`), listed in src/api/docs/apiDocs.ts.
     expect({ undocumented: buildOpenApi(API_DOCS, routes, 'test').undocumented }).toEqual({ undocumented: [] });
     const registered = new Set(routes.map((r) => `${r.method === 'WS' ? 'get' : r.method.toLowerCase()} ${openApiPath(r.path)}`));
     const described = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item as Json).map((m) => `${m} ${path}`));
@@ -90,7 +90,7 @@ describe('OpenAPI: /openapi.json is true to the server', () => {
     expect(checked).toBeGreaterThan(40);
   });
 
-  it("shows the pool contract's schemas without the input checks' own keywords (their refusal wording and rules)", () => {
+  it("shows the contracts' schemas without the input checks' own keywords (their refusal wording and rules)", () => {
     const internal: string[] = [];
     const walk = (value: unknown, at: string): void => {
       if (value === null || typeof value !== 'object') return;

@@ -96,3 +96,17 @@ describe('the keywords of fields the broker words or does not serve', () => {
     expect([kind({ volumes: [] }), kind({ volumes: {} }), kind({ volumes: false }), kind({ volumes: null })]).toEqual(['none', 'none', 'none', 'none']);
   });
 });
+
+describe('a length as JavaScript counts it, and what the document shows for a field a domain check reads', () => {
+  it("counts UTF-16 units, as the hand-written checks' .length did (an emoji is two)", () => {
+    const check = compileCheck(Type.Object({ name: Type.String({ 'x-max-length': 4, 'x-refusal': { 'x-max-length': "'{field}' is over {limit} characters" } }) }));
+    expect(check({ name: 'abcd' })).toEqual({ name: 'abcd' });
+    expect(refusal(check, { name: '😀😀😀' })).toEqual({ kind: '400', detail: "'name' is over 4 characters" });
+  });
+
+  it('shows x-published in place of the schema it sits on, which checks nothing itself', () => {
+    const schema = Type.Object({ access: Type.Unsafe({ 'x-published': { $ref: '#/components/schemas/Access' } }) });
+    expect(JSON.parse(JSON.stringify(publishedSchema(schema))).properties.access).toEqual({ $ref: '#/components/schemas/Access' });
+    expect(compileCheck(schema)({ access: 'anything' })).toEqual({ access: 'anything' });
+  });
+});

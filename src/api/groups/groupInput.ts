@@ -1,11 +1,15 @@
 /**
  * The sandbox groups' and the Sandbox API's request bodies, checked before anything is
- * started: a bad one is a 400 that changes nothing.
+ * started: a bad one is a 400 that changes nothing. The groups' own routes check theirs against
+ * their contract (groupContract.ts); the database accesses in them are the core's check, run where
+ * the contract's keywords stand and read once.
  */
 import { BadRequestError } from '../../common/errors';
 import { parseDatabaseAccess, type DatabaseAccess } from '../../core/groups/groupDatabase';
-import { ATTACHMENT_NAME, SANDBOX_ID, type GroupStartRequest, type SandboxStartRequest } from '../../core/groups/requests';
+import { ATTACHMENT_NAME, type GroupStartRequest, type SandboxStartRequest } from '../../core/groups/requests';
 import type { Action } from '../../core/groups/sandbox';
+import { addDomainCheck, compileCheck } from '../../http/schemaCheck';
+import { GROUP_START_BODY, SANDBOX_START_BODY, SANDBOX_STOP_BODY } from './groupContract';
 
 function object(body: unknown, what: string, optional = false): Record<string, unknown> {
   if (body === undefined && optional) return {};
@@ -18,38 +22,41 @@ function refuseUnknown(obj: Record<string, unknown>, known: readonly string[], w
   if (unknown.length > 0) throw new BadRequestError(`${what} has unknown fields: ${unknown.join(', ')} (known: ${known.join(', ')})`);
 }
 
-export function parseGroupStart(body: unknown): GroupStartRequest {
-  const obj = object(body, 'the request body', true);
-  refuseUnknown(obj, ['database_access', 'initial_database_population_config'], 'the request body');
-  const database = obj.database_access === undefined || obj.database_access === null ? null : parseDatabaseAccess(obj.database_access, 'database_access');
-  const file = obj.initial_database_population_config;
-  if (file !== undefined && file !== null && typeof file !== 'string') throw new BadRequestError("'initial_database_population_config' must be a path (a string)");
-  return { database, populationFile: typeof file === 'string' && file !== '' ? file : null };
-}
+/** What the domain checks read, so the core's parse of each access runs once. */
+const groupDatabases = new WeakMap<object, DatabaseAccess | null>();
+const attachmentsOf = new WeakMap<object, Map<string, DatabaseAccess>>();
 
-export function parseSandboxStart(body: unknown): SandboxStartRequest {
-  const obj = object(body, 'the request body');
-  refuseUnknown(obj, ['id', 'tools', 'compute_resources', 'attached_databases'], 'the request body');
-  const id = sandboxId(obj.id);
-  const tools = obj.tools ?? [];
-  if (!Array.isArray(tools) || !tools.every((t) => typeof t === 'string')) throw new BadRequestError("'tools' must be a list of paths on the broker's host");
+addDomainCheck('x-group-start', (obj) => {
+  refuseUnknown(obj, ['database_access', 'initial_database_population_config'], 'the request body');
+  groupDatabases.set(obj, obj.database_access === undefined || obj.database_access === null ? null : parseDatabaseAccess(obj.database_access, 'database_access'));
+});
+addDomainCheck('x-sandbox-start', (obj) => refuseUnknown(obj, ['id', 'tools', 'compute_resources', 'attached_databases'], 'the request body'));
+addDomainCheck('x-attachments', (raw) => {
   const attachments = new Map<string, DatabaseAccess>();
-  const raw = obj.attached_databases ?? {};
-  for (const [name, spec] of Object.entries(object(raw, "'attached_databases'"))) {
+  for (const [name, spec] of Object.entries(raw)) {
     if (!ATTACHMENT_NAME.test(name)) throw new BadRequestError(`'attached_databases' key '${name}' must be a letter then letters, digits or '_' (it names environment variables: ${name.toUpperCase()}_URL)`);
     attachments.set(name, parseDatabaseAccess(spec, `attached_databases.${name}`));
   }
-  return { id, tools: tools as string[], compute: obj.compute_resources, attachments };
+  attachmentsOf.set(raw, attachments);
+});
+const groupStartCheck = compileCheck(GROUP_START_BODY);
+const sandboxStartCheck = compileCheck(SANDBOX_START_BODY);
+const sandboxStopCheck = compileCheck(SANDBOX_STOP_BODY);
+
+export function parseGroupStart(body: unknown): GroupStartRequest {
+  const obj = groupStartCheck(body === undefined ? {} : body);
+  const file = obj.initial_database_population_config;
+  return { database: groupDatabases.get(obj) ?? null, populationFile: typeof file === 'string' && file !== '' ? file : null };
+}
+
+export function parseSandboxStart(body: unknown): SandboxStartRequest {
+  const obj = sandboxStartCheck(body);
+  const attachments = obj.attached_databases ? attachmentsOf.get(obj.attached_databases)! : new Map<string, DatabaseAccess>();
+  return { id: obj.id, tools: obj.tools ?? [], compute: obj.compute_resources, attachments };
 }
 
 export function parseSandboxStop(body: unknown): string {
-  const obj = object(body, 'the request body');
-  return sandboxId(obj.id);
-}
-
-function sandboxId(id: unknown): string {
-  if (typeof id !== 'string' || !SANDBOX_ID.test(id)) throw new BadRequestError("'id' must be 1-63 letters, digits, '_', '.' or '-', starting with a letter or digit");
-  return id;
+  return sandboxStopCheck(body).id;
 }
 
 /**

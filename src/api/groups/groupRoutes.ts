@@ -1,7 +1,8 @@
 /**
  * The sandbox groups' API on the broker's port: a group, its sandboxes, and each sandbox's Sandbox
  * API again under /groups/{group id}/sandboxes/{id} (its own port serves it too). A thin router over
- * core/groups; errors in the pool API's `{"detail", "code"}` format.
+ * core/groups, each group route served from its contract (groupContract.ts); errors in the pool API's
+ * `{"detail", "code"}` format.
  */
 import type { Router } from '../../http/router';
 import type { GroupService } from '../../core/groups/groupService';
@@ -9,7 +10,11 @@ import { poolErrorFormat } from '../../http/errorFormats';
 import { sendJson } from '../../http/httpJson';
 import { publicAddress } from '../../http/publicAddress';
 import { parseGroupStart, parseSandboxStart, parseSandboxStop } from './groupInput';
+import { served } from '../../http/contract';
 import { sandboxApiRoutes } from './sandboxApiRoutes';
+import { GROUP_CONTRACT } from './groupContract';
+
+const R = GROUP_CONTRACT.routes;
 
 /**
  * Where a started sandbox's URL leads: its own port ('port', a broker clients reach directly), or
@@ -23,47 +28,27 @@ export function groupRouter(groups: GroupService, sandboxUrls: SandboxUrls = 'po
     name: 'groups',
     errors: poolErrorFormat,
     routes: [
-      {
-        method: 'POST',
-        path: '/group/start',
-        body: 'json',
-        async handle({ body, res }) {
-          await groups.startGroup(parseGroupStart(body));
-          sendJson(res, 200, { status: 'started' });
-        },
-      },
-      {
-        method: 'POST',
-        path: '/group/stop',
-        body: 'json',
-        async handle({ res }) {
-          await groups.stopGroup();
-          sendJson(res, 200, { status: 'stopped' });
-        },
-      },
-      {
-        method: 'POST',
-        path: '/sandbox/start',
-        body: 'json',
-        async handle({ body, req, res }) {
-          const request = parseSandboxStart(body);
-          const started = await groups.startSandbox(request);
-          const groupId = groups.groupId;
-          if (sandboxUrls === 'broker' && groupId !== null) {
-            started.sandbox_url = `http://${publicAddress(req)}/groups/${encodeURIComponent(groupId)}/sandboxes/${encodeURIComponent(request.id)}`;
-          }
-          sendJson(res, 200, started);
-        },
-      },
-      {
-        method: 'POST',
-        path: '/sandbox/stop',
-        body: 'json',
-        async handle({ body, res }) {
-          await groups.stopSandbox(parseSandboxStop(body));
-          sendJson(res, 200, { status: 'stopped' });
-        },
-      },
+      served(R.startGroup, async ({ body, res }) => {
+        await groups.startGroup(parseGroupStart(body));
+        sendJson(res, 200, { status: 'started' });
+      }),
+      served(R.stopGroup, async ({ res }) => {
+        await groups.stopGroup();
+        sendJson(res, 200, { status: 'stopped' });
+      }),
+      served(R.startSandbox, async ({ body, req, res }) => {
+        const request = parseSandboxStart(body);
+        const started = await groups.startSandbox(request);
+        const groupId = groups.groupId;
+        if (sandboxUrls === 'broker' && groupId !== null) {
+          started.sandbox_url = `http://${publicAddress(req)}/groups/${encodeURIComponent(groupId)}/sandboxes/${encodeURIComponent(request.id)}`;
+        }
+        sendJson(res, 200, started);
+      }),
+      served(R.stopSandbox, async ({ body, res }) => {
+        await groups.stopSandbox(parseSandboxStop(body));
+        sendJson(res, 200, { status: 'stopped' });
+      }),
       ...sandboxApiRoutes('/groups/:groupId/sandboxes/:sandboxId', ({ params }) => groups.sandbox(params.groupId, params.sandboxId)),
     ],
   };

@@ -1,9 +1,9 @@
 /**
- * The pool API's contract, written once: each route's body and answer as JSON Schema (TypeBox),
- * the rollout additions (acquire_group, heartbeat, history) included.
- * The same objects drive the input checks (poolInput.ts through schemaCheck.ts: each field's
- * `x-refusal` words its 400s), the OpenAPI document (poolRoutes.openapi.ts) and the TypeScript types
- * of the inputs and answers (Static).
+ * The pool API's contract, written once: each route (method, path, body, answers and the errors
+ * it answers in the pool's `{detail, code}` format), the rollout additions (acquire_group,
+ * heartbeat, history) included. The same objects drive the routes (poolRoutes.ts, rolloutRoutes.ts
+ * serve them), the input checks (poolInput.ts through schemaCheck.ts: each field's `x-refusal`
+ * words its 400s), the OpenAPI document and the TypeScript types of the inputs and answers (Static).
  *
  * Limits of the configuration (BROKER_MAX_COMMAND_TIMEOUT, BROKER_MAX_COMMAND_BYTES) join the schemas
  * the routes check with; the document shows the schemas without them.
@@ -12,6 +12,8 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { MAX_GROUP_SIZE } from '../../core/pool/groupAcquire';
 import type { CommandLimits } from '../../core/session/sessionInput';
 import { commandSchema, orNull } from '../contractParts';
+import { ref } from '../../http/openApiTypes';
+import type { ApiContract, RouteContract } from '../../http/contract';
 
 const REFUSE_NON_OBJECT = 'Request body must be a JSON object, got {a}';
 /** Printable, up to this long: a UUID, a trace id, an episode and step number. */
@@ -199,3 +201,102 @@ export const HISTORY = Type.Object(
   { additionalProperties: false },
 );
 export type History = Static<typeof HISTORY>;
+
+const ID = 'f3c1d2e4a5b6978812345678abcdef01';
+
+const ON_LEASE = {
+  400: 'the lease ended: released, or reclaimed (`session_not_in_use`, with `reclaimed`)',
+  404: 'no session of this id was ever leased (`session_not_found`)',
+  410: 'its shell or container died: its state is lost (`session_broken`)',
+};
+const ACQUIRE_ERRORS = {
+  400: 'a bad field: files, startup_commands, request_id, lease_ttl, acquire_timeout, or an unknown pool (`bad_request`, `unknown_pool`)',
+  409: 'the same request_id with another body (`request_id_conflict`)',
+  413: 'the body or a command is too large (`payload_too_large`)',
+  422: 'a startup command killed its shell; no session was leased (`startup_failed`)',
+  503: 'no session became free in time (`pool_exhausted`, with queue_length and Retry-After), or shutting down',
+};
+
+const routes = {
+  acquire: {
+    method: 'POST',
+    path: '/session/acquire',
+    summary: 'Lease a session',
+    description: 'Waits in a FIFO queue for a free session, makes its working directory, writes `files`, runs `startup_commands`.',
+    body: { schema: ref('AcquireRequest'), required: false, example: { files: { 'data/in.txt': 'aGVsbG8=' }, startup_commands: ['export GREETING=hi'] } },
+    responses: { 200: { description: 'the lease', schema: ref('Acquired'), example: { session_id: ID, startup_results: [{ status: 'Success', stdout: '', stderr: '', return_code: 0 }] } } },
+    errors: ACQUIRE_ERRORS,
+  },
+  acquireGroup: {
+    method: 'POST',
+    path: '/session/acquire_group',
+    summary: 'Lease n sessions, all or none',
+    body: {
+      schema: acquireGroupBody(),
+      example: { n: 2, spread: true },
+    },
+    responses: {
+      200: {
+        description: 'the sessions, each with its container',
+        schema: GROUP_ACQUIRED,
+        example: { sessions: [{ session_id: ID, container: 0 }] },
+      },
+    },
+    errors: { ...ACQUIRE_ERRORS, 400: 'a bad field, or a group the pool could never hold (`bad_request`)' },
+  },
+  execute: {
+    method: 'POST',
+    path: '/session/:sessionId/execute',
+    summary: 'Run a command in the session (and, with `release`, release it)',
+    body: {
+      schema: executeBody(),
+      example: { command: 'echo hi', timeout: 5 },
+    },
+    responses: { 200: { description: 'its result (a timeout is `Failed` with return_code -1)', schema: ref('ExecuteResult'), example: { status: 'Success', stdout: 'hi\n', stderr: '', return_code: 0 } } },
+    errors: {
+      ...ON_LEASE,
+      400: 'a bad command or timeout (`bad_request`), or the lease ended (`session_not_in_use`)',
+      409: 'another execute runs on the session (`session_busy`), or a request_id conflict',
+      413: 'the command is too large (`payload_too_large`)',
+      503: 'shutting down (`shutting_down`)',
+    },
+  },
+  release: {
+    method: 'POST',
+    path: '/session/:sessionId/release',
+    summary: 'Release the session (instant, idempotent)',
+    body: { schema: {}, required: false, description: 'any JSON, ignored' },
+    responses: { 200: { description: 'released', schema: RELEASED, example: { status: 'released' } } },
+    errors: { 404: ON_LEASE[404] },
+  },
+  heartbeat: {
+    method: 'POST',
+    path: '/session/:sessionId/heartbeat',
+    summary: 'Renew the lease (its idle timeout and lease_ttl)',
+    body: { schema: {}, required: false, description: 'any JSON, ignored' },
+    responses: { 200: { description: 'alive', schema: ALIVE, example: { status: 'alive', lease_ttl: 30 } } },
+    errors: ON_LEASE,
+  },
+  history: {
+    method: 'GET',
+    path: '/session/:sessionId/history',
+    summary: "The lease's executes in order (a call on the lease)",
+    responses: {
+      200: {
+        description: 'the journal; `dropped` counts entries older than the kept ones',
+        schema: HISTORY,
+        example: { session_id: ID, entries: [], dropped: 0 },
+      },
+    },
+    errors: ON_LEASE,
+  },
+} satisfies Record<string, RouteContract>;
+
+export const POOL_CONTRACT: ApiContract<typeof routes> = {
+  tag: 'pool',
+  description: 'The pool API: lease a warm bash session, run commands in it, release it; and the additions for rollout clients.',
+  errors: 'pool',
+  pathParams: { sessionId: { description: 'the session_id an acquire answered', example: ID } },
+  schemas: { ExecuteResult: EXECUTE_RESULT, AcquireRequest: acquireBody(), Acquired: ACQUIRED, JournalEntry: JOURNAL_ENTRY },
+  routes,
+};

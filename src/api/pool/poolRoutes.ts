@@ -14,7 +14,10 @@ import { sendJson, sendJsonStreamed } from '../../http/httpJson';
 import { poolErrorFormat } from '../../http/errorFormats';
 import type { Router } from '../../http/router';
 import { clientGone } from '../../http/clientGone';
-import type { Acquired, ExecuteResult, Released } from './poolContract';
+import { POOL_CONTRACT, type Acquired, type ExecuteResult, type Released } from './poolContract';
+import { served } from '../../http/contract';
+
+const R = POOL_CONTRACT.routes;
 
 /** Python's str(float): 5 -> "5.0", 2.5 -> "2.5", 1e-05, as the pool API writes "timed out after 5.0 seconds". */
 export function pythonFloat(value: number): string {
@@ -95,54 +98,39 @@ export function poolRouter(pools: PoolRegistry, limits: CommandLimits, requestId
     name: 'pool',
     errors: poolErrorFormat,
     routes: [
-      {
-        method: 'POST',
-        path: '/session/acquire',
-        body: 'json',
-        async handle({ body, res }) {
-          const input = parseAcquire(body, limits);
-          const pool = pools.pool(input.pool);
-          const request = { ...input, leaseTtlMs: input.leaseTtlMs, acquireTimeoutMs: input.acquireTimeoutMs };
-          // With a request_id the acquire outlives its client: the retry that comes for it gets its lease.
-          const result = input.requestId
-            ? await requestIds.run(`a:${input.requestId}`, input.fingerprint(), 'acquire', () => pool.acquire(request))
-            : await pool.acquire({ ...request, signal: clientGone(res) });
-          await sendJsonStreamed(res, 200, acquireResponse(result, input, limits));
-        },
-      },
-      {
-        method: 'POST',
-        path: '/session/:sessionId/execute',
-        body: 'json',
-        async handle({ body, params, res }) {
-          const input = parseExecute(body, limits);
-          const { sessionId } = params;
-          const pool = pools.owning(sessionId);
-          if (pool.isClosing) throw new ShuttingDownError();
-          const { command, requestId, release } = input;
-          const facts = input.facts ?? factsByDefault;
-          const timeoutMs = Math.round(input.timeoutSeconds * 1000);
-          const execute = (): Promise<ExecResult> => pool.execute(sessionId, { command, timeoutMs, facts, requestId: requestId ?? undefined });
-          const run = release ? () => releasingAfter(execute, () => pool.release(sessionId)) : execute;
-          const result = requestId
-            ? await requestIds.run(`x:${sessionId}:${requestId}`, `${input.timeoutSeconds}\0${command}${release ? '\0release' : ''}`, 'command', run)
-            : await run();
-          const answer = executeResponse(result, input.timeoutSeconds, facts);
-          if (release) answer.released = true;
-          await sendJsonStreamed(res, 200, answer);
-        },
-      },
-      {
-        method: 'POST',
-        path: '/session/:sessionId/release',
-        // Any valid JSON body (or none) is taken, and ignored.
-        body: 'json',
-        handle({ params, res }) {
-          pools.owning(params.sessionId).release(params.sessionId);
-          const answer: Released = { status: 'released' };
-          sendJson(res, 200, answer);
-        },
-      },
+      served(R.acquire, async ({ body, res }) => {
+        const input = parseAcquire(body, limits);
+        const pool = pools.pool(input.pool);
+        const request = { ...input, leaseTtlMs: input.leaseTtlMs, acquireTimeoutMs: input.acquireTimeoutMs };
+        // With a request_id the acquire outlives its client: the retry that comes for it gets its lease.
+        const result = input.requestId
+          ? await requestIds.run(`a:${input.requestId}`, input.fingerprint(), 'acquire', () => pool.acquire(request))
+          : await pool.acquire({ ...request, signal: clientGone(res) });
+        await sendJsonStreamed(res, 200, acquireResponse(result, input, limits));
+      }),
+      served(R.execute, async ({ body, params, res }) => {
+        const input = parseExecute(body, limits);
+        const { sessionId } = params;
+        const pool = pools.owning(sessionId);
+        if (pool.isClosing) throw new ShuttingDownError();
+        const { command, requestId, release } = input;
+        const facts = input.facts ?? factsByDefault;
+        const timeoutMs = Math.round(input.timeoutSeconds * 1000);
+        const execute = (): Promise<ExecResult> => pool.execute(sessionId, { command, timeoutMs, facts, requestId: requestId ?? undefined });
+        const run = release ? () => releasingAfter(execute, () => pool.release(sessionId)) : execute;
+        const result = requestId
+          ? await requestIds.run(`x:${sessionId}:${requestId}`, `${input.timeoutSeconds}\0${command}${release ? '\0release' : ''}`, 'command', run)
+          : await run();
+        const answer = executeResponse(result, input.timeoutSeconds, facts);
+        if (release) answer.released = true;
+        await sendJsonStreamed(res, 200, answer);
+      }),
+      // Any valid JSON body (or none) is taken, and ignored.
+      served(R.release, ({ params, res }) => {
+        pools.owning(params.sessionId).release(params.sessionId);
+        const answer: Released = { status: 'released' };
+        sendJson(res, 200, answer);
+      }),
     ],
   };
 }

@@ -12,7 +12,10 @@ import { parseAcquire } from './poolInput';
 import type { CommandLimits } from '../../core/session/sessionInput';
 import { parseGroupSize } from './rolloutInput';
 import type { Router } from '../../http/router';
-import type { Alive, GroupAcquired, History } from './poolContract';
+import { POOL_CONTRACT, type Alive, type GroupAcquired, type History } from './poolContract';
+import { served } from '../../http/contract';
+
+const R = POOL_CONTRACT.routes;
 
 /** Groups come from the default pool; a heartbeat or history reaches the pool that leased the id. */
 export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds): Router {
@@ -21,40 +24,26 @@ export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, reques
     name: 'rollout',
     errors: poolErrorFormat,
     routes: [
-      {
-        method: 'POST',
-        path: '/session/acquire_group',
-        body: 'json',
-        async handle({ body, res }) {
-          const input = parseAcquire(body, limits);
-          const { n, spread } = parseGroupSize(body);
-          const request = { ...input, n, spread };
-          const results = input.requestId
-            ? await requestIds.run(`g:${input.requestId}`, input.fingerprint(), 'acquire_group', () => pool.acquireGroup(request))
-            : await pool.acquireGroup({ ...request, signal: clientGone(res) });
-          const answer: GroupAcquired = { sessions: results.map((r) => ({ ...acquireResponse(r, input, limits), container: r.containerIndex })) };
-          await sendJsonStreamed(res, 200, answer);
-        },
-      },
-      {
-        method: 'POST',
-        path: '/session/:sessionId/heartbeat',
-        body: 'json',
-        handle({ params, res }) {
-          const ttlMs = pools.owning(params.sessionId).heartbeat(params.sessionId);
-          const answer: Alive = { status: 'alive', lease_ttl: ttlMs === null ? null : ttlMs / 1000 };
-          sendJson(res, 200, answer);
-        },
-      },
-      {
-        method: 'GET',
-        path: '/session/:sessionId/history',
-        async handle({ params, res }) {
-          const { entries, dropped } = pools.owning(params.sessionId).history(params.sessionId);
-          const answer: History = { session_id: params.sessionId, entries, dropped };
-          await sendJsonStreamed(res, 200, answer);
-        },
-      },
+      served(R.acquireGroup, async ({ body, res }) => {
+        const input = parseAcquire(body, limits);
+        const { n, spread } = parseGroupSize(body);
+        const request = { ...input, n, spread };
+        const results = input.requestId
+          ? await requestIds.run(`g:${input.requestId}`, input.fingerprint(), 'acquire_group', () => pool.acquireGroup(request))
+          : await pool.acquireGroup({ ...request, signal: clientGone(res) });
+        const answer: GroupAcquired = { sessions: results.map((r) => ({ ...acquireResponse(r, input, limits), container: r.containerIndex })) };
+        await sendJsonStreamed(res, 200, answer);
+      }),
+      served(R.heartbeat, ({ params, res }) => {
+        const ttlMs = pools.owning(params.sessionId).heartbeat(params.sessionId);
+        const answer: Alive = { status: 'alive', lease_ttl: ttlMs === null ? null : ttlMs / 1000 };
+        sendJson(res, 200, answer);
+      }),
+      served(R.history, async ({ params, res }) => {
+        const { entries, dropped } = pools.owning(params.sessionId).history(params.sessionId);
+        const answer: History = { session_id: params.sessionId, entries, dropped };
+        await sendJsonStreamed(res, 200, answer);
+      }),
     ],
   };
 }

@@ -1,5 +1,6 @@
 /**
- * Task sandboxes, Core's API for them; errors in the pool format `{"detail","code"}`:
+ * Task sandboxes, Core's API for them, each route served from its contract (taskContract.ts); errors
+ * in the pool format `{"detail","code"}`:
  *   POST   /sandboxes                   {name?, repo, prompt?}  201, once the sandbox is usable
  *   GET    /sandboxes/:id               its record
  *   POST   /sandboxes/:id/prompt        {message}   202
@@ -17,6 +18,10 @@ import { sendJson } from '../../http/httpJson';
 import type { RouteContext, Router } from '../../http/router';
 import { openEventStream } from '../../http/sse';
 import { parseCreateTask, parsePromptBody, parseResumeCursor } from './taskInput';
+import { served } from '../../http/contract';
+import { TASK_CONTRACT } from './taskContract';
+
+const R = TASK_CONTRACT.routes;
 
 export function taskRouter(tasks: TaskService, options: { keepAliveMs: number }): Router {
   const stream = (name: StreamName) => (ctx: RouteContext) => serveStream(tasks.get(ctx.params.id), name, ctx, options.keepAliveMs);
@@ -24,23 +29,13 @@ export function taskRouter(tasks: TaskService, options: { keepAliveMs: number })
     name: 'task sandboxes',
     errors: poolErrorFormat,
     routes: [
-      {
-        method: 'POST',
-        path: '/sandboxes',
-        body: 'json',
-        handle: async ({ res, body }) => sendJson(res, 201, (await tasks.create(parseCreateTask(body))).record()),
-      },
-      { method: 'GET', path: '/sandboxes/:id', handle: ({ res, params }) => sendJson(res, 200, tasks.get(params.id).record()) },
-      {
-        method: 'POST',
-        path: '/sandboxes/:id/prompt',
-        body: 'json',
-        handle: async ({ res, params, body }) => sendJson(res, 202, await tasks.prompt(params.id, parsePromptBody(body))),
-      },
-      { method: 'POST', path: '/sandboxes/:id/abort', handle: async ({ res, params }) => sendJson(res, 202, await tasks.abort(params.id)) },
-      { method: 'GET', path: '/sandboxes/:id/stream/control', handle: stream('control') },
-      { method: 'GET', path: '/sandboxes/:id/stream/coding', handle: stream('coding') },
-      { method: 'DELETE', path: '/sandboxes/:id', handle: async ({ res, params }) => sendJson(res, 200, (await tasks.remove(params.id)).record()) },
+      served(R.create, async ({ res, body }) => sendJson(res, 201, (await tasks.create(parseCreateTask(body))).record())),
+      served(R.get, ({ res, params }) => sendJson(res, 200, tasks.get(params.id).record())),
+      served(R.prompt, async ({ res, params, body }) => sendJson(res, 202, await tasks.prompt(params.id, parsePromptBody(body)))),
+      served(R.abort, async ({ res, params }) => sendJson(res, 202, await tasks.abort(params.id))),
+      served(R.controlStream, stream('control')),
+      served(R.codingStream, stream('coding')),
+      served(R.remove, async ({ res, params }) => sendJson(res, 200, (await tasks.remove(params.id)).record())),
     ],
   };
 }

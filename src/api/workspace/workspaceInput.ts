@@ -1,46 +1,44 @@
-/** Validation of the workspace routes' bodies and query strings: checked before a workspace is touched. */
+/**
+ * The workspace routes' bodies checked against their contract (workspaceContract.ts), and their
+ * query strings: checked before a workspace is touched.
+ */
 import { BadRequestError } from '../../common/errors';
-import { checkCommand, type CommandLimits } from '../../core/session/sessionInput';
+import type { CommandLimits } from '../../core/session/sessionInput';
+import { addDomainCheck, compileCheck } from '../../http/schemaCheck';
+import { executeBody, INPUT_BODY, WRITE_BODY } from './workspaceContract';
 
 export const DEFAULT_WAIT_SECONDS = 5;
-export const MAX_WAIT_SECONDS = 30;
 export const DEFAULT_LOG_LIMIT = 100;
 export const MAX_LOG_LIMIT = 1000;
 /** read-partial's chunk when the client names no limit. */
 export const DEFAULT_PARTIAL_BYTES = 64 * 1024;
 
-function object(body: unknown): Record<string, unknown> {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new BadRequestError('Request body must be a JSON object');
-  return body as Record<string, unknown>;
-}
+/** Compiled once per command size limit (a broker has one). */
+const executeChecks = new Map<number, ReturnType<typeof compileCheck<ReturnType<typeof executeBody>>>>();
 
 export function parseWorkspaceExecute(body: unknown, limits: Pick<CommandLimits, 'maxCommandBytes'>): { command: string; waitMs: number } {
-  const obj = object(body);
-  if (!('command' in obj)) throw new BadRequestError("'command' is required");
-  const command = checkCommand(obj.command, 'command', { ...limits, defaultTimeoutSeconds: 0, maxTimeoutSeconds: 0 });
-  let wait = DEFAULT_WAIT_SECONDS;
-  if (obj.wait !== undefined && obj.wait !== null) {
-    if (typeof obj.wait !== 'number' || !Number.isFinite(obj.wait) || obj.wait < 0 || obj.wait > MAX_WAIT_SECONDS) {
-      throw new BadRequestError(`'wait' must be a number of seconds from 0 to ${MAX_WAIT_SECONDS}, got ${JSON.stringify(obj.wait)}`);
-    }
-    wait = obj.wait;
-  }
-  return { command, waitMs: Math.round(wait * 1000) };
+  let check = executeChecks.get(limits.maxCommandBytes);
+  if (!check) executeChecks.set(limits.maxCommandBytes, (check = compileCheck(executeBody(limits))));
+  const { command, wait } = check(body);
+  return { command, waitMs: Math.round((wait ?? DEFAULT_WAIT_SECONDS) * 1000) };
 }
+
+const inputCheck = compileCheck(INPUT_BODY);
 
 export function parseInput(body: unknown): string {
-  const obj = object(body);
-  if (typeof obj.text !== 'string') throw new BadRequestError("'text' must be a string");
-  return obj.text;
+  return inputCheck(body).text;
 }
 
+/** The filename, then the content: a missing one is refused as its type is, in that order. */
+addDomainCheck('x-workspace-write', (obj) => {
+  for (const field of ['filename', 'content']) if (typeof obj[field] !== 'string') throw new BadRequestError(`'${field}' must be a string`);
+});
+const writeCheck = compileCheck(WRITE_BODY);
+
 export function parseWrite(body: unknown): { filename: string; content: Buffer } {
-  const obj = object(body);
-  if (typeof obj.filename !== 'string') throw new BadRequestError("'filename' must be a string");
-  if (typeof obj.content !== 'string') throw new BadRequestError("'content' must be a string");
+  const obj = writeCheck(body);
   const encoding = obj.encoding ?? 'utf-8';
-  if (encoding === 'utf-8' || encoding === 'utf8') return { filename: obj.filename, content: Buffer.from(obj.content, 'utf8') };
-  if (encoding !== 'base64') throw new BadRequestError(`'encoding' must be 'utf-8' or 'base64', got ${JSON.stringify(encoding)}`);
+  if (encoding !== 'base64') return { filename: obj.filename, content: Buffer.from(obj.content, 'utf8') };
   const compact = obj.content.replace(/\s+/g, '');
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact) || compact.length % 4 === 1) throw new BadRequestError("'content' is not valid base64");
   return { filename: obj.filename, content: Buffer.from(compact, 'base64') };

@@ -12,6 +12,8 @@ import type { ServerResponse } from 'node:http';
 import { poolErrorFormat } from '../../http/errorFormats';
 import type { Router } from '../../http/router';
 import { WORKSPACE_PAGE_SCRIPT } from './workspacePageScript';
+import { served } from '../../http/contract';
+import { WORKSPACE_PAGE_ROUTES } from './workspaceContract';
 
 /** Files of the npm packages, resolved once at start (a missing package fails the start, not a page load). */
 const ASSETS: Record<string, { file: string; type: string }> = {
@@ -45,6 +47,8 @@ function sendText(res: ServerResponse, type: string, body: string | Buffer): voi
 /** Only ids the workspace routes could match reach the page (it is put into HTML). */
 const SAFE_ID = /^[A-Za-z0-9_.-]{1,128}$/;
 
+const R = WORKSPACE_PAGE_ROUTES;
+
 export function workspacePageRouter(): Router {
   const assets = Object.fromEntries(Object.entries(ASSETS).map(([name, a]) => [name, { body: fs.readFileSync(a.file), type: a.type }]));
   return {
@@ -52,30 +56,20 @@ export function workspacePageRouter(): Router {
     errors: poolErrorFormat,
     pathPrefix: '/ui',
     routes: [
-      { method: 'GET', path: '/ui/workspace', public: true, handle: ({ res }) => sendText(res, 'text/html; charset=utf-8', page('', 'workspace')) },
-      {
-        method: 'GET',
-        path: '/ui/workspaces/:workspaceId',
-        public: true,
-        handle({ params, res }) {
-          const id = SAFE_ID.test(params.workspaceId) ? params.workspaceId : '';
-          sendText(res, 'text/html; charset=utf-8', page(`/workspaces/${id}`, `workspace ${id}`));
-        },
-      },
-      {
-        method: 'GET',
-        path: '/ui/assets/:name',
-        public: true,
-        handle({ params, res }) {
-          const asset = assets[params.name];
-          if (!asset) {
-            res.writeHead(404, { 'Content-Type': 'text/plain' });
-            res.end('not found');
-            return;
-          }
-          sendText(res, asset.type, asset.body);
-        },
-      },
+      served(R.defaultPage, ({ res }) => sendText(res, 'text/html; charset=utf-8', page('', 'workspace'))),
+      served(R.namedPage, ({ params, res }) => {
+        const id = SAFE_ID.test(params.workspaceId) ? params.workspaceId : '';
+        sendText(res, 'text/html; charset=utf-8', page(`/workspaces/${id}`, `workspace ${id}`));
+      }),
+      served(R.assets, ({ params, res }) => {
+        const asset = assets[params.name];
+        if (!asset) {
+          res.writeHead(404, { 'Content-Type': 'text/plain' });
+          res.end('not found');
+          return;
+        }
+        sendText(res, asset.type, asset.body);
+      }),
     ],
   };
 }

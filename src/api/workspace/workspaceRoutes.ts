@@ -1,6 +1,7 @@
 /**
- * The workspace API (shared PTY workspaces): a thin router over core/workspace. Every route exists
- * twice: on the root paths for the default workspace, and under /workspaces/{id} for named ones.
+ * The workspace API (shared PTY workspaces): a thin router over core/workspace, each route served
+ * from its contract (workspaceContract.ts). Every route exists twice: on the root paths for the
+ * default workspace, and under /workspaces/{id} for named ones.
  */
 import type { RouteContext, Route, Router, UpgradeRoute } from '../../http/router';
 import type { Workspaces } from '../../core/workspace/workspaces';
@@ -22,6 +23,8 @@ import {
 } from './workspaceInput';
 import type { WebSocket } from 'ws';
 import { acceptEventStream, acceptTerminal, type SocketOptions } from './workspaceSockets';
+import { served, upgrade, type RouteContract } from '../../http/contract';
+import { WORKSPACE_CONTRACT, WORKSPACE_ROUTES } from './workspaceContract';
 
 /** A WebSocket whose workspace ended between the handshake's check and the socket (rare). */
 const CLOSE_NOT_FOUND = 4404;
@@ -34,67 +37,40 @@ export interface WorkspaceRouterOptions extends SocketOptions {
 }
 
 const PREFIXES = [
-  { prefix: '', id: (): string | null => null },
-  { prefix: '/workspaces/:workspaceId', id: (params: Readonly<Record<string, string>>): string | null => params.workspaceId },
+  { contracts: WORKSPACE_ROUTES.default, id: (): string | null => null },
+  { contracts: WORKSPACE_ROUTES.named, id: (params: Readonly<Record<string, string>>): string | null => params.workspaceId },
 ];
 
 export function workspaceRouter(workspaces: Workspaces, files: WorkspaceFiles, options: WorkspaceRouterOptions): Router {
+  const R = WORKSPACE_CONTRACT.routes;
   const routes: Route[] = [
-    {
-      method: 'POST',
-      path: '/workspaces',
-      body: 'json',
-      async handle({ res }) {
-        const ws = await workspaces.create();
-        sendJson(res, 201, { workspace_id: ws.id, workdir: ws.workdir });
-      },
-    },
-    {
-      method: 'GET',
-      path: '/workspaces',
-      handle({ res }) {
-        sendJson(res, 200, workspaces.list().map((ws) => ({ workspace_id: ws.id, workdir: ws.workdir, running_job_id: ws.runningJobId })));
-      },
-    },
-    {
-      method: 'DELETE',
-      path: '/workspaces/:workspaceId',
-      async handle({ params, res }) {
-        await workspaces.end(params.workspaceId);
-        sendJson(res, 200, { workspace_id: params.workspaceId, status: 'ended' });
-      },
-    },
+    served(R.create, async ({ res }) => {
+      const ws = await workspaces.create();
+      sendJson(res, 201, { workspace_id: ws.id, workdir: ws.workdir });
+    }),
+    served(R.list, ({ res }) => {
+      sendJson(res, 200, workspaces.list().map((ws) => ({ workspace_id: ws.id, workdir: ws.workdir, running_job_id: ws.runningJobId })));
+    }),
+    served(R.end, async ({ params, res }) => {
+      await workspaces.end(params.workspaceId);
+      sendJson(res, 200, { workspace_id: params.workspaceId, status: 'ended' });
+    }),
   ];
   const upgrades: UpgradeRoute[] = [];
-  for (const { prefix, id } of PREFIXES) {
+  for (const { contracts: W, id } of PREFIXES) {
     const resolve = (ctx: { params: Readonly<Record<string, string>> }): Promise<Workspace> => workspaces.resolve(id(ctx.params));
-    const on = (method: Route['method'], path: string, handle: (ws: Workspace, ctx: RouteContext) => Promise<void> | void, body = false): Route => ({
-      method,
-      path: prefix + path,
-      ...(body ? { body: 'json' as const } : {}),
-      handle: async (ctx) => handle(await resolve(ctx), ctx),
-    });
+    const on = (contract: RouteContract, handle: (ws: Workspace, ctx: RouteContext) => Promise<void> | void): Route => served(contract, async (ctx) => handle(await resolve(ctx), ctx));
     routes.push(
-      on(
-        'POST',
-        '/api/execute',
-        async (ws, { body, res }) => {
-          const { command, waitMs } = parseWorkspaceExecute(body, options);
-          await sendJsonStreamed(res, 200, { ...(await ws.execute(command, waitMs)) });
-        },
-        true,
-      ),
-      on('POST', '/api/interrupt', (ws, { res }) => sendJson(res, 200, { job_id: ws.interrupt() }), true),
-      on(
-        'POST',
-        '/api/input',
-        (ws, { body, res }) => {
-          ws.input(parseInput(body));
-          sendJson(res, 200, { status: 'sent' });
-        },
-        true,
-      ),
-      on('GET', '/api/workspace/logs', (ws, { query, res }) => {
+      on(W.execute, async (ws, { body, res }) => {
+        const { command, waitMs } = parseWorkspaceExecute(body, options);
+        await sendJsonStreamed(res, 200, { ...(await ws.execute(command, waitMs)) });
+      }),
+      on(W.interrupt, (ws, { res }) => sendJson(res, 200, { job_id: ws.interrupt() })),
+      on(W.input, (ws, { body, res }) => {
+        ws.input(parseInput(body));
+        sendJson(res, 200, { status: 'sent' });
+      }),
+      on(W.logs, (ws, { query, res }) => {
         const q = new URLSearchParams(query);
         const offset = intParam(q, 'offset', 0, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
         const limit = intParam(q, 'limit', DEFAULT_LOG_LIMIT, 1, MAX_LOG_LIMIT);
@@ -103,22 +79,17 @@ export function workspaceRouter(workspaces: Workspaces, files: WorkspaceFiles, o
         const headers = { 'X-Workspace-Log-Start': String(ws.events.start), 'X-Workspace-Log-Next': String(ws.events.next) };
         sendJson(res, 200, dropped ? [dropped, ...events] : events, headers);
       }),
-      on(
-        'POST',
-        '/api/write',
-        async (ws, { body, res }) => {
-          const { filename, content } = parseWrite(body);
-          const path = await files.write(ws, filename, content);
-          sendJson(res, 200, { filename, path, bytes_written: content.length });
-        },
-        true,
-      ),
-      on('GET', '/api/read', async (ws, { query, res }) => {
+      on(W.write, async (ws, { body, res }) => {
+        const { filename, content } = parseWrite(body);
+        const path = await files.write(ws, filename, content);
+        sendJson(res, 200, { filename, path, bytes_written: content.length });
+      }),
+      on(W.read, async (ws, { query, res }) => {
         const filename = filenameParam(new URLSearchParams(query));
         const chunk = await files.read(ws, filename);
         await sendJsonStreamed(res, 200, { filename, path: chunk.path, size: chunk.size, ...encodeContent(chunk.content) });
       }),
-      on('GET', '/api/read-partial', async (ws, { query, res }) => {
+      on(W.readPartial, async (ws, { query, res }) => {
         const q = new URLSearchParams(query);
         const filename = filenameParam(q);
         const offset = intParam(q, 'offset', 0, 0, Number.MAX_SAFE_INTEGER);
@@ -135,30 +106,23 @@ export function workspaceRouter(workspaces: Workspaces, files: WorkspaceFiles, o
           ...encodeContent(chunk.content),
         });
       }),
+      // The error names the path as the earlier API had it, without the workspace's prefix.
+      ...W.deprecated.map((contract) =>
+        served(contract, () => {
+          throw new DeprecatedEndpointError(contract.path.slice(contract.path.indexOf('/execute')));
+        }),
+      ),
     );
-    for (const path of ['/execute-async', '/execute-async/status', '/execute/worker']) {
-      for (const method of ['GET', 'POST'] as const) {
-        routes.push({
-          method,
-          path: prefix + path,
-          handle: () => {
-            throw new DeprecatedEndpointError(path);
-          },
-        });
-      }
-    }
     const gone = (socket: WebSocket): void => socket.close(CLOSE_NOT_FOUND, 'workspace ended');
     upgrades.push(
-      {
-        path: `${prefix}/ws/workspace`,
+      upgrade(W.events, {
         check: async (ctx) => void (await resolve(ctx)),
         accept: (socket, ctx) => void resolve(ctx).then((ws) => acceptEventStream(socket, ws, ctx.query, ctx.req.socket, options), () => gone(socket)),
-      },
-      {
-        path: `${prefix}/ws/workspace/terminal`,
+      }),
+      upgrade(W.terminal, {
         check: async (ctx) => void (await resolve(ctx)),
         accept: (socket, ctx) => void resolve(ctx).then((ws) => acceptTerminal(socket, ws, ctx.req.socket, options), () => gone(socket)),
-      },
+      }),
     );
   }
   return { name: 'workspace', errors: poolErrorFormat, routes, upgrades };
