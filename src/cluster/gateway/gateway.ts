@@ -162,6 +162,7 @@ export class Gateway {
     const startMs = performance.now();
     const outcome = await tunnelUpgrade(address, req, socket, head, this.config.cluster.clusterToken, (status) => this.metrics.answered(nodeId, status, startMs));
     if (outcome === 'open') {
+      if (socket.destroyed) return;
       this.tunnels.add(socket);
       socket.once('close', () => this.tunnels.delete(socket));
       return;
