@@ -10,8 +10,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { TestCluster, SESSIONS_PER_NODE, nodeOf } from '../helpers/cluster';
-import { call, closeClients } from '../helpers/clusterProcs';
+import { useTestCluster, SESSIONS_PER_NODE, nodeOf } from '../helpers/cluster';
+import { call } from '../helpers/clusterProcs';
 import { testBackend } from '../helpers/broker';
 
 const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p): p is string => !!p && fs.existsSync(p));
@@ -20,16 +20,7 @@ const ci = Boolean(process.env.CI) && process.env.CI !== 'false';
 /** The page redraws once a second; a change shows within a heartbeat and a redraw. */
 const SHOWN_WITHIN_MS = 20_000;
 
-let cluster: TestCluster;
-
-beforeAll(async () => {
-  cluster = await TestCluster.start(['n1', 'n2'], 1);
-}, 240_000);
-
-afterAll(async () => {
-  await cluster?.stop();
-  await closeClients();
-}, 120_000);
+const cluster = useTestCluster(['n1', 'n2'], 1);
 
 describe("a gateway's dashboard", () => {
   test('GET /ui and its assets are the gateway\'s own and public; other paths are routed to a node as before', async () => {

@@ -97,11 +97,11 @@ describe('ids that name their node', () => {
     expect(where('POST', '/sandboxes')).toEqual(['create', null]);
     expect(where('GET', '/workspaces')).toEqual(['list', null]);
     expect(where('GET', '/v1/sandboxes')).toEqual(['list', null]);
-    for (const [method, path] of [['POST', '/api/execute'], ['WS', '/ws/workspace'], ['POST', '/group/start'], ['POST', '/sandbox/start'], ['GET', '/ui'], ['WS', '/admin/live']]) {
+    for (const [method, path] of [['POST', '/api/execute'], ['WS', '/ws/workspace'], ['POST', '/group/start'], ['POST', '/sandbox/start'], ['GET', '/admin/state'], ['WS', '/admin/live']]) {
       expect({ method, path, to: where(method, path) }).toEqual({ method, path, to: ['home', null] });
     }
     expect(where('GET', '/openapi.json')).toEqual(['any', null]);
-    expect(where('GET', '/health')).toEqual(['gateway', null]);
+    for (const path of ['/health', '/ui', '/ui/dashboard/cluster.js']) expect(where('GET', path)).toEqual(['gateway', null]);
     // Errors the gateway answers itself take the API's own format: the task API's is the pool's, execd's OpenSandbox's.
     expect(table.match('GET', `/sandboxes/${id}/stream/control`)?.route.errors).not.toBe(table.match('GET', `/sandboxes/${id}/execd/ping`)?.route.errors);
     expect(where('GET', '/session/%E0%A4%A/execute')).toBeNull();

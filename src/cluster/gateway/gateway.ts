@@ -123,8 +123,6 @@ export class Gateway {
 
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { path } = splitTarget(req.url ?? '/');
-    // The dashboard of the whole cluster, node by node (public, as /ui and /health are on any broker).
-    if (req.method === 'GET' && serveClusterDashboard(path, res)) return;
     const match = this.routes.match(req.method ?? 'GET', path);
     if (match?.route.to === 'gateway') return this.serveOwn(req, res, path);
     if (!match?.route.public && !this.authorize(req)) throw new UnauthorizedError();
@@ -140,8 +138,16 @@ export class Gateway {
     return this.forward(member, req, res, routed);
   }
 
-  /** /health (public), /metrics and /cluster/targets (public with BROKER_METRICS_PUBLIC). */
+  /**
+   * /health and the cluster's dashboard, node by node (public, as /ui and /health are on any broker);
+   * /metrics and /cluster/targets (public with BROKER_METRICS_PUBLIC).
+   */
   private async serveOwn(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+    if (path === '/ui' || path.startsWith('/ui/')) {
+      // The cluster's page and its own assets; a node's dashboard assets (and their 404) from the home node.
+      if (!serveClusterDashboard(path, res)) await this.forward(this.homeNode(), req, res, null);
+      return;
+    }
     if (path === '/health') {
       const report = gatewayHealth(this.membership);
       return sendJson(res, report.status === 'unhealthy' ? 503 : 200, report);
@@ -162,6 +168,7 @@ export class Gateway {
     const startMs = performance.now();
     const outcome = await tunnelUpgrade(address, req, socket, head, this.config.cluster.clusterToken, (status) => this.metrics.answered(nodeId, status, startMs));
     if (outcome === 'open') {
+      if (socket.destroyed) return;
       this.tunnels.add(socket);
       socket.once('close', () => this.tunnels.delete(socket));
       return;

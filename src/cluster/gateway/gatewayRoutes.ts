@@ -10,9 +10,9 @@
  * - `list`: every node, the answers merged (gatewayLists.ts).
  * - `home`: the home node (the registered node whose id sorts first): what a broker holds one of and
  *   the API names no id for: the default workspace at the root paths, the sandbox group of the group
- *   API, and the dashboard (its page, state and live feed must come from one node).
+ *   API, and the dashboard's /admin routes (its state and live feed must come from one node).
  * - `any`: any serving node (the API document, pages: answers that are the same on every node).
- * - `gateway`: answered by the gateway itself.
+ * - `gateway`: answered by the gateway itself (/health, /metrics, /cluster/targets, the cluster's /ui).
  *
  * Each route also says its API's error format, for the errors the gateway itself answers (node_lost),
  * and whether it is public (served without the client's token, as on a standalone broker).
@@ -82,9 +82,10 @@ export const GATEWAY_ROUTES: readonly GatewayRoute[] = [
   pool(ALL, '/group/*rest', 'home'),
   pool(ALL, '/sandbox/*rest', 'home'),
   pool(ALL, '/groups/:id/*rest', 'id'),
-  // The dashboard: one node's, the home node's; an operator's lease actions by the session's id.
-  pool(['GET'], '/ui', 'home', { public: true }),
-  pool(['GET'], '/ui/dashboard/*rest', 'home', { public: true }),
+  // The dashboard: the cluster's page is the gateway's own; its /admin routes the home node's, an
+  // operator's lease actions by the session's id.
+  pool(['GET'], '/ui', 'gateway', { public: true }),
+  pool(['GET'], '/ui/dashboard/:asset', 'gateway', { public: true }),
   pool(['GET'], '/admin/state', 'home'),
   pool(['WS'], '/admin/live', 'home'),
   pool(['POST'], '/admin/containers/:index/replace', 'home'),
