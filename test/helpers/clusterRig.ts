@@ -321,9 +321,14 @@ export class ClusterRig {
     return out.split('\n').filter((l) => l.trim() !== '');
   }
 
+  /** Whether member `name` (etcd, e1, n1, g1, …) has a live process. */
+  runs(name: string): boolean {
+    return memberPids(this.dir, name).length > 0;
+  }
+
   /** One line per part: what runs, where. */
   status(): string[] {
-    const running = (name: string) => (memberPids(this.dir, name).length > 0 ? 'up' : 'down');
+    const running = (name: string) => (this.runs(name) ? 'up' : 'down');
     return [
       `etcd        ${running('etcd').padEnd(5)} ${this.etcdEndpoint} (prefix ${this.state.prefix})`,
       ...this.engines.map((e) => `engine ${e.name}   ${(e.pid === null ? 'down' : 'up').padEnd(5)} ${e.host} (bridge ${e.bridge} ${e.spec.bridgeCidr})`),

@@ -20,11 +20,14 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import Dockerode from 'dockerode';
 import { destroyDir } from './privateDockerdCleanup';
-import { procAlive } from './procs';
-import { logTail, spawnMember, waitFor } from './rigProcess';
+import { cmdline, procAlive } from './procs';
+import { logTail, memberPids, spawnMember, waitFor } from './rigProcess';
 
 const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 45_000;
+const START_ATTEMPTS = 3;
+
+class ExitedAtStart extends Error {}
 
 export interface EngineSpec {
   /** The rig's directory; the engine's is `<rig>/e<index>`. */
@@ -79,9 +82,24 @@ export class RigEngine {
     }
   }
 
-  /** (Re)starts dockerd on its roots, in a new network namespace with its bridge; waits until it answers. */
+  /**
+   * (Re)starts dockerd on its roots, in a new network namespace with its bridge; waits until it
+   * answers. A dockerd that exits at start is started again, twice at most: on a loaded machine its
+   * containerd can miss dockerd's fixed start timeout ("timeout waiting for containerd to start").
+   */
   async start(): Promise<void> {
     if (this.pid !== null) throw new Error(`engine ${this.name} already runs`);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.launch();
+      } catch (err) {
+        if (!(err instanceof ExitedAtStart) || attempt === START_ATTEMPTS) throw err;
+        await this.waitContainerdGone();
+      }
+    }
+  }
+
+  private async launch(): Promise<void> {
     const d = this.dir;
     fs.mkdirSync(d, { recursive: true });
     fs.writeFileSync(path.join(d, 'daemon.json'), '{}'); // never /etc/docker/daemon.json
@@ -98,7 +116,7 @@ export class RigEngine {
     const pid = spawnMember({ dir: this.spec.rigDir, name: this.name, command: 'unshare', args: ['--net', '--', 'sh', '-c', setup, 'sh', ...dockerd], env: {}, log: this.log });
     await waitFor(
       async () => {
-        if (!procAlive(pid)) throw new Error(`engine ${this.name} exited at start:\n${logTail(this.log)}`);
+        if (!procAlive(pid)) throw new ExitedAtStart(`engine ${this.name} exited at start:\n${logTail(this.log)}`);
         return this.docker.ping().then(() => true, () => false);
       },
       START_TIMEOUT_MS,
@@ -107,7 +125,34 @@ export class RigEngine {
     );
   }
 
-  /** Sends `signal` to dockerd alone (SIGKILL: the engine killed; its containers outlive it) and waits until it is gone. */
+  /** The engine's own containerd (started by dockerd under its exec root), while it runs. */
+  private containerdPids(): number[] {
+    return memberPids(this.spec.rigDir, this.name).filter((pid) => cmdline(pid).startsWith('containerd '));
+  }
+
+  /**
+   * Until the engine's containerd is gone: it dies with dockerd, but not at once, and one still
+   * alive holds the engine's containerd database, so a new dockerd's containerd cannot start.
+   */
+  private async waitContainerdGone(): Promise<void> {
+    try {
+      await waitFor(() => this.containerdPids().length === 0, STOP_TIMEOUT_MS, `engine ${this.name}'s containerd to end with its dockerd`);
+    } catch {
+      for (const pid of this.containerdPids()) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* gone meanwhile */
+        }
+      }
+      await waitFor(() => this.containerdPids().length === 0, 10_000, `engine ${this.name}'s containerd to die of SIGKILL`);
+    }
+  }
+
+  /**
+   * Sends `signal` to dockerd alone (SIGKILL: the engine killed; its containers outlive it) and
+   * waits until it is gone, its containerd with it.
+   */
   async stop(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
     const pid = this.pid;
     if (pid === null) return;
@@ -119,6 +164,7 @@ export class RigEngine {
       process.kill(pid, 'SIGKILL');
       await waitFor(() => this.pid === null, 10_000, `engine ${this.name} to die of SIGKILL`);
     }
+    await this.waitContainerdGone();
   }
 
   /** Loads images saved by `docker save` (a tar file) into this engine. */
