@@ -13,6 +13,13 @@ import { BENCH_RUN } from '../protocol';
 const PER_CONTAINER = 8;
 const WARM_MS = 120_000;
 const STOP_MS = 20_000;
+/**
+ * Every broker of the rig reclaims a lease idle this long (s). An acquire its client gives up at the
+ * end of an episode window can still be granted on a node after the gateway passed its answer on
+ * to a client that is gone: that lease has no holder. No measured lease is idle this long (the
+ * longest wait: the standalone lease during the first round's warm-up of the paths before it).
+ */
+const IDLE_RECLAIM_S = 60;
 
 export interface RigNode {
   id: string;
@@ -27,6 +34,8 @@ export class ClusterRig {
   /** A second gateway from another build (`--compare-entry`), over the same nodes: a before/after in one run. */
   compareGateway: BrokerProcess | null = null;
   private etcd: TestEtcd | null = null;
+  /** Every broker process started, for stop() whatever state start() left. */
+  private readonly starting: BrokerProcess[] = [];
 
   constructor(
     private readonly sessions: number,
@@ -55,21 +64,41 @@ export class ClusterRig {
       containers: Math.ceil(sessions / PER_CONTAINER),
       perContainer: PER_CONTAINER,
       image: 'unused-by-the-local-backend',
-      env,
+      env: { BROKER_SESSION_IDLE_TIMEOUT: String(IDLE_RECLAIM_S), ...env },
       nodeFlags,
     });
     const half = this.sessions / 2;
-    this.standalone.push(await BrokerProcess.start(spec('standalone', this.sessions, {}), this.logDir));
-    for (const id of ['n1', 'n2']) {
-      const broker = await BrokerProcess.start(spec(`node-${id}`, half, { ...cluster, BROKER_ROLE: 'node', BROKER_NODE_ID: id }), this.logDir);
-      this.nodes.push({ id, broker });
-    }
+    this.standalone.push(await this.startWarm(spec('standalone', this.sessions, {})));
+    for (const id of ['n1', 'n2']) this.nodes.push({ id, broker: await this.startWarm(spec(`node-${id}`, half, { ...cluster, BROKER_ROLE: 'node', BROKER_NODE_ID: id })) });
     // The gateway's health sums its nodes' pools: "warm" once both nodes are listed, every session free.
     const gatewaySpec = spec('gateway', this.sessions, { ...cluster, BROKER_ROLE: 'gateway' }, this.gatewayFlags);
-    this.gateway = await BrokerProcess.start(gatewaySpec, this.logDir);
-    if (this.compareEntry) this.compareGateway = await BrokerProcess.start({ ...gatewaySpec, name: 'gateway-compare', nodeFlags: [], entry: this.compareEntry }, this.logDir);
-    const all = [...this.standalone, ...this.nodes.map((n) => n.broker), this.gateway, ...(this.compareGateway ? [this.compareGateway] : [])];
-    await Promise.all(all.map((b) => b.waitWarm(WARM_MS)));
+    this.gateway = await this.startWarm(gatewaySpec);
+    if (this.compareEntry) this.compareGateway = await this.startWarm({ ...gatewaySpec, name: 'gateway-compare', nodeFlags: [], entry: this.compareEntry });
+  }
+
+  /**
+   * Starts a broker and waits until it is warm, starting it again (up to 3 times) when it exits
+   * first: on a loaded machine etcd may take longer than a node's 2 s deadline for its first lease,
+   * and a node that cannot register exits, as it should.
+   */
+  private async startWarm(spec: BrokerSpec): Promise<BrokerProcess> {
+    for (let attempt = 1; ; attempt++) {
+      const broker = await BrokerProcess.start(spec, this.logDir);
+      this.starting.push(broker);
+      try {
+        await broker.waitWarm(WARM_MS);
+        return broker;
+      } catch (err) {
+        await broker.stop(STOP_MS);
+        if (attempt === 3) throw err;
+        console.log(`bench: ${spec.name} did not start (${(err as Error).message.split('\n').slice(-1)[0]}); starting it again`);
+      }
+    }
+  }
+
+  /** Until the standalone broker and the gateway (both nodes) have every session free again. */
+  async waitAllFree(): Promise<void> {
+    await Promise.all([...this.standalone, this.gateway!].map((b) => b.waitWarm(IDLE_RECLAIM_S * 1000 + WARM_MS)));
   }
 
   /** The node a session id names (`<node>.<incarnation>.<random>`). */
@@ -82,8 +111,9 @@ export class ClusterRig {
 
   /** The gateway first (it holds no sessions), then the nodes and the standalone broker, then etcd. */
   async stop(): Promise<void> {
-    await Promise.all([this.gateway, this.compareGateway].map((g) => g?.stop(STOP_MS).catch(() => undefined)));
-    await Promise.all([...this.nodes.map((n) => n.broker), ...this.standalone].map((b) => b.stop(STOP_MS).catch(() => undefined)));
+    const gateways = this.starting.filter((b) => b.spec.env?.BROKER_ROLE === 'gateway');
+    await Promise.all(gateways.map((g) => g.stop(STOP_MS).catch(() => undefined)));
+    await Promise.all(this.starting.filter((b) => !gateways.includes(b)).map((b) => b.stop(STOP_MS).catch(() => undefined)));
     await this.etcd?.destroy().catch(() => undefined);
   }
 }

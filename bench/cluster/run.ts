@@ -25,6 +25,7 @@ import { describeMachine } from '../lib/machine';
 import { REPO_DIR, type BrokerProcess } from '../lib/brokerProcess';
 import { ownCpuMs } from '../lib/cpuAccount';
 import { ClusterRig } from './rig';
+import { routedCalls, runBounded, writeResults } from './results';
 import { renderClusterReport, summarizeRounds, type BusyFigures, type ClusterRound, type ClusterRun, type EpisodeFigures } from './report';
 
 const SESSIONS = 64;
@@ -45,11 +46,13 @@ interface Plan {
   profile: boolean;
   /** Another build's entry script (dist/index.js of an earlier commit): its gateway runs beside, measured alike. */
   compareEntry: string | null;
+  /** What the report calls that build (its commit, say) in place of its path on this machine. */
+  compareLabel: string | null;
   outDir: string;
 }
 
 function parsePlan(argv: string[]): Plan {
-  const plan: Plan = { rounds: 5, seqN: 2000, busy: 16, windowMs: 3000, profile: false, compareEntry: null, outDir: path.join(REPO_DIR, 'bench', 'results') };
+  const plan: Plan = { rounds: 5, seqN: 2000, busy: 16, windowMs: 3000, profile: false, compareEntry: null, compareLabel: null, outDir: path.join(REPO_DIR, 'bench', 'results') };
   for (let i = 0; i < argv.length; i++) {
     const value = argv[i + 1];
     if (argv[i] === '--profile') {
@@ -62,17 +65,11 @@ function parsePlan(argv: string[]): Plan {
     else if (argv[i] === '--window-ms') plan.windowMs = Math.max(500, Number(value));
     else if (argv[i] === '--out') plan.outDir = path.resolve(value);
     else if (argv[i] === '--compare-entry') plan.compareEntry = path.resolve(value);
-    else throw new Error(`unknown option ${argv[i]} (--rounds N, --seq N, --busy N, --window-ms MS, --profile, --compare-entry FILE, --out DIR)`);
+    else if (argv[i] === '--compare-label') plan.compareLabel = value;
+    else throw new Error(`unknown option ${argv[i]} (--rounds N, --seq N, --busy N, --window-ms MS, --profile, --compare-entry FILE, --compare-label TEXT, --out DIR)`);
     i++;
   }
   return plan;
-}
-
-/** Calls the gateway routed so far (its own counter, every node and status). */
-async function routedCalls(gateway: { metrics(): Promise<string> }): Promise<number> {
-  let sum = 0;
-  for (const m of (await gateway.metrics()).matchAll(/^broker_gateway_requests_total\{[^}]*\} ([0-9.eE+-]+)$/gm)) sum += Number(m[1]);
-  return sum;
 }
 
 /** A gateway's CPU (user + system, /proc) per call it routed while `work` ran, in microseconds. */
@@ -104,8 +101,9 @@ async function round(plan: Plan, rig: ClusterRig, index: number, warmup: number)
   const leases: string[] = [];
   let standaloneLease: string | null = null;
   try {
+    await rig.waitAllFree();
     // One lease through the gateway (on whichever node it placed it), one on the standalone broker.
-    for (let i = 0; i < plan.busy; i++) leases.push(await gateway.acquire());
+    leases.push(await gateway.acquire());
     standaloneLease = await standalone.acquire();
     const one = leases[0];
     const nodeOfOne = rig.nodeOf(one);
@@ -119,7 +117,9 @@ async function round(plan: Plan, rig: ClusterRig, index: number, warmup: number)
     ];
     const [viaGateway, viaNode, viaStandalone, viaNoop, viaCompare] = await runInterleaved(ops, plan.seqN, warmup, SEQ_MAX_MS);
 
-    // Under load: the same leases, through the gateway and straight to their nodes, order swapped by round.
+    // Under load: leases taken now (an idle lease is reclaimed: rig.ts), through the gateway and
+    // straight to their nodes, the order swapped by round.
+    while (leases.length < plan.busy) leases.push(await gateway.acquire());
     const busyVia = async (via: BrokerProcess, client: BrokerHttp): Promise<BusyFigures> => {
       const { result, cpuUsPerCall } = await gatewayCpuPerCall(via, () => busyWindow(plan, leases, () => client));
       return { ...result, gatewayCpuUsPerCall: cpuUsPerCall };
@@ -169,61 +169,49 @@ async function round(plan: Plan, rig: ClusterRig, index: number, warmup: number)
   }
 }
 
+/** The command as run, with the compared build named by its label rather than its path here. */
+function commandLine(plan: Plan): string {
+  const args = process.argv.slice(2);
+  const at = args.indexOf('--compare-entry');
+  if (at >= 0 && plan.compareLabel) args[at + 1] = `<${plan.compareLabel}>`;
+  return `npm run bench:cluster -- ${args.map((a) => (/\s/.test(a) ? `"${a}"` : a)).join(' ')}`.trim();
+}
+
 function episodeFigures(r: Awaited<ReturnType<typeof episodes>>): EpisodeFigures {
   return { episodesPerSec: r.opsPerSec, completed: r.completed, errors: r.errors, firstError: r.firstError, acquireP50: r.acquire.p50, acquireP99: r.acquire.p99, executeP50: r.execute.p50 };
 }
 
-async function main(): Promise<void> {
+async function main(onStop: (stop: () => Promise<void>) => void): Promise<void> {
   const plan = parsePlan(process.argv.slice(2));
   const startedAt = new Date();
   ensureBuilt(REPO_DIR);
   const rawDir = path.join(plan.outDir, 'raw', 'cluster');
   fs.mkdirSync(rawDir, { recursive: true });
   const rig = new ClusterRig(SESSIONS, rawDir, plan.profile ? ['--cpu-prof', '--cpu-prof-dir', rawDir] : [], plan.compareEntry);
-  let stopping: Promise<void> | null = null;
-  const stopAll = (): Promise<void> => (stopping ??= rig.stop());
-  const limit = setTimeout(() => {
-    console.error(`bench:cluster: over ${RUN_LIMIT_MS / 60_000} min, stopping`);
-    void stopAll().finally(() => process.exit(1));
-  }, RUN_LIMIT_MS);
-  process.once('SIGINT', () => void stopAll().finally(() => process.exit(130)));
-  try {
-    await rig.start();
-    console.log(`bench:cluster: standalone ${rig.standalone[0].url}, nodes ${rig.nodes.map((n) => `${n.id} ${n.broker.url}`).join(', ')}, gateway ${rig.gateway!.url}`);
-    const rounds: ClusterRound[] = [];
-    for (let r = 0; r < plan.rounds; r++) {
-      const result = await round(plan, rig, r, r === 0 ? FIRST_WARMUP : ROUND_WARMUP);
-      rounds.push(result);
-      const { seq, busy, episodes: e } = result;
-      console.log(
-        `round ${r + 1}/${plan.rounds}: execute true p50 gateway ${seq.gateway.latency.p50.toFixed(3)} ms, node ${seq.node.latency.p50.toFixed(3)} ms, ` +
-          `standalone ${seq.standalone.latency.p50.toFixed(3)} ms, no-op ${seq.noop.latency.p50.toFixed(3)} ms; x${plan.busy} p50 gateway ${busy.gateway.p50.toFixed(3)} / node ${busy.node.p50.toFixed(3)} ms; ` +
-          `episodes/s standalone ${e.standalone.episodesPerSec.toFixed(1)}, gateway ${e.gateway.episodesPerSec.toFixed(1)}; gateway CPU ${e.gateway.gatewayCpuUsPerCall?.toFixed(0)} us/call`,
-      );
-    }
-    const run: ClusterRun = {
-      command: `npm run bench:cluster -- ${process.argv.slice(2).join(' ')}`.trim(),
-      startedAt: startedAt.toISOString(),
-      durationS: (Date.now() - startedAt.getTime()) / 1000,
-      machine: await describeMachine(REPO_DIR),
-      plan: { rounds: plan.rounds, seqN: plan.seqN, busy: plan.busy, windowMs: plan.windowMs, rampMs: RAMP_MS, sessions: SESSIONS, episodeClients: EPISODE_CLIENTS, profile: plan.profile, compareEntry: plan.compareEntry },
-      rounds,
-      summary: summarizeRounds(rounds),
-    };
-    fs.writeFileSync(path.join(plan.outDir, 'cluster-latest.json'), JSON.stringify(run, null, 2) + '\n');
-    const md = renderClusterReport(run);
-    fs.writeFileSync(path.join(plan.outDir, 'cluster-latest.md'), md);
-    console.log('\n' + md);
-  } finally {
-    await stopAll();
-    clearTimeout(limit);
+  onStop(() => rig.stop());
+  await rig.start();
+  console.log(`bench:cluster: standalone ${rig.standalone[0].url}, nodes ${rig.nodes.map((n) => `${n.id} ${n.broker.url}`).join(', ')}, gateway ${rig.gateway!.url}`);
+  const rounds: ClusterRound[] = [];
+  for (let r = 0; r < plan.rounds; r++) {
+    const result = await round(plan, rig, r, r === 0 ? FIRST_WARMUP : ROUND_WARMUP);
+    rounds.push(result);
+    const { seq, busy, episodes: e } = result;
+    console.log(
+      `round ${r + 1}/${plan.rounds}: execute true p50 gateway ${seq.gateway.latency.p50.toFixed(3)} ms, node ${seq.node.latency.p50.toFixed(3)} ms, ` +
+        `standalone ${seq.standalone.latency.p50.toFixed(3)} ms, no-op ${seq.noop.latency.p50.toFixed(3)} ms; x${plan.busy} p50 gateway ${busy.gateway.p50.toFixed(3)} / node ${busy.node.p50.toFixed(3)} ms; ` +
+        `episodes/s standalone ${e.standalone.episodesPerSec.toFixed(1)}, gateway ${e.gateway.episodesPerSec.toFixed(1)}; gateway CPU ${e.gateway.gatewayCpuUsPerCall?.toFixed(0)} us/call`,
+    );
   }
+  const run: ClusterRun = {
+    command: commandLine(plan),
+    startedAt: startedAt.toISOString(),
+    durationS: (Date.now() - startedAt.getTime()) / 1000,
+    machine: await describeMachine(REPO_DIR),
+    plan: { rounds: plan.rounds, seqN: plan.seqN, busy: plan.busy, windowMs: plan.windowMs, rampMs: RAMP_MS, sessions: SESSIONS, episodeClients: EPISODE_CLIENTS, profile: plan.profile, compareEntry: plan.compareEntry },
+    rounds,
+    summary: summarizeRounds(rounds),
+  };
+  writeResults(plan.outDir, 'cluster-latest', run, renderClusterReport(run));
 }
 
-main().then(
-  () => process.exit(0),
-  (err: Error) => {
-    console.error(`bench:cluster: ${err.stack ?? err.message}`);
-    process.exit(1);
-  },
-);
+runBounded('bench:cluster', RUN_LIMIT_MS, main);
