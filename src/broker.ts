@@ -216,6 +216,7 @@ export class Broker {
       });
     });
     void this.tasks.sweepStale();
+    void this.groups.sweepStale();
     this.warmPromise = this.pools.start().catch((err) => logger.error({ err: errorMessage(err) }, 'warm-up failed'));
     this.dashboard.start();
     return this.server.address() as AddressInfo;

@@ -8,8 +8,9 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { BrokerError, brokerError, ShuttingDownError } from '../../common/errors';
+import { BrokerError, brokerError, errorMessage, ShuttingDownError } from '../../common/errors';
 import { nodeScopedId } from '../../common/ids';
+import { logger } from '../../common/logger';
 import { hostCapacity, resolveCompute, type ComputeDefaults, type ResolvedCompute, type SandboxLimits } from './computeLimits';
 import { GroupDatabase, type DatabaseGrant } from './groupDatabase';
 import { loadPopulation } from './populationConfig';
@@ -53,7 +54,8 @@ export class GroupService {
   /** A group start or stop under way: a second one is a 409, not a race. */
   private transition: Promise<unknown> | null = null;
   private closed = false;
-  private swept = false;
+  /** The sweep of what an earlier broker of this deployment left (once; a group start waits for it). */
+  private swept: Promise<void> | null = null;
 
   constructor(
     private readonly containers: SandboxContainers | null,
@@ -65,16 +67,13 @@ export class GroupService {
   async startGroup(request: GroupStartRequest): Promise<void> {
     const population = request.populationFile && request.database ? await loadPopulation(request.populationFile, request.database.namespaces) : null;
     if (request.populationFile && !request.database) throw new BrokerError('invalid', 'bad_request', "'initial_database_population_config' needs 'database_access' (a database to fill)");
-    const containers = this.needContainers();
+    this.needContainers(); // 501 on a backend without containers, before anything else
     if (this.closed) throw new ShuttingDownError();
     if (this.group || this.transition) throw new GroupConflictError('a sandbox group is already running (or starting): POST /group/stop first');
     const id = nodeScopedId(randomBytes(6).toString('hex'));
     const hostDir = path.join(this.options.hostRoot, id);
     const start = (async () => {
-      if (!this.swept) {
-        this.swept = true;
-        await containers.sweep(this.options.hostRoot);
-      }
+      await this.sweepStale();
       await fs.mkdir(hostDir, { recursive: true, mode: 0o700 });
       let database: GroupDatabase | null = null;
       try {
@@ -96,6 +95,26 @@ export class GroupService {
     } finally {
       this.transition = null;
     }
+  }
+
+  /**
+   * Removes what an earlier broker of this deployment left (a crash stops no group): its sandbox
+   * containers, the mounts of their disks and its groups' directories. Once, from the broker's start
+   * (and the first group start waits for it); a failure is logged, and the next group start tries again.
+   */
+  sweepStale(): Promise<void> {
+    if (!this.containers) return Promise.resolve();
+    const containers = this.containers;
+    this.swept ??= (async () => {
+      const removed = await containers.sweep(this.options.hostRoot);
+      const dirs = await fs.readdir(this.options.hostRoot).catch(() => [] as string[]);
+      await Promise.all(dirs.map((d) => fs.rm(path.join(this.options.hostRoot, d), { recursive: true, force: true })));
+      if (removed + dirs.length > 0) logger.info({ containers: removed, directories: dirs.length }, 'removed the sandbox groups an earlier broker left');
+    })().catch((err: unknown) => {
+      this.swept = null;
+      logger.warn({ err: errorMessage(err) }, 'sweeping the sandbox groups an earlier broker left failed');
+    });
+    return this.swept;
   }
 
   /** Stops the group and everything in it; without a group, nothing to do. */
