@@ -217,3 +217,15 @@ export function treeState(root: string, also: readonly string[] = []): string[] 
 /** The same state read by a shell in the sandbox (a Docker sandbox's tree is not on this host). */
 export const TREE_STATE_COMMAND = (also: readonly string[] = []): string =>
   `find . ${also.join(' ')} -printf '%p %y %l %m %U:%G\\n' | sort; find . ${also.join(' ')} -type f -printf '%p %s %T@\\n' | sort`;
+
+/** A suite's target: its own bounded client against `url`, its report, its API's envelope and state. */
+export function fuzzTarget<S>(url: string, report: FuzzReport, envelope: Envelope, snapshot: () => Promise<S>): FuzzTarget<S> {
+  return { client: new FuzzClient(url), report, envelope, snapshot };
+}
+
+/** A suite's end: its report printed and written, its client and broker closed. */
+export async function endFuzz(report: FuzzReport, t: FuzzTarget<unknown> | undefined, broker: { close(): Promise<void> } | undefined): Promise<void> {
+  report.write();
+  await t?.client.close();
+  await broker?.close();
+}

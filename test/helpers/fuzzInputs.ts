@@ -162,9 +162,11 @@ export function invalidValue(schema: Schema): fc.Arbitrary<unknown> {
   return fc.oneof(...picks);
 }
 
-/** An object with one required field missing or one field broken; the rest valid, extra fields maybe. */
-function invalidObject(schema: Schema): fc.Arbitrary<Record<string, unknown>> {
-  const base = validValue(schema) as Record<string, unknown>;
+/**
+ * An object with one required field missing or one field broken; the rest valid (`base`, or the
+ * plainest valid object), extra fields maybe.
+ */
+function invalidObject(schema: Schema, base = validValue(schema) as Record<string, unknown>): fc.Arbitrary<Record<string, unknown>> {
   const props = Object.entries(schema.properties ?? {}).filter(([, s]) => !unserved(s));
   const ways: fc.Arbitrary<Record<string, unknown>>[] = [];
   const required = schema.required ?? [];
@@ -174,19 +176,26 @@ function invalidObject(schema: Schema): fc.Arbitrary<Record<string, unknown>> {
   for (const [name, prop] of props) {
     ways.push(invalidValue(prop).map((bad) => ({ ...base, [name]: bad })));
   }
-  const broken = fc.oneof(...ways);
   const known = new Set(Object.keys(schema.properties ?? {}));
-  const extra = fc.dictionary(
-    fc.oneof(fc.string({ minLength: 1, maxLength: 10 }), fc.constantFrom('__proto__', 'constructor', 'toString', 'hasOwnProperty', '')).filter((k) => !known.has(k)),
-    fc.oneof(fc.string({ maxLength: 10 }), fc.integer(), fc.constant(null)),
-    { maxKeys: 3 },
-  );
-  return fc.tuple(broken, fc.option(extra, { freq: 2 })).map(([b, x]) => (x ? { ...x, ...b } : b));
+  const extra = (minKeys: number) =>
+    fc.dictionary(
+      fc.oneof(fc.string({ minLength: 1, maxLength: 10 }), fc.constantFrom('__proto__', 'constructor', 'toString', 'hasOwnProperty', '')).filter((k) => !known.has(k)),
+      fc.oneof(fc.string({ maxLength: 10 }), fc.integer(), fc.constant(null)),
+      { minKeys, maxKeys: 3 },
+    );
+  // Where unknown fields are refused, they alone break a valid body.
+  if (schema.additionalProperties === false) ways.push(extra(1).map((x) => ({ ...base, ...x })));
+  const broken = fc.oneof(...ways);
+  return fc.tuple(broken, fc.option(extra(0), { freq: 2 })).map(([b, x]) => (x ? { ...x, ...b } : b));
 }
 
-/** Every way the body can be refused: breaking its schema, or no JSON of the right kind at all. */
-export function invalidBody(schema: Schema): fc.Arbitrary<string | Buffer> {
-  return fc.oneof({ weight: 3, arbitrary: invalidValue(schema).map((v) => JSON.stringify(v)) }, { weight: 1, arbitrary: junkBody });
+/**
+ * Every way the body can be refused: breaking its schema, or no JSON of the right kind at all.
+ * `base`: a valid body to break one field of, where the plainest one would be refused anyway.
+ */
+export function invalidBody(schema: Schema, base?: Record<string, unknown>): fc.Arbitrary<string | Buffer> {
+  const broken = base ? fc.oneof(invalidObject(schema, base), wrongType(typesOf(schema))) : invalidValue(schema);
+  return fc.oneof({ weight: 3, arbitrary: broken.map((v) => JSON.stringify(v)) }, { weight: 1, arbitrary: junkBody });
 }
 
 /** Nested arrays or objects far deeper than any client sends, balanced or not. */

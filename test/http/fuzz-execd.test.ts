@@ -16,7 +16,7 @@ import { startTestBroker, testBackend, type TestBroker } from '../helpers/broker
 import { EXECD_FILES_CONTRACT, EXECD_PROCESS_CONTRACT, runCodeBody, runCommandBody, sessionRunBody } from '../../src/api/execd/execdContract';
 import type { RouteContract } from '../../src/http/contract';
 import { badSegment, invalidBody, junkBody, nastyText, nastyUrlText, pathTrick, percentEncoded, type Schema } from '../helpers/fuzzInputs';
-import { fillPath, FuzzClient, FuzzReport, fuzzParams, jsonHeaders, refused, treeState, TREE_STATE_COMMAND, type FuzzTarget } from '../helpers/fuzzHarness';
+import { endFuzz, fillPath, FuzzReport, fuzzTarget, fuzzParams, jsonHeaders, refused, treeState, TREE_STATE_COMMAND, type FuzzTarget } from '../helpers/fuzzHarness';
 
 const RUNS = 25;
 const TOKEN = 'fuzz-execd-token';
@@ -75,23 +75,14 @@ describe(`execd fuzzed from its contracts (${testBackend})`, () => {
     const init = /"type":"init","text":"([^"]+)"/.exec(command.text);
     if (session.status !== 200 || context.status !== 200 || !init) throw new Error(`setup: ${session.text} ${context.text} ${command.text}`);
     ids = { sandboxId: held, id: held, sessionId: session.json.session_id, contextId: context.json.id, commandId: init[1] };
-    t = {
-      client: new FuzzClient(tb.url),
-      report,
-      envelope: 'opensandbox',
-      async snapshot() {
-        const h = (await tb.get('/health')).json;
-        const files = onHost ? treeState(home, ['../fuzz-canary']) : await sh(TREE_STATE_COMMAND(['../fuzz-canary']));
-        const shells = tb.broker.execd.list();
-        return { health: [h.total_sessions, h.in_use_sessions, h.available_sessions, h.broken_sessions], shells, files };
-      },
-    };
+    t = fuzzTarget(tb.url, report, 'opensandbox', async () => {
+      const h = (await tb.get('/health')).json;
+      const files = onHost ? treeState(home, ['../fuzz-canary']) : await sh(TREE_STATE_COMMAND(['../fuzz-canary']));
+      const shells = tb.broker.execd.list();
+      return { health: [h.total_sessions, h.in_use_sessions, h.available_sessions, h.broken_sessions], shells, files };
+    });
   });
-  afterAll(async () => {
-    report.write();
-    await t?.client.close();
-    await tb?.close();
-  });
+  afterAll(() => endFuzz(report, t, tb));
 
   const send = (route: RouteContract, over: { params?: Record<string, string>; query?: string; body?: string | Buffer; headers?: Record<string, string> }) =>
     refused(t, `${route.method} ${route.path.replace(/^\/sandboxes\/:\w+\/execd/, '')}`, {

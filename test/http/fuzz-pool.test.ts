@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { startTestBroker, testBackend, type TestBroker } from '../helpers/broker';
 import { acquireBody, acquireGroupBody, executeBody } from '../../src/api/pool/poolContract';
 import { badSegment, invalidBody, junkBody, nastyText, type Schema } from '../helpers/fuzzInputs';
-import { FuzzClient, FuzzReport, fuzzParams, jsonHeaders, refused, type FuzzTarget } from '../helpers/fuzzHarness';
+import { FuzzReport, endFuzz, fuzzTarget, fuzzParams, jsonHeaders, refused, type FuzzTarget } from '../helpers/fuzzHarness';
 
 const RUNS = 60;
 const TOKEN = 'fuzz-pool-token';
@@ -42,25 +42,15 @@ describe(`the pool API fuzzed from its contract (${testBackend})`, () => {
     held = acquired.json.session_id;
     // Something in its history and its directory, for the snapshots to hold.
     expect((await tb.post(`/session/${held}/execute`, { command: 'mkdir -p d; echo kept > d/f.txt; echo ok' }, AUTH)).json.stdout).toBe('ok\n');
-    const client = new FuzzClient(tb.url);
-    t = {
-      client,
-      report,
-      envelope: 'pool',
-      async snapshot() {
-        const h = (await tb.get('/health')).json;
-        const { total_sessions, available_sessions, in_use_sessions, broken_sessions, cleaning_sessions } = h;
-        const history = (await tb.request('GET', `/session/${held}/history`, undefined, AUTH)).json;
-        const files = (await tb.request('GET', `/sandboxes/${held}/execd/directories/list?path=.&depth=3`, undefined, AUTH)).json;
-        return { health: { total_sessions, available_sessions, in_use_sessions, broken_sessions, cleaning_sessions }, history, files };
-      },
-    };
+    t = fuzzTarget(tb.url, report, 'pool', async () => {
+      const h = (await tb.get('/health')).json;
+      const { total_sessions, available_sessions, in_use_sessions, broken_sessions, cleaning_sessions } = h;
+      const history = (await tb.request('GET', `/session/${held}/history`, undefined, AUTH)).json;
+      const files = (await tb.request('GET', `/sandboxes/${held}/execd/directories/list?path=.&depth=3`, undefined, AUTH)).json;
+      return { health: { total_sessions, available_sessions, in_use_sessions, broken_sessions, cleaning_sessions }, history, files };
+    });
   });
-  afterAll(async () => {
-    report.write();
-    await t?.client.close();
-    await tb?.close();
-  });
+  afterAll(() => endFuzz(report, t, tb));
 
   const post = (route: string, path: string, body: string | Buffer | undefined, headers = jsonHeaders(AUTH)) => refused(t, route, { method: 'POST', path, body, headers });
   const bodyFor = (schema: unknown) => invalidBody(schema as Schema);

@@ -74,7 +74,7 @@ export function parseCreate(body: unknown, bounds: TimeoutBounds): CreateInput {
     poolRef,
     entrypoint: parseEntrypoint(req.entrypoint, image !== null && poolRef === null),
     env,
-    metadata: strings(req.metadata, 'metadata'),
+    metadata: metadataOf(req.metadata),
     timeoutMs: parseTimeout(req.timeout, bounds),
     cpus: limits.cpu === undefined ? null : parseCpus(limits.cpu, os.cpus().length),
     memoryBytes: limits.memory === undefined ? null : parseMemoryBytes(limits.memory),
@@ -161,10 +161,23 @@ function positive(raw: string | null, dflt: number, name: string, max: number): 
 
 const LABEL_VALUE = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
+/** An empty metadata key is refused: no list filter could name it (`metadata=k%3Dv` needs a key). */
+function checkMetadataKey(key: string): void {
+  if (key === '') throw new BadRequestError("metadata key '': a key must not be empty");
+}
+
+/** A create's metadata: strings by non-empty keys. */
+function metadataOf(value: unknown): Record<string, string> {
+  const metadata = strings(value, 'metadata');
+  Object.keys(metadata).forEach(checkMetadataKey);
+  return metadata;
+}
+
 /** A JSON merge patch of metadata (RFC 7396): a string sets, null deletes. */
 export function parseMetadataPatch(body: unknown): Record<string, string | null> {
   const patch = object(body, 'The request body');
   for (const [k, v] of Object.entries(patch)) {
+    checkMetadataKey(k);
     if (k.startsWith('opensandbox.io/')) throw new BadRequestError(`metadata key '${k}': the opensandbox.io/ prefix is reserved`);
     if (v === null) continue;
     if (typeof v !== 'string' || v.length > 63 || !LABEL_VALUE.test(v)) {
