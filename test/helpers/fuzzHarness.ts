@@ -26,6 +26,8 @@ export const REQUEST_BOUND_MS = 30_000;
 export interface FuzzRequest {
   method: string;
   path: string;
+  /** Another server's whole URL (a group sandbox's own port) instead of the client's base and `path`. */
+  url?: string;
   body?: string | Buffer;
   headers?: Record<string, string>;
 }
@@ -99,14 +101,20 @@ export class FuzzReport {
 
 /** Sends requests with a bound: an answer that does not come within REQUEST_BOUND_MS is reported as a hang. */
 export class FuzzClient {
-  private readonly dispatcher = new Agent({ keepAliveTimeout: 5_000, connections: 32 });
+  private readonly dispatcher: Agent;
 
-  constructor(private readonly baseUrl: string) {}
+  /** `socketPath`: a server on a unix socket (a group's database), `baseUrl` then only names the host. */
+  constructor(
+    private readonly baseUrl: string,
+    socketPath?: string,
+  ) {
+    this.dispatcher = new Agent({ keepAliveTimeout: 5_000, connections: 32, ...(socketPath ? { connect: { socketPath } } : {}) });
+  }
 
   async send(r: FuzzRequest): Promise<HttpResult | 'hang'> {
     const signal = AbortSignal.timeout(REQUEST_BOUND_MS);
     try {
-      return await answerOf(await request(this.baseUrl + r.path, { method: r.method as 'GET', body: r.body, headers: r.headers, dispatcher: this.dispatcher, signal }));
+      return await answerOf(await request(r.url ?? this.baseUrl + r.path, { method: r.method as 'GET', body: r.body, headers: r.headers, dispatcher: this.dispatcher, signal }));
     } catch (err) {
       if (signal.aborted) return 'hang';
       throw err;
@@ -143,7 +151,7 @@ export interface FuzzTarget<S> {
 
 function brief(r: FuzzRequest): string {
   const body = r.body === undefined ? '' : ` body ${JSON.stringify(r.body.toString().slice(0, 160))}${r.body.length > 160 ? `...(${r.body.length} bytes)` : ''}`;
-  return `${r.method} ${r.path.slice(0, 200)}${body}`;
+  return `${r.method} ${(r.url ?? r.path).slice(0, 200)}${body}`;
 }
 
 /**
@@ -219,8 +227,8 @@ export const TREE_STATE_COMMAND = (also: readonly string[] = []): string =>
   `find . ${also.join(' ')} -printf '%p %y %l %m %U:%G\\n' | sort; find . ${also.join(' ')} -type f -printf '%p %s %T@\\n' | sort`;
 
 /** A suite's target: its own bounded client against `url`, its report, its API's envelope and state. */
-export function fuzzTarget<S>(url: string, report: FuzzReport, envelope: Envelope, snapshot: () => Promise<S>): FuzzTarget<S> {
-  return { client: new FuzzClient(url), report, envelope, snapshot };
+export function fuzzTarget<S>(url: string, report: FuzzReport, envelope: Envelope, snapshot: () => Promise<S>, socketPath?: string): FuzzTarget<S> {
+  return { client: new FuzzClient(url, socketPath), report, envelope, snapshot };
 }
 
 /** A suite's end: its report printed and written, its client and broker closed. */

@@ -226,6 +226,18 @@ export const junkBody: fc.Arbitrary<string | Buffer> = fc.oneof(
   deepNesting.filter((text) => !isJsonObject(text)),
 );
 
+/** Bodies that are no JSON at all (a route that takes any JSON, and ignores it, refuses these). */
+export const notJsonBody: fc.Arbitrary<string | Buffer> = junkBody.filter((b) => !isJson(b.toString()));
+
+export function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function isJsonObject(text: string): boolean {
   try {
     const v = JSON.parse(text);
