@@ -11,6 +11,11 @@ export async function httpCall(dispatcher: Dispatcher, url: string, method: stri
     headersTimeout: 0,
     bodyTimeout: 0,
   });
+  return answerOf(res);
+}
+
+/** An undici answer read whole: its text, and its JSON when it is JSON. */
+export async function answerOf(res: Dispatcher.ResponseData): Promise<HttpResult> {
   const text = await res.body.text();
   let json: unknown;
   try {

@@ -15,6 +15,7 @@
 import { spawnSync } from 'node:child_process';
 import fc from 'fast-check';
 import { startTestBroker, testBackend, withLease, type TestBroker, type HttpResult } from '../helpers/broker';
+import { deepNesting, invalidUtf8 } from '../helpers/fuzzInputs';
 
 const RUNS = 150;
 const SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : undefined;
@@ -95,22 +96,6 @@ describe(`HTTP properties (${testBackend})`, () => {
     fc.dictionary(fc.string(), fc.integer(), { maxKeys: 2 }),
   );
 
-  /** Nested arrays/objects far deeper than any client sends, still far below the body cap. */
-  const deepNesting = fc
-    .tuple(fc.integer({ min: 1, max: 20_000 }), fc.constantFrom('[', '{"a":'), fc.boolean())
-    .map(([depth, open, balanced]) => {
-      const close = open === '[' ? ']' : '}';
-      return open.repeat(depth) + '1' + (balanced ? close.repeat(depth) : close.repeat(depth >> 1));
-    });
-
-  /** Bytes that are not valid UTF-8, alone and inside otherwise valid JSON. */
-  const invalidUtf8 = fc
-    .tuple(fc.uint8Array({ maxLength: 20 }), fc.constantFrom(0x80, 0xc0, 0xc3, 0xe2, 0xed, 0xf0, 0xf8, 0xff), fc.boolean())
-    .map(([tail, bad, wrap]) => {
-      const raw = Buffer.concat([Buffer.from(tail), Buffer.from([bad])]);
-      return wrap ? Buffer.concat([Buffer.from('{"files":{"x":"'), raw, Buffer.from('"}}')]) : raw;
-    });
-
   /** Random bodies, as raw bytes/strings. */
   const anyBody: fc.Arbitrary<string | Buffer | undefined> = fc.oneof(
     fc.constant(undefined),
@@ -125,7 +110,7 @@ describe(`HTTP properties (${testBackend})`, () => {
     fc.string({ maxLength: 60 }),
     fc.string({ unit: 'binary', maxLength: 60 }),
     fc.uint8Array({ maxLength: 200 }).map((a) => Buffer.from(a)),
-    invalidUtf8,
+    invalidUtf8('{"files":{"x":"', '"}}'),
     deepNesting,
     fc.constantFrom('{', '}', '[', '"', 'nul', 'NaN', '1e999', '-', '{"a":1,}', '\ufeff{}', ' ', '\n\t'),
   );

@@ -2,7 +2,8 @@
  * Sandbox groups' routes on the broker's port, each route's contract written once: inputs, answers
  * and the errors they answer in the pool's `{detail, code}` format. groupRoutes.ts serves these, the
  * bodies are checked against them (groupInput.ts), and /openapi.json shows them. Each sandbox's own
- * Sandbox API listens on a port of its own (its sandbox_url), outside this server.
+ * Sandbox API listens on a port of its own (its sandbox_url), and again on this server under
+ * /groups/{group id}/sandboxes/{id}.
  *
  * A database access is the core's to check (core/groups/groupDatabase.ts), so where one is given the
  * body's domain check runs it in its place and the document shows the DatabaseAccess schema there.
@@ -21,6 +22,11 @@ const DATABASE_ACCESS: Schema = {
 const ID: Schema = { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$' };
 const STATUS = (status: string): Schema => object({ status: { const: status } });
 const LOCAL = 'the local backend: groups need docker (`needs_docker`)';
+/** Each sandbox's Sandbox API again on the broker's port (a node's sandbox_url: gateways route it by the group id). */
+export const SANDBOX_API_PREFIX = '/groups/:groupId/sandboxes/:sandboxId';
+const SANDBOX = SANDBOX_API_PREFIX;
+const NOT_RUNNING = { 404: 'no such sandbox in the running group (`sandbox_not_found`)' };
+const OBSERVATION = object({ stdout: STRING, stderr: STRING, terminal_still_running: { type: 'boolean' } }, ['stdout', 'stderr', 'terminal_still_running']);
 
 const NOT_AN_OBJECT = 'the request body must be a JSON object';
 const ID_REFUSAL = "'id' must be 1-63 letters, digits, '_', '.' or '-', starting with a letter or digit";
@@ -96,6 +102,37 @@ const routes = {
     body: { schema: SANDBOX_STOP_BODY, example: { id: 'sandbox1' } },
     responses: { 200: { description: 'stopped', schema: STATUS('stopped'), example: { status: 'stopped' } } },
     errors: { 400: 'a bad id (`bad_request`)', 404: 'no such sandbox running (`sandbox_not_found`)', 501: LOCAL },
+  },
+  sandboxExecute: {
+    method: 'POST',
+    path: `${SANDBOX}/execute`,
+    summary: "A sandbox's actions, in order (its Sandbox API on the broker's port)",
+    body: { schema: object({ actions: {} }), example: { actions: { bash: { description: 'a command', args: { command: 'ls' } } } } },
+    responses: { 200: { description: 'an observation per action', schema: object({ observations: arrayOf(OBSERVATION) }) } },
+    errors: { 400: 'bad actions (`bad_request`)', ...NOT_RUNNING },
+  },
+  sandboxInput: {
+    method: 'POST',
+    path: `${SANDBOX}/input`,
+    summary: "Text to the sandbox's terminal",
+    body: { schema: object({ text: STRING }), example: { text: 'y\n' } },
+    responses: { 200: { description: 'sent', schema: STATUS('success'), example: { status: 'success' } } },
+    errors: { 400: 'no text (`bad_request`)', ...NOT_RUNNING },
+  },
+  sandboxOutput: {
+    method: 'GET',
+    path: `${SANDBOX}/output`,
+    summary: "The terminal's output since the last read",
+    responses: { 200: { description: 'what is new', schema: OBSERVATION } },
+    errors: NOT_RUNNING,
+  },
+  sandboxHealth: {
+    method: 'GET',
+    path: `${SANDBOX}/health`,
+    public: true,
+    summary: "The sandbox's health",
+    responses: { 200: { description: 'healthy', schema: STATUS('healthy') } },
+    errors: { ...NOT_RUNNING, 503: 'unhealthy, with a reason' },
   },
 } satisfies Record<string, RouteContract>;
 

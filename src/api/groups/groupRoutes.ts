@@ -4,15 +4,15 @@
  * core/groups, each group route served from its contract (groupContract.ts); errors in the pool API's
  * `{"detail", "code"}` format.
  */
-import type { Router } from '../../http/router';
+import type { Route, Router } from '../../http/router';
 import type { GroupService } from '../../core/groups/groupService';
 import { poolErrorFormat } from '../../http/errorFormats';
 import { sendJson } from '../../http/httpJson';
 import { publicAddress } from '../../http/publicAddress';
 import { parseGroupStart, parseSandboxStart, parseSandboxStop } from './groupInput';
-import { served } from '../../http/contract';
+import { served, type RouteContract } from '../../http/contract';
 import { sandboxApiRoutes } from './sandboxApiRoutes';
-import { GROUP_CONTRACT } from './groupContract';
+import { GROUP_CONTRACT, SANDBOX_API_PREFIX } from './groupContract';
 
 const R = GROUP_CONTRACT.routes;
 
@@ -49,7 +49,14 @@ export function groupRouter(groups: GroupService, sandboxUrls: SandboxUrls = 'po
         await groups.stopSandbox(parseSandboxStop(body));
         sendJson(res, 200, { status: 'stopped' });
       }),
-      ...sandboxApiRoutes('/groups/:groupId/sandboxes/:sandboxId', ({ params }) => groups.sandbox(params.groupId, params.sandboxId)),
+      // The same routes as a sandbox's own port serves, each from its contract here.
+      ...sandboxApiRoutes(SANDBOX_API_PREFIX, ({ params }) => groups.sandbox(params.groupId, params.sandboxId)).map((route) => served(contractFor(route), route.handle)),
     ],
   };
+}
+
+function contractFor(route: Route): RouteContract {
+  const contract = Object.values(R).find((c) => c.method === route.method && c.path === route.path);
+  if (!contract) throw new Error(`${route.method} ${route.path} has no contract in groupContract.ts`);
+  return contract;
 }

@@ -77,7 +77,7 @@ export function parseCreate(body: unknown, bounds: TimeoutBounds): CreateInput {
     poolRef,
     entrypoint: parseEntrypoint(req.entrypoint, image !== null && poolRef === null),
     env,
-    metadata: strings(req.metadata, 'metadata'),
+    metadata: metadataOf(req.metadata),
     timeoutMs: parseTimeout(req.timeout, bounds),
     cpus: limits.cpu === undefined ? null : parseCpus(limits.cpu, os.cpus().length),
     memoryBytes: limits.memory === undefined ? null : parseMemoryBytes(limits.memory),
@@ -164,9 +164,22 @@ function positive(raw: string | null, dflt: number, name: string, max: number): 
 
 const LABEL = new RegExp(LABEL_VALUE);
 
+/** An empty metadata key is refused: no list filter could name it (`metadata=k%3Dv` needs a key). */
+function checkMetadataKey(key: string): void {
+  if (key === '') throw new BadRequestError("metadata key '': a key must not be empty");
+}
+
+/** A create's metadata: strings by non-empty keys. */
+function metadataOf(value: unknown): Record<string, string> {
+  const metadata = strings(value, 'metadata');
+  Object.keys(metadata).forEach(checkMetadataKey);
+  return metadata;
+}
+
 /** Entry by entry: its key, then its value. */
 addDomainCheck('x-metadata-patch', (patch) => {
   for (const [k, v] of Object.entries(patch)) {
+    checkMetadataKey(k);
     if (k.startsWith('opensandbox.io/')) throw new BadRequestError(`metadata key '${k}': the opensandbox.io/ prefix is reserved`);
     if (v === null) continue;
     if (typeof v !== 'string' || v.length > 63 || !LABEL.test(v)) {
