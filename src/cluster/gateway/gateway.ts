@@ -6,6 +6,7 @@
  * /metrics and /cluster/targets itself from the membership it watches (membership.ts). Any number of
  * gateways serve one cluster: they share nothing but the store.
  */
+import { ExponentialBackoff, handleAll, retry } from 'cockatiel';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -32,6 +33,9 @@ import { forwardedHeaders, neverSent, NodeClients, refusesConnections, requestBo
 import { tunnelUpgrade } from './nodeTunnel';
 import { UnseenAcquires } from './unseenAcquires';
 import { serveClusterDashboard } from '../../api/dashboard/clusterDashboard';
+
+/** How often a gateway asks for the membership at start before it gives up (about 15 s in all). */
+const STORE_START_ATTEMPTS = 6;
 
 /** The id a call is routed by, and the node and incarnation it names. */
 interface RoutedId extends IdOwner {
@@ -86,9 +90,29 @@ export class Gateway {
     });
   }
 
-  /** Watches the membership (the store must answer once, at start), then listens. */
+  /**
+   * Watches the membership (the store must answer once, at start), then listens. A store that is
+   * slow to answer its first listing (a busy machine, an etcd still electing) is asked again, for up
+   * to STORE_START_ATTEMPTS tries with a growing pause, before the gateway gives up.
+   */
   async start(): Promise<AddressInfo> {
-    this.watch = await this.store.watchMembership({
+    this.watch = await retry(handleAll, { maxAttempts: STORE_START_ATTEMPTS - 1, backoff: new ExponentialBackoff({ initialDelay: 250, maxDelay: 4_000 }) })
+      .execute(({ attempt }) => {
+        if (attempt > 0) logger.warn({ attempt }, 'cluster store did not answer the membership listing: asking again');
+        return this.watchOnce();
+      });
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen({ port: this.config.port, host: this.config.host, backlog: 4096 }, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    return this.server.address() as AddressInfo;
+  }
+
+  private watchOnce(): Promise<MembershipWatch> {
+    return this.store.watchMembership({
       upsert: (record) => {
         // A node restarted on another address: its old client's sockets lead nowhere.
         const before = this.membership.get(record.node_id)?.record.address;
@@ -106,14 +130,6 @@ export class Gateway {
         this.membership.connection(connected);
       },
     });
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen({ port: this.config.port, host: this.config.host, backlog: 4096 }, () => {
-        this.server.off('error', reject);
-        resolve();
-      });
-    });
-    return this.server.address() as AddressInfo;
   }
 
   private formatOf(req: IncomingMessage, method: string): ErrorFormat {
