@@ -1,6 +1,6 @@
 /**
- * Faults of the broker itself under a mixed load on every facade (mixedLoad.ts, and a sandbox
- * group with one sandbox), the broker a real process (the compiled entry point, clusterProcs.ts) on
+ * Faults of the broker itself under a mixed load on every facade (mixedLoad.ts, a lifecycle sandbox
+ * in a container of its own, and a sandbox group with one sandbox), the broker a real process (the compiled entry point, clusterProcs.ts) on
  * the Docker backend:
  *  - SIGTERM: a clean stop. Each holder gets an answer or a closed connection (never a hang), the
  *    process exits 0 on its own, and nothing is left: no container of its deployment (pools and
@@ -23,6 +23,7 @@ import { expectServing, MIXED_LOAD_POOLS, startMixedLoad, type BrokerClient, typ
 import { hostPidsOfContainers } from '../helpers/privateDockerdCleanup';
 import { childPids, procAlive } from '../helpers/procs';
 import { bashToEnd, mountsUnder } from '../helpers/groupClient';
+import { execdBase, startSse, textOf } from '../helpers/execdClient';
 
 const LONG_MS = 120_000;
 jest.setTimeout(420_000);
@@ -65,6 +66,15 @@ async function startGroupSandbox(b: BrokerClient): Promise<string> {
   if (r.status !== 200) throw new Error(`sandbox start answered ${r.status}: ${r.text}`);
   expect((await bashToEnd(r.json.sandbox_url, 'echo solo')).stdout).toBe('solo\n');
   return r.json.sandbox_url as string;
+}
+
+/** A lifecycle sandbox of an image no pool serves (a container of its own) that ran a command. */
+async function startDedicatedSandbox(b: BrokerClient): Promise<void> {
+  const r = await b.post('/v1/sandboxes', { image: { uri: 'bash-broker-sandbox:latest' }, entrypoint: ['tail', '-f', '/dev/null'], timeout: 600 });
+  if (r.status !== 202) throw new Error(`dedicated sandbox create answered ${r.status}: ${r.text}`);
+  const run = await startSse(`${execdBase(b.url, r.json.id)}/command`, { command: 'echo mine' });
+  await run.done;
+  expect(textOf(run.events, 'stdout')).toBe('mine');
 }
 
 /** What is left of groups on the host: mounts under the groups' directory, and group directories in the deployment's. */
@@ -116,8 +126,9 @@ describeDocker('the broker SIGTERMed or SIGKILLed under a mixed load on every fa
     const b = client(bp);
     load = await startMixedLoad(b);
     await startGroupSandbox(b);
+    await startDedicatedSandbox(b);
     const containers = await containersNow();
-    expect(containers).toHaveLength(4);
+    expect(containers).toHaveLength(5);
     expect(groupsLeft()).not.toEqual([]);
     const children = childPids(bp.pid);
 
@@ -146,8 +157,9 @@ describeDocker('the broker SIGTERMed or SIGKILLed under a mixed load on every fa
     started.push(first);
     load = await startMixedLoad(client(first));
     await startGroupSandbox(client(first));
+    await startDedicatedSandbox(client(first));
     const left = await containersNow();
-    expect(left).toHaveLength(4);
+    expect(left).toHaveLength(5);
 
     await first.kill9();
     // Its clients see their connections closed.
