@@ -37,4 +37,7 @@ if (process.env.BROKER_SKIP_DOCKER_TESTS === '1' && !ci) {
 
 /** @type {import('jest').Config} */
 // testTimeout is a global option in jest 29 (ignored inside projects). Generous: CI machines are noisy.
-module.exports = { projects, testTimeout: 120000 };
+// forceExit: a client library's idle keep-alive socket or a pending retry timer must not hold the
+// run open after the last suite (it would wait forever); what a test starts (processes,
+// containers, mounts, engines) each suite stops and checks itself.
+module.exports = { projects, testTimeout: 120000, forceExit: true };
