@@ -43,6 +43,13 @@ export interface OpenShellOptions {
    * that cannot open one throws NotSupportedError.
    */
   pty?: { cols: number; rows: number };
+  /**
+   * The lease's working directory the shell is for (the slot's next lease): a backend that gives each
+   * session a filesystem view of its own makes it reachable there. Absent: none yet.
+   */
+  workdir?: string;
+  /** An extra shell of the session in slot `companionOf` (execd's): it shares that session's view of the filesystem. */
+  companionOf?: string;
 }
 
 /**

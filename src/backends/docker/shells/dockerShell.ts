@@ -9,7 +9,7 @@ import type { CgroupUsage } from '../../cgroupCounters';
 import { NO_USAGE } from '../../../core/session/commandFacts';
 import { SHELL_INIT_SCRIPT, ansiCQuote } from '../../../core/session/framing';
 import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, freshInCwd, recycleExecLine, StdoutExpectation } from '../../shellRecycle';
-import type { ChannelOpener, ShellChannel } from './channel';
+import type { ChannelOpener, ChannelRequest, ShellChannel } from './channel';
 import type { ControlShell } from '../control/controlShell';
 import type { SessionCgroup } from '../cgroups/sessionCgroup';
 
@@ -33,6 +33,11 @@ export interface DockerShellOptions {
   /** Extra environment of the bash (the session tag); the container's own comes with it. */
   env: string[];
   tag: string;
+  /**
+   * In namespaces of its own (isolation/isolationScript.ts): the channel request's `isolated`. Such a
+   * shell is never recycled in place: its next lease needs a fresh root, which only a new shell has.
+   */
+  isolated?: ChannelRequest['isolated'];
 }
 
 export class DockerShell implements ShellProcess {
@@ -77,6 +82,7 @@ export class DockerShell implements ShellProcess {
   private async attach(): Promise<void> {
     this.channel = await this.options.openChannel({
       env: this.options.env,
+      isolated: this.options.isolated,
       sink: {
         onData: (stream, chunk) => {
           if (this.expectation.active) this.expectation.feed(stream, chunk);
@@ -86,10 +92,12 @@ export class DockerShell implements ShellProcess {
       },
     });
     // `exec.inspect().Pid` is a host pid, and can be 0 right after start (exec.start resolves before
-    // the process exists); we need bash's own pid, inside the container: it says it itself.
+    // the process exists); we need bash's own pid, inside the container: it says it itself. An
+    // isolated bash is in a pid namespace of its own, nested in the container's: its setup put its
+    // pid in the container in BROKER_SHELL_PID (and the variable is gone before the first command).
     const m = await this.expectation.wait(
       /\n__bkpid=(\d+) (\S+)\n([\s\S]*)\n__bkend\n/,
-      () => this.write("PS1=;builtin printf '\\n__bkpid=%d %s\\n' $$ \"$BASH\";builtin export -p;builtin printf '\\n__bkend\\n'\n"),
+      () => this.write("PS1=;builtin printf '\\n__bkpid=%d %s\\n' ${BROKER_SHELL_PID:-$$} \"$BASH\";builtin unset BROKER_SHELL_PID;builtin export -p;builtin printf '\\n__bkend\\n'\n"),
       HANDSHAKE_TIMEOUT_MS,
     );
     if (!m) throw new Error('bash in the container did not answer');
@@ -114,6 +122,16 @@ export class DockerShell implements ShellProcess {
 
   usage(resetPeak: boolean): UsageCounters {
     return this.counters?.read(resetPeak) ?? NO_USAGE;
+  }
+
+  /** Whether it runs in namespaces of its own (isolation): its pid namespace is nested in the container's. */
+  get isolated(): boolean {
+    return this.options.isolated !== undefined;
+  }
+
+  /** Its bash still runs (as far as the broker knows). */
+  get alive(): boolean {
+    return !this.ended && this.pid > 1;
   }
 
   /** bash's pid inside the container (0 before the handshake). */
@@ -151,7 +169,7 @@ export class DockerShell implements ShellProcess {
    * for one); then close and reopen.
    */
   async recycle(cwd: string, cwdReady: Promise<void> = Promise.resolve()): Promise<boolean> {
-    if (this.ended || this.pid <= 1) return false;
+    if (this.ended || this.pid <= 1 || this.isolated) return false;
     const killed = await this.killForRecycle();
     if (this.ended) return false;
     const nextTag = this.nextTag;

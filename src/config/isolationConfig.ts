@@ -1,0 +1,36 @@
+/**
+ * Per-lease filesystem isolation of the docker backend's sessions (BROKER_SESSION_ISOLATION,
+ * BROKER_SESSION_DISK_BYTES, BROKER_SESSION_SHARED_PATHS): each session's bash sees an overlay of its
+ * container's root with a private upper layer, dropped at release (docs/isolation.md).
+ */
+import { bytes, ConfigError, flag, type Env } from './envValues';
+
+export interface IsolationConfig {
+  /** Each session in a mount namespace of its own over its container's root. */
+  enabled: boolean;
+  /** The size of each session's private tmpfs (its upper layer, /dev/shm), bytes: past it, ENOSPC. */
+  diskBytes: number;
+  /** Container paths every session of the container shares on purpose (a package cache); none by default. */
+  sharedPaths: string[];
+}
+
+/** Paths a session must never share: its own view of the kernel, its devices, the working directories. */
+const NOT_SHARABLE = /^\/(proc|sys|dev|tmp\/s)(\/|$)/;
+
+export function loadIsolationConfig(env: Env): IsolationConfig {
+  const sharedPaths = (env.BROKER_SESSION_SHARED_PATHS ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
+  for (const p of sharedPaths) {
+    // Written into the container's mount table as is: no spaces, no '..', nothing a shell would read.
+    if (!/^(\/[A-Za-z0-9_.-]+)+$/.test(p) || p.split('/').includes('..') || NOT_SHARABLE.test(p)) {
+      throw new ConfigError(`BROKER_SESSION_SHARED_PATHS: '${p}' must be an absolute path of letters, digits, '_', '.' and '-', not '/', nor under /proc, /sys, /dev or /tmp/s`);
+    }
+  }
+  return {
+    enabled: flag(env, 'BROKER_SESSION_ISOLATION', false),
+    diskBytes: bytes(env, 'BROKER_SESSION_DISK_BYTES', 1024 ** 3, { minBytes: 1024 * 1024 }),
+    sharedPaths,
+  };
+}
