@@ -90,7 +90,7 @@ export function loadDockerConfig(env: Env): DockerConfig {
     startTimeoutMs: seconds(env, 'BROKER_CONTAINER_START_TIMEOUT', 120),
     transport,
     fifoRoot,
-    isolation: loadIsolationConfig(env),
+    isolation: loadIsolationConfig(env, memoryBytes),
   };
 }
 

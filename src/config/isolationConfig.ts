@@ -17,7 +17,12 @@ export interface IsolationConfig {
 /** Paths a session must never share: its own view of the kernel, its devices, the working directories. */
 const NOT_SHARABLE = /^\/(proc|sys|dev|tmp\/s)(\/|$)/;
 
-export function loadIsolationConfig(env: Env): IsolationConfig {
+/**
+ * `containerMemoryBytes`: a session's tmpfs pages are charged to its container's memory, so its size
+ * is held to half of it (a quarter by default, at most 1 GiB): past it the session's writes get
+ * ENOSPC before the OOM killer picks one of the container's processes.
+ */
+export function loadIsolationConfig(env: Env, containerMemoryBytes = 1024 ** 3): IsolationConfig {
   const sharedPaths = (env.BROKER_SESSION_SHARED_PATHS ?? '')
     .split(',')
     .map((p) => p.trim())
@@ -28,9 +33,9 @@ export function loadIsolationConfig(env: Env): IsolationConfig {
       throw new ConfigError(`BROKER_SESSION_SHARED_PATHS: '${p}' must be an absolute path of letters, digits, '_', '.' and '-', not '/', nor under /proc, /sys, /dev or /tmp/s`);
     }
   }
-  return {
-    enabled: flag(env, 'BROKER_SESSION_ISOLATION', false),
-    diskBytes: bytes(env, 'BROKER_SESSION_DISK_BYTES', 1024 ** 3, { minBytes: 1024 * 1024 }),
-    sharedPaths,
-  };
+  const diskBytes = bytes(env, 'BROKER_SESSION_DISK_BYTES', Math.min(1024 ** 3, Math.floor(containerMemoryBytes / 4)), { minBytes: 1024 * 1024 });
+  if (diskBytes > containerMemoryBytes / 2) {
+    throw new ConfigError(`BROKER_SESSION_DISK_BYTES must be at most half of BROKER_CONTAINER_MEMORY (${containerMemoryBytes} bytes): a session's files are charged to its container's memory`);
+  }
+  return { enabled: flag(env, 'BROKER_SESSION_ISOLATION', false), diskBytes, sharedPaths };
 }

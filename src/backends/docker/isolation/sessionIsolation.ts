@@ -6,7 +6,7 @@
  * unisolated, and says so loudly: in the log once per reason, and in /health.
  */
 import type { IsolationConfig } from '../../../config/isolationConfig';
-import type { ContainerRef, OpenShellOptions } from '../../../core/ports/backend';
+import type { ContainerRef, IsolationReport, OpenShellOptions } from '../../../core/ports/backend';
 import { logger } from '../../../common/logger';
 import type { ChannelRequest } from '../shells/channel';
 import type { FifoSpawner } from '../shells/fifoSpawner';
@@ -18,17 +18,6 @@ const WORKDIR = /^\/tmp\/s\/([0-9a-z][0-9a-z.-]*)\/?$/;
 export interface IsolatedShell {
   readonly containerPid: number;
   readonly alive: boolean;
-}
-
-/** /health's `isolation`: asked for, and how many containers have it. */
-export interface IsolationStatus {
-  enabled: boolean;
-  isolated_containers: number;
-  unisolated_containers: number;
-  /** Why the last container that could not isolate could not; null when every one could. */
-  refusal: string | null;
-  disk_bytes_per_session: number;
-  shared_paths: string[];
 }
 
 export class SessionIsolation {
@@ -79,16 +68,16 @@ export class SessionIsolation {
     for (const key of this.shells.keys()) if (key.startsWith(`${containerId}/`)) this.shells.delete(key);
   }
 
-  status(): IsolationStatus {
+  status(): IsolationReport {
     let isolated = 0;
     for (const isolates of this.containers.values()) if (isolates) isolated++;
     return {
       enabled: this.config.enabled,
-      isolated_containers: isolated,
-      unisolated_containers: this.containers.size - isolated,
+      isolatedContainers: isolated,
+      unisolatedContainers: this.containers.size - isolated,
       refusal: this.containers.size > isolated ? this.lastRefusal : null,
-      disk_bytes_per_session: this.config.diskBytes,
-      shared_paths: this.config.sharedPaths,
+      diskBytesPerSession: this.config.diskBytes,
+      sharedPaths: this.config.sharedPaths,
     };
   }
 }

@@ -4,6 +4,7 @@
  * shell (controlShell.ts), using the bash's pid inside the container, learned by a handshake before
  * the session is handed out.
  */
+import fs from 'node:fs';
 import type { ShellListener, ShellProcess, UsageCounters } from '../../../core/ports/backend';
 import type { CgroupUsage } from '../../cgroupCounters';
 import { NO_USAGE } from '../../../core/session/commandFacts';
@@ -14,6 +15,8 @@ import type { ControlShell } from '../control/controlShell';
 import type { SessionCgroup } from '../cgroups/sessionCgroup';
 
 const HANDSHAKE_TIMEOUT_MS = 20_000;
+/** An isolated session's private disk counts as full below this fraction free (a write that failed leaves at most a partial block). */
+const DISK_FULL_FRACTION = 0.005;
 /** How long a recycle waits for bash to take its ^C before writing the exec line (it is due within microseconds). */
 const INTERRUPT_TAKEN_MS = 50;
 /**
@@ -121,7 +124,25 @@ export class DockerShell implements ShellProcess {
   }
 
   usage(resetPeak: boolean): UsageCounters {
-    return this.counters?.read(resetPeak) ?? NO_USAGE;
+    const counters = this.counters?.read(resetPeak) ?? NO_USAGE;
+    // A command's end (no reset): an isolated session's private disk is looked at too.
+    return this.isolated && !resetPeak ? { ...counters, diskFull: this.privateDiskFull() } : counters;
+  }
+
+  /**
+   * Whether the session's tmpfs (its upper layer and /dev, isolationScript.ts) is full: a statfs
+   * through its bash's root from the engine's host, one syscall. Null when that cannot be done (no
+   * host pid known: no session cgroup, or a remote engine).
+   */
+  private privateDiskFull(): boolean | null {
+    const hostPid = this.cgroup?.shellHostPid;
+    if (!hostPid) return null;
+    try {
+      const { bavail, blocks } = fs.statfsSync(`/proc/${hostPid}/root/dev/shm`);
+      return bavail <= blocks * DISK_FULL_FRACTION;
+    } catch {
+      return null;
+    }
   }
 
   /** Whether it runs in namespaces of its own (isolation): its pid namespace is nested in the container's. */
