@@ -59,7 +59,7 @@ export interface BrokerOverrides {
 export function createBackend(config: BrokerConfig): SessionBackend {
   switch (config.backend) {
     case 'local':
-      return new LocalBackend({ root: config.localRoot, cgroups: config.localCgroups, hostEnv: config.hostEnv });
+      return new LocalBackend({ root: config.localRoot, cgroups: config.localCgroups, hostEnv: config.hostEnv, isolation: config.docker.isolation.enabled });
     case 'docker':
       return new DockerBackend(config.docker);
   }
@@ -72,7 +72,7 @@ export function createBackend(config: BrokerConfig): SessionBackend {
 export function createPoolBackend(config: BrokerConfig, spec: PoolSpec): SessionBackend {
   switch (config.backend) {
     case 'local':
-      return new LocalBackend({ root: path.join(config.localRoot, `pool-${spec.name}`), cgroups: config.localCgroups, hostEnv: config.hostEnv, env: spec.env });
+      return new LocalBackend({ root: path.join(config.localRoot, `pool-${spec.name}`), cgroups: config.localCgroups, hostEnv: config.hostEnv, env: spec.env, isolation: config.docker.isolation.enabled });
     case 'docker':
       return new DockerBackend({ ...config.docker, image: spec.image, env: spec.env, deployment: `${config.docker.deployment}.${spec.name}` });
   }

@@ -96,11 +96,11 @@ export class DockerShell implements ShellProcess {
     });
     // `exec.inspect().Pid` is a host pid, and can be 0 right after start (exec.start resolves before
     // the process exists); we need bash's own pid, inside the container: it says it itself. An
-    // isolated bash is in a pid namespace of its own, nested in the container's: its setup put its
-    // pid in the container in BROKER_SHELL_PID (and the variable is gone before the first command).
+    // isolated bash is in a pid namespace of its own, nested in the container's, where $$ is its pid:
+    // its setup put its pid in the container in BROKER_SHELL_PID (which the session keeps).
     const m = await this.expectation.wait(
       /\n__bkpid=(\d+) (\S+)\n([\s\S]*)\n__bkend\n/,
-      () => this.write("PS1=;builtin printf '\\n__bkpid=%d %s\\n' ${BROKER_SHELL_PID:-$$} \"$BASH\";builtin unset BROKER_SHELL_PID;builtin export -p;builtin printf '\\n__bkend\\n'\n"),
+      () => this.write("PS1=;builtin printf '\\n__bkpid=%d %s\\n' ${BROKER_SHELL_PID:-$$} \"$BASH\";builtin export -p;builtin printf '\\n__bkend\\n'\n"),
       HANDSHAKE_TIMEOUT_MS,
     );
     if (!m) throw new Error('bash in the container did not answer');
