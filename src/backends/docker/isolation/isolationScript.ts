@@ -58,10 +58,16 @@ builtin cd $R && mount --move . / || builtin exit 104
 ( builtin trap - ${INIT_IGNORES}; builtin read -r p _ </proc/self/stat; builtin export BROKER_SHELL_PID=$p; exec chroot . "$2" --bounding-set -sys_admin -- ${SHELL} )`;
 }
 
-/** An extra shell in the namespaces of the session whose bash is container pid $1 (entered by nsenter; $2 setpriv's path). */
+/**
+ * An extra shell in the namespaces of the session whose bash is container pid $1 ($2 setpriv's
+ * path), run in its pid and IPC namespaces (nsenter forked it there). Its mount namespace comes
+ * last, from a second nsenter: before it the container's procfs still names this shell's pid in the
+ * container; entering it puts the shell at the session's root (the kernel follows the mount moved
+ * over `/`), so no chroot.
+ */
 const JOIN_SCRIPT = `builtin set -m
 builtin trap '' ${INIT_IGNORES}
-( builtin trap - ${INIT_IGNORES}; builtin read -r p _ </proc/self/stat; builtin export BROKER_SHELL_PID=$p; exec chroot /proc/$1/root "$2" --bounding-set -sys_admin -- ${SHELL} )`;
+( builtin trap - ${INIT_IGNORES}; builtin read -r p _ </proc/self/stat; builtin export BROKER_SHELL_PID=$p; exec nsenter -t $1 -m -- "$2" --bounding-set -sys_admin -- ${SHELL} )`;
 
 /**
  * The template's table: the overlay, /dev (a directory of the session's tmpfs, with the container's
@@ -102,7 +108,7 @@ __bk_iso_setup=${singleQuoted(setup)}
 __bk_iso_join=${singleQuoted(JOIN_SCRIPT)}
 __bk_shell() {
   [[ $__bk_iso == iso && -n $1 ]] || exec ${SHELL}
-  [[ $2 == 0 ]] || exec nsenter -t "$2" -m -p -i -- bash -c "$__bk_iso_join" bkr-join "$2" "$__bk_setpriv"
+  [[ $2 == 0 ]] || exec nsenter -t "$2" -p -i -- bash -c "$__bk_iso_join" bkr-join "$2" "$__bk_setpriv"
   exec unshare -m -p -i -f --propagation private -- bash -c "$__bk_iso_setup" bkr-session "$1" "$__bk_setpriv"
 }
 __bk_iso='noiso the image lacks one of unshare, nsenter, mount, chroot, setpriv, cp, mkdir'
