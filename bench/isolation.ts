@@ -13,12 +13,15 @@
  *        [--samples 40] [--fresh-containers 64] [--out bench/results/isolation-latest.md]
  * Needs root (the host's cgroups), the engine on this host and bash-broker-test (scripts/docker-images.sh).
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { BrokerProcess, REPO_DIR, type BrokerSpec } from './lib/brokerProcess';
 import { BrokerHttp } from './client/brokerHttp';
 import { nowMs, sleep, summarize } from './lib/stats';
+import { BENCH_DEPLOYMENT } from './protocol';
+import { LABEL_DEPLOYMENT } from '../src/backends/docker/containers/labels';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
@@ -112,14 +115,15 @@ async function bigEpisode(url: string, total: number): Promise<number> {
   return ms;
 }
 
-/** The pool containers' memory cgroups (cgroup v1, cgroupfs), summed, per session. */
+/** This bench's pool containers' memory cgroups (cgroup v1, cgroupfs), summed, per session. */
 function memoryPerSessionMiB(sessions: number): number | null {
   const dir = '/sys/fs/cgroup/memory/docker';
   if (!fs.existsSync(dir)) return null;
+  const ours = execFileSync('docker', ['ps', '-q', '--no-trunc', '--filter', `label=${LABEL_DEPLOYMENT}=${BENCH_DEPLOYMENT}`], { encoding: 'utf8' }).split('\n').filter(Boolean);
   let sum = 0;
-  for (const id of fs.readdirSync(dir)) {
+  for (const id of ours) {
     const usage = path.join(dir, id, 'memory.usage_in_bytes');
-    if (!/^[0-9a-f]{64}$/.test(id) || !fs.existsSync(usage)) continue;
+    if (!fs.existsSync(usage)) continue;
     const cache = /^total_inactive_file (\d+)$/m.exec(fs.readFileSync(path.join(dir, id, 'memory.stat'), 'latin1'));
     sum += Number(fs.readFileSync(usage, 'latin1')) - Number(cache?.[1] ?? 0);
   }
@@ -146,8 +150,9 @@ async function runMode(name: string, env: Record<string, string>, fresh: boolean
   const broker = await BrokerProcess.start(spec, logDir);
   try {
     await broker.waitWarm(600_000);
-    const total = fresh ? FRESH_CONTAINERS + 1 : CLIENTS;
-    if (fresh) while ((await broker.health()).available_sessions < total) await sleep(200);
+    const total = fresh ? FRESH_CONTAINERS : CLIENTS;
+    // The named pool's counts are under `pools` (the top level is the default pool's).
+    if (fresh) while (((await broker.health()) as { pools?: { fresh?: { available_sessions: number } } }).pools?.fresh?.available_sessions !== total) await sleep(200);
     await sleep(3000); // idle: the warm-up's own work settles
     const memory = fresh ? null : memoryPerSessionMiB(total);
     const disk = env.BROKER_SESSION_ISOLATION === '1' ? await diskPerIdleSessionKiB(broker.url) : null;
@@ -158,6 +163,7 @@ async function runMode(name: string, env: Record<string, string>, fresh: boolean
     process.stderr.write(`[isolation] ${name}: releases\n`);
     const releases = summarize(await releaseSamples(broker.url, total));
     const big = await bigEpisode(broker.url, total);
+    process.stderr.write(`[isolation] ${name}: ${ep.perSec.toFixed(1)} episodes/s, release p50 ${releases.p50.toFixed(1)} ms, 100 MB ${big.toFixed(0)} ms\n`);
     return {
       name,
       episodesPerSec: ep.perSec,

@@ -6,8 +6,10 @@
 import { bytes, ConfigError, flag, type Env } from './envValues';
 
 export interface IsolationConfig {
-  /** Each session in a mount namespace of its own over its container's root. */
+  /** Each session in a mount namespace of its own over its container's root (docker; on unless set to 0). */
   enabled: boolean;
+  /** BROKER_SESSION_ISOLATION was set: the local backend, which cannot isolate, says so only then. */
+  asked: boolean;
   /** The size of each session's private tmpfs (its upper layer, /dev/shm), bytes: past it, ENOSPC. */
   diskBytes: number;
   /** Container paths every session of the container shares on purpose (a package cache); none by default. */
@@ -37,5 +39,6 @@ export function loadIsolationConfig(env: Env, containerMemoryBytes = 1024 ** 3):
   if (diskBytes > containerMemoryBytes / 2) {
     throw new ConfigError(`BROKER_SESSION_DISK_BYTES must be at most half of BROKER_CONTAINER_MEMORY (${containerMemoryBytes} bytes): a session's files are charged to its container's memory`);
   }
-  return { enabled: flag(env, 'BROKER_SESSION_ISOLATION', false), diskBytes, sharedPaths };
+  const asked = (env.BROKER_SESSION_ISOLATION ?? '').trim() !== '';
+  return { enabled: flag(env, 'BROKER_SESSION_ISOLATION', true), asked, diskBytes, sharedPaths };
 }
