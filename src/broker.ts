@@ -65,7 +65,7 @@ export function createBackend(config: BrokerConfig): SessionBackend {
   }
 }
 
-/** The local backend cannot isolate leases: it says so when BROKER_SESSION_ISOLATION asks for it (the default is the docker backend's). */
+/** The local backend cannot isolate leases: it says so when BROKER_SESSION_ISOLATION asks for it. */
 function localIsolationAsked(config: BrokerConfig): boolean {
   return config.docker.isolation.enabled && config.docker.isolation.asked;
 }
