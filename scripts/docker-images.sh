@@ -46,6 +46,15 @@ build_test() {
   "${dl[@]}" >/dev/null 2>&1 || { apt_update_once; "${dl[@]}" >/dev/null; }
   for d in ./*.deb; do dpkg-deb -x "$d" "$r"; done
   rm -rf "$r/usr/share"
+  # util-linux's setpriv (and the libraries it links), for per-lease isolation: a session's shell
+  # drops CAP_SYS_ADMIN from its bounding set with it (busybox's setpriv cannot).
+  local u=$TMP/setpriv; mkdir -p "$u/debs" && (cd "$u/debs" && { "${dl[0]}" -q -o APT::Sandbox::User=root download util-linux libcap-ng0 libc6 >/dev/null 2>&1 ||
+    { apt_update_once; "${dl[0]}" -q -o APT::Sandbox::User=root download util-linux libcap-ng0 libc6 >/dev/null; }; })
+  for d in "$u"/debs/*.deb; do dpkg-deb -x "$d" "$u/root"; done
+  mkdir -p "$r/lib/x86_64-linux-gnu" "$r/lib64"
+  cp "$u/root/usr/bin/setpriv" "$r/bin/setpriv"
+  cp -L "$u"/root/lib/x86_64-linux-gnu/{libc.so.6,libcap-ng.so.0,ld-linux-x86-64.so.2} "$r/lib/x86_64-linux-gnu/"
+  cp -L "$u/root/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" "$r/lib64/"
   mkdir -p "$r"/{etc,tmp,root,proc,sys,dev,var/tmp} "$r/usr/local/bin" && chmod 1777 "$r/tmp" "$r/var/tmp"
   mv "$r/bin/bash-static" "$r/bin/bash"
   # One directory for everything: /usr/bin/env, /sbin/x etc. resolve too (merged-usr style).
@@ -59,7 +68,7 @@ build_test() {
   printf 'root:x:0:\nnogroup:x:65534:\n' >"$r/etc/group"
   tar -C "$r" --numeric-owner --owner=0 --group=0 -c . |
     docker import --change "ENV $PATHENV" --change 'CMD ["bash"]' - bash-broker-test:latest >/dev/null
-  docker run --rm bash-broker-test:latest bash -c 'echo hi; ls /proc/self >/dev/null; sleep 0; base64 </dev/null; setsid true; nohup true'
+  docker run --rm bash-broker-test:latest bash -c 'echo hi; ls /proc/self >/dev/null; sleep 0; base64 </dev/null; setsid true; nohup true; setpriv --bounding-set -sys_admin true'
 }
 
 debootstrap_quiet() { debootstrap "$@" >"$TMP/debootstrap.log" 2>&1 || { tail -n 30 "$TMP/debootstrap.log" >&2; return 1; }; }

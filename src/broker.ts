@@ -59,10 +59,15 @@ export interface BrokerOverrides {
 export function createBackend(config: BrokerConfig): SessionBackend {
   switch (config.backend) {
     case 'local':
-      return new LocalBackend({ root: config.localRoot, cgroups: config.localCgroups, hostEnv: config.hostEnv });
+      return new LocalBackend({ root: config.localRoot, cgroups: config.localCgroups, hostEnv: config.hostEnv, isolation: localIsolationAsked(config) });
     case 'docker':
       return new DockerBackend(config.docker);
   }
+}
+
+/** The local backend cannot isolate leases: it says so when BROKER_SESSION_ISOLATION asks for it. */
+function localIsolationAsked(config: BrokerConfig): boolean {
+  return config.docker.isolation.enabled && config.docker.isolation.asked;
 }
 
 /**
@@ -72,7 +77,7 @@ export function createBackend(config: BrokerConfig): SessionBackend {
 export function createPoolBackend(config: BrokerConfig, spec: PoolSpec): SessionBackend {
   switch (config.backend) {
     case 'local':
-      return new LocalBackend({ root: path.join(config.localRoot, `pool-${spec.name}`), cgroups: config.localCgroups, hostEnv: config.hostEnv, env: spec.env });
+      return new LocalBackend({ root: path.join(config.localRoot, `pool-${spec.name}`), cgroups: config.localCgroups, hostEnv: config.hostEnv, env: spec.env, isolation: localIsolationAsked(config) });
     case 'docker':
       return new DockerBackend({ ...config.docker, image: spec.image, env: spec.env, deployment: `${config.docker.deployment}.${spec.name}` });
   }

@@ -7,6 +7,7 @@
  */
 import path from 'node:path';
 import { bytes, ConfigError, int, positiveFloat, seconds, type Env } from './envValues';
+import { loadIsolationConfig, type IsolationConfig } from './isolationConfig';
 
 export interface DockerConfig {
   image: string;
@@ -50,6 +51,8 @@ export interface DockerConfig {
    * (/run/bash-broker, or /dev/shm/bash-broker where /run is on a disk: backends/docker/shells/fifoRoot.ts).
    */
   fifoRoot: string | null;
+  /** Per-lease filesystem isolation of the pool's sessions (isolationConfig.ts). */
+  isolation: IsolationConfig;
 }
 
 export function loadDockerConfig(env: Env): DockerConfig {
@@ -87,6 +90,7 @@ export function loadDockerConfig(env: Env): DockerConfig {
     startTimeoutMs: seconds(env, 'BROKER_CONTAINER_START_TIMEOUT', 120),
     transport,
     fifoRoot,
+    isolation: loadIsolationConfig(env, memoryBytes),
   };
 }
 

@@ -9,6 +9,7 @@
  * recovery are asserted. No timing assertions beyond each execute's own timeout.
  */
 import { startTestBroker, testBackend, type TestBroker } from '../helpers/broker';
+import { sessionIsolation } from '../helpers/dockerSuite';
 import { abuseContext, defineCommonAbuseCases, defineDiskFillerCase, defineKillAllCase } from '../helpers/abuseCases';
 
 jest.setTimeout(240_000);
@@ -37,5 +38,5 @@ d(`abusive commands (docker backend, pids 128, memory 256m, /tmp ${TMP_MIB}m)`, 
   defineCommonAbuseCases(ctx, { memoryHogCommand: 'head -c 400m /dev/zero | tail' });
   defineDiskFillerCase(ctx, TMP_MIB);
   // Last: it kills every process in container A, the same-container neighbour included.
-  defineKillAllCase(ctx, 'container');
+  defineKillAllCase(ctx, sessionIsolation ? 'own-session' : 'container');
 });

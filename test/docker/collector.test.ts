@@ -93,7 +93,8 @@ describeDocker('docker escapee collector', () => {
     const [cid] = poolContainerIds(tb);
     const id = await tb.acquire();
     const control = controlOf(tb, cid);
-    const pid = Number((await tb.exec(id, 'sleep 3603 & echo $$')).stdout.trim());
+    // bash's pid in the container (with per-lease isolation $$ is its pid in its own namespace).
+    const pid = Number((await tb.exec(id, 'sleep 3603 & echo ${BROKER_SHELL_PID:-$$}')).stdout.trim());
     // The background job is forked before the answer, but it may still be a bash about to exec, or a
     // sleep not yet asleep (`R`): wait for the state to be described, not for time to pass.
     let tree = '';

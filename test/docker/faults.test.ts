@@ -144,7 +144,8 @@ describeDocker('docker fault injection: the pool heals', () => {
     const before = runningIds(b);
     const id = await b.acquire();
     const entry = await containerOf(b, id);
-    const pid = (await b.exec(id, 'echo $$')).stdout.trim();
+    // bash's pid in the container (with per-lease isolation $$ is its pid in its own namespace).
+    const pid = (await b.exec(id, 'echo ${BROKER_SHELL_PID:-$$}')).stdout.trim();
     expect(pid).toMatch(/^\d+$/);
 
     const killed = await execIn(entry.ref!.id, ['kill', '-9', pid]);

@@ -55,6 +55,9 @@ describeDocker('docker release kill from the host (session pids cgroup)', () => 
       BROKER_CONTAINER_PIDS_LIMIT: '256',
       BROKER_SESSION_PIDS_LIMIT: '64',
       BROKER_HEALTH_INTERVAL: '3600',
+      // A shell recycled in place is this suite's subject: an isolated lease's shell never is (its
+      // next lease gets a new one, test/docker/isolation.test.ts).
+      BROKER_SESSION_ISOLATION: '0',
     });
     await tb.waitAllAvailable(LONG);
     [cid] = poolContainerIds(tb);

@@ -414,27 +414,38 @@ export function defineDiskFillerCase(ctx: AbuseContext, tmpMiB: number): void {
 /**
  * Which neighbours `kill -9 -1` takes: in Docker everything in container A (the same-container
  * neighbour too, the other container's survives); locally, confined, every process of the sessions'
- * pid namespace, so every session — the broker itself lives outside it and must heal the pool.
+ * pid namespace, so every session — the broker itself lives outside it and must heal the pool;
+ * with per-lease isolation, only the session's own processes (a pid namespace of its own each).
  */
-export type KillAllReach = 'container' | 'every-session';
+export type KillAllReach = 'container' | 'every-session' | 'own-session';
 
 /** `kill -9 -1` as root: last, because it takes neighbours with it. */
 export function defineKillAllCase(ctx: AbuseContext, reach: KillAllReach): void {
   const { exec, ok, leaseInA, expectBroken, expectStateKept, waitPool, nb, hosts } = ctx;
-  const title =
-    reach === 'container'
-      ? 'kill -9 -1 (kills the whole container, SAME-container neighbour included): broker recovers, other container neighbour survives'
-      : 'kill -9 -1 (kills every session of the namespace, both neighbours included): broker survives and heals the pool to full size';
+  const title = {
+    container: 'kill -9 -1 (kills the whole container, SAME-container neighbour included): broker recovers, other container neighbour survives',
+    'every-session': 'kill -9 -1 (kills every session of the namespace, both neighbours included): broker survives and heals the pool to full size',
+    'own-session': "kill -9 -1 in an isolated session (a pid namespace of its own): nothing but its own processes, both neighbours keep their state",
+  }[reach];
 
   it(title, async () => {
     const tb = ctx.broker();
     const id = await leaseInA();
     const r = await exec(id, 'kill -9 -1');
+    if (reach === 'own-session') {
+      // bash sends it and is spared (kill(2) skips the caller and its namespace's init): nothing else ran.
+      expect(r.status).toBe(200);
+      await expectStateKept(nb.same, hosts.a);
+      await expectStateKept(nb.other, hosts.b);
+      await ctx.release(id);
+      await tb.release(nb.same);
+      await tb.release(nb.other);
+    }
     expect([200, 410]).toContain(r.status);
     if (r.status === 410) expectBroken(r);
-    const victims = reach === 'container' ? [nb.same] : [nb.same, nb.other];
+    const victims = { container: [nb.same], 'every-session': [nb.same, nb.other], 'own-session': [] }[reach];
     if (reach === 'container') await expectStateKept(nb.other, hosts.b);
-    await ctx.release(id);
+    if (reach !== 'own-session') await ctx.release(id);
     // A killed neighbour's shell reports a clear 410, and its slot is rebuilt.
     for (const victim of victims) {
       await eventually(async () => (await exec(victim, 'echo x')).status === 410, LONG_MS, 'a killed neighbour reports 410');

@@ -3,7 +3,10 @@
  * suite): docker-init, the entrypoint bash (the spawner of src/backends/docker/shells/fifoSpawner.ts), and
  * one bash per session plus the control shell's signal lane and, once it was used, its fs lane
  * (src/backends/docker/control/controlShell.ts), each either a docker exec or spawned by the entrypoint
- * through a waiting wrapper subshell (a fork of the entrypoint, same command line).
+ * through a waiting wrapper subshell (a fork of the entrypoint, same command line). With per-lease
+ * isolation (src/backends/docker/isolation/) a session's shell is two processes further down: the
+ * wrapper's `unshare` (or, for an extra shell of a session, `nsenter`) and its namespace's init, a
+ * `bash -c` of the setup named `bkr-session` (or `bkr-join`).
  */
 import { SHELL_CMD } from '../../src/backends/docker/shells/channel';
 
@@ -28,10 +31,20 @@ export function unexpectedProcesses(psOutput: string, perContainer: number): { l
   const entryPid = entry ? Number(entry.m![1]) : -1;
   // The entrypoint's wrappers: forks of it (same command line), each waiting for one spawned shell.
   const wrappers = new Set(rows.filter((r) => r.m && Number(r.m[2]) === entryPid && r.m[4] === entry!.m![4]).map((r) => Number(r.m![1])));
+  const childrenOf = (parents: Set<number>, args: RegExp): Set<number> =>
+    new Set(rows.filter((r) => r.m && parents.has(Number(r.m[2])) && args.test(r.m[4])).map((r) => Number(r.m![1])));
+  const launchers = childrenOf(wrappers, /^(unshare -m -p -i -f --propagation private|nsenter -t \d+ -p -i) -- bash -c .* bkr-(session|join) /);
+  const inits = childrenOf(launchers, /^bash -c .* bkr-(session|join) /);
   const shellPids = new Set(
-    rows.filter((r) => r.m && (r.m[2] === '0' || wrappers.has(Number(r.m[2]))) && SESSION_SHELL.test(r.m[4])).map((r) => Number(r.m![1])),
+    rows.filter((r) => r.m && (r.m[2] === '0' || wrappers.has(Number(r.m[2])) || inits.has(Number(r.m[2]))) && SESSION_SHELL.test(r.m[4])).map((r) => Number(r.m![1])),
   );
   const wrapped = new Set(rows.filter((r) => r.m && shellPids.has(Number(r.m[1]))).map((r) => Number(r.m![2])));
+  // An isolated shell's init and launcher are there for it; so is the wrapper of a launcher whose shell lives.
+  for (const init of [...inits].filter((pid) => wrapped.has(pid))) {
+    const launcher = Number(rows.find((r) => r.m && Number(r.m[1]) === init)!.m![2]);
+    wrapped.add(launcher);
+    wrapped.add(Number(rows.find((r) => r.m && Number(r.m[1]) === launcher)!.m![2]));
+  }
   const leaks: string[] = [];
   let zombiesOfShells = 0;
   for (const { line, m } of rows) {
@@ -45,7 +58,7 @@ export function unexpectedProcesses(psOutput: string, perContainer: number): { l
       else leaks.push(`zombie: ${line}`);
     } else if (pid === 1 && args.startsWith('/sbin/docker-init')) continue;
     else if (pid === entryPid) continue; // the entrypoint: spawner, or idling on its stdin
-    else if (wrappers.has(pid) && wrapped.has(pid)) continue; // waiting for its shell
+    else if ((wrappers.has(pid) || launchers.has(pid) || inits.has(pid)) && wrapped.has(pid)) continue; // waiting for its shell
     else if (shellPids.has(pid) || (ppid === 0 && /^ps -eo /.test(args))) continue; // the shells; this probe
     else leaks.push(line);
   }

@@ -4,6 +4,10 @@
  * says why it did nothing.
  */
 import { testBackend } from './broker';
+import { loadIsolationConfig } from '../../src/config/isolationConfig';
+
+/** Whether the docker suites' brokers isolate their sessions (BROKER_SESSION_ISOLATION, or its default). */
+export const sessionIsolation = testBackend === 'docker' && loadIsolationConfig(process.env).enabled;
 
 export function describeDocker(title: string, body: () => void): void {
   if (testBackend === 'docker') return describe(title, body);

@@ -6,11 +6,24 @@
 import { randomBytes } from 'node:crypto';
 import { startTestBroker, eventually, type TestBroker } from '../helpers/broker';
 import { execdSdk, type ExecdSdk } from '../helpers/execdClient';
+import Dockerode from 'dockerode';
+import { sessionIsolation } from '../helpers/dockerSuite';
+import { execIn, poolContainerIds } from '../helpers/dockerFaults';
 import type { OutputMessage } from '@alibaba-group/opensandbox';
 
 const texts = (msgs: OutputMessage[]): string[] => msgs.map((m) => m.text);
 
 /** `alive` or `dead`, as another lease of the same container sees the pid written in `pidFile`. */
+/**
+ * With per-lease isolation no other lease sees a sandbox's files or processes: what it started is
+ * observed from the sandbox's own lease while it lives, and from its containers once it is gone.
+ */
+async function sleepersInContainers(tb: TestBroker): Promise<number> {
+  let n = 0;
+  for (const id of poolContainerIds(tb)) n += (await execIn(new Dockerode(), id, ['ps', '-o', 'args'])).out.split('\n').filter((l) => l.trim() === 'sleep 600').length;
+  return n;
+}
+
 async function liveness(tb: TestBroker, observer: string, pidFile: string): Promise<string> {
   const probe = `p=$(cat ${pidFile}); s=$(cut -d' ' -f3 /proc/$p/stat 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] && echo alive || echo dead`;
   return (await tb.exec(observer, probe)).stdout.trim();
@@ -93,7 +106,7 @@ describe('execd commands and bash sessions, through the OpenSandbox SDK', () => 
     const run = await sdk.commands.run(`nohup sh -c 'echo $$ > /tmp/orphan-${tag}.pid; exec sleep 600' >/dev/null 2>&1 & sleep 600`, { timeoutSeconds: 1 });
     expect(run.exitCode).toBe(-1);
     expect(run.error?.traceback.join(' ')).toMatch(/timed out after 1000 ms/);
-    const observer = await tb.acquire();
+    const observer = sessionIsolation ? lease : await tb.acquire();
     try {
       await eventually(async () => (await liveness(tb, observer, `/tmp/orphan-${tag}.pid`)) === 'dead', 20_000, 'the orphan to die');
       expect(await liveness(tb, observer, `/tmp/by-${tag}.pid`)).toBe('alive');
@@ -101,7 +114,7 @@ describe('execd commands and bash sessions, through the OpenSandbox SDK', () => 
       expect((await tb.exec(lease, 'echo the lease shell is fine')).stdout).toBe('the lease shell is fine\n');
     } finally {
       await sdk.commands.interrupt(bystander.id!);
-      await tb.release(observer);
+      if (observer !== lease) await tb.release(observer);
     }
     await eventually(async () => !(await sdk.commands.getCommandStatus(bystander.id!)).running, 20_000, 'the interrupted bystander to end');
   });
@@ -187,7 +200,7 @@ describe('execd commands and bash sessions, through the OpenSandbox SDK', () => 
 
   it("kills everything a sandbox's execd started when its lease is released", async () => {
     const doomed = await tb.acquire();
-    const observer = await tb.acquire();
+    const observer = sessionIsolation ? doomed : await tb.acquire();
     const tag = randomBytes(4).toString('hex');
     const d = execdSdk(tb.url, doomed);
     try {
@@ -198,7 +211,8 @@ describe('execd commands and bash sessions, through the OpenSandbox SDK', () => 
       for (const f of ['bg', 'left', 'sess']) await eventually(async () => (await liveness(tb, observer, `/tmp/${f}-${tag}.pid`)) === 'alive', 20_000, `${f} running`);
       expect(tb.broker.execd.activeSandboxes).toBeGreaterThanOrEqual(1);
       await tb.release(doomed);
-      for (const f of ['bg', 'left', 'sess']) await eventually(async () => (await liveness(tb, observer, `/tmp/${f}-${tag}.pid`)) === 'dead', 20_000, `${f} killed`);
+      if (sessionIsolation) await eventually(async () => (await sleepersInContainers(tb)) === 0, 20_000, 'no sleeper left in the containers');
+      else for (const f of ['bg', 'left', 'sess']) await eventually(async () => (await liveness(tb, observer, `/tmp/${f}-${tag}.pid`)) === 'dead', 20_000, `${f} killed`);
       const gone = await d.commands.run('true').catch((e: { statusCode: number }) => e);
       expect(gone).toMatchObject({ statusCode: 400 });
     } finally {

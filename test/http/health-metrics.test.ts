@@ -1,5 +1,6 @@
 /** /health reports the pool API's fields (and the broker's additive ones); /metrics is Prometheus text that moves. */
 import { startTestBroker, metricValue, type TestBroker } from '../helpers/broker';
+import { sessionIsolation } from '../helpers/dockerSuite';
 
 const HEALTH_FIELDS = [
   'status',
@@ -12,7 +13,8 @@ const HEALTH_FIELDS = [
   'unhealthy_containers',
 ];
 /** After the first eight fields (docs/monitoring.md, GET /health): backpressure and reclaims by reason. */
-const ADDITIVE_HEALTH_FIELDS = ['queue_length', 'acquire_wait_p50_ms', 'reclaimed_sessions'];
+// `isolation` where per-lease isolation is asked for (docs/isolation.md).
+const ADDITIVE_HEALTH_FIELDS = ['queue_length', 'acquire_wait_p50_ms', 'reclaimed_sessions', ...(sessionIsolation ? ['isolation'] : [])];
 
 describe('/health and /metrics', () => {
   let tb: TestBroker;
@@ -40,6 +42,7 @@ describe('/health and /metrics', () => {
       broken_sessions: 0,
       healthy_containers: 2,
       unhealthy_containers: 0,
+      ...(sessionIsolation ? { isolation: expect.objectContaining({ enabled: true, isolated_containers: 2, unisolated_containers: 0, refusal: null }) } : {}),
     });
   });
 

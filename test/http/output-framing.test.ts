@@ -1,6 +1,20 @@
 /** Output: stdout and stderr exact and apart, nothing added, lost or mixed between commands. */
 import { randomBytes } from 'node:crypto';
+import Dockerode from 'dockerode';
 import { startTestBroker, eventually, withLease, type TestBroker } from '../helpers/broker';
+import { sessionIsolation } from '../helpers/dockerSuite';
+import { execIn, poolContainerIds } from '../helpers/dockerFaults';
+
+/**
+ * Whether `file` exists in the session's working directory, seen from outside the session: from
+ * another lease of its container, or with per-lease isolation (where no other lease sees it) from
+ * the containers themselves.
+ */
+async function existsOutside(tb: TestBroker, helper: string, file: string): Promise<boolean> {
+  if (!sessionIsolation) return (await tb.exec(helper, `test -e ${file} && echo yes; true`)).stdout === 'yes\n';
+  for (const cid of poolContainerIds(tb)) if ((await execIn(new Dockerode(), cid, ['test', '-e', file])).code === 0) return true;
+  return false;
+}
 
 describe('command output framing', () => {
   let tb: TestBroker;
@@ -94,7 +108,7 @@ describe('command output framing', () => {
     await withLease(tb, async (helper) => {
       await tb.exec(id, '(sleep 0.3; echo late; echo late-err >&2; touch printed) &');
       // Watch from the other session, so no command runs in this one while the job prints.
-      await eventually(async () => (await tb.exec(helper, `test -e /tmp/s/${id}/printed && echo yes; true`)).stdout === 'yes\n', 20_000, 'job printed');
+      await eventually(() => existsOutside(tb, helper, `/tmp/s/${id}/printed`), 20_000, 'job printed');
       expect(await tb.exec(id, 'echo next')).toEqual({ status: 'Success', stdout: 'next\n', stderr: '', return_code: 0 });
     });
   });

@@ -41,6 +41,23 @@ export function healthReport(pool: SessionPool) {
     reclaimed_sessions: stats.reclaimed,
     // Beside the pool API's fields, only while the first fill runs (a client reading those fields is unaffected).
     ...(warmup ? { warmup } : {}),
+    // Only where the backend can isolate leases: whether it does, and why a container does not.
+    ...isolationField(pool),
+  };
+}
+
+function isolationField(pool: SessionPool) {
+  const report = pool.isolation();
+  if (!report?.enabled) return {};
+  return {
+    isolation: {
+      enabled: report.enabled,
+      isolated_containers: report.isolatedContainers,
+      unisolated_containers: report.unisolatedContainers,
+      refusal: report.refusal,
+      disk_bytes_per_session: report.diskBytesPerSession,
+      shared_paths: report.sharedPaths,
+    },
   };
 }
 

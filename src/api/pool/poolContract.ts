@@ -133,6 +133,7 @@ export const EXECUTE_RESULT = Type.Object(
     duration_ms: Type.Optional(Type.Number()),
     cpu_ms: Type.Optional(nullable(Type.Number())),
     max_rss_kb: Type.Optional(nullable(Type.Number())),
+    disk_full: Type.Optional(nullable(Type.Boolean({ description: "with per-lease isolation: the session's private disk was full at the command's end (its writes failed with ENOSPC)" }))),
     truncated_bytes: Type.Optional(Type.Object({ stdout: Type.Integer(), stderr: Type.Integer() }, { additionalProperties: false })),
     released: Type.Optional(Type.Literal(true, { description: 'the execute asked for `release`: the lease is over, as after a release call' })),
   },

@@ -58,6 +58,8 @@ export function executeResponse(result: ExecResult, timeoutSeconds: number, with
     duration_ms: facts.durationMs,
     cpu_ms: facts.cpuMs,
     max_rss_kb: facts.maxRssKb,
+    // Only for a session with a private disk (per-lease isolation): other answers keep their fields.
+    ...(facts.diskFull !== undefined ? { disk_full: facts.diskFull } : {}),
     truncated: result.truncated,
     truncated_bytes: facts.droppedBytes,
   };

@@ -38,6 +38,7 @@ import { openDockerTerminal } from './terminals/dockerTerminal';
 import { openFifoTerminal } from './terminals/fifoTerminal';
 import { DockerFiles } from './files/dockerFiles';
 import { DockerMeter } from './cgroups/dockerMeter';
+import { SessionIsolation } from './isolation/sessionIsolation';
 
 export { LABEL_DEPLOYMENT, LABEL_INSTANCE };
 
@@ -52,6 +53,8 @@ interface ContainerLink {
   pids: ContainerPids | null;
   /** Per-session cpuacct and memory cgroups (sessionUsage.ts); null where the facts say unknown. */
   usage: ContainerUsage | null;
+  /** Whether its sessions get filesystems of their own (isolation/isolationScript.ts). */
+  isolates: boolean;
 }
 
 export class DockerBackend implements SessionBackend {
@@ -82,6 +85,8 @@ export class DockerBackend implements SessionBackend {
   private pidsLogged = false;
   /** The host's cgroup v1 cpuacct and memory mounts (sessionUsage.ts), read once. */
   private readonly usageMounts: UsageMounts = readUsageMounts();
+  /** Which containers isolate their sessions, and each isolated session's shell (for its extra shells). */
+  readonly isolation: SessionIsolation;
 
   constructor(private readonly options: DockerBackendOptions) {
     this.removals = new ContainerRemovals(this.docker);
@@ -89,6 +94,7 @@ export class DockerBackend implements SessionBackend {
     this.workdirs = new DockerWorkdirs(this.docker, (id) => this.links.get(id)?.control);
     this.pipes = new PipeTransport(options, this.instance);
     this.pidsMount = options.sessionPidsLimit > 0 ? readPidsMount() : null;
+    this.isolation = new SessionIsolation(options.isolation);
   }
 
   /** Checks the engine and the image, and removes containers a previous instance of this deployment left. */
@@ -197,7 +203,8 @@ export class DockerBackend implements SessionBackend {
       const piped = await this.pipes.answering(container, spawner);
       const openChannel = piped?.opener ?? execChannelOpener(container);
       const control = await ControlShell.open(container.id, openChannel);
-      this.links.set(container.id, { control, openChannel, spawner: piped, pids: this.sessionPids(container.id), usage: ContainerUsage.locate(this.usageMounts, container.id) });
+      const isolates = this.isolation.check(ref, piped);
+      this.links.set(container.id, { control, openChannel, spawner: piped, pids: this.sessionPids(container.id), usage: ContainerUsage.locate(this.usageMounts, container.id), isolates });
       await this.workdirs.learnHostRoot(ref);
     } catch (err) {
       await spawner?.close();
@@ -223,6 +230,7 @@ export class DockerBackend implements SessionBackend {
     const link = this.links.get(ref.id);
     this.links.delete(ref.id);
     this.noScript.delete(ref.id);
+    this.isolation.forget(ref.id);
     const pending = this.starting.get(ref.id);
     this.starting.delete(ref.id);
     await pending?.spawner?.close();
@@ -247,13 +255,15 @@ export class DockerBackend implements SessionBackend {
     const link = this.links.get(ref.id);
     if (!link?.control.alive) throw new BackendError(`container ${ref.name} has no control shell`);
     const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${++this.generation}`;
-    const shell = await DockerShell.open({ openChannel: link.openChannel, containerId: ref.id, control: link.control, env: [tag, 'TERM=dumb'], tag });
+    const isolated = link.isolates ? this.isolation.request(ref.id, options) : undefined;
+    const shell = await DockerShell.open({ openChannel: link.openChannel, containerId: ref.id, control: link.control, env: [tag, 'TERM=dumb'], tag, isolated });
+    if (isolated) this.isolation.opened(ref.id, options, shell);
     if (link.pids) {
       // Before the lease's first command: bash has started nothing yet, so all it starts is capped.
       // A shell that could not be moved still works, sharing the container's limit: say so, go on.
       // Confined, its kills are decided and done from this host (DockerShell.killForRecycle).
       const name = `bkr-${options.slotId}`.replace(/[^A-Za-z0-9_.-]/g, '-');
-      await link.pids.confine(shell.containerPid, name).then(
+      await link.pids.confine(shell.containerPid, name, shell.isolated).then(
         async (cgroup) => {
           shell.useCgroup(cgroup);
           // Its commands' CPU, memory and OOM figures (termination facts); unknown (null) if this fails.

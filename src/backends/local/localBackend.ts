@@ -9,7 +9,8 @@ import path from 'node:path';
 import PQueue from 'p-queue';
 import { randomBytes } from 'node:crypto';
 import type { DedicatedContainerSpec } from '../../core/ports/dedicatedContainers';
-import type { ContainerHealth, ContainerRef, DedicatedSessions, OpenShellOptions, Terminals, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
+import type { ContainerHealth, ContainerRef, DedicatedSessions, IsolationReport, OpenShellOptions, Terminals, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
+import { logger } from '../../common/logger';
 import { NotSupportedError } from '../../common/errors';
 import { hostEnv, type BrokerConfig, type HostEnv } from '../../config/config';
 import { findBash } from './bashPath';
@@ -29,7 +30,12 @@ export interface LocalBackendOptions {
   hostEnv?: HostEnv;
   /** A named pool's environment (BROKER_POOLS), on top of the base one in every shell and terminal. */
   env?: Readonly<Record<string, string>>;
+  /** BROKER_SESSION_ISOLATION: asked for, which this backend cannot give (said at start and in /health). */
+  isolation?: boolean;
 }
+
+/** Why the local backend's sessions share their files whatever BROKER_SESSION_ISOLATION says. */
+const LOCAL_REFUSAL = "the local backend runs sessions on this host's own filesystem: per-lease isolation is the docker backend's";
 
 /** The environment a session starts with: nothing of the broker's own (tokens stay out). */
 function baseEnv(home: string, host: HostEnv): Record<string, string> {
@@ -64,7 +70,20 @@ export class LocalBackend implements SessionBackend {
     this.hostEnv = options.hostEnv ?? hostEnv();
     this.bash = findBash(this.hostEnv.path);
     this.cgroups = options.cgroups === 'auto' ? CgroupTree.create(this.instance) : null;
+    if (options.isolation) logger.error({ reason: LOCAL_REFUSAL }, 'SESSIONS ARE NOT ISOLATED: BROKER_SESSION_ISOLATION is on, but leases on this backend share and keep their files');
   }
+
+  /** /health's `isolation`: asked for and not given. */
+  readonly isolation = {
+    status: (): IsolationReport => ({
+      enabled: this.options.isolation === true,
+      isolatedContainers: 0,
+      unisolatedContainers: this.options.isolation ? 1 : 0,
+      refusal: this.options.isolation ? LOCAL_REFUSAL : null,
+      diskBytesPerSession: 0,
+      sharedPaths: [],
+    }),
+  };
 
   get confinement(): 'cgroup' | 'procfs' {
     return this.cgroups ? 'cgroup' : 'procfs';

@@ -44,7 +44,7 @@ export async function openCompanion(backend: SessionBackend, units: CompanionUni
   const n = units.take(handle.slotId);
   let shell: ShellProcess;
   try {
-    shell = await backend.openShell(handle.container, { slotId: `${handle.slotId}-x${n}` });
+    shell = await backend.openShell(handle.container, { slotId: `${handle.slotId}-x${n}`, companionOf: handle.slotId });
   } catch (err) {
     units.free(handle.slotId, n);
     throw err;

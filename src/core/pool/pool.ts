@@ -8,7 +8,7 @@
  */
 import PQueue from 'p-queue';
 import { BashSession, type BashSessionTimings, DEFAULT_TIMINGS, type ExecResult } from '../session/bashSession';
-import type { SessionBackend } from '../ports/backend';
+import type { IsolationReport, SessionBackend } from '../ports/backend';
 import { type ContainerEntry, Lease, type Slot } from './slot';
 import { SessionState, SessionStates } from './states';
 import { ContainerNotFoundError, LeaseHeldError, type AcquireRequest, type AcquireResult, type ExecuteRequest, type GroupAcquireRequest, type PoolStats, type TakenSlot } from './poolTypes';
@@ -203,6 +203,11 @@ export class SessionPool {
   health(): { counts: ReturnType<SessionStates<Slot>['snapshot']>; healthyContainers: number; unhealthyContainers: number } {
     const healthyContainers = this.containers.filter((c) => c.healthy).length;
     return { counts: this.states.snapshot(), healthyContainers, unhealthyContainers: this.containers.length - healthyContainers };
+  }
+
+  /** The backend's per-lease isolation, for /health; null where it has none (the report says whether it was asked for). */
+  isolation(): IsolationReport | null {
+    return this.backend.isolation?.status() ?? null;
   }
 
   /** Renews the lease (its idle timeout and lease_ttl start again); its ttl in ms, or null. */

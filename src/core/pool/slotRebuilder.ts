@@ -102,7 +102,7 @@ export class SlotRebuilder {
         throw new Error(container.unhealthyReason ?? 'container is not running');
       }
       await made;
-      const shell = reused ?? (await this.backend.openShell(container.ref, { slotId: slot.slotId }));
+      const shell = reused ?? (await this.backend.openShell(container.ref, { slotId: slot.slotId, workdir: nextDir }));
       const session = new BashSession(shell, this.timings);
       slot.session = session;
       session.onDeath((reason) => this.onSessionDeath(slot, session, reason));

@@ -22,6 +22,11 @@ export interface UsageCounters {
   memoryPeakBytes: number | null;
   /** Processes of the cgroup the OOM killer has killed since it was made. */
   oomKills: number | null;
+  /**
+   * The session's private disk (a filesystem of its own per lease) was full when read: its writes
+   * failed with ENOSPC. Absent where the session has no disk of its own; null: it cannot be told.
+   */
+  diskFull?: boolean | null;
 }
 
 export interface ShellExit {
@@ -43,6 +48,13 @@ export interface OpenShellOptions {
    * that cannot open one throws NotSupportedError.
    */
   pty?: { cols: number; rows: number };
+  /**
+   * The lease's working directory the shell is for (the slot's next lease): a backend that gives each
+   * session a filesystem view of its own makes it reachable there. Absent: none yet.
+   */
+  workdir?: string;
+  /** An extra shell of the session in slot `companionOf` (execd's): it shares that session's view of the filesystem. */
+  companionOf?: string;
 }
 
 /**
@@ -284,6 +296,21 @@ export interface SessionBackend {
   readonly dedicated?: DedicatedSessions;
   /** Capability: the lifecycle's pause and resume. */
   readonly pausing?: ContainerPausing;
+  /** Capability: per-lease filesystem isolation; its state for /health (absent: the backend has none). */
+  readonly isolation?: { status(): IsolationReport };
+}
+
+/** Per-lease filesystem isolation as /health reports it (docs/isolation.md). */
+export interface IsolationReport {
+  /** Asked for (BROKER_SESSION_ISOLATION). */
+  enabled: boolean;
+  isolatedContainers: number;
+  /** Containers whose sessions share their files though isolation was asked for. */
+  unisolatedContainers: number;
+  /** Why the last of those could not isolate; null when none. */
+  refusal: string | null;
+  diskBytesPerSession: number;
+  sharedPaths: string[];
 }
 
 /** Where the pool API puts a lease's working directory. */

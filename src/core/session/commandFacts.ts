@@ -24,6 +24,8 @@ export interface CommandFacts {
   maxRssKb: number | null;
   /** Bytes of each stream left out of the answer (beyond BROKER_MAX_OUTPUT_BYTES). */
   droppedBytes: { stdout: number; stderr: number };
+  /** The session's private disk was full at the command's end (UsageCounters.diskFull); absent where it has none. */
+  diskFull?: boolean | null;
 }
 
 const SIGNAL_NAMES: ReadonlyMap<number, string> = new Map(Object.entries(constants.signals).map(([name, n]) => [n, name]));
@@ -55,5 +57,6 @@ export function commandFacts(
     cpuMs: cpu === null ? null : ms(cpu),
     maxRssKb: after.memoryPeakBytes === null ? null : Math.ceil(after.memoryPeakBytes / 1024),
     droppedBytes: { stdout: run.droppedStdout, stderr: run.droppedStderr },
+    ...(after.diskFull !== undefined ? { diskFull: after.diskFull } : {}),
   };
 }

@@ -35,12 +35,16 @@ export function containerCgroupCandidates(mount: string, containerId: string): s
   return [path.join(mount, 'docker', containerId), path.join(mount, 'system.slice', `docker-${containerId}.scope`)];
 }
 
-/** The last pid of a `NSpid:` line of /proc/<pid>/status: the pid as the process's own namespace sees it. */
-export function innermostPid(status: string): number | null {
+/**
+ * The last pid of a `NSpid:` line of /proc/<pid>/status: the pid as the process's own namespace sees
+ * it; `nested`, the one before (an isolated session's namespace is nested in its container's).
+ */
+export function innermostPid(status: string, nested = false): number | null {
   const m = /^NSpid:\s*([\d\s]+)$/m.exec(status);
   if (!m) return null;
   const pids = m[1].trim().split(/\s+/);
-  return Number(pids[pids.length - 1]);
+  const at = pids.length - (nested ? 2 : 1);
+  return at >= 0 ? Number(pids[at]) : null;
 }
 
 /** Per-session pids cgroups of one container. */
@@ -64,11 +68,12 @@ export class ContainerPids {
 
   /**
    * Moves the process the container sees as `containerPid` (a session's bash, before it started
-   * anything) into the cgroup `name` of this container, made with the session limit on first use.
+   * anything; `nested`: an isolated one, in a pid namespace of its own) into the cgroup `name` of
+   * this container, made with the session limit on first use.
    * Throws when it cannot: the caller decides whether that is fatal.
    */
-  async confine(containerPid: number, name: string): Promise<SessionCgroup> {
-    const hostPid = this.hostPidOf(containerPid);
+  async confine(containerPid: number, name: string, nested = false): Promise<SessionCgroup> {
+    const hostPid = this.hostPidOf(containerPid, nested);
     if (hostPid === null) throw new Error(`process ${containerPid} of the container is not in ${this.dir}`);
     const child = path.join(this.dir, name);
     try {
@@ -87,7 +92,7 @@ export class ContainerPids {
    * Synchronous reads: these files are made by the kernel on read (nothing waits on a disk), and
    * through the thread pool each read cost ~20x the syscalls (~0.4 s of a 1024-session warm-up).
    */
-  private hostPidOf(containerPid: number): number | null {
+  private hostPidOf(containerPid: number, nested: boolean): number | null {
     const procs = fs.readFileSync(path.join(this.dir, 'cgroup.procs'), 'latin1').split('\n').filter(Boolean).map(Number);
     procs.sort((a, b) => b - a);
     for (const pid of procs) {
@@ -97,7 +102,7 @@ export class ContainerPids {
       } catch {
         continue; // exited meanwhile
       }
-      if (innermostPid(status) === containerPid) return pid;
+      if (innermostPid(status, nested) === containerPid) return pid;
     }
     return null;
   }

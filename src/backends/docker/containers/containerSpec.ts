@@ -4,13 +4,15 @@
  */
 import type Dockerode from 'dockerode';
 import type { BrokerConfig } from '../../../config/config';
-import { SPAWNER_SCRIPT } from '../shells/fifoSpawner';
+import { spawnerScript } from '../shells/fifoSpawner';
 import { containerLabels, LABEL_DEPLOYMENT } from './labels';
 
 export type ContainerSpecOptions = Pick<
   BrokerConfig['docker'],
   'image' | 'deployment' | 'cpus' | 'memoryBytes' | 'pidsLimit' | 'networkMode' | 'tmpBytes'
 > & {
+  /** Per-lease isolation (isolation/isolationScript.ts); absent: off. */
+  isolation?: BrokerConfig['docker']['isolation'];
   /** A named pool's environment (BROKER_POOLS): every process in the container gets it. */
   env?: Readonly<Record<string, string>>;
 };
@@ -29,7 +31,7 @@ export function containerCreateOptions(
     Image: options.image,
     // Only bash is required of the image. Its entrypoint spawns shells on the broker's pipes, or
     // (without them) idles reading a stdin that stays open.
-    Entrypoint: ['bash', '-c', SPAWNER_SCRIPT],
+    Entrypoint: ['bash', '-c', spawnerScript(options.isolation)],
     Cmd: [],
     OpenStdin: true,
     Tty: false,
@@ -43,6 +45,8 @@ export function containerCreateOptions(
       Memory: options.memoryBytes,
       PidsLimit: options.pidsLimit,
       NetworkMode: options.networkMode,
+      // Isolation: the spawner mounts each session's root; the sessions' shells drop this capability.
+      CapAdd: options.isolation?.enabled ? ['SYS_ADMIN'] : undefined,
       Binds: bind ? [bind] : undefined,
       Mounts: options.tmpBytes > 0 ? [tmpVolume(options.tmpBytes, options.deployment)] : undefined,
     },

@@ -41,6 +41,12 @@ export interface ChannelRequest {
    * it (a workspace's terminal reports it; a session's shell needs none: 0, the default).
    */
   statusGraceMs?: number;
+  /**
+   * A session's shell in namespaces of its own (isolation/isolationScript.ts), where the container
+   * isolates: `workdir` the lease's working directory id (null: none), `joinPid` a session bash's pid
+   * in the container whose namespaces it shares instead (0: new ones). Absent: a plain bash.
+   */
+  isolated?: { workdirId: string | null; joinPid: number };
 }
 
 /** Opens a bash in one container; each container has one (docker backend: exec or fifo). */

@@ -4,16 +4,19 @@
  * shell (controlShell.ts), using the bash's pid inside the container, learned by a handshake before
  * the session is handed out.
  */
+import fs from 'node:fs';
 import type { ShellListener, ShellProcess, UsageCounters } from '../../../core/ports/backend';
 import type { CgroupUsage } from '../../cgroupCounters';
 import { NO_USAGE } from '../../../core/session/commandFacts';
 import { SHELL_INIT_SCRIPT, ansiCQuote } from '../../../core/session/framing';
 import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, freshInCwd, recycleExecLine, StdoutExpectation } from '../../shellRecycle';
-import type { ChannelOpener, ShellChannel } from './channel';
+import type { ChannelOpener, ChannelRequest, ShellChannel } from './channel';
 import type { ControlShell } from '../control/controlShell';
 import type { SessionCgroup } from '../cgroups/sessionCgroup';
 
 const HANDSHAKE_TIMEOUT_MS = 20_000;
+/** An isolated session's private disk counts as full below this fraction free (a write that failed leaves at most a partial block). */
+const DISK_FULL_FRACTION = 0.005;
 /** How long a recycle waits for bash to take its ^C before writing the exec line (it is due within microseconds). */
 const INTERRUPT_TAKEN_MS = 50;
 /**
@@ -33,6 +36,11 @@ export interface DockerShellOptions {
   /** Extra environment of the bash (the session tag); the container's own comes with it. */
   env: string[];
   tag: string;
+  /**
+   * In namespaces of its own (isolation/isolationScript.ts): the channel request's `isolated`. Such a
+   * shell is never recycled in place: its next lease needs a fresh root, which only a new shell has.
+   */
+  isolated?: ChannelRequest['isolated'];
 }
 
 export class DockerShell implements ShellProcess {
@@ -77,6 +85,7 @@ export class DockerShell implements ShellProcess {
   private async attach(): Promise<void> {
     this.channel = await this.options.openChannel({
       env: this.options.env,
+      isolated: this.options.isolated,
       sink: {
         onData: (stream, chunk) => {
           if (this.expectation.active) this.expectation.feed(stream, chunk);
@@ -86,10 +95,12 @@ export class DockerShell implements ShellProcess {
       },
     });
     // `exec.inspect().Pid` is a host pid, and can be 0 right after start (exec.start resolves before
-    // the process exists); we need bash's own pid, inside the container: it says it itself.
+    // the process exists); we need bash's own pid, inside the container: it says it itself. An
+    // isolated bash is in a pid namespace of its own, nested in the container's, where $$ is its pid:
+    // its setup put its pid in the container in BROKER_SHELL_PID (which the session keeps).
     const m = await this.expectation.wait(
       /\n__bkpid=(\d+) (\S+)\n([\s\S]*)\n__bkend\n/,
-      () => this.write("PS1=;builtin printf '\\n__bkpid=%d %s\\n' $$ \"$BASH\";builtin export -p;builtin printf '\\n__bkend\\n'\n"),
+      () => this.write("PS1=;builtin printf '\\n__bkpid=%d %s\\n' ${BROKER_SHELL_PID:-$$} \"$BASH\";builtin export -p;builtin printf '\\n__bkend\\n'\n"),
       HANDSHAKE_TIMEOUT_MS,
     );
     if (!m) throw new Error('bash in the container did not answer');
@@ -113,7 +124,35 @@ export class DockerShell implements ShellProcess {
   }
 
   usage(resetPeak: boolean): UsageCounters {
-    return this.counters?.read(resetPeak) ?? NO_USAGE;
+    const counters = this.counters?.read(resetPeak) ?? NO_USAGE;
+    // A command's end (no reset): an isolated session's private disk is looked at too.
+    return this.isolated && !resetPeak ? { ...counters, diskFull: this.privateDiskFull() } : counters;
+  }
+
+  /**
+   * Whether the session's tmpfs (its upper layer and /dev, isolationScript.ts) is full: a statfs
+   * through its bash's root from the engine's host, one syscall. Null when that cannot be done (no
+   * host pid known: no session cgroup, or a remote engine).
+   */
+  private privateDiskFull(): boolean | null {
+    const hostPid = this.cgroup?.shellHostPid;
+    if (!hostPid) return null;
+    try {
+      const { bavail, blocks } = fs.statfsSync(`/proc/${hostPid}/root/dev/shm`);
+      return bavail <= blocks * DISK_FULL_FRACTION;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Whether it runs in namespaces of its own (isolation): its pid namespace is nested in the container's. */
+  get isolated(): boolean {
+    return this.options.isolated !== undefined;
+  }
+
+  /** Its bash still runs (as far as the broker knows). */
+  get alive(): boolean {
+    return !this.ended && this.pid > 1;
   }
 
   /** bash's pid inside the container (0 before the handshake). */
@@ -151,7 +190,7 @@ export class DockerShell implements ShellProcess {
    * for one); then close and reopen.
    */
   async recycle(cwd: string, cwdReady: Promise<void> = Promise.resolve()): Promise<boolean> {
-    if (this.ended || this.pid <= 1) return false;
+    if (this.ended || this.pid <= 1 || this.isolated) return false;
     const killed = await this.killForRecycle();
     if (this.ended) return false;
     const nextTag = this.nextTag;

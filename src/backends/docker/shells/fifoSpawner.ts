@@ -23,6 +23,8 @@ import { BackendError, errorMessage } from '../../../common/errors';
 import { type ChannelRequest, type ChannelSink, type ShellChannel, SHELL_CMD } from './channel';
 import { FS_SCRIPT } from '../control/procScripts';
 import type { FifoStock } from './fifoStock';
+import type { IsolationConfig } from '../../../config/isolationConfig';
+import { isolationFunctions } from '../isolation/isolationScript';
 
 
 /** Where the directory appears in the container. */
@@ -42,20 +44,33 @@ const MAX_EVENT_LINE = 256;
  * EXITS (status 254) — the entrypoint gone, the container and every session in it with it. A
  * neighbour's fork burst held at the limit did exactly that in the soak.
  */
-export const SPAWNER_SCRIPT = `${FS_SCRIPT}
+export const SPAWNER_SCRIPT = spawnerScript();
+
+/**
+ * SPAWNER_SCRIPT, or with per-lease isolation (isolation/isolationScript.ts): a request then reads
+ * `<name> <VAR=value> [<workdir id or -> <pid to join or 0>]`, the shell of a request with the last
+ * two starts isolated when the container can, and the announcement says whether it can
+ * (`ready iso` or `ready noiso <why>`).
+ */
+export function spawnerScript(isolation?: IsolationConfig): string {
+  const iso = isolation?.enabled ? isolation : null;
+  const fields = iso ? 'n v w j' : 'n v';
+  const isoCheck = iso ? ' && ( -z $w || ( $w =~ ^(-|[0-9a-z][0-9a-z.-]*)$ && $j =~ ^[0-9]+$ ) )' : '';
+  const shell = iso ? '__bk_shell "$w" "$j"' : SHELL_CMD.join(' ');
+  return `${FS_SCRIPT}${iso ? `\n${isolationFunctions(iso)}` : ''}
 builtin cd /
 d=${FIFO_MOUNT}
 if [[ -p $d/spawn && -p $d/events ]] && exec 3<>"$d/spawn" 4<>"$d/events"; then
   builtin set -m
-  builtin echo ready >&4
-  while builtin read -r n v <&3; do
-    [[ $n =~ ^[0-9a-f]{8,64}$ && $v =~ ^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]*$ ]] || continue
+  builtin echo ${iso ? '"ready $__bk_iso"' : 'ready'} >&4
+  while builtin read -r ${fields} <&3; do
+    [[ $n =~ ^[0-9a-f]{8,64}$ && $v =~ ^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]*$${isoCheck} ]] || continue
     __bk_room || { builtin echo "failed $n 0" >&4; continue; }
     {
       builtin set -m
       exec 3<&- 5<"$d/$n.in" 6<>"$d/$n.out" 7<>"$d/$n.err" || { builtin echo "failed $n 0" >&4; builtin exit 1; }
       builtin export TERM=dumb "$v"
-      ${SHELL_CMD.join(' ')} <&5 >&6 2>&7 4>&- 5<&- 6>&- 7>&- &
+      ${shell} <&5 >&6 2>&7 4>&- 5<&- 6>&- 7>&- &
       p=$!
       exec 5<&- 6>&- 7>&-
       builtin echo "spawned $n $p" >&4
@@ -67,6 +82,7 @@ fi
 exec 3<&- 4>&-
 while builtin read -r _; do :; done
 `;
+}
 
 interface PendingSpawn {
   resolve: (pid: number) => void;
@@ -82,6 +98,8 @@ export class FifoSpawner {
   private readonly pending = new Map<string, PendingSpawn>();
   private readonly channels = new Map<string, FifoChannel>();
   private closed = false;
+  /** What the entrypoint announced of per-lease isolation: `iso`, `noiso <why>`, or '' (not asked for). */
+  private isolationAnnounced = '';
 
   private constructor(
     readonly hostDir: string,
@@ -122,11 +140,21 @@ export class FifoSpawner {
     }
   }
 
+  /** Whether this container starts isolated shells (isolation/isolationScript.ts), as its entrypoint said. */
+  get isolates(): boolean {
+    return this.isolationAnnounced === 'iso';
+  }
+
+  /** Why this container does not isolate its sessions though isolation was asked for; null when it does or it was not asked. */
+  get isolationRefusal(): string | null {
+    return this.isolationAnnounced.startsWith('noiso ') ? this.isolationAnnounced.slice('noiso '.length) : null;
+  }
+
   /** `open` as a ChannelOpener. */
   readonly opener = (request: ChannelRequest): Promise<ShellChannel> => this.open(request);
 
   /** Spawns a bash with `env` (one `NAME=value`, the session tag) and returns its channel. */
-  async open({ env, sink, statusGraceMs = 0 }: ChannelRequest): Promise<ShellChannel> {
+  async open({ env, sink, statusGraceMs = 0, isolated }: ChannelRequest): Promise<ShellChannel> {
     if (this.closed || !this.spawnSocket) throw new BackendError('the container is being removed');
     const assignment = env.find((e) => !e.startsWith('TERM=')) ?? 'BROKER_SESSION_TAG=';
     if (!/^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]*$/.test(assignment)) throw new BackendError(`unsupported environment ${assignment}`);
@@ -145,7 +173,8 @@ export class FifoSpawner {
         }, SPAWN_TIMEOUT_MS);
         this.pending.set(name, { resolve, reject, timer });
       });
-      this.spawnSocket.write(`${name} ${assignment}\n`);
+      const isolation = isolated && this.isolates ? ` ${isolated.workdirId ?? '-'} ${isolated.joinPid}` : '';
+      this.spawnSocket.write(`${name} ${assignment}${isolation}\n`);
       await spawned;
       // bash holds the write ends now: read-only opens see EOF only once bash and everything that
       // inherited its output are gone, as a pipe would.
@@ -190,7 +219,10 @@ export class FifoSpawner {
   }
 
   private onEvent(line: string): void {
-    if (line === 'ready') return this.readyWaiter?.();
+    if (line === 'ready' || line.startsWith('ready ')) {
+      this.isolationAnnounced = line.slice('ready '.length);
+      return this.readyWaiter?.();
+    }
     const m = /^(spawned|failed|exit) ([0-9a-f]+) (\d+)(?: (\d+))?$/.exec(line);
     if (!m) return;
     if (m[1] !== 'exit') {

@@ -1,0 +1,83 @@
+/**
+ * Which of the backend's containers isolate their sessions (isolationScript.ts), and what each
+ * session shell's spawn asks for: its lease's working directory, or, for an extra shell of a
+ * session (execd's), the namespaces of that session's bash. A container that cannot isolate (no
+ * pipes, an image without the tools, an engine that refuses the mounts) serves its sessions
+ * unisolated, and says so loudly: in the log once per reason, and in /health.
+ */
+import type { IsolationConfig } from '../../../config/isolationConfig';
+import type { ContainerRef, IsolationReport, OpenShellOptions } from '../../../core/ports/backend';
+import { logger } from '../../../common/logger';
+import type { ChannelRequest } from '../shells/channel';
+import type { FifoSpawner } from '../shells/fifoSpawner';
+
+/** A lease's working directory (sessionWorkdir): the only directory bound into a session from its container. */
+const WORKDIR = /^\/tmp\/s\/([0-9a-z][0-9a-z.-]*)\/?$/;
+
+/** What a session's own shell must tell of itself for its extra shells to join it. */
+export interface IsolatedShell {
+  readonly containerPid: number;
+  readonly alive: boolean;
+}
+
+export class SessionIsolation {
+  /** Per container: whether it isolates. */
+  private readonly containers = new Map<string, boolean>();
+  /** `<container id>/<slot id>` → the session shell of that slot, while it is its newest. */
+  private readonly shells = new Map<string, IsolatedShell>();
+  private readonly refusalsLogged = new Set<string>();
+  private lastRefusal: string | null = null;
+
+  constructor(private readonly config: IsolationConfig) {}
+
+  /** Records whether a connected container isolates its sessions; logs why not, once per reason. */
+  check(ref: ContainerRef, spawner: FifoSpawner | null): boolean {
+    if (!this.config.enabled) return false;
+    const refusal = spawner ? spawner.isolationRefusal : 'it needs the pipe transport (the engine on this host), and this container uses docker exec';
+    const isolates = spawner?.isolates === true;
+    this.containers.set(ref.id, isolates);
+    if (!isolates) {
+      const why = refusal ?? 'its entrypoint did not say';
+      this.lastRefusal = why;
+      if (!this.refusalsLogged.has(why)) {
+        this.refusalsLogged.add(why);
+        logger.error({ container: ref.name, reason: why }, 'SESSIONS ARE NOT ISOLATED: BROKER_SESSION_ISOLATION is on, but this container cannot give its sessions filesystems of their own; they share its files, as with isolation off');
+      }
+    }
+    return isolates;
+  }
+
+  /** The spawn's `isolated` for a shell of an isolating container. */
+  request(containerId: string, options: OpenShellOptions): NonNullable<ChannelRequest['isolated']> {
+    if (options.companionOf !== undefined) {
+      const owner = this.shells.get(`${containerId}/${options.companionOf}`);
+      // A session whose shell is gone has no view to join: the extra shell gets a fresh one.
+      return { workdirId: null, joinPid: owner?.alive ? owner.containerPid : 0 };
+    }
+    const m = options.workdir === undefined ? null : WORKDIR.exec(options.workdir);
+    return { workdirId: m ? m[1] : null, joinPid: 0 };
+  }
+
+  /** A session's own shell opened isolated: its slot's extra shells join it from now on. */
+  opened(containerId: string, options: OpenShellOptions, shell: IsolatedShell): void {
+    if (options.companionOf === undefined) this.shells.set(`${containerId}/${options.slotId}`, shell);
+  }
+
+  forget(containerId: string): void {
+    this.containers.delete(containerId);
+    for (const key of this.shells.keys()) if (key.startsWith(`${containerId}/`)) this.shells.delete(key);
+  }
+
+  status(): IsolationReport {
+    let isolated = 0;
+    for (const isolates of this.containers.values()) if (isolates) isolated++;
+    return {
+      enabled: this.config.enabled,
+      isolatedContainers: isolated,
+      unisolatedContainers: this.containers.size - isolated,
+      refusal: this.containers.size > isolated ? this.lastRefusal : null,
+      diskBytesPerSession: this.config.diskBytes,
+      sharedPaths: this.config.sharedPaths,
+    };
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * Per-lease filesystem isolation of the docker backend's sessions (BROKER_SESSION_ISOLATION,
+ * BROKER_SESSION_DISK_BYTES, BROKER_SESSION_SHARED_PATHS): each session's bash sees an overlay of its
+ * container's root with a private upper layer, dropped at release (docs/isolation.md).
+ */
+import { bytes, ConfigError, flag, type Env } from './envValues';
+
+export interface IsolationConfig {
+  /** Each session in a mount namespace of its own over its container's root (docker; BROKER_SESSION_ISOLATION=1). */
+  enabled: boolean;
+  /** BROKER_SESSION_ISOLATION was set: the local backend, which cannot isolate, says so only then. */
+  asked: boolean;
+  /** The size of each session's private tmpfs (its upper layer, /dev/shm), bytes: past it, ENOSPC. */
+  diskBytes: number;
+  /** Container paths every session of the container shares on purpose (a package cache); none by default. */
+  sharedPaths: string[];
+}
+
+/** Paths a session must never share: its own view of the kernel, its devices, the working directories. */
+const NOT_SHARABLE = /^\/(proc|sys|dev|tmp\/s)(\/|$)/;
+
+/**
+ * `containerMemoryBytes`: a session's tmpfs pages are charged to its container's memory, so its size
+ * is held to half of it (a quarter by default, at most 1 GiB): past it the session's writes get
+ * ENOSPC before the OOM killer picks one of the container's processes.
+ */
+export function loadIsolationConfig(env: Env, containerMemoryBytes = 1024 ** 3): IsolationConfig {
+  const sharedPaths = (env.BROKER_SESSION_SHARED_PATHS ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
+  for (const p of sharedPaths) {
+    // Written into the container's mount table as is: no spaces, no '..', nothing a shell would read.
+    if (!/^(\/[A-Za-z0-9_.-]+)+$/.test(p) || p.split('/').includes('..') || NOT_SHARABLE.test(p)) {
+      throw new ConfigError(`BROKER_SESSION_SHARED_PATHS: '${p}' must be an absolute path of letters, digits, '_', '.' and '-', not '/', nor under /proc, /sys, /dev or /tmp/s`);
+    }
+  }
+  const diskBytes = bytes(env, 'BROKER_SESSION_DISK_BYTES', Math.min(1024 ** 3, Math.floor(containerMemoryBytes / 4)), { minBytes: 1024 * 1024 });
+  if (diskBytes > containerMemoryBytes / 2) {
+    throw new ConfigError(`BROKER_SESSION_DISK_BYTES must be at most half of BROKER_CONTAINER_MEMORY (${containerMemoryBytes} bytes): a session's files are charged to its container's memory`);
+  }
+  const asked = (env.BROKER_SESSION_ISOLATION ?? '').trim() !== '';
+  return { enabled: flag(env, 'BROKER_SESSION_ISOLATION', false), asked, diskBytes, sharedPaths };
+}

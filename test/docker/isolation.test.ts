@@ -1,0 +1,226 @@
+/**
+ * Per-lease filesystem isolation (src/backends/docker/isolation/): a lease's writes anywhere are its
+ * own. Lease 2 of a slot sees the image as it is, whatever lease 1 wrote, edited, deleted or lowered;
+ * two sessions of one container never see each other's writes; a session's private disk is capped
+ * (ENOSPC, and its neighbours go on); the usual ways out of a mount namespace fail.
+ * The image is bash-broker-test (busybox with util-linux's setpriv): /etc/passwd and /bin/busybox
+ * are files it ships, /usr/local/bin a directory it ships empty, /bin one it ships with content.
+ * One container of one session pins lease 2 to lease 1's slot; no timing is asserted.
+ */
+import Dockerode from 'dockerode';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { request } from 'undici';
+import { eventually, startTestBroker, type Health, type TestBroker, testDeployment } from '../helpers/broker';
+import { describeDocker } from '../helpers/dockerSuite';
+import { labelledContainers, poolContainerIds, removeLabelledContainers } from '../helpers/dockerFaults';
+
+const LONG = 120_000;
+jest.setTimeout(300_000);
+const docker = new Dockerode();
+
+/** Lease 1's writes: every place a later lease or a sibling could find them. */
+const WRITES = [
+  'echo mine >/tmp/x',
+  'echo mine >$HOME/x',
+  'echo mine >/etc/x',
+  'echo mine >/usr/local/bin/x',
+  'mkdir -p /opt && echo mine >/opt/x',
+  'echo mine >/dev/shm/x',
+  'echo mine >/var/tmp/x',
+  'echo mine >/bin/x',
+  'echo "intruder:x:0:0::/:/bin/sh" >>/etc/passwd',
+  'cp /etc/group /etc/group.bak && rm /etc/group',
+].join(' && ');
+/** What the next lease (or a sibling) sees of those places: the image's own content. */
+const LOOK = 'for f in /tmp/x $HOME/x /etc/x /usr/local/bin/x /opt/x /dev/shm/x /var/tmp/x /bin/x /etc/group.bak; do [ -e $f ] && echo "found $f"; done; grep -c intruder /etc/passwd; [ -f /etc/group ] && echo group-kept; ulimit -n';
+
+/** Host processes whose mount table holds a session's tmpfs or overlay (isolationScript.ts names them). */
+function hostProcessesWithSessionMounts(): number[] {
+  const found: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const table = fs.readFileSync(path.join('/proc', entry, 'mountinfo'), 'latin1');
+      if (/ - (tmpfs bkr-session|overlay bkr-root) /.test(table)) found.push(Number(entry));
+    } catch {
+      /* gone meanwhile, or not ours to read */
+    }
+  }
+  return found;
+}
+
+describeDocker('docker per-lease filesystem isolation', () => {
+  let tb: TestBroker | null = null;
+  let child: ChildProcess | null = null;
+  const deployment = testDeployment(`isolation-${process.pid}`);
+
+  afterEach(async () => {
+    await tb?.close().catch(() => undefined);
+    tb = null;
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    child = null;
+  });
+
+  afterAll(async () => {
+    await removeLabelledContainers(docker, deployment);
+  });
+
+  it('lease 2 of a slot sees the image, none of lease 1 (files anywhere, edits, deletions, ulimit)', async () => {
+    const b = (tb = await startTestBroker({ BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_SESSION_ISOLATION: '1' }));
+    await b.waitAllAvailable(LONG);
+    // Said in /health: every container isolates.
+    expect((await b.get('/health')).json.isolation).toMatchObject({ enabled: true, isolated_containers: 1, unisolated_containers: 0, refusal: null });
+    const first = await b.acquire();
+    const before = await b.exec(first, LOOK);
+    expect(before).toMatchObject({ stdout: expect.stringMatching(/^0\ngroup-kept\n\d+\n$/), return_code: 0 });
+    const openFiles = before.stdout.trim().split('\n').pop();
+    const wrote = await b.exec(first, `${WRITES} && ulimit -n 64 && echo wrote`);
+    expect(wrote).toMatchObject({ stdout: 'wrote\n', return_code: 0 });
+    expect((await b.exec(first, LOOK)).stdout).toContain('found /etc/x');
+    await b.release(first);
+    await b.waitAllAvailable(LONG);
+    const second = await b.acquire();
+    expect(await b.exec(second, LOOK)).toMatchObject({ stdout: `0\ngroup-kept\n${openFiles}\n`, stderr: '', return_code: 0 });
+    await b.release(second);
+  });
+
+  it("siblings at once: two sessions of one container writing the same paths each see only their own", async () => {
+    const b = (tb = await startTestBroker({ BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2', BROKER_SESSION_ISOLATION: '1' }));
+    await b.waitAllAvailable(LONG);
+    const ids = [await b.acquire(), await b.acquire()];
+    const paths = '/tmp/same /etc/same /root/same /dev/shm/same /var/tmp/same /bin/same';
+    for (const [i, id] of ids.entries()) {
+      expect(await b.exec(id, `for f in ${paths}; do echo from-${i} >$f; done; echo from-${i} >>/etc/passwd; echo ok`)).toMatchObject({ stdout: 'ok\n', return_code: 0 });
+    }
+    for (const [i, id] of ids.entries()) {
+      const seen = await b.exec(id, `cat ${paths}; grep -c from- /etc/passwd; ls /proc | grep -c '^[0-9]'`);
+      // Its own six files, one line of its own in /etc/passwd, and only its own processes (init, bash, ls, grep).
+      expect(seen.stdout).toBe(`${`from-${i}\n`.repeat(6)}1\n4\n`);
+    }
+    for (const id of ids) await b.release(id);
+  });
+
+  it('a full private disk: ENOSPC for that session (and disk_full in its facts), its sibling goes on', async () => {
+    const b = (tb = await startTestBroker({ BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2', BROKER_SESSION_ISOLATION: '1', BROKER_SESSION_DISK_BYTES: '16m' }));
+    await b.waitAllAvailable(LONG);
+    const [filler, sibling] = [await b.acquire(), await b.acquire()];
+    const full = await b.execFull(filler, 'head -c 67108864 /dev/zero | cat >/root/big', 60);
+    expect(full).toMatchObject({ status: 'Failed', return_code: 1, disk_full: true });
+    expect(full.stderr).toMatch(/No space left on device/);
+    // /dev/shm is within the same size; the session itself goes on.
+    expect((await b.exec(filler, 'echo x >/dev/shm/more || echo refused; X=1; echo after $X')).stdout).toMatch(/refused\nafter 1\n$/);
+    const fine = await b.execFull(sibling, 'head -c 8388608 /dev/zero | cat >/root/eight && wc -c </root/eight', 60);
+    expect(fine).toMatchObject({ stdout: '8388608\n', return_code: 0, disk_full: false });
+    await b.release(filler);
+    await b.release(sibling);
+    // The slot's next lease has its whole disk again.
+    await b.waitAllAvailable(LONG);
+    const next = await b.acquire();
+    expect(await b.exec(next, '[ -e /root/big ] && echo left; head -c 8388608 /dev/zero | cat >/root/again && echo wrote')).toMatchObject({ stdout: 'wrote\n', return_code: 0 });
+    await b.release(next);
+  });
+
+  it('escape attempts fail: umount, mount, chroot .., nsenter, /proc/<pid>/root of its init and of a sibling', async () => {
+    const b = (tb = await startTestBroker({ BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2', BROKER_SESSION_ISOLATION: '1' }));
+    await b.waitAllAvailable(LONG);
+    const [attacker, victim] = [await b.acquire(), await b.acquire()];
+    const [containerId] = poolContainerIds(b);
+    // A file only the victim has: the attacker looks for it through every pid it can name.
+    expect((await b.exec(victim, 'echo marker >/root/victim-only; echo ok')).stdout).toBe('ok\n');
+    const attempts = [
+      'umount /proc 2>/dev/null && echo umount-proc',
+      'umount -l / 2>/dev/null && echo umount-root',
+      'mount -t tmpfs x /mnt 2>/dev/null && echo mounted',
+      'mount --bind / /mnt 2>/dev/null && echo bound',
+      'mount -o remount,rw /sys 2>/dev/null && echo remounted',
+      // The container's own /dev holds the isolation's template: a root that shows it is the container's.
+      'cd / && chroot .. /bin/sh -c "[ -e /dev/.bkr-iso ] && echo chroot-escaped"',
+      'cd / && chroot .. /bin/sh -c "cd ../../..; [ -e /dev/.bkr-iso ] && echo climbed"',
+      'nsenter -t 1 -m true 2>/dev/null && echo nsenter-init',
+      'nsenter -t 1 -m -p true 2>/dev/null && echo nsenter-pid',
+      '[ -e /proc/1/root/dev/.bkr-iso ] && echo init-root',
+      'echo x >/proc/1/root/tmp/pwned 2>/dev/null && echo wrote-init-root',
+      'for p in $(seq 1 2000); do [ -e /proc/$p/root/root/victim-only ] && echo "victim-root $p"; echo x >/proc/$p/root/tmp/pwned 2>/dev/null; done; true',
+      'echo 1 >/proc/sysrq-trigger 2>/dev/null && echo sysrq',
+      'grep -q "^CapBnd:.*" /proc/self/status && echo checked',
+    ];
+    const r = await b.exec(attacker, attempts.join('\n'), 120);
+    expect(r.stdout).toBe('checked\n');
+    // The capability is gone from the bounding set: nothing the session starts can have it back.
+    const bounding = (await b.exec(attacker, "sed -n 's/^CapBnd:\\s*//p' /proc/self/status")).stdout.trim();
+    expect(BigInt(`0x${bounding}`) & (1n << 21n)).toBe(0n);
+    // Nothing reached the victim, nor the container's own filesystem.
+    expect((await b.exec(victim, '[ -e /tmp/pwned ] && echo pwned; cat /root/victim-only')).stdout).toBe('marker\n');
+    const outside = await docker.getContainer(containerId).exec({ Cmd: ['sh', '-c', '[ -e /tmp/pwned ] && echo pwned; [ -e /root/victim-only ] && echo leaked; echo checked'], AttachStdout: true, AttachStderr: true });
+    const stream = await outside.start({});
+    const out = await new Promise<string>((resolve) => {
+      let text = '';
+      stream.on('data', (c: Buffer) => (text += c.toString('latin1')));
+      stream.on('end', () => resolve(text));
+    });
+    expect(out).toContain('checked');
+    expect(out).not.toMatch(/pwned|leaked/);
+    await b.release(attacker);
+    await b.release(victim);
+  });
+
+  it('a broker SIGKILLed with live sessions: the next one sweeps, and no session mount or upper layer is left', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const server = net.createServer();
+      server.listen(0, '127.0.0.1', () => {
+        const { port: p } = server.address() as net.AddressInfo;
+        server.close(() => resolve(p));
+      });
+    });
+    const proc = (child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/index.ts'], {
+      cwd: path.resolve(__dirname, '../..'),
+      env: {
+        ...process.env,
+        BROKER_BACKEND: 'docker',
+        BROKER_IMAGE: process.env.BROKER_IMAGE ?? 'bash-broker-test:latest',
+        BROKER_DEPLOYMENT: deployment,
+        BROKER_CONTAINERS: '1',
+        BROKER_SESSIONS_PER_CONTAINER: '2',
+        BROKER_SESSION_ISOLATION: '1',
+        BROKER_LOG_LEVEL: 'warn',
+        HOST: '127.0.0.1',
+        PORT: String(port),
+      },
+      stdio: ['ignore', 'ignore', 'ignore'],
+    }));
+    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    await eventually(
+      async () => {
+        try {
+          const h = JSON.parse(await (await request(`http://127.0.0.1:${port}/health`)).body.text()) as Health;
+          return h.status === 'healthy' && h.available_sessions === 2;
+        } catch {
+          return false;
+        }
+      },
+      LONG,
+      'broker A healthy',
+    );
+    for (let i = 0; i < 2; i++) {
+      const acquired = await request(`http://127.0.0.1:${port}/session/acquire`, { method: 'POST', body: '{}' });
+      const { session_id: id } = (await acquired.body.json()) as { session_id: string };
+      const wrote = await request(`http://127.0.0.1:${port}/session/${id}/execute`, { method: 'POST', body: JSON.stringify({ command: 'echo left >/etc/left; sleep 3600 &' }) });
+      expect(wrote.statusCode).toBe(200);
+      await wrote.body.text();
+    }
+    expect(hostProcessesWithSessionMounts().length).toBeGreaterThan(0);
+    proc.kill('SIGKILL');
+    await exited;
+    expect((await labelledContainers(docker, deployment)).length).toBe(1);
+    // The next broker of the deployment (isolation off: none of its own) sweeps what A left.
+    const b = (tb = await startTestBroker({ BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_SESSION_ISOLATION: '0' }));
+    await b.waitAllAvailable(LONG);
+    expect(hostProcessesWithSessionMounts()).toEqual([]);
+    const id = await b.acquire();
+    expect((await b.exec(id, '[ -e /etc/left ] && echo left; echo clean')).stdout).toBe('clean\n');
+    await b.release(id);
+  });
+});
