@@ -23,6 +23,20 @@ export interface Match<R> {
   params: Record<string, string>;
 }
 
+/**
+ * A route matched the path but one of its parameters is no valid percent-encoding: refused (a 400)
+ * in the format of the router that declared the route, as its other refusals are, even where another
+ * router owns the path's prefix (task sandboxes under /sandboxes, which execd's prefix names).
+ */
+export class BadParamEncodingError extends Error {
+  constructor(
+    readonly refusal: BadRequestError,
+    readonly router: Router,
+  ) {
+    super(refusal.message);
+  }
+}
+
 export class RouteTable<R extends { path: string }> {
   /** key (method, or '' for upgrades) -> first segment -> routes, literal patterns first. */
   private readonly buckets = new Map<string, Map<string, Compiled<R>[]>>();
@@ -46,7 +60,7 @@ export class RouteTable<R extends { path: string }> {
     byFirst.set(first, bucket);
   }
 
-  /** `path` without its query string and trailing slash. Throws BadRequestError on a bad percent-encoding. */
+  /** `path` without its query string and trailing slash. Throws BadParamEncodingError on a bad percent-encoding. */
   match(key: string, path: string): Match<R> | null {
     const byFirst = this.buckets.get(key);
     if (!byFirst) return null;
@@ -62,7 +76,11 @@ function find<R>(bucket: Compiled<R>[] | undefined, path: string): Match<R> | nu
     const m = c.regex.exec(path);
     if (!m) continue;
     const params: Record<string, string> = {};
-    for (let i = 0; i < c.paramNames.length; i++) params[c.paramNames[i]] = decodeParam(c.paramNames[i], m[i + 1] ?? '');
+    try {
+      for (let i = 0; i < c.paramNames.length; i++) params[c.paramNames[i]] = decodeParam(c.paramNames[i], m[i + 1] ?? '');
+    } catch (err) {
+      throw new BadParamEncodingError(err as BadRequestError, c.router);
+    }
     return { route: c.route, router: c.router, params };
   }
   return null;

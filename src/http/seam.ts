@@ -18,7 +18,7 @@ import { readJsonBody } from './body';
 import { sendErrorReply, sendErrorReplyOnSocket } from './httpJson';
 import { UnauthorizedError, type Authorize } from './auth';
 import type { ErrorFormat } from './errorFormats';
-import { RouteTable, formatForPath, splitTarget, type Match } from './routeTable';
+import { BadParamEncodingError, RouteTable, formatForPath, splitTarget, type Match } from './routeTable';
 import type { Route, Router, UpgradeRoute } from './router';
 import { WebSocketUpgrades } from './webSockets';
 
@@ -76,7 +76,9 @@ export class HttpSeam {
       // HEAD is GET without a body (Node leaves the body out of the answer).
       match = this.routes.match(method, path) ?? (method === 'HEAD' ? this.routes.match('GET', path) : null);
     } catch (err) {
-      return this.refuse(req, res, path, err); // a bad percent-encoding in a parameter
+      // a bad percent-encoding in a parameter, in the format of the route's own router
+      const bad = err as BadParamEncodingError;
+      return this.refuse(req, res, path, bad.refusal, bad.router.errors);
     }
     if (!match) return this.refuse(req, res, path, null);
     this.run(match, req, res, query).catch((err) => sendErrorReply(res, match.router.errors.reply(err, `${method} ${path}`)));
@@ -89,9 +91,11 @@ export class HttpSeam {
     await route.handle({ req, res, params, body, query });
   }
 
-  /** No route: a 401 for a client without the token (the route table is not for strangers), else `err` or a 404. */
-  private refuse(req: IncomingMessage, res: ServerResponse, path: string, err: unknown): void {
-    const format = formatForPath(this.routers, path, this.options.defaultErrors);
+  /**
+   * No route: a 401 for a client without the token (the route table is not for strangers), else `err`
+   * or a 404, in `format`, or else that of the router owning the path's prefix.
+   */
+  private refuse(req: IncomingMessage, res: ServerResponse, path: string, err: unknown, format = formatForPath(this.routers, path, this.options.defaultErrors)): void {
     const reason = !this.options.authorize(req) ? new UnauthorizedError() : (err ?? new RouteNotFoundError(req.method ?? '', rawPath(req.url)));
     sendErrorReply(res, format.reply(reason, `${req.method} ${path}`));
   }
@@ -105,8 +109,10 @@ export class HttpSeam {
     try {
       match = this.upgrades.match(UPGRADE, path);
     } catch (err) {
-      // A bad percent-encoding in a parameter: refused like an unknown route, the token checked first.
-      return sendErrorReplyOnSocket(socket, format.reply(this.options.authorize(req) ? err : new UnauthorizedError(), where));
+      // A bad percent-encoding in a parameter: refused like an unknown route, the token checked first,
+      // in the format of the route's own router.
+      const bad = err as BadParamEncodingError;
+      return sendErrorReplyOnSocket(socket, bad.router.errors.reply(this.options.authorize(req) ? bad.refusal : new UnauthorizedError(), where));
     }
     try {
       if (match) format = match.router.errors;

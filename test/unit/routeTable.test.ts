@@ -1,5 +1,5 @@
 /** Route matching: literal segments before parameters, one trailing slash and the query ignored, parameters decoded. */
-import { RouteTable, formatForPath, splitTarget } from '../../src/http/routeTable';
+import { BadParamEncodingError, RouteTable, formatForPath, splitTarget } from '../../src/http/routeTable';
 import { openSandboxErrorFormat, poolErrorFormat } from '../../src/http/errorFormats';
 import { BadRequestError } from '../../src/common/errors';
 import type { Router } from '../../src/http/router';
@@ -27,6 +27,21 @@ describe('RouteTable', () => {
     const t = table('/session/:sessionId/run');
     expect(t.match('GET', '/session/a%2Fb/run')?.params).toEqual({ sessionId: 'a/b' });
     expect(() => t.match('GET', '/session/%E0%A4/run')).toThrow(new BadRequestError("session id '%E0%A4' is not valid percent-encoding"));
+  });
+
+  it("names the router of the route a bad parameter matched, whose format refuses it (not the prefix owner's)", () => {
+    const t = new RouteTable<{ path: string }>();
+    const tasks = router('tasks');
+    t.add('POST', { path: '/sandboxes/:id/abort' }, tasks);
+    let thrown: unknown;
+    try {
+      t.match('POST', '/sandboxes/%zz/abort');
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(BadParamEncodingError);
+    expect((thrown as BadParamEncodingError).router).toBe(tasks);
+    expect((thrown as BadParamEncodingError).refusal).toEqual(new BadRequestError("id '%zz' is not valid percent-encoding"));
   });
 
   it('matches the root', () => {

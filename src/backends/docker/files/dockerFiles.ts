@@ -62,16 +62,32 @@ export class DockerFiles extends DockerExecdFiles implements FileAccess {
     }
   }
 
-  /** The path's stat after its symlinks (null: missing), each hop checked against `root`. */
+  /**
+   * The path's stat after its symlinks (null: missing), each hop checked against `root`. Every
+   * component is followed in turn, not the last alone: the engine resolves a link among the
+   * ancestors itself (`up` -> `..` makes `up/file` a file beside the directory), so a link anywhere
+   * in the path is resolved here first and its target walked again from the root.
+   */
   private async follow(container: Dockerode.Container, root: string, target: string): Promise<{ real: string; stat: PathStat | null }> {
-    let at = target;
-    for (let hop = 0; hop < MAX_SYMLINK_HOPS; hop++) {
-      const stat = await statPath(container, at);
-      if (!stat || !hasBit(stat.mode, MODE_SYMLINK)) return { real: at, stat };
-      at = path.posix.resolve(path.posix.dirname(at), stat.linkTarget);
-      if (!at.startsWith(`${root}/`)) throw new ForbiddenError(`${target} leads outside the workspace directory`);
+    let real = root; // resolved so far: no link in it
+    let rest = path.posix.relative(root, target).split('/');
+    let stat: PathStat | null = null;
+    for (let hops = 0; rest.length > 0; ) {
+      const at = path.posix.join(real, rest[0]);
+      stat = await statPath(container, at);
+      if (!stat) return { real: path.posix.join(at, ...rest.slice(1)), stat: null };
+      if (!hasBit(stat.mode, MODE_SYMLINK)) {
+        real = at;
+        rest = rest.slice(1);
+        continue;
+      }
+      if (++hops > MAX_SYMLINK_HOPS) throw new ForbiddenError(`${target}: too many symlinks`);
+      const next = path.posix.resolve(real, stat.linkTarget);
+      if (!next.startsWith(`${root}/`)) throw new ForbiddenError(`${target} leads outside the workspace directory`);
+      rest = [...path.posix.relative(root, next).split('/'), ...rest.slice(1)];
+      real = root;
     }
-    throw new ForbiddenError(`${target}: too many symlinks`);
+    return { real, stat };
   }
 }
 
