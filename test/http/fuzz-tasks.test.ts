@@ -1,6 +1,6 @@
 /**
  * Task sandboxes fuzzed (Docker only: on the local backend their routes answer 501), with
- * BROKER_TOKEN set, from their declared routes (taskRoutes.openapi.ts, with the checks taskInput.ts
+ * BROKER_TOKEN set, from their declared routes (taskContract.ts, with the checks taskInput.ts
  * adds): create and prompt bodies broken in one field, with unknown fields, or no JSON object; bad
  * stream cursors (query and Last-Event-ID); ids no task has on every route; bodies past
  * BROKER_MAX_BODY_BYTES and no token; and a stream reconnected with a cursor from the future, which
@@ -12,9 +12,12 @@ import { request } from 'undici';
 import { testBackend, type TestBroker } from '../helpers/broker';
 import { taskFixture, type TaskFixture } from '../helpers/taskSuite';
 import { SseReader } from '../helpers/taskStreams';
-import { TASK_API_DOC } from '../../src/api/tasks/taskRoutes.openapi';
+import { apiDocOf } from '../../src/http/contract';
+import { TASK_CONTRACT } from '../../src/api/tasks/taskContract';
 import { badSegment, invalidBody, nastyUrlText, notJsonBody, type Schema } from '../helpers/fuzzInputs';
 import { endFuzz, FuzzReport, fuzzParams, fuzzTarget, jsonHeaders, refused, type FuzzTarget } from '../helpers/fuzzHarness';
+
+const TASK_API_DOC = apiDocOf(TASK_CONTRACT);
 
 const RUNS = 15;
 const TOKEN = 'fuzz-tasks-token';
