@@ -6,7 +6,13 @@
  */
 import type { SoakHttp } from './http';
 import { openLoop } from './openLoop';
-import { summarize } from '../lib/stats';
+import { sleep, summarize } from '../lib/stats';
+
+/**
+ * A step above capacity queues acquires up to the broker's acquire timeout and beyond: once its
+ * arrivals are over, what is still open after this long is cut (those episodes count as errors).
+ */
+const STEP_GRACE_MS = 20_000;
 import type { LatencySummary } from '../protocol';
 
 /**
@@ -61,7 +67,7 @@ export async function measureCapacity(http: SoakHttp, plan: CapacityPlan, log: (
   for (let s = 0; s < plan.maxSteps; s++) {
     const latencies: number[] = [];
     let errors = 0;
-    const episodes = await openLoop(rate, plan.stepS * 1000, plan.seed + s, async (i) => {
+    const arrivals = openLoop(rate, plan.stepS * 1000, plan.seed + s, async (i) => {
       const t0 = performance.now();
       try {
         await plainEpisode(http, `c${s}x${i}`);
@@ -70,6 +76,9 @@ export async function measureCapacity(http: SoakHttp, plan: CapacityPlan, log: (
         errors++;
       }
     });
+    const ended = await Promise.race([arrivals.then(() => true), sleep(plan.stepS * 1000 + STEP_GRACE_MS).then(() => false)]);
+    if (!ended) http.cutAll();
+    const episodes = await arrivals;
     const latencyMs = summarize(latencies);
     const met = errors <= CAPACITY_TARGETS.errors && latencyMs.p50 <= CAPACITY_TARGETS.p50Ms && latencyMs.p99 <= CAPACITY_TARGETS.p99Ms;
     steps.push({ rateHz: rate, episodes, errors, latencyMs, met });
