@@ -49,7 +49,7 @@ function sizedSection(r: SoakResults): string[] {
     '## Capacity',
     '',
     `Open-loop Poisson arrivals of a plain episode (acquire, 3 x \`echo\`, release), stepped up by 1.5x; a step meets the targets with episode p50 <= ${s.capacity.targets.p50Ms} ms, p99 <= ${s.capacity.targets.p99Ms} ms and no wrong answer. ` +
-      `Capacity: **${s.capacity.rateHz.toFixed(1)} episodes/s**; the mix ran at ${s.loadRateHz.toFixed(1)} arrivals/s (70%), ${s.arrivals} arrivals.`,
+      `Capacity: **${s.capacity.rateHz.toFixed(1)} episodes/s**; the mix ran at ${s.loadRateHz.toFixed(1)} arrivals/s (70%, an arrival of the mix weighing 2 plain episodes), ${s.arrivals} arrivals.`,
     '',
     '| rate /s | episodes | p50 ms | p99 ms | errors | targets |',
     '| ---: | ---: | ---: | ---: | ---: | --- |',

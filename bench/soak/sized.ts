@@ -11,11 +11,31 @@ import type { SoakPlan } from './plan';
 import type { ReclaimWatch } from './reclaimWatch';
 import type { Check } from './report';
 import type { Tally, TallySummary } from './tally';
-import { nowMs } from '../lib/stats';
+import { nowMs, sleep } from '../lib/stats';
+
+/**
+ * After a phase's arrivals stop, its episodes may finish for `drainS`; what is still open then is cut
+ * (an episode cut there counts as 'cut at the end of the drain'), so every phase ends.
+ */
+async function drained(http: SoakHttp, arrivals: Promise<number>, durationS: number, drainS: number, log: (line: string) => void): Promise<number> {
+  const ended = await Promise.race([arrivals.then(() => true), sleep((durationS + drainS) * 1000).then(() => false)]);
+  if (!ended) {
+    log('drain bound reached: cutting the requests still open');
+    http.cutAll();
+  }
+  return arrivals;
+}
 
 export const LOAD_SHARE = 0.7;
 export const OVERLOAD_SHARE = 1.5;
 const RECOVERY_SHARE = 0.5;
+/**
+ * A pool episode of the mix costs about twice a plain one: ~9 requests against 5 (a check on the
+ * fresh lease, 1-8 steps of 1-3 requests each, floods of up to 3 MiB), and its timeouts hold the
+ * session for up to 2 s. Its arrivals are counted at that weight, so "70% of capacity" means 70% of
+ * the plain episodes' work, not 70% of their count.
+ */
+export const MIX_COST = 2;
 
 export interface SizedResults {
   capacity: Capacity;
@@ -37,21 +57,23 @@ export async function runSized(
 ): Promise<SizedResults> {
   const capacity = await measureCapacity(http, { startHz: 1, factor: 1.5, stepS: plan.capacityStepS, maxSteps: 14, seed: plan.seed }, log);
   log(`capacity: ${capacity.rateHz.toFixed(1)} episodes/s${capacity.met ? '' : ' (no step met the targets)'}`);
-  const loadRateHz = LOAD_SHARE * capacity.rateHz;
+  const loadRateHz = (LOAD_SHARE * capacity.rateHz) / MIX_COST;
   const prober = setInterval(() => void reclaims.probeDue(), 1000);
   try {
     marks.loadStarted();
     const t0 = nowMs();
     log(`mixed load: ${loadRateHz.toFixed(1)} arrivals/s for ${plan.durationS} s`);
-    const arrivals = await runMixed(http, tally, reclaims, facade, { rateHz: loadRateHz, durationMs: plan.durationS * 1000, seed: plan.seed, episode, warmSlots: plan.warmSlots });
+    const mixed = runMixed(http, tally, reclaims, facade, { rateHz: loadRateHz, durationMs: plan.durationS * 1000, seed: plan.seed, episode, warmSlots: plan.warmSlots });
+    const arrivals = await drained(http, mixed, plan.durationS, plan.drainS, log);
     marks.loadS = (nowMs() - t0) / 1000;
     log(`mixed load done: ${arrivals} arrivals, ${tally.errorCount} unexpected`);
 
     const over = new OverloadTally();
-    const rateHz = OVERLOAD_SHARE * capacity.rateHz;
+    const rateHz = (OVERLOAD_SHARE * capacity.rateHz) / MIX_COST;
     const t1 = nowMs();
     log(`overload: ${rateHz.toFixed(1)} arrivals/s for ${plan.overloadS} s`);
-    const overArrivals = await runMixed(http, over, reclaims, { ...facade, tally: over }, { rateHz, durationMs: plan.overloadS * 1000, seed: plan.seed + 1, episode, warmSlots: plan.warmSlots });
+    const overMix = runMixed(http, over, reclaims, { ...facade, tally: over }, { rateHz, durationMs: plan.overloadS * 1000, seed: plan.seed + 1, episode, warmSlots: plan.warmSlots });
+    const overArrivals = await drained(http, overMix, plan.overloadS, plan.drainS, log);
     const overload = { rateHz, arrivals: overArrivals, seconds: (nowMs() - t1) / 1000, tally: over.summary() };
     log(`overload done: ${overArrivals} arrivals, ${over.errorCount} deviations that are not clear`);
 
