@@ -53,7 +53,8 @@ export async function endRun(p: EndingParts): Promise<Ending> {
   const hostPids = hostProcessesOf(p.broker.pid, containerIds);
   const stop = await p.stopBroker();
   p.log(`broker stopped in ${(stop.stopMs / 1000).toFixed(1)} s${stop.killed ? ' (SIGKILL)' : ''}`);
-  const left = await deploymentContainers(p.docker, p.deployment);
+  // The warm pool's containers (the SDK's sandboxes) carry a deployment label of their own.
+  const left = [...(await deploymentContainers(p.docker, p.deployment)), ...(await deploymentContainers(p.docker, `${p.deployment}.warm`))];
   await Promise.all(left.map((c) => p.docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
   const leftHost = await stillAlive(hostPids, 15_000);
   return { settled, settledFds, settledFdKinds, metricsText, inside, hostPids, stop, leftContainers: left.length, leftHost };

@@ -22,6 +22,8 @@ export interface EpisodeOptions {
 
 function sessionIdOf(a: Answer, kind: string): string {
   const id = a.body?.session_id;
+  // A 503 is the broker's clear "no session in time"; without Retry-After it is not clear enough.
+  if (a.status === 503 && a.retryAfter === undefined) throw new Unexpected(`${kind}: HTTP 503 without Retry-After`, JSON.stringify(a.body).slice(0, 300));
   if (a.status !== 200 || typeof id !== 'string' || !/^[0-9a-f]{32}$/.test(id)) {
     throw new Unexpected(`${kind}: HTTP ${a.status}${a.body?.code ? ` ${a.body.code}` : ''}`, JSON.stringify(a.body).slice(0, 300));
   }

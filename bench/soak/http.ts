@@ -13,6 +13,8 @@ export interface Answer {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   body: any;
   ms: number;
+  /** The Retry-After header, when the answer had one (every 503 must). */
+  retryAfter?: string;
 }
 
 /** The request ended without an answer: aborted by us, or a network failure (then an error). */
@@ -41,11 +43,15 @@ export class SoakHttp {
     return this.send('POST', path, JSON.stringify(body), signal);
   }
 
+  delete(path: string): Promise<Answer> {
+    return this.send('DELETE', path, undefined);
+  }
+
   get(path: string): Promise<Answer> {
     return this.send('GET', path, undefined);
   }
 
-  private async send(method: 'GET' | 'POST', path: string, body: string | undefined, signal?: AbortSignal): Promise<Answer> {
+  private async send(method: 'GET' | 'POST' | 'DELETE', path: string, body: string | undefined, signal?: AbortSignal): Promise<Answer> {
     const t0 = nowMs();
     const combined = signal ? AbortSignal.any([signal, this.cut.signal]) : this.cut.signal;
     try {
@@ -57,7 +63,8 @@ export class SoakHttp {
       } catch {
         /* kept as text: the caller reports a non-JSON answer */
       }
-      return { status: res.statusCode, body: parsed, ms: nowMs() - t0 };
+      const retryAfter = res.headers['retry-after'];
+      return { status: res.statusCode, body: parsed, ms: nowMs() - t0, ...(typeof retryAfter === 'string' ? { retryAfter } : {}) };
     } catch (err) {
       if (combined.aborted || err instanceof undiciErrors.RequestAbortedError) throw new NoAnswer(true, 'aborted');
       throw new NoAnswer(false, (err as { code?: string }).code ?? (err as Error).name);

@@ -26,14 +26,26 @@ export interface SoakPlan {
     /** More BROKER_* settings from `--env NAME=VALUE` (repeatable), e.g. to compare one setting's effect. */
     extra: Record<string, string>;
   };
+  /**
+   * Sized (--sized; not yet the default, its sizing of the mix is not right yet): the capacity measured first, then the mix open-loop at 70% of it for
+   * `durationS`, then an overload at 150% for `overloadS`, then a recovery step at 50%. Otherwise
+   * the closed-loop mix of `clients` clients.
+   */
+  sized: boolean;
+  capacityStepS: number;
+  overloadS: number;
+  recoveryS: number;
+  /** Warm sandboxes for the SDK's episodes (a warm pool of whole containers). */
+  warmSlots: number;
   /** Samples of RSS, fds and /health every this many ms; /metrics every 5 samples. */
   sampleEveryMs: number;
 }
 
 const USAGE = `usage: npm run soak -- [--quick] [--duration S] [--clients N] [--containers N] [--per-container N]
-                         [--image IMG] [--seed N] [--out DIR] [--no-fork-burst] [--env BROKER_X=VALUE]...`;
+                         [--image IMG] [--seed N] [--out DIR] [--no-fork-burst] [--env BROKER_X=VALUE]...
+                         [--sized] [--overload S] [--capacity-step S]`;
 
-const OPTIONS = ['duration', 'clients', 'containers', 'per-container', 'image', 'seed', 'out'];
+const OPTIONS = ['overload', 'capacity-step', 'duration', 'clients', 'containers', 'per-container', 'image', 'seed', 'out'];
 
 function positiveInt(opts: Map<string, string>, name: string, dflt: number): number {
   const raw = opts.get(name);
@@ -55,14 +67,21 @@ export function parseSoakArgs(argv: string[], soakDir: string): SoakPlan {
       extra[m[1]] = m[2];
     }
     else if (a === '--no-fork-burst') opts.set('no-fork-burst', '1');
+    else if (a === '--sized') opts.set('sized', '1');
     else if (a === '--help' || a === '-h') throw new Error(USAGE);
     else if (a.startsWith('--') && OPTIONS.includes(a.slice(2)) && i + 1 < argv.length) opts.set(a.slice(2), argv[++i]);
     else throw new Error(`unknown argument '${a}'\n${USAGE}`);
   }
   const quick = opts.has('quick');
+  const sized = opts.has('sized');
   return {
     quick,
-    durationS: positiveInt(opts, 'duration', quick ? 60 : 360),
+    durationS: positiveInt(opts, 'duration', quick ? 60 : sized ? 600 : 360),
+    sized,
+    capacityStepS: positiveInt(opts, 'capacity-step', quick ? 10 : 20),
+    overloadS: positiveInt(opts, 'overload', quick ? 30 : 90),
+    recoveryS: 15,
+    warmSlots: 4,
     clients: positiveInt(opts, 'clients', quick ? 120 : 300),
     containers: positiveInt(opts, 'containers', quick ? 16 : 32),
     perContainer: positiveInt(opts, 'per-container', 8),

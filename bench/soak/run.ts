@@ -18,6 +18,7 @@ import { SoakHttp } from './http';
 import { Tally } from './tally';
 import { ReclaimWatch } from './reclaimWatch';
 import { runLoad } from './load';
+import { runSized, sizedChecks } from './sized';
 import { Monitor, fdKinds, memoryVerdict, openFds } from './monitor';
 import { ProgressLine, warmupText } from '../lib/progress';
 
@@ -48,6 +49,8 @@ function brokerEnv(plan: SoakPlan): Record<string, string> {
     BROKER_CONTAINER_MEMORY: b.memory,
     // No session needs a network; and the shared engine's default bridge is not always there.
     BROKER_NETWORK_MODE: 'none',
+    // A warm pool of whole containers for the SDK's sandboxes (the sized mix creates them).
+    ...(plan.sized ? { BROKER_POOLS: JSON.stringify({ warm: { image: plan.image, containers: plan.warmSlots, sessions_per_container: 1 } }) } : {}),
     ...b.extra,
   };
 }
@@ -105,27 +108,37 @@ async function soak(plan: SoakPlan, broker: BrokerProcess, docker: Dockerode, in
   // The pool sweeps idle leases every idle/4 s (at most 15 s): idle + one sweep + slack.
   const idleMs = plan.broker.idleTimeoutS * 1000;
   const reclaims = new ReclaimWatch(http, tally, idleMs + Math.min(idleMs / 4, 15_000) + SETTLE_SLACK_MS);
-  const loadStart = nowMs();
-  const pressureAtStart = cpuPressureSomeUs();
+  let loadStart = nowMs();
+  let pressureAtStart = cpuPressureSomeUs();
   const monitor = new Monitor(broker, () => loadStart);
   monitor.start(plan.sampleEveryMs);
   const episode = { maxOutputBytes: plan.broker.maxOutputBytes, forkBurst: plan.forkBurst };
-  await runLoad(http, tally, reclaims, { clients: plan.clients, durationMs: plan.durationS * 1000, drainMs: plan.drainS * 1000, seed: plan.seed, episode }, log, progress);
-  const loadS = (nowMs() - loadStart) / 1000;
+  let sized: SoakResults['sized'] = undefined;
+  let loadS: number;
+  if (plan.sized) {
+    const facade = { url: broker.url, http, tally, image: plan.image };
+    const marks = { loadStarted: (): void => void ((loadStart = nowMs()), (pressureAtStart = cpuPressureSomeUs())), loadS: 0 };
+    sized = await runSized(plan, http, tally, reclaims, facade, episode, marks, log);
+    loadS = marks.loadS;
+  } else {
+    await runLoad(http, tally, reclaims, { clients: plan.clients, durationMs: plan.durationS * 1000, drainMs: plan.drainS * 1000, seed: plan.seed, episode }, log, progress);
+    loadS = (nowMs() - loadStart) / 1000;
+  }
   const cpuPressure = pressureShare(pressureAtStart, cpuPressureSomeUs(), loadS * 1000);
   log(`load done: ${tally.outcome('episodes ended')} episodes, ${tally.errorCount} unexpected; probing ${reclaims.waiting} abandoned leases`);
   const end = await endRun({ plan, deployment: SOAK_DEPLOYMENT, broker, docker, http, monitor, reclaims, stopBroker, log });
   const summary = tally.summary();
   const executes = Object.entries(summary.latencyMs).filter(([op]) => op.startsWith('execute')).reduce((n, [, l]) => n + l.n, 0);
-  const memory = memoryVerdict(monitor.samples, loadS - plan.drainS, info.idle.rss, memoryBoundBytes(info.idle.rss));
+  const memory = memoryVerdict(monitor.samples, plan.sized ? loadS : loadS - plan.drainS, info.idle.rss, memoryBoundBytes(info.idle.rss));
   const brokerCounters = Object.fromEntries(BROKER_COUNTERS.map((name) => [name, countersByLabel(end.metricsText, name)]));
-  const checks = allChecks({ plan, summary, end, memory, reclaims, brokerCounters, idleFds: info.idle.fds, deployment: SOAK_DEPLOYMENT });
+  const checks = [...allChecks({ plan, summary, end, memory, reclaims, brokerCounters, idleFds: info.idle.fds, deployment: SOAK_DEPLOYMENT }), ...(sized ? sizedChecks(sized) : [])];
   const results: SoakResults = {
     plan, machine: info.machine, startedAt: info.startedAt, warmUpMs: info.warmUpMs, loadS, totalS: (nowMs() - info.t0) / 1000,
     episodes: tally.outcome('episodes ended'), executes, tally: summary, memory,
     fds: { idleWarm: info.idle.fds, settled: end.settledFds, idleWarmKinds: info.idle.fdKinds, settledKinds: end.settledFdKinds }, health: healthFigures(monitor.samples),
     cpuPressure, brokerCounters, reclaims: { abandoned: reclaims.abandoned, verified: reclaims.verified }, settleMs: end.settled.ms, stop: end.stop, checks,
     samples: monitor.samples,
+    sized,
   };
   const base = writeResults(results);
   console.log('\n' + renderMarkdown(results).split('\n## Broker')[0]);
