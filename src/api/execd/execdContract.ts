@@ -360,7 +360,7 @@ const files = {
     method: 'GET',
     path: `${F}/directories/list`,
     summary: 'Entries below a directory, depth levels down',
-    params: [{ ...PATHS, description: 'the directory' }, { name: 'depth', in: 'query', description: 'default 1', schema: { type: 'integer', minimum: 1 } }],
+    params: [{ ...PATHS, description: 'the directory' }, { name: 'depth', in: 'query', description: 'default 1; 0 means 1', schema: { type: 'integer', minimum: 0, default: 1 } }],
     responses: { 200: { description: 'FileInfo list', schema: arrayOf(ref('FileInfo')) } },
     errors: FILE_ERRORS,
   },
