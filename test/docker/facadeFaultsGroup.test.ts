@@ -6,12 +6,11 @@
  * neighbour sandbox of the group is untouched. Needs root (loop-mounted sandbox disks), as every
  * group suite on Docker. Every wait is on a state.
  */
-import path from 'node:path';
 import Dockerode from 'dockerode';
 import { eventually, startTestBroker, testDeployment, type TestBroker } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { containerExists, execIn } from '../helpers/dockerFaults';
-import { makeGroupFixtures, type GroupFixtures } from '../helpers/groupFixtures';
+import { containerExists, untilRunningIn } from '../helpers/dockerFaults';
+import { groupBrokerEnv, makeGroupFixtures, type GroupFixtures } from '../helpers/groupFixtures';
 import { bash, bashToEnd, call, listening } from '../helpers/groupClient';
 import { LABEL_DEPLOYMENT, LABEL_KIND, LABEL_OWNER } from '../../src/backends/docker/containers/labels';
 
@@ -24,21 +23,12 @@ const COMPUTE = { cpu_cores: 0.25, ram_gb: 0.125, disk_gb: 0.05 };
 describeDocker("docker: a group sandbox's container killed during an action", () => {
   let tb: TestBroker;
   let fx: GroupFixtures;
-  const firstPort = 20_000 + Math.floor(Math.random() * 40_000);
 
   beforeAll(async () => {
     if (process.getuid?.() !== 0) throw new Error('group sandboxes need root on the engine host (loop-mounted disks)');
     fx = makeGroupFixtures('bkr-ff-group');
-    tb = await startTestBroker({
-      BROKER_CONTAINERS: '1',
-      BROKER_SESSIONS_PER_CONTAINER: '1',
-      BROKER_DEPLOYMENT: DEPLOYMENT,
-      BROKER_SANDBOX_IMAGE: 'bash-broker-sandbox:latest',
-      BROKER_SANDBOX_PORTS: `${firstPort}-${firstPort + 20}`,
-      // Long: the killed action is still waiting for its command when the container goes.
-      BROKER_ACTION_WAIT: '120',
-      BROKER_GROUP_DIR: path.join(fx.dir, 'groups'),
-    });
+    // A long action wait: the killed action is still waiting for its command when the container goes.
+    tb = await startTestBroker(groupBrokerEnv(fx, DEPLOYMENT, { BROKER_ACTION_WAIT: '120' }));
     expect((await tb.post('/group/start', {})).status).toBe(200);
   });
 
@@ -66,7 +56,7 @@ describeDocker("docker: a group sandbox's container killed during an action", ()
     expect(info?.State).toBe('running');
 
     const action = bash(victim, 'echo started; sleep 300; echo finished');
-    await eventually(async () => (await execIn(docker, info.Id, ['ps', '-eo', 'args'])).out.includes('sleep 300'), LONG, 'sleep 300 running in the sandbox');
+    await untilRunningIn(docker, info.Id, 'sleep 300', LONG);
     await docker.getContainer(info.Id).kill();
 
     // The action in flight answers, and says what happened (not a fresh-shell notice in a dead container).

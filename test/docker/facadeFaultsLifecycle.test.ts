@@ -8,7 +8,7 @@
 import Dockerode from 'dockerode';
 import { eventually, startTestBroker, testDeployment, type TestBroker } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { containerExists, execIn, removeLabelledContainers } from '../helpers/dockerFaults';
+import { containerExists, removeLabelledContainers, untilRunningIn } from '../helpers/dockerFaults';
 import { execdBase, meaningful, startSse, textOf } from '../helpers/execdClient';
 import { sandboxDirectory } from '../../src/api/app';
 
@@ -65,7 +65,7 @@ describeDocker('docker: a lifecycle sandbox whose container is killed', () => {
     const run = await startSse(`${execdBase(tb.url, id)}/command`, { command: 'echo started; sleep 300; echo finished' });
     expect(run.status).toBe(200);
     await eventually(() => textOf(run.events, 'stdout').includes('started'), LONG, 'the command started');
-    await eventually(async () => (await execIn(docker, cid, ['ps', '-eo', 'args'])).out.includes('sleep 300'), LONG, 'sleep 300 in the container');
+    await untilRunningIn(docker, cid, 'sleep 300', LONG);
 
     await docker.getContainer(cid).kill();
 

@@ -6,10 +6,10 @@
  * lost, so no container is replaced. Every wait is on a state.
  */
 import Dockerode from 'dockerode';
-import { eventually, startTestBroker, testDeployment, waitFullPool, type TestBroker } from '../helpers/broker';
+import { startTestBroker, testDeployment, waitFullPool, type TestBroker } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { execIn, poolContainerIds, removeLabelledContainers } from '../helpers/dockerFaults';
-import { openEvents, openTerminal, workspaceContainer, type Event } from '../helpers/workspaceClient';
+import { execIn, poolContainerIds, removeLabelledContainers, untilRunningIn } from '../helpers/dockerFaults';
+import { QUICK_HEALTH_POOL, watchWorkspace, workspaceContainer, type Event } from '../helpers/workspaceClient';
 
 const LONG = 90_000;
 jest.setTimeout(300_000);
@@ -26,18 +26,13 @@ describeDocker("docker: a workspace's bash killed while viewers watch", () => {
 
   it('the job ends, every viewer gets shell_restarted, the same sockets see the fresh shell, the pool stays whole', async () => {
     const b = (tb = await startTestBroker({
+      ...QUICK_HEALTH_POOL,
       BROKER_DEPLOYMENT: DEPLOYMENT,
-      BROKER_CONTAINERS: '2',
-      BROKER_SESSIONS_PER_CONTAINER: '2',
-      BROKER_HEALTH_INTERVAL: '0.5',
-      BROKER_CONTAINER_PING_TIMEOUT: '2',
     }));
     await b.waitAllAvailable(LONG);
     const containers = poolContainerIds(b);
     const cid = await workspaceContainer(b);
-    const before = (await b.get('/api/workspace/logs?offset=0&limit=1000')).json as Event[];
-    const viewers = [await openEvents(b, `/ws/workspace?since=${before[0].seq_id}`), await openEvents(b, '/ws/workspace')];
-    const terminal = await openTerminal(b);
+    const { viewers, terminal } = await watchWorkspace(b, 2);
     try {
       const workdir = (await b.post('/api/execute', { command: 'pwd' })).json.stdout as string;
       const pid = (await b.post('/api/execute', { command: 'echo $$' })).json.stdout.trim() as string;
@@ -45,7 +40,7 @@ describeDocker("docker: a workspace's bash killed while viewers watch", () => {
       const running = await b.post('/api/execute', { command: 'echo started; sleep 300; echo finished', wait: 1 });
       expect(running.json.returncode).toBeNull();
       const jobId = running.json.job_id as string;
-      await eventually(async () => (await execIn(docker, cid, ['ps', '-eo', 'args'])).out.includes('sleep 300'), LONG, 'sleep 300 running in the container');
+      await untilRunningIn(docker, cid, 'sleep 300', LONG);
 
       const killed = await execIn(docker, cid, ['kill', '-9', pid]);
       expect(killed.code).toBe(0);

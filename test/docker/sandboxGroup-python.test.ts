@@ -8,7 +8,7 @@ import path from 'node:path';
 import Dockerode from 'dockerode';
 import { startTestBroker, testDeployment, type TestBroker } from '../helpers/broker';
 import { findPython, runPythonClient } from '../helpers/python';
-import { makeGroupFixtures, type GroupFixtures } from '../helpers/groupFixtures';
+import { groupBrokerEnv, groupDirOf, makeGroupFixtures, type GroupFixtures } from '../helpers/groupFixtures';
 import { mountsUnder } from '../helpers/groupClient';
 
 const SCRIPT = path.join(__dirname, '..', 'python', 'sandbox_group_client.py');
@@ -23,19 +23,10 @@ if (!missing || ci) {
     let tb: TestBroker;
     let fx: GroupFixtures;
     const deployment = testDeployment(`pygroups-${process.pid}`);
-    const firstPort = 20_000 + Math.floor(Math.random() * 40_000);
     beforeAll(async () => {
       if (missing) throw new Error(`CI must run this suite: ${missing}`);
       fx = makeGroupFixtures('bkr-groups-python');
-      tb = await startTestBroker({
-        BROKER_CONTAINERS: '1',
-        BROKER_SESSIONS_PER_CONTAINER: '1',
-        BROKER_DEPLOYMENT: deployment,
-        BROKER_SANDBOX_IMAGE: 'bash-broker-sandbox:latest',
-        BROKER_SANDBOX_PORTS: `${firstPort}-${firstPort + 20}`,
-        BROKER_ACTION_WAIT: '1',
-        BROKER_GROUP_DIR: path.join(fx.dir, 'groups'),
-      });
+      tb = await startTestBroker(groupBrokerEnv(fx, deployment, { BROKER_ACTION_WAIT: '1' }));
     }, 120_000);
     afterAll(async () => {
       await tb?.post('/group/stop').catch(() => undefined);
@@ -51,7 +42,7 @@ if (!missing || ci) {
         if (r.code !== 0 || !r.output.includes('all checks passed')) throw new Error(`sandbox_group_client.py exited ${r.code}; its output:\n${r.output}`);
         const left = await new Dockerode().listContainers({ all: true, filters: { label: [`io.bash-broker.deployment=${deployment}`, 'io.bash-broker.kind=group'] } });
         expect(left).toEqual([]);
-        expect(mountsUnder(path.join(fx.dir, 'groups'))).toEqual([]);
+        expect(mountsUnder(groupDirOf(fx))).toEqual([]);
       },
       RUN_TIMEOUT_MS + 30_000,
     );

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import Dockerode from 'dockerode';
 import { eventually, startTestBroker, testDeployment, type TestBroker } from '../helpers/broker';
-import { makeGroupFixtures, type GroupFixtures } from '../helpers/groupFixtures';
+import { groupBrokerEnv, groupDirOf, makeGroupFixtures, type GroupFixtures } from '../helpers/groupFixtures';
 import { bash, bashToEnd, call, dbCall, installDbClient, listening, mountsUnder, outputUntil, processAlive } from '../helpers/groupClient';
 
 jest.setTimeout(180_000);
@@ -37,7 +37,6 @@ suite('a sandbox group on Docker', () => {
   let tb: TestBroker;
   let fx: GroupFixtures;
   let groupDir: string;
-  const firstPort = 20_000 + Math.floor(Math.random() * 40_000);
   const deployment = testDeployment(`groups-${process.pid}`);
   const docker = new Dockerode();
   const urls: Record<string, string> = {};
@@ -45,17 +44,9 @@ suite('a sandbox group on Docker', () => {
   beforeAll(async () => {
     if (!root) throw new Error('this suite needs root (loop-mounted sandbox disks); CI must run it as root');
     fx = makeGroupFixtures('bkr-groups-docker');
-    groupDir = path.join(fx.dir, 'groups');
-    tb = await startTestBroker({
-      BROKER_CONTAINERS: '1',
-      BROKER_SESSIONS_PER_CONTAINER: '1',
-      BROKER_DEPLOYMENT: deployment,
-      BROKER_SANDBOX_IMAGE: 'bash-broker-sandbox:latest',
-      BROKER_SANDBOX_PORTS: `${firstPort}-${firstPort + 20}`,
-      // Short, so that the long command below is still running when its observation answers.
-      BROKER_ACTION_WAIT: '1',
-      BROKER_GROUP_DIR: groupDir,
-    });
+    groupDir = groupDirOf(fx);
+    // A short action wait, so that the long command below is still running when its observation answers.
+    tb = await startTestBroker(groupBrokerEnv(fx, deployment, { BROKER_ACTION_WAIT: '1' }));
   });
   afterAll(async () => {
     await tb?.post('/group/stop').catch(() => undefined);

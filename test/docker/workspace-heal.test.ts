@@ -7,8 +7,8 @@
 import Dockerode from 'dockerode';
 import { eventually, startTestBroker, testDeployment, waitFullPool, type TestBroker } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { containerExists, execIn, removeLabelledContainers } from '../helpers/dockerFaults';
-import { openEvents, openTerminal, workspaceContainer, type Event } from '../helpers/workspaceClient';
+import { containerExists, removeLabelledContainers, untilRunningIn } from '../helpers/dockerFaults';
+import { QUICK_HEALTH_POOL, watchWorkspace, workspaceContainer } from '../helpers/workspaceClient';
 
 const LONG = 90_000;
 jest.setTimeout(300_000);
@@ -29,23 +29,22 @@ describeDocker('docker: a workspace moves to a new slot when its container fails
 
   it('a container killed under a running job: clear exit, a moved event, same seq counter and viewers, a working shell', async () => {
     const b = (tb = await startTestBroker({
+      ...QUICK_HEALTH_POOL,
       BROKER_DEPLOYMENT: DEPLOYMENT,
-      BROKER_CONTAINERS: '2',
-      BROKER_SESSIONS_PER_CONTAINER: '2',
-      BROKER_HEALTH_INTERVAL: '0.5',
-      BROKER_CONTAINER_PING_TIMEOUT: '2',
     }));
     await b.waitAllAvailable(LONG);
     const oldId = await workspaceContainer(b);
-    const before = (await b.get('/api/workspace/logs?offset=0&limit=1000')).json as Event[];
-    const events = await openEvents(b, `/ws/workspace?since=${before[0].seq_id}`);
-    const terminal = await openTerminal(b);
+    const {
+      first,
+      viewers: [events],
+      terminal,
+    } = await watchWorkspace(b);
     try {
       await b.post('/api/execute', { command: 'cd /tmp && export KEEP=gone' });
       const running = await b.post('/api/execute', { command: 'sleep 300; echo finished', wait: 1 });
       expect(running.json.returncode).toBeNull();
       const jobId = running.json.job_id as string;
-      await eventually(async () => (await execIn(docker, oldId, ['ps', '-eo', 'args'])).out.includes('sleep 300'), LONG, 'sleep 300 running in the container');
+      await untilRunningIn(docker, oldId, 'sleep 300', LONG);
 
       await docker.getContainer(oldId).kill();
 
@@ -70,7 +69,7 @@ describeDocker('docker: a workspace moves to a new slot when its container fails
       await events.waitFor((e) => e.type === 'exit' && e.job_id === after.json.job_id, 'the exit event after the move');
       const seqs = events.events.map((e) => e.seq_id!);
       expect(seqs).toEqual(seqs.map((_, i) => seqs[0] + i));
-      expect(seqs[0]).toBe(before[0].seq_id);
+      expect(seqs[0]).toBe(first.seq_id);
       await terminal.waitForText('keep= host=');
       expect(terminal.socket.readyState).toBe(terminal.socket.OPEN);
 

@@ -5,7 +5,7 @@
  * to, so the same checks serve the shared engine and a private dockerd.
  */
 import type Dockerode from 'dockerode';
-import { type TestBroker } from './broker';
+import { eventually, type TestBroker } from './broker';
 import { LABEL_DEPLOYMENT } from '../../src/backends/docker/dockerBackend';
 import { DockerDemuxer } from '../../src/backends/docker/shells/demux';
 
@@ -44,6 +44,11 @@ export async function execIn(docker: Dockerode, id: string, cmd: string[]): Prom
   });
   const info = await exec.inspect();
   return { code: info.ExitCode ?? -1, out };
+}
+
+/** Waits until a process whose command line contains `args` (`sleep 300`) runs in a container, seen by `ps` from outside. */
+export async function untilRunningIn(docker: Dockerode, id: string, args: string, timeoutMs: number): Promise<void> {
+  await eventually(async () => (await execIn(docker, id, ['ps', '-eo', 'args'])).out.includes(args), timeoutMs, `${args} running in container ${id.slice(0, 12)}`);
 }
 
 /** The control lanes' bash pids in a container: the processes spawned with an empty session tag (fifoSpawner.ts). */

@@ -38,6 +38,37 @@ export interface Schema {
   [key: string]: unknown;
 }
 
+/** The parts of an API's document these generators read: its routes' bodies and its named schemas. */
+export interface DeclaredApi {
+  readonly operations: Record<string, { readonly body?: { readonly schema: unknown } }>;
+  readonly schemas?: Record<string, unknown>;
+}
+
+/**
+ * A schema as the API's document publishes it: each `$ref` to one of its named schemas resolved,
+ * and each field the contract checks in code (`x-published`, see schemaCheck.ts) replaced by the
+ * schema the document shows for it, which is the one a client (and so the fuzzer) writes against.
+ */
+export function publishedSchema(schema: unknown, schemas: Record<string, unknown> = {}): Schema {
+  const walk = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(walk);
+    if (node === null || typeof node !== 'object') return node;
+    const fields = node as Record<string, unknown>;
+    if ('x-published' in fields) return walk(fields['x-published']);
+    const ref = typeof fields.$ref === 'string' ? /^#\/components\/schemas\/(.+)$/.exec(fields.$ref) : null;
+    if (ref && schemas[ref[1]] !== undefined) return walk(schemas[ref[1]]);
+    return Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, walk(v)]));
+  };
+  return walk(schema) as Schema;
+}
+
+/** The published body of one route (`METHOD /path`) of an API's document. */
+export function declaredBody(doc: DeclaredApi, key: string): Schema {
+  const body = doc.operations[key]?.body;
+  if (!body) throw new Error(`the document declares no body for ${key}`);
+  return publishedSchema(body.schema, doc.schemas);
+}
+
 type JsonType = 'string' | 'number' | 'integer' | 'boolean' | 'null' | 'object' | 'array';
 
 /** Unicode and control characters: NUL, C0/C1, bidi overrides, surrogate halves, emoji, combining marks. */

@@ -42,3 +42,27 @@ export function makeGroupFixtures(name: string): GroupFixtures {
     remove: () => fs.rmSync(dir, { recursive: true, force: true }),
   };
 }
+
+/** Where the group keeps its databases, disks, sockets and tools: under the fixtures' directory. */
+export function groupDirOf(fx: GroupFixtures): string {
+  return path.join(fx.dir, 'groups');
+}
+
+/**
+ * A broker's settings for a sandbox-group suite on Docker: one pool slot (the suites use the group,
+ * not the pool), the sandbox image, 21 sandbox ports from a random start (so that suites and a
+ * previous run's lingering sockets never collide), and the group's directory under the fixtures.
+ * `extra` adds or overrides settings (a token, the action wait).
+ */
+export function groupBrokerEnv(fx: GroupFixtures, deployment: string, extra: Record<string, string> = {}): Record<string, string> {
+  const firstPort = 20_000 + Math.floor(Math.random() * 40_000);
+  return {
+    BROKER_CONTAINERS: '1',
+    BROKER_SESSIONS_PER_CONTAINER: '1',
+    BROKER_DEPLOYMENT: deployment,
+    BROKER_SANDBOX_IMAGE: 'bash-broker-sandbox:latest',
+    BROKER_SANDBOX_PORTS: `${firstPort}-${firstPort + 20}`,
+    BROKER_GROUP_DIR: groupDirOf(fx),
+    ...extra,
+  };
+}

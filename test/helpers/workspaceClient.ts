@@ -96,6 +96,22 @@ export async function linesOf(tb: Pick<TestBroker, 'get'>, jobId: string, prefix
   return (r.json as Event[]).filter((e) => e.type === 'output' && e.job_id === jobId).map((e) => e.line as string);
 }
 
+/** A small pool (2 x 2) whose health checks notice a lost container or shell within a second or two: for workspace fault suites. */
+export const QUICK_HEALTH_POOL: Readonly<Record<string, string>> = {
+  BROKER_CONTAINERS: '2',
+  BROKER_SESSIONS_PER_CONTAINER: '2',
+  BROKER_HEALTH_INTERVAL: '0.5',
+  BROKER_CONTAINER_PING_TIMEOUT: '2',
+};
+
+/** The default workspace watched from its first event on by `viewerCount` event sockets, and by one terminal. */
+export async function watchWorkspace(tb: TestBroker, viewerCount = 1): Promise<{ first: Event; viewers: EventClient[]; terminal: TerminalClient }> {
+  const [first] = (await tb.get('/api/workspace/logs?offset=0&limit=1')).json as Event[];
+  const viewers: EventClient[] = [];
+  for (let i = 0; i < viewerCount; i++) viewers.push(await openEvents(tb, `/ws/workspace?since=${first.seq_id}`));
+  return { first, viewers, terminal: await openTerminal(tb) };
+}
+
 /** The id of the pool container the default workspace's shell runs in (a container's hostname is its short id; Docker). */
 export async function workspaceContainer(tb: TestBroker): Promise<string> {
   const r = await tb.post('/api/execute', { command: 'echo host=$HOSTNAME' });

@@ -15,8 +15,8 @@ import { Agent, request } from 'undici';
 import { startTestBroker, testBackend, testDeployment, type TestBroker } from '../helpers/broker';
 import { apiDocOf } from '../../src/http/contract';
 import { GROUP_CONTRACT } from '../../src/api/groups/groupContract';
-import { makeGroupFixtures, type GroupFixtures } from '../helpers/groupFixtures';
-import { invalidBody, junkBody, nastyText, notJsonBody, type Schema } from '../helpers/fuzzInputs';
+import { groupBrokerEnv, groupDirOf, makeGroupFixtures, type GroupFixtures } from '../helpers/groupFixtures';
+import { declaredBody, invalidBody, junkBody, nastyText, notJsonBody, type Schema } from '../helpers/fuzzInputs';
 import { endFuzz, FuzzReport, fuzzParams, fuzzTarget, jsonHeaders, refused, type FuzzTarget } from '../helpers/fuzzHarness';
 
 const GROUP_API_DOC = apiDocOf(GROUP_CONTRACT);
@@ -28,18 +28,7 @@ const root = process.getuid?.() === 0;
 const ci = Boolean(process.env.CI) && process.env.CI !== 'false';
 const DB = { database_type: 'vector', access_type: 'read_write', namespaces: ['default', 'other'] };
 
-const ACCESS = GROUP_API_DOC.schemas!.DatabaseAccess as Schema;
-/** A field the contract checks in code shows its published schema under `x-published`: fuzz that schema. */
-function published(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(published);
-  if (schema === null || typeof schema !== 'object') return schema;
-  const fields = schema as Record<string, unknown>;
-  if ('x-published' in fields) return published(fields['x-published']);
-  return Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, published(v)]));
-}
-/** The declared bodies, the database attachment's reference resolved. */
-const bodyOf = (key: string): Schema =>
-  published(JSON.parse(JSON.stringify(GROUP_API_DOC.operations[key].body!.schema).replace(/\{"\$ref":"#\/components\/schemas\/DatabaseAccess"\}/g, JSON.stringify(ACCESS)))) as Schema;
+const bodyOf = (key: string): Schema => declaredBody(GROUP_API_DOC, key);
 const SANDBOX_START = bodyOf('POST /sandbox/start');
 const VALID_SANDBOX = { id: 'fuzzed', compute_resources: { cpu_cores: 0.25, ram_gb: 0.125, disk_gb: 0.05 } };
 
@@ -65,7 +54,6 @@ suite('sandbox groups fuzzed (docker)', () => {
   let writerDb: Agent;
   let t: FuzzTarget<GroupState>;
   const report = new FuzzReport('groups-docker');
-  const firstPort = 20_000 + Math.floor(Math.random() * 40_000);
 
   async function sandboxCall(url: string, method: string, p: string, body?: unknown, headers: Record<string, string> = AUTH): Promise<{ status: number; json: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
     const res = await request(url + p, { method: method as 'GET', body: body === undefined ? undefined : JSON.stringify(body), headers: jsonHeaders(headers) });
@@ -93,16 +81,8 @@ suite('sandbox groups fuzzed (docker)', () => {
 
   beforeAll(async () => {
     fx = makeGroupFixtures('bkr-groups-fuzz');
-    const groupDir = path.join(fx.dir, 'groups');
-    tb = await startTestBroker({
-      BROKER_TOKEN: TOKEN,
-      BROKER_CONTAINERS: '1',
-      BROKER_SESSIONS_PER_CONTAINER: '1',
-      BROKER_DEPLOYMENT: testDeployment(`fuzz-groups-${process.pid}`),
-      BROKER_SANDBOX_IMAGE: 'bash-broker-sandbox:latest',
-      BROKER_SANDBOX_PORTS: `${firstPort}-${firstPort + 10}`,
-      BROKER_GROUP_DIR: groupDir,
-    });
+    const groupDir = groupDirOf(fx);
+    tb = await startTestBroker(groupBrokerEnv(fx, testDeployment(`fuzz-groups-${process.pid}`), { BROKER_TOKEN: TOKEN }));
     const started = await tb.post('/group/start', { database_access: DB, initial_database_population_config: fx.population }, AUTH);
     if (started.status !== 200) throw new Error(`group start: ${started.text}`);
     for (const [id, access] of [['writer', 'read_write'], ['reader', 'read']]) {

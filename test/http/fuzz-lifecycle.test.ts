@@ -12,7 +12,7 @@ import fc from 'fast-check';
 import { startTestBroker, testBackend, eventually, type TestBroker } from '../helpers/broker';
 import { apiDocOf } from '../../src/http/contract';
 import { LIFECYCLE_CONTRACT } from '../../src/api/lifecycle/lifecycleContract';
-import { badSegment, invalidBody, junkBody, nastyOrHugeText, nastyUrlText, type Schema } from '../helpers/fuzzInputs';
+import { badSegment, invalidBody, publishedSchema, junkBody, nastyOrHugeText, nastyUrlText, type Schema } from '../helpers/fuzzInputs';
 import { FuzzReport, endFuzz, fuzzTarget, fuzzParams, jsonHeaders, refused, type FuzzTarget } from '../helpers/fuzzHarness';
 
 const LIFECYCLE_API_DOC = apiDocOf(LIFECYCLE_CONTRACT);
@@ -27,7 +27,7 @@ const warmImage = testBackend === 'docker' ? (process.env.BROKER_IMAGE ?? 'bash-
 /** Served by design with 501 (not served here): no bad input, left out of the fuzzed fields. */
 const UNSERVED = ['snapshotId', 'networkPolicy', 'credentialProxy', 'volumes'];
 
-const DECLARED = LIFECYCLE_API_DOC.schemas!.CreateSandboxRequest as Schema;
+const DECLARED = publishedSchema(LIFECYCLE_API_DOC.schemas!.CreateSandboxRequest, LIFECYCLE_API_DOC.schemas);
 /** lifecycleInput.ts: these objects may be null (none). */
 const NULLABLE = ['resourceLimits', 'resourceRequests', 'env', 'metadata', 'extensions', 'platform'];
 /** The declared create body, with what lifecycleInput.ts checks beyond it. */

@@ -10,7 +10,7 @@
 import fc from 'fast-check';
 import { startTestBroker, testBackend, type TestBroker } from '../helpers/broker';
 import { acquireBody, acquireGroupBody, executeBody } from '../../src/api/pool/poolContract';
-import { badSegment, invalidBody, nastyText, notJsonBody, type Schema } from '../helpers/fuzzInputs';
+import { badSegment, invalidBody, publishedSchema, nastyText, notJsonBody } from '../helpers/fuzzInputs';
 import { FuzzReport, endFuzz, fuzzTarget, fuzzParams, jsonHeaders, refused, type FuzzTarget } from '../helpers/fuzzHarness';
 
 const RUNS = 60;
@@ -53,7 +53,7 @@ describe(`the pool API fuzzed from its contract (${testBackend})`, () => {
   afterAll(() => endFuzz(report, t, tb));
 
   const post = (route: string, path: string, body: string | Buffer | undefined, headers = jsonHeaders(AUTH)) => refused(t, route, { method: 'POST', path, body, headers });
-  const bodyFor = (schema: unknown) => invalidBody(schema as Schema);
+  const bodyFor = (schema: unknown) => invalidBody(publishedSchema(schema));
 
   it('acquire: every body its contract refuses is a 400/413 and leases nothing', async () => {
     await fc.assert(fc.asyncProperty(bodyFor(acquireBody(LIMITS)), (body) => post('POST /session/acquire', '/session/acquire', body).then(() => undefined)), fuzzParams(RUNS));

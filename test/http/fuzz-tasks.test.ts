@@ -14,7 +14,7 @@ import { taskFixture, type TaskFixture } from '../helpers/taskSuite';
 import { SseReader } from '../helpers/taskStreams';
 import { apiDocOf } from '../../src/http/contract';
 import { TASK_CONTRACT } from '../../src/api/tasks/taskContract';
-import { badSegment, invalidBody, nastyUrlText, notJsonBody, type Schema } from '../helpers/fuzzInputs';
+import { badSegment, declaredBody, invalidBody, nastyUrlText, notJsonBody, type Schema } from '../helpers/fuzzInputs';
 import { endFuzz, FuzzReport, fuzzParams, fuzzTarget, jsonHeaders, refused, type FuzzTarget } from '../helpers/fuzzHarness';
 
 const TASK_API_DOC = apiDocOf(TASK_CONTRACT);
@@ -25,7 +25,7 @@ const AUTH = { authorization: `Bearer ${TOKEN}` };
 const MAX_BODY_BYTES = 64 * 1024;
 const REPO = 'acme/demo-repo';
 
-const bodyOf = (key: string): Schema => TASK_API_DOC.operations[key].body!.schema as Schema;
+const bodyOf = (key: string): Schema => declaredBody(TASK_API_DOC, key);
 const CREATE = bodyOf('POST /sandboxes');
 /** taskInput.ts reads a prompt's message and ignores any other field. */
 const PROMPT: Schema = { ...bodyOf('POST /sandboxes/:id/prompt'), additionalProperties: true };

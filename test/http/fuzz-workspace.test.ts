@@ -17,7 +17,7 @@ import WebSocket from 'ws';
 import { startTestBroker, testBackend, type TestBroker } from '../helpers/broker';
 import { apiDocOf } from '../../src/http/contract';
 import { WORKSPACE_CONTRACT } from '../../src/api/workspace/workspaceContract';
-import { badSegment, invalidBody, nastyUrlText, notJsonBody, pathTrick, percentEncoded, type Schema } from '../helpers/fuzzInputs';
+import { badSegment, declaredBody, invalidBody, nastyUrlText, notJsonBody, pathTrick, percentEncoded, type Schema } from '../helpers/fuzzInputs';
 import { FuzzReport, endFuzz, fuzzTarget, fuzzParams, jsonHeaders, notARefusal, refused, treeState, type FuzzTarget } from '../helpers/fuzzHarness';
 import { wsUrl } from '../helpers/workspaceClient';
 
@@ -30,7 +30,7 @@ const MAX_BODY_BYTES = 64 * 1024;
 const MAX_COMMAND_BYTES = 2048;
 const TRICKS = pathTrick(['root/etc/hosts', 'root/tmp/x', 'up/ws-canary', 'root/etc/../etc/passwd']);
 
-const schemaOf = (key: string): Schema => WORKSPACE_API_DOC.operations[key].body!.schema as Schema;
+const schemaOf = (key: string): Schema => declaredBody(WORKSPACE_API_DOC, key);
 /** The declared bodies, with what checkCommand adds to `command`: no NUL, at most BROKER_MAX_COMMAND_BYTES. */
 const EXECUTE: Schema = {
   ...schemaOf('POST /api/execute'),
