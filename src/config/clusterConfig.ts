@@ -4,6 +4,7 @@
  * configuration (config.ts), validated the same way. The default role, standalone, reads none of the
  * other variables: a broker that is not in a cluster is configured as it always was.
  */
+import fs from 'node:fs';
 import os from 'node:os';
 import { ConfigError, int, seconds, type Env } from './envValues';
 
@@ -25,6 +26,8 @@ export interface ClusterConfig {
   nodeAddress: string | null;
   /** BROKER_ETCD_ENDPOINTS: the store's client URLs, comma-separated. */
   etcdEndpoints: string[];
+  /** BROKER_ETCD_CA / BROKER_ETCD_CERT / BROKER_ETCD_KEY: mutual TLS to the store; null over plain http. */
+  etcdTls: EtcdTlsFiles | null;
   /** BROKER_CLUSTER_PREFIX: the store's key prefix of this cluster (several clusters may share one store). */
   keyPrefix: string;
   /** BROKER_CLUSTER_TOKEN: the secret a gateway sends to every node, and every node requires. */
@@ -35,6 +38,42 @@ export interface ClusterConfig {
   heartbeatMs: number;
   /** BROKER_PLACEMENT_TTL: how long the store remembers which node an acquire's request_id went to. */
   placementTtlSeconds: number;
+}
+
+/**
+ * PEM files for https endpoints: the CA that signed the store's certificate (null: the system's
+ * roots) and this process's client certificate and key (null: none; a store that requires client
+ * certificates, as a cluster's should, then refuses the connection).
+ */
+export interface EtcdTlsFiles {
+  caFile: string | null;
+  certFile: string | null;
+  keyFile: string | null;
+}
+
+function readablePath(env: Env, name: string): string | null {
+  const file = (env[name] ?? '').trim();
+  if (file === '') return null;
+  try {
+    fs.accessSync(file, fs.constants.R_OK);
+  } catch {
+    throw new ConfigError(`${name} names a file this process cannot read: '${file}'`);
+  }
+  return file;
+}
+
+/** The store's TLS files, checked against its endpoints' scheme: all https (TLS) or all http (none). */
+function etcdTlsOf(env: Env, endpoints: readonly string[]): EtcdTlsFiles | null {
+  const files = { caFile: readablePath(env, 'BROKER_ETCD_CA'), certFile: readablePath(env, 'BROKER_ETCD_CERT'), keyFile: readablePath(env, 'BROKER_ETCD_KEY') };
+  const secure = endpoints.filter((e) => e.startsWith('https://')).length;
+  if (secure > 0 && secure < endpoints.length) throw new ConfigError('BROKER_ETCD_ENDPOINTS must be all https:// (TLS) or all http://, not a mix');
+  if ((files.certFile === null) !== (files.keyFile === null)) throw new ConfigError('BROKER_ETCD_CERT and BROKER_ETCD_KEY go together: a client certificate and its key');
+  const anyFile = files.caFile !== null || files.certFile !== null;
+  if (secure === 0) {
+    if (anyFile && endpoints.length > 0) throw new ConfigError('BROKER_ETCD_CA, BROKER_ETCD_CERT and BROKER_ETCD_KEY are for https:// endpoints; BROKER_ETCD_ENDPOINTS are http://');
+    return null;
+  }
+  return files;
 }
 
 /** The smallest clean node id out of a host name (`Web_01.example` -> `web-01-example`). */
@@ -52,6 +91,7 @@ export function loadClusterConfig(env: Env, requestIdWindowMs: number): ClusterC
     nodeId,
     nodeAddress: (env.BROKER_NODE_ADDRESS ?? '').trim().replace(/\/+$/, '') || null,
     etcdEndpoints: (env.BROKER_ETCD_ENDPOINTS ?? '').split(',').map((e) => e.trim()).filter((e) => e !== ''),
+    etcdTls: null,
     keyPrefix: (env.BROKER_CLUSTER_PREFIX ?? '').trim() || '/bash-broker/',
     clusterToken: (env.BROKER_CLUSTER_TOKEN ?? '').trim(),
     nodeTtlSeconds: int(env, 'BROKER_NODE_TTL', 5, { min: 2, max: 3600 }),
@@ -59,6 +99,7 @@ export function loadClusterConfig(env: Env, requestIdWindowMs: number): ClusterC
     placementTtlSeconds: int(env, 'BROKER_PLACEMENT_TTL', Math.max(1, Math.ceil(requestIdWindowMs / 1000)), { max: 7 * 86400 }),
   };
   if (config.role === 'standalone') return config;
+  config.etcdTls = etcdTlsOf(env, config.etcdEndpoints);
   if (!NODE_ID_PATTERN.test(config.nodeId)) throw new ConfigError(`BROKER_NODE_ID must be 1 to 40 of a-z, 0-9 and '-' (not first), got '${config.nodeId}'`);
   if (config.etcdEndpoints.length === 0) throw new ConfigError(`BROKER_ROLE=${role} needs BROKER_ETCD_ENDPOINTS (the store's client URLs, comma-separated)`);
   if (config.clusterToken.length < 16) throw new ConfigError(`BROKER_ROLE=${role} needs BROKER_CLUSTER_TOKEN, a secret of at least 16 characters shared by the gateways and the nodes`);

@@ -50,7 +50,8 @@ export class TestCluster {
   ) {}
 
   static async start(nodeIds: string[], gatewayCount: number, nodeEnv: NodeEnv = () => ({})): Promise<TestCluster> {
-    const cluster = new TestCluster(await TestEtcd.start(), nodeEnv);
+    // The store is reached over mutual TLS, as a cluster across hosts should reach it.
+    const cluster = new TestCluster(await TestEtcd.start({ tls: true }), nodeEnv);
     try {
       await Promise.all([...nodeIds.map((id) => cluster.startNode(id)), ...Array.from({ length: gatewayCount }, () => cluster.startGateway())]);
       await cluster.waitMembers(nodeIds);
@@ -63,7 +64,7 @@ export class TestCluster {
 
   private commonEnv(): Record<string, string> {
     return {
-      BROKER_ETCD_ENDPOINTS: this.etcd.endpoint,
+      ...this.etcd.clientEnv(),
       BROKER_CLUSTER_TOKEN: CLUSTER_TOKEN,
       BROKER_CLUSTER_PREFIX: this.prefix,
       HOST: '127.0.0.1',
@@ -75,6 +76,11 @@ export class TestCluster {
 
   /** A node; the same id again is a restart (a new incarnation, the same working root). */
   async startNode(nodeId: string): Promise<BrokerProcess> {
+    return this.startNodeWith(nodeId, {});
+  }
+
+  /** A node with settings of its own over the cluster's (a certificate the store refuses, say). */
+  async startNodeWith(nodeId: string, env: Record<string, string>): Promise<BrokerProcess> {
     const node = await BrokerProcess.start(`node ${nodeId}`, {
       ...this.commonEnv(),
       BROKER_ROLE: 'node',
@@ -86,6 +92,7 @@ export class TestCluster {
       BROKER_LOCAL_ROOT: BrokerProcess.localRoot(`${this.prefix.replace(/\W+/g, '')}-${nodeId}`),
       BROKER_DEPLOYMENT: testDeployment(`cluster-${process.pid}-${nodeId}`),
       ...this.nodeEnv(nodeId),
+      ...env,
     });
     this.nodes.set(nodeId, node);
     this.started.push(node);
@@ -127,7 +134,7 @@ export class TestCluster {
 
   /** The registrations under this cluster's prefix in the store (etcdctl, as an operator would look). */
   registrations(): string[] {
-    const out = execFileSync('etcdctl', ['--endpoints', this.etcd.endpoint, 'get', '--prefix', `${this.prefix}nodes/`, '--keys-only'], { encoding: 'utf8', env: { ...process.env, ETCDCTL_API: '3' } });
+    const out = execFileSync('etcdctl', [...this.etcd.etcdctlArgs(), 'get', '--prefix', `${this.prefix}nodes/`, '--keys-only'], { encoding: 'utf8', env: { ...process.env, ETCDCTL_API: '3' } });
     return out.split('\n').filter((l) => l.trim() !== '');
   }
 

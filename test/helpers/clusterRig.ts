@@ -5,6 +5,10 @@
  * beside each engine, on a loopback port of its own, its Docker backend on that engine only) and G
  * gateways. `scripts/cluster.sh` runs it for a person; the cluster-engines suite runs the same code.
  *
+ * The store serves its clients over mutual TLS only, with certificates the rig makes with openssl
+ * (etcdPki.ts, in `pki/`): every node and gateway presents the cluster's client certificate, as
+ * members on several hosts must.
+ *
  * Everything lives under one directory (`rig.json`, the etcd data, the engines' roots, every log),
  * and every process carries the rig's mark (rigProcess.ts), so `down` finds all of it from the
  * directory alone, stops it, and says what it could not remove.
@@ -17,6 +21,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { GatewayHealth } from './cluster';
 import { freePort } from './freePort';
+import { makeEtcdPki, type EtcdPki } from './etcdPki';
 import { mountsUnder } from './privateDockerdCleanup';
 import { startTimeOf } from './privateDockerd';
 import { RigEngine } from './rigEngine';
@@ -54,7 +59,8 @@ interface RigState {
   entry: string;
   subnetBase: string;
   nodeEnv: Record<string, string>;
-  etcdPorts: { client: number; peer: number };
+  /** The store's ports: its clients' (TLS), its peers', and a plain-http one for its /health. */
+  etcdPorts: { client: number; peer: number; metrics: number };
   nodePorts: number[];
   gatewayPorts: number[];
   clusterToken: string;
@@ -96,7 +102,7 @@ export class ClusterRig {
       entry: path.resolve(options.entry),
       subnetBase: options.subnetBase ?? '172.29',
       nodeEnv: options.nodeEnv ?? {},
-      etcdPorts: { client: await freePort(), peer: await freePort() },
+      etcdPorts: { client: await freePort(), peer: await freePort(), metrics: await freePort() },
       nodePorts: await ports(options.engines),
       gatewayPorts: await ports(options.gateways),
       clusterToken: randomBytes(24).toString('hex'),
@@ -107,6 +113,7 @@ export class ClusterRig {
     state.prefix = `/bash-broker-rig-${state.id}/`;
     // The tokens are in it: the owner's alone.
     fs.writeFileSync(path.join(dir, STATE_FILE), JSON.stringify(state, null, 2), { mode: 0o600 });
+    makeEtcdPki(path.join(dir, 'pki'));
     const rig = new ClusterRig(dir, state);
     try {
       await Promise.all([rig.startEtcd(), ...rig.engines.map((e) => e.start())]);
@@ -147,7 +154,28 @@ export class ClusterRig {
   }
 
   get etcdEndpoint(): string {
-    return `http://127.0.0.1:${this.state.etcdPorts.client}`;
+    return `https://127.0.0.1:${this.state.etcdPorts.client}`;
+  }
+
+  /** The certificates the rig made (etcdPki.ts): the store's, and its members'. */
+  get pki(): EtcdPki {
+    const file = (name: string): string => path.join(this.dir, 'pki', name);
+    return {
+      dir: path.join(this.dir, 'pki'),
+      ca: file('ca.crt'),
+      serverCert: file('server.crt'),
+      serverKey: file('server.key'),
+      clientCert: file('client.crt'),
+      clientKey: file('client.key'),
+      strangerCert: file('stranger.crt'),
+      strangerKey: file('stranger.key'),
+    };
+  }
+
+  /** etcdctl's arguments to reach the store as a member does. */
+  etcdctlArgs(): string[] {
+    const { ca, clientCert, clientKey } = this.pki;
+    return ['--endpoints', this.etcdEndpoint, '--cacert', ca, '--cert', clientCert, '--key', clientKey];
   }
 
   get clusterToken(): string {
@@ -175,6 +203,8 @@ export class ClusterRig {
   async startEtcd(): Promise<void> {
     const client = this.etcdEndpoint;
     const peer = `http://127.0.0.1:${this.state.etcdPorts.peer}`;
+    const health = `http://127.0.0.1:${this.state.etcdPorts.metrics}`;
+    const { ca, serverCert, serverKey } = this.pki;
     const pid = spawnMember({
       dir: this.dir,
       name: 'etcd',
@@ -182,6 +212,8 @@ export class ClusterRig {
       args: [
         ...['--name', 'rig', '--data-dir', path.join(this.dir, 'etcd')],
         ...['--listen-client-urls', client, '--advertise-client-urls', client],
+        ...['--cert-file', serverCert, '--key-file', serverKey, '--trusted-ca-file', ca, '--client-cert-auth'],
+        ...['--listen-metrics-urls', health],
         ...['--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer, '--initial-cluster', `rig=${peer}`],
         // Every node writes its record once a heartbeat: keep the history short.
         ...['--auto-compaction-mode', 'periodic', '--auto-compaction-retention', '10m', '--logger', 'zap', '--log-level', 'warn'],
@@ -189,7 +221,7 @@ export class ClusterRig {
       env: {},
       log: this.logOf('etcd'),
     });
-    await this.waitAnswer('etcd', pid, `${client}/health`);
+    await this.waitAnswer('etcd', pid, `${health}/health`);
   }
 
   /** Stops etcd (SIGTERM); its data stays for the next start. */
@@ -226,6 +258,9 @@ export class ClusterRig {
   private clusterEnv(port: number): Record<string, string> {
     return {
       BROKER_ETCD_ENDPOINTS: this.etcdEndpoint,
+      BROKER_ETCD_CA: this.pki.ca,
+      BROKER_ETCD_CERT: this.pki.clientCert,
+      BROKER_ETCD_KEY: this.pki.clientKey,
       BROKER_CLUSTER_TOKEN: this.state.clusterToken,
       BROKER_CLUSTER_PREFIX: this.state.prefix,
       HOST: '127.0.0.1',
@@ -313,7 +348,7 @@ export class ClusterRig {
 
   /** The node registrations under the rig's prefix in etcd (as an operator would list them). */
   registrations(): string[] {
-    const out = execFileSync('etcdctl', ['--endpoints', this.etcdEndpoint, 'get', '--prefix', `${this.state.prefix}nodes/`, '--keys-only'], {
+    const out = execFileSync('etcdctl', [...this.etcdctlArgs(), 'get', '--prefix', `${this.state.prefix}nodes/`, '--keys-only'], {
       encoding: 'utf8',
       env: { ...process.env, ETCDCTL_API: '3' },
       timeout: 10_000,

@@ -51,6 +51,21 @@ describe('cluster configuration', () => {
     expect(nodeIdOf('Web_01.Example')).toBe('web-01-example');
     expect(nodeIdOf('___')).toBe('node');
   });
+
+  test('the store over TLS: https endpoints only, readable files, a certificate with its key, nothing of TLS over http', () => {
+    const file = __filename;
+    const base = { BROKER_ROLE: 'gateway', BROKER_CLUSTER_TOKEN: TOKEN };
+    const https = { ...base, BROKER_ETCD_ENDPOINTS: 'https://a:2379,https://b:2379' };
+    expect(loadConfig({ ...base, BROKER_ETCD_ENDPOINTS: 'http://a:2379' }).cluster.etcdTls).toBeNull();
+    expect(loadConfig(https).cluster.etcdTls).toEqual({ caFile: null, certFile: null, keyFile: null });
+    expect(loadConfig({ ...https, BROKER_ETCD_CA: file, BROKER_ETCD_CERT: file, BROKER_ETCD_KEY: file }).cluster.etcdTls).toEqual({ caFile: file, certFile: file, keyFile: file });
+    expect(() => loadConfig({ ...base, BROKER_ETCD_ENDPOINTS: 'https://a:2379,http://b:2379' })).toThrow(/all https:\/\/ \(TLS\) or all http:\/\//);
+    expect(() => loadConfig({ ...https, BROKER_ETCD_CERT: file })).toThrow(/BROKER_ETCD_CERT and BROKER_ETCD_KEY go together/);
+    expect(() => loadConfig({ ...https, BROKER_ETCD_CA: '/no/such/ca.pem' })).toThrow(/BROKER_ETCD_CA names a file this process cannot read: '\/no\/such\/ca.pem'/);
+    expect(() => loadConfig({ ...base, BROKER_ETCD_ENDPOINTS: 'http://a:2379', BROKER_ETCD_CA: file })).toThrow(/are for https:\/\/ endpoints/);
+    // A standalone broker reads none of them.
+    expect(loadConfig({ BROKER_ETCD_CA: '/no/such/ca.pem' }).cluster.etcdTls).toBeNull();
+  });
 });
 
 describe('ids that name their node', () => {

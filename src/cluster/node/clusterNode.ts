@@ -13,6 +13,7 @@ import { idPrefixOf, newIncarnation, type IdOwner } from '../clusterIds';
 import { clusterGuard } from './clusterGuard';
 import { NodeHeartbeat } from './nodeHeartbeat';
 import { nodeRecord } from './nodeRecord';
+import { errorMessage } from '../../common/errors';
 
 export class ClusterNode {
   readonly owner: IdOwner;
@@ -30,13 +31,24 @@ export class ClusterNode {
     this.broker = new Broker(config, { guard: clusterGuard(config.cluster.clusterToken) });
   }
 
-  /** Listens and warms as a broker does, then registers (the first heartbeat must be taken). */
+  /**
+   * Listens and warms as a broker does, then registers (the first heartbeat must be taken). A node
+   * the store refuses (unreachable, or a certificate it does not trust) stops what it started and
+   * fails, saying so: a node that cannot register would serve no gateway.
+   */
   async start(): Promise<{ address: AddressInfo; url: string }> {
     const address = await this.broker.start();
     const url = this.config.cluster.nodeAddress ?? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
     const registration = this.store.register(this.owner.nodeId, this.config.cluster.nodeTtlSeconds);
     this.heartbeat = new NodeHeartbeat(registration, () => nodeRecord(this.broker.pools, this.owner, url), this.config.cluster.heartbeatMs);
-    await this.heartbeat.start();
+    try {
+      await this.heartbeat.start();
+    } catch (err) {
+      await this.heartbeat.close().catch(() => undefined);
+      await this.broker.close().catch(() => undefined);
+      await this.store.close();
+      throw new Error(`node ${this.owner.nodeId} could not register in the cluster store (${this.config.cluster.etcdEndpoints.join(', ')}): ${errorMessage(err)}`, { cause: err });
+    }
     return { address, url };
   }
 

@@ -8,7 +8,7 @@
  * gateway's placement already retry on their own schedule, and a breaker that holds an endpoint shut
  * for 5 s after the store came back would keep nodes from refreshing their leases in time.
  */
-import { Etcd3, EtcdLeaseInvalidError, type Lease, type IKeyValue, type Watcher } from 'etcd3';
+import { Etcd3, EtcdLeaseInvalidError, type IOptions, type Lease, type IKeyValue, type Watcher } from 'etcd3';
 import { ExponentialBackoff, noop } from 'cockatiel';
 import type { ClusterStore, MembershipListener, MembershipWatch, NodeRecord, NodeRegistration } from '../clusterStore';
 import { logger } from '../../common/logger';
@@ -19,6 +19,8 @@ const CALL_DEADLINE_MS = 2_000;
 
 export interface EtcdStoreOptions {
   endpoints: string[];
+  /** For https endpoints: the CA's and this client's PEM (mutual TLS); absent over http. */
+  tls?: { rootCertificate?: Buffer; certChain?: Buffer; privateKey?: Buffer };
   /** Every key of this cluster starts with it (ends with '/'). */
   keyPrefix: string;
 }
@@ -48,6 +50,8 @@ export class EtcdClusterStore implements ClusterStore {
   constructor(options: EtcdStoreOptions) {
     this.client = new Etcd3({
       hosts: options.endpoints,
+      // No root certificate means the system's roots: grpc's createSsl takes none, though etcd3's type asks for one.
+      ...(options.tls ? { credentials: options.tls as IOptions['credentials'] } : {}),
       dialTimeout: CALL_DEADLINE_MS,
       // A watch that lost the store tries again at least every second: gateways see it return soon.
       faultHandling: { host: () => noop, global: noop, watchBackoff: new ExponentialBackoff({ initialDelay: 100, maxDelay: 1_000 }).next() },
