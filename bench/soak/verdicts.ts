@@ -116,6 +116,15 @@ export function allChecks(x: CheckInputs): Check[] {
     { name: 'no leaked fds in the broker', pass: end.settledFds <= x.idleFds + FD_MARGIN, detail: `${x.idleFds} idle warm, ${end.settledFds} settled (margin ${FD_MARGIN})` },
     { name: 'broker stops on SIGTERM', pass: !end.stop.killed, detail: `${(end.stop.stopMs / 1000).toFixed(1)} s` },
     { name: 'no leaked containers', pass: end.leftContainers === 0, detail: `${end.leftContainers} containers labelled ${x.deployment} after the stop` },
+    ...(end.registrations
+      ? [
+          {
+            name: 'no registration left',
+            pass: Object.values(end.registrations).every((v) => (Array.isArray(v) ? v.length === 0 : v === 0)),
+            detail: `after the load: ${end.registrations.workspaces} workspaces, ${end.registrations.lifecycleSandboxes} lifecycle sandboxes, ${end.registrations.groupContainers} group sandbox containers, ${end.registrations.taskContainers} task containers; after the stop: ${end.registrations.mounts.length} mounts under the groups' directory${end.registrations.mounts.length ? ` (${end.registrations.mounts.slice(0, 3).join(', ')})` : ''}`,
+          },
+        ]
+      : []),
     {
       name: 'no broker child or container shim left',
       pass: end.leftHost.length === 0,
