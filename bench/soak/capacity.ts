@@ -11,6 +11,7 @@
 import type { LatencySummary } from '../protocol';
 import { holdOp, MIX, MIX_KINDS, type MixKind } from './mixed';
 import type { TallySummary } from './tally';
+import { GAVE_UP_OUTCOME } from './verdicts';
 
 /** The outcome a pool episode counts when the drain's bound cut it (episode.ts): not an end in time. */
 export const CUT_OUTCOME = 'cut at the end of the drain';
@@ -49,6 +50,8 @@ export interface CapacityStep {
   holdMs: Partial<Record<MixKind, number>>;
   /** Little's law: arrivals/s of each kind x its mean hold, summed: what the mix holds at once. */
   occupancy: number;
+  /** Acquires its clients gave up on (each may leave a lease to the idle reclaim). */
+  acquiresGivenUp: number;
   /** The first few wrong answers (kind: example), to say why a step missed. */
   errorKinds: string[];
 }
@@ -91,7 +94,7 @@ export function judgeStep(rateHz: number, seconds: number, arrivals: number, s: 
     holdMs[kind] = l.mean;
     occupancy += (l.n / seconds) * (l.mean / 1000);
   }
-  return { rateHz, seconds, arrivals, errors: s.errorCount, missed, met: missed.length === 0, figures, holdMs, occupancy, errorKinds: Object.entries(s.errors).slice(0, 5).map(([kind, e]) => `${kind}: ${e.examples[0] ?? ''}`.slice(0, 300)) };
+  return { rateHz, seconds, arrivals, errors: s.errorCount, acquiresGivenUp: s.outcomes[GAVE_UP_OUTCOME] ?? 0, missed, met: missed.length === 0, figures, holdMs, occupancy, errorKinds: Object.entries(s.errors).slice(0, 5).map(([kind, e]) => `${kind}: ${e.examples[0] ?? ''}`.slice(0, 300)) };
 }
 
 /**

@@ -83,7 +83,8 @@ export function parseSoakArgs(argv: string[], soakDir: string): SoakPlan {
     quick,
     durationS: positiveInt(opts, 'duration', quick ? 60 : sized ? 600 : 360),
     sized,
-    capacityStepS: positiveInt(opts, 'capacity-step', quick ? 15 : 30),
+    // Long enough for tasks (seconds to tens of seconds each) to pile up as they do at a steady load.
+    capacityStepS: positiveInt(opts, 'capacity-step', quick ? 15 : 60),
     overloadS: positiveInt(opts, 'overload', quick ? 30 : 90),
     recoveryS: quick ? 15 : 30,
     warmSlots: 4,

@@ -18,7 +18,7 @@ import { SoakHttp } from './http';
 import { Tally } from './tally';
 import { ReclaimWatch } from './reclaimWatch';
 import { runLoad } from './load';
-import { runSized, sizedChecks } from './sized';
+import { gaveUpOutsideTheLoad, runSized, sizedChecks } from './sized';
 import { mixFixtures, type MixFixtures } from './mixFixtures';
 import { Monitor, fdKinds, memoryVerdict, openFds } from './monitor';
 import { ProgressLine, warmupText } from '../lib/progress';
@@ -139,7 +139,7 @@ async function soak(plan: SoakPlan, broker: BrokerProcess, docker: Dockerode, in
   const executes = Object.entries(summary.latencyMs).filter(([op]) => op.startsWith('execute')).reduce((n, [, l]) => n + l.n, 0);
   const memory = memoryVerdict(monitor.samples, plan.sized ? loadS : loadS - plan.drainS, info.idle.rss, memoryBoundBytes(info.idle.rss));
   const brokerCounters = Object.fromEntries(BROKER_COUNTERS.map((name) => [name, countersByLabel(end.metricsText, name)]));
-  const checks = [...allChecks({ plan, summary, end, memory, reclaims, brokerCounters, idleFds: info.idle.fds, deployment: SOAK_DEPLOYMENT }), ...(sized ? sizedChecks(sized) : [])];
+  const checks = [...allChecks({ plan, summary, end, memory, reclaims, brokerCounters, idleFds: info.idle.fds, deployment: SOAK_DEPLOYMENT, gaveUpElsewhere: sized ? gaveUpOutsideTheLoad(sized) : 0 }), ...(sized ? sizedChecks(sized) : [])];
   const results: SoakResults = {
     plan, machine: info.machine, startedAt: info.startedAt, warmUpMs: info.warmUpMs, loadS, totalS: (nowMs() - info.t0) / 1000,
     episodes: tally.outcome('episodes ended'), executes, tally: summary, memory,

@@ -11,6 +11,7 @@ import { OverloadTally, runMixed } from './mixed';
 import type { SoakPlan } from './plan';
 import type { ReclaimWatch } from './reclaimWatch';
 import type { Check } from './report';
+import { GAVE_UP_OUTCOME } from './verdicts';
 import { Tally, type TallySummary } from './tally';
 import { nowMs, sleep } from '../lib/stats';
 
@@ -106,7 +107,8 @@ export async function runSized(p: SizedParts): Promise<SizedResults> {
     p.marks.loadStarted();
     const t0 = nowMs();
     log(`mixed load: ${loadRateHz.toFixed(2)} arrivals/s for ${plan.durationS} s`);
-    const arrivals = await runPhase(m, p.tally, { rateHz: loadRateHz, seconds: plan.durationS, drainS: plan.drainS, seed: plan.seed });
+    const progress = setInterval(() => log(`  ${p.tally.outcome('episodes ended')} pool episodes ended, ${p.tally.errorCount} unexpected`), 60_000);
+    const arrivals = await runPhase(m, p.tally, { rateHz: loadRateHz, seconds: plan.durationS, drainS: plan.drainS, seed: plan.seed }).finally(() => clearInterval(progress));
     p.marks.loadS = (nowMs() - t0) / 1000;
     const loadOccupancy = judgeStep(loadRateHz, plan.durationS, arrivals, p.tally.summary()).occupancy;
     log(`mixed load done: ${arrivals} arrivals, ${p.tally.errorCount} unexpected, occupancy ${loadOccupancy.toFixed(1)}`);
@@ -127,6 +129,11 @@ export async function runSized(p: SizedParts): Promise<SizedResults> {
   } finally {
     clearInterval(prober);
   }
+}
+
+/** Acquires given up outside the load's tally: the capacity steps', the overload's, the recovery's. */
+export function gaveUpOutsideTheLoad(s: SizedResults): number {
+  return [...s.capacity.steps, s.recovery].reduce((n, x) => n + x.acquiresGivenUp, 0) + (s.overload.tally.outcomes[GAVE_UP_OUTCOME] ?? 0);
 }
 
 export function sizedChecks(s: SizedResults): Check[] {
