@@ -35,9 +35,12 @@ const IDLE_TIMEOUT_S = 12;
 const LOAD_S = 60;
 /** Half the capacity measured: conservative, the machine may be busier during the load than during the steps. */
 const LOAD_SHARE = 0.5;
-/** Capacity steps: short, from 0.5/s up by 1.5x at most 5 times, down to 0.05/s if the first one misses. */
-const SEARCH = { startHz: 0.5, factor: 1.5, maxSteps: 6, minHz: 0.05 };
-const STEP_S = 15;
+/**
+ * Capacity steps: from 0.5/s up by 1.5x, at most 5 steps (so at most 2.53/s: the load at most 1.27/s,
+ * ~80 arrivals), down to 0.05/s if the first one misses. 20 s each: a step sees a task or two end.
+ */
+const SEARCH = { startHz: 0.5, factor: 1.5, maxSteps: 5, minHz: 0.05 };
+const STEP_S = 20;
 const DRAIN_S = 120;
 /** Open fds of this process may differ by this much (keep-alive sockets to dockerd and the broker). */
 const FD_MARGIN = 32;
