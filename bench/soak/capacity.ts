@@ -1,91 +1,139 @@
 /**
- * The machine's capacity for episodes, measured at the start of the run: open-loop arrivals of a
- * plain episode (acquire, 3 executes of `echo`, release), stepped up by half each step until a step
- * misses its latency targets. The capacity is the last rate that met them; the mixed load and the
- * overload are sized from it, so the run means the same on an idle and on a loaded machine.
+ * The machine's capacity for the mix, measured in the same run before the load: open-loop arrivals
+ * of the mix itself (the same kinds in the same shares: mixed.ts), stepped up until a step misses a
+ * latency target of any kind or answers anything wrong, then one step between the last met rate and
+ * the missed one. The capacity is the highest rate that met every target; the load and the overload
+ * are sized from it, so the run means the same on an idle and on a loaded machine, and a kind that
+ * holds a session or a container for seconds weighs what it holds, not what its arrival count says.
+ * Each step also reports each kind's hold time and the occupancy they make by Little's law (arrival
+ * rate x mean hold): the sessions and containers the mix holds at that rate, beside the pool's size.
  */
-import type { SoakHttp } from './http';
-import { openLoop } from './openLoop';
-import { sleep, summarize } from '../lib/stats';
-
-/**
- * A step above capacity queues acquires up to the broker's acquire timeout and beyond: once its
- * arrivals are over, what is still open after this long is cut (those episodes count as errors).
- */
-const STEP_GRACE_MS = 20_000;
 import type { LatencySummary } from '../protocol';
+import { holdOp, MIX, MIX_KINDS, type MixKind } from './mixed';
+import type { TallySummary } from './tally';
+import { GAVE_UP_OUTCOME } from './verdicts';
+
+/** The outcome a pool episode counts when the drain's bound cut it (episode.ts): not an end in time. */
+export const CUT_OUTCOME = 'cut at the end of the drain';
 
 /**
- * The targets a step must meet. An episode of 5 requests on a pool with free sessions costs tens of
- * ms of CPU; p50 under 1 s and p99 under 3 s leave room for a loaded machine's scheduling noise but
- * not for a queue that grows (open-loop: a rate above capacity makes the latency climb through the
- * step, and its p99 with it). Every answer must be exact.
+ * The targets each step must meet, one per kind and what it shares: every answer exact, and
+ *  - a pool acquire's p99 under 2 s: no queue for sessions (one that grows makes it climb through
+ *    an open-loop step);
+ *  - a plain command's p99 (`execute: verify state`, a few builtins) under 1.5 s, and a timeout's
+ *    overshoot under 1.5 s: the CPU is not starved (a starved machine delays both first);
+ *  - each facade episode's p90 under its bound: several times its latency on an idle machine (an SDK
+ *    sandbox ~1 s, a workspace ~0.5 s, a group sandbox ~3 s with its container and disk, a task ~5 s
+ *    with its container, clone, daemon and two model calls), so a queue for containers or CPU shows.
  */
-export const CAPACITY_TARGETS = { p50Ms: 1000, p99Ms: 3000, errors: 0 };
+export const MIX_TARGETS: ReadonlyArray<{ op: string; at: 'p90' | 'p99'; maxMs: number }> = [
+  { op: 'acquire', at: 'p99', maxMs: 2000 },
+  { op: 'execute: verify state', at: 'p99', maxMs: 1500 },
+  { op: 'timeout overshoot (latency - timeout)', at: 'p99', maxMs: 1500 },
+  { op: 'sdk sandbox episode', at: 'p90', maxMs: 8000 },
+  { op: 'workspace episode', at: 'p90', maxMs: 4000 },
+  { op: 'group sandbox episode', at: 'p90', maxMs: 15_000 },
+  { op: 'task episode', at: 'p90', maxMs: 25_000 },
+];
 
 export interface CapacityStep {
   rateHz: number;
-  episodes: number;
+  seconds: number;
+  arrivals: number;
   errors: number;
-  latencyMs: LatencySummary;
+  /** The targets it missed, each with its figure ("task episode p90 31000 ms > 25000"). */
+  missed: string[];
   met: boolean;
+  /** Each target's figure at this step (null: no sample of that kind in the step). */
+  figures: Record<string, number | null>;
+  /** Mean hold time of each kind's arrivals, ms. */
+  holdMs: Partial<Record<MixKind, number>>;
+  /** Little's law: arrivals/s of each kind x its mean hold, summed: what the mix holds at once. */
+  occupancy: number;
+  /** Acquires its clients gave up on (each may leave a lease to the idle reclaim). */
+  acquiresGivenUp: number;
+  /** The first few wrong answers (kind: example), to say why a step missed. */
+  errorKinds: string[];
 }
 
 export interface Capacity {
-  /** Episodes/s of the last step that met the targets (the first step's rate if none did: see `met`). */
+  /** Arrivals/s of the mix at the highest step that met every target (the first step's if none did: see `met`). */
   rateHz: number;
   met: boolean;
+  /** True when even the last step met the targets: the capacity is at least `rateHz`. */
+  atLimit: boolean;
   steps: CapacityStep[];
-  targets: typeof CAPACITY_TARGETS;
 }
 
 export interface CapacityPlan {
   startHz: number;
   factor: number;
-  stepS: number;
   maxSteps: number;
-  seed: number;
+  /** When the first step misses, the search steps down by `factor` to this rate before it gives up. */
+  minHz: number;
 }
 
-async function plainEpisode(http: SoakHttp, token: string): Promise<void> {
-  const a = await http.post('/session/acquire', {});
-  const id = a.body?.session_id;
-  if (a.status !== 200 || typeof id !== 'string') throw new Error(`acquire: HTTP ${a.status}`);
-  let wrong: string | null = null;
-  for (let i = 1; i <= 3 && !wrong; i++) {
-    const e = await http.post(`/session/${id}/execute`, { command: `echo ${token}-${i}`, timeout: 30 });
-    if (e.status !== 200 || e.body?.stdout !== `${token}-${i}\n` || e.body?.return_code !== 0) wrong = `execute: HTTP ${e.status} ${JSON.stringify(e.body).slice(0, 200)}`;
+/** Judges one step of the mix from its tally. */
+export function judgeStep(rateHz: number, seconds: number, arrivals: number, s: TallySummary): CapacityStep {
+  const figures: Record<string, number | null> = {};
+  const missed: string[] = [];
+  for (const t of MIX_TARGETS) {
+    const l: LatencySummary | undefined = s.latencyMs[t.op];
+    const v = l && l.n > 0 ? l[t.at] : null;
+    figures[`${t.op} ${t.at}`] = v;
+    if (v !== null && v > t.maxMs) missed.push(`${t.op} ${t.at} ${v.toFixed(0)} ms > ${t.maxMs}`);
   }
-  const r = await http.post(`/session/${id}/release`, {});
-  if (wrong) throw new Error(wrong);
-  if (r.status !== 200) throw new Error(`release: HTTP ${r.status}`);
+  if (s.errorCount > 0) missed.push(`${s.errorCount} wrong answers`);
+  const cut = s.outcomes[CUT_OUTCOME] ?? 0;
+  if (cut > 0) missed.push(`${cut} episodes still open at the end of the drain`);
+  const holdMs: Partial<Record<MixKind, number>> = {};
+  let occupancy = 0;
+  for (const kind of MIX_KINDS) {
+    const l = s.latencyMs[holdOp(kind)];
+    if (!l || l.n === 0) continue;
+    holdMs[kind] = l.mean;
+    occupancy += (l.n / seconds) * (l.mean / 1000);
+  }
+  return { rateHz, seconds, arrivals, errors: s.errorCount, acquiresGivenUp: s.outcomes[GAVE_UP_OUTCOME] ?? 0, missed, met: missed.length === 0, figures, holdMs, occupancy, errorKinds: Object.entries(s.errors).slice(0, 5).map(([kind, e]) => `${kind}: ${e.examples[0] ?? ''}`.slice(0, 300)) };
 }
 
-export async function measureCapacity(http: SoakHttp, plan: CapacityPlan, log: (line: string) => void): Promise<Capacity> {
+/**
+ * Steps the rate up by `factor` from `startHz` until a step misses, then tries the geometric middle
+ * of the last met and the missed rate; when the first step misses already (a slow or busy machine),
+ * steps down instead until one meets. `step` runs the mix at a rate and judges it.
+ */
+export async function measureCapacity(plan: CapacityPlan, step: (rateHz: number, index: number) => Promise<CapacityStep>, log: (line: string) => void): Promise<Capacity> {
   const steps: CapacityStep[] = [];
+  const run = async (rate: number): Promise<CapacityStep> => {
+    const s = await step(rate, steps.length);
+    steps.push(s);
+    const holds = Object.entries(s.holdMs).map(([k, ms]) => `${k} ${(ms / 1000).toFixed(1)} s`).join(', ');
+    log(`capacity step ${rate.toFixed(2)} arrivals/s: ${s.arrivals} arrivals, holds ${holds}, occupancy ${s.occupancy.toFixed(1)}: ${s.met ? 'met' : `missed (${s.missed.join('; ')})`}`);
+    for (const e of s.errorKinds) log(`  wrong: ${e}`);
+    return s;
+  };
   let rate = plan.startHz;
-  for (let s = 0; s < plan.maxSteps; s++) {
-    const latencies: number[] = [];
-    let errors = 0;
-    const arrivals = openLoop(rate, plan.stepS * 1000, plan.seed + s, async (i) => {
-      const t0 = performance.now();
-      try {
-        await plainEpisode(http, `c${s}x${i}`);
-        latencies.push(performance.now() - t0);
-      } catch {
-        errors++;
-      }
-    });
-    const ended = await Promise.race([arrivals.then(() => true), sleep(plan.stepS * 1000 + STEP_GRACE_MS).then(() => false)]);
-    if (!ended) http.cutAll();
-    const episodes = await arrivals;
-    const latencyMs = summarize(latencies);
-    const met = errors <= CAPACITY_TARGETS.errors && latencyMs.p50 <= CAPACITY_TARGETS.p50Ms && latencyMs.p99 <= CAPACITY_TARGETS.p99Ms;
-    steps.push({ rateHz: rate, episodes, errors, latencyMs, met });
-    log(`capacity step ${rate.toFixed(1)} episodes/s: ${episodes} episodes, p50 ${latencyMs.p50.toFixed(0)} ms, p99 ${latencyMs.p99.toFixed(0)} ms, ${errors} errors: ${met ? 'met' : 'missed'}`);
-    if (!met) break;
+  let lastMet: number | null = null;
+  let missedAt: number | null = null;
+  for (let i = 0; i < plan.maxSteps; i++) {
+    if (!(await run(rate)).met) {
+      missedAt = rate;
+      break;
+    }
+    lastMet = rate;
     rate *= plan.factor;
   }
-  const passed = steps.filter((s) => s.met);
-  return { rateHz: passed.length ? passed[passed.length - 1].rateHz : plan.startHz, met: passed.length > 0, steps, targets: CAPACITY_TARGETS };
+  for (let i = steps.length; lastMet === null && i < plan.maxSteps && rate / plan.factor >= plan.minHz; i++) {
+    rate /= plan.factor;
+    if ((await run(rate)).met) lastMet = rate;
+    else missedAt = rate;
+  }
+  if (lastMet !== null && missedAt !== null) {
+    const middle = Math.sqrt(lastMet * missedAt);
+    if ((await run(middle)).met) lastMet = middle;
+  }
+  return { rateHz: lastMet ?? plan.startHz, met: lastMet !== null, atLimit: missedAt === null, steps };
 }
+
+/** The mix's shares, for the report. */
+export const mixShares = (): string => MIX_KINDS.map((k) => `${k} ${Math.round(MIX[k] * 100)}%`).join(', ');

@@ -7,6 +7,7 @@ import { NoAnswer, type Answer } from './http';
 import { Lease, type ClientCtx } from './lease';
 import { abuseStep, disconnectStep, floodStep, timeoutStep, type StepEnd } from './steps';
 import { Unexpected } from './tally';
+import { GAVE_UP_OUTCOME } from './verdicts';
 import { sleep } from '../lib/stats';
 
 /** Relative weights of the steps; `verify` re-checks the state, `set` changes it. */
@@ -44,7 +45,7 @@ async function acquire(c: ClientCtx): Promise<Lease | null> {
     return lease;
   } catch (err) {
     if (err instanceof NoAnswer && err.aborted && abort.signal.aborted) {
-      c.tally.count('acquire: the client gave up (disconnected) before the answer');
+      c.tally.count(GAVE_UP_OUTCOME);
       return null;
     }
     throw err;

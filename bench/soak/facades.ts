@@ -23,7 +23,7 @@ export interface FacadeCtx {
 /** Bounds on a facade episode's waits: far above their latency at the sized load. */
 const VIEWER_WAIT_MS = 60_000;
 
-async function checked<T>(tally: Tally, kind: string, run: () => Promise<T>): Promise<T | null> {
+export async function checked<T>(tally: Tally, kind: string, run: () => Promise<T>): Promise<T | null> {
   const t0 = nowMs();
   try {
     const out = await run();
@@ -86,7 +86,7 @@ export async function workspaceEpisode(c: FacadeCtx, rnd: Random): Promise<void>
       }
     } finally {
       viewer.socket.close();
-      const ended = await c.http.delete(`/workspaces/${id}`);
+      const ended = await c.http.end('DELETE', `/workspaces/${id}`);
       if (ended.status !== 200 || ended.body?.status !== 'ended') c.tally.error(`workspace end: HTTP ${ended.status}`, JSON.stringify(ended.body).slice(0, 300));
     }
   });

@@ -47,13 +47,23 @@ export class SoakHttp {
     return this.send('DELETE', path, undefined);
   }
 
+  /**
+   * What ends a facade's resource (a workspace's DELETE, a group sandbox's stop): never cut by
+   * cutAll(). A workspace has no idle reclaim, so an end cut before it reached the broker would leave
+   * the workspace, and its slot, for ever; the broker answers an end at once, so it does not hang.
+   */
+  end(method: 'POST' | 'DELETE', path: string, body?: unknown): Promise<Answer> {
+    return this.send(method, path, body === undefined ? undefined : JSON.stringify(body), undefined, false);
+  }
+
   get(path: string): Promise<Answer> {
     return this.send('GET', path, undefined);
   }
 
-  private async send(method: 'GET' | 'POST' | 'DELETE', path: string, body: string | undefined, signal?: AbortSignal): Promise<Answer> {
+  private async send(method: 'GET' | 'POST' | 'DELETE', path: string, body: string | undefined, signal?: AbortSignal, cuttable = true): Promise<Answer> {
     const t0 = nowMs();
-    const combined = signal ? AbortSignal.any([signal, this.cut.signal]) : this.cut.signal;
+    const cut = cuttable ? [this.cut.signal] : [];
+    const combined = AbortSignal.any([...(signal ? [signal] : []), ...cut]);
     try {
       const res = await this.pool.request({ path, method, headers: JSON_HEADERS, body, signal: combined });
       const text = await res.body.text();

@@ -12,6 +12,8 @@ import fs from 'node:fs';
 import { promisify } from 'node:util';
 import Dockerode from 'dockerode';
 import { LABEL_DEPLOYMENT } from '../../src/backends/docker/dockerBackend';
+import { kindFilter } from '../../src/backends/docker/containers/labels';
+import type { ContainerKind } from '../../src/core/ports/dedicatedContainers';
 import { PS, unexpectedProcesses } from '../../test/helpers/containerPs';
 import { cmdline, procAlive } from '../../test/helpers/procs';
 import { mapLimit, sleep } from '../lib/stats';
@@ -30,8 +32,14 @@ export async function deploymentContainers(docker: Dockerode, deployment: string
   return docker.listContainers({ all: true, filters: { label: [`${LABEL_DEPLOYMENT}=${deployment}`] } });
 }
 
+/** The deployment's containers of one kind (pool, lifecycle, group, task). */
+export async function kindContainers(docker: Dockerode, deployment: string, kind: ContainerKind): Promise<Dockerode.ContainerInfo[]> {
+  return docker.listContainers({ all: true, filters: kindFilter(deployment, kind) });
+}
+
+/** The pool's containers only: a group sandbox's or a task's has processes of its own, and must be gone. */
 export async function containerProcesses(docker: Dockerode, deployment: string, perContainer: number): Promise<ContainerProcesses> {
-  const containers = await deploymentContainers(docker, deployment);
+  const containers = await kindContainers(docker, deployment, 'pool');
   let zombiesOfShells = 0;
   const leaks = await mapLimit(containers, 4, async (c) => {
     const name = c.Names[0]?.replace(/^\//, '') ?? c.Id.slice(0, 12);

@@ -3,6 +3,8 @@
  * runs under. Every bound (duration, drain, settle) is here, so a run always ends.
  */
 export interface SoakPlan {
+  /** The command line that ran it (for the report). */
+  command: string;
   quick: boolean;
   /** Load phase only; warm-up, drain and the end checks come on top. */
   durationS: number;
@@ -27,7 +29,7 @@ export interface SoakPlan {
     extra: Record<string, string>;
   };
   /**
-   * Sized (--sized; not yet the default, its sizing of the mix is not right yet): the capacity measured first, then the mix open-loop at 70% of it for
+   * Sized (--sized): the mix's capacity measured first (capacity.ts), then the mix open-loop at 70% of it for
    * `durationS`, then an overload at 150% for `overloadS`, then a recovery step at 50%. Otherwise
    * the closed-loop mix of `clients` clients.
    */
@@ -37,6 +39,8 @@ export interface SoakPlan {
   recoveryS: number;
   /** Warm sandboxes for the SDK's episodes (a warm pool of whole containers). */
   warmSlots: number;
+  /** The tasks' image (the sized mix runs tasks with a stub model). */
+  taskImage: string;
   /** Samples of RSS, fds and /health every this many ms; /metrics every 5 samples. */
   sampleEveryMs: number;
 }
@@ -75,13 +79,16 @@ export function parseSoakArgs(argv: string[], soakDir: string): SoakPlan {
   const quick = opts.has('quick');
   const sized = opts.has('sized');
   return {
+    command: ['npm run soak', ...(argv.length ? ['--', ...argv] : [])].join(' '),
     quick,
     durationS: positiveInt(opts, 'duration', quick ? 60 : sized ? 600 : 360),
     sized,
-    capacityStepS: positiveInt(opts, 'capacity-step', quick ? 10 : 20),
+    // Long enough for tasks (seconds to tens of seconds each) to pile up as they do at a steady load.
+    capacityStepS: positiveInt(opts, 'capacity-step', quick ? 15 : 60),
     overloadS: positiveInt(opts, 'overload', quick ? 30 : 90),
-    recoveryS: 15,
+    recoveryS: quick ? 15 : 30,
     warmSlots: 4,
+    taskImage: process.env.BROKER_TASK_IMAGE ?? 'bash-broker-task:latest',
     clients: positiveInt(opts, 'clients', quick ? 120 : 300),
     containers: positiveInt(opts, 'containers', quick ? 16 : 32),
     perContainer: positiveInt(opts, 'per-container', 8),
@@ -89,7 +96,8 @@ export function parseSoakArgs(argv: string[], soakDir: string): SoakPlan {
     outDir: opts.get('out') ?? `${soakDir}/../results`,
     seed: positiveInt(opts, 'seed', Math.floor(Math.random() * 1e9) + 1),
     forkBurst: !opts.has('no-fork-burst'),
-    drainS: 30,
+    // A sized phase's tasks and group sandboxes take seconds each: a longer drain than the pool's.
+    drainS: sized ? 90 : 30,
     broker: {
       maxOutputBytes: 1024 * 1024,
       // Long enough that no working client is reclaimed between two calls under load (execute p99

@@ -7,6 +7,7 @@ import type { SoakPlan } from './plan';
 import type { Sample, MemoryVerdict } from './monitor';
 import type { TallySummary } from './tally';
 import type { SizedResults } from './sized';
+import { sizedSection } from './sizedReport';
 
 export interface Check {
   name: string;
@@ -40,36 +41,8 @@ export interface SoakResults {
   sized?: SizedResults;
 }
 
-function sizedSection(r: SoakResults): string[] {
-  const s = r.sized;
-  if (!s) return [];
-  const steps = s.capacity.steps.map((x) => `| ${x.rateHz.toFixed(1)} | ${x.episodes} | ${f1(x.latencyMs.p50)} | ${f1(x.latencyMs.p99)} | ${x.errors} | ${x.met ? 'met' : 'missed'} |`);
-  const o = s.overload;
-  return [
-    '## Capacity',
-    '',
-    `Open-loop Poisson arrivals of a plain episode (acquire, 3 x \`echo\`, release), stepped up by 1.5x; a step meets the targets with episode p50 <= ${s.capacity.targets.p50Ms} ms, p99 <= ${s.capacity.targets.p99Ms} ms and no wrong answer. ` +
-      `Capacity: **${s.capacity.rateHz.toFixed(1)} episodes/s**; the mix ran at ${s.loadRateHz.toFixed(1)} arrivals/s (70%, an arrival of the mix weighing 2 plain episodes), ${s.arrivals} arrivals.`,
-    '',
-    '| rate /s | episodes | p50 ms | p99 ms | errors | targets |',
-    '| ---: | ---: | ---: | ---: | ---: | --- |',
-    ...steps,
-    '',
-    '## Overload (150%, reported apart)',
-    '',
-    `${o.arrivals} arrivals at ${o.rateHz.toFixed(1)}/s for ${o.seconds.toFixed(0)} s (every one ended); ${o.tally.errorCount} deviations that are not clear ones. ` +
-      `Recovery: ${s.recovery.episodes} plain episodes at ${s.recovery.rateHz.toFixed(1)}/s, p50 ${f1(s.recovery.latencyMs.p50)} ms, p99 ${f1(s.recovery.latencyMs.p99)} ms, ${s.recovery.errors} errors.`,
-    '',
-    ...countTable('overload outcome', o.tally.outcomes),
-    '',
-    ...countTable('overload deviation that is not clear', Object.fromEntries(Object.entries(o.tally.errors).map(([k, v]) => [k, v.count]))),
-    ...Object.entries(o.tally.errors).flatMap(([k, v]) => v.examples.map((e) => `- ${k}: \`${e.replace(/`/g, "'")}\``)),
-    '',
-  ];
-}
-
 const MB = 1e6;
-const f1 = (n: number): string => (Number.isFinite(n) ? n.toFixed(1) : '-');
+export const f1 = (n: number): string => (Number.isFinite(n) ? n.toFixed(1) : '-');
 const mb = (b: number): string => `${f1(b / MB)} MB`;
 
 function latencyTable(r: SoakResults): string[] {
@@ -80,7 +53,7 @@ function latencyTable(r: SoakResults): string[] {
   return rows;
 }
 
-function countTable(title: string, counts: Record<string, number>): string[] {
+export function countTable(title: string, counts: Record<string, number>): string[] {
   const entries = Object.entries(counts);
   if (entries.length === 0) return [`${title}: none.`];
   return [`| ${title} | count |`, '| --- | ---: |', ...entries.map(([k, v]) => `| ${k.replace(/\|/g, '\\|')} | ${v} |`)];
@@ -108,6 +81,7 @@ export function renderMarkdown(r: SoakResults): string {
     `# Soak (${p.quick ? 'quick' : 'full'}): ${r.checks.every((c) => c.pass) ? 'PASS' : 'FAIL'}`,
     '',
     `${r.startedAt}, ${m.gitCommit}${m.gitDirty ? ' (src/ modified)' : ''}. ${m.cores} x ${m.cpuModel}, ${m.ramGiB} GiB, ${m.kernel}, Node ${m.node}, Docker ${m.docker}; load average at start ${m.loadAvgAtStart.join(' / ')}.`,
+    `Command: \`${p.command}\`.`,
     `Docker backend, ${p.containers} x ${p.perContainer} sessions, ${p.sized ? `open loop sized from the capacity (${p.warmSlots} warm sandboxes), the mix` : `${p.clients} clients`} for ${r.loadS.toFixed(0)} s (seed ${p.seed}), fork bursts ${p.forkBurst ? 'on' : 'off'}; BROKER_MAX_OUTPUT_BYTES=${p.broker.maxOutputBytes}, ` +
       `BROKER_SESSION_IDLE_TIMEOUT=${p.broker.idleTimeoutS}, BROKER_CONTAINER_PIDS_LIMIT=${p.broker.pidsLimit}, BROKER_CONTAINER_MEMORY=${p.broker.memory}${Object.entries(p.broker.extra).map(([k, v]) => `, ${k}=${v}`).join("")}. ` +
       `Warm-up ${(r.warmUpMs / 1000).toFixed(1)} s; whole run ${r.totalS.toFixed(0)} s.`,

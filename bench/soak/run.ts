@@ -18,7 +18,8 @@ import { SoakHttp } from './http';
 import { Tally } from './tally';
 import { ReclaimWatch } from './reclaimWatch';
 import { runLoad } from './load';
-import { runSized, sizedChecks } from './sized';
+import { gaveUpOutsideTheLoad, runSized, sizedChecks } from './sized';
+import { mixFixtures, type MixFixtures } from './mixFixtures';
 import { Monitor, fdKinds, memoryVerdict, openFds } from './monitor';
 import { ProgressLine, warmupText } from '../lib/progress';
 
@@ -38,7 +39,7 @@ function log(line: string): void {
   progress.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
 }
 
-function brokerEnv(plan: SoakPlan): Record<string, string> {
+function brokerEnv(plan: SoakPlan, mix: MixFixtures | null): Record<string, string> {
   const b = plan.broker;
   return {
     BROKER_DEPLOYMENT: SOAK_DEPLOYMENT,
@@ -51,6 +52,8 @@ function brokerEnv(plan: SoakPlan): Record<string, string> {
     BROKER_NETWORK_MODE: 'none',
     // A warm pool of whole containers for the SDK's sandboxes (the sized mix creates them).
     ...(plan.sized ? { BROKER_POOLS: JSON.stringify({ warm: { image: plan.image, containers: plan.warmSlots, sessions_per_container: 1 } }) } : {}),
+    // Group sandboxes and tasks: the stub model, the repo, their files and ports (mixFixtures.ts).
+    ...(mix ? mix.env : {}),
     ...b.extra,
   };
 }
@@ -65,7 +68,8 @@ async function main(): Promise<number> {
   const startedAt = new Date().toISOString();
   const machine = await describeMachine(REPO_DIR);
   log(`soak: ${plan.containers} x ${plan.perContainer} sessions, ${plan.clients} clients, ${plan.durationS} s, seed ${plan.seed}`);
-  const spec = { name: 'soak', backend: 'docker' as const, containers: plan.containers, perContainer: plan.perContainer, image: plan.image, env: brokerEnv(plan) };
+  const mix = plan.sized ? await mixFixtures(plan.taskImage, plan.image) : null;
+  const spec = { name: 'soak', backend: 'docker' as const, containers: plan.containers, perContainer: plan.perContainer, image: plan.image, env: brokerEnv(plan, mix) };
   const broker = await BrokerProcess.start(spec, logDir);
   let stopped: { stopMs: number; killed: boolean } | null = null;
   const stopBroker = async (): Promise<{ stopMs: number; killed: boolean }> => (stopped ??= await broker.stop(60_000));
@@ -74,7 +78,7 @@ async function main(): Promise<number> {
     void stopBroker()
       .then(() => deploymentContainers(docker, SOAK_DEPLOYMENT))
       .then((left) => Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined))))
-      .finally(() => process.exit(130));
+      .finally(() => void (mix?.close() ?? Promise.resolve()).finally(() => process.exit(130)));
   });
   try {
     const warmUpMs = await broker.waitWarm(300_000, (h) => {
@@ -87,10 +91,11 @@ async function main(): Promise<number> {
     // (Node's global agent, reused every BROKER_HEALTH_INTERVAL), which is not a leak.
     await sleep(IDLE_SETTLE_MS);
     const idle = { rss: broker.procMemory().rssBytes, fds: openFds(broker.pid), fdKinds: fdKinds(broker.pid) };
-    return await soak(plan, broker, docker, { warmUpMs, idle, startedAt, machine, t0 }, stopBroker);
+    return await soak(plan, broker, docker, { warmUpMs, idle, startedAt, machine, t0, mix }, stopBroker);
   } finally {
     progress.stop();
     await stopBroker();
+    await mix?.close();
   }
 }
 
@@ -100,6 +105,7 @@ interface RunInfo {
   startedAt: string;
   machine: SoakResults['machine'];
   t0: number;
+  mix: MixFixtures | null;
 }
 
 async function soak(plan: SoakPlan, broker: BrokerProcess, docker: Dockerode, info: RunInfo, stopBroker: () => Promise<{ stopMs: number; killed: boolean }>): Promise<number> {
@@ -116,9 +122,11 @@ async function soak(plan: SoakPlan, broker: BrokerProcess, docker: Dockerode, in
   let sized: SoakResults['sized'] = undefined;
   let loadS: number;
   if (plan.sized) {
+    const group = await http.post('/group/start', {});
+    if (group.status !== 200) throw new Error(`the group did not start: HTTP ${group.status} ${JSON.stringify(group.body)}`);
     const facade = { url: broker.url, http, tally, image: plan.image };
     const marks = { loadStarted: (): void => void ((loadStart = nowMs()), (pressureAtStart = cpuPressureSomeUs())), loadS: 0 };
-    sized = await runSized(plan, http, tally, reclaims, facade, episode, marks, log);
+    sized = await runSized({ plan, http, tally, reclaims, facade, episode, marks, log });
     loadS = marks.loadS;
   } else {
     await runLoad(http, tally, reclaims, { clients: plan.clients, durationMs: plan.durationS * 1000, drainMs: plan.drainS * 1000, seed: plan.seed, episode }, log, progress);
@@ -126,12 +134,12 @@ async function soak(plan: SoakPlan, broker: BrokerProcess, docker: Dockerode, in
   }
   const cpuPressure = pressureShare(pressureAtStart, cpuPressureSomeUs(), loadS * 1000);
   log(`load done: ${tally.outcome('episodes ended')} episodes, ${tally.errorCount} unexpected; probing ${reclaims.waiting} abandoned leases`);
-  const end = await endRun({ plan, deployment: SOAK_DEPLOYMENT, broker, docker, http, monitor, reclaims, stopBroker, log });
+  const end = await endRun({ plan, deployment: SOAK_DEPLOYMENT, broker, docker, http, monitor, reclaims, stopBroker, log, groupDir: info.mix?.groupDir ?? null });
   const summary = tally.summary();
   const executes = Object.entries(summary.latencyMs).filter(([op]) => op.startsWith('execute')).reduce((n, [, l]) => n + l.n, 0);
   const memory = memoryVerdict(monitor.samples, plan.sized ? loadS : loadS - plan.drainS, info.idle.rss, memoryBoundBytes(info.idle.rss));
   const brokerCounters = Object.fromEntries(BROKER_COUNTERS.map((name) => [name, countersByLabel(end.metricsText, name)]));
-  const checks = [...allChecks({ plan, summary, end, memory, reclaims, brokerCounters, idleFds: info.idle.fds, deployment: SOAK_DEPLOYMENT }), ...(sized ? sizedChecks(sized) : [])];
+  const checks = [...allChecks({ plan, summary, end, memory, reclaims, brokerCounters, idleFds: info.idle.fds, deployment: SOAK_DEPLOYMENT, gaveUpElsewhere: sized ? gaveUpOutsideTheLoad(sized) : 0 }), ...(sized ? sizedChecks(sized) : [])];
   const results: SoakResults = {
     plan, machine: info.machine, startedAt: info.startedAt, warmUpMs: info.warmUpMs, loadS, totalS: (nowMs() - info.t0) / 1000,
     episodes: tally.outcome('episodes ended'), executes, tally: summary, memory,

@@ -9,6 +9,9 @@ import type { Ending } from './ending';
 import type { MemoryVerdict } from './monitor';
 import type { TallySummary } from './tally';
 
+/** The outcome of an acquire whose client gave up before the answer (episode.ts). */
+export const GAVE_UP_OUTCOME = 'acquire: the client gave up (disconnected) before the answer';
+
 /** Slack on top of the broker's own bounds (idle timeout + sweep) on a loaded 2-core machine. */
 export const SETTLE_SLACK_MS = 8_000;
 /** A BROKEN slot is rebuilt with a backoff of at most 30 s (pool.ts): two of those, and some. */
@@ -90,12 +93,17 @@ export interface CheckInputs {
   brokerCounters: Record<string, Record<string, number>>;
   idleFds: number;
   deployment: string;
+  /**
+   * Acquires given up by their client in phases whose tallies are not `summary` (a sized run's
+   * capacity steps, overload and recovery): the broker's reclaim counter counts theirs too.
+   */
+  gaveUpElsewhere?: number;
 }
 
 export function allChecks(x: CheckInputs): Check[] {
   const { end, memory } = x;
   const mb = (b: number): string => (b / 1e6).toFixed(1);
-  const acquireGaveUp = x.summary.outcomes['acquire: the client gave up (disconnected) before the answer'] ?? 0;
+  const acquireGaveUp = (x.summary.outcomes[GAVE_UP_OUTCOME] ?? 0) + (x.gaveUpElsewhere ?? 0);
   const leaks = end.inside.leaks;
   return [
     { name: 'every answer as expected', pass: x.summary.errorCount === 0, detail: `${x.summary.errorCount} unexpected answers` },
@@ -116,6 +124,15 @@ export function allChecks(x: CheckInputs): Check[] {
     { name: 'no leaked fds in the broker', pass: end.settledFds <= x.idleFds + FD_MARGIN, detail: `${x.idleFds} idle warm, ${end.settledFds} settled (margin ${FD_MARGIN})` },
     { name: 'broker stops on SIGTERM', pass: !end.stop.killed, detail: `${(end.stop.stopMs / 1000).toFixed(1)} s` },
     { name: 'no leaked containers', pass: end.leftContainers === 0, detail: `${end.leftContainers} containers labelled ${x.deployment} after the stop` },
+    ...(end.registrations
+      ? [
+          {
+            name: 'no registration left',
+            pass: Object.values(end.registrations).every((v) => (Array.isArray(v) ? v.length === 0 : v === 0)),
+            detail: `after the load: ${end.registrations.workspaces} workspaces, ${end.registrations.lifecycleSandboxes} lifecycle sandboxes, ${end.registrations.groupContainers} group sandbox containers, ${end.registrations.taskContainers} task containers; after the stop: ${end.registrations.mounts.length} mounts under the groups' directory${end.registrations.mounts.length ? ` (${end.registrations.mounts.slice(0, 3).join(', ')})` : ''}`,
+          },
+        ]
+      : []),
     {
       name: 'no broker child or container shim left',
       pass: end.leftHost.length === 0,

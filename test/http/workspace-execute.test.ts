@@ -210,3 +210,28 @@ describe('workspace: BROKER_DEFAULT_WORKSPACE=0', () => {
     expect((await tb.post(`/workspaces/${id}/api/execute`, { command: 'echo ok' })).json).toMatchObject({ returncode: 0, stdout: 'ok\n' });
   });
 });
+
+describe('workspace: a create whose client leaves', () => {
+  let tb: TestBroker;
+  beforeAll(async () => {
+    // A queued create outlives the test unless it leaves the queue when its client goes.
+    tb = await startTestBroker({ BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_DEFAULT_WORKSPACE: '0', BROKER_ACQUIRE_TIMEOUT: '600' });
+  }, 120_000);
+  afterAll(async () => {
+    await tb?.close();
+  }, 60_000);
+
+  it('leaves the queue for a slot: nobody would learn its id, so no workspace is made and the slot stays free', async () => {
+    const lease = await tb.acquire();
+    const client = new AbortController();
+    const create = tb.postAbortable('/workspaces', {}, client.signal);
+    await eventually(async () => (await tb.get('/health')).json.queue_length === 1);
+    client.abort();
+    await expect(create).rejects.toThrow();
+    await tb.release(lease);
+    await eventually(async () => (await tb.health()).available_sessions === 1);
+    expect((await tb.get('/health')).json.queue_length).toBe(0);
+    expect((await tb.get('/workspaces')).json).toEqual([]);
+    expect((await tb.health()).in_use_sessions).toBe(0);
+  });
+});

@@ -10,6 +10,7 @@ import type { Workspace } from '../../core/workspace/workspace';
 import { brokerError } from '../../common/errors';
 import { poolErrorFormat } from '../../http/errorFormats';
 import { sendJson, sendJsonStreamed } from '../../http/httpJson';
+import { clientGone } from '../../http/clientGone';
 import {
   DEFAULT_LOG_LIMIT,
   DEFAULT_PARTIAL_BYTES,
@@ -45,7 +46,10 @@ export function workspaceRouter(workspaces: Workspaces, files: WorkspaceFiles, o
   const R = WORKSPACE_CONTRACT.routes;
   const routes: Route[] = [
     served(R.create, async ({ res }) => {
-      const ws = await workspaces.create();
+      // A client that left while its workspace was made (queued for a slot, or starting) never learns
+      // its id, and a workspace has no idle reclaim: leave the queue, or end what was made.
+      const ws = await workspaces.create(undefined, clientGone(res));
+      if (res.destroyed) return void (await workspaces.end(ws.id));
       sendJson(res, 201, { workspace_id: ws.id, workdir: ws.workdir });
     }),
     served(R.list, ({ res }) => {
