@@ -13,7 +13,8 @@
  *   private disk an idle isolated session holds (its tmpfs, from inside).
  *
  * Usage: node -r ts-node/register/transpile-only bench/isolation.ts [--clients 64,256] [--seconds 20]
- *        [--samples 30] [--fresh 1] [--out bench/results/isolation-latest.md]
+ *        [--samples 30] [--fresh 1] [--rounds 1] [--out bench/results/isolation-latest.md]
+ * `--rounds N` runs off, on and script N times interleaved; the ratios are of their medians.
  * Needs root (the host's cgroups), the engine on this host and bash-broker-test (scripts/docker-images.sh).
  */
 import { execFileSync } from 'node:child_process';
@@ -32,6 +33,8 @@ const SIZES = (args.get('clients') ?? '64,256').split(',').map(Number);
 const SECONDS = Number(args.get('seconds') ?? 20);
 const SAMPLES = Number(args.get('samples') ?? 30);
 const FRESH = (args.get('fresh') ?? '1') !== '0';
+/** Rounds of the modes per size, interleaved (off, on, script, off, ...): on a shared machine the load moves between modes. */
+const ROUNDS = Number(args.get('rounds') ?? 1);
 const OUT = path.resolve(REPO_DIR, args.get('out') ?? 'bench/results/isolation-latest.md');
 const IMAGE = process.env.BROKER_IMAGE ?? 'bash-broker-test:latest';
 const PER_CONTAINER = 8;
@@ -50,6 +53,7 @@ interface ModeResult {
   diskPerIdleSessionKiB: number | null;
   cpuSecondsPerEpisode: number | null;
   ownCpuSecondsPerEpisode: number | null;
+  brokerCpuSecondsPerEpisode: number | null;
 }
 
 /** CPU time of the whole machine (all processes, other users' included), seconds: /proc/stat's first line. */
@@ -66,26 +70,27 @@ function benchContainers(): string[] {
 }
 
 /**
- * CPU time of this run's own work, seconds: the broker process and the pool containers' cpuacct
+ * CPU time of this run's own work, seconds: the broker process, and the pool containers' cpuacct
  * cgroups (cgroup v1). Not the engine's (a fresh_container pool's container starts are mostly the
  * engine's: see the machine's figure): the machine is shared, and its whole CPU counts others' work.
  */
-function ownCpuSeconds(brokerPid: number, containers: string[]): number {
+function ownCpuSeconds(brokerPid: number, containers: string[]): { broker: number; containers: number } {
   const stat = fs.readFileSync(`/proc/${brokerPid}/stat`, 'latin1');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  let seconds = (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime (clock ticks)
+  const broker = (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime (clock ticks)
+  let inContainers = 0;
   for (const id of containers) {
     try {
-      seconds += Number(fs.readFileSync(`/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, 'latin1')) / 1e9;
+      inContainers += Number(fs.readFileSync(`/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, 'latin1')) / 1e9;
     } catch {
       /* not cgroup v1 cgroupfs, or removed meanwhile */
     }
   }
-  return seconds;
+  return { broker, containers: inContainers };
 }
 
 /** Closed loop: `clients` clients doing whole episodes for `SECONDS`. */
-async function episodes(url: string, pool: string | null, clients: number, brokerPid: number): Promise<{ done: number; errors: number; perSec: number; cpuPerEpisode: number; ownCpuPerEpisode: number }> {
+async function episodes(url: string, pool: string | null, clients: number, brokerPid: number): Promise<{ done: number; errors: number; perSec: number; cpuPerEpisode: number; ownCpuPerEpisode: number; brokerCpuPerEpisode: number }> {
   const http = new BrokerHttp(url, clients);
   const body = pool ? { pool } : {};
   let done = 0;
@@ -112,9 +117,12 @@ async function episodes(url: string, pool: string | null, clients: number, broke
   );
   const seconds = (nowMs() - t0) / 1000;
   const cpu = machineCpuSeconds() - cpu0;
-  const own = ownCpuSeconds(brokerPid, containers) - own0;
+  const own1 = ownCpuSeconds(brokerPid, containers);
+  const broker = own1.broker - own0.broker;
+  const own = broker + own1.containers - own0.containers;
   await http.close();
-  return { done, errors, perSec: done / seconds, cpuPerEpisode: done > 0 ? cpu / done : NaN, ownCpuPerEpisode: done > 0 ? own / done : NaN };
+  const per = (x: number): number => (done > 0 ? x / done : NaN);
+  return { done, errors, perSec: done / seconds, cpuPerEpisode: per(cpu), ownCpuPerEpisode: per(own), brokerCpuPerEpisode: per(broker) };
 }
 
 /** From a release to /health's available count back at `total`, ms (polled every ms). */
@@ -218,6 +226,7 @@ async function runMode(mode: Mode, clients: number): Promise<ModeResult> {
       diskPerIdleSessionKiB: disk,
       cpuSecondsPerEpisode: ep.cpuPerEpisode,
       ownCpuSecondsPerEpisode: ep.ownCpuPerEpisode,
+      brokerCpuSecondsPerEpisode: ep.brokerCpuPerEpisode,
     };
     if (fresh) return result;
     await broker.waitWarm(120_000);
@@ -236,9 +245,15 @@ function fmt(n: number | null, digits = 1): string {
   return n === null || Number.isNaN(n) ? '—' : n.toFixed(digits);
 }
 
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length === 0 ? NaN : sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
 function row(r: ModeResult): string {
   const ms = (x: number | null): number | null => (x === null ? null : x * 1000);
-  return `| ${r.clients} | ${r.name} | ${fmt(r.episodesPerSec)} (${r.episodes}, ${r.errors} errors) | ${fmt(ms(r.ownCpuSecondsPerEpisode))} | ${fmt(ms(r.cpuSecondsPerEpisode))} | ${fmt(r.releaseP50Ms)} / ${fmt(r.releaseP90Ms)} | ${fmt(r.bigEpisodeReadyMs, 0)} | ${fmt(r.memoryPerIdleSessionMiB, 2)} | ${fmt(r.diskPerIdleSessionKiB, 0)} |`;
+  return `| ${r.clients} | ${r.name} | ${fmt(r.episodesPerSec)} (${r.episodes}, ${r.errors} errors) | ${fmt(ms(r.ownCpuSecondsPerEpisode))} (${fmt(ms(r.brokerCpuSecondsPerEpisode))}) | ${fmt(ms(r.cpuSecondsPerEpisode))} | ${fmt(r.releaseP50Ms)} / ${fmt(r.releaseP90Ms)} | ${fmt(r.bigEpisodeReadyMs, 0)} | ${fmt(r.memoryPerIdleSessionMiB, 2)} | ${fmt(r.diskPerIdleSessionKiB, 0)} |`;
 }
 
 async function main(): Promise<void> {
@@ -247,29 +262,32 @@ async function main(): Promise<void> {
   const results: ModeResult[] = [];
   const ratios: string[] = [];
   for (const clients of SIZES) {
-    const modes: Mode[] = FRESH ? ['off', 'on', 'script', 'fresh'] : ['off', 'on', 'script'];
-    const got = new Map<Mode, ModeResult>();
-    for (const mode of modes) {
-      const r = await runMode(mode, clients);
-      got.set(mode, r);
-      results.push(r);
+    const modes: Mode[] = ['off', 'on', 'script'];
+    const got = new Map<Mode, number[]>();
+    for (let round = 0; round < ROUNDS; round++) {
+      // A fresh_container pool once (its containers' starts dominate it, not the load).
+      for (const mode of round === 0 && FRESH ? [...modes, 'fresh' as const] : modes) {
+        const r = await runMode(mode, clients);
+        got.set(mode, [...(got.get(mode) ?? []), r.episodesPerSec]);
+        results.push(r);
+      }
     }
-    const per = (m: Mode): number => got.get(m)?.episodesPerSec ?? NaN;
+    const per = (m: Mode): number => median(got.get(m) ?? []);
     ratios.push(
-      `- ${clients} clients: on / off **${fmt(per('on') / per('off'), 2)}** (goal ≥ 0.8; through the setup script ${fmt(per('script') / per('off'), 2)})` +
+      `- ${clients} clients${ROUNDS > 1 ? ` (medians of ${ROUNDS} rounds)` : ''}: on / off **${fmt(per('on') / per('off'), 2)}** (goal ≥ 0.8; through the setup script ${fmt(per('script') / per('off'), 2)})` +
         (FRESH ? `, on / \`fresh_container\` **${fmt(per('on') / per('fresh'), 1)}** (goal ≥ 5)` : '') + '.',
     );
   }
   const load1 = os.loadavg();
   const text = `# Per-lease isolation: the cost
 
-\`node -r ts-node/register/transpile-only bench/isolation.ts --clients ${SIZES.join(',')} --seconds ${SECONDS} --samples ${SAMPLES} --fresh ${FRESH ? 1 : 0}\`,
+\`node -r ts-node/register/transpile-only bench/isolation.ts --clients ${SIZES.join(',')} --seconds ${SECONDS} --samples ${SAMPLES} --fresh ${FRESH ? 1 : 0} --rounds ${ROUNDS}\`,
 ${started}, ${os.cpus().length} vCPUs, image ${IMAGE}; load average (1, 5, 15 min) ${load0.map((l) => l.toFixed(1)).join(', ')} at the start and ${load1.map((l) => l.toFixed(1)).join(', ')} at the end (the machine is shared).
 Pools of as many sessions as clients (${PER_CONTAINER} per container; the \`fresh_container\` pool as many containers of one), each client doing
 episodes (acquire, 5 × \`true\`, release) for ${SECONDS} s. "isolation on" starts sessions through the session init; "setup script" is the
 same isolation with the init withheld (the fallback, and how every session started before it).
 
-| clients | | episodes/s (episodes, errors) | broker + containers CPU per episode, ms | machine CPU per episode, ms | release to AVAILABLE p50 / p90, ms | 100 MB episode: release to AVAILABLE, ms | memory per idle session, MiB | private disk per idle session, KiB |
+| clients | | episodes/s (episodes, errors) | broker + containers CPU per episode (the broker's), ms | machine CPU per episode, ms | release to AVAILABLE p50 / p90, ms | 100 MB episode: release to AVAILABLE, ms | memory per idle session, MiB | private disk per idle session, KiB |
 |---:|---|---:|---:|---:|---:|---:|---:|---:|
 ${results.map(row).join('\n')}
 

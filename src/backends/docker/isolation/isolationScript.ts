@@ -16,7 +16,7 @@
  * - The setup is one process, the session init (sessionInit.c, a static program the broker builds at
  *   its start and puts in the container's pipes directory): its system calls cost ~0.8 ms, where the
  *   same setup in this script (below; used where the init cannot run) starts about ten processes and
- *   costs ~8 ms more CPU per session. All mounts but three come from a table made once per container,
+ *   costs ~7 ms more CPU per session. All mounts but three come from a table made once per container,
  *   which the init and the script's `mount -a` both read.
  * - bash must learn its pid in the container (kills, signals and the pids cgroup use it): inside, it
  *   is pid 2 or so; the container's procfs, still mounted before the chroot, says it as /proc/self.

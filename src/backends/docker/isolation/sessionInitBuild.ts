@@ -6,7 +6,7 @@
  * of other sources are removed once a day old (a broker still running one may link it meanwhile;
  * containers that run it keep their own links). Static: it runs in any image,
  * whatever its libc. Without a C compiler, or the source (a build that left it out), the containers
- * start sessions through the setup script instead: the same isolation, about 8 ms more CPU each.
+ * start sessions through the setup script instead: the same isolation, about 7 ms more CPU each.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';

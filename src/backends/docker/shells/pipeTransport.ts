@@ -76,7 +76,7 @@ export class PipeTransport {
       const init = await buildSessionInit(this.root);
       this.sessionInit = init.path;
       if (init.path !== null) logger.info({ sessionInit: init.path, built: init.built }, 'isolated sessions start through the session init');
-      else logger.warn({ reason: init.why }, 'no session init: isolated sessions start through the setup script (the same isolation, about 8 ms more CPU per session)');
+      else logger.warn({ reason: init.why }, 'no session init: isolated sessions start through the setup script (the same isolation, about 7 ms more CPU per session)');
     }
   }
 
