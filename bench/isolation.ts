@@ -1,16 +1,20 @@
 /**
- * Per-lease filesystem isolation's cost, in one run on the docker backend (docs/isolation.md):
+ * Per-lease filesystem isolation's cost, in one run on the docker backend (docs/isolation.md). For
+ * each size in `--clients` (64,256), on a pool of that many sessions (8 per container):
  *
- * - episodes/s (acquire, 5 x `true`, release) at `--clients` concurrent clients (64) on a pool of that
- *   many sessions (8 per container), isolation off, on, and a `fresh_container` pool of the same size;
+ * - episodes/s (acquire, 5 x `true`, release) at that many concurrent clients with isolation off, on
+ *   (sessions started by the session init, sessionInit.c), on through the setup script (the init
+ *   withheld: no compiler for that broker, in pipes' root of its own), and a `fresh_container` pool
+ *   of the same size;
  * - release to AVAILABLE, p50 and p90 over `--samples` single releases (the client polls /health);
  * - an episode that writes 100 MB (in /root: the session's own layer with isolation, the container's
  *   writable layer without): from its release to its slot AVAILABLE again;
  * - memory per idle session (the containers' memory cgroups after the warm-up, per session) and the
  *   private disk an idle isolated session holds (its tmpfs, from inside).
  *
- * Usage: node -r ts-node/register/transpile-only bench/isolation.ts [--clients 64] [--seconds 20]
- *        [--samples 40] [--fresh-containers 64] [--out bench/results/isolation-latest.md]
+ * Usage: node -r ts-node/register/transpile-only bench/isolation.ts [--clients 64,256] [--seconds 20]
+ *        [--samples 30] [--fresh 1] [--rounds 1] [--out bench/results/isolation-latest.md]
+ * `--rounds N` runs off, on and script N times interleaved; the ratios are of their medians.
  * Needs root (the host's cgroups), the engine on this host and bash-broker-test (scripts/docker-images.sh).
  */
 import { execFileSync } from 'node:child_process';
@@ -25,10 +29,12 @@ import { LABEL_DEPLOYMENT } from '../src/backends/docker/containers/labels';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
-const CLIENTS = Number(args.get('clients') ?? 64);
+const SIZES = (args.get('clients') ?? '64,256').split(',').map(Number);
 const SECONDS = Number(args.get('seconds') ?? 20);
-const SAMPLES = Number(args.get('samples') ?? 40);
-const FRESH_CONTAINERS = Number(args.get('fresh-containers') ?? CLIENTS);
+const SAMPLES = Number(args.get('samples') ?? 30);
+const FRESH = (args.get('fresh') ?? '1') !== '0';
+/** Rounds of the modes per size, interleaved (off, on, script, off, ...): on a shared machine the load moves between modes. */
+const ROUNDS = Number(args.get('rounds') ?? 1);
 const OUT = path.resolve(REPO_DIR, args.get('out') ?? 'bench/results/isolation-latest.md');
 const IMAGE = process.env.BROKER_IMAGE ?? 'bash-broker-test:latest';
 const PER_CONTAINER = 8;
@@ -36,6 +42,7 @@ const HUNDRED_MB = 100 * 1024 * 1024;
 
 interface ModeResult {
   name: string;
+  clients: number;
   episodesPerSec: number;
   episodes: number;
   errors: number;
@@ -45,9 +52,11 @@ interface ModeResult {
   memoryPerIdleSessionMiB: number | null;
   diskPerIdleSessionKiB: number | null;
   cpuSecondsPerEpisode: number | null;
+  ownCpuSecondsPerEpisode: number | null;
+  brokerCpuSecondsPerEpisode: number | null;
 }
 
-/** CPU time of the whole machine (all processes), seconds: /proc/stat's first line. */
+/** CPU time of the whole machine (all processes, other users' included), seconds: /proc/stat's first line. */
 function machineCpuSeconds(): number {
   const fields = fs.readFileSync('/proc/stat', 'latin1').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
   const idle = fields[3] + fields[4];
@@ -55,17 +64,44 @@ function machineCpuSeconds(): number {
   return (total - idle) / 100;
 }
 
-/** Closed loop: `CLIENTS` clients doing whole episodes for `SECONDS`. */
-async function episodes(url: string, pool: string | null): Promise<{ done: number; errors: number; perSec: number; cpuPerEpisode: number }> {
-  const http = new BrokerHttp(url, CLIENTS);
+/** This bench's pool containers (their ids). */
+function benchContainers(): string[] {
+  return execFileSync('docker', ['ps', '-q', '--no-trunc', '--filter', `label=${LABEL_DEPLOYMENT}=${BENCH_DEPLOYMENT}`], { encoding: 'utf8' }).split('\n').filter(Boolean);
+}
+
+/**
+ * CPU time of this run's own work, seconds: the broker process, and the pool containers' cpuacct
+ * cgroups (cgroup v1). Not the engine's (a fresh_container pool's container starts are mostly the
+ * engine's: see the machine's figure): the machine is shared, and its whole CPU counts others' work.
+ */
+function ownCpuSeconds(brokerPid: number, containers: string[]): { broker: number; containers: number } {
+  const stat = fs.readFileSync(`/proc/${brokerPid}/stat`, 'latin1');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const broker = (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime (clock ticks)
+  let inContainers = 0;
+  for (const id of containers) {
+    try {
+      inContainers += Number(fs.readFileSync(`/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, 'latin1')) / 1e9;
+    } catch {
+      /* not cgroup v1 cgroupfs, or removed meanwhile */
+    }
+  }
+  return { broker, containers: inContainers };
+}
+
+/** Closed loop: `clients` clients doing whole episodes for `SECONDS`. */
+async function episodes(url: string, pool: string | null, clients: number, brokerPid: number): Promise<{ done: number; errors: number; perSec: number; cpuPerEpisode: number; ownCpuPerEpisode: number; brokerCpuPerEpisode: number }> {
+  const http = new BrokerHttp(url, clients);
   const body = pool ? { pool } : {};
   let done = 0;
   let errors = 0;
   const cpu0 = machineCpuSeconds();
+  const containers = benchContainers();
+  const own0 = ownCpuSeconds(brokerPid, containers);
   const t0 = nowMs();
   const until = t0 + SECONDS * 1000;
   await Promise.all(
-    Array.from({ length: CLIENTS }, async () => {
+    Array.from({ length: clients }, async () => {
       while (nowMs() < until) {
         try {
           const { session_id: id } = await http.acquireWith(body);
@@ -81,8 +117,12 @@ async function episodes(url: string, pool: string | null): Promise<{ done: numbe
   );
   const seconds = (nowMs() - t0) / 1000;
   const cpu = machineCpuSeconds() - cpu0;
+  const own1 = ownCpuSeconds(brokerPid, containers);
+  const broker = own1.broker - own0.broker;
+  const own = broker + own1.containers - own0.containers;
   await http.close();
-  return { done, errors, perSec: done / seconds, cpuPerEpisode: done > 0 ? cpu / done : NaN };
+  const per = (x: number): number => (done > 0 ? x / done : NaN);
+  return { done, errors, perSec: done / seconds, cpuPerEpisode: per(cpu), ownCpuPerEpisode: per(own), brokerCpuPerEpisode: per(broker) };
 }
 
 /** From a release to /health's available count back at `total`, ms (polled every ms). */
@@ -119,9 +159,8 @@ async function bigEpisode(url: string, total: number): Promise<number> {
 function memoryPerSessionMiB(sessions: number): number | null {
   const dir = '/sys/fs/cgroup/memory/docker';
   if (!fs.existsSync(dir)) return null;
-  const ours = execFileSync('docker', ['ps', '-q', '--no-trunc', '--filter', `label=${LABEL_DEPLOYMENT}=${BENCH_DEPLOYMENT}`], { encoding: 'utf8' }).split('\n').filter(Boolean);
   let sum = 0;
-  for (const id of ours) {
+  for (const id of benchContainers()) {
     const usage = path.join(dir, id, 'memory.usage_in_bytes');
     if (!fs.existsSync(usage)) continue;
     const cache = /^total_inactive_file (\d+)$/m.exec(fs.readFileSync(path.join(dir, id, 'memory.stat'), 'latin1'));
@@ -139,45 +178,66 @@ async function diskPerIdleSessionKiB(url: string): Promise<number> {
   return Number(r.stdout.trim());
 }
 
-async function runMode(name: string, env: Record<string, string>, fresh: boolean): Promise<ModeResult> {
+type Mode = 'off' | 'on' | 'script' | 'fresh';
+const MODE_NAMES: Record<Mode, string> = { off: 'isolation off', on: 'isolation on', script: 'isolation on, setup script', fresh: 'fresh_container pool' };
+
+/**
+ * The broker's environment for a mode. `script`: the session init withheld (no compiler, and a pipes'
+ * root of its own where no earlier build lies), so its containers start sessions through the script.
+ */
+function modeEnv(mode: Mode, scriptRoot: string): Record<string, string> {
+  if (mode === 'on') return { BROKER_SESSION_ISOLATION: '1' };
+  if (mode === 'script') return { BROKER_SESSION_ISOLATION: '1', BROKER_DOCKER_FIFO_DIR: scriptRoot, CC: '/bin/false' };
+  return { BROKER_SESSION_ISOLATION: '0' };
+}
+
+async function runMode(mode: Mode, clients: number): Promise<ModeResult> {
+  const name = MODE_NAMES[mode];
+  const fresh = mode === 'fresh';
+  const scriptRoot = path.join('/dev/shm', `bench-isolation-script-${process.pid}`);
+  const env = modeEnv(mode, scriptRoot);
   const spec: BrokerSpec = fresh
-    ? { name, backend: 'docker', containers: 1, perContainer: 1, image: IMAGE, env: { ...env, BROKER_POOLS: JSON.stringify({ fresh: { containers: FRESH_CONTAINERS, sessions_per_container: 1, fresh_container: true } }) } }
-    : { name, backend: 'docker', containers: CLIENTS / PER_CONTAINER, perContainer: PER_CONTAINER, image: IMAGE, env };
+    ? { name, backend: 'docker', containers: 1, perContainer: 1, image: IMAGE, env: { ...env, BROKER_POOLS: JSON.stringify({ fresh: { containers: clients, sessions_per_container: 1, fresh_container: true } }) } }
+    : { name, backend: 'docker', containers: clients / PER_CONTAINER, perContainer: PER_CONTAINER, image: IMAGE, env };
   spec.nodeFlags = ['-r', 'ts-node/register/transpile-only'];
   spec.entry = path.join(REPO_DIR, 'src', 'index.ts');
   const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-isolation-'));
-  process.stderr.write(`[isolation] ${name}: starting\n`);
+  process.stderr.write(`[isolation] ${name} at ${clients}: starting\n`);
   const broker = await BrokerProcess.start(spec, logDir);
   try {
-    await broker.waitWarm(600_000);
-    const total = fresh ? FRESH_CONTAINERS : CLIENTS;
+    await broker.waitWarm(900_000);
     // The named pool's counts are under `pools` (the top level is the default pool's).
-    if (fresh) while (((await broker.health()) as { pools?: { fresh?: { available_sessions: number } } }).pools?.fresh?.available_sessions !== total) await sleep(200);
+    if (fresh) while (((await broker.health()) as { pools?: { fresh?: { available_sessions: number } } }).pools?.fresh?.available_sessions !== clients) await sleep(200);
     await sleep(3000); // idle: the warm-up's own work settles
-    const memory = fresh ? null : memoryPerSessionMiB(total);
+    const memory = fresh ? null : memoryPerSessionMiB(clients);
     const disk = env.BROKER_SESSION_ISOLATION === '1' ? await diskPerIdleSessionKiB(broker.url) : null;
-    process.stderr.write(`[isolation] ${name}: episodes\n`);
-    const ep = await episodes(broker.url, fresh ? 'fresh' : null);
-    if (fresh) return { name, episodesPerSec: ep.perSec, episodes: ep.done, errors: ep.errors, releaseP50Ms: null, releaseP90Ms: null, bigEpisodeReadyMs: null, memoryPerIdleSessionMiB: null, diskPerIdleSessionKiB: null, cpuSecondsPerEpisode: ep.cpuPerEpisode };
-    await broker.waitWarm(120_000);
-    process.stderr.write(`[isolation] ${name}: releases\n`);
-    const releases = summarize(await releaseSamples(broker.url, total));
-    const big = await bigEpisode(broker.url, total);
-    process.stderr.write(`[isolation] ${name}: ${ep.perSec.toFixed(1)} episodes/s, release p50 ${releases.p50.toFixed(1)} ms, 100 MB ${big.toFixed(0)} ms\n`);
-    return {
+    process.stderr.write(`[isolation] ${name} at ${clients}: episodes\n`);
+    const ep = await episodes(broker.url, fresh ? 'fresh' : null, clients, broker.pid);
+    const result: ModeResult = {
       name,
+      clients,
       episodesPerSec: ep.perSec,
       episodes: ep.done,
       errors: ep.errors,
-      releaseP50Ms: releases.p50,
-      releaseP90Ms: releases.p90,
-      bigEpisodeReadyMs: big,
+      releaseP50Ms: null,
+      releaseP90Ms: null,
+      bigEpisodeReadyMs: null,
       memoryPerIdleSessionMiB: memory,
       diskPerIdleSessionKiB: disk,
       cpuSecondsPerEpisode: ep.cpuPerEpisode,
+      ownCpuSecondsPerEpisode: ep.ownCpuPerEpisode,
+      brokerCpuSecondsPerEpisode: ep.brokerCpuPerEpisode,
     };
+    if (fresh) return result;
+    await broker.waitWarm(120_000);
+    process.stderr.write(`[isolation] ${name} at ${clients}: releases\n`);
+    const releases = summarize(await releaseSamples(broker.url, clients));
+    const big = await bigEpisode(broker.url, clients);
+    process.stderr.write(`[isolation] ${name} at ${clients}: ${ep.perSec.toFixed(1)} episodes/s, release p50 ${releases.p50.toFixed(1)} ms, 100 MB ${big.toFixed(0)} ms\n`);
+    return { ...result, releaseP50Ms: releases.p50, releaseP90Ms: releases.p90, bigEpisodeReadyMs: big };
   } finally {
     await broker.stop(60_000);
+    if (mode === 'script') fs.rmSync(scriptRoot, { recursive: true, force: true });
   }
 }
 
@@ -185,28 +245,54 @@ function fmt(n: number | null, digits = 1): string {
   return n === null || Number.isNaN(n) ? '—' : n.toFixed(digits);
 }
 
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length === 0 ? NaN : sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+function row(r: ModeResult): string {
+  const ms = (x: number | null): number | null => (x === null ? null : x * 1000);
+  return `| ${r.clients} | ${r.name} | ${fmt(r.episodesPerSec)} (${r.episodes}, ${r.errors} errors) | ${fmt(ms(r.ownCpuSecondsPerEpisode))} (${fmt(ms(r.brokerCpuSecondsPerEpisode))}) | ${fmt(ms(r.cpuSecondsPerEpisode))} | ${fmt(r.releaseP50Ms)} / ${fmt(r.releaseP90Ms)} | ${fmt(r.bigEpisodeReadyMs, 0)} | ${fmt(r.memoryPerIdleSessionMiB, 2)} | ${fmt(r.diskPerIdleSessionKiB, 0)} |`;
+}
+
 async function main(): Promise<void> {
   const started = new Date().toISOString();
-  const load0 = os.loadavg()[0];
-  const off = await runMode('isolation off', { BROKER_SESSION_ISOLATION: '0' }, false);
-  const on = await runMode('isolation on', { BROKER_SESSION_ISOLATION: '1' }, false);
-  const fresh = await runMode('fresh_container pool', { BROKER_SESSION_ISOLATION: '0' }, true);
-  const rows = [off, on, fresh].map(
-    (r) =>
-      `| ${r.name} | ${fmt(r.episodesPerSec)} (${r.episodes}, ${r.errors} errors) | ${fmt(r.cpuSecondsPerEpisode === null ? null : r.cpuSecondsPerEpisode * 1000)} | ${fmt(r.releaseP50Ms)} / ${fmt(r.releaseP90Ms)} | ${fmt(r.bigEpisodeReadyMs, 0)} | ${fmt(r.memoryPerIdleSessionMiB, 2)} | ${fmt(r.diskPerIdleSessionKiB, 0)} |`,
-  );
+  const load0 = os.loadavg();
+  const results: ModeResult[] = [];
+  const ratios: string[] = [];
+  for (const clients of SIZES) {
+    const modes: Mode[] = ['off', 'on', 'script'];
+    const got = new Map<Mode, number[]>();
+    for (let round = 0; round < ROUNDS; round++) {
+      // A fresh_container pool once (its containers' starts dominate it, not the load).
+      for (const mode of round === 0 && FRESH ? [...modes, 'fresh' as const] : modes) {
+        const r = await runMode(mode, clients);
+        got.set(mode, [...(got.get(mode) ?? []), r.episodesPerSec]);
+        results.push(r);
+      }
+    }
+    const per = (m: Mode): number => median(got.get(m) ?? []);
+    ratios.push(
+      `- ${clients} clients${ROUNDS > 1 ? ` (medians of ${ROUNDS} rounds)` : ''}: on / off **${fmt(per('on') / per('off'), 2)}** (goal ≥ 0.8; through the setup script ${fmt(per('script') / per('off'), 2)})` +
+        (FRESH ? `, on / \`fresh_container\` **${fmt(per('on') / per('fresh'), 1)}** (goal ≥ 5)` : '') + '.',
+    );
+  }
+  const load1 = os.loadavg();
   const text = `# Per-lease isolation: the cost
 
-\`node -r ts-node/register/transpile-only bench/isolation.ts --clients ${CLIENTS} --seconds ${SECONDS} --samples ${SAMPLES} --fresh-containers ${FRESH_CONTAINERS}\`,
-${started}, ${os.cpus().length} vCPUs, image ${IMAGE}, 1-min load ${load0.toFixed(1)} at the start and ${os.loadavg()[0].toFixed(1)} at the end.
-Pools of ${CLIENTS} sessions (${PER_CONTAINER} per container; the \`fresh_container\` pool ${FRESH_CONTAINERS} containers of one), ${CLIENTS} clients each doing
-episodes (acquire, 5 × \`true\`, release) for ${SECONDS} s.
+\`node -r ts-node/register/transpile-only bench/isolation.ts --clients ${SIZES.join(',')} --seconds ${SECONDS} --samples ${SAMPLES} --fresh ${FRESH ? 1 : 0} --rounds ${ROUNDS}\`,
+${started}, ${os.cpus().length} vCPUs, image ${IMAGE}; load average (1, 5, 15 min) ${load0.map((l) => l.toFixed(1)).join(', ')} at the start and ${load1.map((l) => l.toFixed(1)).join(', ')} at the end (the machine is shared).
+Pools of as many sessions as clients (${PER_CONTAINER} per container; the \`fresh_container\` pool as many containers of one), each client doing
+episodes (acquire, 5 × \`true\`, release) for ${SECONDS} s. "isolation on" starts sessions through the session init; "setup script" is the
+same isolation with the init withheld (the fallback, and how every session started before it).
 
-| | episodes/s (episodes, errors) | machine CPU per episode, ms | release to AVAILABLE p50 / p90, ms | 100 MB episode: release to AVAILABLE, ms | memory per idle session, MiB | private disk per idle session, KiB |
-|---|---:|---:|---:|---:|---:|---:|
-${rows.join('\n')}
+| clients | | episodes/s (episodes, errors) | broker + containers CPU per episode (the broker's), ms | machine CPU per episode, ms | release to AVAILABLE p50 / p90, ms | 100 MB episode: release to AVAILABLE, ms | memory per idle session, MiB | private disk per idle session, KiB |
+|---:|---|---:|---:|---:|---:|---:|---:|---:|
+${results.map(row).join('\n')}
 
-- on / off episodes/s: **${fmt(on.episodesPerSec / off.episodesPerSec, 2)}** (goal ≥ 0.8); on / \`fresh_container\`: **${fmt(on.episodesPerSec / fresh.episodesPerSec, 1)}** (goal ≥ 5).
+${ratios.join('\n')}
+- CPU per episode: the broker process and the pool containers' cpuacct cgroups (the engine's work left out), then the whole machine's (other users' work on it included).
 - Memory is the pool containers' memory cgroups (page cache of inactive files left out) over their sessions, idle after the warm-up.
 `;
   fs.mkdirSync(path.dirname(OUT), { recursive: true });

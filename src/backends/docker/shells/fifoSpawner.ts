@@ -24,7 +24,7 @@ import { type ChannelRequest, type ChannelSink, type ShellChannel, SHELL_CMD } f
 import { FS_SCRIPT } from '../control/procScripts';
 import type { FifoStock } from './fifoStock';
 import type { IsolationConfig } from '../../../config/isolationConfig';
-import { isolationFunctions } from '../isolation/isolationScript';
+import { isolationFunctions, SESSION_INIT_NAME } from '../isolation/isolationScript';
 
 
 /** Where the directory appears in the container. */
@@ -57,7 +57,7 @@ export function spawnerScript(isolation?: IsolationConfig): string {
   const fields = iso ? 'n v w j' : 'n v';
   const isoCheck = iso ? ' && ( -z $w || ( $w =~ ^(-|[0-9a-z][0-9a-z.-]*)$ && $j =~ ^[0-9]+$ ) )' : '';
   const shell = iso ? '__bk_shell "$w" "$j"' : SHELL_CMD.join(' ');
-  return `${FS_SCRIPT}${iso ? `\n${isolationFunctions(iso)}` : ''}
+  return `${FS_SCRIPT}${iso ? `\n${isolationFunctions(iso, `${FIFO_MOUNT}/${SESSION_INIT_NAME}`)}` : ''}
 builtin cd /
 d=${FIFO_MOUNT}
 if [[ -p $d/spawn && -p $d/events ]] && exec 3<>"$d/spawn" 4<>"$d/events"; then
@@ -109,11 +109,13 @@ export class FifoSpawner {
   /**
    * Makes the container's directory and its two control pipes; `bind` goes into HostConfig.Binds.
    * `stock` makes the pipes, and must live in `hostRoot` (it moves them into place by rename).
+   * `sessionInit`: the isolation's session init (isolation/sessionInitBuild.ts) to offer the container.
    */
-  static async create(hostRoot: string, containerName: string, stock: FifoStock): Promise<FifoSpawner> {
+  static async create(hostRoot: string, containerName: string, stock: FifoStock, sessionInit: string | null = null): Promise<FifoSpawner> {
     const hostDir = path.join(hostRoot, containerName);
     await makeDirs(hostDir);
     await stock.take([path.join(hostDir, 'spawn'), path.join(hostDir, 'events')]);
+    if (sessionInit) await placeFile(sessionInit, path.join(hostDir, SESSION_INIT_NAME));
     return new FifoSpawner(hostDir, stock);
   }
 
@@ -250,6 +252,18 @@ async function makeDirs(dir: string): Promise<void> {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
+  }
+}
+
+/**
+ * A link (the file is built once per host, read-only in every container), or a copy on another
+ * filesystem. Without it (the build removed meanwhile) the container isolates through its script.
+ */
+async function placeFile(from: string, to: string): Promise<void> {
+  try {
+    await fs.promises.link(from, to);
+  } catch {
+    await fs.promises.copyFile(from, to).then(() => fs.promises.chmod(to, 0o755)).catch(() => undefined);
   }
 }
 

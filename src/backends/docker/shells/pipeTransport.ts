@@ -12,11 +12,12 @@ import { logger } from '../../../common/logger';
 import { FifoSpawner } from './fifoSpawner';
 import { FifoStock } from './fifoStock';
 import { defaultFifoRoot, ensureOwnRoot, inMemoryFs } from './fifoRoot';
+import { buildSessionInit } from '../isolation/sessionInitBuild';
 
 /** How long a started container's entrypoint has to announce itself on the pipes. */
 const SPAWNER_READY_TIMEOUT_MS = 15_000;
 
-export type PipeOptions = Pick<BrokerConfig['docker'], 'transport' | 'fifoRoot' | 'deployment'>;
+export type PipeOptions = Pick<BrokerConfig['docker'], 'transport' | 'fifoRoot' | 'deployment'> & Partial<Pick<BrokerConfig['docker'], 'isolation'>>;
 
 export class PipeTransport {
   /**
@@ -32,6 +33,8 @@ export class PipeTransport {
   private rootRefused = false;
   /** Makes the named pipes of every container; in the deployment's pipe directory. */
   private readonly stock: FifoStock;
+  /** With isolation: the session init every container gets (isolation/sessionInitBuild.ts), or null. */
+  private sessionInit: string | null = null;
 
   constructor(
     private readonly options: PipeOptions,
@@ -69,13 +72,19 @@ export class PipeTransport {
     const onDisk = inMemoryFs(this.root) === false;
     const hint = onDisk ? ': on a disk filesystem, where each pipe costs journal work; a tmpfs is cheaper (BROKER_DOCKER_FIFO_DIR, bench/analysis.md)' : '';
     logger.info({ fifoRoot: this.root, reason: this.rootReason }, `named pipes directory${hint}`);
+    if (this.options.isolation?.enabled) {
+      const init = await buildSessionInit(this.root);
+      this.sessionInit = init.path;
+      if (init.path !== null) logger.info({ sessionInit: init.path, built: init.built }, 'isolated sessions start through the session init');
+      else logger.warn({ reason: init.why }, 'no session init: isolated sessions start through the setup script (the same isolation, about 7 ms more CPU per session)');
+    }
   }
 
   /** Pipes for a new container, unless this engine does not share them (then null: docker exec). */
   async newSpawner(name: string): Promise<FifoSpawner | null> {
     if (this.state === 'off') return null;
     try {
-      return await FifoSpawner.create(this.dir, name, this.stock);
+      return await FifoSpawner.create(this.dir, name, this.stock, this.sessionInit);
     } catch (err) {
       if (this.options.transport === 'fifo') throw new BackendError(`cannot make pipes in ${this.dir}: ${errorMessage(err)}`);
       this.off(`cannot make pipes in ${this.dir}: ${errorMessage(err)}`);

@@ -1,0 +1,322 @@
+/*
+ * A session's namespaces in one process, without a fork and an exec per step: what the setup
+ * script of isolationScript.ts does with unshare, mount, cp, chroot and setpriv (about ten
+ * processes), done here with direct system calls. The broker compiles it at its start (static, so
+ * it runs in any image) and puts it in each container's pipes directory; the spawner runs it, and
+ * falls back to the script where it cannot.
+ *
+ *   session-init session TEMPLATE STAGE DISK_BYTES WORKDIR_ID -- SHELL...
+ *     New mount, pid and IPC namespaces. This process waits in the container's; its child is the
+ *     namespaces' init (pid 1): it mounts a tmpfs of DISK_BYTES at STAGE named bkr-session, copies
+ *     TEMPLATE into it, makes every mount of the template's table STAGE/fstab, binds the working
+ *     directory /tmp/s/WORKDIR_ID (`-`: none), moves STAGE/r over `/`, and starts SHELL chrooted
+ *     there, leading its own process group, without CAP_SYS_ADMIN. It exits with SHELL's status;
+ *     the kernel then ends what is left in the namespace and drops its mounts.
+ *   session-init join PID -- SHELL...
+ *     SHELL in the IPC, pid and mount namespaces of the container process PID (a session's bash).
+ *
+ * SHELL gets BROKER_SHELL_PID, its pid in the container (kills and the pids cgroup use it).
+ * Exit statuses of a failed setup: 101 the tmpfs, 102 the template's copy, 103 a mount of the
+ * table, 104 the move over `/`, 105 the namespaces, 106 the shell's start, 107 a path too long.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/capability.h>
+
+#define CAP_SYS_ADMIN_BIT 21
+
+/* Built with -DSESSION_INIT_TIMES: each step's end on stderr, in microseconds of CLOCK_MONOTONIC (the cost's measurement). */
+#ifdef SESSION_INIT_TIMES
+#include <time.h>
+#define STEP(name) do { struct timespec t_; clock_gettime(CLOCK_MONOTONIC, &t_); fprintf(stderr, "step %s %ld\n", name, t_.tv_sec * 1000000L + t_.tv_nsec / 1000); } while (0)
+#else
+#define STEP(name) do { } while (0)
+#endif
+
+/* Signals the waiters ignore: the broker's ^C goes to the shell's process group, never to them. */
+static const int IGNORED[] = {SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU};
+
+static void dispositions(void (*handler)(int)) {
+  for (size_t i = 0; i < sizeof IGNORED / sizeof IGNORED[0]; i++) signal(IGNORED[i], handler);
+}
+
+static void fail(int status, const char *what, const char *path) {
+  fprintf(stderr, "session-init: %s %s: %s\n", what, path ? path : "", strerror(errno));
+  _exit(status);
+}
+
+/* snprintf that refuses to cut a path short. */
+__attribute__((format(printf, 3, 4))) static void format(char *buf, size_t size, const char *fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  int n = vsnprintf(buf, size, fmt, args);
+  va_end(args);
+  if (n < 0 || (size_t)n >= size) {
+    errno = ENAMETOOLONG;
+    fail(107, "path too long:", fmt);
+  }
+}
+
+/* The status a shell's `wait` would give: its exit code, or 128 + the signal that ended it. */
+static int shell_status(int st) {
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Waits for `child` (reaping any other child met meanwhile, as an init must) and returns its status. */
+static int wait_for(pid_t child) {
+  for (;;) {
+    int st;
+    pid_t got = waitpid(-1, &st, 0);
+    if (got == child) return shell_status(st);
+    if (got < 0 && errno != EINTR) return 127;
+  }
+}
+
+/* Copies `from` into the existing directory `to`, as `cp -a from/. to/`: modes, owners, device nodes, links. */
+static int copy_tree(int from, int to) {
+  DIR *dir = fdopendir(from);
+  if (!dir) return -1;
+  struct dirent *e;
+  int rc = 0;
+  while (rc == 0 && (e = readdir(dir))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    struct stat st;
+    if (fstatat(from, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) { rc = -1; break; }
+    if (S_ISDIR(st.st_mode)) {
+      if (mkdirat(to, e->d_name, 0700) < 0 && errno != EEXIST) { rc = -1; break; }
+      int sub_from = openat(from, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      int sub_to = openat(to, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      rc = (sub_from < 0 || sub_to < 0) ? -1 : copy_tree(sub_from, sub_to);
+      if (sub_to >= 0) close(sub_to);
+      /* copy_tree closed sub_from (its DIR owns it); on an open failure it was never opened. */
+      else if (sub_from >= 0) close(sub_from);
+    } else if (S_ISLNK(st.st_mode)) {
+      char target[PATH_MAX];
+      ssize_t n = readlinkat(from, e->d_name, target, sizeof target - 1);
+      if (n < 0) { rc = -1; break; }
+      target[n] = '\0';
+      if (symlinkat(target, to, e->d_name) < 0) { rc = -1; break; }
+    } else if (S_ISREG(st.st_mode)) {
+      int in = openat(from, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      int out = in < 0 ? -1 : openat(to, e->d_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      char buf[8192];
+      ssize_t n = 0;
+      while (out >= 0 && (n = read(in, buf, sizeof buf)) > 0) {
+        if (write(out, buf, (size_t)n) != n) { n = -1; break; }
+      }
+      if (in < 0 || out < 0 || n < 0) rc = -1;
+      if (in >= 0) close(in);
+      if (out >= 0) close(out);
+    } else if (mknodat(to, e->d_name, st.st_mode, st.st_rdev) < 0) {
+      rc = -1;
+    }
+    if (rc == 0 && !S_ISLNK(st.st_mode)) {
+      rc = fchownat(to, e->d_name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) || fchmodat(to, e->d_name, st.st_mode & 07777, 0) ? -1 : 0;
+    } else if (rc == 0) {
+      rc = fchownat(to, e->d_name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) ? -1 : 0;
+    }
+  }
+  closedir(dir);
+  return rc;
+}
+
+/* fstab's escapes (\040 for a space and the like) in place. */
+static void unescape(char *s) {
+  char *out = s;
+  for (; *s; s++) {
+    if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+      *out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+      s += 3;
+    } else {
+      *out++ = *s;
+    }
+  }
+  *out = '\0';
+}
+
+/* mount(8)'s reading of an options field: the words it makes flags of, the rest the filesystem's data. */
+static unsigned long mount_flags(const char *options, char *data, size_t size) {
+  static const struct { const char *word; unsigned long flag; } WORDS[] = {
+      {"defaults", 0}, {"rw", 0}, {"ro", MS_RDONLY}, {"nosuid", MS_NOSUID}, {"nodev", MS_NODEV},
+      {"noexec", MS_NOEXEC}, {"bind", MS_BIND}, {"rbind", MS_BIND | MS_REC}, {"remount", MS_REMOUNT},
+      {"relatime", MS_RELATIME}, {"noatime", MS_NOATIME}, {"strictatime", MS_STRICTATIME},
+  };
+  char copy[4096];
+  snprintf(copy, sizeof copy, "%s", options);
+  unsigned long flags = 0;
+  data[0] = '\0';
+  char *save = NULL;
+  for (char *word = strtok_r(copy, ",", &save); word; word = strtok_r(NULL, ",", &save)) {
+    size_t i = 0;
+    for (; i < sizeof WORDS / sizeof WORDS[0]; i++) {
+      if (!strcmp(word, WORDS[i].word)) { flags |= WORDS[i].flag; break; }
+    }
+    if (i == sizeof WORDS / sizeof WORDS[0]) {
+      size_t used = strlen(data);
+      snprintf(data + used, size - used, "%s%s", used ? "," : "", word);
+    }
+  }
+  return flags;
+}
+
+/* Every line of the table, in order, as `mount -a` makes them. */
+static void mount_table(const char *table) {
+  FILE *f = fopen(table, "re");
+  if (!f) fail(103, "cannot read", table);
+  char line[8192];
+  while (fgets(line, sizeof line, f)) {
+    char source[PATH_MAX], target[PATH_MAX], type[64], options[4096], data[4096];
+    if (line[0] == '#' || sscanf(line, "%4095s %4095s %63s %4095s", source, target, type, options) != 4) continue;
+    unescape(source);
+    unescape(target);
+    unsigned long flags = mount_flags(options, data, sizeof data);
+    if (mount(source, target, strcmp(type, "none") ? type : NULL, flags, data[0] ? data : NULL) < 0) fail(103, "cannot mount", target);
+  }
+  fclose(f);
+}
+
+/* CAP_SYS_ADMIN out of the bounding set (and of the inheritable and ambient sets): nothing the shell starts can have it. */
+static void drop_sys_admin(void) {
+  if (prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN_BIT, 0, 0, 0) < 0) fail(106, "cannot drop CAP_SYS_ADMIN", NULL);
+  prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, CAP_SYS_ADMIN_BIT, 0, 0);
+  struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct caps[2];
+  if (syscall(SYS_capget, &header, caps) < 0) fail(106, "cannot read capabilities", NULL);
+  caps[0].inheritable &= ~(1u << CAP_SYS_ADMIN_BIT);
+  if (syscall(SYS_capset, &header, caps) < 0) fail(106, "cannot set capabilities", NULL);
+}
+
+/* This process's pid in the container: the container's procfs is still at /proc (before the chroot or setns). */
+static void export_container_pid(void) {
+  char self[32];
+  ssize_t n = readlink("/proc/self", self, sizeof self - 1);
+  if (n <= 0) fail(106, "cannot read", "/proc/self");
+  self[n] = '\0';
+  setenv("BROKER_SHELL_PID", self, 1);
+}
+
+static void exec_shell(char **shell) {
+  dispositions(SIG_DFL);
+  drop_sys_admin();
+  STEP("exec");
+  execvp(shell[0], shell);
+  fail(106, "cannot start", shell[0]);
+}
+
+/* The namespaces' pid 1: the setup, then the shell, then its status. */
+static int session_init(const char *template, const char *stage, const char *disk_bytes, const char *workdir_id, char **shell) {
+  char path[PATH_MAX], options[128], root[PATH_MAX];
+  format(root, sizeof root, "%s/r", stage);
+  format(options, sizeof options, "size=%s,mode=0755", disk_bytes);
+  STEP("init");
+  if (mount("bkr-session", stage, "tmpfs", 0, options) < 0) fail(101, "cannot mount the session's tmpfs on", stage);
+  STEP("tmpfs");
+  int from = open(template, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int to = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (from < 0 || to < 0 || copy_tree(from, to) < 0) fail(102, "cannot copy", template);
+  close(to);
+  STEP("copy");
+  format(path, sizeof path, "%s/fstab", stage);
+  mount_table(path);
+  STEP("table");
+  if (strcmp(workdir_id, "-") != 0) {
+    /* An empty /tmp/s over the container's, and in it only this lease's working directory. */
+    char empty[PATH_MAX], mine[PATH_MAX], workdir[PATH_MAX];
+    format(empty, sizeof empty, "%s/h/%s", stage, workdir_id);
+    if (mkdir(empty, 0755) < 0) fail(102, "cannot make", empty);
+    format(empty, sizeof empty, "%s/h", stage);
+    format(path, sizeof path, "%s/tmp/s", root);
+    if (mount(empty, path, NULL, MS_BIND, NULL) < 0) fail(103, "cannot mount", path);
+    format(workdir, sizeof workdir, "/tmp/s/%s", workdir_id);
+    format(mine, sizeof mine, "%s/tmp/s/%s", root, workdir_id);
+    if (mount(workdir, mine, NULL, MS_BIND, NULL) < 0) fail(103, "cannot mount", mine);
+  }
+  if (chdir(root) < 0 || mount(".", "/", NULL, MS_MOVE, NULL) < 0) fail(104, "cannot move over /", root);
+  STEP("move");
+  pid_t child = fork();
+  if (child < 0) fail(106, "cannot fork", NULL);
+  if (child == 0) {
+    setpgid(0, 0);
+    export_container_pid();
+    /* pivot_root is refused by the engine's seccomp profile: chroot into the mount moved over `/`. */
+    if (chroot(".") < 0 || chdir("/") < 0) fail(104, "cannot chroot into", root);
+    exec_shell(shell);
+  }
+  int status = wait_for(child);
+  STEP("shell-exited");
+  return status;
+}
+
+static int session(const char *template, const char *stage, const char *disk_bytes, const char *workdir_id, char **shell) {
+  STEP("start");
+  if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC) < 0) fail(105, "cannot unshare", NULL);
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) fail(105, "cannot make / private", NULL);
+  pid_t init = fork();
+  if (init < 0) fail(105, "cannot fork", NULL);
+  if (init == 0) {
+    /* Were this waiter killed, the init goes too, and with it the whole namespace. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    _exit(session_init(template, stage, disk_bytes, workdir_id, shell));
+  }
+  STEP("unshared");
+  int status = wait_for(init);
+  STEP("namespace-gone");
+  return status;
+}
+
+static int join(const char *target, char **shell) {
+  char path[64];
+  int fds[3];
+  static const char *NAMES[] = {"ipc", "pid", "mnt"};
+  static const int TYPES[] = {CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNS};
+  for (int i = 0; i < 3; i++) {
+    format(path, sizeof path, "/proc/%s/ns/%s", target, NAMES[i]);
+    if ((fds[i] = open(path, O_RDONLY | O_CLOEXEC)) < 0) fail(105, "cannot open", path);
+  }
+  for (int i = 0; i < 2; i++) {
+    if (setns(fds[i], TYPES[i]) < 0) fail(105, "cannot enter", NAMES[i]);
+  }
+  pid_t child = fork();
+  if (child < 0) fail(105, "cannot fork", NULL);
+  if (child == 0) {
+    setpgid(0, 0);
+    export_container_pid();
+    /* The mount namespace last: entering it puts this process at the session's root (the kernel follows the mount moved over `/`). */
+    if (setns(fds[2], CLONE_NEWNS) < 0) fail(105, "cannot enter", "mnt");
+    close(fds[2]);
+    exec_shell(shell);
+  }
+  for (int i = 0; i < 3; i++) close(fds[i]);
+  return wait_for(child);
+}
+
+int main(int argc, char **argv) {
+  dispositions(SIG_IGN);
+  int dashes = 1;
+  while (dashes < argc && strcmp(argv[dashes], "--") != 0) dashes++;
+  if (dashes + 1 >= argc) {
+    fprintf(stderr, "usage: session-init session TEMPLATE STAGE DISK_BYTES WORKDIR_ID -- SHELL... | join PID -- SHELL...\n");
+    return 2;
+  }
+  char **shell = argv + dashes + 1;
+  if (dashes == 6 && !strcmp(argv[1], "session")) return session(argv[2], argv[3], argv[4], argv[5], shell);
+  if (dashes == 3 && !strcmp(argv[1], "join")) return join(argv[2], shell);
+  fprintf(stderr, "session-init: unknown request\n");
+  return 2;
+}

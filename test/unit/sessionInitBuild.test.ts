@@ -1,0 +1,51 @@
+/**
+ * The session init's build (src/backends/docker/isolation/sessionInitBuild.ts) with the machine's C
+ * compiler: built once per source, reused by the next start, refused with the compiler's reason,
+ * and a build of another source removed only once it is old.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { buildSessionInit } from '../../src/backends/docker/isolation/sessionInitBuild';
+
+jest.setTimeout(180_000);
+
+describe('session init build', () => {
+  let root: string;
+  beforeEach(() => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'session-init-'));
+  });
+  afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  it('builds a static executable once, and the next start reuses it', async () => {
+    const first = await buildSessionInit(root);
+    if (first.path === null) throw new Error(first.why);
+    expect(first.built).toBe(true);
+    const header = fs.readFileSync(first.path).subarray(0, 4);
+    expect(header.toString('latin1')).toBe('\x7fELF');
+    expect(fs.statSync(first.path).mode & 0o111).toBe(0o111);
+    // Its usage line: it runs, and a request it does not know is refused with status 2.
+    expect(spawnSync(first.path, ['nonsense'], { encoding: 'utf8' })).toMatchObject({ status: 2, stderr: expect.stringMatching(/^usage: session-init/) });
+    expect(await buildSessionInit(root)).toEqual({ path: first.path, built: false });
+    expect(fs.readdirSync(root)).toEqual([path.basename(first.path)]);
+  });
+
+  it('without a working compiler says why, and leaves nothing behind', async () => {
+    const refused = await buildSessionInit(root, '/bin/false');
+    expect(refused).toMatchObject({ path: null, why: expect.stringMatching(/^\/bin\/false could not build it/) });
+    expect(fs.readdirSync(root)).toEqual([]);
+  });
+
+  it("removes another source's build once it is a day old, not before", async () => {
+    const fresh = path.join(root, '.session-init-0000000000000000');
+    const old = path.join(root, '.session-init-1111111111111111');
+    fs.writeFileSync(fresh, '');
+    fs.writeFileSync(old, '');
+    const dayAgo = new Date(Date.now() - 25 * 3600_000);
+    fs.utimesSync(old, dayAgo, dayAgo);
+    const built = await buildSessionInit(root);
+    if (built.path === null) throw new Error(built.why);
+    expect(fs.readdirSync(root).sort()).toEqual([path.basename(fresh), path.basename(built.path)].sort());
+  });
+});
