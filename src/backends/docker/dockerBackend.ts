@@ -19,6 +19,7 @@ import { logger } from '../../common/logger';
 import { ControlShell } from './control/controlShell';
 import type { BrokerConfig } from '../../config/config';
 import { DockerShell } from './shells/dockerShell';
+import { openWhenRoom } from './shells/openWhenRoom';
 import { type ChannelOpener, execChannelOpener } from './shells/channel';
 import type { FifoSpawner } from './shells/fifoSpawner';
 import { ContainerPids, readPidsMount } from './cgroups/sessionPids';
@@ -256,7 +257,7 @@ export class DockerBackend implements SessionBackend {
     if (!link?.control.alive) throw new BackendError(`container ${ref.name} has no control shell`);
     const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${++this.generation}`;
     const isolated = link.isolates ? this.isolation.request(ref.id, options) : undefined;
-    const shell = await DockerShell.open({ openChannel: link.openChannel, containerId: ref.id, control: link.control, env: [tag, 'TERM=dumb'], tag, isolated });
+    const shell = await openWhenRoom(link.control, () => DockerShell.open({ openChannel: link.openChannel, containerId: ref.id, control: link.control, env: [tag, 'TERM=dumb'], tag, isolated }));
     if (isolated) this.isolation.opened(ref.id, options, shell);
     if (link.pids) {
       // Before the lease's first command: bash has started nothing yet, so all it starts is capped.
