@@ -122,6 +122,11 @@ export class ControlShell {
     return (await this.signal('__bk_room && builtin echo 1 || builtin echo 0', CONTROL_TIMEOUT_MS, true)).trim() === '1';
   }
 
+  /** `__bk_nspid`: the container's pid of the process with `tag` whose pid in its own (nested) pid namespace is `nsPid`; 0: none. */
+  async containerPidOf(nsPid: number, tag: string): Promise<number> {
+    return Number((await this.signal(`__bk_nspid ${nsPid} ${quote(tag)}`, CONTROL_TIMEOUT_MS)).trim()) || 0;
+  }
+
   /** A process and its children as /proc shows them (`__bk_ps`): for the log, when a shell did not answer. */
   async describeTree(pid: number): Promise<string> {
     return (await this.signal(`__bk_ps ${pid}`, CONTROL_TIMEOUT_MS)).trim();

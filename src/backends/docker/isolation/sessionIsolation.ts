@@ -58,6 +58,17 @@ export class SessionIsolation {
     return { workdirId: m ? m[1] : null, joinPid: 0 };
   }
 
+  /**
+   * The spawn of a workspace terminal of slot `slotId` (its shell and its window's `stty`): in the
+   * namespaces of the slot's session shell, which the workspace holds, so all its terminals share
+   * that one view with its files routes. Null when that shell is gone: there is no view to open in
+   * (the slot is lost, and the workspace moves to another).
+   */
+  terminal(containerId: string, slotId: string): NonNullable<ChannelRequest['isolated']> | null {
+    const owner = this.shells.get(`${containerId}/${slotId}`);
+    return owner?.alive ? { workdirId: null, joinPid: owner.containerPid } : null;
+  }
+
   /** A session's own shell opened isolated: its slot's extra shells join it from now on. */
   opened(containerId: string, options: OpenShellOptions, shell: IsolatedShell): void {
     if (options.companionOf === undefined) this.shells.set(`${containerId}/${options.slotId}`, shell);

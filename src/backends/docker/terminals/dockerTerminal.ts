@@ -9,19 +9,37 @@ import type { Duplex } from 'node:stream';
 import type { TerminalOptions, TerminalProcess } from '../../../core/ports/backend';
 import { TaggedTerminal } from './taggedTerminal';
 import type { ControlShell } from '../control/controlShell';
+import type { ChannelRequest } from '../shells/channel';
 import { errorMessage } from '../../../common/errors';
+
+const BASH = ['bash', '--norc', '--noprofile', '-i'];
+
+/**
+ * The exec's command: bash, or, joining an isolated session's namespaces (`isolated.joinPid` its
+ * shell's pid in the container), nsenter into them and setpriv without CAP_SYS_ADMIN, as the
+ * session's own shells run (isolation/isolationScript.ts), then into the working directory (entering
+ * the mount namespace puts the process at its root). setpriv by its path: BusyBox's nsenter would
+ * run its own setpriv applet for a bare name, and that one cannot drop a capability.
+ */
+function terminalCommand(cwd: string, isolated?: ChannelRequest['isolated']): string[] {
+  if (!isolated) return BASH;
+  const inner = `cd -- "$1" && exec ${BASH.join(' ')}`;
+  const join = `exec nsenter -t "$1" -p -i -m -- "$(builtin type -P setpriv)" --bounding-set -sys_admin -- bash -c '${inner}' bkr-terminal "$2"`;
+  return ['bash', '-c', join, 'bkr-terminal', String(isolated.joinPid), cwd];
+}
 
 export async function openDockerTerminal(
   container: Dockerode.Container,
   control: ControlShell,
   options: TerminalOptions,
   tag: string,
+  isolated?: ChannelRequest['isolated'],
 ): Promise<TerminalProcess> {
   control.addTag(tag); // before bash starts: the collector must never take it for an escapee
   try {
     const env = Object.entries({ TERM: 'xterm-256color', ...options.env }).map(([k, v]) => `${k}=${v}`);
     const exec = await container.exec({
-      Cmd: ['bash', '--norc', '--noprofile', '-i'],
+      Cmd: terminalCommand(options.cwd, isolated),
       AttachStdin: true,
       AttachStdout: true,
       AttachStderr: true,
@@ -30,7 +48,7 @@ export async function openDockerTerminal(
       WorkingDir: options.cwd,
     });
     const socket = (await exec.start({ hijack: true, stdin: true, Tty: true })) as Duplex;
-    const terminal = new DockerTerminal(exec, socket, control, tag);
+    const terminal = new DockerTerminal(exec, socket, control, tag, isolated !== undefined);
     terminal.resize(options.cols, options.rows);
     return terminal;
   } catch (err) {
@@ -48,8 +66,9 @@ class DockerTerminal extends TaggedTerminal {
     private readonly socket: Duplex,
     control: ControlShell,
     tag: string,
+    namespaced: boolean,
   ) {
-    super(control, tag);
+    super(control, tag, namespaced);
     this.description = `docker terminal exec ${exec.id.slice(0, 12)}`;
     socket.on('error', () => undefined); // 'close' follows
     socket.once('close', () => void this.onClose());
