@@ -10,22 +10,19 @@ import type { TerminalOptions, TerminalProcess } from '../../../core/ports/backe
 import { TaggedTerminal } from './taggedTerminal';
 import type { ControlShell } from '../control/controlShell';
 import type { ChannelRequest } from '../shells/channel';
+import { inSessionView } from '../isolation/sessionView';
 import { errorMessage } from '../../../common/errors';
 
 const BASH = ['bash', '--norc', '--noprofile', '-i'];
 
 /**
  * The exec's command: bash, or, joining an isolated session's namespaces (`isolated.joinPid` its
- * shell's pid in the container), nsenter into them and setpriv without CAP_SYS_ADMIN, as the
- * session's own shells run (isolation/isolationScript.ts), then into the working directory (entering
- * the mount namespace puts the process at its root). setpriv by its path: BusyBox's nsenter would
- * run its own setpriv applet for a bare name, and that one cannot drop a capability.
+ * shell's pid in the container, isolation/sessionView.ts), bash in the working directory (entering
+ * the mount namespace puts the process at its root).
  */
 function terminalCommand(cwd: string, isolated?: ChannelRequest['isolated']): string[] {
   if (!isolated) return BASH;
-  const inner = `cd -- "$1" && exec ${BASH.join(' ')}`;
-  const join = `exec nsenter -t "$1" -p -i -m -- "$(builtin type -P setpriv)" --bounding-set -sys_admin -- bash -c '${inner}' bkr-terminal "$2"`;
-  return ['bash', '-c', join, 'bkr-terminal', String(isolated.joinPid), cwd];
+  return inSessionView(isolated.joinPid, ['bash', '-c', `cd -- "$1" && exec ${BASH.join(' ')}`, 'bkr-terminal', cwd], ['-p', '-i', '-m']);
 }
 
 export async function openDockerTerminal(
