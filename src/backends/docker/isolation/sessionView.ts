@@ -11,8 +11,8 @@
  * cannot drop a capability.
  */
 
-/** `-m`: the mount namespace (files); `-p -i -m`: a shell of the session (a terminal). */
-export function inSessionView(pid: number, argv: readonly string[], namespaces: readonly string[] = ['-m']): string[] {
+/** The namespaces to enter: `-p -m` for file operations (the view's /proc is the session's), `-p -i -m` for a shell of the session. */
+export function inSessionView(pid: number, argv: readonly string[], namespaces: readonly string[]): string[] {
   const join = `exec nsenter -t "$1" ${namespaces.join(' ')} -- "$(builtin type -P setpriv)" --bounding-set -sys_admin -- "\${@:2}"`;
   return ['bash', '-c', join, 'bkr-view', String(pid), ...argv];
 }
