@@ -6,9 +6,9 @@
 import { bytes, ConfigError, flag, type Env } from './envValues';
 
 export interface IsolationConfig {
-  /** Each session in a mount namespace of its own over its container's root (docker; BROKER_SESSION_ISOLATION=1). */
+  /** Each session in a mount namespace of its own over its container's root (docker; BROKER_SESSION_ISOLATION, on unless `0`). */
   enabled: boolean;
-  /** BROKER_SESSION_ISOLATION was set: the local backend, which cannot isolate, says so only then. */
+  /** BROKER_SESSION_ISOLATION was set: the local backend, which cannot isolate, says so only then (not for the default). */
   asked: boolean;
   /** The size of each session's private tmpfs (its upper layer, /dev/shm), bytes: past it, ENOSPC. */
   diskBytes: number;
@@ -40,5 +40,6 @@ export function loadIsolationConfig(env: Env, containerMemoryBytes = 1024 ** 3):
     throw new ConfigError(`BROKER_SESSION_DISK_BYTES must be at most half of BROKER_CONTAINER_MEMORY (${containerMemoryBytes} bytes): a session's files are charged to its container's memory`);
   }
   const asked = (env.BROKER_SESSION_ISOLATION ?? '').trim() !== '';
-  return { enabled: flag(env, 'BROKER_SESSION_ISOLATION', false), asked, diskBytes, sharedPaths };
+  // On by default: a lease's writes are its own unless the deployment says otherwise (`0`).
+  return { enabled: flag(env, 'BROKER_SESSION_ISOLATION', true), asked, diskBytes, sharedPaths };
 }

@@ -6,9 +6,9 @@
  * lost, so no container is replaced. Every wait is on a state.
  */
 import Dockerode from 'dockerode';
-import { startTestBroker, testDeployment, waitFullPool, type TestBroker } from '../helpers/broker';
-import { describeDocker } from '../helpers/dockerSuite';
-import { execIn, poolContainerIds, removeLabelledContainers, untilRunningIn } from '../helpers/dockerFaults';
+import { eventually, startTestBroker, testDeployment, waitFullPool, type TestBroker } from '../helpers/broker';
+import { describeDocker, sessionIsolation } from '../helpers/dockerSuite';
+import { execIn, poolContainerIds, removeLabelledContainers } from '../helpers/dockerFaults';
 import { QUICK_HEALTH_POOL, watchWorkspace, workspaceContainer, type Event } from '../helpers/workspaceClient';
 
 const LONG = 90_000;
@@ -35,12 +35,25 @@ describeDocker("docker: a workspace's bash killed while viewers watch", () => {
     const { viewers, terminal } = await watchWorkspace(b, 2);
     try {
       const workdir = (await b.post('/api/execute', { command: 'pwd' })).json.stdout as string;
-      const pid = (await b.post('/api/execute', { command: 'echo $$' })).json.stdout.trim() as string;
-      expect(pid).toMatch(/^\d+$/);
+      const ownPid = (await b.post('/api/execute', { command: 'echo $$' })).json.stdout.trim() as string;
+      expect(ownPid).toMatch(/^\d+$/);
       const running = await b.post('/api/execute', { command: 'echo started; sleep 300; echo finished', wait: 1 });
       expect(running.json.returncode).toBeNull();
       const jobId = running.json.job_id as string;
-      await untilRunningIn(docker, cid, 'sleep 300', LONG);
+      // The job's parent is the workspace's bash, by its pid in the container.
+      let pid = '';
+      await eventually(
+        async () => {
+          const sleeper = (await execIn(docker, cid, ['ps', '-o', 'ppid,args'])).out.split('\n').find((l) => / sleep 300$/.test(l));
+          pid = sleeper?.trim().split(/\s+/)[0] ?? '';
+          return pid !== '';
+        },
+        LONG,
+        'sleep 300 running in the container',
+      );
+      // Isolated, bash runs in its session's pid namespace, where $$ is its pid there, not the container's.
+      if (sessionIsolation) expect(pid).not.toBe(ownPid);
+      else expect(pid).toBe(ownPid);
 
       const killed = await execIn(docker, cid, ['kill', '-9', pid]);
       expect(killed.code).toBe(0);

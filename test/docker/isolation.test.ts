@@ -87,10 +87,15 @@ describeDocker('docker per-lease filesystem isolation', () => {
     await b.release(second);
   });
 
-  it("siblings at once: two sessions of one container writing the same paths each see only their own", async () => {
+  it("siblings at once: two sessions of one container (one group acquire) writing the same paths each see only their own", async () => {
     const b = (tb = await startTestBroker({ BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2', BROKER_SESSION_ISOLATION: '1' }));
     await b.waitAllAvailable(LONG);
-    const ids = [await b.acquire(), await b.acquire()];
+    // A group rollout's siblings share a container: the group's files are each one's own too.
+    const group = await b.post('/session/acquire_group', { n: 2, files: { 'g.txt': Buffer.from('g').toString('base64') } });
+    expect(group.status).toBe(200);
+    const ids = (group.json.sessions as { session_id: string }[]).map((s) => s.session_id);
+    expect(ids).toHaveLength(2);
+    for (const id of ids) expect((await b.exec(id, 'cat g.txt')).stdout).toBe('g');
     const paths = '/tmp/same /etc/same /root/same /dev/shm/same /var/tmp/same /bin/same';
     for (const [i, id] of ids.entries()) {
       expect(await b.exec(id, `for f in ${paths}; do echo from-${i} >$f; done; echo from-${i} >>/etc/passwd; echo ok`)).toMatchObject({ stdout: 'ok\n', return_code: 0 });

@@ -117,7 +117,7 @@ export async function startTestBroker(env: Record<string, string> = {}, override
     BROKER_LOCAL_ROOT: testLocalRoot(String(brokersStarted)),
     ...(process.env.BROKER_IMAGE ? { BROKER_IMAGE: process.env.BROKER_IMAGE } : {}),
     ...(process.env.BROKER_NETWORK_MODE ? { BROKER_NETWORK_MODE: process.env.BROKER_NETWORK_MODE } : {}),
-    // Every suite can run with per-lease isolation on or off (BROKER_SESSION_ISOLATION=1 npx jest ...).
+    // Every suite can run with per-lease isolation on (the default) or off (BROKER_SESSION_ISOLATION=0 npx jest ...).
     ...(process.env.BROKER_SESSION_ISOLATION ? { BROKER_SESSION_ISOLATION: process.env.BROKER_SESSION_ISOLATION } : {}),
     // Quiet unless asked: BROKER_LOG_LEVEL=debug npx jest ... shows the broker's log.
     BROKER_LOG_LEVEL: process.env.BROKER_LOG_LEVEL ?? 'warn',

@@ -4,10 +4,11 @@
  * while a fault plays out, and wait for (then prove) a healed pool. Each takes the engine to talk
  * to, so the same checks serve the shared engine and a private dockerd.
  */
-import type Dockerode from 'dockerode';
+import Dockerode from 'dockerode';
 import { eventually, type TestBroker } from './broker';
 import { LABEL_DEPLOYMENT } from '../../src/backends/docker/dockerBackend';
 import { DockerDemuxer } from '../../src/backends/docker/shells/demux';
+import { sessionIsolation } from './dockerSuite';
 
 /** Containers (running or not) that carry the deployment label `deployment`. */
 export async function labelledContainers(docker: Dockerode, deployment: string): Promise<Dockerode.ContainerInfo[]> {
@@ -111,4 +112,15 @@ export async function within<T>(promise: Promise<T>, ms: number, what: string): 
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Whether `file` exists in a session's working directory, seen from outside the session: from
+ * another lease of its container (`helper`), or with per-lease isolation (where no other lease sees
+ * it) from the containers themselves.
+ */
+export async function existsOutside(tb: TestBroker, helper: string, file: string): Promise<boolean> {
+  if (!sessionIsolation) return (await tb.exec(helper, `test -e ${file} && echo yes; true`)).stdout === 'yes\n';
+  for (const cid of poolContainerIds(tb)) if ((await execIn(new Dockerode(), cid, ['test', '-e', file])).code === 0) return true;
+  return false;
 }

@@ -75,6 +75,13 @@ export async function openTerminal(tb: Pick<TestBroker, 'url'>, path = '/ws/work
   };
 }
 
+/** `command` through the default workspace's /api/execute: its answer (throws on any other status than 200). */
+export async function workspaceExecute(tb: Pick<TestBroker, 'post'>, command: string): Promise<{ returncode: number | null; stdout: string }> {
+  const r = await tb.post('/api/execute', { command });
+  if (r.status !== 200) throw new Error(`execute failed: ${r.status} ${r.text}`);
+  return r.json;
+}
+
 /** The exit event of `jobId`, from the logs (polled until it is there). */
 export async function exitOf(tb: Pick<TestBroker, 'get'>, jobId: string, prefix = '', timeoutMs = 30_000): Promise<Event> {
   let found: Event | undefined;

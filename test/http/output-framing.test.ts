@@ -1,20 +1,7 @@
 /** Output: stdout and stderr exact and apart, nothing added, lost or mixed between commands. */
 import { randomBytes } from 'node:crypto';
-import Dockerode from 'dockerode';
 import { startTestBroker, eventually, withLease, type TestBroker } from '../helpers/broker';
-import { sessionIsolation } from '../helpers/dockerSuite';
-import { execIn, poolContainerIds } from '../helpers/dockerFaults';
-
-/**
- * Whether `file` exists in the session's working directory, seen from outside the session: from
- * another lease of its container, or with per-lease isolation (where no other lease sees it) from
- * the containers themselves.
- */
-async function existsOutside(tb: TestBroker, helper: string, file: string): Promise<boolean> {
-  if (!sessionIsolation) return (await tb.exec(helper, `test -e ${file} && echo yes; true`)).stdout === 'yes\n';
-  for (const cid of poolContainerIds(tb)) if ((await execIn(new Dockerode(), cid, ['test', '-e', file])).code === 0) return true;
-  return false;
-}
+import { existsOutside } from '../helpers/dockerFaults';
 
 describe('command output framing', () => {
   let tb: TestBroker;

@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import { startTestBroker, testBackend, eventually, track, type TestBroker, type HttpResult } from '../helpers/broker';
 import { instancePids, procAlive, uniqueMark } from '../helpers/procs';
+import { existsOutside } from '../helpers/dockerFaults';
 
 /** What a client saw of a request cut by the shutdown: a status, or the connection error. */
 async function outcome(p: Promise<HttpResult>): Promise<HttpResult | Error> {
@@ -41,14 +42,14 @@ describe('shutdown', () => {
   });
 
   it('lets a running command finish within the grace, then leaves no shell or directory behind (local: /proc, /tmp/s)', async () => {
-    // One container: the second session sees the first one's working directory.
+    // One container: the second session sees the first one's working directory (with isolation, the container does).
     const tb = await broker({ BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2', BROKER_SHUTDOWN_GRACE: '20' });
     const [a, b] = [await tb.acquire(), await tb.acquire()];
     const pids = await shellPids(tb, [a, b]);
     if (testBackend === 'local') expect(instancePids(tb.localInstance!).length).toBeGreaterThanOrEqual(4);
 
     const running = tb.post(`/session/${a}/execute`, { command: 'touch started; sleep 1; echo finished', timeout: 30 });
-    await eventually(async () => (await tb.exec(b, `test -e /tmp/s/${a}/started && echo yes; true`)).stdout === 'yes\n', 20_000, 'command started');
+    await eventually(() => existsOutside(tb, b, `/tmp/s/${a}/started`), 20_000, 'command started');
     const closing = track(tb.broker.close());
 
     const r = await running;

@@ -19,6 +19,7 @@ import { logger } from '../../common/logger';
 import { ControlShell } from './control/controlShell';
 import type { BrokerConfig } from '../../config/config';
 import { DockerShell } from './shells/dockerShell';
+import { openWhenRoom } from './shells/openWhenRoom';
 import { type ChannelOpener, execChannelOpener } from './shells/channel';
 import type { FifoSpawner } from './shells/fifoSpawner';
 import { ContainerPids, readPidsMount } from './cgroups/sessionPids';
@@ -60,7 +61,8 @@ interface ContainerLink {
 export class DockerBackend implements SessionBackend {
   readonly kind = 'docker';
   readonly docker: Dockerode = dockerEngine();
-  readonly files = new DockerFiles(this.docker);
+  /** An isolated session's file routes run in its own view (isolation/sessionView.ts). */
+  readonly files = new DockerFiles(this.docker, (ref, root) => (this.links.get(ref.id)?.isolates ? this.isolation.viewOf(ref.id, root) : null));
   readonly meter = new DockerMeter(this.docker);
   readonly instance = `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private readonly links = new Map<string, ContainerLink>();
@@ -256,7 +258,7 @@ export class DockerBackend implements SessionBackend {
     if (!link?.control.alive) throw new BackendError(`container ${ref.name} has no control shell`);
     const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${++this.generation}`;
     const isolated = link.isolates ? this.isolation.request(ref.id, options) : undefined;
-    const shell = await DockerShell.open({ openChannel: link.openChannel, containerId: ref.id, control: link.control, env: [tag, 'TERM=dumb'], tag, isolated });
+    const shell = await openWhenRoom(link.control, () => DockerShell.open({ openChannel: link.openChannel, containerId: ref.id, control: link.control, env: [tag, 'TERM=dumb'], tag, isolated }));
     if (isolated) this.isolation.opened(ref.id, options, shell);
     if (link.pids) {
       // Before the lease's first command: bash has started nothing yet, so all it starts is capped.
@@ -281,22 +283,25 @@ export class DockerBackend implements SessionBackend {
   /**
    * A workspace's terminal in the slot's container: on the broker's pipes through `script`
    * (fifoTerminal.ts) where the fifo transport serves the container and it has `script`; else a
-   * `docker exec` with a TTY (dockerTerminal.ts).
+   * `docker exec` with a TTY (dockerTerminal.ts). In a container that isolates its sessions it opens
+   * in the view of the slot's session (the workspace's), never in the container's own.
    */
   private async openTerminal(ref: ContainerRef, options: TerminalOptions): Promise<TerminalProcess> {
     const link = this.links.get(ref.id);
     if (!link?.control.alive) throw new BackendError(`container ${ref.name} has no control shell`);
+    const isolated = link.isolates ? this.isolation.terminal(ref.id, options.slotId) : undefined;
+    if (isolated === null) throw new BackendError(`the session of slot ${options.slotId} is gone: its terminal has no filesystem view to open in`);
     const tag = (): string => `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-t${++this.generation}`;
     if (link.spawner && !this.noScript.has(ref.id)) {
       try {
-        return await openFifoTerminal(link.openChannel, link.control, options, tag());
+        return await openFifoTerminal(link.openChannel, link.control, options, tag(), isolated);
       } catch (err) {
         // No `script`, or one that is not util-linux's: this container's terminals take the engine's path.
         this.noScript.add(ref.id);
         logger.warn({ container: ref.name, err: errorMessage(err) }, 'a terminal on pipes did not start: workspace terminals of this container go through docker exec');
       }
     }
-    return openDockerTerminal(this.docker.getContainer(ref.id), link.control, options, tag());
+    return openDockerTerminal(this.docker.getContainer(ref.id), link.control, options, tag(), isolated);
   }
 
   prepareWorkdir(ref: ContainerRef, dir: string, files: readonly WorkdirFile[]): Promise<void> {

@@ -65,7 +65,8 @@ export class ControlShell {
 
   static async open(containerId: string, openChannel: ChannelOpener): Promise<ControlShell> {
     const shortId = containerId.slice(0, 12);
-    const signals = new ControlLane({ openChannel, name: `signal lane of ${shortId}`, initScript: CONTROL_SCRIPT + GC_SCRIPT, discardGraceMs: SIGNAL_DISCARD_GRACE_MS });
+    // FS_SCRIPT too: `__bk_room` (builtins only) says whether a refused shell spawn may wait for room.
+    const signals = new ControlLane({ openChannel, name: `signal lane of ${shortId}`, initScript: CONTROL_SCRIPT + GC_SCRIPT + FS_SCRIPT, discardGraceMs: SIGNAL_DISCARD_GRACE_MS });
     const fsLane = new ControlLane({
       openChannel,
       name: `fs lane of ${shortId}`,
@@ -114,6 +115,16 @@ export class ControlShell {
   /** `__bk_fgint`: SIGINT to the foreground group of `pid`'s terminal when a command owns it; true when sent. */
   async interruptForeground(pid: number): Promise<boolean> {
     return (await this.signal(`__bk_fgint ${pid}`, CONTROL_TIMEOUT_MS, true)).trim() === '1';
+  }
+
+  /** Whether the container's pids cgroup has room for a few more processes (`__bk_room`: builtins, no fork). */
+  async hasRoom(): Promise<boolean> {
+    return (await this.signal('__bk_room && builtin echo 1 || builtin echo 0', CONTROL_TIMEOUT_MS, true)).trim() === '1';
+  }
+
+  /** `__bk_nspid`: the container's pid of the process with `tag` whose pid in its own (nested) pid namespace is `nsPid`; 0: none. */
+  async containerPidOf(nsPid: number, tag: string): Promise<number> {
+    return Number((await this.signal(`__bk_nspid ${nsPid} ${quote(tag)}`, CONTROL_TIMEOUT_MS)).trim()) || 0;
   }
 
   /** A process and its children as /proc shows them (`__bk_ps`): for the log, when a shell did not answer. */

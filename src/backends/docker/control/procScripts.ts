@@ -20,6 +20,9 @@
  *   __bk_fgint PID           SIGINT to the foreground process group of PID's terminal, only when
  *                            that group is not PID's own (a command owns the terminal, not the
  *                            shell PID); prints 1 when sent, 0 when not
+ *   __bk_nspid NSPID TAG     the container's pid of the process carrying TAG whose pid in its own
+ *                            pid namespace (nested in the container's: an isolated session's) is
+ *                            NSPID, from /proc/<pid>/status's NSpid; 0 when none
  *
  * The threshold is converted to /proc's start-time ticks when the kill RUNS, from the clock read
  * then ($EPOCHREALTIME, /proc/uptime): the control shell may run it seconds after it was queued when
@@ -54,6 +57,16 @@ __bk_fgint(){
   builtin set -- \${l##*) }
   # After the name: $3 is the process group, $6 the terminal's foreground group.
   if [[ -n $l ]] && (($6 > 0 && $6 != $3)) && builtin kill -INT -- "-$6" 2>/dev/null; then builtin echo 1; else builtin echo 0; fi
+}
+__bk_nspid(){
+  local f p k v e
+  for f in /proc/[0-9]*/status; do
+    p=\${f#/proc/}; p=\${p%/status}; v=
+    { while builtin read -r k v; do [[ $k == NSpid: ]] && break; v=; done < "$f"; } 2>/dev/null
+    [[ $v == *[[:space:]]* && \${v##*[[:space:]]} == "$1" ]] || continue
+    while IFS= builtin read -r -d '' e; do [[ $e == "$2" ]] && { builtin echo "$p"; return; }; done < "/proc/$p/environ" 2>/dev/null
+  done
+  builtin echo 0
 }
 __bk_kill(){
   local total=0 round envmin=-1 up

@@ -3,27 +3,48 @@
  * answer: entries, and per-argument errors turned into the broker's errors.
  */
 import type Dockerode from 'dockerode';
-import type { Duplex } from 'node:stream';
+import { PassThrough, type Duplex, type Readable } from 'node:stream';
 import type { EntryInfo, EntryType } from '../../../core/ports/backend';
 import { BackendError, BadRequestError, FileNotFoundError, ForbiddenError, NotADirectoryError, NotAFileError, PayloadTooLargeError, errorMessage } from '../../../common/errors';
 import { DockerDemuxer } from '../shells/demux';
 import { FS_SCRIPT } from './containerFsScript';
+import { inSessionView } from '../isolation/sessionView';
 
 /** A listing's answer is read whole before it is parsed: ~150 bytes an entry, 100k entries ~15 MB. */
 const MAX_ANSWER_BYTES = 256 * 1024 * 1024;
 const MAX_STDERR_BYTES = 4096;
 
-export type FsOp = 'stat' | 'list' | 'rmfile' | 'rmdir' | 'chmod' | 'mkdir' | 'mv' | 'target';
+export type FsOp = 'stat' | 'list' | 'rmfile' | 'rmdir' | 'chmod' | 'mkdir' | 'mv' | 'target' | 'put';
 
-export async function runFsScript(container: Dockerode.Container, op: FsOp, root: string, args: string[]): Promise<string[]> {
-  let stream: Duplex;
-  let exec: Dockerode.Exec;
+/**
+ * Where a file operation runs: `view` null, the container's own view; else the container pid of an
+ * isolated session's shell, whose view it runs in (isolation/sessionView.ts). `staged`: a file of the
+ * container's own view (no session's) given to the operation as its standard input, then removed.
+ */
+export interface FsPlace {
+  view: number | null;
+  staged?: string;
+}
+
+function fsCommand(op: FsOp | 'read', root: string, args: readonly string[], { view, staged }: FsPlace): string[] {
+  const script = ['bash', '-c', FS_SCRIPT, 'execd-fs', op, root, ...args];
+  // Its pid namespace too: the view's /proc is the session's, and /dev/fd (a process substitution's) leads through /proc/self.
+  const placed = view === null ? script : inSessionView(view, script, ['-p', '-m']);
+  // The redirection is opened in the container's view, before nsenter: the session never sees the file.
+  return staged === undefined ? placed : ['bash', '-c', 'f=$1; shift; exec <"$f" && rm -f -- "$f" && exec "$@"', 'bkr-put', staged, ...placed];
+}
+
+async function startFsExec(container: Dockerode.Container, cmd: string[]): Promise<{ exec: Dockerode.Exec; stream: Duplex }> {
   try {
-    exec = await container.exec({ Cmd: ['bash', '-c', FS_SCRIPT, 'execd-fs', op, root, ...args], AttachStdout: true, AttachStderr: true, Tty: false, WorkingDir: '/' });
-    stream = (await exec.start({ hijack: true, stdin: false })) as Duplex;
+    const exec = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, Tty: false, WorkingDir: '/' });
+    return { exec, stream: (await exec.start({ hijack: true, stdin: false })) as Duplex };
   } catch (err) {
     throw new BackendError(`could not run a file operation in container ${container.id.slice(0, 12)}: ${errorMessage(err)}`);
   }
+}
+
+export async function runFsScript(container: Dockerode.Container, op: FsOp, root: string, args: string[], place: FsPlace = { view: null }): Promise<string[]> {
+  const { exec, stream } = await startFsExec(container, fsCommand(op, root, args, place));
   const out: Buffer[] = [];
   let outBytes = 0;
   let stderr = '';
@@ -43,6 +64,36 @@ export async function runFsScript(container: Dockerode.Container, op: FsOp, root
   const fields = Buffer.concat(out).toString('utf8').split('\0');
   fields.pop(); // after the last NUL
   return fields;
+}
+
+/**
+ * `length` bytes from `offset` of `real` (a file inside `root`), read inside an isolated session's
+ * view (`view`: its shell's container pid): a stream that fails when the read did not end well.
+ */
+export async function readInView(container: Dockerode.Container, view: number, root: string, real: string, offset: number, length: number): Promise<Readable> {
+  const { exec, stream } = await startFsExec(container, fsCommand('read', root, [real, String(offset), String(length)], { view }));
+  const out = new PassThrough();
+  const demux = new DockerDemuxer((which, chunk) => {
+    if (which === 'stdout' && !out.write(chunk)) {
+      stream.pause();
+      out.once('drain', () => stream.resume());
+    }
+  });
+  stream.on('data', (c: Buffer) => demux.push(c));
+  stream.on('error', (err) => out.destroy(new BackendError(`could not read the file: ${err.message}`)));
+  let ended = false;
+  const finish = (): void => {
+    if (ended) return;
+    ended = true;
+    void exec.inspect().then(
+      ({ ExitCode }) => (ExitCode === 0 ? out.end() : out.destroy(new BackendError(`could not read the file (exit ${ExitCode})`))),
+      (err: unknown) => out.destroy(new BackendError(`could not read the file: ${errorMessage(err)}`)),
+    );
+  };
+  stream.on('end', finish);
+  stream.on('close', finish);
+  out.on('close', () => stream.destroy()); // the client left: stop reading
+  return out;
 }
 
 /** The error an `ERR <kind> <index>` record means, for the argument it names. */

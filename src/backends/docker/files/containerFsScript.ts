@@ -16,7 +16,10 @@
  *
  * Output: NUL-separated fields. `ERR <kind> <index>` for a failed argument (kind: missing, forbidden,
  * isdir, notdir, symlink, owner, failed, changed); `OK <index> <real path> <stat line>` for a stat;
- * `E <relative path> <stat line>` per listed entry. A stat line is `stat -c '%f %s %Y %Z %U %G'`: raw
+ * `E <relative path> <stat line>` per listed entry. `put PATH MODE` writes its standard input there
+ * (resolved, held to the root, parents made) with MODE; `read PATH OFFSET LENGTH` prints those bytes
+ * of the file, raw, or exits 3 (not a file inside the root): both only for an isolated session's own
+ * view (files/sessionView.ts), where a check and its use cannot be raced out of that view. A stat line is `stat -c '%f %s %Y %Z %U %G'`: raw
  * mode in hex, size, mtime, ctime, owner, group.
  */
 
@@ -95,6 +98,16 @@ target)
   elif [ -d "$r" ]; then err isdir 0
   elif ! mkdir -p -- "$(dirname -- "$r")" 2>/dev/null; then err notdir 0
   else printf 'OK\0%s\0%s\0' "$r" "$([ -e "$r" ] && stat -c %a -- "$r")"; fi ;;
+put)
+  r=$(canon "$1")
+  if [ -z "$r" ] || ! inside "$r"; then err forbidden 0
+  elif [ -d "$r" ]; then err isdir 0
+  elif ! mkdir -p -- "$(dirname -- "$r")" 2>/dev/null; then err notdir 0
+  elif ! { cat >"$r" && chmod "$2" -- "$r"; } 2>/dev/null; then err failed 0; fi ;;
+read)
+  r=$(canon "$1")
+  { [ -n "$r" ] && inside "$r" && [ -f "$r" ]; } || exit 3
+  tail -c +$(($2 + 1)) -- "$r" | head -c "$3" ;;
 esac
 exit 0
 `.replaceAll('@{', '${');

@@ -72,6 +72,20 @@ export async function spool(content: NodeJS.ReadableStream): Promise<{ file: str
   return { file, size: count.bytes() };
 }
 
+/**
+ * Where an isolated session's upload waits in its container (stageFile): beside the working
+ * directories, under a name no session id has (ids start with a letter or digit), in a directory
+ * that no isolated session's view holds (each sees only its own directory there).
+ */
+const STAGING_DIR = '/tmp/s';
+
+/** PUTs the spooled file into the container's own view, out of every session's reach; its path there. */
+export async function stageFile(container: Dockerode.Container, spooled: { file: string; size: number }): Promise<string> {
+  const staged = path.posix.join(STAGING_DIR, `.bkr-upload-${randomBytes(8).toString('hex')}`);
+  await putFile(container, staged, spooled, 0o600);
+  return staged;
+}
+
 /** PUTs the spooled file as `real` (its directory exists), with `mode`. */
 export async function putFile(container: Dockerode.Container, real: string, spooled: { file: string; size: number }, mode: number): Promise<void> {
   const pack = tar.pack();

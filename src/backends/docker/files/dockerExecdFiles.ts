@@ -8,8 +8,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ContainerRef, EntryInfo, Permission } from '../../../core/ports/backend';
 import { BackendError, FileNotFoundError } from '../../../common/errors';
-import { entryOfStatLine, fsError, runFsScript, throwFirstError } from './containerFsExec';
-import { archiveRange, putFile, spool } from './dockerArchiveStreams';
+import { entryOfStatLine, fsError, readInView, runFsScript, throwFirstError, type FsPlace } from './containerFsExec';
+import { archiveRange, putFile, spool, stageFile } from './dockerArchiveStreams';
+
+/**
+ * The container pid of the live isolated session whose working directory is `root` (its file routes
+ * run in its own view: isolation/sessionView.ts), or null: the container's view.
+ */
+export type SessionViewOf = (ref: ContainerRef, root: string) => number | null;
 
 /** Fields of one `E` record of a listing: marker, relative path, stat line. */
 const LIST_RECORD = 3;
@@ -21,10 +27,18 @@ function permissionArgs(p: string, permission: Partial<Permission>, fallbackMode
 }
 
 export class DockerExecdFiles {
-  constructor(protected readonly docker: Dockerode) {}
+  constructor(
+    protected readonly docker: Dockerode,
+    protected readonly viewOf: SessionViewOf = () => null,
+  ) {}
 
   private container(ref: ContainerRef): Dockerode.Container {
     return this.docker.getContainer(ref.id);
+  }
+
+  /** Where `root`'s operations run: its isolated session's view while it lives, else the container's. */
+  protected place(ref: ContainerRef, root: string): FsPlace {
+    return { view: this.viewOf(ref, root) };
   }
 
   async stat(ref: ContainerRef, root: string, target: string): Promise<EntryInfo> {
@@ -32,7 +46,7 @@ export class DockerExecdFiles {
   }
 
   async list(ref: ContainerRef, root: string, dir: string, maxDepth: number, maxEntries: number): Promise<EntryInfo[]> {
-    const fields = await runFsScript(this.container(ref), 'list', root, [dir, String(maxDepth), String(maxEntries)]);
+    const fields = await runFsScript(this.container(ref), 'list', root, [dir, String(maxDepth), String(maxEntries)], this.place(ref, root));
     const out: EntryInfo[] = [];
     for (let at = 0; at + LIST_RECORD <= fields.length; at += LIST_RECORD) {
       if (fields[at] === 'ERR') throw fsError(fields[at + 1], dir);
@@ -43,24 +57,26 @@ export class DockerExecdFiles {
   }
 
   async remove(ref: ContainerRef, root: string, target: string, kind: 'file' | 'directory'): Promise<void> {
-    throwFirstError(await runFsScript(this.container(ref), kind === 'file' ? 'rmfile' : 'rmdir', root, [target]), [target]);
+    throwFirstError(await runFsScript(this.container(ref), kind === 'file' ? 'rmfile' : 'rmdir', root, [target], this.place(ref, root)), [target]);
   }
 
   async setPermissions(ref: ContainerRef, root: string, target: string, permission: Permission): Promise<void> {
-    throwFirstError(await runFsScript(this.container(ref), 'chmod', root, permissionArgs(target, permission, permission.mode)), [target]);
+    throwFirstError(await runFsScript(this.container(ref), 'chmod', root, permissionArgs(target, permission, permission.mode), this.place(ref, root)), [target]);
   }
 
   async move(ref: ContainerRef, root: string, src: string, dest: string): Promise<void> {
-    throwFirstError(await runFsScript(this.container(ref), 'mv', root, [src, dest]), [src, dest]);
+    throwFirstError(await runFsScript(this.container(ref), 'mv', root, [src, dest], this.place(ref, root)), [src, dest]);
   }
 
   async makeDirectory(ref: ContainerRef, root: string, target: string, permission: Permission): Promise<void> {
-    throwFirstError(await runFsScript(this.container(ref), 'mkdir', root, permissionArgs(target, permission, permission.mode)), [target]);
+    throwFirstError(await runFsScript(this.container(ref), 'mkdir', root, permissionArgs(target, permission, permission.mode), this.place(ref, root)), [target]);
   }
 
   async readStream(ref: ContainerRef, root: string, target: string, offset: number, length: number): Promise<NodeJS.ReadableStream> {
     const { real } = await this.statReal(ref, root, target);
-    return archiveRange(this.container(ref), real, offset, length);
+    const { view } = this.place(ref, root);
+    // In an isolated session's view the bytes are read there too: a link swapped in after the stat leads nowhere else.
+    return view === null ? archiveRange(this.container(ref), real, offset, length) : readInView(this.container(ref), view, root, real, offset, length);
   }
 
   /**
@@ -71,21 +87,32 @@ export class DockerExecdFiles {
     const spooled = await spool(content);
     try {
       const container = this.container(ref);
-      const fields = await runFsScript(container, 'target', root, [target]);
+      const place = this.place(ref, root);
+      const fields = await runFsScript(container, 'target', root, [target], place);
       if (fields[0] === 'ERR') throw fsError(fields[1], target);
       const [real, existingMode] = [fields[1], fields[2]];
       const mode = permission.mode ?? (existingMode ? parseInt(existingMode, 8) : 0o644);
-      await putFile(container, real, spooled, mode);
+      if (place.view === null) await putFile(container, real, spooled, mode);
+      else await this.putInView(container, place.view, root, target, await stageFile(container, spooled), mode);
       const owned = (permission.owner ?? 'root') !== 'root' || (permission.group ?? 'root') !== 'root';
-      if (owned) throwFirstError(await runFsScript(container, 'chmod', root, permissionArgs(real, permission, mode)), [target]);
+      if (owned) throwFirstError(await runFsScript(container, 'chmod', root, permissionArgs(real, permission, mode), place), [target]);
       return spooled.size;
     } finally {
       await fs.promises.rm(spooled.file, { force: true });
     }
   }
 
+  /**
+   * A file staged in the container's own view (stageFile) written to `target` inside an isolated
+   * session's view: resolved, held to the root, its parents made and its bytes written there, in one
+   * operation (containerFsScript.ts `put`).
+   */
+  protected async putInView(container: Dockerode.Container, view: number, root: string, target: string, staged: string, mode: number): Promise<void> {
+    throwFirstError(await runFsScript(container, 'put', root, [target, mode.toString(8)], { view, staged }), [target]);
+  }
+
   private async statReal(ref: ContainerRef, root: string, target: string): Promise<{ real: string; entry: EntryInfo }> {
-    const fields = await runFsScript(this.container(ref), 'stat', root, [target]);
+    const fields = await runFsScript(this.container(ref), 'stat', root, [target], this.place(ref, root));
     if (fields[0] === 'ERR') throw fsError(fields[1], target);
     if (fields[0] !== 'OK' || fields.length < STAT_RECORD) throw new FileNotFoundError(target);
     return { real: fields[2], entry: entryOfStatLine(fields[3], target) };

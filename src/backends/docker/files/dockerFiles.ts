@@ -6,11 +6,14 @@
  */
 import type Dockerode from 'dockerode';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
+import fs from 'node:fs';
+import { Readable } from 'node:stream';
 import * as tar from 'tar-stream';
 import type { ContainerRef, FileAccess, FileChunk } from '../../../core/ports/backend';
 import { BackendError, FileNotFoundError, ForbiddenError, NotAFileError, errorMessage } from '../../../common/errors';
 import { DockerExecdFiles } from './dockerExecdFiles';
+import { readInView } from './containerFsExec';
+import { spool, stageFile } from './dockerArchiveStreams';
 
 const MAX_SYMLINK_HOPS = 16;
 /** Go's os.FileMode bits, as the engine reports them: directory, symlink, and the other non-regular kinds. */
@@ -36,8 +39,16 @@ export class DockerFiles extends DockerExecdFiles implements FileAccess {
     if (!stat) throw new FileNotFoundError(target);
     if (MODE_NOT_REGULAR.some((bit) => hasBit(stat.mode, bit))) throw new NotAFileError(target);
     if (offset >= stat.size || limit === 0) return { content: Buffer.alloc(0), size: stat.size };
+    const length = Math.min(limit, stat.size - offset);
+    const { view } = this.place(ref, root);
+    if (view !== null) {
+      // An isolated session's own view: the path is resolved again and read there, out of a swapped link's reach.
+      const chunks: Buffer[] = [];
+      for await (const chunk of await readInView(container, view, root, real, offset, length)) chunks.push(chunk as Buffer);
+      return { content: Buffer.concat(chunks), size: stat.size };
+    }
     const archive = (await container.getArchive({ path: real })) as Readable;
-    const content = await firstEntryRange(archive, offset, Math.min(limit, stat.size - offset));
+    const content = await firstEntryRange(archive, offset, length);
     return { content, size: stat.size };
   }
 
@@ -50,6 +61,17 @@ export class DockerFiles extends DockerExecdFiles implements FileAccess {
       const { stat } = await this.follow(container, root, at);
       if (i === rel.length && stat && MODE_NOT_REGULAR.some((bit) => hasBit(stat.mode, bit))) throw new NotAFileError(target);
       if (i < rel.length && stat && !hasBit(stat.mode, MODE_DIR)) throw new NotAFileError(at);
+    }
+    const { view } = this.place(ref, root);
+    if (view !== null) {
+      // An isolated session's own view: resolved, checked and written there in one operation.
+      const spooled = await spool(Readable.from([content]));
+      try {
+        await this.putInView(container, view, root, target, await stageFile(container, spooled), 0o644);
+      } finally {
+        await fs.promises.rm(spooled.file, { force: true });
+      }
+      return;
     }
     const pack = tar.pack();
     for (let i = 1; i < rel.length; i++) pack.entry({ name: `${rel.slice(0, i).join('/')}/`, type: 'directory', mode: 0o755 });

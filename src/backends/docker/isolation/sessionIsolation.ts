@@ -23,8 +23,8 @@ export interface IsolatedShell {
 export class SessionIsolation {
   /** Per container: whether it isolates. */
   private readonly containers = new Map<string, boolean>();
-  /** `<container id>/<slot id>` → the session shell of that slot, while it is its newest. */
-  private readonly shells = new Map<string, IsolatedShell>();
+  /** `<container id>/<slot id>` → the session shell of that slot, while it is its newest, and its lease's working directory id. */
+  private readonly shells = new Map<string, { shell: IsolatedShell; workdirId: string | null }>();
   private readonly refusalsLogged = new Set<string>();
   private lastRefusal: string | null = null;
 
@@ -50,7 +50,7 @@ export class SessionIsolation {
   /** The spawn's `isolated` for a shell of an isolating container. */
   request(containerId: string, options: OpenShellOptions): NonNullable<ChannelRequest['isolated']> {
     if (options.companionOf !== undefined) {
-      const owner = this.shells.get(`${containerId}/${options.companionOf}`);
+      const owner = this.shells.get(`${containerId}/${options.companionOf}`)?.shell;
       // A session whose shell is gone has no view to join: the extra shell gets a fresh one.
       return { workdirId: null, joinPid: owner?.alive ? owner.containerPid : 0 };
     }
@@ -58,9 +58,36 @@ export class SessionIsolation {
     return { workdirId: m ? m[1] : null, joinPid: 0 };
   }
 
+  /**
+   * The spawn of a workspace terminal of slot `slotId` (its shell and its window's `stty`): in the
+   * namespaces of the slot's session shell, which the workspace holds, so all its terminals share
+   * that one view with its files routes. Null when that shell is gone: there is no view to open in
+   * (the slot is lost, and the workspace moves to another).
+   */
+  terminal(containerId: string, slotId: string): NonNullable<ChannelRequest['isolated']> | null {
+    const owner = this.shells.get(`${containerId}/${slotId}`)?.shell;
+    return owner?.alive ? { workdirId: null, joinPid: owner.containerPid } : null;
+  }
+
   /** A session's own shell opened isolated: its slot's extra shells join it from now on. */
   opened(containerId: string, options: OpenShellOptions, shell: IsolatedShell): void {
-    if (options.companionOf === undefined) this.shells.set(`${containerId}/${options.slotId}`, shell);
+    if (options.companionOf !== undefined) return;
+    const m = options.workdir === undefined ? null : WORKDIR.exec(options.workdir);
+    this.shells.set(`${containerId}/${options.slotId}`, { shell, workdirId: m ? m[1] : null });
+  }
+
+  /**
+   * The container pid of the live session shell whose lease's working directory is `workdir`: the
+   * file routes of that directory run in its mount namespace (files/sessionView.ts). Null: no live
+   * session has it (the routes then use the container's view, where no session process can race them).
+   */
+  viewOf(containerId: string, workdir: string): number | null {
+    const id = WORKDIR.exec(workdir)?.[1];
+    if (id === undefined) return null;
+    for (const [key, { shell, workdirId }] of this.shells) {
+      if (key.startsWith(`${containerId}/`) && workdirId === id && shell.alive) return shell.containerPid;
+    }
+    return null;
   }
 
   forget(containerId: string): void {

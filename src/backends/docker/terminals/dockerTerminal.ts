@@ -9,19 +9,34 @@ import type { Duplex } from 'node:stream';
 import type { TerminalOptions, TerminalProcess } from '../../../core/ports/backend';
 import { TaggedTerminal } from './taggedTerminal';
 import type { ControlShell } from '../control/controlShell';
+import type { ChannelRequest } from '../shells/channel';
+import { inSessionView } from '../isolation/sessionView';
 import { errorMessage } from '../../../common/errors';
+
+const BASH = ['bash', '--norc', '--noprofile', '-i'];
+
+/**
+ * The exec's command: bash, or, joining an isolated session's namespaces (`isolated.joinPid` its
+ * shell's pid in the container, isolation/sessionView.ts), bash in the working directory (entering
+ * the mount namespace puts the process at its root).
+ */
+function terminalCommand(cwd: string, isolated?: ChannelRequest['isolated']): string[] {
+  if (!isolated) return BASH;
+  return inSessionView(isolated.joinPid, ['bash', '-c', `cd -- "$1" && exec ${BASH.join(' ')}`, 'bkr-terminal', cwd], ['-p', '-i', '-m']);
+}
 
 export async function openDockerTerminal(
   container: Dockerode.Container,
   control: ControlShell,
   options: TerminalOptions,
   tag: string,
+  isolated?: ChannelRequest['isolated'],
 ): Promise<TerminalProcess> {
   control.addTag(tag); // before bash starts: the collector must never take it for an escapee
   try {
     const env = Object.entries({ TERM: 'xterm-256color', ...options.env }).map(([k, v]) => `${k}=${v}`);
     const exec = await container.exec({
-      Cmd: ['bash', '--norc', '--noprofile', '-i'],
+      Cmd: terminalCommand(options.cwd, isolated),
       AttachStdin: true,
       AttachStdout: true,
       AttachStderr: true,
@@ -30,7 +45,7 @@ export async function openDockerTerminal(
       WorkingDir: options.cwd,
     });
     const socket = (await exec.start({ hijack: true, stdin: true, Tty: true })) as Duplex;
-    const terminal = new DockerTerminal(exec, socket, control, tag);
+    const terminal = new DockerTerminal(exec, socket, control, tag, isolated !== undefined);
     terminal.resize(options.cols, options.rows);
     return terminal;
   } catch (err) {
@@ -48,8 +63,9 @@ class DockerTerminal extends TaggedTerminal {
     private readonly socket: Duplex,
     control: ControlShell,
     tag: string,
+    namespaced: boolean,
   ) {
-    super(control, tag);
+    super(control, tag, namespaced);
     this.description = `docker terminal exec ${exec.id.slice(0, 12)}`;
     socket.on('error', () => undefined); // 'close' follows
     socket.once('close', () => void this.onClose());

@@ -12,7 +12,7 @@
  */
 import type { TerminalOptions, TerminalProcess } from '../../../core/ports/backend';
 import { TaggedTerminal } from './taggedTerminal';
-import type { ChannelOpener, ShellChannel } from '../shells/channel';
+import type { ChannelOpener, ChannelRequest, ShellChannel } from '../shells/channel';
 import type { ControlShell } from '../control/controlShell';
 import { BackendError } from '../../../common/errors';
 
@@ -31,10 +31,13 @@ function sq(text: string): string {
   return `'${text.replace(/'/g, `'\\''`)}'`;
 }
 
-/** Opens the terminal, or throws (`script` missing, the spawn failed) with nothing left running. */
-export async function openFifoTerminal(open: ChannelOpener, control: ControlShell, options: TerminalOptions, tag: string): Promise<TerminalProcess> {
+/**
+ * Opens the terminal, or throws (`script` missing, the spawn failed) with nothing left running.
+ * `isolated`: its bash and its `stty`s join an isolated session's namespaces (that view's /dev/pts).
+ */
+export async function openFifoTerminal(open: ChannelOpener, control: ControlShell, options: TerminalOptions, tag: string, isolated?: ChannelRequest['isolated']): Promise<TerminalProcess> {
   control.addTag(tag);
-  const terminal = new FifoTerminal(open, control, tag);
+  const terminal = new FifoTerminal(open, control, tag, isolated);
   try {
     await terminal.start(options);
     return terminal;
@@ -59,19 +62,22 @@ class FifoTerminal extends TaggedTerminal {
     private readonly open: ChannelOpener,
     control: ControlShell,
     tag: string,
+    private readonly isolated: ChannelRequest['isolated'],
   ) {
-    super(control, tag);
+    super(control, tag, isolated !== undefined);
   }
 
   async start(options: TerminalOptions): Promise<void> {
     const ready = new Promise<void>((resolve, reject) => (this.started = { resolve, reject }));
     this.channel = await this.open({
       env: [this.tag],
+      isolated: this.isolated,
       sink: { onData: (stream, chunk) => stream === 'stdout' && this.received(chunk), onEnd: (reason) => this.onChannelEnd(reason) },
       statusGraceMs: STATUS_GRACE_MS,
     });
     const env = Object.entries({ TERM: 'xterm-256color', ...options.env }).map(([k, v]) => `${k}=${ansiC(v)}`);
-    const inner = `tty; stty cols ${options.cols} rows ${options.rows}; exec bash --norc --noprofile -i`;
+    // BROKER_SHELL_PID (an isolated shell's pid in the container) is the spawned bash's, which becomes script, not the terminal's bash.
+    const inner = `tty; stty cols ${options.cols} rows ${options.rows}; unset BROKER_SHELL_PID; exec bash --norc --noprofile -i`;
     // The spawned bash reads this line, then becomes script; its prompts go to stderr, which is ignored.
     this.channel.write(`cd -- ${sq(options.cwd)} && command -v script >/dev/null && export ${env.join(' ')} && exec script -qfec ${sq(inner)} /dev/null; exit 127\n`);
     let timer: NodeJS.Timeout | undefined;
@@ -101,7 +107,7 @@ class FifoTerminal extends TaggedTerminal {
   private async stty(device: string, cols: number, rows: number): Promise<void> {
     let finished!: () => void;
     const ended = new Promise<void>((resolve) => (finished = resolve));
-    const ch = await this.open({ env: [this.tag], sink: { onData: () => undefined, onEnd: () => finished() } });
+    const ch = await this.open({ env: [this.tag], isolated: this.isolated, sink: { onData: () => undefined, onEnd: () => finished() } });
     ch.write(`stty -F ${device} cols ${cols} rows ${rows}; exit\n`);
     await ended;
   }

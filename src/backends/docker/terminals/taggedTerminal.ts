@@ -13,10 +13,14 @@ export abstract class TaggedTerminal implements TerminalProcess {
   private resizing: Promise<void> | null = null;
   private held: (string | Buffer)[] = [];
   private closePromise: Promise<void> | null = null;
+  /** In a session's pid namespace: bash's pid there (what it says as `$$`) → its pid in the container. */
+  private readonly containerPids = new Map<number, Promise<number>>();
 
+  /** `namespaced`: the terminal runs in an isolated session's namespaces (isolation/), where `$$` is not the container's pid. */
   constructor(
     protected readonly control: ControlShell,
     protected readonly tag: string,
+    private readonly namespaced = false,
   ) {}
 
   abstract onData(listener: (chunk: Buffer) => void): void;
@@ -47,15 +51,29 @@ export abstract class TaggedTerminal implements TerminalProcess {
     this.resizing = done;
   }
 
-  /** On the container's signal lane (`__bk_fgint`): the pid is bash's as the container sees it. */
-  interruptForeground(shellPid: number): Promise<boolean> {
-    if (this.ended) return Promise.resolve(false);
-    return this.control.interruptForeground(shellPid);
+  /** On the container's signal lane (`__bk_fgint`), with bash's pid as the container sees it. */
+  async interruptForeground(shellPid: number): Promise<boolean> {
+    if (this.ended) return false;
+    const pid = await this.inContainer(shellPid);
+    return pid > 0 && (await this.control.interruptForeground(pid));
   }
 
   /** bash's tree, session and group, and the tag, started since then: bash itself (older) is kept. */
-  killStartedSince(shellPid: number | null, sinceEpochMs: number): Promise<number> {
-    return this.control.kill(shellPid ?? -1, sinceEpochMs, this.tag, true);
+  async killStartedSince(shellPid: number | null, sinceEpochMs: number): Promise<number> {
+    const root = shellPid === null ? -1 : await this.inContainer(shellPid);
+    return this.control.kill(root > 0 ? root : -1, sinceEpochMs, this.tag, true);
+  }
+
+  /** `pid` as the container sees it (0: not found); asked of the signal lane once per pid, by the terminal's tag. */
+  private inContainer(pid: number): Promise<number> {
+    if (!this.namespaced) return Promise.resolve(pid);
+    let found = this.containerPids.get(pid);
+    if (!found) {
+      found = this.control.containerPidOf(pid, this.tag).catch(() => 0);
+      this.containerPids.set(pid, found);
+      void found.then((p) => p > 0 || this.containerPids.delete(pid));
+    }
+    return found;
   }
 
   close(): Promise<void> {
