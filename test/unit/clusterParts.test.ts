@@ -205,7 +205,7 @@ describe("a gateway's line of waiting acquires", () => {
     line.join(waiting);
     const orphan = gone.worker.current;
     const cut = orphan.nextCall(true);
-    line.leave(gone, { kind: 'exhausted', retryAfter: null });
+    line.leave(gone, { kind: 'exhausted', retryAfter: '1' });
     expect(cut.aborted).toBe(true);
     expect(orphan.owner).toBeNull();
     const spare = waiting.worker.current;
@@ -227,7 +227,7 @@ describe("a gateway's line of waiting acquires", () => {
       const worker = ticket.worker.current;
       const call = worker.nextCall(cuttable);
       if (answered) worker.answered();
-      line.leave(ticket, { kind: 'exhausted', retryAfter: null });
+      line.leave(ticket, { kind: 'exhausted', retryAfter: '1' });
       expect(call.aborted).toBe(false);
       expect(line.grant(worker, 'k', granted('{"session_id":"s1"}'))).toBe(false);
     }

@@ -24,7 +24,7 @@ export interface ReadAnswer {
 }
 
 /** What a ticket's client is told: a granted session; a node's last word as it came; the pool's 503; an error of the gateway's. */
-export type Outcome = { kind: 'granted'; read: ReadAnswer } | { kind: 'answer'; read: ReadAnswer } | { kind: 'exhausted'; retryAfter: string | null } | { kind: 'failed'; err: unknown };
+export type Outcome = { kind: 'granted'; read: ReadAnswer } | { kind: 'answer'; read: ReadAnswer } | { kind: 'exhausted'; retryAfter: string } | { kind: 'failed'; err: unknown };
 
 /** A call to nodes on behalf of one ticket at a time. */
 export class AcquireWorker {

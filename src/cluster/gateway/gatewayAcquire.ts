@@ -67,7 +67,7 @@ function codeOf(text: string): string {
 
 function sendRead(res: ServerResponse, read: ReadAnswer): void {
   const headers: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(read.headers)) if (value !== undefined && !['connection', 'keep-alive', 'transfer-encoding', 'content-length'].includes(name)) headers[name] = value;
+  for (const [name, value] of Object.entries(read.headers)) if (value !== undefined && !['connection', 'keep-alive', 'transfer-encoding'].includes(name)) headers[name] = value;
   res.writeHead(read.statusCode, headers);
   res.end(read.text);
 }
@@ -148,8 +148,7 @@ export class GatewayAcquire {
     this.line.join(ticket);
     if (!requestId) {
       // Its worker may be in a call that outlives the deadline (taken over from an older acquire).
-      // Retry-After as the nodes last said, else a standalone broker's before its first wait: 1.
-      ticket.expireAt(() => this.line.leave(ticket, { kind: 'exhausted', retryAfter: ticket.retryAfter ?? this.retryAfter.get(pool) ?? '1' }));
+      ticket.expireAt(() => this.line.leave(ticket, { kind: 'exhausted', retryAfter: this.retryAfterFor(ticket) }));
       clientLeft(res).addEventListener('abort', () => this.line.leave(ticket, { kind: 'failed', err: new AbortedError('acquire') }), { once: true });
     }
     const call: Call = { req, path, body, pool, pinKey };
@@ -176,7 +175,7 @@ export class GatewayAcquire {
       case 'exhausted': {
         // Every node full until the deadline: the standalone broker's answer for the caller's timeout.
         const reply = poolErrorFormat.reply(new PoolExhaustedError(timeoutMs), `POST ${path}`);
-        if (outcome.retryAfter !== null) reply.headers['Retry-After'] = outcome.retryAfter;
+        reply.headers['Retry-After'] = outcome.retryAfter;
         sendErrorReply(res, reply);
       }
     }
@@ -274,9 +273,14 @@ export class GatewayAcquire {
   private finish(owner: AcquireTicket, last: ReadAnswer | null, pool: string): void {
     let outcome: Outcome;
     if (last === null) outcome = { kind: 'failed', err: new NoNodesError(`that serves pool '${pool}' answers`) };
-    else if (codeOf(last.text) === 'pool_exhausted') outcome = { kind: 'exhausted', retryAfter: owner.retryAfter };
+    else if (codeOf(last.text) === 'pool_exhausted') outcome = { kind: 'exhausted', retryAfter: this.retryAfterFor(owner) };
     else outcome = { kind: 'answer', read: last };
     this.line.leave(owner, outcome);
+  }
+
+  /** Retry-After as the nodes last said for the acquire, or for its pool, else a standalone broker's before its first wait: 1. */
+  private retryAfterFor(ticket: AcquireTicket): string {
+    return ticket.retryAfter ?? this.retryAfter.get(ticket.pool) ?? '1';
   }
 
   /** A session granted that nobody waits for any more: released on its node at once. */
