@@ -113,7 +113,7 @@ export class AcquireLine {
     else this.kinds.set(ticket.kind, [ticket]);
   }
 
-  /** Waiting acquires of every kind (for tests and /metrics). */
+  /** Waiting acquires of every kind. */
   get length(): number {
     let n = 0;
     for (const line of this.kinds.values()) n += line.length;

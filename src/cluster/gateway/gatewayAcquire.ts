@@ -121,11 +121,6 @@ export class GatewayAcquire {
     deps.membership.onRecord((record) => this.probe(record));
   }
 
-  /** Acquires waiting in this gateway's line. */
-  get waiting(): number {
-    return this.line.length;
-  }
-
   async serve(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
     const parsed = await readJsonBody(req, this.deps.maxBodyBytes);
     const body = (parsed ?? {}) as Record<string, unknown>;
@@ -238,7 +233,7 @@ export class GatewayAcquire {
    * A node's record shows sessions free for the acquires waiting here (each waits in some node's
    * queue): the oldest of them get a short second call there each, one per free session, so the
    * node that frees first serves the next acquire. The grant goes to the oldest of its kind, and
-   * the call it no longer needs is cut.
+   * the call that acquire no longer needs is cut if it waits in a node's queue (acquireLine.ts).
    */
   private probe(record: NodeRecord): void {
     if (this.line.length === 0 || record.health === 'unhealthy') return;
