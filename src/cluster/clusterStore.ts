@@ -11,6 +11,12 @@ export interface PoolCapacity {
   in_use: number;
   cleaning: number;
   broken: number;
+  /**
+   * Acquires waiting in the pool's queue (a group counts once): placement takes them from the free
+   * sessions, and sends a waiting acquire to the shortest queue. Absent from records of nodes that
+   * do not publish it (read as 0).
+   */
+  waiting?: number;
 }
 
 export type NodeHealth = 'healthy' | 'degraded' | 'unhealthy';

@@ -11,3 +11,21 @@ export function clientGone(res: ServerResponse): AbortSignal {
   });
   return controller.signal;
 }
+
+/**
+ * Runs `undo` if the client goes away before its answer was written whole: what the answer handed
+ * over (a lease) has nobody to hold it, and is given back at once. Not written whole: the answer
+ * did not reach the connection, or the connection was reset under it (a client closing with the
+ * answer unread resets it; one that read it closes cleanly).
+ */
+export function ifUndelivered(res: ServerResponse, undo: () => void): void {
+  const socket = res.socket;
+  const undelivered = (): boolean => !res.writableFinished || (socket?.errored ?? null) !== null;
+  if (res.closed) {
+    if (undelivered()) undo();
+    return;
+  }
+  res.once('close', () => {
+    if (undelivered()) undo();
+  });
+}

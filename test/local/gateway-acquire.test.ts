@@ -188,3 +188,21 @@ test('no node registered: 503 no_nodes; a pool no node serves: any node answers 
   expect(bad.status).toBe(400);
   expect(nodes[0].seen[1].body).toEqual({ acquire_timeout: -1 });
 });
+
+test("nodes that cap the wait below the caller's acquire_timeout send the acquire back: it is placed again until one serves it", async () => {
+  nodes = await Promise.all([new FakeNode('a').start(), new FakeNode('b').start()]);
+  let calls = 0;
+  // Each node waits only 0.1 s of what it is asked (its own acquire timeout), and serves the fifth call.
+  for (const n of nodes) {
+    n.answer = () => (++calls < 5 ? { status: 503, body: { detail: 'No session available within 0.1 seconds', code: 'pool_exhausted' } } : { status: 200, body: { session_id: `${n.id}.00000000.1` } });
+  }
+  const url = await startGateway();
+  members(nodes[0].record(0), nodes[1].record(0));
+  const r = await call(url, 'POST', '/session/acquire', { acquire_timeout: 30 });
+  expect(r.status).toBe(200);
+  expect(calls).toBe(5);
+  // Told less than asked, the gateway does not give up: a node that answers its full wait ends it.
+  for (const n of nodes) n.answer = EXHAUSTED;
+  const full = await call(url, 'POST', '/session/acquire', { acquire_timeout: 0.5 });
+  expect(full.text).toBe('{"detail":"No session available within 0.5 seconds","code":"pool_exhausted"}');
+});

@@ -1,7 +1,7 @@
 /**
  * The cluster's pure parts: its configuration, how ids name their node, which id a path routes by,
- * the placement rule, the acquires a record does not count yet, and a gateway's /health over a
- * membership.
+ * the placement rule, the acquires a record does not count yet, a gateway's line of waiting acquires,
+ * and a gateway's /health over a membership.
  */
 import { loadConfig, ConfigError } from '../../src/config/config';
 import { nodeIdOf } from '../../src/config/clusterConfig';
@@ -9,6 +9,7 @@ import { idPrefixOf, newIncarnation, ownerOfId } from '../../src/cluster/cluster
 import { GatewayRouteTable } from '../../src/cluster/gateway/gatewayRoutes';
 import { placeAcquire } from '../../src/cluster/gateway/placement';
 import { UnseenAcquires } from '../../src/cluster/gateway/unseenAcquires';
+import { AcquireLine, AcquireTicket, type ReadAnswer } from '../../src/cluster/gateway/acquireLine';
 import { Membership } from '../../src/cluster/gateway/membership';
 import { clusterTargets, gatewayHealth } from '../../src/cluster/gateway/gatewayHealth';
 import type { NodeRecord } from '../../src/cluster/clusterStore';
@@ -146,6 +147,20 @@ describe('placement: the best of 3 random nodes', () => {
     expect(placeAcquire({ nodes: full, pool: 'default', exclude: new Set(), inFlight: none })).toEqual({ node: full[1], free: false });
   });
 
+  test("takes the acquires waiting in a node's queue from its free sessions: a node that frees wins over one whose queue is longer", () => {
+    const queued = (nodeId: string, available: number, waiting: number, total = 4): NodeRecord =>
+      record(nodeId, available, { pools: { default: { total, available, in_use: total - available, cleaning: 0, broken: 0, waiting } } });
+    // a shows 3 free but 3 acquires wait for them; b has 1 free and no queue.
+    const nodes = [queued('a', 3, 3), queued('b', 1, 0)];
+    expect(placeAcquire({ nodes, pool: 'default', exclude: new Set(), inFlight: none })).toEqual({ node: nodes[1], free: true });
+    // Nobody free: the queue with the fewest acquires ahead per session, whatever the sizes.
+    const full = [queued('a', 0, 2, 4), queued('b', 0, 6, 8), queued('c', 0, 0, 2)];
+    expect(placeAcquire({ nodes: full, pool: 'default', exclude: new Set(), inFlight: none })).toEqual({ node: full[2], free: false });
+    expect(placeAcquire({ nodes: full, pool: 'default', exclude: new Set(), inFlight: (id) => (id === 'c' ? 2 : 0) })).toEqual({ node: full[0], free: false });
+    // A record without the field (an earlier node) reads as no queue.
+    expect(placeAcquire({ nodes: [record('a', 1)], pool: 'default', exclude: new Set(), inFlight: none })).toEqual({ node: record('a', 1), free: true });
+  });
+
   test('spreads over a large cluster: 3 draws out of 50 equal nodes land everywhere', () => {
     const nodes = Array.from({ length: 50 }, (_, i) => record(`n${i}`, 4));
     const picked = new Set<string>();
@@ -166,6 +181,81 @@ test('unseen acquires: in flight, and granted after the record the gateway saw',
   // A record seen after the grant counts it already.
   expect(unseen.count('a', grantedAt + 10_000)).toBe(0);
   expect(unseen.count('b', 0)).toBe(0);
+  // An acquire sent before the record the gateway saw is in that record (its queue, or in use).
+  unseen.begin('c');
+  expect(unseen.count('c', Date.now() + 10_000)).toBe(0);
+  expect(unseen.count('c', Date.now() - 10_000)).toBe(1);
+});
+
+describe("a gateway's line of waiting acquires", () => {
+  const node = record('a', 0);
+  const granted = (text: string): ReadAnswer => ({ statusCode: 200, headers: {}, text, node });
+  const far = (): number => Date.now() + 60_000;
+
+  test("a grant goes to the oldest acquire of its kind, and the one it was working for takes over the oldest's worker", async () => {
+    const line = new AcquireLine();
+    const [first, second, other] = [new AcquireTicket('k', 'default', far()), new AcquireTicket('k', 'default', far()), new AcquireTicket('j', 'default', far())];
+    for (const t of [first, second, other]) line.join(t);
+    const firstWorker = first.worker.current;
+    const secondWorker = second.worker.current;
+    expect(line.grant(secondWorker, 'k', granted('{"session_id":"s1"}'))).toBe(true);
+    expect(await first.outcome).toEqual({ kind: 'granted', read: granted('{"session_id":"s1"}') });
+    expect(second.settled).toBe(false);
+    expect(second.worker.current).toBe(firstWorker);
+    expect(firstWorker.owner).toBe(second);
+    expect(secondWorker.owner).toBeNull();
+    expect(line.length).toBe(2);
+    expect(line.grant(firstWorker, 'k', granted('{"session_id":"s2"}'))).toBe(true);
+    expect((await second.outcome).kind).toBe('granted');
+    // Nobody of kind k waits any more: the next grant of that kind is given back by the caller.
+    expect(line.grant(firstWorker, 'k', granted('{"session_id":"s3"}'))).toBe(false);
+    expect(line.length).toBe(1);
+    expect(other.settled).toBe(false);
+  });
+
+  test("an acquire that leaves stops its worker; a grant to a worker nobody waits for goes to the oldest, whose own worker is stopped", async () => {
+    const line = new AcquireLine();
+    const [gone, waiting] = [new AcquireTicket('k', 'default', far()), new AcquireTicket('k', 'default', far())];
+    line.join(gone);
+    line.join(waiting);
+    const orphan = gone.worker.current;
+    const cut = orphan.nextCall(true);
+    line.leave(gone, { kind: 'exhausted', retryAfter: '1' });
+    expect(cut.aborted).toBe(true);
+    expect(orphan.owner).toBeNull();
+    const spare = waiting.worker.current;
+    const spareCall = spare.nextCall(true);
+    expect(line.grant(orphan, 'k', granted('{"session_id":"s1"}'))).toBe(true);
+    expect((await waiting.outcome).kind).toBe('granted');
+    expect(spareCall.aborted).toBe(true);
+    expect(line.length).toBe(0);
+  });
+
+  test('a worker whose answer came, or whose call went to a node that looked free, is not cut: its grant is handed on or given back', () => {
+    for (const [cuttable, answered] of [
+      [true, true],
+      [false, false],
+    ]) {
+      const line = new AcquireLine();
+      const ticket = new AcquireTicket('k', 'default', far());
+      line.join(ticket);
+      const worker = ticket.worker.current;
+      const call = worker.nextCall(cuttable);
+      if (answered) worker.answered();
+      line.leave(ticket, { kind: 'exhausted', retryAfter: '1' });
+      expect(call.aborted).toBe(false);
+      expect(line.grant(worker, 'k', granted('{"session_id":"s1"}'))).toBe(false);
+    }
+  });
+
+  test('an acquire alone of its kind (a request_id) gets its own worker\'s grant only', async () => {
+    const line = new AcquireLine();
+    const alone = new AcquireTicket(null, 'default', far());
+    line.join(alone);
+    expect(line.length).toBe(0);
+    expect(line.grant(alone.worker.current, null, granted('{"session_id":"s1"}'))).toBe(true);
+    expect((await alone.outcome).kind).toBe('granted');
+  });
 });
 
 test("a gateway's /health: the pool API's fields over the default pools, every pool's totals, each node; degraded without the store", () => {
@@ -175,7 +265,7 @@ test("a gateway's /health: the pool API's fields over the default pools, every p
   membership.upsert(record('b', 1, { health: 'degraded', pools: { default: { total: 4, available: 1, in_use: 2, cleaning: 0, broken: 1 }, gpu: { total: 2, available: 2, in_use: 0, cleaning: 0, broken: 0 } } }));
   const report = gatewayHealth(membership);
   expect(report).toMatchObject({ status: 'degraded', total_sessions: 8, available_sessions: 4, in_use_sessions: 3, broken_sessions: 1, healthy_containers: 2, store_connected: true });
-  expect(report.pools.gpu).toEqual({ total: 2, available: 2, in_use: 0, cleaning: 0, broken: 0 });
+  expect(report.pools.gpu).toEqual({ total: 2, available: 2, in_use: 0, cleaning: 0, broken: 0, waiting: 0 });
   expect(report.nodes.map((n) => n.node_id)).toEqual(['a', 'b']);
   membership.remove('b');
   expect(gatewayHealth(membership).status).toBe('healthy');

@@ -13,7 +13,7 @@ import type { AcquireResult } from '../../core/pool/poolTypes';
 import { sendJson, sendJsonStreamed } from '../../http/httpJson';
 import { poolErrorFormat } from '../../http/errorFormats';
 import type { Router } from '../../http/router';
-import { clientGone } from '../../http/clientGone';
+import { clientGone, ifUndelivered } from '../../http/clientGone';
 import { POOL_CONTRACT, type Acquired, type ExecuteResult, type Released } from './poolContract';
 import { served } from '../../http/contract';
 
@@ -108,6 +108,8 @@ export function poolRouter(pools: PoolRegistry, limits: CommandLimits, requestId
         const result = input.requestId
           ? await requestIds.run(`a:${input.requestId}`, input.fingerprint(), 'acquire', () => pool.acquire(request))
           : await pool.acquire({ ...request, signal: clientGone(res) });
+        // With a request_id the lease waits for its retry; without, a client gone takes nobody's lease.
+        if (!input.requestId) ifUndelivered(res, () => pool.release(result.sessionId));
         await sendJsonStreamed(res, 200, acquireResponse(result, input, limits));
       }),
       served(R.execute, async ({ body, params, res }) => {

@@ -7,7 +7,7 @@ import type { RequestIds } from '../../core/pool/requestIds';
 import { sendJson, sendJsonStreamed } from '../../http/httpJson';
 import { poolErrorFormat } from '../../http/errorFormats';
 import { acquireResponse } from './poolRoutes';
-import { clientGone } from '../../http/clientGone';
+import { clientGone, ifUndelivered } from '../../http/clientGone';
 import { parseAcquire } from './poolInput';
 import type { CommandLimits } from '../../core/session/sessionInput';
 import { parseGroupSize } from './rolloutInput';
@@ -31,6 +31,7 @@ export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, reques
         const results = input.requestId
           ? await requestIds.run(`g:${input.requestId}`, input.fingerprint(), 'acquire_group', () => pool.acquireGroup(request))
           : await pool.acquireGroup({ ...request, signal: clientGone(res) });
+        if (!input.requestId) ifUndelivered(res, () => results.forEach((r) => pool.release(r.sessionId)));
         const answer: GroupAcquired = { sessions: results.map((r) => ({ ...acquireResponse(r, input, limits), container: r.containerIndex })) };
         await sendJsonStreamed(res, 200, answer);
       }),

@@ -1,36 +1,40 @@
 /**
  * An acquire through a gateway (POST /session/acquire and /session/acquire_group): placed on a node
  * (placement.ts), sent on to another one when the first is full, draining or down, within the
- * caller's acquire_timeout.
+ * caller's acquire_timeout, and served in arrival order among the gateway's acquires of its kind
+ * (acquireLine.ts).
  *
- * - A node the facts say has a free session gets a short try (two heartbeats: the facts' age); a
- *   503 then means it filled meanwhile, and the next node is tried. A node picked while every node is
- *   full gets the rest of the time, and the acquire waits in that node's queue (first come, first
- *   served there; across nodes and gateways no order holds).
+ * - A node the facts say has a free session (available, less the acquires waiting there and this
+ *   gateway's own it does not count yet) gets a short try (two heartbeats: the facts' age); a 503
+ *   then means it filled meanwhile, and the next node is tried. A node picked while every node is
+ *   full (the shortest queue) gets the rest of the time, and the acquire waits in its FIFO queue.
  * - With a request_id, the store records which node the acquire went to (put if absent): a retry
  *   through any gateway goes to the same node, whose own request_id window gives the same answer.
  *   The record moves only with the acquire (compare and swap). When the store is away, the gateway
- *   places on its own and the dedupe holds on that node only.
+ *   places on its own and the dedupe holds on that node only. Such an acquire is alone of its kind
+ *   and outlives its client, as on a standalone broker.
  * - Its body is read whole (bounded by BROKER_MAX_BODY_BYTES): it may be sent twice. A final 503
  *   `pool_exhausted` reads as a standalone broker's would, with the caller's timeout.
  */
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
-import { PoolExhaustedError } from '../../common/errors';
+import { AbortedError, PoolExhaustedError } from '../../common/errors';
 import { readJsonBody } from '../../http/body';
 import { poolErrorFormat } from '../../http/errorFormats';
 import { sendErrorReply } from '../../http/httpJson';
+import { ifUndelivered } from '../../http/clientGone';
 import { DEFAULT_POOL } from '../../core/pool/poolRegistry';
 import { logger } from '../../common/logger';
 import { errorMessage } from '../../common/errors';
 import type { ClusterStore, NodeRecord } from '../clusterStore';
 import { NoNodesError } from '../clusterErrors';
 import type { Membership } from './membership';
-import { placeAcquire } from './placement';
+import { freeSessions, placeAcquire } from './placement';
 import { clientLeft, forwardedHeaders, neverSent, relay, type NodeClients } from './nodeForwarder';
 import type { GatewayMetrics } from './gatewayMetrics';
 import type { UnseenAcquires } from './unseenAcquires';
+import { AcquireLine, AcquireTicket, AcquireWorker, type Outcome, type ReadAnswer } from './acquireLine';
 
 /** 503 codes after which another node may serve the acquire: full, or draining. */
 const MOVE_ON = new Set(['pool_exhausted', 'shutting_down']);
@@ -50,15 +54,8 @@ export interface AcquireDeps {
   unseen: UnseenAcquires;
 }
 
-/** A 503 read whole (to see its code), for sending as it came when it is the last word. */
-interface ReadAnswer {
-  statusCode: number;
-  headers: Dispatcher.ResponseData['headers'];
-  text: string;
-}
-
-/** A live answer to relay; or a 503 read whole, and whether another node may serve; or the node refused the connection. */
-type Attempt = { kind: 'answer'; answer: Dispatcher.ResponseData } | { kind: 'refused'; read: ReadAnswer; moveOn: boolean } | { kind: 'notSent' };
+/** A live answer that is no 503 (read whole, since it may be handed to another acquire); a 503, and whether another node may serve; the node was not reached. */
+type Attempt = { kind: 'answer'; read: ReadAnswer } | { kind: 'refused'; read: ReadAnswer; moveOn: boolean } | { kind: 'notSent' };
 
 function codeOf(text: string): string {
   try {
@@ -75,11 +72,53 @@ function sendRead(res: ServerResponse, read: ReadAnswer): void {
   res.end(read.text);
 }
 
+/** Whether a node's 503 pool_exhausted says it waited less than `askedSeconds` (its own acquire timeout is shorter). */
+function waitedLess(text: string, askedSeconds: number): boolean {
+  if (codeOf(text) !== 'pool_exhausted') return false;
+  const waited = /within ([\d.e+-]+) seconds/.exec(text);
+  return waited !== null && Number(waited[1]) < askedSeconds - 0.001;
+}
+
+/** The session ids a granted acquire (one) or acquire_group (several) answer names. */
+function grantedIds(text: string): string[] {
+  try {
+    const answer = JSON.parse(text) as { session_id?: unknown; sessions?: Array<{ session_id?: unknown }> };
+    const ids = answer.sessions ? answer.sessions.map((s) => s.session_id) : [answer.session_id];
+    return ids.filter((id): id is string => typeof id === 'string');
+  } catch {
+    return [];
+  }
+}
+
+/** What one acquire asked for, but its timeout: acquires of one kind are interchangeable. */
+function kindOf(path: string, pool: string, body: Record<string, unknown>): string {
+  const rest = { ...body };
+  delete rest.acquire_timeout;
+  return createHash('sha256').update(`${path}\0${pool}\0${JSON.stringify(rest)}`).digest('hex');
+}
+
+/** What a worker's calls carry: the client's request, the path and body asked for. */
+interface Call {
+  req: IncomingMessage;
+  path: string;
+  body: Record<string, unknown>;
+  pool: string;
+  /** The store key of its request_id, when it has one. */
+  pinKey: string | null;
+}
+
 export class GatewayAcquire {
   private readonly unseen: UnseenAcquires;
+  private readonly line = new AcquireLine();
+  /** The Retry-After nodes last gave with a pool_exhausted, per pool. */
+  private readonly retryAfter = new Map<string, string>();
+
+  /** What each waiting acquire asked for, for its probes. */
+  private readonly calls = new WeakMap<AcquireTicket, Call>();
 
   constructor(private readonly deps: AcquireDeps) {
     this.unseen = deps.unseen;
+    deps.membership.onRecord((record) => this.probe(record));
   }
 
   async serve(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
@@ -89,47 +128,165 @@ export class GatewayAcquire {
     const askedOk = asked === undefined || asked === null || (typeof asked === 'number' && Number.isFinite(asked) && asked > 0);
     const pool = typeof body.pool === 'string' ? body.pool : DEFAULT_POOL;
     const timeoutMs = typeof asked === 'number' && askedOk ? Math.max(1, Math.round(asked * 1000)) : this.deps.acquireTimeoutMs;
-    const deadline = Date.now() + timeoutMs;
     const requestId = typeof body.request_id === 'string' ? body.request_id : null;
-    const signal = requestId ? undefined : clientLeft(res);
-    const tried = new Set<string>();
-    let placement = this.place(pool, tried);
     // A body that is no object, a timeout the gateway could not rewrite, a pool nobody serves: any
     // node answers as a standalone broker would (its 400), with the body as it came.
     const isObject = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed);
-    if (!placement || !isObject || !askedOk) {
+    if (!this.place(pool, new Set()) || !isObject || !askedOk) {
       const any = this.deps.membership.list().find((m) => m.record.health !== 'unhealthy') ?? this.deps.membership.list()[0];
       if (!any) throw new NoNodesError('is registered');
-      return relay(await this.send(any.record, req, path, parsed === undefined ? null : JSON.stringify(parsed), signal), res);
+      return relay(await this.send(any.record, req, path, parsed === undefined ? null : JSON.stringify(parsed)), res);
     }
-    const key = requestId ? `${path === '/session/acquire' ? 'a' : 'g'}/${createHash('sha256').update(requestId).digest('hex')}` : null;
-    let node = key ? await this.pinned(key, placement.node) : placement.node;
-    let last: ReadAnswer | null = null;
-    for (;;) {
-      tried.add(node.node_id);
-      const remainingMs = deadline - Date.now();
-      // A node that looked free gets a short try, and leaves at least half the time to the next one.
-      const another = placement.free && this.place(pool, tried) !== null;
-      const tryMs = another ? Math.min(remainingMs / 2, this.deps.freeTryMs) : remainingMs;
-      const attempt = await this.attempt(node, req, path, { ...body, acquire_timeout: Math.max(0.001, tryMs / 1000) }, signal);
-      if (attempt.kind === 'answer') return relay(attempt.answer, res);
-      if (attempt.kind === 'refused') {
-        if (!attempt.moveOn) return sendRead(res, attempt.read);
-        last = attempt.read;
+    const pinKey = requestId ? `${path === '/session/acquire' ? 'a' : 'g'}/${createHash('sha256').update(requestId).digest('hex')}` : null;
+    // With a request_id the acquire outlives its client (its retry comes for the lease), alone of its kind.
+    const ticket = new AcquireTicket(requestId ? null : kindOf(path, pool, body), pool, Date.now() + timeoutMs);
+    this.line.join(ticket);
+    if (!requestId) {
+      // Its worker may be in a call that outlives the deadline (taken over from an older acquire).
+      ticket.expireAt(() => this.line.leave(ticket, { kind: 'exhausted', retryAfter: this.retryAfterFor(ticket) }));
+      clientLeft(res).addEventListener('abort', () => this.line.leave(ticket, { kind: 'failed', err: new AbortedError('acquire') }), { once: true });
+    }
+    const call: Call = { req, path, body, pool, pinKey };
+    if (!requestId) this.calls.set(ticket, call);
+    void this.work(ticket.worker.current, call, ticket.kind);
+    const outcome = await ticket.outcome;
+    this.answer(res, outcome, timeoutMs, path, requestId !== null);
+  }
+
+  private answer(res: ServerResponse, outcome: Outcome, timeoutMs: number, path: string, pinned: boolean): void {
+    if (res.destroyed) {
+      if (outcome.kind === 'granted' && !pinned) this.giveBack(outcome.read);
+      return;
+    }
+    switch (outcome.kind) {
+      case 'granted':
+        // A client gone before its answer was written takes nobody's session: it goes back at once.
+        if (!pinned) ifUndelivered(res, () => this.giveBack(outcome.read));
+        return sendRead(res, outcome.read);
+      case 'answer':
+        return sendRead(res, outcome.read);
+      case 'failed':
+        throw outcome.err;
+      case 'exhausted': {
+        // Every node full until the deadline: the standalone broker's answer for the caller's timeout.
+        const reply = poolErrorFormat.reply(new PoolExhaustedError(timeoutMs), `POST ${path}`);
+        reply.headers['Retry-After'] = outcome.retryAfter;
+        sendErrorReply(res, reply);
       }
-      const next = Date.now() < deadline ? this.place(pool, tried) : null;
-      if (!next) break;
-      this.deps.metrics.retried();
-      placement = next;
-      node = key ? await this.moved(key, node, next.node) : next.node;
     }
-    if (last === null) throw new NoNodesError(`that serves pool '${pool}' answers`);
-    // Every node full until the deadline: the standalone broker's answer for the caller's timeout.
-    if (codeOf(last.text) !== 'pool_exhausted') return sendRead(res, last);
-    const reply = poolErrorFormat.reply(new PoolExhaustedError(timeoutMs), `POST ${path}`);
-    const retryAfter = last.headers['retry-after'];
-    if (typeof retryAfter === 'string') reply.headers['Retry-After'] = retryAfter;
-    sendErrorReply(res, reply);
+  }
+
+  /**
+   * Moves `worker`'s acquire from node to node until a node grants it, answers for good, or its
+   * owner's time is up; a grant goes to the oldest waiting acquire of its kind (acquireLine.ts).
+   */
+  private async work(worker: AcquireWorker, call: Call, kind: string | null): Promise<void> {
+    let last: ReadAnswer | null = null;
+    let capped = false;
+    let node: NodeRecord | null = null;
+    try {
+      for (;;) {
+        const owner = worker.owner;
+        if (!owner || owner.settled) return;
+        let placement = this.place(call.pool, worker.tried);
+        if (!placement && capped && Date.now() < owner.deadline) {
+          // The last node held it its own acquire timeout, shorter than the time left, and stayed full: another round.
+          worker.tried.clear();
+          placement = this.place(call.pool, worker.tried);
+        }
+        if (!placement || Date.now() >= owner.deadline) return this.finish(owner, last, call.pool);
+        if (node !== null) this.deps.metrics.retried();
+        node = call.pinKey ? await this.pinned(call.pinKey, node, placement.node) : placement.node;
+        worker.tried.add(node.node_id);
+        const remainingMs = owner.deadline - Date.now();
+        // A node that looked free gets a short try, and leaves at least half the time to the next one.
+        const another = placement.free && this.place(call.pool, worker.tried) !== null;
+        const tryMs = another ? Math.min(remainingMs / 2, this.deps.freeTryMs) : remainingMs;
+        const sentSeconds = Math.max(0.001, tryMs / 1000);
+        const attempt = await this.attempt(worker, node, call, { ...call.body, acquire_timeout: sentSeconds }, !placement.free);
+        if (attempt.kind === 'answer') {
+          if (attempt.read.statusCode === 200) {
+            if (!this.line.grant(worker, kind, attempt.read)) this.giveBack(attempt.read);
+          } else if (worker.owner) {
+            this.line.leave(worker.owner, { kind: 'answer', read: attempt.read });
+          }
+          continue; // on for the acquire it took over, if any
+        }
+        if (attempt.kind === 'refused') {
+          last = attempt.read;
+          capped = waitedLess(attempt.read.text, sentSeconds);
+          const retryAfter = attempt.read.headers['retry-after'];
+          if (typeof retryAfter === 'string' && codeOf(attempt.read.text) === 'pool_exhausted') {
+            this.retryAfter.set(call.pool, retryAfter);
+            if (worker.owner) worker.owner.retryAfter = retryAfter;
+          }
+          if (!attempt.moveOn && worker.owner) this.line.leave(worker.owner, { kind: 'answer', read: attempt.read });
+        }
+      }
+    } catch (err) {
+      // Cut because nobody waits for it any more, or a failure its owner is told of.
+      if (worker.owner) this.line.leave(worker.owner, { kind: 'failed', err });
+    }
+  }
+
+  /**
+   * A node's record shows sessions free for the acquires waiting here (each waits in some node's
+   * queue): the oldest of them get a short second call there each, one per free session, so the
+   * node that frees first serves the next acquire. The grant goes to the oldest of its kind, and
+   * the call that acquire no longer needs is cut if it waits in a node's queue (acquireLine.ts).
+   */
+  private probe(record: NodeRecord): void {
+    if (this.line.length === 0 || record.health === 'unhealthy') return;
+    for (const pool of this.line.pools()) {
+      if (record.pools[pool] === undefined) continue;
+      const waiting = this.line.unprobed(pool);
+      let free = freeSessions(record, pool, this.unseen.count(record.node_id, Date.now()));
+      for (const ticket of waiting) {
+        if (free-- <= 0) break;
+        const call = this.calls.get(ticket);
+        if (call) void this.probeOnce(ticket, record, call);
+      }
+    }
+  }
+
+  private async probeOnce(ticket: AcquireTicket, node: NodeRecord, call: Call): Promise<void> {
+    const worker = new AcquireWorker(ticket);
+    ticket.probe = worker;
+    const tryMs = Math.min(ticket.deadline - Date.now(), this.deps.freeTryMs);
+    try {
+      if (tryMs <= 0) return;
+      const attempt = await this.attempt(worker, node, call, { ...call.body, acquire_timeout: Math.max(0.001, tryMs / 1000) }, false);
+      if (attempt.kind === 'answer' && attempt.read.statusCode === 200 && !this.line.grant(worker, ticket.kind, attempt.read)) this.giveBack(attempt.read);
+    } catch {
+      // The node broke or was not reached: the acquire's own worker goes on.
+    } finally {
+      if (ticket.probe === worker) ticket.probe = null;
+    }
+  }
+
+  /** Every node tried (or the time is up): a standalone broker's 503 when they were full, else the last word. */
+  private finish(owner: AcquireTicket, last: ReadAnswer | null, pool: string): void {
+    let outcome: Outcome;
+    if (last === null) outcome = { kind: 'failed', err: new NoNodesError(`that serves pool '${pool}' answers`) };
+    else if (codeOf(last.text) === 'pool_exhausted') outcome = { kind: 'exhausted', retryAfter: this.retryAfterFor(owner) };
+    else outcome = { kind: 'answer', read: last };
+    this.line.leave(owner, outcome);
+  }
+
+  /** Retry-After as the nodes last said for the acquire, or for its pool, else a standalone broker's before its first wait: 1. */
+  private retryAfterFor(ticket: AcquireTicket): string {
+    return ticket.retryAfter ?? this.retryAfter.get(ticket.pool) ?? '1';
+  }
+
+  /** A session granted that nobody waits for any more: released on its node at once. */
+  private giveBack(read: ReadAnswer): void {
+    for (const id of grantedIds(read.text)) {
+      const call = { method: 'POST', path: `/session/${encodeURIComponent(id)}/release`, headers: {}, body: null };
+      this.deps.clients.send(read.node.address, call).then(
+        (answer) => answer.body.dump(),
+        (err: unknown) => logger.warn({ err: errorMessage(err), node: read.node.node_id }, 'a session granted to an acquire that left was not released; the idle reclaim takes it'),
+      );
+    }
   }
 
   private place(pool: string, tried: ReadonlySet<string>) {
@@ -138,35 +295,33 @@ export class GatewayAcquire {
     return placeAcquire({ nodes, pool, exclude: tried, inFlight: (id) => this.unseen.count(id, seenAtMs(id)) });
   }
 
-  /** The node the request_id is placed on (this one, unless another gateway placed it first). */
-  private async pinned(key: string, node: NodeRecord): Promise<NodeRecord> {
+  /**
+   * The node the request_id's acquire goes to: `to`, recorded (put if absent, or moved from `from`
+   * by compare and swap), unless another gateway placed or moved it first.
+   */
+  private async pinned(key: string, from: NodeRecord | null, to: NodeRecord): Promise<NodeRecord> {
     try {
-      const placed = await this.deps.store.placeOnce(key, node.node_id, this.deps.placementTtlSeconds);
-      return this.deps.membership.get(placed)?.record ?? node;
-    } catch (err) {
-      logger.warn({ err: errorMessage(err) }, 'request_id placement not recorded (store away): placed by this gateway alone');
-      return node;
-    }
-  }
-
-  private async moved(key: string, from: NodeRecord, to: NodeRecord): Promise<NodeRecord> {
-    try {
-      const placed = await this.deps.store.movePlacement(key, from.node_id, to.node_id, this.deps.placementTtlSeconds);
+      const ttl = this.deps.placementTtlSeconds;
+      const placed = from === null ? await this.deps.store.placeOnce(key, to.node_id, ttl) : await this.deps.store.movePlacement(key, from.node_id, to.node_id, ttl);
       return this.deps.membership.get(placed)?.record ?? to;
     } catch (err) {
-      logger.warn({ err: errorMessage(err) }, 'request_id placement not moved (store away)');
+      logger.warn({ err: errorMessage(err) }, 'request_id placement not recorded (store away): placed by this gateway alone');
       return to;
     }
   }
 
-  private async attempt(node: NodeRecord, req: IncomingMessage, path: string, body: unknown, signal?: AbortSignal): Promise<Attempt> {
+  /** One call to `node`; `queued`: sent to wait in its queue (cut when nobody waits for it any more, acquireLine.ts). */
+  private async attempt(worker: AcquireWorker, node: NodeRecord, call: Call, body: unknown, queued: boolean): Promise<Attempt> {
     this.unseen.begin(node.node_id);
     let granted = false;
     try {
-      const answer = await this.send(node, req, path, body === undefined ? null : JSON.stringify(body), signal);
+      // With a request_id the acquire outlives its client: its call is never cut.
+      const signal = call.pinKey === null ? worker.nextCall(queued) : undefined;
+      const answer = await this.send(node, call.req, call.path, JSON.stringify(body), signal);
+      worker.answered();
       granted = answer.statusCode === 200;
-      if (answer.statusCode !== 503) return { kind: 'answer', answer };
-      const read = { statusCode: answer.statusCode, headers: answer.headers, text: await answer.body.text() };
+      const read = { statusCode: answer.statusCode, headers: answer.headers, text: await answer.body.text(), node };
+      if (answer.statusCode !== 503) return { kind: 'answer', read };
       return { kind: 'refused', read, moveOn: MOVE_ON.has(codeOf(read.text)) };
     } catch (err) {
       if (!neverSent(err)) throw err;

@@ -9,7 +9,7 @@ import { DEFAULT_POOL } from '../../core/pool/poolRegistry';
 import type { Membership } from './membership';
 
 function emptyCapacity(): PoolCapacity {
-  return { total: 0, available: 0, in_use: 0, cleaning: 0, broken: 0 };
+  return { total: 0, available: 0, in_use: 0, cleaning: 0, broken: 0, waiting: 0 };
 }
 
 function add(into: PoolCapacity, from: PoolCapacity): void {
@@ -18,6 +18,7 @@ function add(into: PoolCapacity, from: PoolCapacity): void {
   into.in_use += from.in_use;
   into.cleaning += from.cleaning;
   into.broken += from.broken;
+  into.waiting = (into.waiting ?? 0) + (from.waiting ?? 0);
 }
 
 /**

@@ -15,8 +15,16 @@ export class Membership implements MembershipListener {
   private readonly members = new Map<string, Member>();
   private storeConnected = true;
 
+  private readonly watchers: Array<(record: NodeRecord) => void> = [];
+
   upsert(record: NodeRecord): void {
     this.members.set(record.node_id, { record, seenAtMs: Date.now() });
+    for (const watcher of this.watchers) watcher(record);
+  }
+
+  /** `watcher` sees every record as it comes (a node that frees sessions, for the acquires waiting). */
+  onRecord(watcher: (record: NodeRecord) => void): void {
+    this.watchers.push(watcher);
   }
 
   remove(nodeId: string): void {

@@ -1,38 +1,51 @@
 /**
- * A gateway's acquires that a node's published record does not count yet: those in flight to it,
- * and those it granted after the record this gateway last saw (records are up to a heartbeat old).
- * Placement subtracts them from the record's free sessions, so a burst of acquires through one
- * gateway does not pile on the node that looked free a second ago.
+ * A gateway's acquires that a node's published record does not count yet: those sent to it after
+ * the record this gateway last saw (still in flight), and those it granted after that record
+ * (records are up to a heartbeat old). Placement subtracts them from the record's free sessions, so
+ * a burst of acquires through one gateway does not pile on the node that looked free a second ago.
+ * An acquire sent before the record and still waiting is not counted: the record's own `waiting`
+ * counts it already.
  */
 export class UnseenAcquires {
-  private readonly pending = new Map<string, number>();
-  /** Per node, when (this gateway's clock, epoch ms) each acquire was granted, oldest first. */
+  /** Per node, when (this gateway's clock, epoch ms) each acquire in flight was sent, oldest first. */
+  private readonly pending = new Map<string, number[]>();
+  /** Per node, when each acquire was granted, oldest first. */
   private readonly granted = new Map<string, number[]>();
 
   begin(nodeId: string): void {
-    this.pending.set(nodeId, (this.pending.get(nodeId) ?? 0) + 1);
+    push(this.pending, nodeId, Date.now());
   }
 
   end(nodeId: string, grantedSession: boolean): void {
-    const left = (this.pending.get(nodeId) ?? 1) - 1;
-    if (left === 0) this.pending.delete(nodeId);
-    else this.pending.set(nodeId, left);
-    if (!grantedSession) return;
-    const times = this.granted.get(nodeId) ?? [];
-    times.push(Date.now());
-    this.granted.set(nodeId, times);
+    // Which one ended is not known: the oldest goes, the likeliest to be in the record already.
+    const times = this.pending.get(nodeId);
+    times?.shift();
+    if (times?.length === 0) this.pending.delete(nodeId);
+    if (grantedSession) push(this.granted, nodeId, Date.now());
   }
 
   /** Acquires `nodeId`'s record seen at `recordSeenAtMs` does not count. */
   count(nodeId: string, recordSeenAtMs: number): number {
-    const times = this.granted.get(nodeId);
-    let recent = 0;
-    if (times) {
-      // Grants the record already counts are forgotten.
-      while (times.length > 0 && times[0] <= recordSeenAtMs) times.shift();
-      if (times.length === 0) this.granted.delete(nodeId);
-      recent = times.length;
+    // Grants the record already counts are forgotten.
+    const granted = this.granted.get(nodeId);
+    if (granted) {
+      while (granted.length > 0 && granted[0] <= recordSeenAtMs) granted.shift();
+      if (granted.length === 0) this.granted.delete(nodeId);
     }
-    return (this.pending.get(nodeId) ?? 0) + recent;
+    return newerThan(this.pending.get(nodeId), recordSeenAtMs) + (granted?.length ?? 0);
   }
+}
+
+function push(into: Map<string, number[]>, nodeId: string, atMs: number): void {
+  const times = into.get(nodeId);
+  if (times) times.push(atMs);
+  else into.set(nodeId, [atMs]);
+}
+
+/** How many of the ascending `times` are after `sinceMs`. */
+function newerThan(times: readonly number[] | undefined, sinceMs: number): number {
+  if (!times) return 0;
+  let i = times.length;
+  while (i > 0 && times[i - 1] > sinceMs) i--;
+  return times.length - i;
 }

@@ -1,4 +1,4 @@
-/** What a node publishes: its pools' sessions by state and its health, as its own /health sees them. */
+/** What a node publishes: its pools' sessions by state, the acquires waiting for them, and its health, as its own /health sees them. */
 import type { PoolRegistry } from '../../core/pool/poolRegistry';
 import { brokerHealth } from '../../api/pool/healthRoutes';
 import type { NodeRecord, PoolCapacity } from '../clusterStore';
@@ -12,7 +12,7 @@ export function nodeRecord(pools: PoolRegistry, owner: IdOwner, address: string,
     const { counts, healthyContainers, unhealthyContainers } = entry.pool.health();
     // A closing pool takes no acquire: it offers none.
     const available = entry.pool.isClosing ? 0 : counts.available;
-    byPool[entry.name] = { total: counts.total, available, in_use: counts.in_use, cleaning: counts.cleaning, broken: counts.broken };
+    byPool[entry.name] = { total: counts.total, available, in_use: counts.in_use, cleaning: counts.cleaning, broken: counts.broken, waiting: entry.pool.waiting };
     healthy += healthyContainers;
     unhealthy += unhealthyContainers;
   }

@@ -1,0 +1,196 @@
+/**
+ * Acquires on a full cluster, through real gateways and nodes: they wait and are served within their
+ * acquire_timeout, never twice, in arrival order within a gateway whichever node frees first; a
+ * client that leaves its waiting acquire leaves no waiter and no lease on any node; a timeout gives
+ * the standalone broker's 503. States are read from the nodes' records, as the gateways see them.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { request } from 'undici';
+import { useTestCluster, CLIENT_TOKEN, SESSIONS_PER_NODE, nodeOf } from '../helpers/cluster';
+import { BrokerProcess, call } from '../helpers/clusterProcs';
+import { eventually, testBackend, track, type HttpResult } from '../helpers/broker';
+import { answerOf } from '../helpers/httpCall';
+
+// Nodes hold a waiting acquire as long as the callers ask (their own cap above the tests' timeouts).
+const cluster = useTestCluster(['n1', 'n2'], 2, () => ({ BROKER_ACQUIRE_TIMEOUT: '120', BROKER_SESSION_IDLE_TIMEOUT: '3600' }));
+const TOTAL = 2 * SESSIONS_PER_NODE;
+const WAIT = { acquire_timeout: 90 };
+
+/** Acquires waiting in each node's queue, from the records a gateway sees. */
+async function waitingByNode(gateway: BrokerProcess): Promise<Record<string, number>> {
+  const health = await cluster.health(gateway);
+  return Object.fromEntries(health.nodes.map((n) => [n.node_id, (n.pools.default as { waiting?: number }).waiting ?? 0]));
+}
+
+async function untilWaiting(total: number, gateway = cluster.gateways[0]): Promise<Record<string, number>> {
+  let last: Record<string, number> = {};
+  await eventually(
+    async () => {
+      last = await waitingByNode(gateway);
+      return Object.values(last).reduce((a, b) => a + b, 0) === total;
+    },
+    30_000,
+    () => `${total} acquire(s) waiting on the nodes (last: ${JSON.stringify(last)})`,
+  );
+  return last;
+}
+
+/** Every session of the cluster leased: the ids, by node. */
+async function holdAll(): Promise<Map<string, string[]>> {
+  const byNode = new Map<string, string[]>();
+  for (let i = 0; i < TOTAL; i++) {
+    const r = await cluster.call(cluster.gateways[0], 'POST', '/session/acquire', {});
+    expect(r.status).toBe(200);
+    const id = r.json.session_id as string;
+    byNode.set(nodeOf(id), [...(byNode.get(nodeOf(id)) ?? []), id]);
+  }
+  expect([...byNode.values()].map((ids) => ids.length)).toEqual([SESSIONS_PER_NODE, SESSIONS_PER_NODE]);
+  return byNode;
+}
+
+async function release(id: string): Promise<void> {
+  expect((await cluster.call(cluster.gateways[1], 'POST', `/session/${id}/release`)).json).toEqual({ status: 'released' });
+}
+
+/** An acquire its client can walk away from. */
+async function abortableAcquire(gateway: BrokerProcess, body: unknown, signal: AbortSignal): Promise<HttpResult> {
+  const res = await request(`${gateway.url}/session/acquire`, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${CLIENT_TOKEN}` },
+    signal,
+    headersTimeout: 0,
+    bodyTimeout: 0,
+  });
+  return answerOf(res);
+}
+
+/** Every node back to its whole pool free, with no lease and nobody waiting, as each node's own /health says. */
+async function allFreeNoLease(): Promise<void> {
+  for (const [id, node] of cluster.nodes) {
+    let last: unknown;
+    await eventually(
+      async () => {
+        const h = (last = (await call(node.url, 'GET', '/health')).json);
+        return h.in_use_sessions === 0 && h.available_sessions === SESSIONS_PER_NODE && h.queue_length === 0;
+      },
+      30_000,
+      () => `node ${id} to hold no lease and no waiter, every session free (last: ${JSON.stringify(last)})`,
+    );
+  }
+  await cluster.waitMembers(['n1', 'n2']);
+}
+
+describe('acquires on a full cluster', () => {
+  test('wait, and are served in arrival order within a gateway, whichever node frees first, each once', async () => {
+    const [g1] = cluster.gateways;
+    const held = await holdAll();
+    const waiters: Array<ReturnType<typeof track<HttpResult>>> = [];
+    for (let i = 0; i < TOTAL + 1; i++) {
+      waiters.push(track(cluster.call(g1, 'POST', '/session/acquire', WAIT)));
+      await untilWaiting(i + 1); // its arrival is known before the next one's
+    }
+    // Free one session at a time, the nodes in turn: the oldest waiting acquire gets each.
+    const frees = [held.get('n2')![0], held.get('n1')![0], held.get('n2')![1], held.get('n1')![1]];
+    const served: string[] = [];
+    for (let k = 0; k < frees.length; k++) {
+      await release(frees[k]);
+      await eventually(() => waiters.filter((w) => w.settled()).length === k + 1, 30_000, `acquire ${k} to be served`);
+      expect(waiters.map((w) => w.settled())).toEqual(waiters.map((_, i) => i <= k));
+      const got = await waiters[k].promise;
+      expect(got.status).toBe(200);
+      served.push(got.json.session_id as string);
+    }
+    // The last one gets the first freed again.
+    await release(served[0]);
+    const last = await waiters[TOTAL].promise;
+    expect(last.status).toBe(200);
+    served.push(last.json.session_id as string);
+    expect(new Set(served).size).toBe(served.length);
+    for (const id of served.slice(1)) {
+      expect((await cluster.call(g1, 'POST', `/session/${id}/execute`, { command: 'echo ok' })).json.stdout).toBe('ok\n');
+      await release(id);
+    }
+    await allFreeNoLease();
+  }, 240_000);
+
+  test('a node that frees while the acquire waits on another serves it: the other cancels its waiter', async () => {
+    const [, g2] = cluster.gateways;
+    const held = await holdAll();
+    const waiter = cluster.call(g2, 'POST', '/session/acquire', WAIT);
+    const waiting = await untilWaiting(1, g2);
+    const parkedOn = Object.keys(waiting).find((id) => waiting[id] === 1)!;
+    const other = parkedOn === 'n1' ? 'n2' : 'n1';
+    await release(held.get(other)![0]);
+    const got = await waiter;
+    expect(got.status).toBe(200);
+    expect(nodeOf(got.json.session_id)).toBe(other);
+    await untilWaiting(0, g2);
+    for (const id of [...held.get(parkedOn)!, held.get(other)![1], got.json.session_id as string]) await release(id);
+    await allFreeNoLease();
+  }, 240_000);
+
+  test('more concurrent acquires than sessions, through both gateways: every one served within its timeout, none twice', async () => {
+    const ids: string[] = [];
+    let holding = 0;
+    let most = 0;
+    const episode = async (i: number): Promise<void> => {
+      const r = await cluster.call(cluster.gateways[i % 2], 'POST', '/session/acquire', WAIT);
+      expect(r.status).toBe(200);
+      const id = r.json.session_id as string;
+      ids.push(id);
+      most = Math.max(most, ++holding);
+      expect((await cluster.call(cluster.gateways[(i + 1) % 2], 'POST', `/session/${id}/execute`, { command: `echo ${i}` })).json.stdout).toBe(`${i}\n`);
+      holding--;
+      await release(id);
+    };
+    await Promise.all(Array.from({ length: 3 * TOTAL }, (_, i) => episode(i)));
+    expect(new Set(ids).size).toBe(3 * TOTAL);
+    expect(most).toBeLessThanOrEqual(TOTAL);
+    await allFreeNoLease();
+  }, 240_000);
+
+  test('clients that walk away from their waiting acquires leave no waiter and no lease', async () => {
+    const held = await holdAll();
+    const controller = new AbortController();
+    const gone = [0, 1, 2, 3, 4].map((i) => abortableAcquire(cluster.gateways[i % 2], WAIT, controller.signal).catch(() => 'left'));
+    await untilWaiting(5);
+    controller.abort();
+    expect(await Promise.all(gone)).toEqual(['left', 'left', 'left', 'left', 'left']);
+    // The gateways cut their calls; the nodes drop those waiters.
+    await untilWaiting(0);
+    for (const id of [...held.values()].flat()) await release(id);
+    await allFreeNoLease();
+  }, 240_000);
+
+  const onLocalShells = testBackend === 'local' ? test : test.skip;
+  onLocalShells('a client that walks away while its acquire runs its startup commands leaves no lease on the node', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-abandoned-'));
+    try {
+      const controller = new AbortController();
+      const startup = [`touch ${dir}/started; while [ ! -e ${dir}/go ]; do sleep 0.02; done`];
+      const gone = abortableAcquire(cluster.gateways[0], { startup_commands: startup }, controller.signal).catch(() => 'left');
+      await eventually(() => fs.existsSync(path.join(dir, 'started')), 30_000, 'the startup command to run');
+      controller.abort();
+      expect(await gone).toBe('left');
+      // The lease is ready only now, its client long gone: the node gives it back at once.
+      fs.writeFileSync(path.join(dir, 'go'), '');
+      await allFreeNoLease();
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 240_000);
+
+  test("an acquire_timeout that passes gives the standalone broker's 503, and leaves no waiter", async () => {
+    const held = await holdAll();
+    const r = await cluster.call(cluster.gateways[1], 'POST', '/session/acquire', { acquire_timeout: 1 });
+    expect(r.status).toBe(503);
+    expect(r.text).toBe('{"detail":"No session available within 1 seconds","code":"pool_exhausted"}');
+    expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    await untilWaiting(0);
+    for (const id of [...held.values()].flat()) await release(id);
+    await allFreeNoLease();
+  }, 240_000);
+});
