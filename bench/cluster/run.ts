@@ -11,10 +11,14 @@
  * - episodes (acquire, `echo 1` .. `echo 5`, release) by 64 clients at once, standalone and through
  *   the gateway, in alternating windows; the gateway's CPU per routed call.
  *
- * Writes bench/results/cluster-latest.{md,json}. Bounded: every job has a deadline, the run a limit,
+ * Writes bench/results/cluster-latest.{md,json}. With `--base <commit>` it compares instead this
+ * build's standalone broker with `<commit>`'s, built by the bench in a temporary worktree
+ * (standalone.ts; `--backend docker` on the engine): bench/results/standalone-compare-latest.{md,json}.
+ * Bounded: every job has a deadline, the run a limit,
  * and every process started is stopped at the end (Ctrl-C too).
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { BrokerHttp } from '../client/brokerHttp';
 import { runClosedLoop, runInterleaved, type Op } from '../client/drive';
@@ -24,7 +28,9 @@ import { ensureBuilt } from '../lib/build';
 import { describeMachine } from '../lib/machine';
 import { REPO_DIR, type BrokerProcess } from '../lib/brokerProcess';
 import { ownCpuMs } from '../lib/cpuAccount';
+import { buildAtCommit, type BaseBuild } from '../lib/baseBuild';
 import { ClusterRig } from './rig';
+import { ratioFigures, renderStandaloneReport, standaloneRound, startPair, stopPair, type StandalonePlan, type StandaloneRound, type StandaloneRun } from './standalone';
 import { routedCalls, runBounded, writeResults } from './results';
 import { renderClusterReport, summarizeRounds, type BusyFigures, type ClusterRound, type ClusterRun, type EpisodeFigures } from './report';
 
@@ -48,11 +54,16 @@ interface Plan {
   compareEntry: string | null;
   /** What the report calls that build (its commit, say) in place of its path on this machine. */
   compareLabel: string | null;
+  /** A commit to build and compare this build's standalone broker with (standalone.ts), in place of the cluster rounds. */
+  base: string | null;
+  /** The standalone comparison's backend (the cluster rig is local). */
+  backend: 'local' | 'docker';
+  image: string;
   outDir: string;
 }
 
 function parsePlan(argv: string[]): Plan {
-  const plan: Plan = { rounds: 5, seqN: 2000, busy: 16, windowMs: 3000, profile: false, compareEntry: null, compareLabel: null, outDir: path.join(REPO_DIR, 'bench', 'results') };
+  const plan: Plan = { rounds: 5, seqN: 2000, busy: 16, windowMs: 3000, profile: false, compareEntry: null, compareLabel: null, base: null, backend: 'local', image: 'bash-broker-sandbox:latest', outDir: path.join(REPO_DIR, 'bench', 'results') };
   for (let i = 0; i < argv.length; i++) {
     const value = argv[i + 1];
     if (argv[i] === '--profile') {
@@ -66,7 +77,13 @@ function parsePlan(argv: string[]): Plan {
     else if (argv[i] === '--out') plan.outDir = path.resolve(value);
     else if (argv[i] === '--compare-entry') plan.compareEntry = path.resolve(value);
     else if (argv[i] === '--compare-label') plan.compareLabel = value;
-    else throw new Error(`unknown option ${argv[i]} (--rounds N, --seq N, --busy N, --window-ms MS, --profile, --compare-entry FILE, --compare-label TEXT, --out DIR)`);
+    else if (argv[i] === '--base') plan.base = value;
+    else if (argv[i] === '--backend' && (value === 'local' || value === 'docker')) plan.backend = value;
+    else if (argv[i] === '--image') plan.image = value;
+    else
+      throw new Error(
+        `unknown option ${argv[i]} (--rounds N, --seq N, --busy N, --window-ms MS, --profile, --compare-entry FILE, --compare-label TEXT, --base COMMIT, --backend local|docker, --image IMG, --out DIR)`,
+      );
     i++;
   }
   return plan;
@@ -98,6 +115,8 @@ async function round(plan: Plan, rig: ClusterRig, index: number, warmup: number)
   const compare = rig.compareGateway ? new BrokerHttp(rig.compareGateway.url, plan.busy) : null;
   const noop = await NoopServer.start('http');
   const noopHttp = new BrokerHttp(noop.url, 1);
+  let relay: NoopServer | null = null;
+  let relayHttp: BrokerHttp | null = null;
   const leases: string[] = [];
   let standaloneLease: string | null = null;
   try {
@@ -108,14 +127,18 @@ async function round(plan: Plan, rig: ClusterRig, index: number, warmup: number)
     const one = leases[0];
     const nodeOfOne = rig.nodeOf(one);
     const directOf = (id: string): BrokerHttp => direct.get(rig.nodeOf(id).id)!;
+    // The least relay in front of the same node: what any node:http + undici relay adds here.
+    relay = await NoopServer.startLeastProxy(nodeOfOne.broker.url, rig.nodeHeaders);
+    const viaRelay = (relayHttp = new BrokerHttp(relay.url, 1));
     const ops: Op[] = [
       () => gateway.executeChecked(one, 'true', 0),
       () => directOf(one).executeChecked(one, 'true', 0),
       () => standalone.executeChecked(standaloneLease!, 'true', 0),
       () => noopHttp.post('/', {}),
+      () => viaRelay.executeChecked(one, 'true', 0),
       ...(compare ? [() => compare.executeChecked(one, 'true', 0)] : []),
     ];
-    const [viaGateway, viaNode, viaStandalone, viaNoop, viaCompare] = await runInterleaved(ops, plan.seqN, warmup, SEQ_MAX_MS);
+    const [viaGateway, viaNode, viaStandalone, viaNoop, viaLeastRelay, viaCompare] = await runInterleaved(ops, plan.seqN, warmup, SEQ_MAX_MS);
 
     // Under load: leases taken now (an idle lease is reclaimed: rig.ts), through the gateway and
     // straight to their nodes, the order swapped by round.
@@ -157,15 +180,15 @@ async function round(plan: Plan, rig: ClusterRig, index: number, warmup: number)
       eps = { standalone: await epStandalone(), gateway: g };
     }
     return {
-      seq: { gateway: viaGateway, node: viaNode, standalone: viaStandalone, noop: viaNoop, ...(viaCompare ? { compare: viaCompare } : {}), node_id: nodeOfOne.id },
+      seq: { gateway: viaGateway, node: viaNode, standalone: viaStandalone, noop: viaNoop, leastRelay: viaLeastRelay, ...(viaCompare ? { compare: viaCompare } : {}), node_id: nodeOfOne.id },
       busy,
       episodes: eps,
     };
   } finally {
     for (const id of leases) await gateway.release(id).catch(() => undefined);
     if (standaloneLease) await standalone.release(standaloneLease).catch(() => undefined);
-    await Promise.all([gateway.close(), standalone.close(), noopHttp.close(), compare?.close(), ...[...direct.values()].map((d) => d.close())]);
-    await noop.close();
+    await Promise.all([gateway.close(), standalone.close(), noopHttp.close(), relayHttp?.close(), compare?.close(), ...[...direct.values()].map((d) => d.close())]);
+    await Promise.all([noop.close(), relay?.close()]);
   }
 }
 
@@ -181,10 +204,51 @@ function episodeFigures(r: Awaited<ReturnType<typeof episodes>>): EpisodeFigures
   return { episodesPerSec: r.opsPerSec, completed: r.completed, errors: r.errors, firstError: r.firstError, acquireP50: r.acquire.p50, acquireP99: r.acquire.p99, executeP50: r.execute.p50 };
 }
 
+/** `--base`: this build's standalone broker against the base commit's, in rounds (standalone.ts). */
+async function compareStandalone(plan: Plan, base: string, onStop: (stop: () => Promise<void>) => void): Promise<void> {
+  const startedAt = new Date();
+  const machine = await describeMachine(REPO_DIR);
+  const rawDir = path.join(plan.outDir, 'raw', 'standalone-compare');
+  fs.mkdirSync(rawDir, { recursive: true });
+  const started: BrokerProcess[] = [];
+  let build: BaseBuild | null = null;
+  onStop(async () => {
+    await stopPair(started);
+    build?.remove();
+  });
+  build = buildAtCommit(REPO_DIR, base);
+  const splan: StandalonePlan = { rounds: plan.rounds, seqN: plan.seqN, busy: plan.busy, windowMs: plan.windowMs, rampMs: RAMP_MS, drainMs: DRAIN_MS, sessions: SESSIONS, episodeClients: EPISODE_CLIENTS, backend: plan.backend, image: plan.image };
+  const pair = await startPair(splan, build.entry, rawDir, (b) => started.push(b));
+  console.log(`bench:cluster --base: this build ${pair.current.url}, ${build.shortHash} ${pair.base.url} (${plan.backend})`);
+  const rounds: StandaloneRound[] = [];
+  for (let r = 0; r < plan.rounds; r++) {
+    const result = await standaloneRound(splan, pair, r, r === 0 ? FIRST_WARMUP : ROUND_WARMUP);
+    rounds.push(result);
+    const { current: c, base: b } = result;
+    console.log(
+      `round ${r + 1}/${plan.rounds} (this / base): execute true p50 ${c.seqP50.toFixed(3)} / ${b.seqP50.toFixed(3)} ms; x${plan.busy} executes/s ${c.busyOpsPerSec.toFixed(0)} / ${b.busyOpsPerSec.toFixed(0)}; ` +
+        `episodes/s ${c.episodesPerSec.toFixed(1)} / ${b.episodesPerSec.toFixed(1)}`,
+    );
+  }
+  const run: StandaloneRun = {
+    command: commandLine(plan),
+    startedAt: startedAt.toISOString(),
+    durationS: (Date.now() - startedAt.getTime()) / 1000,
+    machine,
+    loadAvgAtEnd: os.loadavg().map((l) => Math.round(l * 100) / 100),
+    base: { commit: base, shortHash: build.shortHash, subject: build.subject },
+    plan: splan,
+    rounds,
+    figures: ratioFigures(rounds),
+  };
+  writeResults(plan.outDir, plan.backend === 'local' ? 'standalone-compare-latest' : `standalone-compare-${plan.backend}-latest`, run, renderStandaloneReport(run));
+}
+
 async function main(onStop: (stop: () => Promise<void>) => void): Promise<void> {
   const plan = parsePlan(process.argv.slice(2));
-  const startedAt = new Date();
   ensureBuilt(REPO_DIR);
+  if (plan.base) return compareStandalone(plan, plan.base, onStop);
+  const startedAt = new Date();
   const rawDir = path.join(plan.outDir, 'raw', 'cluster');
   fs.mkdirSync(rawDir, { recursive: true });
   const rig = new ClusterRig(SESSIONS, rawDir, plan.profile ? ['--cpu-prof', '--cpu-prof-dir', rawDir] : [], plan.compareEntry);
@@ -198,7 +262,7 @@ async function main(onStop: (stop: () => Promise<void>) => void): Promise<void> 
     const { seq, busy, episodes: e } = result;
     console.log(
       `round ${r + 1}/${plan.rounds}: execute true p50 gateway ${seq.gateway.latency.p50.toFixed(3)} ms, node ${seq.node.latency.p50.toFixed(3)} ms, ` +
-        `standalone ${seq.standalone.latency.p50.toFixed(3)} ms, no-op ${seq.noop.latency.p50.toFixed(3)} ms; x${plan.busy} p50 gateway ${busy.gateway.p50.toFixed(3)} / node ${busy.node.p50.toFixed(3)} ms; ` +
+        `standalone ${seq.standalone.latency.p50.toFixed(3)} ms, no-op ${seq.noop.latency.p50.toFixed(3)} ms, least relay ${seq.leastRelay?.latency.p50.toFixed(3)} ms; x${plan.busy} p50 gateway ${busy.gateway.p50.toFixed(3)} / node ${busy.node.p50.toFixed(3)} ms; ` +
         `episodes/s standalone ${e.standalone.episodesPerSec.toFixed(1)}, gateway ${e.gateway.episodesPerSec.toFixed(1)}; gateway CPU ${e.gateway.gatewayCpuUsPerCall?.toFixed(0)} us/call`,
     );
   }
