@@ -27,6 +27,7 @@ const extra = JSON.parse(process.argv[3] ?? '{}') as Record<string, string>;
 
 const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   const handler: Dispatcher.DispatchHandler = {
+    onRequestStart: () => undefined,
     onResponseStart: (_c, statusCode, headers) => void res.writeHead(statusCode, copyHeaders(headers, {})),
     onResponseData: (_c, chunk) => void res.write(chunk),
     onResponseEnd: () => void res.end(),
