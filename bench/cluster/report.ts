@@ -158,7 +158,7 @@ export function renderClusterReport(run: ClusterRun): string {
     '',
     `- The rig: a private etcd, a standalone broker of ${plan.sessions} sessions (${plan.sessions / 8} x 8), two nodes of ${plan.sessions / 2} sessions each and one gateway, ` +
       'each `node dist/index.js` in a process of its own, local backend, all on 127.0.0.1; the client is the bench\'s own process (undici, keep-alive, one connection per concurrent caller).',
-    `- One at a time: ${plan.seqN} executes of \`true\` per path and round, interleaved in blocks of 25: through the gateway, the same session sent to its node directly ` +
+    `- One at a time: ${plan.seqN} executes of \`true\` per path and round, interleaved in blocks of 25 (the paths' order rotated by one each round): through the gateway, the same session sent to its node directly ` +
       '(with the cluster token), a lease on the standalone broker, a no-op node:http server (one loopback HTTP hop), and the same session through the least relay in front of its node ' +
       '(`leastProxy.ts`: node:http, one kept-alive undici connection, the headers copied, nothing else: the least a gateway on this stack adds). ' +
       'The first round warms each path with 8,000 unmeasured calls.',

@@ -22,6 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { BrokerHttp } from '../client/brokerHttp';
 import { runClosedLoop, runInterleaved, type Op } from '../client/drive';
+import type { SeqResult } from '../protocol';
 import { episodes } from '../client/poolJobs';
 import { NoopServer } from '../lib/children';
 import { ensureBuilt } from '../lib/build';
@@ -108,14 +109,31 @@ async function busyWindow(plan: Plan, leases: string[], clientOf: (id: string) =
   return { opsPerSec: loop.opsPerSec, p50: loop.latency.p50, p99: loop.latency.p99, completed: loop.completed, errors: loop.errors };
 }
 
-async function round(plan: Plan, rig: ClusterRig, index: number, warmup: number): Promise<ClusterRound> {
+/**
+ * runInterleaved with the paths' order rotated by `index` (round r starts its cycle of blocks at path
+ * r), results in the order of `ops`: a path's place in the cycle (which process ran just before it)
+ * may favour a path the same way in every round; rotated, each path takes each place in turn.
+ */
+async function interleavedRotated(ops: Op[], index: number, n: number, warmup: number): Promise<SeqResult[]> {
+  const shift = index % ops.length;
+  const order = ops.map((_op, i) => (i + shift) % ops.length);
+  const results = await runInterleaved(order.map((i) => ops[i]), n, warmup, SEQ_MAX_MS);
+  const byOp: SeqResult[] = new Array<SeqResult>(ops.length);
+  order.forEach((op, at) => (byOp[op] = results[at]));
+  return byOp;
+}
+
+/**
+ * `relays`: the least relay in front of each node (by node id), started once with the rig: a relay
+ * started anew each round would be measured cold beside gateways warmed by every round before.
+ */
+async function round(plan: Plan, rig: ClusterRig, index: number, warmup: number, relays: Map<string, NoopServer>): Promise<ClusterRound> {
   const gateway = new BrokerHttp(rig.gateway!.url, plan.busy);
   const standalone = new BrokerHttp(rig.standalone[0].url, 1);
   const direct = new Map(rig.nodes.map((n) => [n.id, new BrokerHttp(n.broker.url, plan.busy, rig.nodeHeaders)]));
   const compare = rig.compareGateway ? new BrokerHttp(rig.compareGateway.url, plan.busy) : null;
   const noop = await NoopServer.start('http');
   const noopHttp = new BrokerHttp(noop.url, 1);
-  let relay: NoopServer | null = null;
   let relayHttp: BrokerHttp | null = null;
   const leases: string[] = [];
   let standaloneLease: string | null = null;
@@ -128,8 +146,7 @@ async function round(plan: Plan, rig: ClusterRig, index: number, warmup: number)
     const nodeOfOne = rig.nodeOf(one);
     const directOf = (id: string): BrokerHttp => direct.get(rig.nodeOf(id).id)!;
     // The least relay in front of the same node: what any node:http + undici relay adds here.
-    relay = await NoopServer.startLeastProxy(nodeOfOne.broker.url, rig.nodeHeaders);
-    const viaRelay = (relayHttp = new BrokerHttp(relay.url, 1));
+    const viaRelay = (relayHttp = new BrokerHttp(relays.get(nodeOfOne.id)!.url, 1));
     const ops: Op[] = [
       () => gateway.executeChecked(one, 'true', 0),
       () => directOf(one).executeChecked(one, 'true', 0),
@@ -138,7 +155,7 @@ async function round(plan: Plan, rig: ClusterRig, index: number, warmup: number)
       () => viaRelay.executeChecked(one, 'true', 0),
       ...(compare ? [() => compare.executeChecked(one, 'true', 0)] : []),
     ];
-    const [viaGateway, viaNode, viaStandalone, viaNoop, viaLeastRelay, viaCompare] = await runInterleaved(ops, plan.seqN, warmup, SEQ_MAX_MS);
+    const [viaGateway, viaNode, viaStandalone, viaNoop, viaLeastRelay, viaCompare] = await interleavedRotated(ops, index, plan.seqN, warmup);
 
     // Under load: leases taken now (an idle lease is reclaimed: rig.ts), through the gateway and
     // straight to their nodes, the order swapped by round.
@@ -188,7 +205,7 @@ async function round(plan: Plan, rig: ClusterRig, index: number, warmup: number)
     for (const id of leases) await gateway.release(id).catch(() => undefined);
     if (standaloneLease) await standalone.release(standaloneLease).catch(() => undefined);
     await Promise.all([gateway.close(), standalone.close(), noopHttp.close(), relayHttp?.close(), compare?.close(), ...[...direct.values()].map((d) => d.close())]);
-    await Promise.all([noop.close(), relay?.close()]);
+    await noop.close();
   }
 }
 
@@ -252,12 +269,18 @@ async function main(onStop: (stop: () => Promise<void>) => void): Promise<void> 
   const rawDir = path.join(plan.outDir, 'raw', 'cluster');
   fs.mkdirSync(rawDir, { recursive: true });
   const rig = new ClusterRig(SESSIONS, rawDir, plan.profile ? ['--cpu-prof', '--cpu-prof-dir', rawDir] : [], plan.compareEntry);
-  onStop(() => rig.stop());
+  const relays = new Map<string, NoopServer>();
+  onStop(async () => {
+    await Promise.all([...relays.values()].map((r) => r.close()));
+    await rig.stop();
+  });
   await rig.start();
+  // The least relay in front of each node (the same session through it, beside the gateway).
+  for (const n of rig.nodes) relays.set(n.id, await NoopServer.startLeastProxy(n.broker.url, rig.nodeHeaders));
   console.log(`bench:cluster: standalone ${rig.standalone[0].url}, nodes ${rig.nodes.map((n) => `${n.id} ${n.broker.url}`).join(', ')}, gateway ${rig.gateway!.url}`);
   const rounds: ClusterRound[] = [];
   for (let r = 0; r < plan.rounds; r++) {
-    const result = await round(plan, rig, r, r === 0 ? FIRST_WARMUP : ROUND_WARMUP);
+    const result = await round(plan, rig, r, r === 0 ? FIRST_WARMUP : ROUND_WARMUP, relays);
     rounds.push(result);
     const { seq, busy, episodes: e } = result;
     console.log(

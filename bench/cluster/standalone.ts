@@ -24,6 +24,8 @@ import { BENCH_DEPLOYMENT } from '../protocol';
 export const STANDALONE_BAND = 0.05;
 const PER_CONTAINER = 8;
 const WARM_MS = 300_000;
+/** Both brokers reclaim a lease idle this long (s); no measured lease is idle half as long. */
+const IDLE_RECLAIM_S = 60;
 const STOP_MS = 30_000;
 const SEQ_MAX_MS = 120_000;
 
@@ -94,8 +96,10 @@ export async function startPair(
     containers: Math.ceil(plan.sessions / PER_CONTAINER),
     perContainer: PER_CONTAINER,
     image: plan.image,
-    // A deployment each: on Docker a broker sweeps its deployment's containers at start.
-    env: { BROKER_DEPLOYMENT: `${BENCH_DEPLOYMENT}-${name}` },
+    // A deployment each: on Docker a broker sweeps its deployment's containers at start. An acquire
+    // its client gave up at the end of an episode window can still be granted: that lease has no
+    // holder until the broker reclaims it idle, which each round waits for.
+    env: { BROKER_DEPLOYMENT: `${BENCH_DEPLOYMENT}-${name}`, BROKER_SESSION_IDLE_TIMEOUT: String(IDLE_RECLAIM_S) },
     entry,
   });
   const started: BrokerProcess[] = [];
@@ -128,13 +132,15 @@ export async function standaloneRound(plan: StandalonePlan, pair: { current: Bro
   const leases: string[][] = [[], []];
   try {
     await Promise.all(sides.map((b) => b.waitWarm(WARM_MS)));
-    for (let i = 0; i < 2; i++) while (leases[i].length < plan.busy) leases[i].push(await clients[i].acquire());
+    for (let i = 0; i < 2; i++) leases[i].push(await clients[i].acquire());
     const seq = await runInterleaved(
       clients.map((c, i) => () => c.executeChecked(leases[i][0], 'true', 0)),
       plan.seqN,
       warmup,
       SEQ_MAX_MS,
     );
+    // The busy leases taken now: a lease idle through the first round's warm-up could be reclaimed.
+    for (let i = 0; i < 2; i++) while (leases[i].length < plan.busy) leases[i].push(await clients[i].acquire());
     const busyWindow = (i: number) => () =>
       runClosedLoop(
         leases[i].map((id) => () => clients[i].executeChecked(id, 'true', 0)),
