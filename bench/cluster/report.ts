@@ -99,6 +99,8 @@ export function summarizeRounds(rounds: ClusterRound[]): ClusterSummary {
 }
 
 const ms = (v: number): string => v.toFixed(3);
+/** A difference with its sign, `+0.478` or `-0.026`. */
+const signedMs = (v: number): string => `${v >= 0 ? '+' : ''}${ms(v)}`;
 
 export function renderClusterReport(run: ClusterRun): string {
   const { machine: mc, plan, summary: s } = run;
@@ -112,8 +114,8 @@ export function renderClusterReport(run: ClusterRun): string {
     `**Target: execute \`true\` p50 through the gateway at most ${GATEWAY_P50_BUDGET_MS} ms above the same node's own answer: ${s.verdict}** ` +
       `(median of the rounds' differences: +${ms(s.addedP50Ms)} ms; p99 +${ms(s.addedP99Ms)} ms).`,
     '',
-    `The least relay (node:http and one undici connection, no routing, no metrics) in front of the same node added +${ms(s.relayAddedP50Ms)} ms in the same rounds: ` +
-      `the part of the gateway's +${ms(s.addedP50Ms)} ms that any relay built on node:http and undici pays on this machine; the gateway's own work is the rest, +${ms(s.addedP50Ms - s.relayAddedP50Ms)} ms.`,
+    `The least relay (node:http and one undici connection, no routing, no metrics) in front of the same node added ${signedMs(s.relayAddedP50Ms)} ms in the same rounds: ` +
+      `the part of the gateway's +${ms(s.addedP50Ms)} ms that any relay built on node:http and undici pays on this machine; the gateway's own work is the rest, ${signedMs(s.addedP50Ms - s.relayAddedP50Ms)} ms.`,
     '',
     '## Summary (medians over the rounds)',
     '',
@@ -147,7 +149,7 @@ export function renderClusterReport(run: ClusterRun): string {
       const { seq, busy, episodes: e } = r;
       return (
         `| ${i + 1} | ${ms(seq.gateway.latency.p50)} / ${ms(seq.node.latency.p50)} / ${ms(seq.standalone.latency.p50)} / ${ms(seq.noop.latency.p50)} / ${ms(seq.leastRelay?.latency.p50 ?? NaN)} | ` +
-        `${ms(seq.gateway.latency.p99)} / ${ms(seq.node.latency.p99)} | +${ms(seq.gateway.latency.p50 - seq.node.latency.p50)} | ` +
+        `${ms(seq.gateway.latency.p99)} / ${ms(seq.node.latency.p99)} | ${signedMs(seq.gateway.latency.p50 - seq.node.latency.p50)} | ` +
         `${ms(busy.gateway.p50)} / ${ms(busy.node.p50)} | ${ms(busy.gateway.p99)} / ${ms(busy.node.p99)} | ${busy.gateway.opsPerSec.toFixed(0)} / ${busy.node.opsPerSec.toFixed(0)} | ` +
         `${e.standalone.episodesPerSec.toFixed(1)} / ${e.gateway.episodesPerSec.toFixed(1)} | ${ms(e.standalone.acquireP50)} / ${ms(e.gateway.acquireP50)} | ` +
         `${(busy.gateway.gatewayCpuUsPerCall ?? NaN).toFixed(1)} / ${(e.gateway.gatewayCpuUsPerCall ?? NaN).toFixed(1)} |`
