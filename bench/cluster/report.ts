@@ -30,7 +30,8 @@ export interface EpisodeFigures {
 export interface ClusterRound {
   /** Execute `true` one at a time; `node_id`: the node that held the lease. */
   /** `compare`: the same through another build's gateway (`--compare-entry`). */
-  seq: { gateway: SeqResult; node: SeqResult; standalone: SeqResult; noop: SeqResult; compare?: SeqResult; node_id: string };
+  /** `leastRelay`: the same session through the least node:http + undici relay in front of its node (leastProxy.ts). */
+  seq: { gateway: SeqResult; node: SeqResult; standalone: SeqResult; noop: SeqResult; leastRelay?: SeqResult; compare?: SeqResult; node_id: string };
   busy: { gateway: BusyFigures; node: BusyFigures; compare?: BusyFigures };
   episodes: { standalone: EpisodeFigures; gateway: EpisodeFigures };
 }
@@ -42,6 +43,8 @@ export interface ClusterSummary {
   /** The median of the rounds' own gateway - node p50 differences, ms. */
   addedP50Ms: number;
   addedP99Ms: number;
+  /** The median of the rounds' own least relay - node p50 differences, ms (NaN when not measured). */
+  relayAddedP50Ms: number;
   busyP50: { gateway: number; node: number };
   busyP99: { gateway: number; node: number };
   busyThroughputRatio: number;
@@ -83,6 +86,7 @@ export function summarizeRounds(rounds: ClusterRound[]): ClusterSummary {
     seqP50: { gateway: m((r) => r.seq.gateway.latency.p50), node: m((r) => r.seq.node.latency.p50), standalone: m((r) => r.seq.standalone.latency.p50), noop: m((r) => r.seq.noop.latency.p50) },
     seqP99: { gateway: m((r) => r.seq.gateway.latency.p99), node: m((r) => r.seq.node.latency.p99), standalone: m((r) => r.seq.standalone.latency.p99) },
     addedP50Ms,
+    relayAddedP50Ms: m((r) => (r.seq.leastRelay ? r.seq.leastRelay.latency.p50 - r.seq.node.latency.p50 : NaN)),
     addedP99Ms: m((r) => r.seq.gateway.latency.p99 - r.seq.node.latency.p99),
     busyP50: { gateway: m((r) => r.busy.gateway.p50), node: m((r) => r.busy.node.p50) },
     busyP99: { gateway: m((r) => r.busy.gateway.p99), node: m((r) => r.busy.node.p99) },
@@ -95,6 +99,8 @@ export function summarizeRounds(rounds: ClusterRound[]): ClusterSummary {
 }
 
 const ms = (v: number): string => v.toFixed(3);
+/** A difference with its sign, `+0.478` or `-0.026`. */
+const signedMs = (v: number): string => `${v >= 0 ? '+' : ''}${ms(v)}`;
 
 export function renderClusterReport(run: ClusterRun): string {
   const { machine: mc, plan, summary: s } = run;
@@ -107,6 +113,9 @@ export function renderClusterReport(run: ClusterRun): string {
     '',
     `**Target: execute \`true\` p50 through the gateway at most ${GATEWAY_P50_BUDGET_MS} ms above the same node's own answer: ${s.verdict}** ` +
       `(median of the rounds' differences: +${ms(s.addedP50Ms)} ms; p99 +${ms(s.addedP99Ms)} ms).`,
+    '',
+    `The least relay (node:http and one undici connection, no routing, no metrics) in front of the same node added ${signedMs(s.relayAddedP50Ms)} ms in the same rounds: ` +
+      `the part of the gateway's +${ms(s.addedP50Ms)} ms that any relay built on node:http and undici pays on this machine; the gateway's own work is the rest, ${signedMs(s.addedP50Ms - s.relayAddedP50Ms)} ms.`,
     '',
     '## Summary (medians over the rounds)',
     '',
@@ -134,13 +143,13 @@ export function renderClusterReport(run: ClusterRun): string {
     '',
     '## Rounds',
     '',
-    '| round | one at a time p50 gateway / node / standalone / no-op (ms) | p99 gateway / node | added p50 | busy p50 gateway / node | busy p99 gateway / node | busy executes/s gateway / node | episodes/s standalone / gateway | acquire p50 standalone / gateway | gateway CPU us/call busy / episodes |',
+    '| round | one at a time p50 gateway / node / standalone / no-op / least relay (ms) | p99 gateway / node | added p50 | busy p50 gateway / node | busy p99 gateway / node | busy executes/s gateway / node | episodes/s standalone / gateway | acquire p50 standalone / gateway | gateway CPU us/call busy / episodes |',
     '|---|---|---|---|---|---|---|---|---|---|',
     ...run.rounds.map((r, i) => {
       const { seq, busy, episodes: e } = r;
       return (
-        `| ${i + 1} | ${ms(seq.gateway.latency.p50)} / ${ms(seq.node.latency.p50)} / ${ms(seq.standalone.latency.p50)} / ${ms(seq.noop.latency.p50)} | ` +
-        `${ms(seq.gateway.latency.p99)} / ${ms(seq.node.latency.p99)} | +${ms(seq.gateway.latency.p50 - seq.node.latency.p50)} | ` +
+        `| ${i + 1} | ${ms(seq.gateway.latency.p50)} / ${ms(seq.node.latency.p50)} / ${ms(seq.standalone.latency.p50)} / ${ms(seq.noop.latency.p50)} / ${ms(seq.leastRelay?.latency.p50 ?? NaN)} | ` +
+        `${ms(seq.gateway.latency.p99)} / ${ms(seq.node.latency.p99)} | ${signedMs(seq.gateway.latency.p50 - seq.node.latency.p50)} | ` +
         `${ms(busy.gateway.p50)} / ${ms(busy.node.p50)} | ${ms(busy.gateway.p99)} / ${ms(busy.node.p99)} | ${busy.gateway.opsPerSec.toFixed(0)} / ${busy.node.opsPerSec.toFixed(0)} | ` +
         `${e.standalone.episodesPerSec.toFixed(1)} / ${e.gateway.episodesPerSec.toFixed(1)} | ${ms(e.standalone.acquireP50)} / ${ms(e.gateway.acquireP50)} | ` +
         `${(busy.gateway.gatewayCpuUsPerCall ?? NaN).toFixed(1)} / ${(e.gateway.gatewayCpuUsPerCall ?? NaN).toFixed(1)} |`
@@ -151,8 +160,9 @@ export function renderClusterReport(run: ClusterRun): string {
     '',
     `- The rig: a private etcd, a standalone broker of ${plan.sessions} sessions (${plan.sessions / 8} x 8), two nodes of ${plan.sessions / 2} sessions each and one gateway, ` +
       'each `node dist/index.js` in a process of its own, local backend, all on 127.0.0.1; the client is the bench\'s own process (undici, keep-alive, one connection per concurrent caller).',
-    `- One at a time: ${plan.seqN} executes of \`true\` per path and round, interleaved in blocks of 25: through the gateway, the same session sent to its node directly ` +
-      '(with the cluster token), a lease on the standalone broker, and a no-op node:http server (one loopback HTTP hop: the least a gateway adds is about one of these). ' +
+    `- One at a time: ${plan.seqN} executes of \`true\` per path and round, interleaved in blocks of 25 (the paths' order rotated by one each round): through the gateway, the same session sent to its node directly ` +
+      '(with the cluster token), a lease on the standalone broker, a no-op node:http server (one loopback HTTP hop), and the same session through the least relay in front of its node ' +
+      '(`leastProxy.ts`: node:http, one kept-alive undici connection, the headers copied, nothing else: the least a gateway on this stack adds). ' +
       'The first round warms each path with 8,000 unmeasured calls.',
     `- Under load: ${plan.busy} leases taken through the gateway, each looping execute \`true\`, for ${plan.windowMs} ms after a ${plan.rampMs} ms ramp through the gateway, then ` +
       'the same leases straight to their nodes (the order swapped each round).',

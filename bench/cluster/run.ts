@@ -11,20 +11,27 @@
  * - episodes (acquire, `echo 1` .. `echo 5`, release) by 64 clients at once, standalone and through
  *   the gateway, in alternating windows; the gateway's CPU per routed call.
  *
- * Writes bench/results/cluster-latest.{md,json}. Bounded: every job has a deadline, the run a limit,
+ * Writes bench/results/cluster-latest.{md,json}. With `--base <commit>` it compares instead this
+ * build's standalone broker with `<commit>`'s, built by the bench in a temporary worktree
+ * (standalone.ts; `--backend docker` on the engine): bench/results/standalone-compare-latest.{md,json}.
+ * Bounded: every job has a deadline, the run a limit,
  * and every process started is stopped at the end (Ctrl-C too).
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { BrokerHttp } from '../client/brokerHttp';
 import { runClosedLoop, runInterleaved, type Op } from '../client/drive';
+import type { SeqResult } from '../protocol';
 import { episodes } from '../client/poolJobs';
 import { NoopServer } from '../lib/children';
 import { ensureBuilt } from '../lib/build';
 import { describeMachine } from '../lib/machine';
 import { REPO_DIR, type BrokerProcess } from '../lib/brokerProcess';
 import { ownCpuMs } from '../lib/cpuAccount';
+import { buildAtCommit, type BaseBuild } from '../lib/baseBuild';
 import { ClusterRig } from './rig';
+import { ratioFigures, renderStandaloneReport, standaloneRound, startPair, stopPair, type StandalonePlan, type StandaloneRound, type StandaloneRun } from './standalone';
 import { routedCalls, runBounded, writeResults } from './results';
 import { renderClusterReport, summarizeRounds, type BusyFigures, type ClusterRound, type ClusterRun, type EpisodeFigures } from './report';
 
@@ -48,11 +55,16 @@ interface Plan {
   compareEntry: string | null;
   /** What the report calls that build (its commit, say) in place of its path on this machine. */
   compareLabel: string | null;
+  /** A commit to build and compare this build's standalone broker with (standalone.ts), in place of the cluster rounds. */
+  base: string | null;
+  /** The standalone comparison's backend (the cluster rig is local). */
+  backend: 'local' | 'docker';
+  image: string;
   outDir: string;
 }
 
 function parsePlan(argv: string[]): Plan {
-  const plan: Plan = { rounds: 5, seqN: 2000, busy: 16, windowMs: 3000, profile: false, compareEntry: null, compareLabel: null, outDir: path.join(REPO_DIR, 'bench', 'results') };
+  const plan: Plan = { rounds: 5, seqN: 2000, busy: 16, windowMs: 3000, profile: false, compareEntry: null, compareLabel: null, base: null, backend: 'local', image: 'bash-broker-sandbox:latest', outDir: path.join(REPO_DIR, 'bench', 'results') };
   for (let i = 0; i < argv.length; i++) {
     const value = argv[i + 1];
     if (argv[i] === '--profile') {
@@ -66,7 +78,13 @@ function parsePlan(argv: string[]): Plan {
     else if (argv[i] === '--out') plan.outDir = path.resolve(value);
     else if (argv[i] === '--compare-entry') plan.compareEntry = path.resolve(value);
     else if (argv[i] === '--compare-label') plan.compareLabel = value;
-    else throw new Error(`unknown option ${argv[i]} (--rounds N, --seq N, --busy N, --window-ms MS, --profile, --compare-entry FILE, --compare-label TEXT, --out DIR)`);
+    else if (argv[i] === '--base') plan.base = value;
+    else if (argv[i] === '--backend' && (value === 'local' || value === 'docker')) plan.backend = value;
+    else if (argv[i] === '--image') plan.image = value;
+    else
+      throw new Error(
+        `unknown option ${argv[i]} (--rounds N, --seq N, --busy N, --window-ms MS, --profile, --compare-entry FILE, --compare-label TEXT, --base COMMIT, --backend local|docker, --image IMG, --out DIR)`,
+      );
     i++;
   }
   return plan;
@@ -91,13 +109,32 @@ async function busyWindow(plan: Plan, leases: string[], clientOf: (id: string) =
   return { opsPerSec: loop.opsPerSec, p50: loop.latency.p50, p99: loop.latency.p99, completed: loop.completed, errors: loop.errors };
 }
 
-async function round(plan: Plan, rig: ClusterRig, index: number, warmup: number): Promise<ClusterRound> {
+/**
+ * runInterleaved with the paths' order rotated by `index` (round r starts its cycle of blocks at path
+ * r), results in the order of `ops`: a path's place in the cycle (which process ran just before it)
+ * may favour a path the same way in every round; rotated, each path takes each place in turn.
+ */
+async function interleavedRotated(ops: Op[], index: number, n: number, warmup: number): Promise<SeqResult[]> {
+  const shift = index % ops.length;
+  const order = ops.map((_op, i) => (i + shift) % ops.length);
+  const results = await runInterleaved(order.map((i) => ops[i]), n, warmup, SEQ_MAX_MS);
+  const byOp: SeqResult[] = new Array<SeqResult>(ops.length);
+  order.forEach((op, at) => (byOp[op] = results[at]));
+  return byOp;
+}
+
+/**
+ * `relays`: the least relay in front of each node (by node id), started once with the rig: a relay
+ * started anew each round would be measured cold beside gateways warmed by every round before.
+ */
+async function round(plan: Plan, rig: ClusterRig, index: number, warmup: number, relays: Map<string, NoopServer>): Promise<ClusterRound> {
   const gateway = new BrokerHttp(rig.gateway!.url, plan.busy);
   const standalone = new BrokerHttp(rig.standalone[0].url, 1);
   const direct = new Map(rig.nodes.map((n) => [n.id, new BrokerHttp(n.broker.url, plan.busy, rig.nodeHeaders)]));
   const compare = rig.compareGateway ? new BrokerHttp(rig.compareGateway.url, plan.busy) : null;
   const noop = await NoopServer.start('http');
   const noopHttp = new BrokerHttp(noop.url, 1);
+  let relayHttp: BrokerHttp | null = null;
   const leases: string[] = [];
   let standaloneLease: string | null = null;
   try {
@@ -108,14 +145,17 @@ async function round(plan: Plan, rig: ClusterRig, index: number, warmup: number)
     const one = leases[0];
     const nodeOfOne = rig.nodeOf(one);
     const directOf = (id: string): BrokerHttp => direct.get(rig.nodeOf(id).id)!;
+    // The least relay in front of the same node: what any node:http + undici relay adds here.
+    const viaRelay = (relayHttp = new BrokerHttp(relays.get(nodeOfOne.id)!.url, 1));
     const ops: Op[] = [
       () => gateway.executeChecked(one, 'true', 0),
       () => directOf(one).executeChecked(one, 'true', 0),
       () => standalone.executeChecked(standaloneLease!, 'true', 0),
       () => noopHttp.post('/', {}),
+      () => viaRelay.executeChecked(one, 'true', 0),
       ...(compare ? [() => compare.executeChecked(one, 'true', 0)] : []),
     ];
-    const [viaGateway, viaNode, viaStandalone, viaNoop, viaCompare] = await runInterleaved(ops, plan.seqN, warmup, SEQ_MAX_MS);
+    const [viaGateway, viaNode, viaStandalone, viaNoop, viaLeastRelay, viaCompare] = await interleavedRotated(ops, index, plan.seqN, warmup);
 
     // Under load: leases taken now (an idle lease is reclaimed: rig.ts), through the gateway and
     // straight to their nodes, the order swapped by round.
@@ -157,14 +197,14 @@ async function round(plan: Plan, rig: ClusterRig, index: number, warmup: number)
       eps = { standalone: await epStandalone(), gateway: g };
     }
     return {
-      seq: { gateway: viaGateway, node: viaNode, standalone: viaStandalone, noop: viaNoop, ...(viaCompare ? { compare: viaCompare } : {}), node_id: nodeOfOne.id },
+      seq: { gateway: viaGateway, node: viaNode, standalone: viaStandalone, noop: viaNoop, leastRelay: viaLeastRelay, ...(viaCompare ? { compare: viaCompare } : {}), node_id: nodeOfOne.id },
       busy,
       episodes: eps,
     };
   } finally {
     for (const id of leases) await gateway.release(id).catch(() => undefined);
     if (standaloneLease) await standalone.release(standaloneLease).catch(() => undefined);
-    await Promise.all([gateway.close(), standalone.close(), noopHttp.close(), compare?.close(), ...[...direct.values()].map((d) => d.close())]);
+    await Promise.all([gateway.close(), standalone.close(), noopHttp.close(), relayHttp?.close(), compare?.close(), ...[...direct.values()].map((d) => d.close())]);
     await noop.close();
   }
 }
@@ -181,24 +221,71 @@ function episodeFigures(r: Awaited<ReturnType<typeof episodes>>): EpisodeFigures
   return { episodesPerSec: r.opsPerSec, completed: r.completed, errors: r.errors, firstError: r.firstError, acquireP50: r.acquire.p50, acquireP99: r.acquire.p99, executeP50: r.execute.p50 };
 }
 
+/** `--base`: this build's standalone broker against the base commit's, in rounds (standalone.ts). */
+async function compareStandalone(plan: Plan, base: string, onStop: (stop: () => Promise<void>) => void): Promise<void> {
+  const startedAt = new Date();
+  const machine = await describeMachine(REPO_DIR);
+  const rawDir = path.join(plan.outDir, 'raw', 'standalone-compare');
+  fs.mkdirSync(rawDir, { recursive: true });
+  const started: BrokerProcess[] = [];
+  let build: BaseBuild | null = null;
+  onStop(async () => {
+    await stopPair(started);
+    build?.remove();
+  });
+  build = buildAtCommit(REPO_DIR, base);
+  const splan: StandalonePlan = { rounds: plan.rounds, seqN: plan.seqN, busy: plan.busy, windowMs: plan.windowMs, rampMs: RAMP_MS, drainMs: DRAIN_MS, sessions: SESSIONS, episodeClients: EPISODE_CLIENTS, backend: plan.backend, image: plan.image };
+  const pair = await startPair(splan, build.entry, rawDir, (b) => started.push(b));
+  console.log(`bench:cluster --base: this build ${pair.current.url}, ${build.shortHash} ${pair.base.url} (${plan.backend})`);
+  const rounds: StandaloneRound[] = [];
+  for (let r = 0; r < plan.rounds; r++) {
+    const result = await standaloneRound(splan, pair, r, r === 0 ? FIRST_WARMUP : ROUND_WARMUP);
+    rounds.push(result);
+    const { current: c, base: b } = result;
+    console.log(
+      `round ${r + 1}/${plan.rounds} (this / base): execute true p50 ${c.seqP50.toFixed(3)} / ${b.seqP50.toFixed(3)} ms; x${plan.busy} executes/s ${c.busyOpsPerSec.toFixed(0)} / ${b.busyOpsPerSec.toFixed(0)}; ` +
+        `episodes/s ${c.episodesPerSec.toFixed(1)} / ${b.episodesPerSec.toFixed(1)}`,
+    );
+  }
+  const run: StandaloneRun = {
+    command: commandLine(plan),
+    startedAt: startedAt.toISOString(),
+    durationS: (Date.now() - startedAt.getTime()) / 1000,
+    machine,
+    loadAvgAtEnd: os.loadavg().map((l) => Math.round(l * 100) / 100),
+    base: { commit: base, shortHash: build.shortHash, subject: build.subject },
+    plan: splan,
+    rounds,
+    figures: ratioFigures(rounds),
+  };
+  writeResults(plan.outDir, plan.backend === 'local' ? 'standalone-compare-latest' : `standalone-compare-${plan.backend}-latest`, run, renderStandaloneReport(run));
+}
+
 async function main(onStop: (stop: () => Promise<void>) => void): Promise<void> {
   const plan = parsePlan(process.argv.slice(2));
-  const startedAt = new Date();
   ensureBuilt(REPO_DIR);
+  if (plan.base) return compareStandalone(plan, plan.base, onStop);
+  const startedAt = new Date();
   const rawDir = path.join(plan.outDir, 'raw', 'cluster');
   fs.mkdirSync(rawDir, { recursive: true });
   const rig = new ClusterRig(SESSIONS, rawDir, plan.profile ? ['--cpu-prof', '--cpu-prof-dir', rawDir] : [], plan.compareEntry);
-  onStop(() => rig.stop());
+  const relays = new Map<string, NoopServer>();
+  onStop(async () => {
+    await Promise.all([...relays.values()].map((r) => r.close()));
+    await rig.stop();
+  });
   await rig.start();
+  // The least relay in front of each node (the same session through it, beside the gateway).
+  for (const n of rig.nodes) relays.set(n.id, await NoopServer.startLeastProxy(n.broker.url, rig.nodeHeaders));
   console.log(`bench:cluster: standalone ${rig.standalone[0].url}, nodes ${rig.nodes.map((n) => `${n.id} ${n.broker.url}`).join(', ')}, gateway ${rig.gateway!.url}`);
   const rounds: ClusterRound[] = [];
   for (let r = 0; r < plan.rounds; r++) {
-    const result = await round(plan, rig, r, r === 0 ? FIRST_WARMUP : ROUND_WARMUP);
+    const result = await round(plan, rig, r, r === 0 ? FIRST_WARMUP : ROUND_WARMUP, relays);
     rounds.push(result);
     const { seq, busy, episodes: e } = result;
     console.log(
       `round ${r + 1}/${plan.rounds}: execute true p50 gateway ${seq.gateway.latency.p50.toFixed(3)} ms, node ${seq.node.latency.p50.toFixed(3)} ms, ` +
-        `standalone ${seq.standalone.latency.p50.toFixed(3)} ms, no-op ${seq.noop.latency.p50.toFixed(3)} ms; x${plan.busy} p50 gateway ${busy.gateway.p50.toFixed(3)} / node ${busy.node.p50.toFixed(3)} ms; ` +
+        `standalone ${seq.standalone.latency.p50.toFixed(3)} ms, no-op ${seq.noop.latency.p50.toFixed(3)} ms, least relay ${seq.leastRelay?.latency.p50.toFixed(3)} ms; x${plan.busy} p50 gateway ${busy.gateway.p50.toFixed(3)} / node ${busy.node.p50.toFixed(3)} ms; ` +
         `episodes/s standalone ${e.standalone.episodesPerSec.toFixed(1)}, gateway ${e.gateway.episodesPerSec.toFixed(1)}; gateway CPU ${e.gateway.gatewayCpuUsPerCall?.toFixed(0)} us/call`,
     );
   }

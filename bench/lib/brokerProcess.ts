@@ -95,8 +95,10 @@ export class BrokerProcess {
     const logPath = path.join(logDir, `broker-${spec.backend}-${spec.name}.log`);
     const log = fs.openSync(logPath, 'w');
     const spawnedAt = nowMs();
-    const child = spawn(process.execPath, [...(spec.nodeFlags ?? []), spec.entry ?? path.join(REPO_DIR, 'dist', 'index.js')], {
-      cwd: REPO_DIR,
+    const entry = spec.entry ?? path.join(REPO_DIR, 'dist', 'index.js');
+    // Another build runs from its own checkout, as it would be deployed.
+    const child = spawn(process.execPath, [...(spec.nodeFlags ?? []), entry], {
+      cwd: repoRoot(path.dirname(entry)),
       env: brokerEnv(spec, port),
       stdio: ['ignore', log, log],
     });

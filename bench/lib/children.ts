@@ -116,6 +116,13 @@ export class NoopServer {
     return new NoopServer(child, `http://127.0.0.1:${port}`, 5_000);
   }
 
+  /** The least relay (node:http + one undici Client) in front of `upstream`, `headers` added to every request (cluster/leastProxy.ts). */
+  static async startLeastProxy(upstream: string, headers: Record<string, string>): Promise<NoopServer> {
+    const child = forkHelper('cluster/leastProxy.ts', [upstream, JSON.stringify(headers)]);
+    const { port } = await firstMessage<{ port: number }>(child, 60_000);
+    return new NoopServer(child, `http://127.0.0.1:${port}`, 5_000);
+  }
+
   /** node:http around one BashSession on the bench's backend (shellServer.ts). */
   static async startShell(backend: 'local' | 'docker', image: string): Promise<NoopServer> {
     const child = forkHelper('shellServer.ts', [backend, image]);

@@ -71,6 +71,39 @@ describe('a cluster of 2 nodes and 2 gateways', () => {
     }
   });
 
+  test('request bodies reach the node whole through a gateway: small ones read whole, a large one and a chunked one streamed', async () => {
+    const [g1] = cluster.gateways;
+    const id = (await cluster.call(g1, 'POST', '/session/acquire', {})).json.session_id as string;
+    const countCommand = (size: number): string => `printf %s '${'x'.repeat(size)}' | wc -c`;
+    try {
+      // Either side of the size read whole (64 KiB), and far above it.
+      for (const size of [1, 64 * 1024 - 64, 64 * 1024 + 64, 300 * 1024]) {
+        const r = await cluster.call(g1, 'POST', `/session/${id}/execute`, { command: countCommand(size) });
+        expect(r.status).toBe(200);
+        expect(r.json.stdout.trim()).toBe(String(size));
+      }
+      // No declared length: sent chunked, in two parts.
+      const bytes = new TextEncoder().encode(JSON.stringify({ command: countCommand(1000) }));
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(bytes.slice(0, 100));
+          controller.enqueue(bytes.slice(100));
+          controller.close();
+        },
+      });
+      const chunked = await fetch(`${g1.url}/session/${id}/execute`, {
+        method: 'POST',
+        body,
+        duplex: 'half',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${CLIENT_TOKEN}` },
+      } as RequestInit);
+      expect(chunked.status).toBe(200);
+      expect(((await chunked.json()) as { stdout: string }).stdout.trim()).toBe('1000');
+    } finally {
+      await cluster.call(g1, 'POST', `/session/${id}/release`);
+    }
+  });
+
   test('a session acquired through one gateway is executed and released through the other', async () => {
     const [g1, g2] = cluster.gateways;
     const id = (await cluster.call(g1, 'POST', '/session/acquire', {})).json.session_id as string;

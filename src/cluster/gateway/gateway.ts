@@ -278,7 +278,9 @@ export class Gateway {
 
   private async forward(member: Member, req: IncomingMessage, res: ServerResponse, routed: RoutedId | null): Promise<void> {
     const nodeId = member.record.node_id;
-    if ((await this.send(member, req, res, requestBody(req), routed !== null)) === 'sent') return;
+    const body = await requestBody(req);
+    if (body === undefined) return; // the client left before its body was whole
+    if ((await this.send(member, req, res, body, routed !== null)) === 'sent') return;
     // A node that refuses connections died: whatever its ids held is gone with it.
     if (routed) throw new NodeLostError(routed.id, nodeId, 'is not listening (it stopped)');
     throw new NoNodesError(`answers (node '${nodeId}' refused the call)`);

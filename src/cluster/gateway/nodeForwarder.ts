@@ -1,17 +1,21 @@
 /**
- * Calls from a gateway to its nodes: one pooled keep-alive client per node (undici), the cluster
- * token added to every call, request and answer bodies streamed through as they come (an upload or a
- * long output is never held whole), hop-by-hop headers dropped both ways.
+ * Calls from a gateway to its nodes: keep-alive connections per node (undici; the relayed calls'
+ * own in relayConnections.ts), the cluster token added to every call, answer bodies and large request
+ * bodies streamed through as they come (an upload or a long output is never held whole), hop-by-hop
+ * headers dropped both ways.
  */
 import net from 'node:net';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
-import { Pool, type Dispatcher } from 'undici';
+import { Pool, util as undiciUtil, type Dispatcher } from 'undici';
 import { CLUSTER_TOKEN_HEADER } from '../node/clusterGuard';
+import { RelayConnections } from './relayConnections';
 
-/** Connections each gateway keeps to one node at most. */
+/** Connections each gateway keeps to one node at most (for relayed calls, and as many for the others). */
 const CONNECTIONS_PER_NODE = 256;
+/** How long an idle connection to a node is kept (less when the node's answers say so). */
+const KEEP_ALIVE_MS = 30_000;
 
 /**
  * Not forwarded: they describe one hop, not the call (RFC 9110 7.6.1), or are the gateway's to set.
@@ -47,17 +51,29 @@ export interface NodeCall {
 }
 
 export class NodeClients {
+  /** For the calls whose answers are read here (acquires, lists). */
   private readonly pools = new Map<string, Pool>();
+  /** For the calls whose answers are relayed as they come (relayTo). */
+  private readonly relays = new Map<string, RelayConnections>();
 
   constructor(private readonly clusterToken: string) {}
 
   private pool(address: string): Pool {
     let pool = this.pools.get(address);
     if (!pool) {
-      pool = new Pool(address, { connections: CONNECTIONS_PER_NODE, keepAliveTimeout: 30_000 });
+      pool = new Pool(address, { connections: CONNECTIONS_PER_NODE, keepAliveTimeout: KEEP_ALIVE_MS });
       this.pools.set(address, pool);
     }
     return pool;
+  }
+
+  private relay(address: string): RelayConnections {
+    let relay = this.relays.get(address);
+    if (!relay) {
+      relay = new RelayConnections(address, CONNECTIONS_PER_NODE, KEEP_ALIVE_MS);
+      this.relays.set(address, relay);
+    }
+    return relay;
   }
 
   private options(call: NodeCall): Dispatcher.RequestOptions {
@@ -81,28 +97,36 @@ export class NodeClients {
   }
 
   /**
-   * The node's answer written to `res` as it comes: undici's own dispatch with a handler that writes
-   * each part of the answer to `res` (no body stream, no promise per part, no AbortController: on
-   * this path each cost a measurable share of a routed call). `onHeaders` runs once the node's
+   * The node's answer written to `res` as it comes, by undici's dispatch with a handler of undici's
+   * own interface (RelayHandler: no body stream, no promise per part, no AbortController, and no
+   * adapter object between undici and the handler per call). `onHeaders` runs once the node's
    * headers came, before they are written. A client that leaves cuts the node's call. Rejects before
    * the headers (the node was not reached or broke first: `res` untouched) or after them (the caller
    * destroys `res`).
    */
   relayTo(address: string, call: NodeCall, res: ServerResponse, onHeaders: (statusCode: number) => void): Promise<void> {
-    return new Promise((resolve, reject) => this.pool(address).dispatch(this.options(call), new RelayHandler(res, onHeaders, resolve, reject)));
+    const options = this.options(call);
+    return new Promise((resolve, reject) =>
+      this.relay(address).use((client, done) => client.dispatch(options, new RelayHandler(res, onHeaders, resolve, reject, done)), reject),
+    );
   }
 
-  /** Drops the client of a node that left (its sockets are dead or about to be). */
+  /** Drops the clients of a node that left (their sockets are dead or about to be). */
   forget(address: string): void {
     const pool = this.pools.get(address);
+    const relay = this.relays.get(address);
     this.pools.delete(address);
+    this.relays.delete(address);
     void pool?.destroy().catch(() => undefined);
+    void relay?.close();
   }
 
   async close(): Promise<void> {
     const pools = [...this.pools.values()];
+    const relays = [...this.relays.values()];
     this.pools.clear();
-    await Promise.all(pools.map((p) => p.destroy().catch(() => undefined)));
+    this.relays.clear();
+    await Promise.all([...pools.map((p) => p.destroy().catch(() => undefined)), ...relays.map((r) => r.close())]);
   }
 }
 
@@ -112,9 +136,18 @@ class ClientLeftError extends Error {
   }
 }
 
-/** Relays one node answer to the client's `res` as it comes, with backpressure both ways. */
+/**
+ * Relays one node answer to the client's `res` as it comes, with backpressure both ways. It speaks
+ * undici's handler interface itself (onConnect .. onComplete): a handler of the newer one
+ * (onRequestStart ..) is wrapped per call in an adapter and a controller object, and its trailers
+ * parsed, which a relay does not need. The answer's headers are parsed as that adapter parses them
+ * (undici's parseHeaders), so what the client gets is as before, byte for byte.
+ */
 class RelayHandler implements Dispatcher.DispatchHandler {
-  private controller: Dispatcher.DispatchController | null = null;
+  private abort: ((err?: Error) => void) | null = null;
+  private resume: (() => void) | null = null;
+  /** Paused until the client's socket drains. */
+  private waitingDrain = false;
   private settled = false;
 
   constructor(
@@ -122,56 +155,98 @@ class RelayHandler implements Dispatcher.DispatchHandler {
     private readonly headersCame: (statusCode: number) => void,
     private readonly resolve: () => void,
     private readonly reject: (err: Error) => void,
+    /** Frees the connection the call had. */
+    private readonly done: () => void,
   ) {
+    // Left in place after the answer (the response closes right after it): settled calls ignore it.
     res.once('close', this.clientClosed);
   }
 
   private readonly clientClosed = (): void => {
-    if (!this.res.writableFinished) this.controller?.abort(new ClientLeftError());
+    if (!this.settled && !this.res.writableFinished) this.abort?.(new ClientLeftError());
   };
 
-  private readonly drained = (): void => this.controller?.resume();
+  private readonly drained = (): void => {
+    this.waitingDrain = false;
+    this.resume?.();
+  };
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.controller = controller;
-    if (this.res.destroyed) controller.abort(new ClientLeftError());
+  onConnect(abort: (err?: Error) => void): void {
+    this.abort = abort;
+    if (this.res.destroyed) abort(new ClientLeftError());
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
-    if (statusCode < 200) return; // informational: the final answer follows
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    if (statusCode < 200) return true; // informational: the final answer follows
+    this.resume = resume;
     this.headersCame(statusCode);
-    this.res.writeHead(statusCode, forwardedHeaders(headers));
+    this.res.writeHead(statusCode, forwardedHeaders(undiciUtil.parseHeaders(rawHeaders)));
+    return true;
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.res.write(chunk)) return;
-    controller.pause();
+  onData(chunk: Buffer): boolean {
+    if (this.res.write(chunk)) return true;
+    this.waitingDrain = true;
     this.res.once('drain', this.drained);
+    return false;
   }
 
-  onResponseEnd(): void {
+  onComplete(): void {
     this.res.end();
     this.settle();
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+  onError(err: Error): void {
     this.settle(err);
   }
 
   private settle(err?: Error): void {
     if (this.settled) return;
     this.settled = true;
-    this.res.off('close', this.clientClosed);
-    this.res.off('drain', this.drained);
+    if (this.waitingDrain) this.res.off('drain', this.drained);
+    this.done();
     if (err) this.reject(err);
     else this.resolve();
   }
 }
 
-/** The client's request body as a stream, or null when it has none. */
-export function requestBody(req: IncomingMessage): Readable | null {
+/**
+ * Bodies that declare a length up to this are read whole before the call goes to the node: the
+ * request is then written to the node in one piece, with no stream between the two sockets (a
+ * stream's listeners, its flowing state and its end each cost on every call of an id-routed route,
+ * whose bodies are mostly a command's few bytes). Larger bodies, and those of unknown length, stream.
+ */
+const WHOLE_BODY_MAX_BYTES = 64 * 1024;
+
+/**
+ * The client's request body as the node gets it: null when it has none, the bytes when it declares
+ * a small length, else the request itself (streamed). Resolves undefined when the client left before
+ * its body was whole (nothing is sent; nobody is left to answer).
+ */
+export function requestBody(req: IncomingMessage): Promise<Readable | Buffer | null | undefined> | Readable | null {
   if (req.method === 'GET' || req.method === 'HEAD') return null;
-  return req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined ? req : null;
+  const declared = req.headers['content-length'];
+  if (declared === undefined) return req.headers['transfer-encoding'] !== undefined ? req : null;
+  if (req.headers['transfer-encoding'] !== undefined || !(Number(declared) <= WHOLE_BODY_MAX_BYTES)) return req;
+  return readWhole(req);
+}
+
+function readWhole(req: IncomingMessage): Promise<Buffer | undefined> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    const data = (chunk: Buffer): void => void chunks.push(chunk);
+    const end = (): void => {
+      req.off('close', gone);
+      resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+    };
+    const gone = (): void => {
+      req.off('end', end);
+      resolve(undefined);
+    };
+    req.on('data', data);
+    req.once('end', end);
+    req.once('close', gone);
+  });
 }
 
 /** Aborts when the client goes away before its answer was sent (the node's call is then cut too). */
