@@ -6,7 +6,8 @@
  * through a waiting wrapper subshell (a fork of the entrypoint, same command line). With per-lease
  * isolation (src/backends/docker/isolation/) a session's shell is two processes further down: the
  * wrapper's `unshare` (or, for an extra shell of a session, `nsenter`) and its namespace's init, a
- * `bash -c` of the setup named `bkr-session` (or `bkr-join`).
+ * `bash -c` of the setup named `bkr-session` (or `bkr-join`); or, through the session init
+ * (sessionInit.c), its waiter and its namespace's pid 1, both `session-init session|join ...`.
  */
 import { SHELL_CMD } from '../../src/backends/docker/shells/channel';
 
@@ -33,8 +34,10 @@ export function unexpectedProcesses(psOutput: string, perContainer: number): { l
   const wrappers = new Set(rows.filter((r) => r.m && Number(r.m[2]) === entryPid && r.m[4] === entry!.m![4]).map((r) => Number(r.m![1])));
   const childrenOf = (parents: Set<number>, args: RegExp): Set<number> =>
     new Set(rows.filter((r) => r.m && parents.has(Number(r.m[2])) && args.test(r.m[4])).map((r) => Number(r.m![1])));
-  const launchers = childrenOf(wrappers, /^(unshare -m -p -i -f --propagation private|nsenter -t \d+ -p -i) -- bash -c .* bkr-(session|join) /);
-  const inits = childrenOf(launchers, /^bash -c .* bkr-(session|join) /);
+  // Through the session init, both levels are the init's own command line (the waiter, then the namespace's pid 1).
+  const SESSION_INIT = /^\S*session-init (session|join) /;
+  const launchers = childrenOf(wrappers, new RegExp(`^(unshare -m -p -i -f --propagation private|nsenter -t \\d+ -p -i) -- bash -c .* bkr-(session|join) |${SESSION_INIT.source.slice(1)}`));
+  const inits = childrenOf(launchers, new RegExp(`^bash -c .* bkr-(session|join) |${SESSION_INIT.source.slice(1)}`));
   const shellPids = new Set(
     rows.filter((r) => r.m && (r.m[2] === '0' || wrappers.has(Number(r.m[2])) || inits.has(Number(r.m[2]))) && SESSION_SHELL.test(r.m[4])).map((r) => Number(r.m![1])),
   );
