@@ -29,9 +29,9 @@ export interface SoakPlan {
     extra: Record<string, string>;
   };
   /**
-   * Sized (--sized): the mix's capacity measured first (capacity.ts), then the mix open-loop at 70% of it for
-   * `durationS`, then an overload at 150% for `overloadS`, then a recovery step at 50%. Otherwise
-   * the closed-loop mix of `clients` clients.
+   * Sized (the default; `--sized` says so explicitly): the mix's capacity measured first
+   * (capacity.ts), then the mix open-loop at 70% of it for `durationS`, then an overload at 150% for
+   * `overloadS`, then a recovery step at 50%. With `--closed`: the closed-loop mix of `clients` clients.
    */
   sized: boolean;
   capacityStepS: number;
@@ -47,7 +47,7 @@ export interface SoakPlan {
 
 const USAGE = `usage: npm run soak -- [--quick] [--duration S] [--clients N] [--containers N] [--per-container N]
                          [--image IMG] [--seed N] [--out DIR] [--no-fork-burst] [--env BROKER_X=VALUE]...
-                         [--sized] [--overload S] [--capacity-step S]`;
+                         [--sized (the default) | --closed] [--overload S] [--capacity-step S]`;
 
 const OPTIONS = ['overload', 'capacity-step', 'duration', 'clients', 'containers', 'per-container', 'image', 'seed', 'out'];
 
@@ -71,13 +71,14 @@ export function parseSoakArgs(argv: string[], soakDir: string): SoakPlan {
       extra[m[1]] = m[2];
     }
     else if (a === '--no-fork-burst') opts.set('no-fork-burst', '1');
-    else if (a === '--sized') opts.set('sized', '1');
+    else if (a === '--sized') opts.delete('closed');
+    else if (a === '--closed') opts.set('closed', '1');
     else if (a === '--help' || a === '-h') throw new Error(USAGE);
     else if (a.startsWith('--') && OPTIONS.includes(a.slice(2)) && i + 1 < argv.length) opts.set(a.slice(2), argv[++i]);
     else throw new Error(`unknown argument '${a}'\n${USAGE}`);
   }
   const quick = opts.has('quick');
-  const sized = opts.has('sized');
+  const sized = !opts.has('closed');
   return {
     command: ['npm run soak', ...(argv.length ? ['--', ...argv] : [])].join(' '),
     quick,

@@ -8,7 +8,7 @@
  * no process left in a pool container, no registration left (workspaces, sandboxes, group and task
  * containers), no container, mount or fd left once the broker stopped. The arrivals are bounded
  * (a rate for 60 s), every phase's drain is bounded, and everything it starts it stops. Broker memory
- * over a minute says nothing: the full soak (npm run soak -- --sized) judges it over ten.
+ * over a minute says nothing: the full soak (npm run soak) judges it over ten.
  */
 import Dockerode from 'dockerode';
 import { eventually, startTestBroker, testDeployment, type TestBroker } from '../helpers/broker';
