@@ -9,7 +9,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startTestBroker, type TestBroker, testDeployment } from '../helpers/broker';
-import { describeDocker } from '../helpers/dockerSuite';
+import { describeDocker, sessionIsolation } from '../helpers/dockerSuite';
+import { SESSION_INIT_NAME } from '../../src/backends/docker/isolation/isolationScript';
 import { execIn, lanePids, poolContainerIds } from '../helpers/dockerFaults';
 import { PS, SESSION_SHELL, unexpectedProcesses } from '../helpers/containerPs';
 
@@ -62,7 +63,10 @@ describeDocker('docker transports', () => {
     expect(mount?.RW).toBe(false);
     // The container cannot create anything there, and the shells' pipes were unlinked once open.
     expect((await execIn(docker, id, ['bash', '-c', 'echo x > /.bkr/x'])).code).not.toBe(0);
-    expect((await execIn(docker, id, ['ls', '-A', '/.bkr'])).out.split('\n').filter(Boolean).sort()).toEqual(['events', 'spawn']);
+    // Beside them, with isolation on, the link to the session init built for this host (sessionInitBuild.ts).
+    const entries = (await execIn(docker, id, ['ls', '-A', '/.bkr'])).out.split('\n').filter(Boolean).sort();
+    expect(entries.filter((e) => e !== SESSION_INIT_NAME)).toEqual(['events', 'spawn']);
+    if (!sessionIsolation) expect(entries).not.toContain(SESSION_INIT_NAME);
     await sessionsWork(tb);
     expect(unexpectedProcesses((await execIn(docker, id, PS)).out, tb.total / 2).leaks).toEqual([]);
     const dir = mount!.Source;
