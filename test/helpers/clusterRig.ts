@@ -25,6 +25,7 @@ import { makeEtcdPki, type EtcdPki } from './etcdPki';
 import { mountsUnder } from './privateDockerdCleanup';
 import { startTimeOf } from './privateDockerd';
 import { RigEngine } from './rigEngine';
+import { refusesConnections } from '../../src/cluster/gateway/nodeForwarder';
 import { cmdline } from './procs';
 import { killMember, logTail, memberPids, spawnMember, stopMember, waitFor } from './rigProcess';
 
@@ -300,9 +301,15 @@ export class ClusterRig {
     await stopMember(this.dir, this.node(n).id, NODE_STOP_MS);
   }
 
-  /** SIGKILL: the node broker dies at once; its containers stay on its engine. */
+  /**
+   * SIGKILL: the node broker dies at once; its containers stay on its engine. Done when its port
+   * refuses connections: a dying process is gone from /proc's environ (its memory freed) an instant
+   * before its sockets close, and a call in that instant breaks rather than being refused.
+   */
   async kill9Node(n: number): Promise<void> {
-    await killMember(this.dir, this.node(n).id);
+    const { id, url } = this.node(n);
+    await killMember(this.dir, id);
+    await waitFor(() => refusesConnections(url), 10_000, `${id}'s port to refuse connections after SIGKILL`);
   }
 
   async startGateway(g: number): Promise<void> {

@@ -104,7 +104,8 @@ suite('task sandboxes fuzzed (docker)', () => {
       fc.tuple(badSegment, routes).map(([bad, r]) => ({ ...r, path: `/sandboxes/${bad}${r.tail}`, headers: AUTH, expect: [400, 404], route: `${r.method} /sandboxes/:id${r.tail} (unknown id)` })),
       routes.map((r) => ({ ...r, path: `/sandboxes/${id}${r.tail}`, headers: {}, expect: [401], route: `${r.method} /sandboxes/:id${r.tail} (no token)` })),
       fc.integer({ min: MAX_BODY_BYTES + 1, max: MAX_BODY_BYTES * 3 }).map((n) => ({ method: 'POST', path: '/sandboxes', body: `{"repo":"${REPO}","prompt":"${'p'.repeat(n)}"}`, headers: AUTH, expect: [413], route: 'POST /sandboxes (huge body)' })),
-      notJsonBody.map((body) => ({ method: 'POST', path: `/sandboxes/${id}/prompt`, body, headers: AUTH, expect: [400], route: 'POST /sandboxes/:id/prompt (no JSON)' })),
+      // Deep nesting can pass the limit: the size is refused first (413), a body within it for not being JSON (400).
+      notJsonBody.map((body) => ({ method: 'POST', path: `/sandboxes/${id}/prompt`, body, headers: AUTH, expect: [Buffer.byteLength(body) > MAX_BODY_BYTES ? 413 : 400], route: 'POST /sandboxes/:id/prompt (no JSON)' })),
     );
     await fc.assert(
       fc.asyncProperty(cases, async (c) => {

@@ -29,7 +29,7 @@ import { clusterTargets, gatewayHealth } from './gatewayHealth';
 import { serveList } from './gatewayLists';
 import { GatewayRouteTable, type RouteMatch } from './gatewayRoutes';
 import { placeAcquire } from './placement';
-import { forwardedHeaders, neverSent, NodeClients, refusesConnections, requestBody, type NodeCall } from './nodeForwarder';
+import { diedListening, forwardedHeaders, neverSent, NodeClients, requestBody, type NodeCall } from './nodeForwarder';
 import { tunnelUpgrade } from './nodeTunnel';
 import { UnseenAcquires } from './unseenAcquires';
 import { serveClusterDashboard } from '../../api/dashboard/clusterDashboard';
@@ -304,7 +304,7 @@ export class Gateway {
         res.destroy();
         return 'sent';
       }
-      if (neverSent(err) || (brokenIfRefusing && (await refusesConnections(address)))) {
+      if (neverSent(err) || (brokenIfRefusing && (await diedListening(address)))) {
         this.metrics.failed(nodeId, 'not_sent');
         return 'notSent';
       }

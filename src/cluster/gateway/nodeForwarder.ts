@@ -278,3 +278,21 @@ export function refusesConnections(address: string, timeoutMs = 1_000): Promise<
     socket.once('error', (err: NodeJS.ErrnoException) => done(err.code === 'ECONNREFUSED'));
   });
 }
+
+/** Probes diedListening makes, and the wait between them. */
+const DYING_PROBES = 3;
+const DYING_PROBE_GAP_MS = 50;
+
+/**
+ * Whether the node at `address` died, judged after a connection to it broke: its port refuses
+ * connections. A process killed with SIGKILL closes its sockets one by one as it exits, so the
+ * connection that broke may close while its listening socket still takes one: a port that still
+ * answers is probed again a few times before the node is judged alive (and the break a 502).
+ */
+export async function diedListening(address: string): Promise<boolean> {
+  for (let probe = 1; ; probe++) {
+    if (await refusesConnections(address)) return true;
+    if (probe === DYING_PROBES) return false;
+    await new Promise((r) => setTimeout(r, DYING_PROBE_GAP_MS));
+  }
+}
