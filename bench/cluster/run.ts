@@ -28,6 +28,7 @@ import { NoopServer } from '../lib/children';
 import { ensureBuilt } from '../lib/build';
 import { describeMachine } from '../lib/machine';
 import { REPO_DIR, type BrokerProcess } from '../lib/brokerProcess';
+import { benchOptions } from '../lib/options';
 import { ownCpuMs } from '../lib/cpuAccount';
 import { buildAtCommit, type BaseBuild } from '../lib/baseBuild';
 import { ClusterRig } from './rig';
@@ -64,30 +65,32 @@ interface Plan {
 }
 
 function parsePlan(argv: string[]): Plan {
-  const plan: Plan = { rounds: 5, seqN: 2000, busy: 16, windowMs: 3000, profile: false, compareEntry: null, compareLabel: null, base: null, backend: 'local', image: 'bash-broker-sandbox:latest', outDir: path.join(REPO_DIR, 'bench', 'results') };
-  for (let i = 0; i < argv.length; i++) {
-    const value = argv[i + 1];
-    if (argv[i] === '--profile') {
-      plan.profile = true;
-      continue;
-    }
-    if (argv[i] === '--rounds') plan.rounds = Math.max(1, Number(value));
-    else if (argv[i] === '--seq') plan.seqN = Math.max(100, Number(value));
-    else if (argv[i] === '--busy') plan.busy = Math.min(SESSIONS / 2, Math.max(2, Number(value)));
-    else if (argv[i] === '--window-ms') plan.windowMs = Math.max(500, Number(value));
-    else if (argv[i] === '--out') plan.outDir = path.resolve(value);
-    else if (argv[i] === '--compare-entry') plan.compareEntry = path.resolve(value);
-    else if (argv[i] === '--compare-label') plan.compareLabel = value;
-    else if (argv[i] === '--base') plan.base = value;
-    else if (argv[i] === '--backend' && (value === 'local' || value === 'docker')) plan.backend = value;
-    else if (argv[i] === '--image') plan.image = value;
-    else
-      throw new Error(
-        `unknown option ${argv[i]} (--rounds N, --seq N, --busy N, --window-ms MS, --profile, --compare-entry FILE, --compare-label TEXT, --base COMMIT, --backend local|docker, --image IMG, --out DIR)`,
-      );
-    i++;
-  }
-  return plan;
+  const o = benchOptions('npm run bench:cluster', argv, {
+    rounds: { kind: 'int', min: 1 },
+    seq: { kind: 'int', min: 100 },
+    busy: { kind: 'int', min: 2, max: SESSIONS / 2 },
+    'window-ms': { kind: 'int', min: 500, what: 'MS' },
+    profile: { kind: 'flag' },
+    'compare-entry': { kind: 'path', what: 'FILE' },
+    'compare-label': { kind: 'text', what: 'TEXT' },
+    base: { kind: 'text', what: 'COMMIT' },
+    backend: { kind: 'word', of: ['local', 'docker'] },
+    image: { kind: 'text', what: 'IMG' },
+    out: { kind: 'path', what: 'DIR' },
+  });
+  return {
+    rounds: o.rounds ?? 5,
+    seqN: o.seq ?? 2000,
+    busy: o.busy ?? 16,
+    windowMs: o['window-ms'] ?? 3000,
+    profile: o.profile ?? false,
+    compareEntry: o['compare-entry'] ?? null,
+    compareLabel: o['compare-label'] ?? null,
+    base: o.base ?? null,
+    backend: (o.backend ?? 'local') as Plan['backend'],
+    image: o.image ?? 'bash-broker-sandbox:latest',
+    outDir: o.out ?? path.join(REPO_DIR, 'bench', 'results'),
+  };
 }
 
 /** A gateway's CPU (user + system, /proc) per call it routed while `work` ran, in microseconds. */

@@ -14,6 +14,7 @@ import { BrokerHttp } from '../client/brokerHttp';
 import { runClosedLoop, runInterleaved, type Op } from '../client/drive';
 import { describeMachine } from '../lib/machine';
 import { REPO_DIR } from '../lib/brokerProcess';
+import { benchOptions } from '../lib/options';
 import type { KernelPorts } from './servers';
 import { compareAnswers } from './parity';
 import { decide, renderKernelReport, type KernelBusy, type KernelRound, type KernelRun } from './report';
@@ -37,17 +38,14 @@ interface Plan {
 }
 
 function parsePlan(argv: string[]): Plan {
-  const plan: Plan = { rounds: 7, seqN: 3000, pairs: 6, windowMs: 1000, outDir: path.join(REPO_DIR, 'bench', 'results', 'kernels') };
-  for (let i = 0; i < argv.length; i += 2) {
-    const value = argv[i + 1];
-    if (argv[i] === '--rounds') plan.rounds = Math.max(1, Number(value));
-    else if (argv[i] === '--seq') plan.seqN = Math.max(100, Number(value));
-    else if (argv[i] === '--pairs') plan.pairs = Math.max(1, Number(value));
-    else if (argv[i] === '--window-ms') plan.windowMs = Math.max(100, Number(value));
-    else if (argv[i] === '--out') plan.outDir = path.resolve(value);
-    else throw new Error(`unknown option ${argv[i]} (--rounds N, --seq N, --pairs N, --window-ms MS, --out DIR)`);
-  }
-  return plan;
+  const o = benchOptions('npm run bench:kernels', argv, {
+    rounds: { kind: 'int', min: 1 },
+    seq: { kind: 'int', min: 100 },
+    pairs: { kind: 'int', min: 1 },
+    'window-ms': { kind: 'int', min: 100, what: 'MS' },
+    out: { kind: 'path', what: 'DIR' },
+  });
+  return { rounds: o.rounds ?? 7, seqN: o.seq ?? 3000, pairs: o.pairs ?? 6, windowMs: o['window-ms'] ?? 1000, outDir: o.out ?? path.join(REPO_DIR, 'bench', 'results', 'kernels') };
 }
 
 function startServers(): Promise<{ child: ChildProcess; ports: KernelPorts }> {

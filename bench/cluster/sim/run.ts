@@ -27,6 +27,7 @@ import { BrokerHttp } from '../../client/brokerHttp';
 import { runClosedLoop } from '../../client/drive';
 import { BrokerProcess, REPO_DIR } from '../../lib/brokerProcess';
 import { ensureBuilt } from '../../lib/build';
+import { benchOptions } from '../../lib/options';
 import { ownCpuMs } from '../../lib/cpuAccount';
 import { describeMachine } from '../../lib/machine';
 import { nowMs, sleep } from '../../lib/stats';
@@ -57,25 +58,29 @@ interface Plan {
 }
 
 function parsePlan(argv: string[]): Plan {
-  const plan: Plan = { nodes: 200, workers: 2, sessions: 128, clients: 64, windowMs: 5000, quietMs: 10_000, leaves: 3, heartbeatMs: 1000, ttlSeconds: 5, outDir: path.join(REPO_DIR, 'bench', 'results') };
-  const numeric: Record<string, keyof Plan> = {
-    '--nodes': 'nodes',
-    '--workers': 'workers',
-    '--sessions': 'sessions',
-    '--clients': 'clients',
-    '--window-ms': 'windowMs',
-    '--quiet-ms': 'quietMs',
-    '--leaves': 'leaves',
+  const o = benchOptions('npm run bench:cluster-sim', argv, {
+    nodes: { kind: 'int', min: 1, max: 1000 },
+    workers: { kind: 'int', min: 1 },
+    sessions: { kind: 'int', min: 1 },
+    clients: { kind: 'int', min: 1 },
+    'window-ms': { kind: 'int', min: 1, what: 'MS' },
+    'quiet-ms': { kind: 'int', min: 1, what: 'MS' },
+    leaves: { kind: 'int', min: 1 },
+    out: { kind: 'path', what: 'DIR' },
+  });
+  const nodes = o.nodes ?? 200;
+  return {
+    nodes,
+    workers: o.workers ?? 2,
+    sessions: o.sessions ?? 128,
+    clients: o.clients ?? 64,
+    windowMs: o['window-ms'] ?? 5000,
+    quietMs: o['quiet-ms'] ?? 10_000,
+    leaves: Math.min(o.leaves ?? 3, Math.floor(nodes / 4)),
+    heartbeatMs: 1000,
+    ttlSeconds: 5,
+    outDir: o.out ?? path.join(REPO_DIR, 'bench', 'results'),
   };
-  for (let i = 0; i < argv.length; i += 2) {
-    const key = numeric[argv[i]];
-    if (key) (plan as unknown as Record<string, number>)[key] = Math.max(1, Number(argv[i + 1]));
-    else if (argv[i] === '--out') plan.outDir = path.resolve(argv[i + 1]);
-    else throw new Error(`unknown option ${argv[i]} (${Object.keys(numeric).join(' N, ')} N, --out DIR)`);
-  }
-  plan.nodes = Math.min(plan.nodes, 1000);
-  plan.leaves = Math.min(plan.leaves, Math.floor(plan.nodes / 4));
-  return plan;
 }
 
 /** One process of simulated nodes, driven over IPC. */
