@@ -35,9 +35,7 @@ import { clientLeft, forwardedHeaders, neverSent, relay, type NodeClients } from
 import type { GatewayMetrics } from './gatewayMetrics';
 import type { UnseenAcquires } from './unseenAcquires';
 import { AcquireLine, AcquireTicket, AcquireWorker, type Outcome, type ReadAnswer } from './acquireLine';
-
-/** 503 codes after which another node may serve the acquire: full, or draining. */
-const MOVE_ON = new Set(['pool_exhausted', 'shutting_down']);
+import { codeOf, grantedIds, kindOf, movesOn, sendRead, waitedLess } from './acquireAnswers';
 
 export interface AcquireDeps {
   membership: Membership;
@@ -56,46 +54,6 @@ export interface AcquireDeps {
 
 /** A live answer that is no 503 (read whole, since it may be handed to another acquire); a 503, and whether another node may serve; the node was not reached. */
 type Attempt = { kind: 'answer'; read: ReadAnswer } | { kind: 'refused'; read: ReadAnswer; moveOn: boolean } | { kind: 'notSent' };
-
-function codeOf(text: string): string {
-  try {
-    return String((JSON.parse(text) as { code?: unknown }).code);
-  } catch {
-    return '';
-  }
-}
-
-function sendRead(res: ServerResponse, read: ReadAnswer): void {
-  const headers: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(read.headers)) if (value !== undefined && !['connection', 'keep-alive', 'transfer-encoding'].includes(name)) headers[name] = value;
-  res.writeHead(read.statusCode, headers);
-  res.end(read.text);
-}
-
-/** Whether a node's 503 pool_exhausted says it waited less than `askedSeconds` (its own acquire timeout is shorter). */
-function waitedLess(text: string, askedSeconds: number): boolean {
-  if (codeOf(text) !== 'pool_exhausted') return false;
-  const waited = /within ([\d.e+-]+) seconds/.exec(text);
-  return waited !== null && Number(waited[1]) < askedSeconds - 0.001;
-}
-
-/** The session ids a granted acquire (one) or acquire_group (several) answer names. */
-function grantedIds(text: string): string[] {
-  try {
-    const answer = JSON.parse(text) as { session_id?: unknown; sessions?: Array<{ session_id?: unknown }> };
-    const ids = answer.sessions ? answer.sessions.map((s) => s.session_id) : [answer.session_id];
-    return ids.filter((id): id is string => typeof id === 'string');
-  } catch {
-    return [];
-  }
-}
-
-/** What one acquire asked for, but its timeout: acquires of one kind are interchangeable. */
-function kindOf(path: string, pool: string, body: Record<string, unknown>): string {
-  const rest = { ...body };
-  delete rest.acquire_timeout;
-  return createHash('sha256').update(`${path}\0${pool}\0${JSON.stringify(rest)}`).digest('hex');
-}
 
 /** What a worker's calls carry: the client's request, the path and body asked for. */
 interface Call {
@@ -322,7 +280,7 @@ export class GatewayAcquire {
       granted = answer.statusCode === 200;
       const read = { statusCode: answer.statusCode, headers: answer.headers, text: await answer.body.text(), node };
       if (answer.statusCode !== 503) return { kind: 'answer', read };
-      return { kind: 'refused', read, moveOn: MOVE_ON.has(codeOf(read.text)) };
+      return { kind: 'refused', read, moveOn: movesOn(read.text) };
     } catch (err) {
       if (!neverSent(err)) throw err;
       this.deps.metrics.failed(node.node_id, 'not_sent');
