@@ -10,7 +10,7 @@ import path from 'node:path';
 import { request } from 'undici';
 import { useTestCluster, CLIENT_TOKEN, SESSIONS_PER_NODE, nodeOf } from '../helpers/cluster';
 import { BrokerProcess, call } from '../helpers/clusterProcs';
-import { eventually, testBackend, track, type HttpResult } from '../helpers/broker';
+import { eventually, metricValue, testBackend, track, type HttpResult } from '../helpers/broker';
 import { answerOf } from '../helpers/httpCall';
 
 // Nodes hold a waiting acquire as long as the callers ask (their own cap above the tests' timeouts).
@@ -35,6 +35,13 @@ async function untilWaiting(total: number, gateway = cluster.gateways[0]): Promi
     () => `${total} acquire(s) waiting on the nodes (last: ${JSON.stringify(last)})`,
   );
   return last;
+}
+
+/** broker_gateway_acquires_waiting of the default pool on `gateway`'s /metrics. */
+async function waitingOn(gateway: BrokerProcess): Promise<number> {
+  const r = await cluster.call(gateway, 'GET', '/metrics');
+  expect(r.status).toBe(200);
+  return metricValue(r.text, 'broker_gateway_acquires_waiting', { pool: 'default' });
 }
 
 /** Every session of the cluster leased: the ids, by node. */
@@ -92,6 +99,9 @@ describe('acquires on a full cluster', () => {
       waiters.push(track(cluster.call(g1, 'POST', '/session/acquire', WAIT)));
       await untilWaiting(i + 1); // its arrival is known before the next one's
     }
+    // The gateway counts the acquires it holds unanswered; the other gateway holds none.
+    expect(await waitingOn(g1)).toBe(TOTAL + 1);
+    expect(await waitingOn(cluster.gateways[1])).toBe(0);
     // Free one session at a time, the nodes in turn: the oldest waiting acquire gets each.
     const frees = [held.get('n2')![0], held.get('n1')![0], held.get('n2')![1], held.get('n1')![1]];
     const served: string[] = [];
@@ -114,6 +124,7 @@ describe('acquires on a full cluster', () => {
       await release(id);
     }
     await allFreeNoLease();
+    expect(await waitingOn(g1)).toBe(0);
   }, 240_000);
 
   test('a node that frees while the acquire waits on another serves it: the other cancels its waiter', async () => {

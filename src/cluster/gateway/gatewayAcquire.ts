@@ -71,12 +71,16 @@ export class GatewayAcquire {
   /** The Retry-After nodes last gave with a pool_exhausted, per pool. */
   private readonly retryAfter = new Map<string, string>();
 
+  /** Acquires unanswered, by pool (broker_gateway_acquires_waiting). */
+  private readonly waiting = new Map<string, number>();
+
   /** What each waiting acquire asked for, for its probes. */
   private readonly calls = new WeakMap<AcquireTicket, Call>();
 
   constructor(private readonly deps: AcquireDeps) {
     this.unseen = deps.unseen;
     deps.membership.onRecord((record) => this.probe(record));
+    deps.metrics.countWaiting(() => this.waiting);
   }
 
   async serve(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
@@ -107,7 +111,15 @@ export class GatewayAcquire {
     const call: Call = { req, path, body, pool, pinKey };
     if (!requestId) this.calls.set(ticket, call);
     void this.work(ticket.worker.current, call, ticket.kind);
-    const outcome = await ticket.outcome;
+    this.waiting.set(pool, (this.waiting.get(pool) ?? 0) + 1);
+    let outcome: Outcome;
+    try {
+      outcome = await ticket.outcome;
+    } finally {
+      const left = (this.waiting.get(pool) ?? 1) - 1;
+      if (left > 0) this.waiting.set(pool, left);
+      else this.waiting.delete(pool);
+    }
     this.answer(res, outcome, timeoutMs, path, requestId !== null);
   }
 

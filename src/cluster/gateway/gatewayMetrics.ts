@@ -1,7 +1,7 @@
 /**
  * A gateway's own series: calls routed to each node (by status), the calls that failed to reach a
  * node, each node's answer latency (to its answer's headers), acquires moved to another node, and the
- * membership it routes by (nodes up, store connected). Nodes are scraped for their own series
+ * membership it routes by (nodes up, store connected), and the acquires it holds waiting. Nodes are scraped for their own series
  * directly (GET /cluster/targets lists them).
  */
 import client, { Registry } from 'prom-client';
@@ -46,6 +46,24 @@ export class GatewayMetrics {
       registers,
       collect() {
         this.set(membership.connected ? 1 : 0);
+      },
+    });
+  }
+
+  /**
+   * broker_gateway_acquires_waiting: the acquires this gateway holds unanswered, by pool, read from
+   * `waiting` at each scrape. Each waits in some node's queue; the nodes' own series count them
+   * there as well, but only a gateway knows how many of its clients wait across the whole cluster.
+   */
+  countWaiting(waiting: () => ReadonlyMap<string, number>): void {
+    new client.Gauge({
+      name: 'broker_gateway_acquires_waiting',
+      help: "Acquires this gateway holds unanswered (placed on a node, waiting in its queue, or moving on to another), by pool",
+      labelNames: ['pool'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [pool, n] of waiting()) this.set({ pool }, n);
       },
     });
   }
