@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { clusterGuard } from '../../src/cluster/node/clusterGuard';
-import { NodeHeartbeat } from '../../src/cluster/node/nodeHeartbeat';
+import { freedSince, NodeHeartbeat } from '../../src/cluster/node/nodeHeartbeat';
 import type { NodeRecord, NodeRegistration } from '../../src/cluster/clusterStore';
 import { loadConfig } from '../../src/config/config';
 import { eventually } from '../helpers/broker';
@@ -107,4 +107,36 @@ test('a node may listen beyond loopback without BROKER_TOKEN: the cluster token 
   expect(loadConfig({ ...cluster, BROKER_ROLE: 'node', BROKER_NODE_ID: 'n1' }).cluster.role).toBe('node');
   expect(() => loadConfig({ ...cluster, BROKER_ROLE: 'gateway' })).toThrow(/BROKER_TOKEN/);
   expect(() => loadConfig({ HOST: '0.0.0.0' })).toThrow(/BROKER_TOKEN/);
+});
+
+test('a pool that was full and frees a session is published at once, not at the next beat', async () => {
+  const published: NodeRecord[] = [];
+  const registration: NodeRegistration = {
+    async publish(record) {
+      published.push(record);
+    },
+    async close() {},
+  };
+  let available = 0;
+  const record = (): NodeRecord => ({ heartbeat_at_ms: Date.now(), pools: { default: { total: 2, available, in_use: 2 - available, cleaning: 0, broken: 0, waiting: 0 } } }) as unknown as NodeRecord;
+  // A beat an hour apart: only the freeing can publish before the test's end.
+  const heartbeat = new NodeHeartbeat(registration, record, 3_600_000);
+  try {
+    await heartbeat.start();
+    expect(published.map((r) => r.pools.default.available)).toEqual([0]);
+    available = 1;
+    await eventually(() => published.length === 2, 5_000, 'the freed pool published');
+    expect(published[1].pools.default.available).toBe(1);
+  } finally {
+    await heartbeat.close();
+  }
+});
+
+test('freedSince: a pool full in the last record and free now; nothing else', () => {
+  const rec = (pools: Record<string, number>): NodeRecord => ({ pools: Object.fromEntries(Object.entries(pools).map(([p, available]) => [p, { available }])) }) as unknown as NodeRecord;
+  expect(freedSince(rec({ default: 0 }), rec({ default: 1 }))).toBe(true);
+  expect(freedSince(rec({ default: 0, big: 3 }), rec({ default: 0, big: 2 }))).toBe(false);
+  expect(freedSince(rec({ default: 1 }), rec({ default: 2 }))).toBe(false);
+  expect(freedSince(rec({}), rec({ new: 1 }))).toBe(false);
+  expect(freedSince(null, rec({ default: 1 }))).toBe(false);
 });

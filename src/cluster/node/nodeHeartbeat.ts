@@ -1,6 +1,6 @@
 /**
  * A node's heartbeat: every interval it writes its record (capacity and health) and renews its
- * lease. A beat the store misses is logged once per outage and tried again at the next interval;
+ * lease, and sooner when a pool that was full frees a session. A beat the store misses is logged once per outage and tried again at the next interval;
  * the lease outlives a few missed beats (TTL >= 2 intervals), and a lease the store dropped meanwhile
  * is granted anew, so the node rejoins by itself when the store returns.
  */
@@ -8,11 +8,27 @@ import type { NodeRecord, NodeRegistration } from '../clusterStore';
 import { logger } from '../../common/logger';
 import { errorMessage } from '../../common/errors';
 
+/**
+ * How often a node looks, between beats, whether a pool of it went from full to free. Acquires
+ * waiting on other nodes are sent a probe here as soon as the gateways see the record
+ * (gatewayAcquire.ts), so a session freed is offered within this, not within a whole beat.
+ */
+const FREED_CHECK_MS = 100;
+
+/** Whether a pool that `before` showed full has a free session in `now`. */
+export function freedSince(before: NodeRecord | null, now: NodeRecord): boolean {
+  if (before === null) return false;
+  for (const [pool, capacity] of Object.entries(now.pools)) if (capacity.available > 0 && before.pools[pool]?.available === 0) return true;
+  return false;
+}
+
 export class NodeHeartbeat {
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
   private failing = false;
   private beating: Promise<void> = Promise.resolve();
+  private published: NodeRecord | null = null;
+  private publishedAtMs = 0;
 
   constructor(
     private readonly registration: NodeRegistration,
@@ -22,29 +38,41 @@ export class NodeHeartbeat {
 
   /** The first beat, awaited: a node that cannot register does not start quietly. */
   async start(): Promise<void> {
-    await this.registration.publish(this.record());
+    const record = this.record();
+    await this.registration.publish(record);
+    this.took(record);
     this.schedule();
   }
 
+  private took(record: NodeRecord): void {
+    this.published = record;
+    this.publishedAtMs = Date.now();
+  }
+
+  /** The next look: a beat when the interval is up, or sooner when a full pool freed (not while the store is away: then each beat retries). */
   private schedule(): void {
     if (this.closed) return;
     this.timer = setTimeout(() => {
-      this.beating = this.beat().finally(() => this.schedule());
-    }, this.intervalMs);
+      const due = Date.now() - this.publishedAtMs >= this.intervalMs;
+      const record = this.record();
+      this.beating = (due || (!this.failing && freedSince(this.published, record)) ? this.beat(record) : Promise.resolve()).finally(() => this.schedule());
+    }, Math.min(FREED_CHECK_MS, this.intervalMs));
     this.timer.unref();
   }
 
-  private async beat(): Promise<void> {
+  private async beat(record: NodeRecord): Promise<void> {
     try {
-      await this.registration.publish(this.record());
+      await this.registration.publish(record);
+      this.took(record);
       if (this.failing) logger.info('cluster store answers again: node registration refreshed');
       this.failing = false;
     } catch (err) {
+      // Tried again when the interval is next up.
+      this.publishedAtMs = Date.now();
       if (!this.failing) logger.warn({ err: errorMessage(err) }, 'cluster store did not take the node heartbeat; retrying every beat');
       this.failing = true;
     }
   }
-
   /** Stops the beats and ends the registration: the gateways see the node leave at once. */
   async close(): Promise<void> {
     if (this.closed) return;
