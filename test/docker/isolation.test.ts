@@ -38,11 +38,18 @@ const WRITES = [
 const LOOK = 'for f in /tmp/x $HOME/x /etc/x /usr/local/bin/x /opt/x /dev/shm/x /var/tmp/x /bin/x /etc/group.bak; do [ -e $f ] && echo "found $f"; done; grep -c intruder /etc/passwd; [ -f /etc/group ] && echo group-kept; ulimit -n';
 
 /** Host processes whose mount table holds a session's tmpfs or overlay (isolationScript.ts names them). */
-function hostProcessesWithSessionMounts(): number[] {
+/**
+ * Host processes of the containers `containerIds` whose mount table holds a session's tmpfs or
+ * overlay: what a dead broker's sessions would leave. Only those containers' processes count
+ * (their cgroup paths name them): other brokers on the machine may run isolated sessions meanwhile.
+ */
+function hostProcessesWithSessionMounts(containerIds: string[]): number[] {
   const found: number[] = [];
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
+      const cgroups = fs.readFileSync(path.join('/proc', entry, 'cgroup'), 'latin1');
+      if (!containerIds.some((id) => cgroups.includes(id))) continue;
       const table = fs.readFileSync(path.join('/proc', entry, 'mountinfo'), 'latin1');
       if (/ - (tmpfs bkr-session|overlay bkr-root) /.test(table)) found.push(Number(entry));
     } catch {
@@ -216,14 +223,17 @@ describeDocker('docker per-lease filesystem isolation', () => {
       expect(wrote.statusCode).toBe(200);
       await wrote.body.text();
     }
-    expect(hostProcessesWithSessionMounts().length).toBeGreaterThan(0);
+    const containersOfA = (await labelledContainers(docker, deployment)).map((c) => c.Id);
+    expect(containersOfA).toHaveLength(1);
+    expect(hostProcessesWithSessionMounts(containersOfA).length).toBeGreaterThan(0);
     proc.kill('SIGKILL');
     await exited;
     expect((await labelledContainers(docker, deployment)).length).toBe(1);
     // The next broker of the deployment (isolation off: none of its own) sweeps what A left.
     const b = (tb = await startTestBroker({ BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_SESSION_ISOLATION: '0' }));
     await b.waitAllAvailable(LONG);
-    expect(hostProcessesWithSessionMounts()).toEqual([]);
+    const containersOfB = (await labelledContainers(docker, deployment)).map((c) => c.Id);
+    expect(hostProcessesWithSessionMounts([...containersOfA, ...containersOfB])).toEqual([]);
     const id = await b.acquire();
     expect((await b.exec(id, '[ -e /etc/left ] && echo left; echo clean')).stdout).toBe('clean\n');
     await b.release(id);
