@@ -159,9 +159,12 @@ export class LocalBackend implements SessionBackend {
    * its namespaces, so it sees that session's files; where that session's shell is gone there is no
    * view to join, and it gets a fresh one of its own. Null: isolation is off.
    */
-  private joinSession(container: ContainerRef, slotId: string): IsolatedSpawn | null {
+  private joinSession(container: ContainerRef, slotId: string, kind: 'shell' | 'terminal' = 'shell'): IsolatedSpawn | null {
     const owner = this.sessionShells.get(`${container.id}/${slotId}`)?.hostBashPid ?? -1;
-    return owner > 0 ? this.sessionIsolation.join(owner) : this.sessionIsolation.spawn(undefined);
+    // A terminal has no view to open in: its slot is lost, and its workspace moves to another.
+    if (owner <= 0 && kind === 'terminal' && this.sessionIsolation.isolates) throw new Error(`the session shell of slot ${slotId} is gone`);
+    if (owner <= 0) return this.sessionIsolation.spawn(undefined);
+    return kind === 'terminal' ? this.sessionIsolation.terminal(owner) : this.sessionIsolation.join(owner);
   }
 
   /** A workspace's terminal: in the slot's cgroup, so the slot's cleanup also finds what it left. */
@@ -176,7 +179,7 @@ export class LocalBackend implements SessionBackend {
       rows: options.rows,
       tag,
       cgroup: this.cgroups ? this.cgroups.slotPath(options.slotId) : null,
-      isolated: this.joinSession(container, options.slotId) ?? undefined,
+      isolated: this.joinSession(container, options.slotId, 'terminal') ?? undefined,
     });
   }
 

@@ -61,6 +61,7 @@ export class LocalIsolation {
   private init: string | null = null;
   private template: string | null = null;
   private setpriv: string | null = null;
+  private nsenter: string | null = null;
   private refusal: string | null = null;
 
   constructor(private readonly options: LocalIsolationOptions) {}
@@ -87,14 +88,14 @@ export class LocalIsolation {
 
   private async tryPrepare(): Promise<string | null> {
     if (process.getuid?.() !== 0) return 'the broker is not root: the local backend isolates only as root (mount namespaces and overlayfs)';
-    const setpriv = await run('bash', ['-c', 'type -P setpriv']).then(({ stdout }) => stdout.trim(), () => '');
-    if (!setpriv) return "util-linux's setpriv is not on the broker's PATH (it limits each session's capabilities)";
+    const [setpriv, nsenter] = await run('bash', ['-c', 'type -P setpriv nsenter']).then(({ stdout }) => stdout.trim().split('\n'), () => []);
+    if (!setpriv || !nsenter) return "util-linux's setpriv and nsenter are not on the broker's PATH (they limit each session's capabilities, and open its terminals)";
     await fs.promises.mkdir(this.options.root, { recursive: true, mode: 0o755 });
     const built = await buildSessionInit(this.options.root);
     if (built.path === null) return `the session init could not be built: ${built.why}`;
     const template = path.join(this.options.root, '.session-template');
     await this.makeTemplate(template);
-    [this.init, this.template, this.setpriv] = [built.path, template, setpriv];
+    [this.init, this.template, this.setpriv, this.nsenter] = [built.path, template, setpriv, nsenter];
     const probe = await run(built.path, [...this.sessionPrefix('-').slice(1), 'bash', '--norc', '--noprofile', '-c', `exit ${PROBE_STATUS}`], { timeout: PROBE_TIMEOUT_MS }).then(
       () => 0,
       (err: { code?: unknown; stderr?: string }) => (err.code === PROBE_STATUS ? PROBE_STATUS : `${String(err.code)}: ${(err.stderr ?? '').trim().slice(0, 300)}`),
@@ -139,6 +140,17 @@ export class LocalIsolation {
   join(bashPid: number): IsolatedSpawn | null {
     if (!this.init || !this.setpriv) return null;
     return { prefix: [this.init, 'join', String(bashPid), '--', ...this.dropCaps()], depth: 1 };
+  }
+
+  /**
+   * A workspace terminal's spawn in the namespaces of the session whose bash is host pid `bashPid`:
+   * through nsenter, whose child stays in the terminal's foreground process group (the session
+   * init's join puts its shell in a group of its own, where an interactive bash on a terminal would
+   * stop itself waiting for the foreground).
+   */
+  terminal(bashPid: number): IsolatedSpawn | null {
+    if (!this.init || !this.nsenter) return null;
+    return { prefix: [this.nsenter, '-t', String(bashPid), '-p', '-i', '-m', '--', ...this.dropCaps()], depth: 1 };
   }
 
   private dropCaps(): string[] {
