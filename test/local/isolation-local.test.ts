@@ -14,6 +14,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { eventually, startTestBroker, testLocalRoot, type TestBroker } from '../helpers/broker';
 import { sdkExecd } from '../helpers/execdSdk';
+import { execdSdk } from '../helpers/execdClient';
 import { pidsWithEnvPrefix, uniqueMark } from '../helpers/procs';
 
 jest.setTimeout(120_000);
@@ -178,6 +179,20 @@ if (!ROOT) {
     } finally {
       await tb.release(id);
     }
+  });
+
+  it("execd's extra shells join their session's view: its files, its processes, nothing of the host's", async () => {
+    if (!ready()) return;
+    const id = await tb.acquire();
+    try {
+      await sh(id, `echo session-only > /etc/${mark}-joined; sleep ${mark.slice(5)}1 &`);
+      const run = await execdSdk(tb.url, id).commands.run(`cat /etc/${mark}-joined; pgrep -f 'sleep ${mark.slice(5)}1' >/dev/null && echo same-processes; echo extra > /etc/${mark}-extra`);
+      expect(run.logs.stdout.map((m) => m.text)).toEqual(['session-only', 'same-processes']);
+      expect(await sh(id, `cat /etc/${mark}-extra`)).toBe('extra\n');
+    } finally {
+      await tb.release(id);
+    }
+    expect(fs.existsSync(`/etc/${mark}-extra`)).toBe(false);
   });
 
   it('escape attempts fail: umount, mount, mknod, nsenter into pid 1, /proc/1/root, the chroot escape', async () => {
