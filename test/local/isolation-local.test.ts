@@ -249,6 +249,20 @@ if (!ROOT) {
       fs.rmSync(root, { recursive: true, force: true });
     }
   });
+
+  it("workspaces' /api/write|read and terminals work on their session's view (last: the workspace keeps a slot)", async () => {
+    if (!ready()) return;
+    const run = async (command: string): Promise<string> => {
+      const r = await tb.post('/api/execute', { command });
+      expect(r.json.returncode).toBe(0);
+      return r.json.stdout as string;
+    };
+    expect((await tb.post('/api/write', { filename: 'w/hello.txt', content: 'written\n' })).status).toBe(200);
+    expect(await run(`cat w/hello.txt; echo from-terminal > /etc/${mark}-ws; echo shell > made.txt; ln -s /etc/passwd out`)).toBe('written\n');
+    expect((await tb.get('/api/read?filename=made.txt')).json).toMatchObject({ content: 'shell\n' });
+    expect((await tb.get('/api/read?filename=out')).status).toBe(403);
+    expect(fs.existsSync(`/etc/${mark}-ws`)).toBe(false);
+  });
 });
 
 /** The host's `ulimit -n` for a new bash, as a fresh lease gets it. */
