@@ -214,6 +214,24 @@ if (!ROOT) {
     expect(fs.existsSync(`/etc/${mark}-esc`)).toBe(false);
   });
 
+  it('a session whose setup fails (a mount of its table gone from the host) has the table made anew: the pool heals', async () => {
+    if (!ready()) return;
+    const id = await tb.acquire();
+    const root = path.dirname((await sh(id, 'echo $HOME')).trim());
+    const [template] = fs.readdirSync(root).filter((n) => n.startsWith('.session-template-'));
+    // As if a host mount listed at start were gone: the next session's setup fails on it.
+    fs.appendFileSync(path.join(root, template, 'fstab'), `/${mark}-gone /dev/shm/r/mnt none bind\n`);
+    await tb.release(id);
+    await eventually(() => !fs.existsSync(path.join(root, template)) || fs.readdirSync(root).some((n) => n.startsWith('.session-template-') && n !== template), 30_000, 'a new template');
+    await tb.waitAllAvailable(60_000);
+    const next = await tb.acquire();
+    try {
+      expect(await sh(next, 'echo works')).toBe('works\n');
+    } finally {
+      await tb.release(next);
+    }
+  });
+
   it('a broker killed with live sessions leaves no mount of theirs on the host, and no process', async () => {
     if (!ready()) return;
     const root = testLocalRoot(`killed-${mark}`);

@@ -148,6 +148,8 @@ export class LocalBackend implements SessionBackend {
       await shell.started();
     } catch (err) {
       await shell.close();
+      // A mount of the table may have gone from the host: the next session gets a table made anew.
+      await this.sessionIsolation.remakeTemplate();
       throw err;
     }
     if (isolated && options.companionOf === undefined) this.sessionShells.set(`${container.id}/${options.slotId}`, shell);

@@ -4,7 +4,9 @@
  * (docker/isolation/sessionInit.c, built at start by sessionInitBuild.ts) in mount, pid and IPC
  * namespaces of its own, on an overlay of the host's root with a private tmpfs as its upper layer.
  * The template and mount table the init reads are made here, once per backend, from the host's
- * mounts (hostSessionTable.ts); nothing in them depends on the local root a session runs in.
+ * mounts (hostSessionTable.ts); nothing in them depends on the local root a session runs in. A
+ * session whose setup fails (a mount of the table gone from the host since) has them made again
+ * for the next one.
  *
  * Beyond CAP_SYS_ADMIN (which the init drops), a local session's bash runs with the capabilities a
  * Docker container gets by default, less CAP_MKNOD: here, unlike in a container, no device cgroup
@@ -60,6 +62,9 @@ export interface IsolatedSpawn {
 export class LocalIsolation {
   private init: string | null = null;
   private template: string | null = null;
+  /** Templates made so far: each new one gets a new directory (a session's init may still be copying the last). */
+  private templates = 0;
+  private remaking: Promise<void> | null = null;
   private setpriv: string | null = null;
   private nsenter: string | null = null;
   private refusal: string | null = null;
@@ -93,9 +98,7 @@ export class LocalIsolation {
     await fs.promises.mkdir(this.options.root, { recursive: true, mode: 0o755 });
     const built = await buildSessionInit(this.options.root);
     if (built.path === null) return `the session init could not be built: ${built.why}`;
-    const template = path.join(this.options.root, '.session-template');
-    await this.makeTemplate(template);
-    [this.init, this.template, this.setpriv, this.nsenter] = [built.path, template, setpriv, nsenter];
+    [this.init, this.template, this.setpriv, this.nsenter] = [built.path, await this.makeTemplate(), setpriv, nsenter];
     const probe = await run(built.path, [...this.sessionPrefix('-').slice(1), 'bash', '--norc', '--noprofile', '-c', `exit ${PROBE_STATUS}`], { timeout: PROBE_TIMEOUT_MS }).then(
       () => 0,
       (err: { code?: unknown; stderr?: string }) => (err.code === PROBE_STATUS ? PROBE_STATUS : `${String(err.code)}: ${(err.stderr ?? '').trim().slice(0, 300)}`),
@@ -104,7 +107,8 @@ export class LocalIsolation {
   }
 
   /** The directories and device nodes every session's tmpfs starts with, and its mount table. */
-  private async makeTemplate(template: string): Promise<void> {
+  private async makeTemplate(): Promise<string> {
+    const template = path.join(this.options.root, `.session-template-${++this.templates}`);
     await fs.promises.rm(template, { recursive: true, force: true });
     const mountinfo = await fs.promises.readFile('/proc/self/mountinfo', 'utf8');
     const table = hostSessionTable({
@@ -120,6 +124,19 @@ export class LocalIsolation {
     // Device nodes: Node cannot make them; cp -a copies them as nodes.
     await run('cp', ['-a', ...DEVICES.map((d) => `/dev/${d}`).filter((d) => fs.existsSync(d) || isLink(d)), path.join(template, 'd')]);
     await fs.promises.writeFile(path.join(template, 'fstab'), `${table.lines.join('\n')}\n`, { mode: 0o600 });
+    // The one before last: no init reads it any more.
+    await fs.promises.rm(path.join(this.options.root, `.session-template-${this.templates - 2}`), { recursive: true, force: true });
+    return template;
+  }
+
+  /** After a session's setup failed: the template and table made again from the host's mounts as they are now (once at a time). */
+  remakeTemplate(): Promise<void> {
+    if (!this.template) return Promise.resolve();
+    this.remaking ??= this.makeTemplate()
+      .then((template) => void (this.template = template))
+      .catch((err: unknown) => logger.warn({ err: errorMessage(err) }, 'could not make the isolated sessions\' template again'))
+      .finally(() => (this.remaking = null));
+    return this.remaking;
   }
 
   /**
