@@ -59,15 +59,15 @@ export interface BrokerOverrides {
 export function createBackend(config: BrokerConfig): SessionBackend {
   switch (config.backend) {
     case 'local':
-      return new LocalBackend({ root: config.localRoot, cgroups: config.localCgroups, hostEnv: config.hostEnv, isolation: localIsolationAsked(config) });
+      return new LocalBackend({ root: config.localRoot, cgroups: config.localCgroups, hostEnv: config.hostEnv, ...localIsolation(config) });
     case 'docker':
       return new DockerBackend(config.docker);
   }
 }
 
-/** The local backend cannot isolate leases: it says so when BROKER_SESSION_ISOLATION asks for it. */
-function localIsolationAsked(config: BrokerConfig): boolean {
-  return config.docker.isolation.enabled && config.docker.isolation.asked;
+/** The local backend isolates leases only when BROKER_SESSION_ISOLATION asks for it explicitly (its default is the docker backend's). */
+function localIsolation(config: BrokerConfig): { isolation: boolean; isolationDiskBytes: number } {
+  return { isolation: config.docker.isolation.enabled && config.docker.isolation.asked, isolationDiskBytes: config.docker.isolation.diskBytes };
 }
 
 /**
@@ -77,7 +77,7 @@ function localIsolationAsked(config: BrokerConfig): boolean {
 export function createPoolBackend(config: BrokerConfig, spec: PoolSpec): SessionBackend {
   switch (config.backend) {
     case 'local':
-      return new LocalBackend({ root: path.join(config.localRoot, `pool-${spec.name}`), cgroups: config.localCgroups, hostEnv: config.hostEnv, env: spec.env, isolation: localIsolationAsked(config) });
+      return new LocalBackend({ root: path.join(config.localRoot, `pool-${spec.name}`), cgroups: config.localCgroups, hostEnv: config.hostEnv, env: spec.env, ...localIsolation(config) });
     case 'docker':
       return new DockerBackend({ ...config.docker, image: spec.image, env: spec.env, deployment: `${config.docker.deployment}.${spec.name}` });
   }

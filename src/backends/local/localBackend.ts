@@ -1,7 +1,10 @@
 /**
  * The embedded local backend: bash processes on this host. A "container" is a working root
- * directory (the HOME of its sessions); isolation is by process confinement, not namespaces, so
- * this backend is for development, tests and trusted single-user runs. Docker is for the rest.
+ * directory (the HOME of its sessions). Sessions are confined as processes (a cgroup, or the /proc
+ * walk); their files are the host's own, unless BROKER_SESSION_ISOLATION is set and the broker is
+ * root: then each session gets mount, pid and IPC namespaces of its own over an overlay of the
+ * host's root (localIsolation.ts). Either way this backend is for development, tests and trusted
+ * single-user runs: its sessions are the host's root processes. Docker is for the rest.
  */
 import fs from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -10,7 +13,6 @@ import PQueue from 'p-queue';
 import { randomBytes } from 'node:crypto';
 import type { DedicatedContainerSpec } from '../../core/ports/dedicatedContainers';
 import type { ContainerHealth, ContainerRef, DedicatedSessions, IsolationReport, OpenShellOptions, Terminals, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
-import { logger } from '../../common/logger';
 import { NotSupportedError } from '../../common/errors';
 import { hostEnv, type BrokerConfig, type HostEnv } from '../../config/config';
 import { findBash } from './bashPath';
@@ -19,6 +21,7 @@ import { LocalShell } from './localShell';
 import { LocalTerminal } from './localTerminal';
 import { localFiles } from './localFiles';
 import { LocalMeter } from './localMeter';
+import { LocalIsolation, type IsolatedSpawn } from './localIsolation';
 
 /** Removals running at once: half of libuv's default thread pool, the other half stays for acquires. */
 const REMOVALS_AT_ONCE = 2;
@@ -30,12 +33,14 @@ export interface LocalBackendOptions {
   hostEnv?: HostEnv;
   /** A named pool's environment (BROKER_POOLS), on top of the base one in every shell and terminal. */
   env?: Readonly<Record<string, string>>;
-  /** BROKER_SESSION_ISOLATION: asked for, which this backend cannot give (said at start and in /health). */
+  /** BROKER_SESSION_ISOLATION set explicitly to on: given where the broker is root, else said at start and in /health. */
   isolation?: boolean;
+  /** BROKER_SESSION_DISK_BYTES: each isolated session's private tmpfs. */
+  isolationDiskBytes?: number;
 }
 
-/** Why the local backend's sessions share their files whatever BROKER_SESSION_ISOLATION says. */
-const LOCAL_REFUSAL = "the local backend runs sessions on this host's own filesystem: per-lease isolation is the docker backend's";
+/** An isolated session's size when none is given (BROKER_SESSION_DISK_BYTES's own default at most). */
+const DEFAULT_DISK_BYTES = 256 * 1024 * 1024;
 
 /** The environment a session starts with: nothing of the broker's own (tokens stay out). */
 function baseEnv(home: string, host: HostEnv): Record<string, string> {
@@ -65,24 +70,27 @@ export class LocalBackend implements SessionBackend {
   private readonly removals = new PQueue({ concurrency: REMOVALS_AT_ONCE });
   /** The environment of each dedicated sandbox's root, by root (`dedicated`). */
   private readonly dedicatedEnv = new Map<string, Readonly<Record<string, string>>>();
+  private readonly sessionIsolation: LocalIsolation;
+  /** Live roots ("containers"), for /health's isolation counts. */
+  private readonly roots = new Set<string>();
+  /** `<root>/<slot id>` → the slot's newest session shell: its extra shells and terminals join its namespaces. */
+  private readonly sessionShells = new Map<string, LocalShell>();
 
   constructor(private readonly options: LocalBackendOptions) {
     this.hostEnv = options.hostEnv ?? hostEnv();
     this.bash = findBash(this.hostEnv.path);
     this.cgroups = options.cgroups === 'auto' ? CgroupTree.create(this.instance) : null;
-    if (options.isolation) logger.error({ reason: LOCAL_REFUSAL }, 'SESSIONS ARE NOT ISOLATED: BROKER_SESSION_ISOLATION is on, but leases on this backend share and keep their files');
+    this.sessionIsolation = new LocalIsolation({ asked: options.isolation === true, diskBytes: options.isolationDiskBytes ?? DEFAULT_DISK_BYTES, root: options.root });
   }
 
-  /** /health's `isolation`: asked for and not given. */
+  /** Before any root starts: per-lease isolation set up and checked, when asked for (it logs loudly when it cannot be given). */
+  async init(): Promise<void> {
+    await this.sessionIsolation.prepare();
+  }
+
+  /** /health's `isolation`: asked for, and given or not. */
   readonly isolation = {
-    status: (): IsolationReport => ({
-      enabled: this.options.isolation === true,
-      isolatedContainers: 0,
-      unisolatedContainers: this.options.isolation ? 1 : 0,
-      refusal: this.options.isolation ? LOCAL_REFUSAL : null,
-      diskBytesPerSession: 0,
-      sharedPaths: [],
-    }),
+    status: (): IsolationReport => this.sessionIsolation.status(this.roots.size),
   };
 
   get confinement(): 'cgroup' | 'procfs' {
@@ -92,6 +100,7 @@ export class LocalBackend implements SessionBackend {
   async startContainer(index: number): Promise<ContainerRef> {
     const dir = path.join(this.options.root, `c${index}`);
     await fs.mkdir(dir, { recursive: true });
+    this.roots.add(dir);
     return { id: dir, name: `local-${index}` };
   }
 
@@ -102,6 +111,7 @@ export class LocalBackend implements SessionBackend {
   private async startDedicated(spec: DedicatedContainerSpec): Promise<ContainerRef> {
     const dir = path.join(this.options.root, `sbx-${spec.owner}`);
     await fs.mkdir(dir, { recursive: true });
+    this.roots.add(dir);
     this.dedicatedEnv.set(dir, spec.env);
     return { id: dir, name: `local-sbx-${spec.owner}` };
   }
@@ -113,6 +123,8 @@ export class LocalBackend implements SessionBackend {
 
   async removeContainer(container: ContainerRef): Promise<void> {
     this.dedicatedEnv.delete(container.id);
+    this.roots.delete(container.id);
+    for (const key of this.sessionShells.keys()) if (key.startsWith(`${container.id}/`)) this.sessionShells.delete(key);
     await fs.rm(container.id, { recursive: true, force: true });
   }
 
@@ -123,17 +135,42 @@ export class LocalBackend implements SessionBackend {
   async openShell(container: ContainerRef, options: OpenShellOptions): Promise<ShellProcess> {
     if (options.pty) throw new NotSupportedError('the local backend does not open PTY sessions yet');
     this.generation++;
-    return new LocalShell({
+    const isolated = options.companionOf === undefined ? this.sessionIsolation.spawn(options.workdir) : this.joinSession(container, options.companionOf);
+    const shell = new LocalShell({
       cwd: container.id,
       env: { ...baseEnv(container.id, this.hostEnv), ...this.options.env, ...this.dedicatedEnv.get(container.id) },
       bash: this.bash,
       tag: `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${this.generation}`,
       cgroup: this.cgroups ? this.cgroups.slotPath(options.slotId) : null,
+      isolated: isolated ?? undefined,
     });
+    try {
+      await shell.started();
+    } catch (err) {
+      await shell.close();
+      // A mount of the table may have gone from the host: the next session gets a table made anew.
+      await this.sessionIsolation.remakeTemplate();
+      throw err;
+    }
+    if (isolated && options.companionOf === undefined) this.sessionShells.set(`${container.id}/${options.slotId}`, shell);
+    return shell;
+  }
+
+  /**
+   * Isolated: an extra shell of the session in slot `slotId` (execd's, a workspace's terminal) joins
+   * its namespaces, so it sees that session's files; where that session's shell is gone there is no
+   * view to join, and it gets a fresh one of its own. Null: isolation is off.
+   */
+  private joinSession(container: ContainerRef, slotId: string, kind: 'shell' | 'terminal' = 'shell'): IsolatedSpawn | null {
+    const owner = this.sessionShells.get(`${container.id}/${slotId}`)?.hostBashPid ?? -1;
+    // A terminal has no view to open in: its slot is lost, and its workspace moves to another.
+    if (owner <= 0 && kind === 'terminal' && this.sessionIsolation.isolates) throw new Error(`the session shell of slot ${slotId} is gone`);
+    if (owner <= 0) return this.sessionIsolation.spawn(undefined);
+    return kind === 'terminal' ? this.sessionIsolation.terminal(owner) : this.sessionIsolation.join(owner);
   }
 
   /** A workspace's terminal: in the slot's cgroup, so the slot's cleanup also finds what it left. */
-  private async openTerminal(_container: ContainerRef, options: TerminalOptions): Promise<TerminalProcess> {
+  private async openTerminal(container: ContainerRef, options: TerminalOptions): Promise<TerminalProcess> {
     const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-t${++this.generation}`;
     const [key, value] = [tag.slice(0, tag.indexOf('=')), tag.slice(tag.indexOf('=') + 1)];
     return new LocalTerminal({
@@ -144,6 +181,7 @@ export class LocalBackend implements SessionBackend {
       rows: options.rows,
       tag,
       cgroup: this.cgroups ? this.cgroups.slotPath(options.slotId) : null,
+      isolated: this.joinSession(container, options.slotId, 'terminal') ?? undefined,
     });
   }
 

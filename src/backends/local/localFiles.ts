@@ -1,7 +1,8 @@
 /**
  * Workspace files on the local backend. The workspace directory is a host directory here, so the
  * confinement is the broker's job: besides the caller's lexical check, what a path resolves to
- * through symlinks must stay inside the root (403).
+ * through symlinks must stay inside the root (403), and the path is then used through descriptors
+ * walked from the root (heldPaths.ts), out of reach of a link swapped in after the check.
  */
 import fs from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -9,11 +10,12 @@ import path from 'node:path';
 import type { ContainerRef, FileAccess, FileChunk } from '../../core/ports/backend';
 import { FileNotFoundError, ForbiddenError, NotAFileError } from '../../common/errors';
 import { localExecdFiles } from './localExecdFiles';
+import { CREATE_NOFOLLOW, inHeldDir, onHeld } from './heldPaths';
 
 export const localFiles: FileAccess = {
   async readFile(_container: ContainerRef, root: string, target: string, { offset, limit }): Promise<FileChunk> {
     const real = await realInside(root, target);
-    const handle = await fs.open(real, 'r').catch((err: NodeJS.ErrnoException) => {
+    const handle = await onHeld(root, real, (object) => fs.open(object, 'r')).catch((err: NodeJS.ErrnoException) => {
       throw err.code === 'ENOENT' ? new FileNotFoundError(target) : err;
     });
     try {
@@ -30,13 +32,13 @@ export const localFiles: FileAccess = {
 
   async writeFile(_container: ContainerRef, root: string, target: string, content: Buffer): Promise<void> {
     const parent = path.dirname(target);
-    await realInside(root, nearestExisting(parent)); // a symlinked parent must not lead out
-    await fs.mkdir(parent, { recursive: true });
-    await realInside(root, parent);
+    const nearest = nearestExisting(parent);
+    const nearestReal = await realInside(root, nearest); // a symlinked parent must not lead out
+    const parentReal = path.join(nearestReal, path.relative(nearest, parent));
     const existing = await fs.stat(target).catch(() => null);
     if (existing && !existing.isFile()) throw new NotAFileError(target);
-    if (existing) await realInside(root, target);
-    await fs.writeFile(target, content);
+    const real = existing ? await realInside(root, target) : path.join(parentReal, path.basename(target));
+    await inHeldDir(root, real, true, (entry) => fs.writeFile(entry, content, { flag: CREATE_NOFOLLOW }));
   },
 
   ...localExecdFiles,

@@ -12,6 +12,8 @@ import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, freshInCwd, recycleExecLine, StdoutEx
 import { addProcess, groupPids, killGroupAsync } from './cgroup';
 import { descendants, epochMsToStartTicks, hasEnvEntry, killQuietly, listProcs, readProc } from './procfs';
 import { delay } from '../../common/delay';
+import type { IsolatedSpawn } from './localIsolation';
+import { isolatedBash, privateDiskFull } from './isolatedProcs';
 
 export const SHELL_ARGS = ['--norc', '--noprofile', '--noediting', '-i'];
 const EXIT_WAIT_MS = 5000;
@@ -28,6 +30,8 @@ export interface LocalShellOptions {
   /** `KEY=value` placed in the environment, for finding escapees when there is no cgroup. */
   tag: string;
   cgroup: string | null;
+  /** Started through the session init (localIsolation.ts): in namespaces of its own, or joining a session's. */
+  isolated?: IsolatedSpawn;
 }
 
 export class LocalShell implements ShellProcess {
@@ -44,18 +48,25 @@ export class LocalShell implements ShellProcess {
 
   /** The spawn's environment, tag included: a recycled bash gets exactly this back. */
   private readonly env: Record<string, string>;
+  /**
+   * bash's own pid: the spawned process's, or, isolated, that of bash below the session init's
+   * waiter (and its namespace's init): ^C goes to its process group, joins and the disk's statfs use it.
+   */
+  private bashPid: number;
 
   constructor(private readonly options: LocalShellOptions) {
     const [key, value] = splitTag(options.tag);
     this.env = { ...options.env, [key]: value };
-    this.child = spawn(options.bash, SHELL_ARGS, {
+    const [file, args] = options.isolated ? [options.isolated.prefix[0], [...options.isolated.prefix.slice(1), options.bash, ...SHELL_ARGS]] : [options.bash, SHELL_ARGS];
+    this.child = spawn(file, args, {
       cwd: options.cwd,
       env: this.env,
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     this.pid = this.child.pid ?? -1;
-    this.description = `local bash pid ${this.pid}`;
+    this.bashPid = options.isolated ? -1 : this.pid;
+    this.description = `local ${options.isolated ? 'isolated ' : ''}bash pid ${this.pid}`;
     // Before bash reads a single command, so nothing it starts can be outside the group.
     if (options.cgroup && this.pid > 0) addProcess(options.cgroup, this.pid);
     this.counters = options.cgroup ? new CgroupUsage(v2UsageFiles(options.cgroup)) : null;
@@ -80,6 +91,24 @@ export class LocalShell implements ShellProcess {
     });
   }
 
+  /**
+   * Isolated: once bash runs below the session init (its setup done), its pid is known and the
+   * processes the waiter forked before it joined the cgroup are moved there too, before bash reads a
+   * command. Rejects when bash is not there in time (the setup failed: its exit says why).
+   */
+  async started(): Promise<void> {
+    if (!this.options.isolated || this.pid <= 0) return;
+    const chain = await isolatedBash(this.pid, this.options.isolated.depth, () => this.exited);
+    if (chain === null) throw new Error(`the session init did not start bash (${this.description})`);
+    if (this.options.cgroup) for (const pid of chain) addProcess(this.options.cgroup, pid);
+    this.bashPid = chain[chain.length - 1];
+  }
+
+  /** bash's pid on the host, once started (an isolated shell's extra shells join its namespaces); -1 before. */
+  get hostBashPid(): number {
+    return this.exited ? -1 : this.bashPid;
+  }
+
   private onData(stream: StreamName, chunk: Buffer): void {
     if (this.expectation.active) this.expectation.feed(stream, chunk);
     else this.listener?.onData(stream, chunk);
@@ -94,9 +123,9 @@ export class LocalShell implements ShellProcess {
   }
 
   interrupt(): void {
-    if (!this.exited && this.pid > 1) {
+    if (!this.exited && this.bashPid > 1) {
       try {
-        process.kill(-this.pid, 'SIGINT');
+        process.kill(-this.bashPid, 'SIGINT');
       } catch {
         /* group already gone */
       }
@@ -104,7 +133,9 @@ export class LocalShell implements ShellProcess {
   }
 
   usage(resetPeak: boolean): UsageCounters {
-    return this.counters?.read(resetPeak) ?? NO_USAGE;
+    const counters = this.counters?.read(resetPeak) ?? NO_USAGE;
+    // A command's end, isolated: whether its private tmpfs is full (the execute answer's disk_full).
+    return this.options.isolated && !resetPeak ? { ...counters, diskFull: privateDiskFull(this.bashPid) } : counters;
   }
 
   async killStartedSince(sinceEpochMs: number): Promise<number> {
@@ -112,7 +143,7 @@ export class LocalShell implements ShellProcess {
     const since = epochMsToStartTicks(sinceEpochMs) - 1;
     let killed = 0;
     for (const pid of this.processPids()) {
-      if (pid === this.pid) continue;
+      if (pid === this.pid || pid === this.bashPid) continue;
       const info = readProc(pid);
       if (info && info.startTicks >= since && killQuietly(pid, 'SIGKILL')) killed++;
     }
@@ -126,7 +157,8 @@ export class LocalShell implements ShellProcess {
    * then reopens.
    */
   async recycle(cwd: string, cwdReady: Promise<void> = Promise.resolve()): Promise<boolean> {
-    if (this.exited || this.closePromise) return false;
+    // Isolated: the next lease gets new namespaces, never this one's files.
+    if (this.exited || this.closePromise || this.options.isolated) return false;
     // No ^C first (the docker backend sends one): the shell is idle at its prompt, and an interactive
     // bash that takes SIGINT discards the input it has read, which could be the exec line itself.
     if (!this.killAllButShell()) return false;

@@ -12,6 +12,8 @@ import type { TerminalProcess } from '../../core/ports/backend';
 import { addProcess } from './cgroup';
 import { epochMsToStartTicks, hasEnvEntry, killQuietly, listProcs, readProc, signalGroupQuietly } from './procfs';
 import { delay } from '../../common/delay';
+import type { IsolatedSpawn } from './localIsolation';
+import { isolatedBash } from './isolatedProcs';
 
 const EXIT_WAIT_MS = 5_000;
 
@@ -24,7 +26,12 @@ export interface LocalTerminalOptions {
   /** `KEY=value`, in env too: finds escapees without a cgroup. */
   tag: string;
   cgroup: string | null;
+  /** In the namespaces of its slot's isolated session (localIsolation.ts): bash runs below the session init's waiter. */
+  isolated?: IsolatedSpawn;
 }
+
+/** An isolated terminal's bash enters its working directory itself: the session init starts it at the session's root. */
+const ENTER_CWD = 'cd -- "$1" 2>/dev/null; exec "$0" --norc --noprofile -i';
 
 export class LocalTerminal implements TerminalProcess {
   readonly description: string;
@@ -34,7 +41,10 @@ export class LocalTerminal implements TerminalProcess {
   private closePromise: Promise<void> | null = null;
 
   constructor(private readonly options: LocalTerminalOptions) {
-    this.pty = pty.spawn(options.bash, ['--norc', '--noprofile', '-i'], {
+    const [file, args] = options.isolated
+      ? [options.isolated.prefix[0], [...options.isolated.prefix.slice(1), options.bash, '-c', ENTER_CWD, options.bash, options.cwd]]
+      : [options.bash, ['--norc', '--noprofile', '-i']];
+    this.pty = pty.spawn(file, args, {
       name: 'xterm-256color',
       cols: options.cols,
       rows: options.rows,
@@ -69,9 +79,15 @@ export class LocalTerminal implements TerminalProcess {
     });
   }
 
-  /** From /proc: bash's process group against its terminal's foreground group (the PTY's pid is bash's). */
+  /**
+   * From /proc: bash's process group against its terminal's foreground group (the PTY's pid is
+   * bash's; isolated, bash is below the session init's waiter, and `shellPid`, its `$$`, is its pid
+   * in the session's namespace: its host pid is looked up instead).
+   */
   async interruptForeground(shellPid: number): Promise<boolean> {
-    const shell = readProc(shellPid);
+    const isolated = this.options.isolated;
+    const hostPid = isolated ? (await isolatedBash(this.pty.pid, isolated.depth, () => this.exited))?.at(-1) : shellPid;
+    const shell = hostPid === undefined ? null : readProc(hostPid);
     if (this.exited || !shell || shell.tpgid <= 0 || shell.tpgid === shell.pgrp) return false;
     return signalGroupQuietly(shell.tpgid, 'SIGINT');
   }
