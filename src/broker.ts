@@ -3,6 +3,7 @@
  * Used by the entry point and, unchanged, by the tests (port 0).
  */
 import http from 'node:http';
+import https from 'node:https';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { BrokerConfig } from './config/config';
@@ -54,6 +55,8 @@ export interface BrokerOverrides {
   routers?: Router[];
   /** Wraps the server's listeners: a node of a cluster admits only its gateways' calls (cluster/node/clusterGuard.ts). */
   guard?: ClusterGuard;
+  /** Serves HTTPS with these options: a node of a cluster over mutual TLS (cluster/clusterTls.ts). */
+  tls?: https.ServerOptions;
 }
 
 export function createBackend(config: BrokerConfig): SessionBackend {
@@ -204,7 +207,8 @@ export class Broker {
       dashboard: this.dashboard,
     });
     const guard = overrides.guard;
-    this.server = http.createServer({ keepAliveTimeout: 65_000 }, guard ? guard.request(this.seam.serveRequest) : this.seam.serveRequest);
+    const listener = guard ? guard.request(this.seam.serveRequest) : this.seam.serveRequest;
+    this.server = overrides.tls ? https.createServer({ ...overrides.tls, keepAliveTimeout: 65_000 }, listener) : http.createServer({ keepAliveTimeout: 65_000 }, listener);
     this.server.on('upgrade', guard ? guard.upgrade(this.seam.serveUpgrade) : this.seam.serveUpgrade);
     this.server.on('clientError', this.seam.serveClientError);
   }

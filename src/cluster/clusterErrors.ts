@@ -26,3 +26,13 @@ export class NodeUnreachableError extends BrokerError {
     super('backend', 'node_unreachable', `Node '${nodeId}' did not answer (${reason}); the call may have run there`);
   }
 }
+
+/**
+ * 502 `node_unreachable`, before any call: TLS between the gateway and the node failed (a
+ * certificate one side refused, or a node whose scheme is not the gateway's). The node ran nothing.
+ */
+export class NodeTlsRefusedError extends BrokerError {
+  constructor(nodeId: string, reason: string) {
+    super('backend', 'node_unreachable', `Node '${nodeId}' could not be reached (${reason}); the call did not reach it`);
+  }
+}

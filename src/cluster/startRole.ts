@@ -31,6 +31,7 @@ export async function startClusterRole(config: BrokerConfig): Promise<Started> {
   }
   const node = new ClusterNode(config, store);
   const { address, url } = await node.start();
-  logger.info({ host: address.address, port: address.port, role, node: nodeId, incarnation: node.owner.incarnation, address: url }, `node ${nodeId} listening on http://${address.address}:${address.port}`);
+  const scheme = node.tls ? 'https' : 'http';
+  logger.info({ host: address.address, port: address.port, role, node: nodeId, incarnation: node.owner.incarnation, address: url }, `node ${nodeId} listening on ${scheme}://${address.address}:${address.port}`);
   return node;
 }

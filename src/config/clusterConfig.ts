@@ -22,7 +22,7 @@ export interface ClusterConfig {
   role: BrokerRole;
   /** BROKER_NODE_ID (node): the name its ids carry; by default the host's name, made to fit NODE_ID_PATTERN. */
   nodeId: string;
-  /** BROKER_NODE_ADDRESS (node): the base URL gateways reach it at; null: http://HOST:<port it listens on>. */
+  /** BROKER_NODE_ADDRESS (node): the base URL gateways reach it at; null: http(s)://HOST:<port it listens on> (https with clusterTls). */
   nodeAddress: string | null;
   /** BROKER_ETCD_ENDPOINTS: the store's client URLs, comma-separated. */
   etcdEndpoints: string[];
@@ -30,6 +30,12 @@ export interface ClusterConfig {
   etcdTls: EtcdTlsFiles | null;
   /** BROKER_CLUSTER_PREFIX: the store's key prefix of this cluster (several clusters may share one store). */
   keyPrefix: string;
+  /**
+   * BROKER_CLUSTER_CA / BROKER_CLUSTER_CERT / BROKER_CLUSTER_KEY: mutual TLS between gateways and
+   * nodes (a node serves HTTPS and takes only clients its CA signed; a gateway presents its
+   * certificate and checks the node's); null: plain HTTP with the cluster token alone.
+   */
+  clusterTls: ClusterTlsFiles | null;
   /** BROKER_CLUSTER_TOKEN: the secret a gateway sends to every node, and every node requires. */
   clusterToken: string;
   /** BROKER_NODE_TTL: how long a node's registration outlives its last refresh (the store's lease). */
@@ -76,6 +82,29 @@ function etcdTlsOf(env: Env, endpoints: readonly string[]): EtcdTlsFiles | null 
   return files;
 }
 
+/** PEM files of the gateway-to-node leg: the cluster's CA, and this process's certificate and key. */
+export interface ClusterTlsFiles {
+  caFile: string;
+  certFile: string;
+  keyFile: string;
+}
+
+const CLUSTER_TLS_VARIABLES = ['BROKER_CLUSTER_CA', 'BROKER_CLUSTER_CERT', 'BROKER_CLUSTER_KEY'] as const;
+
+/**
+ * The three files or none: a node that had only some would either serve plain HTTP when its
+ * operator meant TLS, or serve TLS that no gateway can check. Half a configuration is refused.
+ */
+function clusterTlsOf(env: Env): ClusterTlsFiles | null {
+  const [caFile, certFile, keyFile] = CLUSTER_TLS_VARIABLES.map((name) => readablePath(env, name));
+  if (caFile !== null && certFile !== null && keyFile !== null) return { caFile, certFile, keyFile };
+  const missing = CLUSTER_TLS_VARIABLES.filter((_name, i) => [caFile, certFile, keyFile][i] === null);
+  if (missing.length === CLUSTER_TLS_VARIABLES.length) return null;
+  throw new ConfigError(
+    `BROKER_CLUSTER_CA, BROKER_CLUSTER_CERT and BROKER_CLUSTER_KEY go together (mutual TLS between gateways and nodes): ${missing.join(' and ')} ${missing.length === 1 ? 'is' : 'are'} missing; set all three, or none for plain HTTP`,
+  );
+}
+
 /** The smallest clean node id out of a host name (`Web_01.example` -> `web-01-example`). */
 export function nodeIdOf(hostname: string): string {
   const id = hostname.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+/, '').slice(0, 40);
@@ -92,6 +121,7 @@ export function loadClusterConfig(env: Env, requestIdWindowMs: number): ClusterC
     nodeAddress: (env.BROKER_NODE_ADDRESS ?? '').trim().replace(/\/+$/, '') || null,
     etcdEndpoints: (env.BROKER_ETCD_ENDPOINTS ?? '').split(',').map((e) => e.trim()).filter((e) => e !== ''),
     etcdTls: null,
+    clusterTls: null,
     keyPrefix: (env.BROKER_CLUSTER_PREFIX ?? '').trim() || '/bash-broker/',
     clusterToken: (env.BROKER_CLUSTER_TOKEN ?? '').trim(),
     nodeTtlSeconds: int(env, 'BROKER_NODE_TTL', 5, { min: 2, max: 3600 }),
@@ -100,6 +130,7 @@ export function loadClusterConfig(env: Env, requestIdWindowMs: number): ClusterC
   };
   if (config.role === 'standalone') return config;
   config.etcdTls = etcdTlsOf(env, config.etcdEndpoints);
+  config.clusterTls = clusterTlsOf(env);
   if (!NODE_ID_PATTERN.test(config.nodeId)) throw new ConfigError(`BROKER_NODE_ID must be 1 to 40 of a-z, 0-9 and '-' (not first), got '${config.nodeId}'`);
   if (config.etcdEndpoints.length === 0) throw new ConfigError(`BROKER_ROLE=${role} needs BROKER_ETCD_ENDPOINTS (the store's client URLs, comma-separated)`);
   if (config.clusterToken.length < 16) throw new ConfigError(`BROKER_ROLE=${role} needs BROKER_CLUSTER_TOKEN, a secret of at least 16 characters shared by the gateways and the nodes`);
@@ -108,6 +139,11 @@ export function loadClusterConfig(env: Env, requestIdWindowMs: number): ClusterC
   }
   if (config.nodeAddress !== null && !/^https?:\/\/[^/]+$/.test(config.nodeAddress)) {
     throw new ConfigError(`BROKER_NODE_ADDRESS must be a base URL like http://10.0.0.5:8180, got '${config.nodeAddress}'`);
+  }
+  const scheme = config.clusterTls ? 'https' : 'http';
+  if (config.nodeAddress !== null && !config.nodeAddress.startsWith(`${scheme}://`)) {
+    const why = config.clusterTls ? 'BROKER_CLUSTER_CA, BROKER_CLUSTER_CERT and BROKER_CLUSTER_KEY are set: the node serves HTTPS' : 'without BROKER_CLUSTER_CA, BROKER_CLUSTER_CERT and BROKER_CLUSTER_KEY the node serves plain HTTP';
+    throw new ConfigError(`BROKER_NODE_ADDRESS must be ${scheme}:// (${why}), got '${config.nodeAddress}'`);
   }
   return config;
 }

@@ -5,7 +5,8 @@
  * reaches a node without the cluster's token.
  */
 import { useTestCluster, CLIENT_TOKEN, CLUSTER_TOKEN, SESSIONS_PER_NODE, nodeOf, tagNamesPid } from '../helpers/cluster';
-import { call } from '../helpers/clusterProcs';
+import { call, dispatcherFor } from '../helpers/clusterProcs';
+import { request } from 'undici';
 import { execdSdk } from '../helpers/execdClient';
 
 const cluster = useTestCluster();
@@ -50,8 +51,8 @@ describe('a cluster of 2 nodes and 2 gateways', () => {
     const [g1] = cluster.gateways;
     const node = cluster.nodes.get('n1')!;
     const raw = async (base: string, path: string, body: string, headers: Record<string, string>) => {
-      const r = await fetch(base + path, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
-      return { status: r.status, text: await r.text() };
+      const r = await request(base + path, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers }, dispatcher: dispatcherFor(base) });
+      return { status: r.statusCode, text: await r.body.text() };
     };
     const session = `n1.${(await cluster.health(g1)).nodes.find((n) => n.node_id === 'n1')!.incarnation}.${'0'.repeat(32)}`;
     const cases: Array<[string, string]> = [
@@ -185,7 +186,7 @@ describe('a cluster of 2 nodes and 2 gateways', () => {
     }
     const targets = await cluster.call(g1, 'GET', '/cluster/targets');
     expect(targets.json).toEqual(
-      expect.arrayContaining(['n1', 'n2'].map((id) => ({ targets: [new URL(cluster.nodes.get(id)!.url).host], labels: { node: id, __scheme__: 'http' } }))),
+      expect.arrayContaining(['n1', 'n2'].map((id) => ({ targets: [new URL(cluster.nodes.get(id)!.url).host], labels: { node: id, __scheme__: cluster.nodeTls ? 'https' : 'http' } }))),
     );
     const metrics = (await cluster.call(g1, 'GET', '/metrics')).text;
     expect(metrics).toMatch(/broker_gateway_requests_total\{node="n1",status="200"\} [1-9]/);

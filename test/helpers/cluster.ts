@@ -2,12 +2,16 @@
  * A real cluster for tests: a private etcd, node brokers (the test's backend, local or Docker on the
  * one engine; each its own deployment, working root and process) and gateways, every one a process of its own on loopback port 0, under a
  * key prefix of this test's own. `stop()` ends all of it and says what was left.
+ *
+ * Gateways and nodes speak mutual TLS (BROKER_CLUSTER_CA/CERT/KEY, certificates made with the
+ * store's, etcdPki.ts) unless `nodeTls: false`: so every cluster suite runs over it. The test's own
+ * calls straight to a node present the gateways' certificate (clusterProcs.ts presentToNodes).
  */
 import fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { TestEtcd } from './etcd';
-import { BrokerProcess, call, closeClients } from './clusterProcs';
+import { BrokerProcess, call, closeClients, presentToNodes } from './clusterProcs';
 import { eventually, testBackend, testDeployment, type HttpResult } from './broker';
 import { pidsWithEnvPrefix } from './procs';
 
@@ -36,6 +40,11 @@ export interface GatewayHealth {
 /** The settings of node `nodeId` beyond the cluster's own. */
 export type NodeEnv = (nodeId: string) => Record<string, string>;
 
+export interface ClusterOptions {
+  /** Mutual TLS between gateways and nodes (default true); false: plain HTTP with the cluster token. */
+  nodeTls?: boolean;
+}
+
 export class TestCluster {
   readonly nodes = new Map<string, BrokerProcess>();
   readonly gateways: BrokerProcess[] = [];
@@ -47,11 +56,14 @@ export class TestCluster {
     readonly etcd: TestEtcd,
     /** What a node gets over the cluster's own settings (a task API's stub model, a group directory of its own). */
     private readonly nodeEnv: NodeEnv,
+    readonly nodeTls: boolean,
   ) {}
 
-  static async start(nodeIds: string[], gatewayCount: number, nodeEnv: NodeEnv = () => ({})): Promise<TestCluster> {
+  static async start(nodeIds: string[], gatewayCount: number, nodeEnv: NodeEnv = () => ({}), options: ClusterOptions = {}): Promise<TestCluster> {
     // The store is reached over mutual TLS, as a cluster across hosts should reach it.
-    const cluster = new TestCluster(await TestEtcd.start({ tls: true }), nodeEnv);
+    const cluster = new TestCluster(await TestEtcd.start({ tls: true }), nodeEnv, options.nodeTls ?? true);
+    const pki = cluster.etcd.pki!;
+    presentToNodes(cluster.nodeTls ? { ca: pki.clusterCa, cert: pki.gatewayCert, key: pki.gatewayKey } : null);
     try {
       await Promise.all([...nodeIds.map((id) => cluster.startNode(id)), ...Array.from({ length: gatewayCount }, () => cluster.startGateway())]);
       await cluster.waitMembers(nodeIds);
@@ -74,6 +86,14 @@ export class TestCluster {
     };
   }
 
+  /** The gateway-to-node TLS settings of a node or a gateway, when the cluster has it. */
+  private tlsEnv(role: 'node' | 'gateway'): Record<string, string> {
+    if (!this.nodeTls) return {};
+    const pki = this.etcd.pki!;
+    const [cert, key] = role === 'node' ? [pki.nodeCert, pki.nodeKey] : [pki.gatewayCert, pki.gatewayKey];
+    return { BROKER_CLUSTER_CA: pki.clusterCa, BROKER_CLUSTER_CERT: cert, BROKER_CLUSTER_KEY: key };
+  }
+
   /** A node; the same id again is a restart (a new incarnation, the same working root). */
   async startNode(nodeId: string): Promise<BrokerProcess> {
     return this.startNodeWith(nodeId, {});
@@ -83,6 +103,7 @@ export class TestCluster {
   async startNodeWith(nodeId: string, env: Record<string, string>): Promise<BrokerProcess> {
     const node = await BrokerProcess.start(`node ${nodeId}`, {
       ...this.commonEnv(),
+      ...this.tlsEnv('node'),
       BROKER_ROLE: 'node',
       BROKER_NODE_ID: nodeId,
       BROKER_BACKEND: testBackend,
@@ -100,7 +121,12 @@ export class TestCluster {
   }
 
   async startGateway(): Promise<BrokerProcess> {
-    const gateway = await BrokerProcess.start(`gateway ${this.gateways.length + 1}`, { ...this.commonEnv(), BROKER_ROLE: 'gateway', BROKER_TOKEN: CLIENT_TOKEN });
+    return this.startGatewayWith({});
+  }
+
+  /** A gateway with settings of its own over the cluster's (a certificate the nodes refuse, say). */
+  async startGatewayWith(env: Record<string, string>): Promise<BrokerProcess> {
+    const gateway = await BrokerProcess.start(`gateway ${this.gateways.length + 1}`, { ...this.commonEnv(), ...this.tlsEnv('gateway'), BROKER_ROLE: 'gateway', BROKER_TOKEN: CLIENT_TOKEN, ...env });
     this.gateways.push(gateway);
     this.started.push(gateway);
     return gateway;
@@ -168,10 +194,10 @@ export class TestCluster {
  * it stopped after them, with the test's HTTP clients. What it returns stands for the cluster once
  * started (its tests read `cluster.gateways` as they would a variable set in their beforeAll).
  */
-export function useTestCluster(nodeIds: string[] = ['n1', 'n2'], gatewayCount = 2, nodeEnv: NodeEnv = () => ({})): TestCluster {
+export function useTestCluster(nodeIds: string[] = ['n1', 'n2'], gatewayCount = 2, nodeEnv: NodeEnv = () => ({}), options: ClusterOptions = {}): TestCluster {
   let cluster: TestCluster | undefined;
   beforeAll(async () => {
-    cluster = await TestCluster.start(nodeIds, gatewayCount, nodeEnv);
+    cluster = await TestCluster.start(nodeIds, gatewayCount, nodeEnv, options);
   }, 240_000);
   afterAll(async () => {
     await cluster?.stop();

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
-import { Agent } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import { httpCall } from './httpCall';
 import { pidsWithEnvPrefix } from './procs';
 import type { HttpResult } from './broker';
@@ -96,7 +96,7 @@ export class BrokerProcess {
     await new Promise<void>((resolve, reject) => {
       const onData = (chunk: Buffer): void => {
         bp.log = (bp.log + chunk.toString()).slice(-20_000);
-        const m = /listening on (http:\/\/[0-9.]+:\d+)/.exec(bp.log);
+        const m = /listening on (https?:\/\/[0-9.]+:\d+)/.exec(bp.log);
         if (m && bp.url === '') {
           bp.url = m[1];
           resolve();
@@ -144,12 +144,37 @@ export class BrokerProcess {
 }
 
 const dispatcher = new Agent({ keepAliveTimeout: 10_000, connections: 64 });
+/** For https:// nodes: the test's calls straight to a node present a certificate of the cluster (presentToNodes). */
+let memberDispatcher: Agent | null = null;
+
+/** PEM files of a client of nodes over mutual TLS. */
+export interface MemberCertificate {
+  ca: string;
+  cert: string;
+  key: string;
+}
+
+/** The certificate the test's calls to https:// nodes present from now on (null: none, the node refuses the handshake). */
+export function presentToNodes(member: MemberCertificate | null): void {
+  void memberDispatcher?.close();
+  memberDispatcher = member ? new Agent({ keepAliveTimeout: 10_000, connections: 64, connect: tlsFiles(member) }) : null;
+}
+
+/** tls.connect's options of a member's PEM files. */
+export function tlsFiles(member: MemberCertificate): { ca: Buffer; cert: Buffer; key: Buffer } {
+  return { ca: fs.readFileSync(member.ca), cert: fs.readFileSync(member.cert), key: fs.readFileSync(member.key) };
+}
+
+/** The test's client for `url`: with the member's certificate for an https:// one. */
+export function dispatcherFor(url: string): Dispatcher {
+  return url.startsWith('https://') && memberDispatcher ? memberDispatcher : dispatcher;
+}
 
 /** One call, its whole answer read. */
 export function call(base: string, method: string, urlPath: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
-  return httpCall(dispatcher, base + urlPath, method, body, headers);
+  return httpCall(dispatcherFor(base), base + urlPath, method, body, headers);
 }
 
 export async function closeClients(): Promise<void> {
-  await dispatcher.close();
+  await Promise.all([dispatcher.close(), memberDispatcher?.close()]);
 }

@@ -21,7 +21,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { GatewayHealth } from './cluster';
 import { freePort } from './freePort';
-import { makeEtcdPki, type EtcdPki } from './etcdPki';
+import { etcdPkiIn, makeEtcdPki, type EtcdPki } from './etcdPki';
 import { mountsUnder } from './privateDockerdCleanup';
 import { startTimeOf } from './privateDockerd';
 import { RigEngine } from './rigEngine';
@@ -160,17 +160,7 @@ export class ClusterRig {
 
   /** The certificates the rig made (etcdPki.ts): the store's, and its members'. */
   get pki(): EtcdPki {
-    const file = (name: string): string => path.join(this.dir, 'pki', name);
-    return {
-      dir: path.join(this.dir, 'pki'),
-      ca: file('ca.crt'),
-      serverCert: file('server.crt'),
-      serverKey: file('server.key'),
-      clientCert: file('client.crt'),
-      clientKey: file('client.key'),
-      strangerCert: file('stranger.crt'),
-      strangerKey: file('stranger.key'),
-    };
+    return etcdPkiIn(path.join(this.dir, 'pki'));
   }
 
   /** etcdctl's arguments to reach the store as a member does. */

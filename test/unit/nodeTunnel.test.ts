@@ -8,7 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
-import { tunnelUpgrade } from '../../src/cluster/gateway/nodeTunnel';
+import { tunnelUpgrade, type TunnelOutcome } from '../../src/cluster/gateway/nodeTunnel';
 
 const TOKEN = 'cluster-token-of-the-tunnel-test';
 
@@ -36,7 +36,7 @@ async function rig(): Promise<Rig> {
   });
   const nodeUrl = await listen(node);
   const gateway = http.createServer();
-  gateway.on('upgrade', (req, socket: Duplex, head) => void tunnelUpgrade(nodeUrl, req, socket, head, TOKEN, (s) => statuses.push(s)));
+  gateway.on('upgrade', (req, socket: Duplex, head) => void tunnelUpgrade(nodeUrl, req, socket, head, { token: TOKEN, tls: null }, (s) => statuses.push(s)));
   const gatewayUrl = await listen(gateway);
   return {
     gatewayUrl,
@@ -129,10 +129,10 @@ describe("a gateway's WebSocket tunnel to a node", () => {
     const server = http.createServer();
     const dead = await listen(server);
     await new Promise((resolve) => server.close(resolve));
-    const outcome = await new Promise<string>((resolve) => {
+    const outcome = await new Promise<TunnelOutcome>((resolve) => {
       const gateway = http.createServer();
       gateway.on('upgrade', (req, socket: Duplex, head) => {
-        void tunnelUpgrade(dead, req, socket, head, TOKEN, () => undefined).then((o) => {
+        void tunnelUpgrade(dead, req, socket, head, { token: TOKEN, tls: null }, () => undefined).then((o) => {
           socket.destroy();
           gateway.close();
           resolve(o);
@@ -140,6 +140,6 @@ describe("a gateway's WebSocket tunnel to a node", () => {
       });
       void listen(gateway).then((url) => new WebSocket(url.replace('http', 'ws')).on('error', () => undefined));
     });
-    expect(outcome).toBe('notSent');
+    expect(outcome).toEqual({ kind: 'notSent' });
   });
 });

@@ -21,7 +21,8 @@ import { DEFAULT_POOL } from '../../core/pool/poolRegistry';
 import { logger } from '../../common/logger';
 import type { ClusterStore, MembershipWatch } from '../clusterStore';
 import { ownerOfId, type IdOwner } from '../clusterIds';
-import { NodeLostError, NoNodesError, NodeUnreachableError } from '../clusterErrors';
+import { NodeLostError, NoNodesError, NodeTlsRefusedError, NodeUnreachableError } from '../clusterErrors';
+import { loadClusterTls, tlsReason, tlsRefusal } from '../clusterTls';
 import { Membership, type Member } from './membership';
 import { GatewayAcquire } from './gatewayAcquire';
 import { GatewayMetrics } from './gatewayMetrics';
@@ -57,6 +58,8 @@ export class Gateway {
   /** Open WebSocket tunnels' client sockets: the server no longer tracks upgraded sockets, close() cuts them. */
   private readonly tunnels = new Set<Duplex>();
   private readonly clients: NodeClients;
+  /** Mutual TLS to the nodes (BROKER_CLUSTER_CA/CERT/KEY), or null. */
+  private readonly tls: ReturnType<typeof loadClusterTls> | null;
   /** Sessions this gateway took on each node (acquires, creates) that its last record does not count. */
   private readonly unseen = new UnseenAcquires();
   private readonly acquire: GatewayAcquire;
@@ -68,7 +71,8 @@ export class Gateway {
     private readonly config: BrokerConfig,
     private readonly store: ClusterStore,
   ) {
-    this.clients = new NodeClients(config.cluster.clusterToken);
+    this.tls = config.cluster.clusterTls ? loadClusterTls(config.cluster.clusterTls) : null;
+    this.clients = new NodeClients(config.cluster.clusterToken, this.tls);
     this.authorize = createAuthorize(config.token);
     this.acquire = new GatewayAcquire({
       membership: this.membership,
@@ -182,13 +186,15 @@ export class Gateway {
     const { member, routed } = this.destination(match);
     const { node_id: nodeId, address } = member.record;
     const startMs = performance.now();
-    const outcome = await tunnelUpgrade(address, req, socket, head, this.config.cluster.clusterToken, (status) => this.metrics.answered(nodeId, status, startMs));
-    if (outcome === 'open') {
+    const cluster = { token: this.config.cluster.clusterToken, tls: this.tls };
+    const outcome = await tunnelUpgrade(address, req, socket, head, cluster, (status) => this.metrics.answered(nodeId, status, startMs));
+    if (outcome.kind === 'open') {
       if (socket.destroyed) return;
       this.tunnels.add(socket);
       socket.once('close', () => this.tunnels.delete(socket));
       return;
     }
+    if (outcome.kind === 'tlsRefused') throw this.refusedTls(nodeId, outcome.err);
     this.metrics.failed(nodeId, 'not_sent');
     if (routed) throw new NodeLostError(routed.id, nodeId, 'is not listening (it stopped)');
     throw new NoNodesError(`answers (node '${nodeId}' refused the call)`);
@@ -304,6 +310,7 @@ export class Gateway {
         res.destroy();
         return 'sent';
       }
+      if (tlsRefusal(err)) throw this.refusedTls(nodeId, err);
       if (neverSent(err) || (brokenIfRefusing && (await diedListening(address)))) {
         this.metrics.failed(nodeId, 'not_sent');
         return 'notSent';
@@ -311,6 +318,14 @@ export class Gateway {
       this.metrics.failed(nodeId, 'broken');
       throw new NodeUnreachableError(nodeId, (err as Error).message);
     }
+  }
+
+  /** A TLS failure with a node: the call did not reach it, and the operator must fix a certificate (logged once per call, with the reason). */
+  private refusedTls(nodeId: string, err: unknown): NodeTlsRefusedError {
+    this.metrics.failed(nodeId, 'tls');
+    const reason = tlsReason(err);
+    logger.warn({ node: nodeId, err: reason }, 'a call to a node failed its TLS');
+    return new NodeTlsRefusedError(nodeId, reason);
   }
 
   close(): Promise<void> {

@@ -28,7 +28,8 @@ import { DEFAULT_POOL } from '../../core/pool/poolRegistry';
 import { logger } from '../../common/logger';
 import { errorMessage } from '../../common/errors';
 import type { ClusterStore, NodeRecord } from '../clusterStore';
-import { NoNodesError } from '../clusterErrors';
+import { NodeTlsRefusedError, NoNodesError } from '../clusterErrors';
+import { tlsReason, tlsRefusal } from '../clusterTls';
 import type { Membership } from './membership';
 import { freeSessions, placeAcquire } from './placement';
 import { clientLeft, forwardedHeaders, neverSent, relay, type NodeClients } from './nodeForwarder';
@@ -53,7 +54,8 @@ export interface AcquireDeps {
 }
 
 /** A live answer that is no 503 (read whole, since it may be handed to another acquire); a 503, and whether another node may serve; the node was not reached. */
-type Attempt = { kind: 'answer'; read: ReadAnswer } | { kind: 'refused'; read: ReadAnswer; moveOn: boolean } | { kind: 'notSent' };
+/** notSent: the node took no connection, or (`tls`) TLS with it failed: either way it ran nothing. */
+type Attempt = { kind: 'answer'; read: ReadAnswer } | { kind: 'refused'; read: ReadAnswer; moveOn: boolean } | { kind: 'notSent'; tls?: NodeTlsRefusedError };
 
 /** What a worker's calls carry: the client's request, the path and body asked for. */
 interface Call {
@@ -154,6 +156,8 @@ export class GatewayAcquire {
     let last: ReadAnswer | null = null;
     let capped = false;
     let node: NodeRecord | null = null;
+    /** The last node TLS refused: said when no node answered at all (a gateway whose certificate no node takes). */
+    let refusedTls: NodeTlsRefusedError | null = null;
     try {
       for (;;) {
         const owner = worker.owner;
@@ -164,7 +168,7 @@ export class GatewayAcquire {
           worker.tried.clear();
           placement = this.place(call.pool, worker.tried);
         }
-        if (!placement || Date.now() >= owner.deadline) return this.finish(owner, last, call.pool);
+        if (!placement || Date.now() >= owner.deadline) return this.finish(owner, last, call.pool, refusedTls);
         if (node !== null) this.deps.metrics.retried();
         node = call.pinKey ? await this.pinned(call.pinKey, node, placement.node) : placement.node;
         worker.tried.add(node.node_id);
@@ -182,6 +186,7 @@ export class GatewayAcquire {
           }
           continue; // on for the acquire it took over, if any
         }
+        if (attempt.kind === 'notSent' && attempt.tls) refusedTls = attempt.tls;
         if (attempt.kind === 'refused') {
           last = attempt.read;
           capped = waitedLess(attempt.read.text, sentSeconds);
@@ -235,9 +240,9 @@ export class GatewayAcquire {
   }
 
   /** Every node tried (or the time is up): a standalone broker's 503 when they were full, else the last word. */
-  private finish(owner: AcquireTicket, last: ReadAnswer | null, pool: string): void {
+  private finish(owner: AcquireTicket, last: ReadAnswer | null, pool: string, refusedTls: NodeTlsRefusedError | null = null): void {
     let outcome: Outcome;
-    if (last === null) outcome = { kind: 'failed', err: new NoNodesError(`that serves pool '${pool}' answers`) };
+    if (last === null) outcome = { kind: 'failed', err: refusedTls ?? new NoNodesError(`that serves pool '${pool}' answers`) };
     else if (codeOf(last.text) === 'pool_exhausted') outcome = { kind: 'exhausted', retryAfter: this.retryAfterFor(owner) };
     else outcome = { kind: 'answer', read: last };
     this.line.leave(owner, outcome);
@@ -294,6 +299,12 @@ export class GatewayAcquire {
       if (answer.statusCode !== 503) return { kind: 'answer', read };
       return { kind: 'refused', read, moveOn: movesOn(read.text) };
     } catch (err) {
+      if (tlsRefusal(err)) {
+        // The call never reached the node: another may take it. Said if none does.
+        this.deps.metrics.failed(node.node_id, 'tls');
+        logger.warn({ node: node.node_id, err: tlsReason(err) }, 'an acquire could not reach a node: its TLS failed');
+        return { kind: 'notSent', tls: new NodeTlsRefusedError(node.node_id, tlsReason(err)) };
+      }
       if (!neverSent(err)) throw err;
       this.deps.metrics.failed(node.node_id, 'not_sent');
       return { kind: 'notSent' };

@@ -17,9 +17,10 @@ import { splitTarget } from '../../http/routeTable';
 import { SANDBOX_STATES } from '../../core/lifecycle/sandboxRecord';
 import { MAX_PAGE_SIZE, parseListQuery } from '../../api/lifecycle/lifecycleInput';
 import { pagedList } from '../../api/lifecycle/lifecycleViews';
-import { NoNodesError } from '../clusterErrors';
+import { NodeTlsRefusedError, NoNodesError } from '../clusterErrors';
 import type { Member } from './membership';
 import { forwardedHeaders, neverSent, relay, type NodeClients } from './nodeForwarder';
+import { tlsReason, tlsRefusal } from '../clusterTls';
 import type { GatewayMetrics } from './gatewayMetrics';
 import type { ListKind } from './gatewayRoutes';
 
@@ -88,6 +89,10 @@ async function askNode(member: Member, req: IncomingMessage, path: string, deps:
   try {
     answer = await deps.clients.send(address, { method: 'GET', path, headers: forwardedHeaders(req.headers), body: null });
   } catch (err) {
+    if (tlsRefusal(err)) {
+      deps.metrics.failed(nodeId, 'tls');
+      throw new NodeTlsRefusedError(nodeId, tlsReason(err));
+    }
     if (!neverSent(err)) throw err;
     deps.metrics.failed(nodeId, 'not_sent');
     return { kind: 'gone' };

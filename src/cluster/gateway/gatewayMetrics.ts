@@ -23,7 +23,7 @@ export class GatewayMetrics {
     this.requests = new client.Counter({ name: 'broker_gateway_requests_total', help: 'Calls routed to a node, by the status it answered', labelNames: ['node', 'status'], registers });
     this.errors = new client.Counter({
       name: 'broker_gateway_request_errors_total',
-      help: 'Calls that got no answer from their node: not_sent (refused, never reached it), broken (cut after it was sent), lost (the node had left)',
+      help: 'Calls that got no answer from their node: not_sent (refused, never reached it), broken (cut after it was sent), lost (the node had left), tls (TLS with the node failed: a certificate refused)',
       labelNames: ['node', 'reason'],
       registers,
     });
@@ -77,7 +77,7 @@ export class GatewayMetrics {
     series.latency.observe((performance.now() - startMs) / 1000);
   }
 
-  failed(node: string, reason: 'not_sent' | 'broken' | 'lost'): void {
+  failed(node: string, reason: 'not_sent' | 'broken' | 'lost' | 'tls'): void {
     this.errors.inc({ node, reason });
   }
 

@@ -1,6 +1,8 @@
 /**
  * Calls from a gateway to its nodes: keep-alive connections per node (undici; the relayed calls'
- * own in relayConnections.ts), the cluster token added to every call, answer bodies and large request
+ * own in relayConnections.ts), over mutual TLS when the cluster has it (clusterTls.ts: a connection's
+ * handshake is paid once, then kept, and a new one resumes its node's TLS session), the cluster
+ * token added to every call, answer bodies and large request
  * bodies streamed through as they come (an upload or a long output is never held whole), hop-by-hop
  * headers dropped both ways.
  */
@@ -8,9 +10,10 @@ import net from 'node:net';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
-import { Pool, util as undiciUtil, type Dispatcher } from 'undici';
+import { Pool, util as undiciUtil, type buildConnector, type Dispatcher } from 'undici';
 import { CLUSTER_TOKEN_HEADER } from '../node/clusterGuard';
 import { RelayConnections } from './relayConnections';
+import { checkScheme, nodeConnectOptions, type ClusterTls } from '../clusterTls';
 
 /** Connections each gateway keeps to one node at most (for relayed calls, and as many for the others). */
 const CONNECTIONS_PER_NODE = 256;
@@ -56,12 +59,21 @@ export class NodeClients {
   /** For the calls whose answers are relayed as they come (relayTo). */
   private readonly relays = new Map<string, RelayConnections>();
 
-  constructor(private readonly clusterToken: string) {}
+  private readonly connect: buildConnector.BuildOptions | undefined;
+
+  constructor(
+    private readonly clusterToken: string,
+    /** Mutual TLS to the nodes, or null (plain HTTP): a node of the other scheme is refused (SchemeMismatchError). */
+    private readonly tls: ClusterTls | null = null,
+  ) {
+    this.connect = tls ? nodeConnectOptions(tls) : undefined;
+  }
 
   private pool(address: string): Pool {
     let pool = this.pools.get(address);
     if (!pool) {
-      pool = new Pool(address, { connections: CONNECTIONS_PER_NODE, keepAliveTimeout: KEEP_ALIVE_MS });
+      checkScheme(address, this.tls);
+      pool = new Pool(address, { connections: CONNECTIONS_PER_NODE, keepAliveTimeout: KEEP_ALIVE_MS, connect: this.connect });
       this.pools.set(address, pool);
     }
     return pool;
@@ -70,7 +82,8 @@ export class NodeClients {
   private relay(address: string): RelayConnections {
     let relay = this.relays.get(address);
     if (!relay) {
-      relay = new RelayConnections(address, CONNECTIONS_PER_NODE, KEEP_ALIVE_MS);
+      checkScheme(address, this.tls);
+      relay = new RelayConnections(address, CONNECTIONS_PER_NODE, KEEP_ALIVE_MS, this.connect);
       this.relays.set(address, relay);
     }
     return relay;
@@ -93,7 +106,11 @@ export class NodeClients {
 
   /** The node's answer once its headers came; its body is the caller's to read or destroy. */
   send(address: string, call: NodeCall): Promise<Dispatcher.ResponseData> {
-    return this.pool(address).request(this.options(call));
+    try {
+      return this.pool(address).request(this.options(call));
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
   }
 
   /**
@@ -264,7 +281,11 @@ export async function relay(answer: Dispatcher.ResponseData, res: ServerResponse
   await pipeline(answer.body, res);
 }
 
-/** Whether a node refuses new connections now: after a broken call, tells a dead node from a cut connection. */
+/**
+ * Whether a node refuses new connections now: after a broken call, tells a dead node from a cut
+ * connection. A TLS port is probed the same way, by a TCP connect and no handshake: what tells a
+ * dead node is whether its port still takes a connection, not what it would say over it.
+ */
 export function refusesConnections(address: string, timeoutMs = 1_000): Promise<boolean> {
   const url = new URL(address);
   return new Promise((resolve) => {

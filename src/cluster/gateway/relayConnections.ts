@@ -6,7 +6,7 @@
  * 30 us of the gateway's CPU here (a gateway relaying `true` executes one at a time: ~165 us of CPU
  * per call with Clients taken this way, ~195 us through a Pool).
  */
-import { Client } from 'undici';
+import { Client, type buildConnector } from 'undici';
 
 /** A call that waits for a connection: started with one, or failed when they are all closed. */
 interface Waiting {
@@ -31,6 +31,8 @@ export class RelayConnections {
     private readonly address: string,
     private readonly max: number,
     private readonly keepAliveTimeoutMs: number,
+    /** TLS to the node (its CA, this gateway's certificate), or undefined over plain HTTP. */
+    private readonly connect?: buildConnector.BuildOptions,
   ) {}
 
   /**
@@ -45,7 +47,7 @@ export class RelayConnections {
   }
 
   private open(): Client {
-    const client = new Client(this.address, { pipelining: 1, keepAliveTimeout: this.keepAliveTimeoutMs });
+    const client = new Client(this.address, { pipelining: 1, keepAliveTimeout: this.keepAliveTimeoutMs, connect: this.connect });
     this.all.add(client);
     return client;
   }

@@ -1,6 +1,7 @@
 /**
  * A node of a cluster: a whole broker (broker.ts, unchanged in what it serves) whose ids name it,
- * that admits its gateways' calls only (clusterGuard.ts) and keeps its registration and capacity in
+ * that admits its gateways' calls only (clusterGuard.ts; over mutual TLS, clusterTls.ts, when the
+ * cluster has it: HTTPS, a client certificate of the cluster's CA required, and the token still) and keeps its registration and capacity in
  * the store (nodeHeartbeat.ts). It stops by leaving the membership first, so gateways stop placing
  * on it, then drains as a standalone broker does.
  */
@@ -14,10 +15,13 @@ import { clusterGuard } from './clusterGuard';
 import { NodeHeartbeat } from './nodeHeartbeat';
 import { nodeRecord } from './nodeRecord';
 import { errorMessage } from '../../common/errors';
+import { checkNamesAddress, loadClusterTls, nodeServerOptions, type ClusterTls } from '../clusterTls';
 
 export class ClusterNode {
   readonly owner: IdOwner;
   readonly broker: Broker;
+  /** Mutual TLS with the gateways, or null (plain HTTP). */
+  readonly tls: ClusterTls | null;
   private heartbeat: NodeHeartbeat | null = null;
   private closePromise: Promise<void> | null = null;
 
@@ -28,7 +32,8 @@ export class ClusterNode {
     this.owner = { nodeId: config.cluster.nodeId, incarnation: newIncarnation() };
     // Before the broker exists: warm-up already mints ids.
     setIdPrefix(idPrefixOf(this.owner));
-    this.broker = new Broker(config, { guard: clusterGuard(config.cluster.clusterToken) });
+    this.tls = config.cluster.clusterTls ? loadClusterTls(config.cluster.clusterTls) : null;
+    this.broker = new Broker(config, { guard: clusterGuard(config.cluster.clusterToken), tls: this.tls ? nodeServerOptions(this.tls) : undefined });
   }
 
   /**
@@ -38,7 +43,17 @@ export class ClusterNode {
    */
   async start(): Promise<{ address: AddressInfo; url: string }> {
     const address = await this.broker.start();
-    const url = this.config.cluster.nodeAddress ?? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+    const scheme = this.tls ? 'https' : 'http';
+    const url = this.config.cluster.nodeAddress ?? `${scheme}://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+    if (this.tls) {
+      try {
+        checkNamesAddress(this.tls, url);
+      } catch (err) {
+        await this.broker.close().catch(() => undefined);
+        await this.store.close();
+        throw err;
+      }
+    }
     const registration = this.store.register(this.owner.nodeId, this.config.cluster.nodeTtlSeconds);
     this.heartbeat = new NodeHeartbeat(registration, () => nodeRecord(this.broker.pools, this.owner, url), this.config.cluster.heartbeatMs);
     try {

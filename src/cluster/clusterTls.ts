@@ -1,0 +1,98 @@
+/**
+ * Mutual TLS between gateways and nodes (BROKER_CLUSTER_CA / _CERT / _KEY, clusterConfig.ts): a node
+ * serves HTTPS and takes only clients whose certificate the cluster's CA signed; a gateway presents
+ * its own and checks the node's against the same CA and the node's address (its host must be a
+ * subject alternative name of the node's certificate). The files are read once, at start: a renewed
+ * certificate takes a restart, as the store's do.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import tls from 'node:tls';
+import { X509Certificate } from 'node:crypto';
+import type { ServerOptions } from 'node:https';
+import type { ClusterTlsFiles } from '../config/clusterConfig';
+import { errorMessage } from '../common/errors';
+
+export interface ClusterTls {
+  ca: Buffer;
+  cert: Buffer;
+  key: Buffer;
+  /** Built once: every connection to a node shares it (and undici resumes TLS sessions per node). */
+  context: tls.SecureContext;
+}
+
+export class ClusterTlsError extends Error {}
+
+/** Reads and checks the files: a key that is not the certificate's, or a file that is no PEM, stops the start with its name. */
+export function loadClusterTls(files: ClusterTlsFiles): ClusterTls {
+  const [ca, cert, key] = [files.caFile, files.certFile, files.keyFile].map((file) => fs.readFileSync(file));
+  try {
+    return { ca, cert, key, context: tls.createSecureContext({ ca, cert, key }) };
+  } catch (err) {
+    throw new ClusterTlsError(`BROKER_CLUSTER_CA, BROKER_CLUSTER_CERT and BROKER_CLUSTER_KEY (${files.caFile}, ${files.certFile}, ${files.keyFile}) do not make a TLS identity: ${errorMessage(err)}`);
+  }
+}
+
+/** A node's HTTPS listener: its certificate, and a client certificate of the cluster's CA required of every connection. */
+export function nodeServerOptions(clusterTls: ClusterTls): ServerOptions {
+  return { ca: clusterTls.ca, cert: clusterTls.cert, key: clusterTls.key, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.2' };
+}
+
+/**
+ * A node refuses to start with a certificate that does not name the host of the address it
+ * registers: every gateway would refuse it at each call, far from the cause.
+ */
+export function checkNamesAddress(clusterTls: ClusterTls, address: string): void {
+  const host = new URL(address).hostname.replace(/^\[|\]$/g, '');
+  const cert = new X509Certificate(clusterTls.cert);
+  const named = net.isIP(host) !== 0 ? cert.checkIP(host) : cert.checkHost(host);
+  if (named === undefined) {
+    throw new ClusterTlsError(`BROKER_CLUSTER_CERT does not name '${host}', the host of this node's address ${address} (its names: ${cert.subjectAltName ?? 'none'}); gateways would refuse it. Add it as a subject alternative name, or set BROKER_NODE_ADDRESS to a name it carries`);
+  }
+}
+
+/** tls.connect's options for a node at `address` (the tunnel's; undici's connector adds the same host and port itself). */
+export function nodeConnectOptions(clusterTls: ClusterTls): tls.ConnectionOptions {
+  return { secureContext: clusterTls.context, rejectUnauthorized: true };
+}
+
+/** The server name to send: a DNS name (SNI carries no IP address). */
+export function serverNameOf(host: string): string | undefined {
+  return net.isIP(host) === 0 ? host : undefined;
+}
+
+/**
+ * Whether `err` is a TLS failure between a gateway and a node: a certificate one side refused (an
+ * alert from the node, or the node's certificate the gateway could not verify), or a node whose
+ * scheme does not match the gateway's (SchemeMismatchError). The node ran nothing: its
+ * application never saw the call.
+ */
+export function tlsRefusal(err: unknown): boolean {
+  if (err instanceof SchemeMismatchError) return true;
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && /^ERR_(SSL|TLS)_|CERT|SELF_SIGNED|UNABLE_TO_|HOSTNAME_MISMATCH/.test(code);
+}
+
+/** A gateway with TLS meeting an http:// node, or one without TLS meeting an https:// node. */
+export class SchemeMismatchError extends Error {
+  readonly code = 'ERR_CLUSTER_TLS_SCHEME';
+  constructor(address: string, gatewayTls: boolean) {
+    super(
+      gatewayTls
+        ? `the node registered ${address}, plain HTTP, and this gateway calls nodes over TLS only (BROKER_CLUSTER_CA is set): give the node BROKER_CLUSTER_CA, BROKER_CLUSTER_CERT and BROKER_CLUSTER_KEY`
+        : `the node registered ${address}, HTTPS, and this gateway has no cluster certificate: give it BROKER_CLUSTER_CA, BROKER_CLUSTER_CERT and BROKER_CLUSTER_KEY`,
+    );
+  }
+}
+
+/** Throws SchemeMismatchError unless `address`'s scheme is the one the gateway's TLS setting calls for. */
+export function checkScheme(address: string, clusterTls: ClusterTls | null): void {
+  if (address.startsWith('https://') !== (clusterTls !== null)) throw new SchemeMismatchError(address, clusterTls !== null);
+}
+
+/** A TLS failure as an operator reads it: the error's code (the alert or the verification's) and its message. */
+export function tlsReason(err: unknown): string {
+  if (err instanceof SchemeMismatchError) return err.message;
+  const code = (err as { code?: unknown }).code;
+  return `TLS between the gateway and the node failed: ${typeof code === 'string' ? `${code}: ` : ''}${errorMessage(err)} (check BROKER_CLUSTER_CA, BROKER_CLUSTER_CERT and BROKER_CLUSTER_KEY on both)`;
+}
