@@ -17,9 +17,19 @@ export interface ClusterTls {
   ca: Buffer;
   cert: Buffer;
   key: Buffer;
-  /** Built once: every connection to a node shares it (and undici resumes TLS sessions per node). */
+  /** A gateway's side, built once: every connection to a node shares it (and undici resumes TLS sessions per node). */
   context: tls.SecureContext;
 }
+
+/**
+ * The version a gateway speaks to nodes. In TLS 1.3 a client learns that the server refused its
+ * certificate only after its own handshake ended, once its request is written: as a connection
+ * closed with no answer and no reason, which a gateway cannot tell from a node that broke in the
+ * middle of a call. In TLS 1.2 that refusal fails the handshake itself, so the gateway knows the
+ * call never reached the node, and says why. Same AEAD ciphers either way (Node's defaults), and a
+ * kept connection pays no handshake at all; a node accepts 1.2 and up.
+ */
+const GATEWAY_TLS_VERSION = 'TLSv1.2';
 
 export class ClusterTlsError extends Error {}
 
@@ -27,7 +37,7 @@ export class ClusterTlsError extends Error {}
 export function loadClusterTls(files: ClusterTlsFiles): ClusterTls {
   const [ca, cert, key] = [files.caFile, files.certFile, files.keyFile].map((file) => fs.readFileSync(file));
   try {
-    return { ca, cert, key, context: tls.createSecureContext({ ca, cert, key }) };
+    return { ca, cert, key, context: tls.createSecureContext({ ca, cert, key, maxVersion: GATEWAY_TLS_VERSION }) };
   } catch (err) {
     throw new ClusterTlsError(`BROKER_CLUSTER_CA, BROKER_CLUSTER_CERT and BROKER_CLUSTER_KEY (${files.caFile}, ${files.certFile}, ${files.keyFile}) do not make a TLS identity: ${errorMessage(err)}`);
   }
@@ -70,8 +80,15 @@ export function serverNameOf(host: string): string | undefined {
 export function tlsRefusal(err: unknown): boolean {
   if (err instanceof SchemeMismatchError) return true;
   const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' && /^ERR_(SSL|TLS)_|CERT|SELF_SIGNED|UNABLE_TO_|HOSTNAME_MISMATCH/.test(code);
+  if (typeof code !== 'string') return false;
+  // A node's TLS server checks a client's certificate once OpenSSL's part is done, and closes the
+  // connection when no CA of its signed it: in TLS 1.2 that is before the handshake ended.
+  if (code === 'ECONNRESET') return HANDSHAKE_CUT.test(errorMessage(err));
+  return /^ERR_(SSL|TLS)_|CERT|SELF_SIGNED|UNABLE_TO_|HOSTNAME_MISMATCH/.test(code);
 }
+
+/** Node's words for a connection closed in the middle of its TLS handshake. */
+const HANDSHAKE_CUT = /before secure TLS connection was established/;
 
 /** A gateway with TLS meeting an http:// node, or one without TLS meeting an https:// node. */
 export class SchemeMismatchError extends Error {
@@ -94,5 +111,6 @@ export function checkScheme(address: string, clusterTls: ClusterTls | null): voi
 export function tlsReason(err: unknown): string {
   if (err instanceof SchemeMismatchError) return err.message;
   const code = (err as { code?: unknown }).code;
-  return `TLS between the gateway and the node failed: ${typeof code === 'string' ? `${code}: ` : ''}${errorMessage(err)} (check BROKER_CLUSTER_CA, BROKER_CLUSTER_CERT and BROKER_CLUSTER_KEY on both)`;
+  const cut = code === 'ECONNRESET' ? ', as a node does with a client certificate its CA did not sign' : '';
+  return `TLS between the gateway and the node failed: ${typeof code === 'string' ? `${code}: ` : ''}${errorMessage(err)}${cut} (check BROKER_CLUSTER_CA, BROKER_CLUSTER_CERT and BROKER_CLUSTER_KEY on both)`;
 }

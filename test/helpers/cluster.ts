@@ -101,6 +101,7 @@ export class TestCluster {
 
   /** A node with settings of its own over the cluster's (a certificate the store refuses, say). */
   async startNodeWith(nodeId: string, env: Record<string, string>): Promise<BrokerProcess> {
+    const localRoot = BrokerProcess.localRoot(`${this.prefix.replace(/\W+/g, '')}-${nodeId}`);
     const node = await BrokerProcess.start(`node ${nodeId}`, {
       ...this.commonEnv(),
       ...this.tlsEnv('node'),
@@ -110,10 +111,14 @@ export class TestCluster {
       BROKER_CONTAINERS: '1',
       BROKER_SESSIONS_PER_CONTAINER: String(SESSIONS_PER_NODE),
       BROKER_LOCAL_CGROUPS: 'off',
-      BROKER_LOCAL_ROOT: BrokerProcess.localRoot(`${this.prefix.replace(/\W+/g, '')}-${nodeId}`),
+      BROKER_LOCAL_ROOT: localRoot,
       BROKER_DEPLOYMENT: testDeployment(`cluster-${process.pid}-${nodeId}`),
       ...this.nodeEnv(nodeId),
       ...env,
+    }).catch((err: unknown) => {
+      // A node that failed to start (as a test meant it to) leaves no working root behind.
+      if (!this.nodes.has(nodeId)) fs.rmSync(localRoot, { recursive: true, force: true });
+      throw err;
     });
     this.nodes.set(nodeId, node);
     this.started.push(node);

@@ -163,7 +163,8 @@ if (missing.length === 0) {
       let prometheus: RunningPrometheus | null = null;
       const tokens = fs.mkdtempSync(path.join(os.tmpdir(), 'bash-broker-tokens-'));
       beforeAll(async () => {
-        cluster = await TestCluster.start(['n1', 'n2'], 1);
+        // The shipped scrape config reaches nodes over plain HTTP with the cluster token as bearer.
+        cluster = await TestCluster.start(['n1', 'n2'], 1, undefined, { nodeTls: false });
       }, 240_000);
       afterAll(async () => {
         await prometheus?.stop();

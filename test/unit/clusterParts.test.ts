@@ -67,6 +67,22 @@ describe('cluster configuration', () => {
     // A standalone broker reads none of them.
     expect(loadConfig({ BROKER_ETCD_CA: '/no/such/ca.pem' }).cluster.etcdTls).toBeNull();
   });
+
+  test('gateways and nodes over TLS: all three files or none, readable, and a node address of the matching scheme', () => {
+    const file = __filename;
+    const base = { BROKER_ROLE: 'node', BROKER_ETCD_ENDPOINTS: 'http://a:2379', BROKER_CLUSTER_TOKEN: TOKEN };
+    const all = { BROKER_CLUSTER_CA: file, BROKER_CLUSTER_CERT: file, BROKER_CLUSTER_KEY: file };
+    expect(loadConfig(base).cluster.clusterTls).toBeNull();
+    expect(loadConfig({ ...base, ...all }).cluster.clusterTls).toEqual({ caFile: file, certFile: file, keyFile: file });
+    expect(() => loadConfig({ ...base, ...all, BROKER_CLUSTER_KEY: ' ' })).toThrow(/go together \(mutual TLS between gateways and nodes\): BROKER_CLUSTER_KEY is missing; set all three, or none for plain HTTP/);
+    expect(() => loadConfig({ ...base, BROKER_CLUSTER_CA: file })).toThrow(/BROKER_CLUSTER_CERT and BROKER_CLUSTER_KEY are missing/);
+    expect(() => loadConfig({ ...base, ...all, BROKER_CLUSTER_CERT: '/no/such.crt' })).toThrow(/BROKER_CLUSTER_CERT names a file this process cannot read/);
+    expect(() => loadConfig({ ...base, ...all, BROKER_NODE_ADDRESS: 'http://10.0.0.5:8180' })).toThrow(/BROKER_NODE_ADDRESS must be https:\/\/ \(BROKER_CLUSTER_CA, BROKER_CLUSTER_CERT and BROKER_CLUSTER_KEY are set/);
+    expect(() => loadConfig({ ...base, BROKER_NODE_ADDRESS: 'https://10.0.0.5:8180' })).toThrow(/BROKER_NODE_ADDRESS must be http:\/\/ \(without BROKER_CLUSTER_CA/);
+    expect(loadConfig({ ...base, ...all, BROKER_NODE_ADDRESS: 'https://n1.cluster:8180' }).cluster.nodeAddress).toBe('https://n1.cluster:8180');
+    // A standalone broker reads none of them.
+    expect(loadConfig({ BROKER_CLUSTER_CA: file }).cluster.clusterTls).toBeNull();
+  });
 });
 
 describe('ids that name their node', () => {
