@@ -7,7 +7,8 @@
  *
  * The store serves its clients over mutual TLS only, with certificates the rig makes with openssl
  * (etcdPki.ts, in `pki/`): every node and gateway presents the cluster's client certificate, as
- * members on several hosts must.
+ * members on several hosts must. Gateways and nodes speak mutual TLS too (BROKER_CLUSTER_CA/CERT/KEY,
+ * a CA of their own) unless `nodeTls: false`: the nodes serve HTTPS only.
  *
  * Everything lives under one directory (`rig.json`, the etcd data, the engines' roots, every log),
  * and every process carries the rig's mark (rigProcess.ts), so `down` finds all of it from the
@@ -19,6 +20,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
+import { Agent, request } from 'undici';
 import type { GatewayHealth } from './cluster';
 import { freePort } from './freePort';
 import { etcdPkiIn, makeEtcdPki, type EtcdPki } from './etcdPki';
@@ -50,6 +52,8 @@ export interface RigOptions {
   nodeEnv?: Record<string, string>;
   /** A process whose end abandons the rig (a test's): a later sweep takes it down. */
   ownerPid?: number;
+  /** Mutual TLS between gateways and nodes (default true); false: plain HTTP with the cluster token. */
+  nodeTls?: boolean;
 }
 
 interface RigState {
@@ -68,6 +72,8 @@ interface RigState {
   clientToken: string;
   prefix: string;
   owner: { pid: number; start: string | null } | null;
+  /** Whether gateways and nodes speak mutual TLS (absent in a rig of an older build: they did not). */
+  nodeTls?: boolean;
 }
 
 /** What `down` found: see there. Both empty when nothing leaked. */
@@ -110,6 +116,7 @@ export class ClusterRig {
       clientToken: randomBytes(24).toString('hex'),
       prefix: '',
       owner: options.ownerPid === undefined ? null : { pid: options.ownerPid, start: startTimeOf(options.ownerPid) },
+      nodeTls: options.nodeTls ?? true,
     };
     state.prefix = `/bash-broker-rig-${state.id}/`;
     // The tokens are in it: the owner's alone.
@@ -183,7 +190,16 @@ export class ClusterRig {
 
   /** Node n (1-based): its id, address and engine. */
   node(n: number): { id: string; url: string; engine: RigEngine; deployment: string } {
-    return { id: `n${n}`, url: `http://127.0.0.1:${this.state.nodePorts[n - 1]}`, engine: this.engines[n - 1], deployment: `rig-${this.state.id}-n${n}` };
+    const scheme = this.state.nodeTls ? 'https' : 'http';
+    return { id: `n${n}`, url: `${scheme}://127.0.0.1:${this.state.nodePorts[n - 1]}`, engine: this.engines[n - 1], deployment: `rig-${this.state.id}-n${n}` };
+  }
+
+  /** A member's TLS settings toward the other side (a node's certificate names 127.0.0.1; a gateway's is a client's). */
+  private nodeTlsEnv(role: 'node' | 'gateway'): Record<string, string> {
+    if (!this.state.nodeTls) return {};
+    const { clusterCa, nodeCert, nodeKey, gatewayCert, gatewayKey } = this.pki;
+    const [cert, key] = role === 'node' ? [nodeCert, nodeKey] : [gatewayCert, gatewayKey];
+    return { BROKER_CLUSTER_CA: clusterCa, BROKER_CLUSTER_CERT: cert, BROKER_CLUSTER_KEY: key };
   }
 
   private logOf(name: string): string {
@@ -220,17 +236,29 @@ export class ClusterRig {
     await stopMember(this.dir, 'etcd', 10_000);
   }
 
-  /** Until `url` answers an HTTP status at all, while `pid` lives. */
+  /** Until `url` answers an HTTP status at all, while `pid` lives (an https:// node's with the gateways' certificate). */
   private async waitAnswer(name: string, pid: number, url: string): Promise<void> {
-    await waitFor(
-      async () => {
-        if (!memberPids(this.dir, name).includes(pid)) throw new Error(`${name} exited at start:\n${logTail(this.logOf(name))}`);
-        return fetch(url).then(() => true, () => false);
-      },
-      START_TIMEOUT_MS,
-      `${name} to answer on ${url}`,
-      () => logTail(this.logOf(name), 10),
-    );
+    const { clusterCa, gatewayCert, gatewayKey } = this.pki;
+    const connect = url.startsWith('https://') ? { ca: fs.readFileSync(clusterCa), cert: fs.readFileSync(gatewayCert), key: fs.readFileSync(gatewayKey) } : undefined;
+    const client = new Agent({ connect });
+    const answers = (): Promise<boolean> =>
+      request(url, { dispatcher: client }).then(
+        (r) => r.body.dump().then(() => true),
+        () => false,
+      );
+    try {
+      await waitFor(
+        async () => {
+          if (!memberPids(this.dir, name).includes(pid)) throw new Error(`${name} exited at start:\n${logTail(this.logOf(name))}`);
+          return answers();
+        },
+        START_TIMEOUT_MS,
+        `${name} to answer on ${url}`,
+        () => logTail(this.logOf(name), 10),
+      );
+    } finally {
+      await client.close();
+    }
   }
 
   private async loadImages(): Promise<void> {
@@ -270,6 +298,7 @@ export class ClusterRig {
       args: [this.state.entry],
       env: {
         ...this.clusterEnv(this.state.nodePorts[n - 1]),
+        ...this.nodeTlsEnv('node'),
         BROKER_ROLE: 'node',
         BROKER_NODE_ID: id,
         BROKER_BACKEND: 'docker',
@@ -309,7 +338,7 @@ export class ClusterRig {
       name,
       command: process.execPath,
       args: [this.state.entry],
-      env: { ...this.clusterEnv(this.state.gatewayPorts[g - 1]), BROKER_ROLE: 'gateway', BROKER_TOKEN: this.state.clientToken },
+      env: { ...this.clusterEnv(this.state.gatewayPorts[g - 1]), ...this.nodeTlsEnv('gateway'), BROKER_ROLE: 'gateway', BROKER_TOKEN: this.state.clientToken },
       log: this.logOf(name),
     });
     await this.waitAnswer(name, pid, `${this.gatewayUrls[g - 1]}/health`);
