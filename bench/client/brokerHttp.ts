@@ -20,9 +20,12 @@ export class BrokerHttp {
   private readonly pool: Pool;
   private readonly headers: Record<string, string>;
 
-  /** `headers`: sent with every call besides the JSON content type (a node of a cluster wants its token). */
-  constructor(url: string, connections: number, headers: Record<string, string> = {}) {
-    this.pool = new Pool(url, { connections, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: 300_000, bodyTimeout: 300_000 });
+  /**
+   * `headers`: sent with every call besides the JSON content type (a node of a cluster wants its
+   * token); `connect`: TLS options for an https:// node that wants a client certificate.
+   */
+  constructor(url: string, connections: number, headers: Record<string, string> = {}, connect?: { ca: Buffer; cert: Buffer; key: Buffer }) {
+    this.pool = new Pool(url, { connections, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: 300_000, bodyTimeout: 300_000, connect });
     this.headers = { ...JSON_HEADERS, ...headers };
   }
 

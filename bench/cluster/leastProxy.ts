@@ -5,11 +5,13 @@
  * back as it comes. No routing, no metrics, no membership: what any relay on node:http and undici
  * adds here, measured beside the gateway in the same run (the gateway's floor).
  *
- * `node leastProxy.js <upstream URL> <extra headers as JSON>`
+ * `node leastProxy.js <upstream URL> <extra headers as JSON> [<TLS files as JSON: ca, cert, key>]`
+ * (the files for an https:// node that wants a client certificate, as a gateway presents).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client, type Dispatcher } from 'undici';
+import { tlsConnect, type TlsFiles } from '../lib/brokerProcess';
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
@@ -22,7 +24,8 @@ function copyHeaders(headers: http.IncomingHttpHeaders, extra: Record<string, st
   return Object.assign(out, extra);
 }
 
-const upstream = new Client(process.argv[2], { pipelining: 1, keepAliveTimeout: 30_000 });
+const tlsFiles = process.argv[4] ? (JSON.parse(process.argv[4]) as TlsFiles) : null;
+const upstream = new Client(process.argv[2], { pipelining: 1, keepAliveTimeout: 30_000, connect: tlsFiles ? tlsConnect(tlsFiles) : undefined });
 const extra = JSON.parse(process.argv[3] ?? '{}') as Record<string, string>;
 
 const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {

@@ -62,7 +62,7 @@ export interface ClusterRun {
   startedAt: string;
   durationS: number;
   machine: Machine;
-  plan: { rounds: number; seqN: number; busy: number; windowMs: number; rampMs: number; sessions: number; episodeClients: number; profile: boolean; compareEntry: string | null };
+  plan: { rounds: number; seqN: number; busy: number; windowMs: number; rampMs: number; sessions: number; episodeClients: number; profile: boolean; compareEntry: string | null; nodeTls?: boolean };
   rounds: ClusterRound[];
   summary: ClusterSummary;
 }
@@ -108,6 +108,7 @@ export function renderClusterReport(run: ClusterRun): string {
   const lines = [
     '# A gateway and two nodes against a standalone broker, same run, loopback (local backend)',
     '',
+    ...(plan.nodeTls ? ['The gateway and the nodes speak mutual TLS (`--node-tls`): the direct calls and the least relay present the gateway\'s certificate too.', ''] : []),
     `\`${run.command}\`, ${run.startedAt}, ${run.durationS.toFixed(0)} s; commit ${mc.gitCommit}${mc.gitDirty ? ' (src/ with uncommitted changes)' : ''}; ` +
       `${mc.cores} x ${mc.cpuModel}, node ${mc.node}, load at start ${mc.loadAvgAtStart.join(' ')}`,
     '',

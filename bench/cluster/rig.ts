@@ -1,12 +1,19 @@
 /**
  * The processes the cluster bench compares, all on loopback, all as built (`node dist/index.js`):
  * a private etcd (the tests' own way of starting one), a standalone broker of `sessions` sessions,
- * and a cluster of the same sessions: two nodes of half each and one gateway in front of them.
+ * and a cluster of the same sessions: two nodes of half each and one gateway in front of them;
+ * with `nodeTls`, the gateway and the nodes speak mutual TLS (certificates made as the tests make
+ * them, test/helpers/etcdPki.ts, in the log directory), and the bench's own calls to a node present
+ * the gateway's certificate.
  * Every one of them is stopped by `stop()`, whatever state the run is in.
  */
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { TestEtcd } from '../../test/helpers/etcd';
-import { BrokerProcess, type BrokerSpec } from '../lib/brokerProcess';
+import { makeEtcdPki, type EtcdPki } from '../../test/helpers/etcdPki';
+import { BrokerProcess, type BrokerSpec, type TlsFiles } from '../lib/brokerProcess';
 import { BENCH_RUN } from '../protocol';
 
 /** Sessions per container on every broker of the rig (the bench's usual pool shape). */
@@ -44,7 +51,22 @@ export class ClusterRig {
     private readonly gatewayFlags: string[] = [],
     /** The entry script of another build's gateway to run beside this one, or null. */
     private readonly compareEntry: string | null = null,
+    /** Mutual TLS between the gateway and the nodes. */
+    readonly nodeTls = false,
   ) {}
+
+  private pki: EtcdPki | null = null;
+
+  /** The certificate the bench presents to a node over TLS (the gateway's), or undefined over plain HTTP. */
+  get nodeClientTls(): TlsFiles | undefined {
+    return this.pki ? { ca: this.pki.clusterCa, cert: this.pki.gatewayCert, key: this.pki.gatewayKey } : undefined;
+  }
+
+  private tlsEnv(role: 'node' | 'gateway'): Record<string, string> {
+    if (!this.pki) return {};
+    const [cert, key] = role === 'node' ? [this.pki.nodeCert, this.pki.nodeKey] : [this.pki.gatewayCert, this.pki.gatewayKey];
+    return { BROKER_CLUSTER_CA: this.pki.clusterCa, BROKER_CLUSTER_CERT: cert, BROKER_CLUSTER_KEY: key };
+  }
 
   /** The header a direct call to a node carries (a node answers the cluster only). */
   get nodeHeaders(): Record<string, string> {
@@ -53,6 +75,7 @@ export class ClusterRig {
 
   async start(): Promise<void> {
     this.etcd = await TestEtcd.start();
+    if (this.nodeTls) this.pki = makeEtcdPki(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'bench-cluster-pki-')), 'pki'));
     const cluster = {
       BROKER_ETCD_ENDPOINTS: this.etcd.endpoint,
       BROKER_CLUSTER_TOKEN: this.clusterToken,
@@ -69,9 +92,12 @@ export class ClusterRig {
     });
     const half = this.sessions / 2;
     this.standalone.push(await this.startWarm(spec('standalone', this.sessions, {})));
-    for (const id of ['n1', 'n2']) this.nodes.push({ id, broker: await this.startWarm(spec(`node-${id}`, half, { ...cluster, BROKER_ROLE: 'node', BROKER_NODE_ID: id })) });
+    for (const id of ['n1', 'n2']) {
+      const node = { ...spec(`node-${id}`, half, { ...cluster, ...this.tlsEnv('node'), BROKER_ROLE: 'node', BROKER_NODE_ID: id }), clientTls: this.nodeClientTls };
+      this.nodes.push({ id, broker: await this.startWarm(node) });
+    }
     // The gateway's health sums its nodes' pools: "warm" once both nodes are listed, every session free.
-    const gatewaySpec = spec('gateway', this.sessions, { ...cluster, BROKER_ROLE: 'gateway' }, this.gatewayFlags);
+    const gatewaySpec = spec('gateway', this.sessions, { ...cluster, ...this.tlsEnv('gateway'), BROKER_ROLE: 'gateway' }, this.gatewayFlags);
     this.gateway = await this.startWarm(gatewaySpec);
     if (this.compareEntry) this.compareGateway = await this.startWarm({ ...gatewaySpec, name: 'gateway-compare', nodeFlags: [], entry: this.compareEntry });
   }
@@ -115,5 +141,6 @@ export class ClusterRig {
     await Promise.all(gateways.map((g) => g.stop(STOP_MS).catch(() => undefined)));
     await Promise.all(this.starting.filter((b) => !gateways.includes(b)).map((b) => b.stop(STOP_MS).catch(() => undefined)));
     await this.etcd?.destroy().catch(() => undefined);
+    if (this.pki) fs.rmSync(path.dirname(this.pki.dir), { recursive: true, force: true });
   }
 }

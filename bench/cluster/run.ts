@@ -11,6 +11,10 @@
  * - episodes (acquire, `echo 1` .. `echo 5`, release) by 64 clients at once, standalone and through
  *   the gateway, in alternating windows; the gateway's CPU per routed call.
  *
+ * With `--node-tls` the gateway and the nodes speak mutual TLS (the direct calls and the least
+ * relay present the gateway's certificate): run it beside a run without, each against its own
+ * no-op floor, for what TLS adds.
+ *
  * Writes bench/results/cluster-latest.{md,json}. With `--base <commit>` it compares instead this
  * build's standalone broker with `<commit>`'s, built by the bench in a temporary worktree
  * (standalone.ts; `--backend docker` on the engine): bench/results/standalone-compare-latest.{md,json}.
@@ -27,7 +31,7 @@ import { episodes } from '../client/poolJobs';
 import { NoopServer } from '../lib/children';
 import { ensureBuilt } from '../lib/build';
 import { describeMachine } from '../lib/machine';
-import { REPO_DIR, type BrokerProcess } from '../lib/brokerProcess';
+import { REPO_DIR, tlsConnect, type BrokerProcess } from '../lib/brokerProcess';
 import { benchOptions } from '../lib/options';
 import { ownCpuMs } from '../lib/cpuAccount';
 import { buildAtCommit, type BaseBuild } from '../lib/baseBuild';
@@ -62,6 +66,8 @@ interface Plan {
   backend: 'local' | 'docker';
   image: string;
   outDir: string;
+  /** Mutual TLS between the gateway and the nodes. */
+  nodeTls: boolean;
 }
 
 function parsePlan(argv: string[]): Plan {
@@ -71,6 +77,7 @@ function parsePlan(argv: string[]): Plan {
     busy: { kind: 'int', min: 2, max: SESSIONS / 2 },
     'window-ms': { kind: 'int', min: 500, what: 'MS' },
     profile: { kind: 'flag' },
+    'node-tls': { kind: 'flag' },
     'compare-entry': { kind: 'path', what: 'FILE' },
     'compare-label': { kind: 'text', what: 'TEXT' },
     base: { kind: 'text', what: 'COMMIT' },
@@ -90,6 +97,7 @@ function parsePlan(argv: string[]): Plan {
     backend: (o.backend ?? 'local') as Plan['backend'],
     image: o.image ?? 'bash-broker-sandbox:latest',
     outDir: o.out ?? path.join(REPO_DIR, 'bench', 'results'),
+    nodeTls: o['node-tls'] ?? false,
   };
 }
 
@@ -133,7 +141,8 @@ async function interleavedRotated(ops: Op[], index: number, n: number, warmup: n
 async function round(plan: Plan, rig: ClusterRig, index: number, warmup: number, relays: Map<string, NoopServer>): Promise<ClusterRound> {
   const gateway = new BrokerHttp(rig.gateway!.url, plan.busy);
   const standalone = new BrokerHttp(rig.standalone[0].url, 1);
-  const direct = new Map(rig.nodes.map((n) => [n.id, new BrokerHttp(n.broker.url, plan.busy, rig.nodeHeaders)]));
+  const nodeTls = rig.nodeClientTls ? tlsConnect(rig.nodeClientTls) : undefined;
+  const direct = new Map(rig.nodes.map((n) => [n.id, new BrokerHttp(n.broker.url, plan.busy, rig.nodeHeaders, nodeTls)]));
   const compare = rig.compareGateway ? new BrokerHttp(rig.compareGateway.url, plan.busy) : null;
   const noop = await NoopServer.start('http');
   const noopHttp = new BrokerHttp(noop.url, 1);
@@ -271,7 +280,7 @@ async function main(onStop: (stop: () => Promise<void>) => void): Promise<void> 
   const startedAt = new Date();
   const rawDir = path.join(plan.outDir, 'raw', 'cluster');
   fs.mkdirSync(rawDir, { recursive: true });
-  const rig = new ClusterRig(SESSIONS, rawDir, plan.profile ? ['--cpu-prof', '--cpu-prof-dir', rawDir] : [], plan.compareEntry);
+  const rig = new ClusterRig(SESSIONS, rawDir, plan.profile ? ['--cpu-prof', '--cpu-prof-dir', rawDir] : [], plan.compareEntry, plan.nodeTls);
   const relays = new Map<string, NoopServer>();
   onStop(async () => {
     await Promise.all([...relays.values()].map((r) => r.close()));
@@ -279,7 +288,7 @@ async function main(onStop: (stop: () => Promise<void>) => void): Promise<void> 
   });
   await rig.start();
   // The least relay in front of each node (the same session through it, beside the gateway).
-  for (const n of rig.nodes) relays.set(n.id, await NoopServer.startLeastProxy(n.broker.url, rig.nodeHeaders));
+  for (const n of rig.nodes) relays.set(n.id, await NoopServer.startLeastProxy(n.broker.url, rig.nodeHeaders, rig.nodeClientTls));
   console.log(`bench:cluster: standalone ${rig.standalone[0].url}, nodes ${rig.nodes.map((n) => `${n.id} ${n.broker.url}`).join(', ')}, gateway ${rig.gateway!.url}`);
   const rounds: ClusterRound[] = [];
   for (let r = 0; r < plan.rounds; r++) {
@@ -297,7 +306,7 @@ async function main(onStop: (stop: () => Promise<void>) => void): Promise<void> 
     startedAt: startedAt.toISOString(),
     durationS: (Date.now() - startedAt.getTime()) / 1000,
     machine: await describeMachine(REPO_DIR),
-    plan: { rounds: plan.rounds, seqN: plan.seqN, busy: plan.busy, windowMs: plan.windowMs, rampMs: RAMP_MS, sessions: SESSIONS, episodeClients: EPISODE_CLIENTS, profile: plan.profile, compareEntry: plan.compareEntry },
+    plan: { rounds: plan.rounds, seqN: plan.seqN, busy: plan.busy, windowMs: plan.windowMs, rampMs: RAMP_MS, sessions: SESSIONS, episodeClients: EPISODE_CLIENTS, profile: plan.profile, compareEntry: plan.compareEntry, nodeTls: plan.nodeTls },
     rounds,
     summary: summarizeRounds(rounds),
   };

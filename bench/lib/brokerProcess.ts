@@ -31,6 +31,20 @@ export interface BrokerSpec {
   nodeFlags?: string[];
   /** The broker's entry script; default dist/index.js (a diagnosis may compare another build). */
   entry?: string;
+  /** A node of a cluster over mutual TLS: it serves HTTPS, and the bench's calls present this client certificate. */
+  clientTls?: TlsFiles;
+}
+
+/** PEM files of a client over mutual TLS: the CA to check the server with, and a certificate and key. */
+export interface TlsFiles {
+  ca: string;
+  cert: string;
+  key: string;
+}
+
+/** undici's connect options of `files` (read once). */
+export function tlsConnect(files: TlsFiles): { ca: Buffer; cert: Buffer; key: Buffer } {
+  return { ca: fs.readFileSync(files.ca), cert: fs.readFileSync(files.cert), key: fs.readFileSync(files.key) };
 }
 
 export interface HealthBody {
@@ -71,7 +85,7 @@ function brokerEnv(spec: BrokerSpec, port: number): NodeJS.ProcessEnv {
 }
 
 export class BrokerProcess {
-  private readonly agent = new Agent({ connections: 2, keepAliveTimeout: 10_000 });
+  private readonly agent: Agent;
   private exited = false;
   private readonly exitPromise: Promise<void>;
 
@@ -82,6 +96,7 @@ export class BrokerProcess {
     readonly spawnedAtMs: number,
     readonly logPath: string,
   ) {
+    this.agent = new Agent({ connections: 2, keepAliveTimeout: 10_000, connect: spec.clientTls ? tlsConnect(spec.clientTls) : undefined });
     this.exitPromise = new Promise((resolve) =>
       child.once('exit', () => {
         this.exited = true;
@@ -103,7 +118,7 @@ export class BrokerProcess {
       stdio: ['ignore', log, log],
     });
     fs.closeSync(log);
-    return new BrokerProcess(child, spec, `http://127.0.0.1:${port}`, spawnedAt, logPath);
+    return new BrokerProcess(child, spec, `${spec.clientTls ? 'https' : 'http'}://127.0.0.1:${port}`, spawnedAt, logPath);
   }
 
   get pid(): number {

@@ -6,7 +6,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Job, JobReply } from '../protocol';
-import { REPO_DIR } from './brokerProcess';
+import { REPO_DIR, type TlsFiles } from './brokerProcess';
 
 /** Where ensureBenchBuilt puts the compiled bench. */
 const HELPER_DIR = path.join(REPO_DIR, 'dist-bench', 'bench');
@@ -117,8 +117,8 @@ export class NoopServer {
   }
 
   /** The least relay (node:http + one undici Client) in front of `upstream`, `headers` added to every request (cluster/leastProxy.ts). */
-  static async startLeastProxy(upstream: string, headers: Record<string, string>): Promise<NoopServer> {
-    const child = forkHelper('cluster/leastProxy.ts', [upstream, JSON.stringify(headers)]);
+  static async startLeastProxy(upstream: string, headers: Record<string, string>, tls?: TlsFiles): Promise<NoopServer> {
+    const child = forkHelper('cluster/leastProxy.ts', [upstream, JSON.stringify(headers), ...(tls ? [JSON.stringify(tls)] : [])]);
     const { port } = await firstMessage<{ port: number }>(child, 60_000);
     return new NoopServer(child, `http://127.0.0.1:${port}`, 5_000);
   }
