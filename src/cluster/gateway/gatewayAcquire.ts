@@ -53,8 +53,11 @@ export interface AcquireDeps {
   unseen: UnseenAcquires;
 }
 
-/** A live answer that is no 503 (read whole, since it may be handed to another acquire); a 503, and whether another node may serve; the node was not reached. */
-/** notSent: the node took no connection, or (`tls`) TLS with it failed: either way it ran nothing. */
+/**
+ * A live answer that is no 503 (read whole, since it may be handed to another acquire); a 503, and
+ * whether another node may serve; the node was not reached (it took no connection, or, `tls`, TLS
+ * with it failed: either way it ran nothing).
+ */
 type Attempt = { kind: 'answer'; read: ReadAnswer } | { kind: 'refused'; read: ReadAnswer; moveOn: boolean } | { kind: 'notSent'; tls?: NodeTlsRefusedError };
 
 /** What a worker's calls carry: the client's request, the path and body asked for. */
