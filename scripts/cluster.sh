@@ -6,7 +6,7 @@
 # up starts etcd, N Docker engines (each a dockerd with its own roots, socket and bridge, in a network
 # namespace of its own), loads the images into each from this machine's engine, then N node brokers
 # and G gateways (defaults 3 and 2), and prints the gateways' URLs. The store takes its clients over
-# mutual TLS only, with certificates made with openssl in the rig's directory. Needs root (dockerd), etcd, and
+# mutual TLS only, and so do the nodes their gateways, with certificates made with openssl in the rig's directory. Needs root (dockerd), etcd, and
 # the images on this machine's engine (scripts/docker-images.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -10,7 +10,7 @@ import net from 'node:net';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
-import { Pool, util as undiciUtil, type buildConnector, type Dispatcher } from 'undici';
+import { buildConnector, Pool, util as undiciUtil, type Dispatcher } from 'undici';
 import { CLUSTER_TOKEN_HEADER } from '../node/clusterGuard';
 import { RelayConnections } from './relayConnections';
 import { checkScheme, nodeConnectOptions, type ClusterTls } from '../clusterTls';
@@ -59,14 +59,19 @@ export class NodeClients {
   /** For the calls whose answers are relayed as they come (relayTo). */
   private readonly relays = new Map<string, RelayConnections>();
 
-  private readonly connect: buildConnector.BuildOptions | undefined;
+  /**
+   * One TLS connector for every connection to the nodes (pooled and relayed): its cache of TLS
+   * sessions is then shared, so a connection opened to a node resumes the session another one
+   * made, rather than paying a full handshake. undefined over plain HTTP.
+   */
+  private readonly connect: buildConnector.connector | undefined;
 
   constructor(
     private readonly clusterToken: string,
     /** Mutual TLS to the nodes, or null (plain HTTP): a node of the other scheme is refused (SchemeMismatchError). */
     private readonly tls: ClusterTls | null = null,
   ) {
-    this.connect = tls ? nodeConnectOptions(tls) : undefined;
+    this.connect = tls ? buildConnector(nodeConnectOptions(tls)) : undefined;
   }
 
   private pool(address: string): Pool {

@@ -31,8 +31,8 @@ export class RelayConnections {
     private readonly address: string,
     private readonly max: number,
     private readonly keepAliveTimeoutMs: number,
-    /** TLS to the node (its CA, this gateway's certificate), or undefined over plain HTTP. */
-    private readonly connect?: buildConnector.BuildOptions,
+    /** TLS to the node (its CA, this gateway's certificate: a connector shared by every connection), or undefined over plain HTTP. */
+    private readonly connect?: buildConnector.connector,
   ) {}
 
   /**
