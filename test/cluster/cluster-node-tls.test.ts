@@ -4,7 +4,7 @@
  * API, a streamed answer and a WebSocket pass through a gateway; a client without a certificate of
  * the cluster's CA is refused at the handshake, whatever token it carries; a gateway whose
  * certificate or CA is another's, or that has none, reaches no node and says why (502
- * node_unreachable, in the API's format); a node with half of the settings, or a certificate that
+ * node_unreachable, in the API's format, a WebSocket's handshake too); a node with half of the settings, or a certificate that
  * does not name its address, refuses to start.
  */
 import fs from 'node:fs';
@@ -133,6 +133,16 @@ describe('gateways and nodes over mutual TLS', () => {
           const listed = await cluster.call(gateway, 'GET', '/v1/sandboxes');
           expect({ what, status: listed.status }).toEqual({ what, status: 502 });
           expect(listed.json.message).toMatch(reason);
+          // A WebSocket's handshake: the gateway answers it, the tunnel never opened.
+          const upgrade = await openSocket(`${gateway.url.replace(/^http/, 'ws')}/ws/workspace`, AUTH).then(
+            (socket) => {
+              socket.close();
+              return { status: 101, body: '' };
+            },
+            (err: { status?: number; body?: string }) => ({ status: err.status, body: err.body ?? '' }),
+          );
+          expect({ what, status: upgrade.status }).toEqual({ what, status: 502 });
+          expect(JSON.parse(upgrade.body)).toMatchObject({ code: 'node_unreachable', detail: expect.stringMatching(reason) as string });
           const metrics = (await cluster.call(gateway, 'GET', '/metrics')).text;
           expect(metrics).toMatch(/broker_gateway_request_errors_total\{node="n[12]",reason="tls"\} [1-9]/);
         } finally {
