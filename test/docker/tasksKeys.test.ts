@@ -21,6 +21,7 @@ import { endsWithToolResult, lastUserText, type RecordedRequest } from '../helpe
 import { SseReader, type StreamEnvelope } from '../helpers/taskStreams';
 import { execIn, taskFixture, type TaskFixture } from '../helpers/taskSuite';
 import type { TestBroker } from '../helpers/broker';
+import { captureLog, type LogCapture } from '../helpers/logCapture';
 
 jest.setTimeout(600_000);
 
@@ -41,6 +42,7 @@ for (const { provider, keyName, prefix, header } of PROVIDERS) describeDocker(`a
   let keyDir: string;
   let keyFile: string;
   const readers: SseReader[] = [];
+  let log: LogCapture;
 
   beforeAll(async () => {
     fx = await taskFixture(`keys-${provider}`);
@@ -48,7 +50,10 @@ for (const { provider, keyName, prefix, header } of PROVIDERS) describeDocker(`a
     keyFile = path.join(keyDir, 'key');
     fs.writeFileSync(keyFile, `${key}\n`, { mode: 0o600 });
     // The key only in a file the broker reads at each call; no model named, so it follows the key.
+    // Everything the broker logs, down to trace, is kept and searched for the key below.
+    log = captureLog();
     tb = await fx.startBroker({
+      BROKER_LOG_LEVEL: 'trace',
       ANTHROPIC_API_KEY: '',
       OPENAI_API_KEY: '',
       [`${keyName}_FILE`]: keyFile,
@@ -67,6 +72,7 @@ for (const { provider, keyName, prefix, header } of PROVIDERS) describeDocker(`a
     await Promise.all(readers.map((r) => r.close()));
     await tb?.close();
     await fx?.close();
+    log?.stop();
     fs.rmSync(keyDir, { recursive: true, force: true });
   });
 
@@ -97,7 +103,11 @@ for (const { provider, keyName, prefix, header } of PROVIDERS) describeDocker(`a
     const container = docker.getContainer(info.Id);
     const inspectBefore = await container.inspect();
     const logs = (await container.logs({ stdout: true, stderr: true })).toString('utf8');
-    for (const [where, text] of Object.entries({ inspect: JSON.stringify(inspectBefore), logs, control: JSON.stringify(control.envelopes), coding: JSON.stringify(coding.envelopes) })) {
+    // The broker's own log at trace level: its relay logged both model calls (so the search sees
+    // the path a key takes), and holds no key.
+    const relayed = (msg: string): number => log.lines.filter((l) => l.includes(msg) && l.includes(id)).length;
+    expect(relayed('task relay: call answered')).toBe(2);
+    for (const [where, text] of Object.entries({ brokerLog: log.lines.join(''), inspect: JSON.stringify(inspectBefore), logs, control: JSON.stringify(control.envelopes), coding: JSON.stringify(coding.envelopes) })) {
       expect([where, text.includes(key)]).toEqual([where, false]);
     }
 
@@ -113,6 +123,7 @@ for (const { provider, keyName, prefix, header } of PROVIDERS) describeDocker(`a
     const statuses = await execIn(container, ['node', '-e', RELAY_PROBE, provider === 'anthropic' ? '/anthropic/v1/messages' : '/openai/v1/responses', key]);
     expect(statuses.trim()).toBe('401 401 401');
     expect(fx.stub.requests.length).toBe(before);
+    expect(relayed('task relay: call refused')).toBe(3);
 
     // Rotated in the broker's key file: the next call carries the new key, the sandbox untouched.
     fs.writeFileSync(keyFile, `${rotated}\n`);
@@ -124,6 +135,7 @@ for (const { provider, keyName, prefix, header } of PROVIDERS) describeDocker(`a
     const inspectAfter = await container.inspect();
     expect([inspectAfter.State.StartedAt, inspectAfter.RestartCount]).toEqual([inspectBefore.State.StartedAt, inspectBefore.RestartCount]);
     expect(JSON.stringify(inspectAfter).includes(rotated)).toBe(false);
+    expect([log.lines.some((l) => l.includes(key)), log.lines.some((l) => l.includes(rotated))]).toEqual([false, false]);
   });
 });
 

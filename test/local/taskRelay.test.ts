@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { ANTHROPIC_KEY, OPENAI_KEY, TaskRelay } from '../../src/backends/docker/tasks/taskRelay';
 import type { TaskCredentials } from '../../src/config/taskConfig';
+import { captureLog, type LogCapture } from '../helpers/logCapture';
 
 const CAP = 'taskcap-this-sandbox';
 
@@ -28,7 +29,10 @@ describe('the task relay', () => {
   const keys: TaskCredentials = { ANTHROPIC_API_KEY: 'sk-ant-one', OPENAI_API_KEY: 'sk-openai-one' };
   const relays: TaskRelay[] = [];
 
+  // The refusals' warnings are kept (and looked at below), not printed.
+  let log: LogCapture;
   beforeAll(async () => {
+    log = captureLog();
     upstream = http.createServer((req, res) => {
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString('utf8')));
@@ -45,6 +49,7 @@ describe('the task relay', () => {
   });
 
   afterAll(async () => {
+    log.stop();
     await Promise.all(relays.map((r) => r.close()));
     upstream.closeAllConnections();
     await new Promise((r) => upstream.close(r));
@@ -53,7 +58,7 @@ describe('the task relay', () => {
 
   async function relay(name: string): Promise<string> {
     const base = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-    const r = new TaskRelay({ '/anthropic': { base, key: ANTHROPIC_KEY }, '/openai': { base: `${base}/v1`, key: OPENAI_KEY }, '/git': { base: `${base}/git` } }, CAP, { read: () => ({ ...keys }) });
+    const r = new TaskRelay('task-1', { '/anthropic': { base, key: ANTHROPIC_KEY }, '/openai': { base: `${base}/v1`, key: OPENAI_KEY }, '/git': { base: `${base}/git` } }, CAP, { read: () => ({ ...keys }) });
     relays.push(r);
     const socket = path.join(dir, `${name}.sock`);
     await r.listen(socket);
@@ -119,6 +124,10 @@ describe('the task relay', () => {
     expect([res.statusCode, JSON.parse(await text(res))]).toEqual([401, { detail: 'the broker holds no ANTHROPIC_API_KEY' }]);
     keys.ANTHROPIC_API_KEY = 'sk-ant-one';
     expect(seen.length).toBe(count);
+    // Each refusal is logged for the operator, with its reason and never the header that was sent.
+    const refusals = log.lines.filter((l) => l.includes('task relay: call refused')).map((l) => JSON.parse(l) as { task: string; status: number; route: string });
+    expect(refusals.slice(-5).map((l) => [l.task, l.route, l.status])).toEqual(Array(5).fill(['task-1', '/anthropic', 401]));
+    expect(log.lines.some((l) => l.includes('sk-ant-one') || l.includes(CAP))).toBe(false);
     // The git route takes no key and gets none.
     const git = await post(socket, '/git/acme/demo.git/git-upload-pack', {});
     release();

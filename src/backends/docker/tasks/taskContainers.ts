@@ -55,7 +55,7 @@ export class DockerTaskBackend implements TaskBackend {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     // The sandbox's capability: what its daemon sends in place of a key, good on this relay only.
     const capability = `taskcap-${randomBytes(32).toString('base64url')}`;
-    const relay = new TaskRelay(this.relayRoutes(), capability, this.options.tasks.keys);
+    const relay = new TaskRelay(id, this.relayRoutes(), capability, this.options.tasks.keys);
     let container: DedicatedContainer | null = null;
     const remove = once(async () => {
       await container?.remove();

@@ -13,13 +13,17 @@
  * next call on. A call without the capability is refused (401) and goes nowhere.
  *
  * Requests and answers are otherwise streamed through untouched (an SSE answer is piped chunk by
- * chunk, never buffered) but for the Host and hop-by-hop headers; nothing of them is logged.
+ * chunk, never buffered) but for the Host and hop-by-hop headers. The log says that a call was made
+ * (debug: the task, the route, the answer's status and its time) or refused (warn: a call without
+ * the capability comes from inside the sandbox and is worth an operator's look), and never a header
+ * or a body.
  */
 import { timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { KeyName, TaskKeys } from '../../../config/taskConfig';
+import { logger } from '../../../common/logger';
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'host']);
 
@@ -36,8 +40,9 @@ export class TaskRelay {
   private readonly server: http.Server;
   private readonly capability: Buffer;
 
-  /** `routes`: prefix (`/anthropic`) -> where it goes; `capability`: what this sandbox's daemon sends in place of a key. */
+  /** `task`: the task sandbox's id, for the log; `routes`: prefix (`/anthropic`) -> where it goes; `capability`: what this sandbox's daemon sends in place of a key. */
   constructor(
+    private readonly task: string,
     private readonly routes: Record<string, RelayRoute>,
     capability: string,
     private readonly keys: TaskKeys,
@@ -65,21 +70,23 @@ export class TaskRelay {
   private forward(req: http.IncomingMessage, res: http.ServerResponse): void {
     const url = req.url ?? '/';
     const prefix = Object.keys(this.routes).find((p) => url === p || url.startsWith(`${p}/`) || url.startsWith(`${p}?`));
-    if (!prefix) return refuse(res, 404, `the relay forwards only ${Object.keys(this.routes).join(', ')}`);
+    if (!prefix) return this.refuse(res, 404, `the relay forwards only ${Object.keys(this.routes).join(', ')}`, null);
     const route = this.routes[prefix];
     const target = new URL(route.base + url.slice(prefix.length));
     const headers: http.OutgoingHttpHeaders = {};
     for (const [name, value] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(name)) headers[name] = value;
     if (route.key) {
-      if (!this.holdsCapability(req)) return refuse(res, 401, "the relay takes model calls only with this sandbox's capability", req);
+      if (!this.holdsCapability(req)) return this.refuse(res, 401, "the relay takes model calls only with this sandbox's capability", prefix, req);
       const key = this.keys.read()[route.key.name];
-      if (!key) return refuse(res, 401, `the broker holds no ${route.key.name}`, req);
+      if (!key) return this.refuse(res, 401, `the broker holds no ${route.key.name}`, prefix, req);
       delete headers['x-api-key'];
       delete headers.authorization;
       headers[route.key.header] = route.key.header === 'authorization' ? `Bearer ${key}` : key;
     }
     const client = target.protocol === 'https:' ? https : http;
+    const startedMs = performance.now();
     const upstream = client.request(target, { method: req.method, headers }, (answer) => {
+      logger.debug({ task: this.task, route: prefix, status: answer.statusCode, ms: Math.round(performance.now() - startedMs) }, 'task relay: call answered');
       const out: http.OutgoingHttpHeaders = {};
       for (const [name, value] of Object.entries(answer.headers)) if (!HOP_BY_HOP.has(name)) out[name] = value;
       res.writeHead(answer.statusCode ?? 502, out);
@@ -88,7 +95,7 @@ export class TaskRelay {
     });
     upstream.on('error', (err) => {
       if (res.headersSent) res.destroy();
-      else refuse(res, 502, `the relay could not reach ${target.origin}: ${err.message}`);
+      else this.refuse(res, 502, `the relay could not reach ${target.origin}: ${err.message}`, prefix);
     });
     // The sandbox hung up (an aborted turn): the upstream call ends too.
     res.on('close', () => {
@@ -97,16 +104,17 @@ export class TaskRelay {
     req.pipe(upstream);
   }
 
+  /** Answers with `{detail}`, and logs it; a request body not forwarded is read and dropped. */
+  private refuse(res: http.ServerResponse, status: number, detail: string, route: string | null, req?: http.IncomingMessage): void {
+    logger.warn({ task: this.task, route, status, detail }, 'task relay: call refused');
+    req?.resume();
+    res.writeHead(status, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify({ detail }));
+  }
+
   /** The capability, where a provider's SDK puts its key: `x-api-key`, or `Authorization: Bearer`. */
   private holdsCapability(req: http.IncomingMessage): boolean {
     const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
     return [req.headers['x-api-key'], bearer].some((v) => typeof v === 'string' && v.length === this.capability.length && timingSafeEqual(Buffer.from(v), this.capability));
   }
-}
-
-/** Answers with `{detail}`; a request body not forwarded is read and dropped. */
-function refuse(res: http.ServerResponse, status: number, detail: string, req?: http.IncomingMessage): void {
-  req?.resume();
-  res.writeHead(status, { 'Content-Type': 'application/json' });
-  res.end(JSON.stringify({ detail }));
 }
