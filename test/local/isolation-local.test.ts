@@ -12,7 +12,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
-import { eventually, startTestBroker, testLocalRoot, type TestBroker } from '../helpers/broker';
+import { eventually, startTestBroker, testLocalRoot, withLease, type TestBroker } from '../helpers/broker';
 import { sdkExecd } from '../helpers/execdSdk';
 import { execdSdk } from '../helpers/execdClient';
 import { pidsWithEnvPrefix, uniqueMark } from '../helpers/procs';
@@ -76,8 +76,7 @@ if (!ROOT) {
   it('PROVES confinement first: a write to /etc lands in the session, not on the host; no CAP_SYS_ADMIN; the root is its overlay', async () => {
     if (!ready(false)) return;
     const probe = `/etc/${mark}-probe`;
-    const id = await tb.acquire();
-    try {
+    await withLease(tb, async (id) => {
       const out = await sh(id, `echo in > ${probe} && cat ${probe}; awk '$5 == "/"' /proc/self/mountinfo | grep -o 'overlay bkr-root'; grep CapBnd /proc/self/status`);
       const [written, rootType, capBnd] = out.trim().split('\n');
       expect(written).toBe('in');
@@ -87,9 +86,7 @@ if (!ROOT) {
       expect(bounding & (1n << 21n)).toBe(0n); // CAP_SYS_ADMIN
       expect(bounding & (1n << 19n)).toBe(0n); // CAP_SYS_PTRACE
       expect(bounding & (1n << 27n)).toBe(0n); // CAP_MKNOD
-    } finally {
-      await tb.release(id);
-    }
+    });
     confined = true;
   });
 
@@ -122,38 +119,34 @@ if (!ROOT) {
 
   it('siblings at once: two sessions write the same paths, each sees only its own', async () => {
     if (!ready()) return;
-    const [a, b] = [await tb.acquire(), await tb.acquire()];
-    try {
-      await Promise.all([sh(a, `echo A > /etc/${mark}-sib; echo A > /tmp/${mark}-sib`), sh(b, `echo B > /etc/${mark}-sib; echo B > /tmp/${mark}-sib`)]);
-      expect(await sh(a, `cat /etc/${mark}-sib /tmp/${mark}-sib`)).toBe('A\nA\n');
-      expect(await sh(b, `cat /etc/${mark}-sib /tmp/${mark}-sib`)).toBe('B\nB\n');
-      // Neither sees the other's processes either.
-      await sh(a, `sleep ${mark.slice(5)} &`);
-      expect(await sh(a, `pgrep -f 'sleep ${mark.slice(5)}' >/dev/null && echo seen`)).toBe('seen\n');
-      expect(await sh(b, `pgrep -f 'sleep ${mark.slice(5)}' || echo none`)).toBe('none\n');
-    } finally {
-      await tb.release(a);
-      await tb.release(b);
-    }
+    await withLease(tb, (a) =>
+      withLease(tb, async (b) => {
+        await Promise.all([sh(a, `echo A > /etc/${mark}-sib; echo A > /tmp/${mark}-sib`), sh(b, `echo B > /etc/${mark}-sib; echo B > /tmp/${mark}-sib`)]);
+        expect(await sh(a, `cat /etc/${mark}-sib /tmp/${mark}-sib`)).toBe('A\nA\n');
+        expect(await sh(b, `cat /etc/${mark}-sib /tmp/${mark}-sib`)).toBe('B\nB\n');
+        // Neither sees the other's processes either.
+        await sh(a, `sleep ${mark.slice(5)} &`);
+        expect(await sh(a, `pgrep -f 'sleep ${mark.slice(5)}' >/dev/null && echo seen`)).toBe('seen\n');
+        expect(await sh(b, `pgrep -f 'sleep ${mark.slice(5)}' || echo none`)).toBe('none\n');
+      }),
+    );
     expect(fs.existsSync(`/etc/${mark}-sib`)).toBe(false);
     expect(fs.existsSync(`/tmp/${mark}-sib`)).toBe(false);
   });
 
   it('past BROKER_SESSION_DISK_BYTES: No space left on device and disk_full, a sibling unaffected', async () => {
     if (!ready()) return;
-    const [a, b] = [await tb.acquire(), await tb.acquire()];
-    try {
-      const r = await tb.post(`/session/${a}/execute`, { command: `dd if=/dev/zero of=/var/tmp/${mark}-fill bs=1M count=${(2 * DISK) / 1024 / 1024} 2>&1 | grep -o 'No space left on device' | head -1`, facts: true });
-      expect(r.status).toBe(200);
-      expect(r.json.stdout).toBe('No space left on device\n');
-      expect(r.json.disk_full).toBe(true);
-      expect(await sh(b, `echo ok > /var/tmp/${mark}-small && cat /var/tmp/${mark}-small`)).toBe('ok\n');
-      const rb = await tb.post(`/session/${b}/execute`, { command: 'true', facts: true });
-      expect(rb.json.disk_full).toBe(false);
-    } finally {
-      await tb.release(a);
-      await tb.release(b);
-    }
+    await withLease(tb, (a) =>
+      withLease(tb, async (b) => {
+        const r = await tb.post(`/session/${a}/execute`, { command: `dd if=/dev/zero of=/var/tmp/${mark}-fill bs=1M count=${(2 * DISK) / 1024 / 1024} 2>&1 | grep -o 'No space left on device' | head -1`, facts: true });
+        expect(r.status).toBe(200);
+        expect(r.json.stdout).toBe('No space left on device\n');
+        expect(r.json.disk_full).toBe(true);
+        expect(await sh(b, `echo ok > /var/tmp/${mark}-small && cat /var/tmp/${mark}-small`)).toBe('ok\n');
+        const rb = await tb.post(`/session/${b}/execute`, { command: 'true', facts: true });
+        expect(rb.json.disk_full).toBe(false);
+      }),
+    );
     expect(fs.existsSync(`/var/tmp/${mark}-fill`)).toBe(false);
   });
 
@@ -183,22 +176,18 @@ if (!ROOT) {
 
   it("execd's extra shells join their session's view: its files, its processes, nothing of the host's", async () => {
     if (!ready()) return;
-    const id = await tb.acquire();
-    try {
+    await withLease(tb, async (id) => {
       await sh(id, `echo session-only > /etc/${mark}-joined; sleep ${mark.slice(5)}1 &`);
       const run = await execdSdk(tb.url, id).commands.run(`cat /etc/${mark}-joined; pgrep -f 'sleep ${mark.slice(5)}1' >/dev/null && echo same-processes; echo extra > /etc/${mark}-extra`);
       expect(run.logs.stdout.map((m) => m.text)).toEqual(['session-only', 'same-processes']);
       expect(await sh(id, `cat /etc/${mark}-extra`)).toBe('extra\n');
-    } finally {
-      await tb.release(id);
-    }
+    });
     expect(fs.existsSync(`/etc/${mark}-extra`)).toBe(false);
   });
 
   it('escape attempts fail: umount, mount, mknod, nsenter into pid 1, /proc/1/root, the chroot escape', async () => {
     if (!ready()) return;
-    const id = await tb.acquire();
-    try {
+    await withLease(tb, async (id) => {
       await sh(id, `echo mine > /etc/${mark}-esc`);
       expect((await tb.exec(id, 'umount / 2>&1 || echo refused')).stdout).toContain('refused');
       expect((await tb.exec(id, 'mount -t tmpfs x /mnt 2>&1 || echo refused')).stdout).toContain('refused');
@@ -208,9 +197,7 @@ if (!ROOT) {
       // The classic chroot escape: chroot into a subdirectory, climb out of it, chroot at the top.
       const escape = `python3 -c "import os; os.makedirs('/tmp/jail', exist_ok=True); os.chroot('/tmp/jail'); [os.chdir('..') for _ in range(64)]; os.chroot('.'); print(open('/etc/${mark}-esc').read().strip())" 2>&1`;
       expect((await tb.exec(id, escape)).stdout).toBe('mine\n');
-    } finally {
-      await tb.release(id);
-    }
+    });
     expect(fs.existsSync(`/etc/${mark}-esc`)).toBe(false);
   });
 
@@ -224,12 +211,9 @@ if (!ROOT) {
     await tb.release(id);
     await eventually(() => !fs.existsSync(path.join(root, template)) || fs.readdirSync(root).some((n) => n.startsWith('.session-template-') && n !== template), 30_000, 'a new template');
     await tb.waitAllAvailable(60_000);
-    const next = await tb.acquire();
-    try {
+    await withLease(tb, async (next) => {
       expect(await sh(next, 'echo works')).toBe('works\n');
-    } finally {
-      await tb.release(next);
-    }
+    });
   });
 
   it('a broker killed with live sessions leaves no mount of theirs on the host, and no process', async () => {
