@@ -13,6 +13,7 @@
  * serve, which is no bad input.
  */
 import fc from 'fast-check';
+import type { RouteContract } from '../../src/http/contract';
 
 /** The JSON Schema keywords these generators read (TypeBox schemas are plain JSON Schema objects). */
 export interface Schema {
@@ -300,4 +301,32 @@ export function pathTrick(through: readonly string[] = []): fc.Arbitrary<string>
   ];
   if (through.length > 0) picks.push(fc.constantFrom(...through));
   return fc.oneof(...picks);
+}
+
+/** A route under one resource's id, as a fuzz case sends it: `path` is `${base}/${id}${tail}`. */
+export interface IdRoute {
+  readonly method: string;
+  readonly tail: string;
+  readonly body: string | undefined;
+}
+
+/**
+ * Every route a contract declares under `${base}/:id` (WebSocket upgrades left out), so a route added
+ * to the contract is fuzzed without a list to keep: its other path parameters filled from `params`,
+ * and a body from `bodies` (by route name) where it declares a required one. A route that needs a
+ * body or a parameter the caller did not give is an error here, not a route left untried.
+ */
+export function idRoutes(routes: Record<string, RouteContract>, base: string, bodies: Record<string, string> = {}, params: Record<string, string> = {}): IdRoute[] {
+  const out: IdRoute[] = [];
+  for (const [name, route] of Object.entries(routes)) {
+    if (route.method === 'WS' || (route.path !== `${base}/:id` && !route.path.startsWith(`${base}/:id/`))) continue;
+    const tail = route.path.slice(`${base}/:id`.length).replace(/:(\w+)/g, (_, p: string) => {
+      if (params[p] === undefined) throw new Error(`idRoutes: ${name} needs a value for :${p}`);
+      return params[p];
+    });
+    const needsBody = route.body !== undefined && route.body.required !== false;
+    if (needsBody && bodies[name] === undefined) throw new Error(`idRoutes: ${name} declares a body; give one`);
+    out.push({ method: route.method, tail, body: bodies[name] });
+  }
+  return out;
 }

@@ -12,7 +12,7 @@ import fc from 'fast-check';
 import { startTestBroker, testBackend, eventually, type TestBroker } from '../helpers/broker';
 import { apiDocOf } from '../../src/http/contract';
 import { LIFECYCLE_CONTRACT } from '../../src/api/lifecycle/lifecycleContract';
-import { badSegment, invalidBody, publishedSchema, junkBody, nastyOrHugeText, nastyUrlText, type Schema } from '../helpers/fuzzInputs';
+import { badSegment, idRoutes, invalidBody, publishedSchema, junkBody, nastyOrHugeText, nastyUrlText, type Schema } from '../helpers/fuzzInputs';
 import { FuzzReport, endFuzz, fuzzTarget, fuzzParams, jsonHeaders, refused, type FuzzTarget } from '../helpers/fuzzHarness';
 
 const LIFECYCLE_API_DOC = apiDocOf(LIFECYCLE_CONTRACT);
@@ -147,15 +147,7 @@ describe(`the lifecycle API fuzzed (${testBackend})`, () => {
   });
 
   it('every route with an id no sandbox has: a 404, nothing touched', async () => {
-    const routes = fc.constantFrom(
-      { method: 'GET', tail: '', body: undefined },
-      { method: 'DELETE', tail: '', body: undefined },
-      { method: 'PATCH', tail: '/metadata', body: '{"a":"b"}' },
-      { method: 'POST', tail: '/pause', body: undefined },
-      { method: 'POST', tail: '/resume', body: undefined },
-      { method: 'POST', tail: '/renew-expiration', body: '{"expiresAt":"2099-01-01T00:00:00Z"}' },
-      { method: 'GET', tail: '/endpoints/8080', body: undefined },
-    );
+    const routes = fc.constantFrom(...idRoutes(LIFECYCLE_CONTRACT.routes, '/v1/sandboxes', { patchMetadata: '{"a":"b"}', renew: '{"expiresAt":"2099-01-01T00:00:00Z"}' }, { port: '8080' }));
     await fc.assert(
       fc.asyncProperty(badSegment, routes, async (bad, r) => {
         fc.pre(bad !== id);

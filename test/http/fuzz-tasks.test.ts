@@ -14,7 +14,7 @@ import { taskFixture, type TaskFixture } from '../helpers/taskSuite';
 import { SseReader } from '../helpers/taskStreams';
 import { apiDocOf } from '../../src/http/contract';
 import { TASK_CONTRACT } from '../../src/api/tasks/taskContract';
-import { badSegment, declaredBody, invalidBody, nastyUrlText, notJsonBody, type Schema } from '../helpers/fuzzInputs';
+import { badSegment, declaredBody, idRoutes, invalidBody, nastyUrlText, notJsonBody, type Schema } from '../helpers/fuzzInputs';
 import { endFuzz, FuzzReport, fuzzParams, fuzzTarget, jsonHeaders, refused, type FuzzTarget } from '../helpers/fuzzHarness';
 
 const TASK_API_DOC = apiDocOf(TASK_CONTRACT);
@@ -92,14 +92,7 @@ suite('task sandboxes fuzzed (docker)', () => {
   });
 
   it('every route with an id no task has, a body past BROKER_MAX_BODY_BYTES, no token: 404, 413, 401', async () => {
-    const routes = fc.constantFrom(
-      { method: 'GET', tail: '', body: undefined },
-      { method: 'DELETE', tail: '', body: undefined },
-      { method: 'POST', tail: '/prompt', body: '{"message":"hello"}' },
-      { method: 'POST', tail: '/abort', body: undefined },
-      { method: 'GET', tail: '/stream/control', body: undefined },
-      { method: 'GET', tail: '/stream/coding', body: undefined },
-    );
+    const routes = fc.constantFrom(...idRoutes(TASK_CONTRACT.routes, '/sandboxes', { prompt: '{"message":"hello"}' }));
     const cases = fc.oneof(
       fc.tuple(badSegment, routes).map(([bad, r]) => ({ ...r, path: `/sandboxes/${bad}${r.tail}`, headers: AUTH, expect: [400, 404], route: `${r.method} /sandboxes/:id${r.tail} (unknown id)` })),
       routes.map((r) => ({ ...r, path: `/sandboxes/${id}${r.tail}`, headers: {}, expect: [401], route: `${r.method} /sandboxes/:id${r.tail} (no token)` })),

@@ -75,7 +75,7 @@ export function lifecycleRouter(sandboxes: SandboxService, limits: LifecycleLimi
         const port = parsePort(params.port);
         sendJson(res, 200, await endpointFor(sandboxes, sandboxes.get(params.id), port, new URLSearchParams(query), publicAddress(req)));
       }),
-      ...unservedLifecycleRoutes(),
+      ...unservedLifecycleRoutes((id) => sandboxes.get(id)),
     ],
   };
 }

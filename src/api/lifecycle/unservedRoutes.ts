@@ -14,7 +14,8 @@ import { EGRESS_ROUTES, LIFECYCLE_CONTRACT } from './lifecycleContract';
 const SNAPSHOTS = 'snapshots are not served by this broker: a sandbox lives until it is deleted or expires';
 const EGRESS = 'the egress sidecar (network policy, credential vault) is not served by this broker: sandboxes get the network of their pool or BROKER_NETWORK_MODE';
 
-function unserved(contract: RouteContract, why: string, sandboxes?: SandboxDirectory): Route {
+/** `sandboxes`: where an id under the route is looked up (unknown: its 404) before the 501. */
+function unserved(contract: RouteContract, why: string, sandboxes?: { resolve(id: string): unknown }): Route {
   const { method, path } = contract;
   return served(contract, ({ params }) => {
     // An unknown sandbox is a 404 first: a client learns of a wrong id before it learns of a missing feature.
@@ -23,10 +24,11 @@ function unserved(contract: RouteContract, why: string, sandboxes?: SandboxDirec
   });
 }
 
-export function unservedLifecycleRoutes(): Route[] {
+/** `known`: throws the lifecycle's 404 for an id that names no sandbox. */
+export function unservedLifecycleRoutes(known: (id: string) => unknown): Route[] {
   const R = LIFECYCLE_CONTRACT.routes;
   return [
-    unserved(R.createSnapshot, SNAPSHOTS),
+    unserved(R.createSnapshot, SNAPSHOTS, { resolve: known }),
     unserved(R.listSnapshots, SNAPSHOTS),
     unserved(R.getSnapshot, SNAPSHOTS),
     unserved(R.deleteSnapshot, SNAPSHOTS),
