@@ -311,16 +311,17 @@ export interface IdRoute {
 }
 
 /**
- * Every route a contract declares under `${base}/:id` (WebSocket upgrades left out), so a route added
+ * Every route a contract declares under `${base}/:${idParam}` (WebSocket upgrades left out), so a route added
  * to the contract is fuzzed without a list to keep: its other path parameters filled from `params`,
  * and a body from `bodies` (by route name) where it declares a required one. A route that needs a
  * body or a parameter the caller did not give is an error here, not a route left untried.
  */
-export function idRoutes(routes: Record<string, RouteContract>, base: string, bodies: Record<string, string> = {}, params: Record<string, string> = {}): IdRoute[] {
+export function idRoutes(routes: Record<string, RouteContract>, base: string, bodies: Record<string, string> = {}, params: Record<string, string> = {}, idParam = 'id'): IdRoute[] {
   const out: IdRoute[] = [];
+  const under = `${base}/:${idParam}`;
   for (const [name, route] of Object.entries(routes)) {
-    if (route.method === 'WS' || (route.path !== `${base}/:id` && !route.path.startsWith(`${base}/:id/`))) continue;
-    const tail = route.path.slice(`${base}/:id`.length).replace(/:(\w+)/g, (_, p: string) => {
+    if (route.method === 'WS' || (route.path !== under && !route.path.startsWith(`${under}/`))) continue;
+    const tail = route.path.slice(under.length).replace(/:(\w+)/g, (_, p: string) => {
       if (params[p] === undefined) throw new Error(`idRoutes: ${name} needs a value for :${p}`);
       return params[p];
     });

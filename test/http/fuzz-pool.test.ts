@@ -9,8 +9,8 @@
  */
 import fc from 'fast-check';
 import { startTestBroker, testBackend, type TestBroker } from '../helpers/broker';
-import { acquireBody, acquireGroupBody, executeBody } from '../../src/api/pool/poolContract';
-import { badSegment, invalidBody, publishedSchema, nastyText, notJsonBody } from '../helpers/fuzzInputs';
+import { acquireBody, acquireGroupBody, executeBody, POOL_CONTRACT } from '../../src/api/pool/poolContract';
+import { badSegment, idRoutes, invalidBody, publishedSchema, nastyText, notJsonBody } from '../helpers/fuzzInputs';
 import { FuzzReport, endFuzz, fuzzTarget, fuzzParams, jsonHeaders, refused, type FuzzTarget } from '../helpers/fuzzHarness';
 
 const RUNS = 60;
@@ -81,16 +81,11 @@ describe(`the pool API fuzzed from its contract (${testBackend})`, () => {
   });
 
   it('every route with an id no lease has: a 404 (or 400), nothing touched', async () => {
-    const routes = fc.constantFrom(
-      { method: 'POST', tail: 'execute', body: '{"command":"true"}' },
-      { method: 'POST', tail: 'release', body: '{}' },
-      { method: 'POST', tail: 'heartbeat', body: '{}' },
-      { method: 'GET', tail: 'history', body: undefined },
-    );
+    const routes = fc.constantFrom(...idRoutes(POOL_CONTRACT.routes, '/session', { execute: '{"command":"true"}' }, {}, 'sessionId'));
     await fc.assert(
       fc.asyncProperty(badSegment, routes, async (id, r) => {
         fc.pre(id !== held);
-        await refused(t, `${r.method} /session/:sessionId/${r.tail} (unknown id)`, { method: r.method, path: `/session/${id}/${r.tail}`, body: r.body, headers: jsonHeaders(AUTH) });
+        await refused(t, `${r.method} /session/:sessionId${r.tail} (unknown id)`, { method: r.method, path: `/session/${id}${r.tail}`, body: r.body, headers: jsonHeaders(AUTH) });
       }),
       fuzzParams(RUNS),
     );
