@@ -108,7 +108,16 @@ export class DockerExecdFiles {
    * operation (containerFsScript.ts `put`).
    */
   protected async putInView(container: Dockerode.Container, view: number, root: string, target: string, staged: string, mode: number): Promise<void> {
-    throwFirstError(await runFsScript(container, 'put', root, [target, mode.toString(8)], { view, staged }), [target]);
+    let answer: string[];
+    try {
+      answer = await runFsScript(container, 'put', root, [target, mode.toString(8)], { view, staged });
+    } catch (err) {
+      // The put never started (it removes the staged file first thing): remove it here, or it would
+      // stay in the container, unseen by any session, until the container goes.
+      await runFsScript(container, 'rmfile', path.posix.dirname(staged), [staged]).catch(() => undefined);
+      throw err;
+    }
+    throwFirstError(answer, [target]);
   }
 
   private async statReal(ref: ContainerRef, root: string, target: string): Promise<{ real: string; entry: EntryInfo }> {
