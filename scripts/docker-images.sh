@@ -186,6 +186,9 @@ build_broker() {
   # production dependencies are complete without needing an engine.
   local out rc=0; out=$(docker run --rm -e BROKER_BACKEND=check bash-broker:latest 2>&1) || rc=$?
   [[ $rc == 2 && $out == *"invalid configuration"* ]] || { say "bash-broker:latest smoke check failed (rc $rc): $out"; return 1; }
+  # The session init it ships (it has no compiler): a static build beside its source, which runs.
+  out=$(docker run --rm --entrypoint sh bash-broker:latest -c 'f=$(ls dist/backends/docker/isolation/.session-init-*) && "$f" 2>&1; echo "rc=$?"') || true
+  [[ $out == *"usage: session-init"*"rc=2" ]] || { say "bash-broker:latest ships no working session init: $out"; return 1; }
 }
 
 build_one() { # $1 = test|debian|sandbox|task|node|broker

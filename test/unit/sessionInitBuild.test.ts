@@ -11,6 +11,7 @@ import { buildSessionInit } from '../../src/backends/docker/isolation/sessionIni
 
 jest.setTimeout(180_000);
 
+
 describe('session init build', () => {
   let root: string;
   beforeEach(() => {
@@ -29,6 +30,30 @@ describe('session init build', () => {
     expect(spawnSync(first.path, ['nonsense'], { encoding: 'utf8' })).toMatchObject({ status: 2, stderr: expect.stringMatching(/^usage: session-init/) });
     expect(await buildSessionInit(root)).toEqual({ path: first.path, built: false });
     expect(fs.readdirSync(root)).toEqual([path.basename(first.path)]);
+  });
+
+  it("takes a build shipped beside its source under its hash's name (the broker image's) without a compiler", async () => {
+    const built = await buildSessionInit(root);
+    if (built.path === null) throw new Error(built.why);
+    const name = path.basename(built.path);
+    const tree = fs.mkdtempSync(path.join(os.tmpdir(), 'session-init-tree-'));
+    const other = fs.mkdtempSync(path.join(os.tmpdir(), 'session-init-'));
+    try {
+      const source = path.join(tree, 'sessionInit.c');
+      fs.copyFileSync(path.resolve(__dirname, '../../src/backends/docker/isolation/sessionInit.c'), source);
+      // The image's build (containers/broker/Dockerfile runs this script) names it as the broker would.
+      const shipped = spawnSync('sh', [path.resolve(__dirname, '../../scripts/build-session-init.sh'), source], { encoding: 'utf8' });
+      expect([shipped.status, shipped.stdout.trim()]).toEqual([0, path.join(tree, name)]);
+      const taken = await buildSessionInit(other, '/bin/false', [source]);
+      expect(taken).toEqual({ path: path.join(other, name), built: true });
+      expect(fs.readFileSync(path.join(other, name)).equals(fs.readFileSync(path.join(tree, name)))).toBe(true);
+      // Another source beside the same build: compiled (here: refused), never given the stale one.
+      fs.appendFileSync(source, '\n');
+      expect(await buildSessionInit(fs.mkdtempSync(path.join(other, 'x-')), '/bin/false', [source])).toMatchObject({ path: null });
+    } finally {
+      fs.rmSync(tree, { recursive: true, force: true });
+      fs.rmSync(other, { recursive: true, force: true });
+    }
   });
 
   it('without a working compiler says why, and leaves nothing behind', async () => {

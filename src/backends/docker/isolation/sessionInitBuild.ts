@@ -5,8 +5,10 @@
  * so brokers of one host share one build (linked into each container's pipes directory), and builds
  * of other sources are removed once a day old (a broker still running one may link it meanwhile;
  * containers that run it keep their own links). Static: it runs in any image,
- * whatever its libc. Without a C compiler, or the source (a build that left it out), the containers
- * start sessions through the setup script instead: the same isolation, about 7 ms more CPU each.
+ * whatever its libc. An image without a compiler ships one built from the source beside it, named
+ * by the same hash (containers/broker/Dockerfile), and it is taken as built. Without a C compiler, or
+ * the source (a build that left it out), the containers start sessions through the setup script
+ * instead: the same isolation, about 7 ms more CPU each.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -27,17 +29,21 @@ const SOURCES = [path.join(__dirname, 'sessionInit.c'), path.resolve(__dirname, 
 export type SessionInitBuild = { path: string; built: boolean } | { path: null; why: string };
 
 /** Builds the session init into `root` (a directory only the broker writes), or says why it cannot. */
-export async function buildSessionInit(root: string, compiler = process.env.CC || 'cc'): Promise<SessionInitBuild> {
-  const source = SOURCES.find((file) => fs.existsSync(file));
-  if (!source) return { path: null, why: `its source is not beside the broker (${SOURCES[0]})` };
+export async function buildSessionInit(root: string, compiler = process.env.CC || 'cc', sources = SOURCES): Promise<SessionInitBuild> {
+  const source = sources.find((file) => fs.existsSync(file));
+  if (!source) return { path: null, why: `its source is not beside the broker (${sources[0]})` };
   const text = await fs.promises.readFile(source);
   const hash = createHash('sha256').update(text).update(FLAGS.join(' ')).digest('hex').slice(0, 16);
-  const target = path.join(root, `${BUILT_PREFIX}${hash}`);
-  await removeOlderBuilds(root, path.basename(target));
+  const name = `${BUILT_PREFIX}${hash}`;
+  const target = path.join(root, name);
+  await removeOlderBuilds(root, name);
   if (fs.existsSync(target)) return { path: target, built: false };
   const partial = `${target}.${process.pid}.partial`;
+  // Built with the image, from this very source (the name is its hash): copied, not compiled.
+  const shipped = path.join(path.dirname(source), name);
   try {
-    await run(compiler, [...FLAGS, '-o', partial, source], { timeout: BUILD_TIMEOUT_MS });
+    if (fs.existsSync(shipped)) await fs.promises.copyFile(shipped, partial);
+    else await run(compiler, [...FLAGS, '-o', partial, source], { timeout: BUILD_TIMEOUT_MS });
     await fs.promises.chmod(partial, 0o755);
     // A rename: a broker starting at the same time finds a whole file or none.
     await fs.promises.rename(partial, target);
