@@ -16,7 +16,7 @@
  * - Its body is read whole (bounded by BROKER_MAX_BODY_BYTES): it may be sent twice. A final 503
  *   `pool_exhausted` reads as a standalone broker's would, with the caller's timeout.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { AbortedError, PoolExhaustedError } from '../../common/errors';
@@ -36,6 +36,7 @@ import { clientLeft, forwardedHeaders, neverSent, relay, type NodeClients } from
 import type { GatewayMetrics } from './gatewayMetrics';
 import type { UnseenAcquires } from './unseenAcquires';
 import { AcquireLine, AcquireTicket, AcquireWorker, type Outcome, type ReadAnswer } from './acquireLine';
+import { ACQUIRE_TAG_HEADER } from '../node/acquireCuts';
 import { codeOf, grantedIds, kindOf, movesOn, sendRead, waitedLess } from './acquireAnswers';
 
 export interface AcquireDeps {
@@ -105,6 +106,8 @@ export class GatewayAcquire {
       return relay(await this.send(any.record, req, path, parsed === undefined ? null : JSON.stringify(parsed)), res);
     }
     const pinKey = requestId ? `${path === '/session/acquire' ? 'a' : 'g'}/${createHash('sha256').update(requestId).digest('hex')}` : null;
+    // A client gone while its body was read: nobody to serve (its close came before any listener).
+    if (res.closed) return;
     // With a request_id the acquire outlives its client (its retry comes for the lease), alone of its kind.
     const ticket = new AcquireTicket(requestId ? null : kindOf(path, pool, body), pool, Date.now() + timeoutMs);
     this.line.join(ticket);
@@ -294,8 +297,9 @@ export class GatewayAcquire {
     let granted = false;
     try {
       // With a request_id the acquire outlives its client: its call is never cut.
-      const signal = call.pinKey === null ? worker.nextCall(queued) : undefined;
-      const answer = await this.send(node, call.req, call.path, JSON.stringify(body), signal);
+      const tag = call.pinKey === null && queued ? randomUUID() : null;
+      const signal = call.pinKey === null ? worker.nextCall(tag === null ? null : (abort) => this.cut(node, tag, abort)) : undefined;
+      const answer = await this.send(node, call.req, call.path, JSON.stringify(body), signal, tag);
       worker.answered();
       granted = answer.statusCode === 200;
       const read = { statusCode: answer.statusCode, headers: answer.headers, text: await answer.body.text(), node };
@@ -316,9 +320,29 @@ export class GatewayAcquire {
     }
   }
 
-  private async send(node: NodeRecord, req: IncomingMessage, path: string, body: string | null, signal?: AbortSignal): Promise<Dispatcher.ResponseData> {
+  /**
+   * Cuts the queued call `tag` names through its node (node/acquireCuts.ts): the node ends it, or
+   * says its grant is already on the way, which the call then reads and hands on or gives back. A
+   * node that cannot say (unreachable, or it answers otherwise) has the call closed instead.
+   */
+  private cut(node: NodeRecord, tag: string, abort: () => void): void {
+    const call = { method: 'POST', path: `/cluster/acquires/${tag}/cut`, headers: {}, body: null };
+    this.deps.clients.send(node.address, call).then(
+      async (answer) => {
+        await answer.body.dump();
+        if (answer.statusCode !== 200) abort();
+      },
+      (err: unknown) => {
+        logger.warn({ err: errorMessage(err), node: node.node_id }, 'a waiting acquire could not be cut through its node: its call is closed');
+        abort();
+      },
+    );
+  }
+
+  private async send(node: NodeRecord, req: IncomingMessage, path: string, body: string | null, signal?: AbortSignal, tag: string | null = null): Promise<Dispatcher.ResponseData> {
     const headers = forwardedHeaders(req.headers);
     delete headers['content-length'];
+    if (tag !== null) headers[ACQUIRE_TAG_HEADER] = tag;
     if (body !== null) headers['content-type'] = 'application/json';
     const startMs = performance.now();
     const answer = await this.deps.clients.send(node.address, { method: 'POST', path: req.url ?? path, headers, body, signal });

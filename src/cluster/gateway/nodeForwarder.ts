@@ -12,6 +12,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { buildConnector, Pool, util as undiciUtil, type Dispatcher } from 'undici';
 import { CLUSTER_TOKEN_HEADER } from '../node/clusterGuard';
+import { ACQUIRE_TAG_HEADER } from '../node/acquireCuts';
 import { RelayConnections } from './relayConnections';
 import { checkScheme, nodeConnectOptions, type ClusterTls } from '../clusterTls';
 
@@ -23,9 +24,10 @@ const KEEP_ALIVE_MS = 30_000;
 /**
  * Not forwarded: they describe one hop, not the call (RFC 9110 7.6.1), or are the gateway's to set.
  * The client's Host goes on: the addresses a node hands out (a sandbox's endpoints, a group sandbox's
- * URL) start with the address the client called, the gateway's.
+ * URL) start with the address the client called, the gateway's. A client's acquire tag is dropped:
+ * tags are the gateway's own (node/acquireCuts.ts).
  */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', CLUSTER_TOKEN_HEADER]);
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', CLUSTER_TOKEN_HEADER, ACQUIRE_TAG_HEADER]);
 
 /** Errors that mean the call never reached the node: it may go to another one. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);

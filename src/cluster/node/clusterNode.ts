@@ -11,7 +11,8 @@ import { Broker } from '../../broker';
 import { setIdPrefix } from '../../common/ids';
 import type { ClusterStore } from '../clusterStore';
 import { idPrefixOf, newIncarnation, type IdOwner } from '../clusterIds';
-import { clusterGuard } from './clusterGuard';
+import { clusterGuard, type ClusterGuard } from './clusterGuard';
+import { AcquireCuts } from './acquireCuts';
 import { NodeHeartbeat } from './nodeHeartbeat';
 import { nodeRecord } from './nodeRecord';
 import { errorMessage } from '../../common/errors';
@@ -33,7 +34,7 @@ export class ClusterNode {
     // Before the broker exists: warm-up already mints ids.
     setIdPrefix(idPrefixOf(this.owner));
     this.tls = config.cluster.clusterTls ? loadClusterTls(config.cluster.clusterTls) : null;
-    this.broker = new Broker(config, { guard: clusterGuard(config.cluster.clusterToken), tls: this.tls ? nodeServerOptions(this.tls) : undefined });
+    this.broker = new Broker(config, { guard: withAcquireCuts(clusterGuard(config.cluster.clusterToken)), tls: this.tls ? nodeServerOptions(this.tls) : undefined });
   }
 
   /**
@@ -75,4 +76,10 @@ export class ClusterNode {
     })();
     return this.closePromise;
   }
+}
+
+/** The guard first (a cut is a cluster call like any other), then the gateways' acquire cuts (acquireCuts.ts). */
+function withAcquireCuts(guard: ClusterGuard): ClusterGuard {
+  const cuts = new AcquireCuts();
+  return { request: (listener) => guard.request(cuts.wrap(listener)), upgrade: guard.upgrade };
 }
