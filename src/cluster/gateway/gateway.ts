@@ -105,6 +105,7 @@ export class Gateway {
         if (attempt > 0) logger.warn({ attempt }, 'cluster store did not answer the membership listing: asking again');
         return this.watchOnce();
       });
+    this.tls?.watch();
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
       this.server.listen({ port: this.config.port, host: this.config.host, backlog: 4096 }, () => {
@@ -334,6 +335,7 @@ export class Gateway {
   }
 
   private async doClose(): Promise<void> {
+    this.tls?.close();
     this.server.close();
     this.server.closeIdleConnections();
     await this.watch?.close().catch(() => undefined);

@@ -64,8 +64,12 @@ export class NodeClients {
   /**
    * One TLS connector for every connection to the nodes (pooled and relayed): its cache of TLS
    * sessions is then shared, so a connection opened to a node resumes the session another one
-   * made, rather than paying a full handshake. undefined over plain HTTP.
+   * made, rather than paying a full handshake. Rebuilt when the TLS files are renewed, so new
+   * connections present the new certificate (and resume no session of the old one). undefined
+   * over plain HTTP.
    */
+  private connector: buildConnector.connector | undefined;
+  /** What every connection is opened with: the connector of the moment. */
   private readonly connect: buildConnector.connector | undefined;
 
   constructor(
@@ -73,7 +77,11 @@ export class NodeClients {
     /** Mutual TLS to the nodes, or null (plain HTTP): a node of the other scheme is refused (SchemeMismatchError). */
     private readonly tls: ClusterTls | null = null,
   ) {
-    this.connect = tls ? buildConnector(nodeConnectOptions(tls)) : undefined;
+    if (tls) {
+      this.connector = buildConnector(nodeConnectOptions(tls));
+      tls.onChange(() => (this.connector = buildConnector(nodeConnectOptions(tls))));
+      this.connect = (options, callback) => this.connector!(options, callback);
+    }
   }
 
   private pool(address: string): Pool {

@@ -5,6 +5,7 @@
  * the store (nodeHeartbeat.ts). It stops by leaving the membership first, so gateways stop placing
  * on it, then drains as a standalone broker does.
  */
+import type https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { BrokerConfig } from '../../config/config';
 import { Broker } from '../../broker';
@@ -54,6 +55,7 @@ export class ClusterNode {
         await this.store.close();
         throw err;
       }
+      this.renewWith(this.tls, url);
     }
     const registration = this.store.register(this.owner.nodeId, this.config.cluster.nodeTtlSeconds);
     this.heartbeat = new NodeHeartbeat(registration, () => nodeRecord(this.broker.pools, this.owner, url), this.config.cluster.heartbeatMs);
@@ -68,8 +70,20 @@ export class ClusterNode {
     return { address, url };
   }
 
+  /**
+   * Renewed TLS files (clusterTls.ts) serve new connections from then on; a set whose certificate
+   * does not name this node's address is refused, as at start.
+   */
+  private renewWith(clusterTls: ClusterTls, url: string): void {
+    const server = this.broker.server as https.Server;
+    clusterTls.addCheck((identity) => checkNamesAddress(identity, url));
+    clusterTls.onChange((identity) => server.setSecureContext(nodeServerOptions(identity)));
+    clusterTls.watch();
+  }
+
   close(): Promise<void> {
     this.closePromise ??= (async () => {
+      this.tls?.close();
       await this.heartbeat?.close();
       await this.broker.close();
       await this.store.close();
