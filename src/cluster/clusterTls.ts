@@ -194,12 +194,21 @@ export function tlsRefusal(err: unknown): boolean {
   if (typeof code !== 'string') return false;
   // A node's TLS server checks a client's certificate once OpenSSL's part is done, and closes the
   // connection when no CA of its signed it: in TLS 1.2 that is before the handshake ended.
-  if (code === 'ECONNRESET') return HANDSHAKE_CUT.test(errorMessage(err));
+  if (code === 'ECONNRESET') return handshakeCut(err);
   return /^ERR_(SSL|TLS)_|CERT|SELF_SIGNED|UNABLE_TO_|HOSTNAME_MISMATCH/.test(code);
 }
 
 /** Node's words for a connection closed in the middle of its TLS handshake. */
 const HANDSHAKE_CUT = /before secure TLS connection was established/;
+
+/**
+ * Whether `err` is a TLS handshake the node's side closed: a node refusing a client's certificate
+ * does so, and so does a node that dies at that instant. The only TLS failure that reads the same
+ * either way (an alert or a certificate not verified is a refusal for sure).
+ */
+export function handshakeCut(err: unknown): boolean {
+  return (err as { code?: unknown }).code === 'ECONNRESET' && HANDSHAKE_CUT.test(errorMessage(err));
+}
 
 /** A gateway with TLS meeting an http:// node, or one without TLS meeting an https:// node. */
 export class SchemeMismatchError extends Error {

@@ -32,7 +32,7 @@ import { NodeTlsRefusedError, NoNodesError } from '../clusterErrors';
 import { tlsReason, tlsRefusal } from '../clusterTls';
 import type { Membership } from './membership';
 import { freeSessions, placeAcquire } from './placement';
-import { clientLeft, forwardedHeaders, neverSent, relay, type NodeClients } from './nodeForwarder';
+import { clientLeft, diedInHandshake, forwardedHeaders, neverSent, relay, type NodeClients } from './nodeForwarder';
 import type { GatewayMetrics } from './gatewayMetrics';
 import type { UnseenAcquires } from './unseenAcquires';
 import { AcquireLine, AcquireTicket, AcquireWorker, type Outcome, type ReadAnswer } from './acquireLine';
@@ -306,13 +306,14 @@ export class GatewayAcquire {
       if (answer.statusCode !== 503) return { kind: 'answer', read };
       return { kind: 'refused', read, moveOn: movesOn(read.text) };
     } catch (err) {
-      if (tlsRefusal(err)) {
+      // A handshake cut by a node that died then: not sent, with no TLS reason to give.
+      if (tlsRefusal(err) && !(await diedInHandshake(err, node.address))) {
         // The call never reached the node: another may take it. Said if none does.
         this.deps.metrics.failed(node.node_id, 'tls');
         logger.warn({ node: node.node_id, err: tlsReason(err) }, 'an acquire could not reach a node: its TLS failed');
         return { kind: 'notSent', tls: new NodeTlsRefusedError(node.node_id, tlsReason(err)) };
       }
-      if (!neverSent(err)) throw err;
+      if (!neverSent(err) && !tlsRefusal(err)) throw err;
       this.deps.metrics.failed(node.node_id, 'not_sent');
       return { kind: 'notSent' };
     } finally {

@@ -14,7 +14,7 @@ import { buildConnector, Pool, util as undiciUtil, type Dispatcher } from 'undic
 import { CLUSTER_TOKEN_HEADER } from '../node/clusterGuard';
 import { ACQUIRE_TAG_HEADER } from '../node/acquireCuts';
 import { RelayConnections } from './relayConnections';
-import { checkScheme, nodeConnectOptions, type ClusterTls } from '../clusterTls';
+import { checkScheme, handshakeCut, nodeConnectOptions, type ClusterTls } from '../clusterTls';
 
 /** Connections each gateway keeps to one node at most (for relayed calls, and as many for the others). */
 const CONNECTIONS_PER_NODE = 256;
@@ -331,4 +331,14 @@ export async function diedListening(address: string): Promise<boolean> {
     if (probe === DYING_PROBES) return false;
     await new Promise((r) => setTimeout(r, DYING_PROBE_GAP_MS));
   }
+}
+
+/**
+ * Whether a TLS failure with the node at `address` (tlsRefusal) is a node that died at that instant
+ * rather than one that refused the gateway's certificate: a node killed in the middle of a
+ * handshake cuts it as a refusing node does (handshakeCut), so its port tells them apart, as after
+ * any broken call (diedListening). A failure that is a refusal for sure is not probed.
+ */
+export async function diedInHandshake(err: unknown, address: string): Promise<boolean> {
+  return handshakeCut(err) && (await diedListening(address));
 }
