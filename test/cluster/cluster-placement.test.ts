@@ -230,6 +230,8 @@ describe('acquires on a full cluster', () => {
       await allFreeNoLease();
       await untilWaiting(0);
       expect(await reclaimedOnNodes()).toBe(reclaimedBefore);
+      // Every cut went through its node (none fell back to closing the call).
+      for (const gateway of cluster.gateways) expect(gateway.output).not.toContain('could not be cut through its node');
     },
     240_000,
   );

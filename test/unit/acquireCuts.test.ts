@@ -57,7 +57,7 @@ describe("a node's cuts of waiting acquires", () => {
   }
 
   async function cut(tag: string): Promise<unknown> {
-    const r = await httpCall(agent, `${url}/cluster/acquires/${tag}/cut`, 'POST');
+    const r = await httpCall(agent, `${url}/cluster/acquires/${tag}/cut`, 'POST', undefined, { [ACQUIRE_TAG_HEADER]: tag });
     expect(r.status).toBe(200);
     return r.json;
   }
@@ -97,6 +97,21 @@ describe("a node's cuts of waiting acquires", () => {
     const before = calls;
     expect(await acquire('late', tag)).toBe('cut');
     expect(calls).toBe(before);
+  });
+
+  test('a cut without its tag in the header (as a client could send through a gateway) is no cut: the call goes on', async () => {
+    const tag = randomUUID();
+    const client = acquire('unheaded', tag);
+    const call = await heldCall('unheaded');
+    const before = calls;
+    // Served as any other call (the test's server holds it); the acquire is untouched.
+    void httpCall(agent, `${url}/cluster/acquires/${tag}/cut`, 'POST', undefined, { 'x-test-call': 'forged' }).catch(() => undefined);
+    await heldCall('forged');
+    expect(calls).toBe(before + 1);
+    held.get('forged')!.res.end('not a cut');
+    call.res.end('{"session_id":"s3"}');
+    expect(await client).toBe('{"session_id":"s3"}');
+    expect(await call.end).toBe('delivered');
   });
 
   test('untagged calls, and other tags, are not touched', async () => {

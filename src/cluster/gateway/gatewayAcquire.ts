@@ -327,16 +327,17 @@ export class GatewayAcquire {
    * node that cannot say (unreachable, or it answers otherwise) has the call closed instead.
    */
   private cut(node: NodeRecord, tag: string, abort: () => void): void {
-    const call = { method: 'POST', path: `/cluster/acquires/${tag}/cut`, headers: {}, body: null };
+    const call = { method: 'POST', path: `/cluster/acquires/${tag}/cut`, headers: { [ACQUIRE_TAG_HEADER]: tag }, body: null };
+    const closeInstead = (why: string): void => {
+      logger.warn({ err: why, node: node.node_id }, 'a waiting acquire could not be cut through its node: its call is closed');
+      abort();
+    };
     this.deps.clients.send(node.address, call).then(
       async (answer) => {
         await answer.body.dump();
-        if (answer.statusCode !== 200) abort();
+        if (answer.statusCode !== 200) closeInstead(`the node answered ${answer.statusCode}`);
       },
-      (err: unknown) => {
-        logger.warn({ err: errorMessage(err), node: node.node_id }, 'a waiting acquire could not be cut through its node: its call is closed');
-        abort();
-      },
+      (err: unknown) => closeInstead(errorMessage(err)),
     );
   }
 

@@ -5,7 +5,7 @@
  * the gateway, which cut the connection, never reads it, and the lease waits for the idle reclaim.
  *
  * So a gateway tags each acquire it may cut (`X-Broker-Acquire-Tag`, a random UUID) and cuts it by
- * asking the node, `POST /cluster/acquires/<tag>/cut`. The node decides in one turn of its event loop:
+ * asking the node, `POST /cluster/acquires/<tag>/cut` with the tag in the header as well. The node decides in one turn of its event loop:
  * - the answer's head is not written: the call is ended here (its response destroyed, as when a
  *   client leaves). The pool drops the waiter, or, if the grant is being written right now, the
  *   lease goes back at once (the answer was not delivered). Answered `{"cut":true}`.
@@ -38,8 +38,10 @@ export class AcquireCuts {
   wrap(listener: RequestListener): RequestListener {
     return (req, res) => {
       if (req.method === 'POST' && req.url?.startsWith('/cluster/acquires/')) {
+        // A gateway's own cut names its tag in the header too, which gateways drop from the calls
+        // they forward: a client cannot cut through a gateway (its call is any other call, a 404).
         const match = CUT_PATH.exec(req.url);
-        if (match) return this.answerCut(match[1], req, res);
+        if (match && req.headers[ACQUIRE_TAG_HEADER] === match[1]) return this.answerCut(match[1], req, res);
       }
       const tag = req.headers[ACQUIRE_TAG_HEADER];
       if (typeof tag === 'string' && !this.track(tag, res)) return;
