@@ -1,14 +1,15 @@
 /**
  * Acquires on a full cluster, through real gateways and nodes: they wait and are served within their
  * acquire_timeout, never twice, in arrival order within a gateway whichever node frees first; a
- * client that leaves its waiting acquire leaves no waiter and no lease on any node; a timeout gives
- * the standalone broker's 503. States are read from the nodes' records, as the gateways see them.
+ * client that leaves its waiting acquire leaves no waiter and no lease on any node, even when a node
+ * grants it at the instant of the cut (the lease is released, not left to the idle reclaim); a
+ * timeout gives the standalone broker's 503. States are read from the nodes' records, as the gateways see them.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
-import { useTestCluster, CLIENT_TOKEN, SESSIONS_PER_NODE, nodeOf } from '../helpers/cluster';
+import { useTestCluster, CLIENT_TOKEN, CLUSTER_TOKEN, SESSIONS_PER_NODE, nodeOf } from '../helpers/cluster';
 import { BrokerProcess, call } from '../helpers/clusterProcs';
 import { eventually, metricValue, testBackend, track, type HttpResult } from '../helpers/broker';
 import { answerOf } from '../helpers/httpCall';
@@ -175,6 +176,65 @@ describe('acquires on a full cluster', () => {
     for (const id of [...held.values()].flat()) await release(id);
     await allFreeNoLease();
   }, 240_000);
+
+  /** Leases the nodes reclaimed without a release, all reasons (broker_sessions_reclaimed_total on each node's /metrics). */
+  async function reclaimedOnNodes(): Promise<number> {
+    let sum = 0;
+    for (const node of cluster.nodes.values()) {
+      const r = await call(node.url, 'GET', '/metrics', undefined, { 'x-broker-cluster-token': CLUSTER_TOKEN });
+      expect(r.status).toBe(200);
+      sum += metricValue(r.text, 'broker_sessions_reclaimed_total');
+    }
+    return sum;
+  }
+
+  /** A release straight to the node that holds `id`, as a gateway sends it. */
+  async function releaseOnNode(id: string): Promise<void> {
+    const r = await call(cluster.nodes.get(nodeOf(id))!.url, 'POST', `/session/${id}/release`, undefined, { 'x-broker-cluster-token': CLUSTER_TOKEN });
+    expect(r.json).toEqual({ status: 'released' });
+  }
+
+  // How each round's clients leave against the release of every session. Each client leaves in the
+  // same turn as the releases are sent, or before: no answer can have reached it, so every session
+  // a node grants is one the gateways must give back. A release straight to a node grants there
+  // about when the gateway's cut arrives (one hop against two), one through a gateway about with it.
+  const cutsAgainstFrees = {
+    'before the releases': (ids: string[], cutAll: () => void) => {
+      cutAll();
+      return Promise.all(ids.map(release));
+    },
+    'as the releases go through a gateway': (ids: string[], cutAll: () => void) => {
+      const freeing = Promise.all(ids.map(release));
+      cutAll();
+      return freeing;
+    },
+    'as the releases go straight to the nodes': (ids: string[], cutAll: () => void) => {
+      const freeing = Promise.all(ids.map(releaseOnNode));
+      cutAll();
+      return freeing;
+    },
+  };
+
+  test.each(Object.keys(cutsAgainstFrees) as Array<keyof typeof cutsAgainstFrees>)(
+    'clients that leave their waiting acquires %s: every session granted meanwhile is released at once, none reclaimed',
+    async (how) => {
+      const reclaimedBefore = await reclaimedOnNodes();
+      const held = await holdAll();
+      // Timed acquires and untimed ones (the gateway's default timeout), through both gateways.
+      const controllers = Array.from({ length: TOTAL + 2 }, () => new AbortController());
+      const waiters = controllers.map((c, i) => abortableAcquire(cluster.gateways[i % 2], i % 2 === 0 ? WAIT : {}, c.signal).catch(() => 'left'));
+      await untilWaiting(controllers.length);
+      await cutsAgainstFrees[how]([...held.values()].flat(), () => controllers.forEach((c) => c.abort()));
+      expect(await Promise.all(waiters)).toEqual(controllers.map(() => 'left'));
+      // Idle leases are reclaimed only after an hour here: a lease left behind fails this wait.
+      await allFreeNoLease();
+      await untilWaiting(0);
+      expect(await reclaimedOnNodes()).toBe(reclaimedBefore);
+      // Every cut went through its node (none fell back to closing the call).
+      for (const gateway of cluster.gateways) expect(gateway.output).not.toContain('could not be cut through its node');
+    },
+    240_000,
+  );
 
   const onLocalShells = testBackend === 'local' ? test : test.skip;
   onLocalShells('a client that walks away while its acquire runs its startup commands leaves no lease on the node', async () => {

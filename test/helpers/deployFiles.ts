@@ -32,6 +32,7 @@ export function commandExists(command: string): boolean {
 
 interface WithCredentials {
   authorization?: { credentials_file?: string };
+  tls_config?: { ca_file?: string; cert_file?: string; key_file?: string };
   http_sd_configs?: WithCredentials[];
 }
 
@@ -42,8 +43,8 @@ export function credentialsFiles(config: { scrape_configs?: WithCredentials[] })
 }
 
 /**
- * `promtool check config` over `text`, its token files (which live on the Prometheus host, not
- * here) replaced by empty files of a temporary directory, its rule files resolved from `ruleDir`.
+ * `promtool check config` over `text`, its token and TLS files (which live on the Prometheus host,
+ * not here) replaced by empty files of a temporary directory, its rule files resolved from `ruleDir`.
  */
 export function promtoolCheckConfig(text: string, ruleDir?: string): { status: number | null; output: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bash-broker-promtool-'));
@@ -56,6 +57,13 @@ export function promtoolCheckConfig(text: string, ruleDir?: string): { status: n
         c.authorization.credentials_file = file;
       }
       (c.http_sd_configs ?? []).forEach(replace);
+      for (const key of ['ca_file', 'cert_file', 'key_file'] as const) {
+        const named = c.tls_config?.[key];
+        if (named === undefined) continue;
+        const file = path.join(dir, `${key}-${path.basename(named)}`);
+        fs.writeFileSync(file, '');
+        c.tls_config![key] = file;
+      }
     };
     (config.scrape_configs ?? []).forEach(replace);
     if (ruleDir && config.rule_files) config.rule_files = config.rule_files.map((f: string) => path.resolve(ruleDir, f));

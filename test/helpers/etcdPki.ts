@@ -62,13 +62,13 @@ function newKey(dir: string, name: string): string {
   return path.join(dir, `${name}.key`);
 }
 
-function selfSignedCa(dir: string, name: string): void {
+export function selfSignedCa(dir: string, name: string): void {
   newKey(dir, name);
   openssl(dir, ['req', '-x509', '-new', '-key', `${name}.key`, '-subj', `/CN=${name}`, '-days', DAYS, '-out', `${name}.crt`]);
 }
 
 /** A certificate for `cn` signed by CA `ca`, with the extensions a server or a client needs. */
-function signed(dir: string, ca: string, name: string, cn: string, extensions: string): { cert: string; key: string } {
+export function signed(dir: string, ca: string, name: string, cn: string, extensions: string): { cert: string; key: string } {
   const key = newKey(dir, name);
   fs.writeFileSync(path.join(dir, `${name}.ext`), extensions);
   openssl(dir, ['req', '-new', '-key', `${name}.key`, '-subj', `/CN=${cn}`, '-out', `${name}.csr`]);

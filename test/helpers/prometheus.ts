@@ -45,11 +45,13 @@ async function freePort(): Promise<number> {
 /**
  * What a test Prometheus scrapes: a standalone broker (job bash-broker), and a cluster's gateway with
  * the files of its client token and of the cluster token (jobs bash-broker-gateways and
- * bash-broker-nodes). A job without its target is left out.
+ * bash-broker-nodes), and the cluster's TLS files for nodes over mutual TLS (bash-broker-nodes-tls).
+ * A job without its target is left out.
  */
 export interface ScrapeTargets {
   broker?: string;
-  gateway?: { target: string; clientTokenFile: string; clusterTokenFile: string };
+  /** `tls`: the cluster's CA and a client certificate of it, for nodes over mutual TLS (job bash-broker-nodes-tls). */
+  gateway?: { target: string; clientTokenFile: string; clusterTokenFile: string; tls?: { ca: string; cert: string; key: string } };
 }
 
 interface ScrapeJob {
@@ -58,6 +60,7 @@ interface ScrapeJob {
   dns_sd_configs?: unknown[];
   http_sd_configs?: { url: string; authorization?: { type?: string; credentials_file: string } }[];
   authorization?: { type?: string; credentials_file: string };
+  tls_config?: { ca_file: string; cert_file: string; key_file: string };
 }
 
 /**
@@ -83,13 +86,20 @@ export function testConfig(targets: ScrapeTargets | string): string {
     const gateways = { ...job('bash-broker-gateways'), static_configs: [{ targets: [gateway.target] }], authorization: client };
     delete gateways.dns_sd_configs;
     kept.push(gateways);
+    const clusterToken = { type: 'Bearer', credentials_file: gateway.clusterTokenFile };
+    const atGateway = (nodes: ScrapeJob): ScrapeJob['http_sd_configs'] =>
+      nodes.http_sd_configs!.map((c) => {
+        const url = new URL(c.url);
+        url.host = gateway.target;
+        return { ...c, url: url.toString(), refresh_interval: '1s', authorization: client };
+      });
     const nodes = job('bash-broker-nodes');
-    const sd = nodes.http_sd_configs!.map((c) => {
-      const url = new URL(c.url);
-      url.host = gateway.target;
-      return { ...c, url: url.toString(), refresh_interval: '1s', authorization: client };
-    });
-    kept.push({ ...nodes, http_sd_configs: sd, authorization: { type: 'Bearer', credentials_file: gateway.clusterTokenFile } });
+    kept.push({ ...nodes, http_sd_configs: atGateway(nodes), authorization: clusterToken });
+    if (gateway.tls) {
+      const tlsNodes = job('bash-broker-nodes-tls');
+      const tls_config = { ca_file: gateway.tls.ca, cert_file: gateway.tls.cert, key_file: gateway.tls.key };
+      kept.push({ ...tlsNodes, http_sd_configs: atGateway(tlsNodes), authorization: clusterToken, tls_config });
+    }
   }
   config.scrape_configs = kept;
   return YAML.stringify(config);

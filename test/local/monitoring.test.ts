@@ -3,7 +3,8 @@
  * and the alert rules and runs the rules' unit tests (alerts.test.yml); a real Prometheus scrapes a
  * live broker with the shipped config and answers the pool size through its HTTP API, with every
  * alert rule evaluating cleanly; a real Prometheus finds the nodes of a live cluster through its
- * gateway's /cluster/targets and scrapes them with the cluster token; every metric the Grafana
+ * gateway's /cluster/targets and scrapes them with the cluster token, over plain HTTP and over mutual
+ * TLS (the CA and a client certificate of it); every metric the Grafana
  * dashboard and the rules name exists in a broker's or a gateway's /metrics; the compose profiles
  * mount files that exist. Needs Debian's `prometheus`
  * (apt-get install -y prometheus): without it the suite fails under CI and is skipped loudly elsewhere.
@@ -169,7 +170,6 @@ if (missing.length === 0) {
       afterAll(async () => {
         await prometheus?.stop();
         await cluster?.stop();
-        await closeClients();
         fs.rmSync(tokens, { recursive: true, force: true });
       }, 120_000);
 
@@ -218,6 +218,53 @@ if (missing.length === 0) {
         );
         const active = rules.flatMap((g) => g.rules as { name: string; state?: string }[]).filter((r) => r.state !== 'inactive');
         expect(active.map((r) => `${r.name} ${r.state}`)).toEqual([]);
+      });
+    });
+
+    describe('against a live cluster over mutual TLS', () => {
+      let cluster: TestCluster;
+      let prometheus: RunningPrometheus | null = null;
+      const tokens = fs.mkdtempSync(path.join(os.tmpdir(), 'bash-broker-tokens-'));
+      beforeAll(async () => {
+        cluster = await TestCluster.start(['n1'], 1);
+      }, 240_000);
+      afterAll(async () => {
+        await prometheus?.stop();
+        await cluster?.stop();
+        // The test's HTTP clients, shared with the cluster above: closed after the last one.
+        await closeClients();
+        fs.rmSync(tokens, { recursive: true, force: true });
+      }, 120_000);
+
+      it('a real Prometheus scrapes HTTPS-only nodes with the TLS job: the cluster CA, a client certificate of it and the cluster token', async () => {
+        const clientTokenFile = path.join(tokens, 'client-token');
+        const clusterTokenFile = path.join(tokens, 'cluster-token');
+        fs.writeFileSync(clientTokenFile, CLIENT_TOKEN);
+        fs.writeFileSync(clusterTokenFile, CLUSTER_TOKEN);
+        const pki = cluster.etcd.pki!;
+        const gateway = new URL(cluster.gateways[0].url).host;
+        const node = new URL(cluster.nodes.get('n1')!.url);
+        expect(node.protocol).toBe('https:');
+        prometheus = await startPrometheus({ gateway: { target: gateway, clientTokenFile, clusterTokenFile, tls: { ca: pki.clusterCa, cert: pki.gatewayCert, key: pki.gatewayKey } } });
+        const p = prometheus;
+        let last = '';
+        await eventually(
+          async () => {
+            try {
+              const pools = await p.query('sum by (node) (broker_sessions{job="bash-broker-nodes-tls", state="available"})');
+              last = JSON.stringify(pools);
+              return pools.length === 1 && pools[0].metric.node === 'n1' && Number(pools[0].value[1]) === SESSIONS_PER_NODE;
+            } catch (err) {
+              last = String(err);
+              return false;
+            }
+          },
+          60_000,
+          () => `Prometheus to scrape the node's pool over TLS (last answer: ${last}); its output:\n${p.output()}`,
+        );
+        const up = await p.query('up{job=~"bash-broker-nodes.*"}');
+        // The https:// node is the TLS job's alone: the plain job keeps http:// targets only.
+        expect(up.map((s) => [s.metric.job, s.metric.node, s.metric.instance, s.value[1]])).toEqual([['bash-broker-nodes-tls', 'n1', node.host, '1']]);
       });
     });
   });

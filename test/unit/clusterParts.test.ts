@@ -235,15 +235,26 @@ describe("a gateway's line of waiting acquires", () => {
     line.join(gone);
     line.join(waiting);
     const orphan = gone.worker.current;
-    const cut = orphan.nextCall(true);
+    const cuts: string[] = [];
+    // A cutter that cannot reach its node closes the call instead.
+    const cut = orphan.nextCall((abort) => {
+      cuts.push('gone');
+      abort();
+    });
     line.leave(gone, { kind: 'exhausted', retryAfter: '1' });
+    expect(cuts).toEqual(['gone']);
     expect(cut.aborted).toBe(true);
     expect(orphan.owner).toBeNull();
     const spare = waiting.worker.current;
-    const spareCall = spare.nextCall(true);
+    // A cutter its node answers: the call is left to end (the node ended it, or its grant is on the way).
+    const spareCall = spare.nextCall(() => cuts.push('spare'));
     expect(line.grant(orphan, 'k', granted('{"session_id":"s1"}'))).toBe(true);
     expect((await waiting.outcome).kind).toBe('granted');
-    expect(spareCall.aborted).toBe(true);
+    expect(cuts).toEqual(['gone', 'spare']);
+    expect(spareCall.aborted).toBe(false);
+    // Cut once only.
+    spare.stop();
+    expect(cuts).toEqual(['gone', 'spare']);
     expect(line.length).toBe(0);
   });
 
@@ -256,10 +267,16 @@ describe("a gateway's line of waiting acquires", () => {
       const ticket = new AcquireTicket('k', 'default', far());
       line.join(ticket);
       const worker = ticket.worker.current;
-      const call = worker.nextCall(cuttable);
+      let cuts = 0;
+      const cutter = (abort: () => void): void => {
+        cuts++;
+        abort();
+      };
+      const call = worker.nextCall(cuttable ? cutter : null);
       if (answered) worker.answered();
       line.leave(ticket, { kind: 'exhausted', retryAfter: '1' });
       expect(call.aborted).toBe(false);
+      expect(cuts).toBe(0);
       expect(line.grant(worker, 'k', granted('{"session_id":"s1"}'))).toBe(false);
     }
   });

@@ -4,10 +4,13 @@
  * whole environment of a node and of a gateway, as Kubernetes would assemble it, passes the real
  * configuration; the listen port is the container's port and its probes'; Services select the pods
  * that carry their target ports; the images are the project's own; both tokens come from the
- * Secret; the store's endpoints and Prometheus' discovery name the Services that serve them.
+ * Secret; each side's TLS Secret is mounted whole and read-only, and names the files the broker is
+ * given; the store's endpoints and Prometheus' discovery (over the nodes' TLS) name the Services
+ * that serve them.
  * With kubectl on PATH, `kubectl kustomize` renders the same objects (it needs no server).
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import YAML from 'yaml';
@@ -42,7 +45,10 @@ const kustomization = YAML.parse(fs.readFileSync(path.join(DIR, 'kustomization.y
   images: { name: string; newName?: string; newTag?: string }[];
 };
 const objects = kustomization.resources.flatMap(parseAll);
-const secret = parseAll(SECRET_TEMPLATE)[0];
+const [secret, ...tlsSecrets] = parseAll(SECRET_TEMPLATE);
+/** Each side's TLS Secret (the cluster's CA, its certificate and key), by the role that mounts it. */
+const TLS_SECRETS: Record<string, string> = { node: 'bash-broker-cluster-tls-node', gateway: 'bash-broker-cluster-tls-gateway' };
+const TLS_VARIABLES = ['BROKER_CLUSTER_CA', 'BROKER_CLUSTER_CERT', 'BROKER_CLUSTER_KEY'];
 const ofKind = (kind: string): K8sObject[] => objects.filter((o) => o.kind === kind);
 const byName = (kind: string, name: string): K8sObject => {
   const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
@@ -76,8 +82,42 @@ function environmentOf(container: Container): Record<string, string> {
   return env;
 }
 
+/** A workload's Secret volumes by where its broker container mounts them: the Secret's name, and the mount. */
+function secretMounts(workload: K8sObject): Map<string, { secretName: string; readOnly?: boolean; subPath?: string }> {
+  const volumes = new Map<string, string>();
+  for (const v of workload.spec.template.spec.volumes ?? []) if (v.secret) volumes.set(v.name, v.secret.secretName);
+  const mounts = new Map<string, { secretName: string; readOnly?: boolean; subPath?: string }>();
+  for (const m of brokerContainer(workload).volumeMounts ?? []) {
+    const secretName = volumes.get(m.name);
+    if (secretName) mounts.set(m.mountPath, { secretName, readOnly: m.readOnly, subPath: m.subPath });
+  }
+  return mounts;
+}
+
+/**
+ * A broker's environment with each file of a mounted Secret stood in by a file of a temporary
+ * directory (the configuration checks the files are readable), after checking the Secret's
+ * template has the key the file names.
+ */
+function withMountedFiles(workload: K8sObject, env: Record<string, string>, dir: string): Record<string, string> {
+  const out = { ...env };
+  for (const [mountPath, { secretName }] of secretMounts(workload)) {
+    const template = tlsSecrets.find((t) => t.metadata.name === secretName);
+    for (const [name, value] of Object.entries(env)) {
+      if (!value.startsWith(`${mountPath}/`)) continue;
+      const key = value.slice(mountPath.length + 1);
+      expect({ variable: name, secret: secretName, key: Object.keys(template?.stringData ?? {}).includes(key) }).toEqual({ variable: name, secret: secretName, key: true });
+      out[name] = path.join(dir, `${secretName}-${key}`);
+      fs.writeFileSync(out[name], '');
+    }
+  }
+  return out;
+}
+
 describe('deploy/k8s', () => {
   const read = configVariables();
+  const files = fs.mkdtempSync(path.join(os.tmpdir(), 'bash-broker-k8s-'));
+  afterAll(() => fs.rmSync(files, { recursive: true, force: true }));
 
   it('lists every manifest in its kustomization, the Secret template aside, and each parses as objects of the namespace', () => {
     const files = fs.readdirSync(DIR).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml');
@@ -96,7 +136,7 @@ describe('deploy/k8s', () => {
     ]);
     expect(kustomization.namespace).toBe('bash-broker');
     expect(byName('Namespace', kustomization.namespace)).toBeDefined();
-    for (const o of [...objects, secret]) expect([undefined, kustomization.namespace]).toContain(o.metadata.namespace);
+    for (const o of [...objects, secret, ...tlsSecrets]) expect([undefined, kustomization.namespace]).toContain(o.metadata.namespace);
   });
 
   it('runs nodes as a DaemonSet and gateways as a Deployment, over the one broker image, the gateways with no privilege', () => {
@@ -128,11 +168,14 @@ describe('deploy/k8s', () => {
   });
 
   it("assembles, for a node and for a gateway, an environment the broker's configuration accepts, in the role meant", () => {
-    const node = loadConfig(environmentOf(brokerContainer(workloadOfRole('node'))));
-    expect(node.cluster).toMatchObject({ role: 'node', nodeAddress: `http://${FIELD_VALUES['status.hostIP']}:8180`, clusterToken: SECRET_VALUES['cluster-token'] });
+    const environment = (role: string): Record<string, string> => withMountedFiles(workloadOfRole(role), environmentOf(brokerContainer(workloadOfRole(role))), files);
+    const node = loadConfig(environment('node'));
+    expect(node.cluster).toMatchObject({ role: 'node', nodeAddress: `https://${FIELD_VALUES['status.hostIP']}:8180`, clusterToken: SECRET_VALUES['cluster-token'] });
+    expect(node.cluster.clusterTls).not.toBeNull();
     expect(node).toMatchObject({ backend: 'docker', host: FIELD_VALUES['status.hostIP'], port: 8180, token: null });
-    const gateway = loadConfig(environmentOf(brokerContainer(workloadOfRole('gateway'))));
+    const gateway = loadConfig(environment('gateway'));
     expect(gateway.cluster).toMatchObject({ role: 'gateway', clusterToken: SECRET_VALUES['cluster-token'] });
+    expect(gateway.cluster.clusterTls).not.toBeNull();
     expect(gateway).toMatchObject({ host: '0.0.0.0', port: 8180, token: SECRET_VALUES['client-token'] });
     // A $(NAME) that named nothing defined before it would stay as it is.
     for (const w of brokerWorkloads) expect(Object.values(environmentOf(brokerContainer(w))).filter((v) => /\$\(/.test(v))).toEqual([]);
@@ -157,16 +200,35 @@ describe('deploy/k8s', () => {
     expect(() => loadConfig({ BROKER_ROLE: 'node', BROKER_ETCD_ENDPOINTS: 'http://e:2379', BROKER_CLUSTER_TOKEN: secret.stringData['cluster-token'] })).toThrow(/BROKER_CLUSTER_TOKEN/);
   });
 
-  it('opens the port the broker listens on (PORT) as the container port its probes and Services use', () => {
+  it('opens the port the broker listens on (PORT) as the container port its probes and Services use, named for its scheme', () => {
     for (const workload of brokerWorkloads) {
       const container = brokerContainer(workload);
       const port = Number(environmentOf(container).PORT);
-      expect(container.ports).toEqual([{ name: 'http', containerPort: port }]);
+      // A node serves HTTPS (mutual TLS), a gateway HTTP.
+      const scheme = roleOf(workload) === 'node' ? 'https' : 'http';
+      expect(container.ports).toEqual([{ name: scheme, containerPort: port }]);
       for (const probe of ['readinessProbe', 'livenessProbe']) {
         const target = container[probe]?.httpGet?.port ?? container[probe]?.tcpSocket?.port;
-        expect([port, 'http']).toContain(target);
+        expect([port, scheme]).toContain(target);
       }
     }
+  });
+
+  it("mounts each side's TLS Secret whole and read-only, and gives the broker the files it holds", () => {
+    for (const workload of brokerWorkloads) {
+      const role = roleOf(workload)!;
+      const env = brokerContainer(workload).env ?? [];
+      const mounts = [...secretMounts(workload).entries()].filter(([, m]) => m.secretName === TLS_SECRETS[role]);
+      // No subPath: a subPath mount is never updated, and certificates are renewed by updating the Secret.
+      expect(mounts.map(([, m]) => ({ readOnly: m.readOnly, subPath: m.subPath }))).toEqual([{ readOnly: true, subPath: undefined }]);
+      const [mountPath] = mounts[0];
+      for (const variable of TLS_VARIABLES) expect(env.find((e) => e.name === variable)?.value).toMatch(new RegExp(`^${mountPath}/`));
+      const template = tlsSecrets.find((t) => t.metadata.name === TLS_SECRETS[role]);
+      expect(Object.keys(template?.stringData ?? {}).sort()).toEqual(['ca.crt', 'tls.crt', 'tls.key']);
+    }
+    // The gateway's user reads its key through the pod's group.
+    const gatewayPod = workloadOfRole('gateway').spec.template.spec;
+    expect(gatewayPod.securityContext.fsGroup).toBe(brokerContainer(workloadOfRole('gateway')).securityContext.runAsUser);
   });
 
   it('selects with every Service the pods that carry its target ports, and every workload its own pods', () => {
@@ -211,7 +273,7 @@ describe('deploy/k8s', () => {
     const pod = node.spec.template.spec;
     expect(pod).toMatchObject({ hostNetwork: true, hostPID: true, dnsPolicy: 'ClusterFirstWithHostNet' });
     const mounts = Object.fromEntries((brokerContainer(node).volumeMounts as { name: string; mountPath: string }[]).map((m) => [m.mountPath, m.name]));
-    const hostPaths = Object.fromEntries((pod.volumes as { name: string; hostPath: { path: string } }[]).map((v) => [v.name, v.hostPath.path]));
+    const hostPaths = Object.fromEntries((pod.volumes as { name: string; hostPath?: { path: string } }[]).flatMap((v) => (v.hostPath ? [[v.name, v.hostPath.path]] : [])));
     // The pipes' directory is the same path on the host and in the pod, and the one the node uses.
     const fifoDir = environmentOf(brokerContainer(node)).BROKER_DOCKER_FIFO_DIR;
     for (const at of ['/var/run/docker.sock', fifoDir, '/sys/fs/cgroup']) expect(hostPaths[mounts[at]]).toBe(at);
@@ -219,16 +281,21 @@ describe('deploy/k8s', () => {
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(Number(environmentOf(brokerContainer(node)).BROKER_SHUTDOWN_GRACE));
   });
 
-  it("has Prometheus find every node through a gateway's /cluster/targets, with the tokens of the Secret", () => {
+  it("has Prometheus find every node through a gateway's /cluster/targets and scrape it over TLS, with the tokens of the Secret", () => {
     const config = YAML.parse(byName('ConfigMap', 'bash-broker-prometheus').data['prometheus.yml']);
     const jobs = Object.fromEntries(config.scrape_configs.map((j: { job_name: string }) => [j.job_name, j]));
-    const sd = new URL(jobs['bash-broker-nodes'].http_sd_configs[0].url);
+    const nodes = jobs['bash-broker-nodes-tls'];
+    const sd = new URL(nodes.http_sd_configs[0].url);
     const gatewayService = byName('Service', 'bash-broker-gateway');
     expect(sd.hostname).toBe(`${gatewayService.metadata.name}.${kustomization.namespace}.svc`);
     expect(Number(sd.port)).toBe(gatewayService.spec.ports[0].port);
     expect(sd.pathname).toBe('/cluster/targets');
-    expect(jobs['bash-broker-nodes'].authorization.credentials_file).toMatch(/\/cluster-token$/);
-    expect(jobs['bash-broker-nodes'].http_sd_configs[0].authorization.credentials_file).toMatch(/\/client-token$/);
+    expect(nodes.authorization.credentials_file).toMatch(/\/cluster-token$/);
+    expect(nodes.http_sd_configs[0].authorization.credentials_file).toMatch(/\/client-token$/);
+    // The nodes over HTTPS: the CA and a client certificate of it, files of the gateways' TLS Secret.
+    expect(nodes.scheme).toBe('https');
+    const gatewayTls = tlsSecrets.find((t) => t.metadata.name === TLS_SECRETS.gateway)!;
+    for (const key of ['ca_file', 'cert_file', 'key_file']) expect(Object.keys(gatewayTls.stringData)).toContain(path.basename(nodes.tls_config[key]));
     expect(jobs['bash-broker-gateways'].authorization.credentials_file).toMatch(/\/client-token$/);
     for (const file of credentialsFiles(config)) expect(Object.keys(secret.stringData)).toContain(path.basename(file));
     // Every gateway by its own address: the headless Service of the gateway pods, on their port.

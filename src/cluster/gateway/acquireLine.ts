@@ -9,7 +9,8 @@
  * whichever node frees first, and no acquire loses its place in a queue to another.
  *
  * A ticket that leaves (its client went away, or its acquire_timeout passed) takes its worker with
- * it: the worker's call is cut, and the node cancels that waiting acquire when its request closes.
+ * it: the worker's call is cut through the node, which cancels that waiting acquire, or says its
+ * grant is on the way (node/acquireCuts.ts), and that grant is then handed on or given back.
  * A worker granted a session that no ticket of its kind waits for any more gives it back at once.
  */
 import type { Dispatcher } from 'undici';
@@ -26,40 +27,48 @@ export interface ReadAnswer {
 /** What a ticket's client is told: a granted session; a node's last word as it came; the pool's 503; an error of the gateway's. */
 export type Outcome = { kind: 'granted'; read: ReadAnswer } | { kind: 'answer'; read: ReadAnswer } | { kind: 'exhausted'; retryAfter: string } | { kind: 'failed'; err: unknown };
 
+/** Cuts a worker's call through its node; `abort` closes the call instead, when the node cannot say. */
+export type CallCutter = (abort: () => void) => void;
+
 /** A call to nodes on behalf of one ticket at a time. */
 export class AcquireWorker {
   owner: AcquireTicket | null;
   /** Nodes tried for its owner (a new owner starts afresh). */
   tried = new Set<string>();
   private controller = new AbortController();
-  /** Whether its call may be cut: not once the node's answer came, nor a call to a node that looked free. */
-  private cuttable = false;
+  /** How its call is cut, while it may be: not once the node's answer came, nor a call to a node that looked free. */
+  private cutter: CallCutter | null = null;
 
   constructor(owner: AcquireTicket) {
     this.owner = owner;
   }
 
   /**
-   * The signal of the worker's next call to a node. `cuttable`: a call that waits in a full node's
-   * queue, which the node cancels when the call is cut. A call to a node that looked free is left
-   * to end (it is short): the node likely grants it at once, and a grant written as the cut arrives
-   * would be lost to both sides; its grant is handed on or given back instead.
+   * The signal of the worker's next call to a node. `cutter`: how to cut a call that waits in a full
+   * node's queue (through the node, so that a grant made as the cut arrives is still read and handed
+   * on or given back, gatewayAcquire.ts). null: a call to a node that looked free, left to end (it is
+   * short): its grant is handed on or given back.
    */
-  nextCall(cuttable: boolean): AbortSignal {
-    this.cuttable = cuttable;
+  nextCall(cutter: CallCutter | null): AbortSignal {
+    this.cutter = cutter;
     if (this.controller.signal.aborted) this.controller = new AbortController();
     return this.controller.signal;
   }
 
   /** The node's answer came: it is read and handed on, never cut. */
   answered(): void {
-    this.cuttable = false;
+    this.cutter = null;
   }
 
   /** Nobody waits for this worker any more: a call waiting in a node's queue is cut (the node cancels it). */
   stop(): void {
     this.owner = null;
-    if (this.cuttable) this.controller.abort();
+    const cutter = this.cutter;
+    this.cutter = null;
+    if (cutter) {
+      const controller = this.controller;
+      cutter(() => controller.abort());
+    }
   }
 }
 

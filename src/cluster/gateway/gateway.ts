@@ -30,7 +30,7 @@ import { clusterTargets, gatewayHealth } from './gatewayHealth';
 import { serveList } from './gatewayLists';
 import { GatewayRouteTable, type RouteMatch } from './gatewayRoutes';
 import { placeAcquire } from './placement';
-import { diedListening, forwardedHeaders, neverSent, NodeClients, requestBody, type NodeCall } from './nodeForwarder';
+import { diedInHandshake, diedListening, forwardedHeaders, neverSent, NodeClients, requestBody, type NodeCall } from './nodeForwarder';
 import { tunnelUpgrade } from './nodeTunnel';
 import { UnseenAcquires } from './unseenAcquires';
 import { serveClusterDashboard } from '../../api/dashboard/clusterDashboard';
@@ -105,6 +105,7 @@ export class Gateway {
         if (attempt > 0) logger.warn({ attempt }, 'cluster store did not answer the membership listing: asking again');
         return this.watchOnce();
       });
+    this.tls?.watch();
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
       this.server.listen({ port: this.config.port, host: this.config.host, backlog: 4096 }, () => {
@@ -194,7 +195,8 @@ export class Gateway {
       socket.once('close', () => this.tunnels.delete(socket));
       return;
     }
-    if (outcome.kind === 'tlsRefused') throw this.refusedTls(nodeId, outcome.err);
+    // A node that died as its handshake went: its ids are lost, as when it takes no connection.
+    if (outcome.kind === 'tlsRefused' && !(await diedInHandshake(outcome.err, address))) throw this.refusedTls(nodeId, outcome.err);
     this.metrics.failed(nodeId, 'not_sent');
     if (routed) throw new NodeLostError(routed.id, nodeId, 'is not listening (it stopped)');
     throw new NoNodesError(`answers (node '${nodeId}' refused the call)`);
@@ -310,8 +312,10 @@ export class Gateway {
         res.destroy();
         return 'sent';
       }
-      if (tlsRefusal(err)) throw this.refusedTls(nodeId, err);
-      if (neverSent(err) || (brokenIfRefusing && (await diedListening(address)))) {
+      // A handshake cut by a node that died at that instant is a node that died, not a refusal.
+      const tlsFailed = tlsRefusal(err);
+      if (tlsFailed && !(await diedInHandshake(err, address))) throw this.refusedTls(nodeId, err);
+      if (tlsFailed || neverSent(err) || (brokenIfRefusing && (await diedListening(address)))) {
         this.metrics.failed(nodeId, 'not_sent');
         return 'notSent';
       }
@@ -334,6 +338,7 @@ export class Gateway {
   }
 
   private async doClose(): Promise<void> {
+    this.tls?.close();
     this.server.close();
     this.server.closeIdleConnections();
     await this.watch?.close().catch(() => undefined);

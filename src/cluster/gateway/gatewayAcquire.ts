@@ -16,7 +16,7 @@
  * - Its body is read whole (bounded by BROKER_MAX_BODY_BYTES): it may be sent twice. A final 503
  *   `pool_exhausted` reads as a standalone broker's would, with the caller's timeout.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { AbortedError, PoolExhaustedError } from '../../common/errors';
@@ -32,10 +32,11 @@ import { NodeTlsRefusedError, NoNodesError } from '../clusterErrors';
 import { tlsReason, tlsRefusal } from '../clusterTls';
 import type { Membership } from './membership';
 import { freeSessions, placeAcquire } from './placement';
-import { clientLeft, forwardedHeaders, neverSent, relay, type NodeClients } from './nodeForwarder';
+import { clientLeft, diedInHandshake, forwardedHeaders, neverSent, relay, type NodeClients } from './nodeForwarder';
 import type { GatewayMetrics } from './gatewayMetrics';
 import type { UnseenAcquires } from './unseenAcquires';
 import { AcquireLine, AcquireTicket, AcquireWorker, type Outcome, type ReadAnswer } from './acquireLine';
+import { ACQUIRE_TAG_HEADER } from '../node/acquireCuts';
 import { codeOf, grantedIds, kindOf, movesOn, sendRead, waitedLess } from './acquireAnswers';
 
 export interface AcquireDeps {
@@ -105,6 +106,8 @@ export class GatewayAcquire {
       return relay(await this.send(any.record, req, path, parsed === undefined ? null : JSON.stringify(parsed)), res);
     }
     const pinKey = requestId ? `${path === '/session/acquire' ? 'a' : 'g'}/${createHash('sha256').update(requestId).digest('hex')}` : null;
+    // A client gone while its body was read: nobody to serve (its close came before any listener).
+    if (res.closed) return;
     // With a request_id the acquire outlives its client (its retry comes for the lease), alone of its kind.
     const ticket = new AcquireTicket(requestId ? null : kindOf(path, pool, body), pool, Date.now() + timeoutMs);
     this.line.join(ticket);
@@ -294,21 +297,23 @@ export class GatewayAcquire {
     let granted = false;
     try {
       // With a request_id the acquire outlives its client: its call is never cut.
-      const signal = call.pinKey === null ? worker.nextCall(queued) : undefined;
-      const answer = await this.send(node, call.req, call.path, JSON.stringify(body), signal);
+      const tag = call.pinKey === null && queued ? randomUUID() : null;
+      const signal = call.pinKey === null ? worker.nextCall(tag === null ? null : (abort) => this.cut(node, tag, abort)) : undefined;
+      const answer = await this.send(node, call.req, call.path, JSON.stringify(body), signal, tag);
       worker.answered();
       granted = answer.statusCode === 200;
       const read = { statusCode: answer.statusCode, headers: answer.headers, text: await answer.body.text(), node };
       if (answer.statusCode !== 503) return { kind: 'answer', read };
       return { kind: 'refused', read, moveOn: movesOn(read.text) };
     } catch (err) {
-      if (tlsRefusal(err)) {
+      // A handshake cut by a node that died then: not sent, with no TLS reason to give.
+      if (tlsRefusal(err) && !(await diedInHandshake(err, node.address))) {
         // The call never reached the node: another may take it. Said if none does.
         this.deps.metrics.failed(node.node_id, 'tls');
         logger.warn({ node: node.node_id, err: tlsReason(err) }, 'an acquire could not reach a node: its TLS failed');
         return { kind: 'notSent', tls: new NodeTlsRefusedError(node.node_id, tlsReason(err)) };
       }
-      if (!neverSent(err)) throw err;
+      if (!neverSent(err) && !tlsRefusal(err)) throw err;
       this.deps.metrics.failed(node.node_id, 'not_sent');
       return { kind: 'notSent' };
     } finally {
@@ -316,9 +321,30 @@ export class GatewayAcquire {
     }
   }
 
-  private async send(node: NodeRecord, req: IncomingMessage, path: string, body: string | null, signal?: AbortSignal): Promise<Dispatcher.ResponseData> {
+  /**
+   * Cuts the queued call `tag` names through its node (node/acquireCuts.ts): the node ends it, or
+   * says its grant is already on the way, which the call then reads and hands on or gives back. A
+   * node that cannot say (unreachable, or it answers otherwise) has the call closed instead.
+   */
+  private cut(node: NodeRecord, tag: string, abort: () => void): void {
+    const call = { method: 'POST', path: `/cluster/acquires/${tag}/cut`, headers: { [ACQUIRE_TAG_HEADER]: tag }, body: null };
+    const closeInstead = (why: string): void => {
+      logger.warn({ err: why, node: node.node_id }, 'a waiting acquire could not be cut through its node: its call is closed');
+      abort();
+    };
+    this.deps.clients.send(node.address, call).then(
+      async (answer) => {
+        await answer.body.dump();
+        if (answer.statusCode !== 200) closeInstead(`the node answered ${answer.statusCode}`);
+      },
+      (err: unknown) => closeInstead(errorMessage(err)),
+    );
+  }
+
+  private async send(node: NodeRecord, req: IncomingMessage, path: string, body: string | null, signal?: AbortSignal, tag: string | null = null): Promise<Dispatcher.ResponseData> {
     const headers = forwardedHeaders(req.headers);
     delete headers['content-length'];
+    if (tag !== null) headers[ACQUIRE_TAG_HEADER] = tag;
     if (body !== null) headers['content-type'] = 'application/json';
     const startMs = performance.now();
     const answer = await this.deps.clients.send(node.address, { method: 'POST', path: req.url ?? path, headers, body, signal });

@@ -19,7 +19,7 @@ import { MAX_PAGE_SIZE, parseListQuery } from '../../api/lifecycle/lifecycleInpu
 import { pagedList } from '../../api/lifecycle/lifecycleViews';
 import { NodeTlsRefusedError, NoNodesError } from '../clusterErrors';
 import type { Member } from './membership';
-import { forwardedHeaders, neverSent, relay, type NodeClients } from './nodeForwarder';
+import { diedInHandshake, forwardedHeaders, neverSent, relay, type NodeClients } from './nodeForwarder';
 import { tlsReason, tlsRefusal } from '../clusterTls';
 import type { GatewayMetrics } from './gatewayMetrics';
 import type { ListKind } from './gatewayRoutes';
@@ -89,11 +89,13 @@ async function askNode(member: Member, req: IncomingMessage, path: string, deps:
   try {
     answer = await deps.clients.send(address, { method: 'GET', path, headers: forwardedHeaders(req.headers), body: null });
   } catch (err) {
-    if (tlsRefusal(err)) {
+    // A handshake cut by a node that died then: gone, as a node that takes no connection.
+    const tlsFailed = tlsRefusal(err);
+    if (tlsFailed && !(await diedInHandshake(err, address))) {
       deps.metrics.failed(nodeId, 'tls');
       throw new NodeTlsRefusedError(nodeId, tlsReason(err));
     }
-    if (!neverSent(err)) throw err;
+    if (!tlsFailed && !neverSent(err)) throw err;
     deps.metrics.failed(nodeId, 'not_sent');
     return { kind: 'gone' };
   }

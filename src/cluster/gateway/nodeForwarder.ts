@@ -12,8 +12,9 @@ import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { buildConnector, Pool, util as undiciUtil, type Dispatcher } from 'undici';
 import { CLUSTER_TOKEN_HEADER } from '../node/clusterGuard';
+import { ACQUIRE_TAG_HEADER } from '../node/acquireCuts';
 import { RelayConnections } from './relayConnections';
-import { checkScheme, nodeConnectOptions, type ClusterTls } from '../clusterTls';
+import { checkScheme, handshakeCut, nodeConnectOptions, type ClusterTls } from '../clusterTls';
 
 /** Connections each gateway keeps to one node at most (for relayed calls, and as many for the others). */
 const CONNECTIONS_PER_NODE = 256;
@@ -23,9 +24,10 @@ const KEEP_ALIVE_MS = 30_000;
 /**
  * Not forwarded: they describe one hop, not the call (RFC 9110 7.6.1), or are the gateway's to set.
  * The client's Host goes on: the addresses a node hands out (a sandbox's endpoints, a group sandbox's
- * URL) start with the address the client called, the gateway's.
+ * URL) start with the address the client called, the gateway's. A client's acquire tag is dropped:
+ * tags are the gateway's own (node/acquireCuts.ts).
  */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', CLUSTER_TOKEN_HEADER]);
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', CLUSTER_TOKEN_HEADER, ACQUIRE_TAG_HEADER]);
 
 /** Errors that mean the call never reached the node: it may go to another one. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
@@ -62,8 +64,12 @@ export class NodeClients {
   /**
    * One TLS connector for every connection to the nodes (pooled and relayed): its cache of TLS
    * sessions is then shared, so a connection opened to a node resumes the session another one
-   * made, rather than paying a full handshake. undefined over plain HTTP.
+   * made, rather than paying a full handshake. Rebuilt when the TLS files are renewed, so new
+   * connections present the new certificate (and resume no session of the old one). undefined
+   * over plain HTTP.
    */
+  private connector: buildConnector.connector | undefined;
+  /** What every connection is opened with: the connector of the moment. */
   private readonly connect: buildConnector.connector | undefined;
 
   constructor(
@@ -71,7 +77,11 @@ export class NodeClients {
     /** Mutual TLS to the nodes, or null (plain HTTP): a node of the other scheme is refused (SchemeMismatchError). */
     private readonly tls: ClusterTls | null = null,
   ) {
-    this.connect = tls ? buildConnector(nodeConnectOptions(tls)) : undefined;
+    if (tls) {
+      this.connector = buildConnector(nodeConnectOptions(tls));
+      tls.onChange(() => (this.connector = buildConnector(nodeConnectOptions(tls))));
+      this.connect = (options, callback) => this.connector!(options, callback);
+    }
   }
 
   private pool(address: string): Pool {
@@ -321,4 +331,14 @@ export async function diedListening(address: string): Promise<boolean> {
     if (probe === DYING_PROBES) return false;
     await new Promise((r) => setTimeout(r, DYING_PROBE_GAP_MS));
   }
+}
+
+/**
+ * Whether a TLS failure with the node at `address` (tlsRefusal) is a node that died at that instant
+ * rather than one that refused the gateway's certificate: a node killed in the middle of a
+ * handshake cuts it as a refusing node does (handshakeCut), so its port tells them apart, as after
+ * any broken call (diedListening). A failure that is a refusal for sure is not probed.
+ */
+export async function diedInHandshake(err: unknown, address: string): Promise<boolean> {
+  return handshakeCut(err) && (await diedListening(address));
 }

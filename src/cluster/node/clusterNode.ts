@@ -5,13 +5,15 @@
  * the store (nodeHeartbeat.ts). It stops by leaving the membership first, so gateways stop placing
  * on it, then drains as a standalone broker does.
  */
+import type https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { BrokerConfig } from '../../config/config';
 import { Broker } from '../../broker';
 import { setIdPrefix } from '../../common/ids';
 import type { ClusterStore } from '../clusterStore';
 import { idPrefixOf, newIncarnation, type IdOwner } from '../clusterIds';
-import { clusterGuard } from './clusterGuard';
+import { clusterGuard, type ClusterGuard } from './clusterGuard';
+import { AcquireCuts } from './acquireCuts';
 import { NodeHeartbeat } from './nodeHeartbeat';
 import { nodeRecord } from './nodeRecord';
 import { errorMessage } from '../../common/errors';
@@ -33,7 +35,7 @@ export class ClusterNode {
     // Before the broker exists: warm-up already mints ids.
     setIdPrefix(idPrefixOf(this.owner));
     this.tls = config.cluster.clusterTls ? loadClusterTls(config.cluster.clusterTls) : null;
-    this.broker = new Broker(config, { guard: clusterGuard(config.cluster.clusterToken), tls: this.tls ? nodeServerOptions(this.tls) : undefined });
+    this.broker = new Broker(config, { guard: withAcquireCuts(clusterGuard(config.cluster.clusterToken)), tls: this.tls ? nodeServerOptions(this.tls) : undefined });
   }
 
   /**
@@ -53,6 +55,7 @@ export class ClusterNode {
         await this.store.close();
         throw err;
       }
+      this.renewWith(this.tls, url);
     }
     const registration = this.store.register(this.owner.nodeId, this.config.cluster.nodeTtlSeconds);
     this.heartbeat = new NodeHeartbeat(registration, () => nodeRecord(this.broker.pools, this.owner, url), this.config.cluster.heartbeatMs);
@@ -67,12 +70,30 @@ export class ClusterNode {
     return { address, url };
   }
 
+  /**
+   * Renewed TLS files (clusterTls.ts) serve new connections from then on; a set whose certificate
+   * does not name this node's address is refused, as at start.
+   */
+  private renewWith(clusterTls: ClusterTls, url: string): void {
+    const server = this.broker.server as https.Server;
+    clusterTls.addCheck((identity) => checkNamesAddress(identity, url));
+    clusterTls.onChange((identity) => server.setSecureContext(nodeServerOptions(identity)));
+    clusterTls.watch();
+  }
+
   close(): Promise<void> {
     this.closePromise ??= (async () => {
+      this.tls?.close();
       await this.heartbeat?.close();
       await this.broker.close();
       await this.store.close();
     })();
     return this.closePromise;
   }
+}
+
+/** The guard first (a cut is a cluster call like any other), then the gateways' acquire cuts (acquireCuts.ts). */
+function withAcquireCuts(guard: ClusterGuard): ClusterGuard {
+  const cuts = new AcquireCuts();
+  return { request: (listener) => guard.request(cuts.wrap(listener)), upgrade: guard.upgrade };
 }
