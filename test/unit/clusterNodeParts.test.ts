@@ -84,7 +84,7 @@ test('the heartbeat publishes every interval, rides out a store that refuses, an
     },
   };
   let beat = 0;
-  const heartbeat = new NodeHeartbeat(registration, () => ({ heartbeat_at_ms: ++beat }) as NodeRecord, 10);
+  const heartbeat = new NodeHeartbeat(registration, () => ({ heartbeat_at_ms: ++beat }) as NodeRecord, 10, () => ({}));
   await heartbeat.start();
   expect(published).toEqual([1]);
   await eventually(() => published.length >= 3, 5_000, 'three beats');
@@ -118,15 +118,21 @@ test('a pool that was full and frees a session is published at once, not at the 
     async close() {},
   };
   let available = 0;
-  const record = (): NodeRecord => ({ heartbeat_at_ms: Date.now(), pools: { default: { total: 2, available, in_use: 2 - available, cleaning: 0, broken: 0, waiting: 0 } } }) as unknown as NodeRecord;
+  let built = 0;
+  const record = (): NodeRecord => {
+    built++;
+    return { heartbeat_at_ms: Date.now(), pools: { default: { total: 2, available, in_use: 2 - available, cleaning: 0, broken: 0, waiting: 0 } } } as unknown as NodeRecord;
+  };
   // A beat an hour apart: only the freeing can publish before the test's end.
-  const heartbeat = new NodeHeartbeat(registration, record, 3_600_000);
+  const heartbeat = new NodeHeartbeat(registration, record, 3_600_000, () => ({ default: available }));
   try {
     await heartbeat.start();
     expect(published.map((r) => r.pools.default.available)).toEqual([0]);
     available = 1;
     await eventually(() => published.length === 2, 5_000, 'the freed pool published');
     expect(published[1].pools.default.available).toBe(1);
+    // The looks between beats read the counts only: a record is built for each beat, no more.
+    expect(built).toBe(2);
   } finally {
     await heartbeat.close();
   }
@@ -134,9 +140,9 @@ test('a pool that was full and frees a session is published at once, not at the 
 
 test('freedSince: a pool full in the last record and free now; nothing else', () => {
   const rec = (pools: Record<string, number>): NodeRecord => ({ pools: Object.fromEntries(Object.entries(pools).map(([p, available]) => [p, { available }])) }) as unknown as NodeRecord;
-  expect(freedSince(rec({ default: 0 }), rec({ default: 1 }))).toBe(true);
-  expect(freedSince(rec({ default: 0, big: 3 }), rec({ default: 0, big: 2 }))).toBe(false);
-  expect(freedSince(rec({ default: 1 }), rec({ default: 2 }))).toBe(false);
-  expect(freedSince(rec({}), rec({ new: 1 }))).toBe(false);
-  expect(freedSince(null, rec({ default: 1 }))).toBe(false);
+  expect(freedSince(rec({ default: 0 }), { default: 1 })).toBe(true);
+  expect(freedSince(rec({ default: 0, big: 3 }), { default: 0, big: 2 })).toBe(false);
+  expect(freedSince(rec({ default: 1 }), { default: 2 })).toBe(false);
+  expect(freedSince(rec({}), { new: 1 })).toBe(false);
+  expect(freedSince(null, { default: 1 })).toBe(false);
 });

@@ -72,7 +72,7 @@ export class SimNode {
     await new Promise<void>((resolve) => this.server.listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     this.registration = new SimRegistration(this.options.store.register(this.owner.nodeId, this.options.ttlSeconds));
-    this.heartbeat = new NodeHeartbeat(this.registration, () => this.record(), this.options.heartbeatMs);
+    this.heartbeat = new NodeHeartbeat(this.registration, () => this.record(), this.options.heartbeatMs, () => ({ default: this.options.sessions - this.inUse }));
     await this.heartbeat.start();
   }
 

@@ -15,7 +15,7 @@ import { idPrefixOf, newIncarnation, type IdOwner } from '../clusterIds';
 import { clusterGuard, type ClusterGuard } from './clusterGuard';
 import { AcquireCuts } from './acquireCuts';
 import { NodeHeartbeat } from './nodeHeartbeat';
-import { nodeRecord } from './nodeRecord';
+import { availableByPool, nodeRecord } from './nodeRecord';
 import { errorMessage } from '../../common/errors';
 import { checkNamesAddress, loadClusterTls, nodeServerOptions, type ClusterTls } from '../clusterTls';
 
@@ -58,7 +58,7 @@ export class ClusterNode {
       this.renewWith(this.tls, url);
     }
     const registration = this.store.register(this.owner.nodeId, this.config.cluster.nodeTtlSeconds);
-    this.heartbeat = new NodeHeartbeat(registration, () => nodeRecord(this.broker.pools, this.owner, url), this.config.cluster.heartbeatMs);
+    this.heartbeat = new NodeHeartbeat(registration, () => nodeRecord(this.broker.pools, this.owner, url), this.config.cluster.heartbeatMs, () => availableByPool(this.broker.pools));
     try {
       await this.heartbeat.start();
     } catch (err) {

@@ -15,10 +15,10 @@ import { errorMessage } from '../../common/errors';
  */
 const FREED_CHECK_MS = 100;
 
-/** Whether a pool that `before` showed full has a free session in `now`. */
-export function freedSince(before: NodeRecord | null, now: NodeRecord): boolean {
+/** Whether a pool that `before` showed full has a free session now (`available`: sessions free per pool). */
+export function freedSince(before: NodeRecord | null, available: Record<string, number>): boolean {
   if (before === null) return false;
-  for (const [pool, capacity] of Object.entries(now.pools)) if (capacity.available > 0 && before.pools[pool]?.available === 0) return true;
+  for (const [pool, free] of Object.entries(available)) if (free > 0 && before.pools[pool]?.available === 0) return true;
   return false;
 }
 
@@ -30,10 +30,15 @@ export class NodeHeartbeat {
   private published: NodeRecord | null = null;
   private publishedAtMs = 0;
 
+  /**
+   * `record`: the whole record, built for a beat; `available`: the sessions free per pool, all a look
+   * between beats reads (the record's health walks every pool and container, ten times a second).
+   */
   constructor(
     private readonly registration: NodeRegistration,
     private readonly record: () => NodeRecord,
     private readonly intervalMs: number,
+    private readonly available: () => Record<string, number>,
   ) {}
 
   /** The first beat, awaited: a node that cannot register does not start quietly. */
@@ -54,8 +59,7 @@ export class NodeHeartbeat {
     if (this.closed) return;
     this.timer = setTimeout(() => {
       const due = Date.now() - this.publishedAtMs >= this.intervalMs;
-      const record = this.record();
-      this.beating = (due || (!this.failing && freedSince(this.published, record)) ? this.beat(record) : Promise.resolve()).finally(() => this.schedule());
+      this.beating = (due || (!this.failing && freedSince(this.published, this.available())) ? this.beat(this.record()) : Promise.resolve()).finally(() => this.schedule());
     }, Math.min(FREED_CHECK_MS, this.intervalMs));
     this.timer.unref();
   }

@@ -1,5 +1,6 @@
 /** What a node publishes: its pools' sessions by state, the acquires waiting for them, and its health, as its own /health sees them. */
 import type { PoolRegistry } from '../../core/pool/poolRegistry';
+import { SessionState } from '../../core/pool/states';
 import { brokerHealth } from '../../api/pool/healthRoutes';
 import type { NodeRecord, PoolCapacity } from '../clusterStore';
 import type { IdOwner } from '../clusterIds';
@@ -26,4 +27,11 @@ export function nodeRecord(pools: PoolRegistry, owner: IdOwner, address: string,
     unhealthy_containers: unhealthy,
     heartbeat_at_ms: nowMs,
   };
+}
+
+/** What a node offers per pool (a closing pool: none), read from the pools' counts alone: the heartbeat's look between beats. */
+export function availableByPool(pools: PoolRegistry): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const entry of pools.entries) out[entry.name] = entry.pool.isClosing ? 0 : entry.pool.states.count(SessionState.AVAILABLE);
+  return out;
 }
