@@ -16,26 +16,16 @@ import { request } from 'undici';
 import { eventually, startTestBroker, type Health, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import { labelledContainers, poolContainerIds, removeLabelledContainers } from '../helpers/dockerFaults';
+import { IMAGE_WRITES, IMAGE_WRITES_LEAVE } from './isolationProbes';
 
 const LONG = 120_000;
 jest.setTimeout(300_000);
 const docker = new Dockerode();
 
 /** Lease 1's writes: every place a later lease or a sibling could find them. */
-const WRITES = [
-  'echo mine >/tmp/x',
-  'echo mine >$HOME/x',
-  'echo mine >/etc/x',
-  'echo mine >/usr/local/bin/x',
-  'mkdir -p /opt && echo mine >/opt/x',
-  'echo mine >/dev/shm/x',
-  'echo mine >/var/tmp/x',
-  'echo mine >/bin/x',
-  'echo "intruder:x:0:0::/:/bin/sh" >>/etc/passwd',
-  'cp /etc/group /etc/group.bak && rm /etc/group',
-].join(' && ');
+const WRITES = IMAGE_WRITES.join(' && ');
 /** What the next lease (or a sibling) sees of those places: the image's own content. */
-const LOOK = 'for f in /tmp/x $HOME/x /etc/x /usr/local/bin/x /opt/x /dev/shm/x /var/tmp/x /bin/x /etc/group.bak; do [ -e $f ] && echo "found $f"; done; grep -c intruder /etc/passwd; [ -f /etc/group ] && echo group-kept; ulimit -n';
+const LOOK = `for f in ${IMAGE_WRITES_LEAVE}; do [ -e $f ] && echo "found $f"; done; grep -c intruder /etc/passwd; [ -f /etc/group ] && echo group-kept; ulimit -n`;
 
 /** Host processes whose mount table holds a session's tmpfs or overlay (isolationScript.ts names them). */
 /**

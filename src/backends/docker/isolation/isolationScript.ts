@@ -102,8 +102,9 @@ function templateScript(sharedPaths: readonly string[]): string {
 }
 
 /**
- * Bash for the spawner's start: defines `__bk_shell ID JOIN` (execs the session's shell, isolated
- * when this container can) and sets `__bk_iso` to `iso` or to the reason it cannot, which the
+ * Bash for the spawner's start: defines `__bk_shell ID JOIN [CONTROL]` (execs the session's shell,
+ * isolated when this container can; CONTROL `8,9` names the session init's control pipes, which only
+ * the init keeps: every other path closes them) and sets `__bk_iso` to `iso` or to the reason it cannot, which the
  * spawner announces (`ready iso`, `ready noiso <reason>`). Sessions start through the session init
  * at `initPath` when it runs here, else through the setup script. The check is a whole session
  * started and ended once, so a container that announces `iso` can start them.
@@ -115,11 +116,13 @@ export function isolationFunctions(config: IsolationConfig, initPath: string): s
 __bk_iso_setup=${singleQuoted(setup)}
 __bk_iso_join=${singleQuoted(JOIN_SCRIPT)}
 __bk_shell() {
-  [[ $__bk_iso == iso && -n $1 ]] || exec ${SHELL}
+  [[ $__bk_iso == iso && -n $1 ]] || exec ${SHELL} 8<&- 9<&-
   if [[ -n $__bk_init ]]; then
-    [[ $2 == 0 ]] || exec "$__bk_init" join "$2" -- ${SHELL}
-    exec "$__bk_init" session ${ISOLATION_TEMPLATE} ${STAGE} ${config.diskBytes} "$1" -- ${SHELL}
+    [[ $2 == 0 ]] || exec "$__bk_init" join "$2" -- ${SHELL} 8<&- 9<&-
+    [[ \${3:--} != - ]] || exec 8<&- 9<&-
+    exec "$__bk_init" session ${ISOLATION_TEMPLATE} ${STAGE} ${config.diskBytes} "$1" "\${3:--}" -- ${SHELL}
   fi
+  exec 8<&- 9<&-
   [[ $2 == 0 ]] || exec nsenter -t "$2" -p -i -- bash -c "$__bk_iso_join" bkr-join "$2" "$__bk_setpriv"
   exec unshare -m -p -i -f --propagation private -- bash -c "$__bk_iso_setup" bkr-session "$1" "$__bk_setpriv"
 }

@@ -24,14 +24,19 @@ const OLD_BUILD_MS = 24 * 3600_000;
 /** Beside this module (ts-node), or in the sources next to a compiled tree (dist/ beside src/). */
 const SOURCES = [path.join(__dirname, 'sessionInit.c'), path.resolve(__dirname, '../../../../src/backends/docker/isolation/sessionInit.c')];
 
+/** What sessionInit.c includes from beside it. */
+const INCLUDED = ['sessionReuse.c'];
+
 export type SessionInitBuild = { path: string; built: boolean } | { path: null; why: string };
 
 /** Builds the session init into `root` (a directory only the broker writes), or says why it cannot. */
 export async function buildSessionInit(root: string, compiler = process.env.CC || 'cc'): Promise<SessionInitBuild> {
   const source = SOURCES.find((file) => fs.existsSync(file));
   if (!source) return { path: null, why: `its source is not beside the broker (${SOURCES[0]})` };
-  const text = await fs.promises.readFile(source);
-  const hash = createHash('sha256').update(text).update(FLAGS.join(' ')).digest('hex').slice(0, 16);
+  // The files it includes are part of its source: a change to any is a new build.
+  const hasher = createHash('sha256');
+  for (const file of [source, ...INCLUDED.map((name) => path.join(path.dirname(source), name))]) hasher.update(await fs.promises.readFile(file));
+  const hash = hasher.update(FLAGS.join(' ')).digest('hex').slice(0, 16);
   const target = path.join(root, `${BUILT_PREFIX}${hash}`);
   await removeOlderBuilds(root, path.basename(target));
   if (fs.existsSync(target)) return { path: target, built: false };
