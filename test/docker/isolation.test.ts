@@ -16,7 +16,7 @@ import { request } from 'undici';
 import { eventually, startTestBroker, type Health, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import { labelledContainers, poolContainerIds, removeLabelledContainers } from '../helpers/dockerFaults';
-import { IMAGE_WRITES, IMAGE_WRITES_LEAVE } from './isolationProbes';
+import { ESCAPE_ATTEMPTS, IMAGE_WRITES, IMAGE_WRITES_LEAVE } from './isolationProbes';
 
 const LONG = 120_000;
 jest.setTimeout(300_000);
@@ -132,24 +132,7 @@ describeDocker('docker per-lease filesystem isolation', () => {
     const [containerId] = poolContainerIds(b);
     // A file only the victim has: the attacker looks for it through every pid it can name.
     expect((await b.exec(victim, 'echo marker >/root/victim-only; echo ok')).stdout).toBe('ok\n');
-    const attempts = [
-      'umount /proc 2>/dev/null && echo umount-proc',
-      'umount -l / 2>/dev/null && echo umount-root',
-      'mount -t tmpfs x /mnt 2>/dev/null && echo mounted',
-      'mount --bind / /mnt 2>/dev/null && echo bound',
-      'mount -o remount,rw /sys 2>/dev/null && echo remounted',
-      // The container's own /dev holds the isolation's template: a root that shows it is the container's.
-      'cd / && chroot .. /bin/sh -c "[ -e /dev/.bkr-iso ] && echo chroot-escaped"',
-      'cd / && chroot .. /bin/sh -c "cd ../../..; [ -e /dev/.bkr-iso ] && echo climbed"',
-      'nsenter -t 1 -m true 2>/dev/null && echo nsenter-init',
-      'nsenter -t 1 -m -p true 2>/dev/null && echo nsenter-pid',
-      '[ -e /proc/1/root/dev/.bkr-iso ] && echo init-root',
-      'echo x >/proc/1/root/tmp/pwned 2>/dev/null && echo wrote-init-root',
-      'for p in $(seq 1 2000); do [ -e /proc/$p/root/root/victim-only ] && echo "victim-root $p"; echo x >/proc/$p/root/tmp/pwned 2>/dev/null; done; true',
-      'echo 1 >/proc/sysrq-trigger 2>/dev/null && echo sysrq',
-      'grep -q "^CapBnd:.*" /proc/self/status && echo checked',
-    ];
-    const r = await b.exec(attacker, attempts.join('\n'), 120);
+    const r = await b.exec(attacker, ESCAPE_ATTEMPTS.join('\n'), 120);
     expect(r.stdout).toBe('checked\n');
     // The capability is gone from the bounding set: nothing the session starts can have it back.
     const bounding = (await b.exec(attacker, "sed -n 's/^CapBnd:\\s*//p' /proc/self/status")).stdout.trim();

@@ -15,11 +15,11 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { b64, metricValue, startTestBroker, type TestBroker, testDeployment } from '../helpers/broker';
+import { b64, eventually, metricValue, startTestBroker, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import { removeLabelledContainers } from '../helpers/dockerFaults';
 import { sdkExecd } from '../helpers/execdSdk';
-import { IMAGE_WRITES, IMAGE_WRITES_LEAVE } from './isolationProbes';
+import { ESCAPE_ATTEMPTS, IMAGE_WRITES, IMAGE_WRITES_LEAVE } from './isolationProbes';
 
 const LONG = 120_000;
 jest.setTimeout(300_000);
@@ -225,10 +225,45 @@ describeDocker('docker isolation: an untouched session reused in place', () => {
     expect((await b.exec(second.id, 'cat up.txt')).stdout).toBe('uploaded\n');
     expect((await b.exec(second.id, 'echo made >made.txt && echo ok')).stdout).toBe('ok\n');
     expect(await files.readFile(`/tmp/s/${second.id}/made.txt`)).toBe('made\n');
+    // A route's process runs in the session's namespaces until its exec ends, which may be just after
+    // its answer: one still there at release is the lease's as far as the init can tell (a new shell).
+    const processes = "ls /proc | grep -c '^[0-9]'";
+    await eventually(async () => (await b.exec(second.id, processes)).stdout === '4\n', LONG, 'only the init, bash, ls and grep');
     await b.release(second.id);
     await b.waitAllAvailable(LONG);
     const third = await lease(b);
     expect(third.seen).toEqual({ pid: first.seen.pid, cwd: `/tmp/s/${third.id}`, workdirs: [third.id], files: [] });
     await b.release(third.id);
+  });
+
+  it('after a reuse: siblings see only their own writes, the disk cap holds, the escape attempts fail, and the next leases see the image', async () => {
+    const b = await onePool({ BROKER_SESSIONS_PER_CONTAINER: '2', BROKER_SESSION_DISK_BYTES: '16m' });
+    const firsts = [await lease(b), await lease(b)];
+    for (const l of firsts) await b.release(l.id);
+    await b.waitAllAvailable(LONG);
+    const [victim, attacker] = [await lease(b), await lease(b)];
+    // Both slots reused: the same two bash processes.
+    expect([victim.seen.pid, attacker.seen.pid].sort()).toEqual(firsts.map((l) => l.seen.pid).sort());
+    const paths = '/tmp/same /etc/same /root/same /dev/shm/same /bin/same';
+    for (const [i, l] of [victim, attacker].entries()) {
+      expect((await b.exec(l.id, `for f in ${paths}; do echo from-${i} >$f; done; echo ok`)).stdout).toBe('ok\n');
+    }
+    for (const [i, l] of [victim, attacker].entries()) {
+      expect((await b.exec(l.id, `cat ${paths}; ls /proc | grep -c '^[0-9]'`)).stdout).toBe(`${`from-${i}\n`.repeat(5)}4\n`);
+    }
+    expect((await b.exec(victim.id, 'echo marker >/root/victim-only; echo ok')).stdout).toBe('ok\n');
+    expect((await b.exec(attacker.id, ESCAPE_ATTEMPTS.join('\n'), 120)).stdout).toBe('checked\n');
+    const full = await b.execFull(attacker.id, 'head -c 67108864 /dev/zero | cat >/root/big', 60);
+    expect(full).toMatchObject({ return_code: 1, disk_full: true });
+    expect((await b.exec(victim.id, '[ -e /tmp/pwned ] && echo pwned; cat /root/victim-only')).stdout).toBe('marker\n');
+    for (const l of [victim, attacker]) await b.release(l.id);
+    await b.waitAllAvailable(LONG);
+    // Both wrote: new shells, and the image as it is.
+    const nexts = [await lease(b), await lease(b)];
+    for (const l of nexts) {
+      expect([victim.seen.pid, attacker.seen.pid]).not.toContain(l.seen.pid);
+      expect((await b.exec(l.id, `cat ${paths} /root/victim-only 2>/dev/null; [ -e /root/big ] && echo big; echo clean`)).stdout).toBe('clean\n');
+    }
+    for (const l of nexts) await b.release(l.id);
   });
 });

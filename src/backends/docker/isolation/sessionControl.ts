@@ -19,6 +19,8 @@ export class SessionControl {
   private buffer = '';
   private waiter: ((line: string | null) => void) | null = null;
   private closed = false;
+  /** The init said `ready` (it serves requests). */
+  private ready = false;
 
   /** `requestFd`: the broker's end of the init's request pipe (written); `answerFd`: of its answer pipe (read). */
   constructor(requestFd: number, answerFd: number) {
@@ -31,14 +33,18 @@ export class SessionControl {
     this.output.on('close', () => this.close());
   }
 
-  /** Whether a request can still be answered. */
+  /**
+   * Whether a request can be answered: the init announced itself and its pipe is open. A session
+   * started through the setup script never announces (nor closes: a pipe whose writer left before
+   * the broker's end was open reports no end), so this is false there from the start.
+   */
   get usable(): boolean {
-    return !this.closed;
+    return this.ready && !this.closed;
   }
 
   /** Sends `request` and resolves with the init's answer line, or null (no init, or none within `timeoutMs`). */
   ask(request: string, timeoutMs: number): Promise<string | null> {
-    if (this.closed || this.waiter) return Promise.resolve(null);
+    if (!this.usable || this.waiter) return Promise.resolve(null);
     return new Promise((resolve) => {
       const timer = setTimeout(() => this.close(), timeoutMs);
       this.waiter = (line) => {
@@ -60,15 +66,18 @@ export class SessionControl {
 
   private onData(chunk: Buffer): void {
     this.buffer += chunk.toString('latin1');
-    const nl = this.buffer.indexOf('\n');
-    if (nl < 0) {
-      if (this.buffer.length > MAX_ANSWER) this.close();
-      return;
+    let nl: number;
+    while ((nl = this.buffer.indexOf('\n')) >= 0) {
+      const line = this.buffer.slice(0, nl);
+      this.buffer = this.buffer.slice(nl + 1);
+      if (!this.ready && line === 'ready') {
+        this.ready = true;
+        continue;
+      }
+      // An answer no request asked for: the pipes are out of step, give them up.
+      if (!this.waiter) return this.close();
+      this.waiter(line);
     }
-    const line = this.buffer.slice(0, nl);
-    this.buffer = this.buffer.slice(nl + 1);
-    // An answer no request asked for: the pipes are out of step, give them up.
-    if (!this.waiter) return this.close();
-    this.waiter(line);
+    if (this.buffer.length > MAX_ANSWER) this.close();
   }
 }

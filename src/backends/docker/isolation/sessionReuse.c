@@ -5,6 +5,7 @@
  * bash in place (dockerShell.ts) as without isolation, once this init has said the session is
  * untouched and moved the working directory to the next lease's.
  *
+ *   (at its start)  ->  ready
  *   rebind ID  ->  ok | dirty WHY | failed WHY
  *
  * `ok`: nothing of the last lease survives bash's exec, and the view's /tmp/s now holds /tmp/s/ID
@@ -312,6 +313,7 @@ static int control_serve(struct control *c, pid_t shell) {
   signal(SIGPIPE, SIG_IGN);
   limits_fingerprint(c, c->limits);
   control_baseline(c);
+  if (write(c->out, "ready\n", 6) < 0) { /* the broker went away: it closes the shell */ }
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);

@@ -5,6 +5,7 @@
  * the session is handed out.
  */
 import fs from 'node:fs';
+import { logger } from '../../../common/logger';
 import type { ShellListener, ShellProcess, UsageCounters } from '../../../core/ports/backend';
 import type { CgroupUsage } from '../../cgroupCounters';
 import { NO_USAGE } from '../../../core/session/commandFacts';
@@ -240,6 +241,7 @@ export class DockerShell implements ShellProcess {
     const answer = (await this.channel?.control?.ask(`rebind ${next}`, RECYCLE_TIMEOUT_MS)) ?? 'failed: no answer from the session init';
     if (answer !== 'ok') {
       this.lastRefusal = answer;
+      logger.debug({ shell: this.description, why: answer }, 'released isolated shell not reused in place: a new one takes its slot');
       return false;
     }
     this.lastRefusal = null;
