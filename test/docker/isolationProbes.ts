@@ -45,3 +45,6 @@ export const ESCAPE_ATTEMPTS = [
   'for n in 3 4 5 6 7 8 9 10; do echo "rebind x" 2>/dev/null >/proc/1/fd/$n && echo "init-fd $n"; done; true',
   'grep -q "^CapBnd:.*" /proc/self/status && echo checked',
 ];
+
+/** The processes a session's /proc shows, counted by bash alone (no fork to race the count): 2 when only its init and bash run. */
+export const COUNT_PROCESSES = 'n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; echo $n';

@@ -79,12 +79,15 @@ builtin trap '' ${INIT_IGNORES}
 /**
  * The template's table: the overlay, /dev (a directory of the session's tmpfs, with the container's
  * device nodes copied), a devpts and an mqueue of its own, the masked procfs, /sys read-only as the
- * container has it, the engine's /etc files, and the shared paths.
+ * container has it, the engine's /etc files, and the shared paths. The engine's /etc/hosts,
+ * /etc/hostname and /etc/resolv.conf are files it binds over the image's (an overlay shows the
+ * image's beneath): each session gets a copy of its own on its tmpfs, so what one writes there is
+ * its own, as anywhere else in its view (a bind of the container's file would share it).
  */
 function templateScript(sharedPaths: readonly string[]): string {
   return `__bk_iso_template() {
   local t=${ISOLATION_TEMPLATE} T=${STAGE} R=${ROOT} f
-  mkdir -p $t/u/tmp/s $t/w $t/r $t/h $t/d/pts $t/d/shm $t/d/mqueue ${sharedPaths.join(' ')} || return 1
+  mkdir -p $t/u/tmp/s $t/w $t/r $t/h $t/e $t/d/pts $t/d/shm $t/d/mqueue ${sharedPaths.join(' ')} || return 1
   chmod 1777 $t/u/tmp $t/d/shm $t/d/mqueue || return 1
   cp -a /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty /dev/fd /dev/stdin /dev/stdout /dev/stderr /dev/ptmx $t/d/ || return 1
   {
@@ -95,7 +98,7 @@ function templateScript(sharedPaths: readonly string[]): string {
     for f in ${PROC_HIDDEN_DIRS}; do [[ -d /proc/$f ]] && builtin printf '%s\\n' "tmpfs $R/proc/$f tmpfs ro 0 0"; done
     for f in ${PROC_READ_ONLY}; do [[ -e /proc/$f ]] && builtin printf '%s\\n' "/proc/$f $R/proc/$f none bind 0 0" "/proc/$f $R/proc/$f none remount,bind,ro 0 0"; done
     builtin printf '%s\\n' "/sys $R/sys none rbind 0 0"
-    for f in /etc/hosts /etc/hostname /etc/resolv.conf; do [[ -e $f ]] && builtin printf '%s\\n' "$f $R$f none bind 0 0"; done
+    for f in /etc/hosts /etc/hostname /etc/resolv.conf; do [[ -f $f ]] && cp -a $f $t/e/ && builtin printf '%s\\n' "$T/e/\${f#/etc/} $R$f none bind 0 0"; done
     for f in ${sharedPaths.join(' ')}; do builtin printf '%s\\n' "$f $R$f none rbind 0 0"; done
   } >$t/fstab
 }`;
