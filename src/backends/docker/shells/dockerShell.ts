@@ -68,8 +68,6 @@ export class DockerShell implements ShellProcess {
   private escalated = false;
   /** An isolated shell's lease's working directory id, which its view binds in (moved by each reuse in place). */
   private workdir: string | null;
-  /** Why the last recycle of an isolated shell did not reuse it (the init's answer), for tests and logs. */
-  lastRefusal: string | null = null;
 
   private constructor(private options: DockerShellOptions) {
     this.baseTag = options.tag;
@@ -235,16 +233,14 @@ export class DockerShell implements ShellProcess {
 
   /**
    * Asks the session's init whether the lease left the view untouched and, if so, to bind `next`
-   * there instead of the last lease's working directory. False with `lastRefusal` set otherwise.
+   * there instead of the last lease's working directory. False otherwise (why is logged at debug).
    */
   private async reuseView(next: string): Promise<boolean> {
     const answer = (await this.channel?.control?.ask(`rebind ${next}`, RECYCLE_TIMEOUT_MS)) ?? 'failed: no answer from the session init';
     if (answer !== 'ok') {
-      this.lastRefusal = answer;
       logger.debug({ shell: this.description, why: answer }, 'released isolated shell not reused in place: a new one takes its slot');
       return false;
     }
-    this.lastRefusal = null;
     // The file routes of the next lease's directory run in this view from now on (sessionIsolation.ts viewOf).
     this.workdir = next;
     return true;
