@@ -267,4 +267,25 @@ describeDocker('docker isolation: an untouched session reused in place', () => {
     }
     for (const l of nexts) await b.release(l.id);
   });
+
+  it("a workspace on a reused slot: its shell runs in the reused view, in the workspace's own directory, and /api/write|read work there", async () => {
+    const b = await onePool();
+    const first = await lease(b);
+    const before = await inPlace(b);
+    await b.release(first.id);
+    await b.waitAllAvailable(LONG);
+    expect(await inPlace(b)).toBe(before + 1);
+    const run = async (command: string): Promise<string> => {
+      const r = await b.post('/api/execute', { command });
+      expect(r.json.returncode).toBe(0);
+      return r.json.stdout as string;
+    };
+    const cwd = (await run('pwd')).trim();
+    expect(cwd).toMatch(/^\/tmp\/s\/[0-9a-z]/);
+    expect(cwd).not.toBe(first.seen.cwd);
+    expect(await run('ls /tmp/s')).toBe(`${cwd.slice('/tmp/s/'.length)}\n`);
+    expect((await b.post('/api/write', { filename: 'w.txt', content: 'ws\n' })).status).toBe(200);
+    expect(await run('cat w.txt; echo made >m.txt')).toBe('ws\n');
+    expect((await b.get('/api/read?filename=m.txt')).json).toMatchObject({ content: 'made\n' });
+  });
 });
