@@ -3,9 +3,11 @@
  * each size in `--clients` (64,256), on a pool of that many sessions (8 per container):
  *
  * - episodes/s (acquire, 5 x `true`, release) at that many concurrent clients with isolation off, on
- *   (sessions started by the session init, sessionInit.c), on through the setup script (the init
- *   withheld: no compiler for that broker, in pipes' root of its own), and a `fresh_container` pool
- *   of the same size;
+ *   (sessions started by the session init, sessionInit.c: such an episode writes nothing, so its
+ *   session is reused in place), on with an episode whose first command writes one small file (its
+ *   slot pays a new session), on through the setup script (the init withheld: no compiler for that
+ *   broker, in pipes' root of its own), and a `fresh_container` pool of the same size; and the
+ *   share of releases whose shell was recycled in place;
  * - release to AVAILABLE, p50 and p90 over `--samples` single releases (the client polls /health);
  * - an episode that writes 100 MB (in /root: the session's own layer with isolation, the container's
  *   writable layer without): from its release to its slot AVAILABLE again;
@@ -13,7 +15,7 @@
  *   private disk an idle isolated session holds (its tmpfs, from inside).
  *
  * Usage: node -r ts-node/register/transpile-only bench/isolation.ts [--clients 64,256] [--seconds 20]
- *        [--samples 30] [--fresh 1] [--rounds 1] [--out bench/results/isolation-latest.md]
+ *        [--samples 30] [--fresh 1] [--rounds 1] [--modes off,on,onWrites,script] [--out bench/results/isolation-latest.md]
  * `--rounds N` runs off, on and script N times interleaved; the ratios are of their medians.
  * Needs root (the host's cgroups), the engine on this host and bash-broker-test (scripts/docker-images.sh).
  */
@@ -35,6 +37,8 @@ const SAMPLES = Number(args.get('samples') ?? 30);
 const FRESH = (args.get('fresh') ?? '1') !== '0';
 /** Rounds of the modes per size, interleaved (off, on, script, off, ...): on a shared machine the load moves between modes. */
 const ROUNDS = Number(args.get('rounds') ?? 1);
+/** Which modes to run (off,on,onWrites,script), in that order per round; all by default. */
+const MODES = (args.get('modes') ?? 'off,on,onWrites,script').split(',') as Mode[];
 const OUT = path.resolve(REPO_DIR, args.get('out') ?? 'bench/results/isolation-latest.md');
 const IMAGE = process.env.BROKER_IMAGE ?? 'bash-broker-test:latest';
 const PER_CONTAINER = 8;
@@ -52,6 +56,8 @@ interface ModeResult {
   memoryPerIdleSessionMiB: number | null;
   diskPerIdleSessionKiB: number | null;
   cpuSecondsPerEpisode: number | null;
+  /** Releases whose shell was recycled (or, isolated, reused) in place, over all of the episodes' releases. */
+  inPlaceShare: number | null;
   ownCpuSecondsPerEpisode: number | null;
   brokerCpuSecondsPerEpisode: number | null;
 }
@@ -89,8 +95,13 @@ function ownCpuSeconds(brokerPid: number, containers: string[]): { broker: numbe
   return { broker, containers: inContainers };
 }
 
+/** An episode's five commands: `true` five times, or a small file written first (`writes`). */
+function episodeCommands(writes: boolean): string[] {
+  return writes ? ['echo episode >/tmp/episode', 'true', 'true', 'true', 'true'] : ['true', 'true', 'true', 'true', 'true'];
+}
+
 /** Closed loop: `clients` clients doing whole episodes for `SECONDS`. */
-async function episodes(url: string, pool: string | null, clients: number, brokerPid: number): Promise<{ done: number; errors: number; perSec: number; cpuPerEpisode: number; ownCpuPerEpisode: number; brokerCpuPerEpisode: number }> {
+async function episodes(url: string, pool: string | null, clients: number, brokerPid: number, writes: boolean): Promise<{ done: number; errors: number; perSec: number; cpuPerEpisode: number; ownCpuPerEpisode: number; brokerCpuPerEpisode: number }> {
   const http = new BrokerHttp(url, clients);
   const body = pool ? { pool } : {};
   let done = 0;
@@ -105,7 +116,7 @@ async function episodes(url: string, pool: string | null, clients: number, broke
       while (nowMs() < until) {
         try {
           const { session_id: id } = await http.acquireWith(body);
-          for (let k = 0; k < 5; k++) await http.post(`/session/${id}/execute`, { command: 'true' });
+          for (const command of episodeCommands(writes)) await http.post(`/session/${id}/execute`, { command });
           await http.release(id);
           done++;
         } catch {
@@ -178,15 +189,28 @@ async function diskPerIdleSessionKiB(url: string): Promise<number> {
   return Number(r.stdout.trim());
 }
 
-type Mode = 'off' | 'on' | 'script' | 'fresh';
-const MODE_NAMES: Record<Mode, string> = { off: 'isolation off', on: 'isolation on', script: 'isolation on, setup script', fresh: 'fresh_container pool' };
+type Mode = 'off' | 'on' | 'onWrites' | 'script' | 'fresh';
+const MODE_NAMES: Record<Mode, string> = {
+  off: 'isolation off',
+  on: 'isolation on',
+  onWrites: 'isolation on, episode writes a file',
+  script: 'isolation on, setup script',
+  fresh: 'fresh_container pool',
+};
+
+/** Shells recycled in place and reopened at release so far (broker_shell_recycles_total). */
+async function recycles(broker: BrokerProcess): Promise<{ inPlace: number; reopened: number }> {
+  const text = await broker.metrics();
+  const count = (result: string): number => Number(new RegExp(`^broker_shell_recycles_total\\{[^}]*result="${result}"[^}]*\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  return { inPlace: count('in_place'), reopened: count('reopened') };
+}
 
 /**
  * The broker's environment for a mode. `script`: the session init withheld (no compiler, and a pipes'
  * root of its own where no earlier build lies), so its containers start sessions through the script.
  */
 function modeEnv(mode: Mode, scriptRoot: string): Record<string, string> {
-  if (mode === 'on') return { BROKER_SESSION_ISOLATION: '1' };
+  if (mode === 'on' || mode === 'onWrites') return { BROKER_SESSION_ISOLATION: '1' };
   if (mode === 'script') return { BROKER_SESSION_ISOLATION: '1', BROKER_DOCKER_FIFO_DIR: scriptRoot, CC: '/bin/false' };
   return { BROKER_SESSION_ISOLATION: '0' };
 }
@@ -212,7 +236,11 @@ async function runMode(mode: Mode, clients: number): Promise<ModeResult> {
     const memory = fresh ? null : memoryPerSessionMiB(clients);
     const disk = env.BROKER_SESSION_ISOLATION === '1' ? await diskPerIdleSessionKiB(broker.url) : null;
     process.stderr.write(`[isolation] ${name} at ${clients}: episodes\n`);
-    const ep = await episodes(broker.url, fresh ? 'fresh' : null, clients, broker.pid);
+    const recycled0 = await recycles(broker);
+    const ep = await episodes(broker.url, fresh ? 'fresh' : null, clients, broker.pid, mode === 'onWrites');
+    const recycled1 = await recycles(broker);
+    const inPlace = recycled1.inPlace - recycled0.inPlace;
+    const releases = inPlace + recycled1.reopened - recycled0.reopened;
     const result: ModeResult = {
       name,
       clients,
@@ -227,14 +255,15 @@ async function runMode(mode: Mode, clients: number): Promise<ModeResult> {
       cpuSecondsPerEpisode: ep.cpuPerEpisode,
       ownCpuSecondsPerEpisode: ep.ownCpuPerEpisode,
       brokerCpuSecondsPerEpisode: ep.brokerCpuPerEpisode,
+      inPlaceShare: releases > 0 ? inPlace / releases : null,
     };
     if (fresh) return result;
     await broker.waitWarm(120_000);
     process.stderr.write(`[isolation] ${name} at ${clients}: releases\n`);
-    const releases = summarize(await releaseSamples(broker.url, clients));
+    const samples = summarize(await releaseSamples(broker.url, clients));
     const big = await bigEpisode(broker.url, clients);
-    process.stderr.write(`[isolation] ${name} at ${clients}: ${ep.perSec.toFixed(1)} episodes/s, release p50 ${releases.p50.toFixed(1)} ms, 100 MB ${big.toFixed(0)} ms\n`);
-    return { ...result, releaseP50Ms: releases.p50, releaseP90Ms: releases.p90, bigEpisodeReadyMs: big };
+    process.stderr.write(`[isolation] ${name} at ${clients}: ${ep.perSec.toFixed(1)} episodes/s, release p50 ${samples.p50.toFixed(1)} ms, 100 MB ${big.toFixed(0)} ms\n`);
+    return { ...result, releaseP50Ms: samples.p50, releaseP90Ms: samples.p90, bigEpisodeReadyMs: big };
   } finally {
     await broker.stop(60_000);
     if (mode === 'script') fs.rmSync(scriptRoot, { recursive: true, force: true });
@@ -253,7 +282,8 @@ function median(values: number[]): number {
 
 function row(r: ModeResult): string {
   const ms = (x: number | null): number | null => (x === null ? null : x * 1000);
-  return `| ${r.clients} | ${r.name} | ${fmt(r.episodesPerSec)} (${r.episodes}, ${r.errors} errors) | ${fmt(ms(r.ownCpuSecondsPerEpisode))} (${fmt(ms(r.brokerCpuSecondsPerEpisode))}) | ${fmt(ms(r.cpuSecondsPerEpisode))} | ${fmt(r.releaseP50Ms)} / ${fmt(r.releaseP90Ms)} | ${fmt(r.bigEpisodeReadyMs, 0)} | ${fmt(r.memoryPerIdleSessionMiB, 2)} | ${fmt(r.diskPerIdleSessionKiB, 0)} |`;
+  const share = r.inPlaceShare === null ? '—' : `${Math.round(r.inPlaceShare * 100)}%`;
+  return `| ${r.clients} | ${r.name} | ${fmt(r.episodesPerSec)} (${r.episodes}, ${r.errors} errors) | ${share} | ${fmt(ms(r.ownCpuSecondsPerEpisode))} (${fmt(ms(r.brokerCpuSecondsPerEpisode))}) | ${fmt(ms(r.cpuSecondsPerEpisode))} | ${fmt(r.releaseP50Ms)} / ${fmt(r.releaseP90Ms)} | ${fmt(r.bigEpisodeReadyMs, 0)} | ${fmt(r.memoryPerIdleSessionMiB, 2)} | ${fmt(r.diskPerIdleSessionKiB, 0)} |`;
 }
 
 async function main(): Promise<void> {
@@ -262,20 +292,24 @@ async function main(): Promise<void> {
   const results: ModeResult[] = [];
   const ratios: string[] = [];
   for (const clients of SIZES) {
-    const modes: Mode[] = ['off', 'on', 'script'];
+    const modes = MODES;
     const got = new Map<Mode, number[]>();
+    const cpu = new Map<Mode, number[]>();
     for (let round = 0; round < ROUNDS; round++) {
       // A fresh_container pool once (its containers' starts dominate it, not the load).
       for (const mode of round === 0 && FRESH ? [...modes, 'fresh' as const] : modes) {
         const r = await runMode(mode, clients);
         got.set(mode, [...(got.get(mode) ?? []), r.episodesPerSec]);
+        if (r.ownCpuSecondsPerEpisode !== null) cpu.set(mode, [...(cpu.get(mode) ?? []), r.ownCpuSecondsPerEpisode]);
         results.push(r);
       }
     }
     const per = (m: Mode): number => median(got.get(m) ?? []);
+    const cpuOf = (m: Mode): number => median(cpu.get(m) ?? []);
     ratios.push(
-      `- ${clients} clients${ROUNDS > 1 ? ` (medians of ${ROUNDS} rounds)` : ''}: on / off **${fmt(per('on') / per('off'), 2)}** (goal ≥ 0.8; through the setup script ${fmt(per('script') / per('off'), 2)})` +
-        (FRESH ? `, on / \`fresh_container\` **${fmt(per('on') / per('fresh'), 1)}** (goal ≥ 5)` : '') + '.',
+      `- ${clients} clients${ROUNDS > 1 ? ` (medians of ${ROUNDS} rounds)` : ''}: episodes/s on / off **${fmt(per('on') / per('off'), 2)}** (goal ≥ 0.8; an episode that writes a file ${fmt(per('onWrites') / per('off'), 2)}, through the setup script ${fmt(per('script') / per('off'), 2)})` +
+        (FRESH ? `, on / \`fresh_container\` **${fmt(per('on') / per('fresh'), 1)}** (goal ≥ 5)` : '') +
+        `; broker + containers CPU per episode off / on **${fmt(cpuOf('off') / cpuOf('on'), 2)}** (writes a file ${fmt(cpuOf('off') / cpuOf('onWrites'), 2)}): the episodes/s on / off where that CPU bounds them.`,
     );
   }
   const load1 = os.loadavg();
@@ -284,11 +318,12 @@ async function main(): Promise<void> {
 \`node -r ts-node/register/transpile-only bench/isolation.ts --clients ${SIZES.join(',')} --seconds ${SECONDS} --samples ${SAMPLES} --fresh ${FRESH ? 1 : 0} --rounds ${ROUNDS}\`,
 ${started}, ${os.cpus().length} vCPUs, image ${IMAGE}; load average (1, 5, 15 min) ${load0.map((l) => l.toFixed(1)).join(', ')} at the start and ${load1.map((l) => l.toFixed(1)).join(', ')} at the end (the machine is shared).
 Pools of as many sessions as clients (${PER_CONTAINER} per container; the \`fresh_container\` pool as many containers of one), each client doing
-episodes (acquire, 5 × \`true\`, release) for ${SECONDS} s. "isolation on" starts sessions through the session init; "setup script" is the
-same isolation with the init withheld (the fallback, and how every session started before it).
+episodes (acquire, 5 × \`true\`, release) for ${SECONDS} s. "isolation on" starts sessions through the session init, and such an
+episode writes nothing, so its session is reused in place; "episode writes a file" is the same with \`echo episode >/tmp/episode\` as its
+first command (its slot pays a new session); "setup script" is isolation with the init withheld (the fallback: no reuse in place).
 
-| clients | | episodes/s (episodes, errors) | broker + containers CPU per episode (the broker's), ms | machine CPU per episode, ms | release to AVAILABLE p50 / p90, ms | 100 MB episode: release to AVAILABLE, ms | memory per idle session, MiB | private disk per idle session, KiB |
-|---:|---|---:|---:|---:|---:|---:|---:|---:|
+| clients | | episodes/s (episodes, errors) | recycled in place | broker + containers CPU per episode (the broker's), ms | machine CPU per episode, ms | release to AVAILABLE p50 / p90, ms | 100 MB episode: release to AVAILABLE, ms | memory per idle session, MiB | private disk per idle session, KiB |
+|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|
 ${results.map(row).join('\n')}
 
 ${ratios.join('\n')}

@@ -16,26 +16,16 @@ import { request } from 'undici';
 import { eventually, startTestBroker, type Health, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import { labelledContainers, poolContainerIds, removeLabelledContainers } from '../helpers/dockerFaults';
+import { COUNT_PROCESSES, ESCAPE_ATTEMPTS, IMAGE_WRITES, IMAGE_WRITES_LEAVE } from './isolationProbes';
 
 const LONG = 120_000;
 jest.setTimeout(300_000);
 const docker = new Dockerode();
 
 /** Lease 1's writes: every place a later lease or a sibling could find them. */
-const WRITES = [
-  'echo mine >/tmp/x',
-  'echo mine >$HOME/x',
-  'echo mine >/etc/x',
-  'echo mine >/usr/local/bin/x',
-  'mkdir -p /opt && echo mine >/opt/x',
-  'echo mine >/dev/shm/x',
-  'echo mine >/var/tmp/x',
-  'echo mine >/bin/x',
-  'echo "intruder:x:0:0::/:/bin/sh" >>/etc/passwd',
-  'cp /etc/group /etc/group.bak && rm /etc/group',
-].join(' && ');
+const WRITES = IMAGE_WRITES.join(' && ');
 /** What the next lease (or a sibling) sees of those places: the image's own content. */
-const LOOK = 'for f in /tmp/x $HOME/x /etc/x /usr/local/bin/x /opt/x /dev/shm/x /var/tmp/x /bin/x /etc/group.bak; do [ -e $f ] && echo "found $f"; done; grep -c intruder /etc/passwd; [ -f /etc/group ] && echo group-kept; ulimit -n';
+const LOOK = `for f in ${IMAGE_WRITES_LEAVE}; do [ -e $f ] && echo "found $f"; done; grep -c intruder /etc/passwd; [ -f /etc/group ] && echo group-kept; ulimit -n`;
 
 /** Host processes whose mount table holds a session's tmpfs or overlay (isolationScript.ts names them). */
 /**
@@ -108,9 +98,9 @@ describeDocker('docker per-lease filesystem isolation', () => {
       expect(await b.exec(id, `for f in ${paths}; do echo from-${i} >$f; done; echo from-${i} >>/etc/passwd; echo ok`)).toMatchObject({ stdout: 'ok\n', return_code: 0 });
     }
     for (const [i, id] of ids.entries()) {
-      const seen = await b.exec(id, `cat ${paths}; grep -c from- /etc/passwd; ls /proc | grep -c '^[0-9]'`);
-      // Its own six files, one line of its own in /etc/passwd, and only its own processes (init, bash, ls, grep).
-      expect(seen.stdout).toBe(`${`from-${i}\n`.repeat(6)}1\n4\n`);
+      const seen = await b.exec(id, `cat ${paths}; grep -c from- /etc/passwd; ${COUNT_PROCESSES}`);
+      // Its own six files, one line of its own in /etc/passwd, and only its own processes (its init and bash).
+      expect(seen.stdout).toBe(`${`from-${i}\n`.repeat(6)}1\n2\n`);
     }
     for (const id of ids) await b.release(id);
   });
@@ -142,24 +132,7 @@ describeDocker('docker per-lease filesystem isolation', () => {
     const [containerId] = poolContainerIds(b);
     // A file only the victim has: the attacker looks for it through every pid it can name.
     expect((await b.exec(victim, 'echo marker >/root/victim-only; echo ok')).stdout).toBe('ok\n');
-    const attempts = [
-      'umount /proc 2>/dev/null && echo umount-proc',
-      'umount -l / 2>/dev/null && echo umount-root',
-      'mount -t tmpfs x /mnt 2>/dev/null && echo mounted',
-      'mount --bind / /mnt 2>/dev/null && echo bound',
-      'mount -o remount,rw /sys 2>/dev/null && echo remounted',
-      // The container's own /dev holds the isolation's template: a root that shows it is the container's.
-      'cd / && chroot .. /bin/sh -c "[ -e /dev/.bkr-iso ] && echo chroot-escaped"',
-      'cd / && chroot .. /bin/sh -c "cd ../../..; [ -e /dev/.bkr-iso ] && echo climbed"',
-      'nsenter -t 1 -m true 2>/dev/null && echo nsenter-init',
-      'nsenter -t 1 -m -p true 2>/dev/null && echo nsenter-pid',
-      '[ -e /proc/1/root/dev/.bkr-iso ] && echo init-root',
-      'echo x >/proc/1/root/tmp/pwned 2>/dev/null && echo wrote-init-root',
-      'for p in $(seq 1 2000); do [ -e /proc/$p/root/root/victim-only ] && echo "victim-root $p"; echo x >/proc/$p/root/tmp/pwned 2>/dev/null; done; true',
-      'echo 1 >/proc/sysrq-trigger 2>/dev/null && echo sysrq',
-      'grep -q "^CapBnd:.*" /proc/self/status && echo checked',
-    ];
-    const r = await b.exec(attacker, attempts.join('\n'), 120);
+    const r = await b.exec(attacker, ESCAPE_ATTEMPTS.join('\n'), 120);
     expect(r.stdout).toBe('checked\n');
     // The capability is gone from the bounding set: nothing the session starts can have it back.
     const bounding = (await b.exec(attacker, "sed -n 's/^CapBnd:\\s*//p' /proc/self/status")).stdout.trim();

@@ -40,15 +40,16 @@ describe('session init build', () => {
     const other = fs.mkdtempSync(path.join(os.tmpdir(), 'session-init-'));
     try {
       const source = path.join(tree, 'sessionInit.c');
-      fs.copyFileSync(path.resolve(__dirname, '../../src/backends/docker/isolation/sessionInit.c'), source);
+      const sources = path.resolve(__dirname, '../../src/backends/docker/isolation');
+      for (const c of fs.readdirSync(sources).filter((n) => n.endsWith('.c'))) fs.copyFileSync(path.join(sources, c), path.join(tree, c));
       // The image's build (containers/broker/Dockerfile runs this script) names it as the broker would.
       const shipped = spawnSync('sh', [path.resolve(__dirname, '../../scripts/build-session-init.sh'), source], { encoding: 'utf8' });
       expect([shipped.status, shipped.stdout.trim()]).toEqual([0, path.join(tree, name)]);
       const taken = await buildSessionInit(other, '/bin/false', [source]);
       expect(taken).toEqual({ path: path.join(other, name), built: true });
       expect(fs.readFileSync(path.join(other, name)).equals(fs.readFileSync(path.join(tree, name)))).toBe(true);
-      // Another source beside the same build: compiled (here: refused), never given the stale one.
-      fs.appendFileSync(source, '\n');
+      // Another source beside the same build (here a file it includes): compiled (here: refused), never given the stale one.
+      fs.appendFileSync(path.join(tree, 'sessionReuse.c'), '\n');
       expect(await buildSessionInit(fs.mkdtempSync(path.join(other, 'x-')), '/bin/false', [source])).toMatchObject({ path: null });
     } finally {
       fs.rmSync(tree, { recursive: true, force: true });

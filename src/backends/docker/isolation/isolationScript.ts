@@ -79,12 +79,15 @@ builtin trap '' ${INIT_IGNORES}
 /**
  * The template's table: the overlay, /dev (a directory of the session's tmpfs, with the container's
  * device nodes copied), a devpts and an mqueue of its own, the masked procfs, /sys read-only as the
- * container has it, the engine's /etc files, and the shared paths.
+ * container has it, the engine's /etc files, and the shared paths. The engine's /etc/hosts,
+ * /etc/hostname and /etc/resolv.conf are files it binds over the image's (an overlay shows the
+ * image's beneath): each session gets a copy of its own on its tmpfs, so what one writes there is
+ * its own, as anywhere else in its view (a bind of the container's file would share it).
  */
 function templateScript(sharedPaths: readonly string[]): string {
   return `__bk_iso_template() {
   local t=${ISOLATION_TEMPLATE} T=${STAGE} R=${ROOT} f
-  mkdir -p $t/u/tmp/s $t/w $t/r $t/h $t/d/pts $t/d/shm $t/d/mqueue ${sharedPaths.join(' ')} || return 1
+  mkdir -p $t/u/tmp/s $t/w $t/r $t/h $t/e $t/d/pts $t/d/shm $t/d/mqueue ${sharedPaths.join(' ')} || return 1
   chmod 1777 $t/u/tmp $t/d/shm $t/d/mqueue || return 1
   cp -a /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty /dev/fd /dev/stdin /dev/stdout /dev/stderr /dev/ptmx $t/d/ || return 1
   {
@@ -95,15 +98,16 @@ function templateScript(sharedPaths: readonly string[]): string {
     for f in ${PROC_HIDDEN_DIRS}; do [[ -d /proc/$f ]] && builtin printf '%s\\n' "tmpfs $R/proc/$f tmpfs ro 0 0"; done
     for f in ${PROC_READ_ONLY}; do [[ -e /proc/$f ]] && builtin printf '%s\\n' "/proc/$f $R/proc/$f none bind 0 0" "/proc/$f $R/proc/$f none remount,bind,ro 0 0"; done
     builtin printf '%s\\n' "/sys $R/sys none rbind 0 0"
-    for f in /etc/hosts /etc/hostname /etc/resolv.conf; do [[ -e $f ]] && builtin printf '%s\\n' "$f $R$f none bind 0 0"; done
+    for f in /etc/hosts /etc/hostname /etc/resolv.conf; do [[ -f $f ]] && cp -a $f $t/e/ && builtin printf '%s\\n' "$T/e/\${f#/etc/} $R$f none bind 0 0"; done
     for f in ${sharedPaths.join(' ')}; do builtin printf '%s\\n' "$f $R$f none rbind 0 0"; done
   } >$t/fstab
 }`;
 }
 
 /**
- * Bash for the spawner's start: defines `__bk_shell ID JOIN` (execs the session's shell, isolated
- * when this container can) and sets `__bk_iso` to `iso` or to the reason it cannot, which the
+ * Bash for the spawner's start: defines `__bk_shell ID JOIN [CONTROL]` (execs the session's shell,
+ * isolated when this container can; CONTROL `8,9` names the session init's control pipes, which only
+ * the init keeps: every other path closes them) and sets `__bk_iso` to `iso` or to the reason it cannot, which the
  * spawner announces (`ready iso`, `ready noiso <reason>`). Sessions start through the session init
  * at `initPath` when it runs here, else through the setup script. The check is a whole session
  * started and ended once, so a container that announces `iso` can start them.
@@ -115,11 +119,13 @@ export function isolationFunctions(config: IsolationConfig, initPath: string): s
 __bk_iso_setup=${singleQuoted(setup)}
 __bk_iso_join=${singleQuoted(JOIN_SCRIPT)}
 __bk_shell() {
-  [[ $__bk_iso == iso && -n $1 ]] || exec ${SHELL}
+  [[ $__bk_iso == iso && -n $1 ]] || exec ${SHELL} 8<&- 9<&-
   if [[ -n $__bk_init ]]; then
-    [[ $2 == 0 ]] || exec "$__bk_init" join "$2" -- ${SHELL}
-    exec "$__bk_init" session ${ISOLATION_TEMPLATE} ${STAGE} ${config.diskBytes} "$1" -- ${SHELL}
+    [[ $2 == 0 ]] || exec "$__bk_init" join "$2" -- ${SHELL} 8<&- 9<&-
+    [[ \${3:--} != - ]] || exec 8<&- 9<&-
+    exec "$__bk_init" session ${ISOLATION_TEMPLATE} ${STAGE} ${config.diskBytes} "$1" "\${3:--}" -- ${SHELL}
   fi
+  exec 8<&- 9<&-
   [[ $2 == 0 ]] || exec nsenter -t "$2" -p -i -- bash -c "$__bk_iso_join" bkr-join "$2" "$__bk_setpriv"
   exec unshare -m -p -i -f --propagation private -- bash -c "$__bk_iso_setup" bkr-session "$1" "$__bk_setpriv"
 }

@@ -12,6 +12,9 @@
  *     directory /tmp/s/WORKDIR_ID (`-`: none), moves STAGE/r over `/`, and starts SHELL chrooted
  *     there, leading its own process group, without CAP_SYS_ADMIN. It exits with SHELL's status;
  *     the kernel then ends what is left in the namespace and drops its mounts.
+ *   session-init session TEMPLATE STAGE DISK_BYTES WORKDIR_ID CONTROL -- SHELL...
+ *     The same, serving the broker on CONTROL (`IN,OUT`: two descriptors of pipes only the broker
+ *     reaches, or `-`): see sessionReuse.c. The shell never gets them.
  *   session-init join PID -- SHELL...
  *     SHELL in the IPC, pid and mount namespaces of the container process PID (a session's bash).
  *
@@ -32,12 +35,19 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/capability.h>
+
+static void fail(int status, const char *what, const char *path);
+__attribute__((format(printf, 3, 4))) static void format(char *buf, size_t size, const char *fmt, ...);
+static int shell_status(int st);
+static int wait_for(pid_t child);
+#include "sessionReuse.c"
 
 #define CAP_SYS_ADMIN_BIT 21
 
@@ -220,7 +230,7 @@ static void exec_shell(char **shell) {
 }
 
 /* The namespaces' pid 1: the setup, then the shell, then its status. */
-static int session_init(const char *template, const char *stage, const char *disk_bytes, const char *workdir_id, char **shell) {
+static int session_init(const char *template, const char *stage, const char *disk_bytes, const char *workdir_id, struct control *control, char **shell) {
   char path[PATH_MAX], options[128], root[PATH_MAX];
   format(root, sizeof root, "%s/r", stage);
   format(options, sizeof options, "size=%s,mode=0755", disk_bytes);
@@ -229,8 +239,10 @@ static int session_init(const char *template, const char *stage, const char *dis
   STEP("tmpfs");
   int from = open(template, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   int to = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  /* The copy takes `from`; `to` stays open as the stage's descriptor when the broker is served. */
   if (from < 0 || to < 0 || copy_tree(from, to) < 0) fail(102, "cannot copy", template);
-  close(to);
+  if (control) control->stage = to;
+  else close(to);
   STEP("copy");
   format(path, sizeof path, "%s/fstab", stage);
   mount_table(path);
@@ -247,23 +259,29 @@ static int session_init(const char *template, const char *stage, const char *dis
     format(mine, sizeof mine, "%s/tmp/s/%s", root, workdir_id);
     if (mount(workdir, mine, NULL, MS_BIND, NULL) < 0) fail(103, "cannot mount", mine);
   }
+  if (control) control_open(control, stage, root, workdir_id);
   if (chdir(root) < 0 || mount(".", "/", NULL, MS_MOVE, NULL) < 0) fail(104, "cannot move over /", root);
   STEP("move");
+  sigset_t before;
+  /* SIGCHLD held from before the fork: the broker's requests and the shell's end are served by one poll. */
+  if (control) control_hold_sigchld(&before);
   pid_t child = fork();
   if (child < 0) fail(106, "cannot fork", NULL);
   if (child == 0) {
+    if (control) sigprocmask(SIG_SETMASK, &before, NULL);
     setpgid(0, 0);
     export_container_pid();
     /* pivot_root is refused by the engine's seccomp profile: chroot into the mount moved over `/`. */
     if (chroot(".") < 0 || chdir("/") < 0) fail(104, "cannot chroot into", root);
     exec_shell(shell);
   }
-  int status = wait_for(child);
+  int status = control ? control_serve(control, child) : wait_for(child);
   STEP("shell-exited");
   return status;
 }
 
-static int session(const char *template, const char *stage, const char *disk_bytes, const char *workdir_id, char **shell) {
+static int session(const char *template, const char *stage, const char *disk_bytes, const char *workdir_id, const char *control_fds, char **shell) {
+  struct control control_state, *control = control_parse(control_fds, &control_state);
   STEP("start");
   if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC) < 0) fail(105, "cannot unshare", NULL);
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) fail(105, "cannot make / private", NULL);
@@ -272,8 +290,10 @@ static int session(const char *template, const char *stage, const char *disk_byt
   if (init == 0) {
     /* Were this waiter killed, the init goes too, and with it the whole namespace. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    _exit(session_init(template, stage, disk_bytes, workdir_id, shell));
+    _exit(session_init(template, stage, disk_bytes, workdir_id, control, shell));
   }
+  /* The broker's pipes are the init's alone. */
+  if (control) control_close(control);
   STEP("unshared");
   int status = wait_for(init);
   STEP("namespace-gone");
@@ -311,11 +331,12 @@ int main(int argc, char **argv) {
   int dashes = 1;
   while (dashes < argc && strcmp(argv[dashes], "--") != 0) dashes++;
   if (dashes + 1 >= argc) {
-    fprintf(stderr, "usage: session-init session TEMPLATE STAGE DISK_BYTES WORKDIR_ID -- SHELL... | join PID -- SHELL...\n");
+    fprintf(stderr, "usage: session-init session TEMPLATE STAGE DISK_BYTES WORKDIR_ID [CONTROL] -- SHELL... | join PID -- SHELL...\n");
     return 2;
   }
   char **shell = argv + dashes + 1;
-  if (dashes == 6 && !strcmp(argv[1], "session")) return session(argv[2], argv[3], argv[4], argv[5], shell);
+  if (dashes == 6 && !strcmp(argv[1], "session")) return session(argv[2], argv[3], argv[4], argv[5], "-", shell);
+  if (dashes == 7 && !strcmp(argv[1], "session")) return session(argv[2], argv[3], argv[4], argv[5], argv[6], shell);
   if (dashes == 3 && !strcmp(argv[1], "join")) return join(argv[2], shell);
   fprintf(stderr, "session-init: unknown request\n");
   return 2;

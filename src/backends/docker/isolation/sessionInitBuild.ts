@@ -26,15 +26,22 @@ const OLD_BUILD_MS = 24 * 3600_000;
 /** Beside this module (ts-node), or in the sources next to a compiled tree (dist/ beside src/). */
 const SOURCES = [path.join(__dirname, 'sessionInit.c'), path.resolve(__dirname, '../../../../src/backends/docker/isolation/sessionInit.c')];
 
+/** The files a source includes from beside it (`#include "name"`), in order. */
+function includedBeside(text: string): string[] {
+  return [...text.matchAll(/^#include "([^"]+)"/gm)].map((m) => m[1]);
+}
+
 export type SessionInitBuild = { path: string; built: boolean } | { path: null; why: string };
 
 /** Builds the session init into `root` (a directory only the broker writes), or says why it cannot. */
 export async function buildSessionInit(root: string, compiler = process.env.CC || 'cc', sources = SOURCES): Promise<SessionInitBuild> {
   const source = sources.find((file) => fs.existsSync(file));
   if (!source) return { path: null, why: `its source is not beside the broker (${sources[0]})` };
+  // The files it includes from beside it are part of its source: a change to any is a new build.
   const text = await fs.promises.readFile(source);
-  const hash = createHash('sha256').update(text).update(FLAGS.join(' ')).digest('hex').slice(0, 16);
-  const name = `${BUILT_PREFIX}${hash}`;
+  const hasher = createHash('sha256').update(text);
+  for (const name of includedBeside(text.toString('utf8'))) hasher.update(await fs.promises.readFile(path.join(path.dirname(source), name)));
+  const name = `${BUILT_PREFIX}${hasher.update(FLAGS.join(' ')).digest('hex').slice(0, 16)}`;
   const target = path.join(root, name);
   await removeOlderBuilds(root, name);
   if (fs.existsSync(target)) return { path: target, built: false };

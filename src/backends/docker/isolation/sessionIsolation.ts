@@ -14,17 +14,24 @@ import type { FifoSpawner } from '../shells/fifoSpawner';
 /** A lease's working directory (sessionWorkdir): the only directory bound into a session from its container. */
 const WORKDIR = /^\/tmp\/s\/([0-9a-z][0-9a-z.-]*)\/?$/;
 
-/** What a session's own shell must tell of itself for its extra shells to join it. */
+/** The id of a lease's working directory `/tmp/s/<id>`, or null for any other path. */
+export function sessionWorkdirId(workdir: string): string | null {
+  return WORKDIR.exec(workdir)?.[1] ?? null;
+}
+
+/** What a session's own shell must tell of itself for its extra shells and file routes to join it. */
 export interface IsolatedShell {
   readonly containerPid: number;
   readonly alive: boolean;
+  /** The working directory id its view binds in now: a shell reused in place moves to its next lease's. */
+  readonly workdirId: string | null;
 }
 
 export class SessionIsolation {
   /** Per container: whether it isolates. */
   private readonly containers = new Map<string, boolean>();
-  /** `<container id>/<slot id>` → the session shell of that slot, while it is its newest, and its lease's working directory id. */
-  private readonly shells = new Map<string, { shell: IsolatedShell; workdirId: string | null }>();
+  /** `<container id>/<slot id>` → the session shell of that slot, while it is its newest. */
+  private readonly shells = new Map<string, IsolatedShell>();
   private readonly refusalsLogged = new Set<string>();
   private lastRefusal: string | null = null;
 
@@ -50,12 +57,11 @@ export class SessionIsolation {
   /** The spawn's `isolated` for a shell of an isolating container. */
   request(containerId: string, options: OpenShellOptions): NonNullable<ChannelRequest['isolated']> {
     if (options.companionOf !== undefined) {
-      const owner = this.shells.get(`${containerId}/${options.companionOf}`)?.shell;
+      const owner = this.shells.get(`${containerId}/${options.companionOf}`);
       // A session whose shell is gone has no view to join: the extra shell gets a fresh one.
       return { workdirId: null, joinPid: owner?.alive ? owner.containerPid : 0 };
     }
-    const m = options.workdir === undefined ? null : WORKDIR.exec(options.workdir);
-    return { workdirId: m ? m[1] : null, joinPid: 0 };
+    return { workdirId: options.workdir === undefined ? null : sessionWorkdirId(options.workdir), joinPid: 0 };
   }
 
   /**
@@ -65,15 +71,14 @@ export class SessionIsolation {
    * (the slot is lost, and the workspace moves to another).
    */
   terminal(containerId: string, slotId: string): NonNullable<ChannelRequest['isolated']> | null {
-    const owner = this.shells.get(`${containerId}/${slotId}`)?.shell;
+    const owner = this.shells.get(`${containerId}/${slotId}`);
     return owner?.alive ? { workdirId: null, joinPid: owner.containerPid } : null;
   }
 
   /** A session's own shell opened isolated: its slot's extra shells join it from now on. */
   opened(containerId: string, options: OpenShellOptions, shell: IsolatedShell): void {
     if (options.companionOf !== undefined) return;
-    const m = options.workdir === undefined ? null : WORKDIR.exec(options.workdir);
-    this.shells.set(`${containerId}/${options.slotId}`, { shell, workdirId: m ? m[1] : null });
+    this.shells.set(`${containerId}/${options.slotId}`, shell);
   }
 
   /**
@@ -82,10 +87,10 @@ export class SessionIsolation {
    * session has it (the routes then use the container's view, where no session process can race them).
    */
   viewOf(containerId: string, workdir: string): number | null {
-    const id = WORKDIR.exec(workdir)?.[1];
-    if (id === undefined) return null;
-    for (const [key, { shell, workdirId }] of this.shells) {
-      if (key.startsWith(`${containerId}/`) && workdirId === id && shell.alive) return shell.containerPid;
+    const id = sessionWorkdirId(workdir);
+    if (id === null) return null;
+    for (const [key, shell] of this.shells) {
+      if (key.startsWith(`${containerId}/`) && shell.workdirId === id && shell.alive) return shell.containerPid;
     }
     return null;
   }

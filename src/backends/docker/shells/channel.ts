@@ -13,6 +13,7 @@ import type Dockerode from 'dockerode';
 import type { Duplex } from 'node:stream';
 import type { StreamName } from '../../../core/ports/backend';
 import { DockerDemuxer } from './demux';
+import type { SessionControl } from '../isolation/sessionControl';
 
 export const SHELL_CMD = ['bash', '--norc', '--noprofile', '--noediting', '-i'];
 
@@ -24,6 +25,8 @@ export interface ChannelSink {
 
 export interface ShellChannel {
   readonly transport: 'exec' | 'fifo';
+  /** An isolated session's requests to its init (isolation/sessionControl.ts); absent or null: none. */
+  readonly control?: SessionControl | null;
   write(text: string): void;
   /**
    * Closes the broker's side: an idle bash reads EOF and exits; a running command goes on to its

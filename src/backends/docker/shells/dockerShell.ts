@@ -5,6 +5,7 @@
  * the session is handed out.
  */
 import fs from 'node:fs';
+import { logger } from '../../../common/logger';
 import type { ShellListener, ShellProcess, UsageCounters } from '../../../core/ports/backend';
 import type { CgroupUsage } from '../../cgroupCounters';
 import { NO_USAGE } from '../../../core/session/commandFacts';
@@ -13,6 +14,7 @@ import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, freshInCwd, recycleExecLine, StdoutEx
 import type { ChannelOpener, ChannelRequest, ShellChannel } from './channel';
 import type { ControlShell } from '../control/controlShell';
 import type { SessionCgroup } from '../cgroups/sessionCgroup';
+import { sessionWorkdirId } from '../isolation/sessionIsolation';
 
 const HANDSHAKE_TIMEOUT_MS = 20_000;
 /** An isolated session's private disk counts as full below this fraction free (a write that failed leaves at most a partial block). */
@@ -38,7 +40,8 @@ export interface DockerShellOptions {
   tag: string;
   /**
    * In namespaces of its own (isolation/isolationScript.ts): the channel request's `isolated`. Such a
-   * shell is never recycled in place: its next lease needs a fresh root, which only a new shell has.
+   * shell is recycled in place only when its session's init says the lease left its view untouched
+   * and has moved the view's working directory to the next lease's (isolation/sessionReuse.c).
    */
   isolated?: ChannelRequest['isolated'];
 }
@@ -63,9 +66,12 @@ export class DockerShell implements ShellProcess {
   private counters: CgroupUsage | null = null;
   /** A timed-out command was interrupted or killed since the last recycle: bash may not be at its prompt. */
   private escalated = false;
+  /** An isolated shell's lease's working directory id, which its view binds in (moved by each reuse in place). */
+  private workdir: string | null;
 
   private constructor(private options: DockerShellOptions) {
     this.baseTag = options.tag;
+    this.workdir = options.isolated?.workdirId ?? null;
     // Live before bash starts: the collector never takes this session's processes for an escapee's.
     options.control.addTag(options.tag);
   }
@@ -150,6 +156,11 @@ export class DockerShell implements ShellProcess {
     return this.options.isolated !== undefined;
   }
 
+  /** The working directory id its isolated view binds in now (null: none, or not isolated). */
+  get workdirId(): string | null {
+    return this.workdir;
+  }
+
   /** Its bash still runs (as far as the broker knows). */
   get alive(): boolean {
     return !this.ended && this.pid > 1;
@@ -188,14 +199,22 @@ export class DockerShell implements ShellProcess {
    * (same pipes, same pid) in `cwd`, and give it back the exec's original environment with a new
    * tag, and the framing's init. False when that cannot be done (bash ignores ^C in a builtin loop,
    * for one); then close and reopen.
+   *
+   * An isolated shell only when its lease left its view untouched: after the kill, its session's
+   * init checks that nothing the lease did survives an exec there and moves the view's working
+   * directory to `cwd` (reuseView); any other answer is a false here, and the slot gets a new
+   * shell in new namespaces as before.
    */
   async recycle(cwd: string, cwdReady: Promise<void> = Promise.resolve()): Promise<boolean> {
-    if (this.ended || this.pid <= 1 || this.isolated) return false;
+    if (this.ended || this.pid <= 1) return false;
+    const nextWorkdir = this.isolated ? sessionWorkdirId(cwd) : null;
+    if (this.isolated && (!nextWorkdir || !this.channel?.control?.usable)) return false;
     const killed = await this.killForRecycle();
     if (this.ended) return false;
+    await cwdReady;
+    if (nextWorkdir && !(await this.reuseView(nextWorkdir))) return false;
     const nextTag = this.nextTag;
     this.options.control.addTag(nextTag);
-    await cwdReady;
     const restore = `${this.exportsScript}\nbuiltin export ${nextTag};builtin umask 0022\n${SHELL_INIT_SCRIPT}`;
     const line = recycleExecLine(ansiCQuote(cwd), this.bashPath, restore);
     const answer = await this.expectation.wait(FRESH_ANSWER, () => this.write(line), RECYCLE_TIMEOUT_MS);
@@ -203,8 +222,27 @@ export class DockerShell implements ShellProcess {
     this.recycles++;
     // A lease that left processes behind may have left one its kill missed (forked after the
     // snapshot): collect at the next ping. One that left none (most) costs no collection.
-    this.options.control.dropTag(this.options.tag, killed > 0);
+    // An isolated shell's spawn tag is also its session init's (its waiter and its namespace's pid 1
+    // carry it in their environment): it stays live while the shell lives, or the collector would
+    // end the namespace. No process of a lease carries it past a reuse: the init refuses one while
+    // any process of the session but bash lives.
+    if (!(this.isolated && this.options.tag === this.baseTag)) this.options.control.dropTag(this.options.tag, killed > 0);
     this.options = { ...this.options, tag: nextTag };
+    return true;
+  }
+
+  /**
+   * Asks the session's init whether the lease left the view untouched and, if so, to bind `next`
+   * there instead of the last lease's working directory. False otherwise (why is logged at debug).
+   */
+  private async reuseView(next: string): Promise<boolean> {
+    const answer = (await this.channel?.control?.ask(`rebind ${next}`, RECYCLE_TIMEOUT_MS)) ?? 'failed: no answer from the session init';
+    if (answer !== 'ok') {
+      logger.debug({ shell: this.description, why: answer }, 'released isolated shell not reused in place: a new one takes its slot');
+      return false;
+    }
+    // The file routes of the next lease's directory run in this view from now on (sessionIsolation.ts viewOf).
+    this.workdir = next;
     return true;
   }
 
@@ -284,8 +322,9 @@ export class DockerShell implements ShellProcess {
     this.cgroup?.close();
     control.dropTag(tag);
     this.counters?.close();
-    // A recycle that timed out may have left the next tag on a bash that is now gone.
+    // A recycle that timed out may have left the next tag on a bash that is now gone; a reused isolated shell kept its spawn's.
     control.dropTag(this.nextTag);
+    if (this.options.tag !== this.baseTag) control.dropTag(this.baseTag);
     this.channel?.destroy();
   }
 

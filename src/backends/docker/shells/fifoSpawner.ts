@@ -25,6 +25,7 @@ import { FS_SCRIPT } from '../control/procScripts';
 import type { FifoStock } from './fifoStock';
 import type { IsolationConfig } from '../../../config/isolationConfig';
 import { isolationFunctions, SESSION_INIT_NAME } from '../isolation/isolationScript';
+import { SessionControl } from '../isolation/sessionControl';
 
 
 /** Where the directory appears in the container. */
@@ -48,15 +49,18 @@ export const SPAWNER_SCRIPT = spawnerScript();
 
 /**
  * SPAWNER_SCRIPT, or with per-lease isolation (isolation/isolationScript.ts): a request then reads
- * `<name> <VAR=value> [<workdir id or -> <pid to join or 0>]`, the shell of a request with the last
- * two starts isolated when the container can, and the announcement says whether it can
- * (`ready iso` or `ready noiso <why>`).
+ * `<name> <VAR=value> [<workdir id or -> <pid to join or 0> [1]]`, the shell of a request with the
+ * last two starts isolated when the container can, and the announcement says whether it can
+ * (`ready iso` or `ready noiso <why>`). A final `1` asks for the session init's control pipes
+ * `<name>.ctl` and `<name>.ans` (isolation/sessionControl.ts), handed to the init alone.
  */
 export function spawnerScript(isolation?: IsolationConfig): string {
   const iso = isolation?.enabled ? isolation : null;
-  const fields = iso ? 'n v w j' : 'n v';
+  const fields = iso ? 'n v w j k' : 'n v';
   const isoCheck = iso ? ' && ( -z $w || ( $w =~ ^(-|[0-9a-z][0-9a-z.-]*)$ && $j =~ ^[0-9]+$ ) )' : '';
-  const shell = iso ? '__bk_shell "$w" "$j"' : SHELL_CMD.join(' ');
+  const shell = iso ? '__bk_shell "$w" "$j" "$k"' : SHELL_CMD.join(' ');
+  // The session init's control pipes (isolation/sessionControl.ts), when the request asks for them: fds 8 and 9, `k` says so to __bk_shell.
+  const control = iso ? '\n      [[ $k == 1 ]] && { exec 8<"$d/$n.ctl" 9<>"$d/$n.ans" && k=8,9 || k=-; } || k=-' : '';
   return `${FS_SCRIPT}${iso ? `\n${isolationFunctions(iso, `${FIFO_MOUNT}/${SESSION_INIT_NAME}`)}` : ''}
 builtin cd /
 d=${FIFO_MOUNT}
@@ -69,10 +73,10 @@ if [[ -p $d/spawn && -p $d/events ]] && exec 3<>"$d/spawn" 4<>"$d/events"; then
     {
       builtin set -m
       exec 3<&- 5<"$d/$n.in" 6<>"$d/$n.out" 7<>"$d/$n.err" || { builtin echo "failed $n 0" >&4; builtin exit 1; }
-      builtin export TERM=dumb "$v"
+      builtin export TERM=dumb "$v"${control}
       ${shell} <&5 >&6 2>&7 4>&- 5<&- 6>&- 7>&- &
       p=$!
-      exec 5<&- 6>&- 7>&-
+      exec 5<&- 6>&- 7>&-${iso ? ' 8<&- 9<&-' : ''}
       builtin echo "spawned $n $p" >&4
       builtin wait "$p"
       builtin echo "exit $n $p $?" >&4
@@ -162,12 +166,16 @@ export class FifoSpawner {
     if (!/^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]*$/.test(assignment)) throw new BackendError(`unsupported environment ${assignment}`);
     const name = randomBytes(12).toString('hex');
     const base = path.join(this.hostDir, name);
-    const paths = [`${base}.in`, `${base}.out`, `${base}.err`];
+    // A session's own isolated shell gets control pipes to its init (reuse in place); an extra shell joining one does not.
+    const controlled = isolated !== undefined && this.isolates && isolated.joinPid === 0 && isolated.workdirId !== null;
+    const paths = [`${base}.in`, `${base}.out`, `${base}.err`, ...(controlled ? [`${base}.ctl`, `${base}.ans`] : [])];
     const fds: number[] = [];
+    let control: SessionControl | null = null;
     try {
       await this.stock.take(paths);
-      // Our write end of stdin first: the wrapper's read-only open of it then returns at once.
+      // Our write ends of stdin and of the init's requests first: the spawner's read-only opens then return at once.
       fds.push(openFifo(paths[0], fs.constants.O_RDWR));
+      if (controlled) fds.push(openFifo(paths[3], fs.constants.O_RDWR));
       const spawned = new Promise<number>((resolve, reject) => {
         const timer = setTimeout(() => {
           this.pending.delete(name);
@@ -175,12 +183,14 @@ export class FifoSpawner {
         }, SPAWN_TIMEOUT_MS);
         this.pending.set(name, { resolve, reject, timer });
       });
-      const isolation = isolated && this.isolates ? ` ${isolated.workdirId ?? '-'} ${isolated.joinPid}` : '';
+      const isolation = isolated && this.isolates ? ` ${isolated.workdirId ?? '-'} ${isolated.joinPid}${controlled ? ' 1' : ''}` : '';
       this.spawnSocket.write(`${name} ${assignment}${isolation}\n`);
       await spawned;
       // bash holds the write ends now: read-only opens see EOF only once bash and everything that
       // inherited its output are gone, as a pipe would.
       fds.push(openFifo(paths[1], fs.constants.O_RDONLY), openFifo(paths[2], fs.constants.O_RDONLY));
+      // The init holds the answers' write end now (or, started through the setup script, nothing does: EOF, no control).
+      if (controlled) control = new SessionControl(fds[1], openFifo(paths[4], fs.constants.O_RDONLY));
     } catch (err) {
       for (const fd of fds) fs.close(fd, () => undefined);
       throw err instanceof BackendError ? err : new BackendError(`could not open a shell over pipes: ${errorMessage(err)}`);
@@ -190,7 +200,8 @@ export class FifoSpawner {
       // Synchronous, like openFifo and the stock's renames: a syscall on the pipes' tmpfs.
       for (const p of paths) unlinkQuietly(p);
     }
-    const channel = new FifoChannel(fds[0], fds[1], fds[2], sink, () => this.channels.delete(name), statusGraceMs);
+    const [inFd, outFd, errFd] = controlled ? [fds[0], fds[2], fds[3]] : fds;
+    const channel = new FifoChannel(inFd, outFd, errFd, sink, () => this.channels.delete(name), statusGraceMs, control);
     this.channels.set(name, channel);
     return channel;
   }
@@ -294,6 +305,7 @@ function openFifo(file: string, mode: number): number {
 
 class FifoChannel implements ShellChannel {
   readonly transport = 'fifo';
+  readonly control: SessionControl | null;
   private ended = false;
   private readonly input: net.Socket;
   private readonly outputs: net.Socket[];
@@ -305,7 +317,9 @@ class FifoChannel implements ShellChannel {
     private readonly sink: ChannelSink,
     private readonly onEnded: () => void,
     private readonly statusGraceMs: number,
+    control: SessionControl | null,
   ) {
+    this.control = control;
     this.input = new net.Socket({ fd: inFd, readable: false, writable: true });
     this.input.on('error', () => undefined);
     this.outputs = (['stdout', 'stderr'] as const).map((stream, i) => {
@@ -337,6 +351,7 @@ class FifoChannel implements ShellChannel {
     this.ended = true;
     this.input.destroy();
     for (const s of this.outputs) s.destroy();
+    this.control?.close();
     this.onEnded();
     this.sink.onEnd(reason);
   }
