@@ -137,16 +137,22 @@ describeDocker('docker per-lease filesystem isolation', () => {
     // The capability is gone from the bounding set: nothing the session starts can have it back.
     const bounding = (await b.exec(attacker, "sed -n 's/^CapBnd:\\s*//p' /proc/self/status")).stdout.trim();
     expect(BigInt(`0x${bounding}`) & (1n << 21n)).toBe(0n);
+    // The files /proc hides are binds of the session's own /dev/null (so a chmod of them changes that
+    // too): it reaches neither a sibling's nodes nor the container's.
+    const modes = (session: string): Promise<string> => b.exec(session, 'ls -lL /dev/null /proc/keys /proc/timer_list 2>/dev/null | cut -c1-10 | sort -u').then((x) => x.stdout);
+    await b.exec(attacker, 'chmod 600 /proc/keys /proc/timer_list 2>/dev/null; true');
+    expect(await modes(attacker)).toBe('crw-------\n');
+    expect(await modes(victim)).toBe('crw-rw-rw-\n');
     // Nothing reached the victim, nor the container's own filesystem.
     expect((await b.exec(victim, '[ -e /tmp/pwned ] && echo pwned; cat /root/victim-only')).stdout).toBe('marker\n');
-    const outside = await docker.getContainer(containerId).exec({ Cmd: ['sh', '-c', '[ -e /tmp/pwned ] && echo pwned; [ -e /root/victim-only ] && echo leaked; echo checked'], AttachStdout: true, AttachStderr: true });
+    const outside = await docker.getContainer(containerId).exec({ Cmd: ['sh', '-c', '[ -e /tmp/pwned ] && echo pwned; [ -e /root/victim-only ] && echo leaked; ls -l /dev/null | cut -c1-10; echo checked'], AttachStdout: true, AttachStderr: true });
     const stream = await outside.start({});
     const out = await new Promise<string>((resolve) => {
       let text = '';
       stream.on('data', (c: Buffer) => (text += c.toString('latin1')));
       stream.on('end', () => resolve(text));
     });
-    expect(out).toContain('checked');
+    expect(out).toContain('crw-rw-rw-\nchecked');
     expect(out).not.toMatch(/pwned|leaked/);
     await b.release(attacker);
     await b.release(victim);

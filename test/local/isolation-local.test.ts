@@ -197,7 +197,10 @@ if (!ROOT) {
       // The classic chroot escape: chroot into a subdirectory, climb out of it, chroot at the top.
       const escape = `python3 -c "import os; os.makedirs('/tmp/jail', exist_ok=True); os.chroot('/tmp/jail'); [os.chdir('..') for _ in range(64)]; os.chroot('.'); print(open('/etc/${mark}-esc').read().strip())" 2>&1`;
       expect((await tb.exec(id, escape)).stdout).toBe('mine\n');
+      // The files /proc hides are binds of the session's own /dev/null: a chmod of them leaves the host's as it is.
+      expect((await tb.exec(id, 'chmod 600 /proc/keys /proc/timer_list 2>/dev/null; ls -lL /proc/keys /proc/timer_list 2>/dev/null | cut -c1-10 | sort -u')).stdout).toBe('crw-------\n');
     });
+    expect(fs.statSync('/dev/null').mode & 0o777).toBe(0o666);
     expect(fs.existsSync(`/etc/${mark}-esc`)).toBe(false);
   });
 

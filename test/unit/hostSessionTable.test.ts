@@ -37,7 +37,7 @@ describe('hostSessionTable', () => {
       'mqueue /S/r/dev/mqueue mqueue defaults',
       'proc /S/r/proc proc nosuid,nodev,noexec',
     ]);
-    expect(table.lines).toEqual(expect.arrayContaining(['/dev/null /S/r/proc/kcore none bind', 'tmpfs /S/r/proc/acpi tmpfs ro', '/proc/sys /S/r/proc/sys none remount,bind,ro', 'sysfs /S/r/sys sysfs ro,nosuid,nodev,noexec']));
+    expect(table.lines).toEqual(expect.arrayContaining(['/S/r/dev/null /S/r/proc/kcore none bind', 'tmpfs /S/r/proc/acpi tmpfs ro', '/proc/sys /S/r/proc/sys none remount,bind,ro', 'sysfs /S/r/sys sysfs ro,nosuid,nodev,noexec']));
   });
 
   it('overlays the visible near-top directory mounts, parents first, each with layers of its own; binds /etc files read-only', () => {

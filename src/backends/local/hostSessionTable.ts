@@ -78,7 +78,8 @@ export function hostSessionTable({ mounts, stage, kindOf }: TableInputs): Sessio
     `mqueue ${R}/dev/mqueue mqueue defaults`,
     `proc ${R}/proc proc nosuid,nodev,noexec`,
   ];
-  for (const f of PROC_HIDDEN_FILES) if (kindOf(`/proc/${f}`)) lines.push(`/dev/null ${R}/proc/${f} none bind`);
+  // Hidden behind the session's own /dev/null, never the host's: a chmod of /proc/keys would change the host's.
+  for (const f of PROC_HIDDEN_FILES) if (kindOf(`/proc/${f}`)) lines.push(`${R}/dev/null ${R}/proc/${f} none bind`);
   for (const f of PROC_HIDDEN_DIRS) if (kindOf(`/proc/${f}`) === 'dir') lines.push(`tmpfs ${R}/proc/${f} tmpfs ro`);
   for (const f of PROC_READ_ONLY) if (kindOf(`/proc/${f}`)) lines.push(`/proc/${f} ${R}/proc/${f} none bind`, `/proc/${f} ${R}/proc/${f} none remount,bind,ro`);
   lines.push(`sysfs ${R}/sys sysfs ro,nosuid,nodev,noexec`);

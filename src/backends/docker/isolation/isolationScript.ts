@@ -94,7 +94,9 @@ function templateScript(sharedPaths: readonly string[]): string {
     builtin printf '%s\\n' "bkr-root $R overlay lowerdir=/,upperdir=$T/u,workdir=$T/w 0 0" "$T/d $R/dev none bind 0 0" \\
       "devpts $R/dev/pts devpts newinstance,ptmxmode=0666,mode=620,gid=5 0 0" "mqueue $R/dev/mqueue mqueue defaults 0 0" \\
       "proc $R/proc proc nosuid,nodev,noexec 0 0"
-    for f in ${PROC_HIDDEN_FILES}; do [[ -e /proc/$f ]] && builtin printf '%s\\n' "/dev/null $R/proc/$f none bind 0 0"; done
+    # Hidden behind the session's own /dev/null (mounted just above), never the container's: a chmod
+    # of /proc/keys would change whichever node is bound there, for every session and later lease.
+    for f in ${PROC_HIDDEN_FILES}; do [[ -e /proc/$f ]] && builtin printf '%s\\n' "$R/dev/null $R/proc/$f none bind 0 0"; done
     for f in ${PROC_HIDDEN_DIRS}; do [[ -d /proc/$f ]] && builtin printf '%s\\n' "tmpfs $R/proc/$f tmpfs ro 0 0"; done
     for f in ${PROC_READ_ONLY}; do [[ -e /proc/$f ]] && builtin printf '%s\\n' "/proc/$f $R/proc/$f none bind 0 0" "/proc/$f $R/proc/$f none remount,bind,ro 0 0"; done
     builtin printf '%s\\n' "/sys $R/sys none rbind 0 0"
