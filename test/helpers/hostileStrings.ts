@@ -7,14 +7,16 @@
  * of a list, a map's keys and values, a JSON document carried in a string as its `contentSchema`
  * says, a multipart part), so a route or a field added to a contract is tried with no list to keep.
  * One case puts one such value in one place of a request that is otherwise one the route takes (the
- * plainest body its schema accepts, or the suite's own), and every place gets every kind of value.
+ * plainest body its schema accepts, or the suite's own). Every body and query string gets every kind
+ * of value; a path parameter (an id, looked up and never used as a path, on every route of an API)
+ * gets one kind a run, in turn with the seed, which bounds a suite's cases to a few hundred.
  *
  * What a case must answer (hostileCase): never a 5xx (but the 501 its contract declares) and never a
- * hang; a refusal in the API's own envelope that changed nothing; and a refusal without fail where
- * the value breaks the place's declared schema, which for a declared path (`x-path`) includes a name
- * or a whole path too long and a NUL byte. A value the place takes (a `..` in a working directory,
- * a long command) is answered as any other: the suite ends what the call made (`settle`) and checks
- * that its sandbox is still usable.
+ * hang; a refusal in the API's own envelope (or as the route's contract declares it) that changed
+ * nothing; and a refusal without fail where the value breaks the place's declared schema, which for
+ * a declared path (`x-path`) includes a name or a whole path too long and a NUL byte. A value the
+ * place takes (a `..` in a working directory, a long command) is answered as any other: the suite
+ * ends what the call made (`settle`) and checks that its sandbox is still usable.
  */
 import Ajv from 'ajv';
 import fc from 'fast-check';
@@ -172,7 +174,8 @@ function multipart(schema: Schema, body: Record<string, unknown>): { body: Buffe
 }
 
 /**
- * Every case of `api`'s routes: each string place of each route (WebSockets left out) with each kind.
+ * Every case of `api`'s routes: each string place of each route (WebSockets left out) with each kind
+ * (a path parameter: with one, in turn).
  * `base(name, route)` gives a route's parameters and, where the plainest body would be refused
  * anyway, a body it takes; null leaves the route out (the suite says why where it does).
  */
@@ -185,7 +188,8 @@ export function hostileCases(api: ApiContract, headers: Record<string, string>, 
     if (b === null) continue;
     const bodySchema = route.body ? publishedSchema(route.body.schema, api.schemas) : null;
     for (const place of stringPlaces(route, api.schemas)) {
-      for (const kind of HOSTILE_KINDS) {
+      const kinds = place.in === 'path' ? [HOSTILE_KINDS[Math.abs(FUZZ_SEED + index) % HOSTILE_KINDS.length]] : HOSTILE_KINDS;
+      for (const kind of kinds) {
         const value = hostileValue(kind, index++, place.in);
         const params = { ...b.params };
         const query = { ...b.query };
@@ -215,10 +219,15 @@ export function hostileCases(api: ApiContract, headers: Record<string, string>, 
   return out;
 }
 
-/** What a suite does beside the target's snapshot: end what a taken call made, and check its sandbox still works. */
-export interface HostileHooks {
-  settle?(c: HostileCase, res: HttpResult): Promise<void>;
+/**
+ * What a suite does beside the target's snapshot: end what a taken call made (`before`: the state
+ * before it), so the next case starts at rest, and check that its sandbox still works.
+ */
+export interface HostileHooks<S> {
+  settle?(c: HostileCase, res: HttpResult, before: S): Promise<void>;
   usable(): Promise<void>;
+  /** An answer that refuses for a reason of the suite's own making, not the value's (a cap it set): checked as a refusal. */
+  refusedAnyway?(res: HttpResult): boolean;
 }
 
 function brief(c: HostileCase): string {
@@ -226,10 +235,13 @@ function brief(c: HostileCase): string {
   return `${c.route.method} ${c.route.path} ${c.place.where} = ${c.kind} ${v}`;
 }
 
-/** One case, as the module's comment says; throws on any breach. */
-export async function hostileCase<S>(t: FuzzTarget<S>, c: HostileCase, hooks: HostileHooks): Promise<HttpResult> {
+/**
+ * One case, as the module's comment says; throws on any breach. `atRest`: the state now, when the
+ * caller has it (the last refusal's); the answer's `after` is the state after a refusal, else null.
+ */
+export async function hostileCase<S>(t: FuzzTarget<S>, c: HostileCase, hooks: HostileHooks<S>, atRest?: S): Promise<{ res: HttpResult; after: S | null }> {
   const route = `${c.route.method} ${c.route.path} (${c.place.where})`;
-  const before = await t.snapshot();
+  const before = atRest ?? (await t.snapshot());
   const res = await t.client.send(c.request);
   if (res === 'hang') {
     t.report.count(route, 'hang');
@@ -243,23 +255,30 @@ export async function hostileCase<S>(t: FuzzTarget<S>, c: HostileCase, hooks: Ho
     throw new Error(`(seed ${FUZZ_SEED}) ${what}`);
   };
   const declaredUnserved = res.status === 501 && c.route.errors?.[501] !== undefined;
-  if (res.status >= 400 && !declaredUnserved) {
+  // A refusal the route's contract declares as an answer of its own (a page's asset: a plain 404).
+  const declaredAnswer = res.status < 500 && c.route.responses[String(res.status)] !== undefined;
+  const anyway = hooks.refusedAnyway?.(res) === true;
+  if (res.status >= 400 && !declaredUnserved && !declaredAnswer && !anyway) {
     const wrong = notARefusal(res, t.envelope, c.request.method);
     if (wrong) fail(`not a refusal in the ${t.envelope} envelope (${wrong})`);
   }
-  if (res.status >= 400) {
+  if (res.status >= 400 || anyway) {
     const after = await t.snapshot();
     if (JSON.stringify(after) !== JSON.stringify(before)) fail(`a refusal changed the state: ${JSON.stringify(before).slice(0, 400)} -> ${JSON.stringify(after).slice(0, 400)}`);
-    return res;
+    return { res, after };
   }
   if (c.refusal !== null) fail(`taken, but must be refused: ${c.refusal}`);
-  await hooks.settle?.(c, res);
+  await hooks.settle?.(c, res, before);
   await hooks.usable();
-  return res;
+  return { res, after: null };
 }
 
-/** Every case of `cases`, in turn: each place with each kind, all of them (no sampling: none is left untried). */
-export async function everyHostileCase<S>(t: FuzzTarget<S>, cases: readonly HostileCase[], hooks: HostileHooks): Promise<void> {
-  for (const c of cases) await hostileCase(t, c, hooks);
+/**
+ * Every case of `cases`, in turn (no sampling: none is left untried). A refusal's state after is the
+ * next case's before: one snapshot a case, not two.
+ */
+export async function everyHostileCase<S>(t: FuzzTarget<S>, cases: readonly HostileCase[], hooks: HostileHooks<S>): Promise<void> {
+  let atRest: S | undefined;
+  for (const c of cases) atRest = (await hostileCase(t, c, hooks, atRest)).after ?? undefined;
   await hooks.usable();
 }

@@ -6,7 +6,9 @@
  * the database socket of a read attachment written to (403), and its bodies refused. Every answer is
  * a 4xx in the pool format's `{detail, code}`, within a bound; the group's sandboxes, the pool and
  * the database's documents are the same after each case as before. A small run count: every case
- * of a running group is cheap, but the group itself is not.
+ * of a running group is cheap, but the group itself is not. Every string of every route gets a name
+ * and a path too long, a NUL byte and `..` (hostileStrings.ts): a tool's or population file's path
+ * refuses them, nothing is a 5xx.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -18,6 +20,7 @@ import { GROUP_CONTRACT } from '../../src/api/groups/groupContract';
 import { groupBrokerEnv, groupDirOf, makeGroupFixtures, type GroupFixtures } from '../helpers/groupFixtures';
 import { declaredBody, invalidBody, junkBody, nastyText, notJsonBody, type Schema } from '../helpers/fuzzInputs';
 import { endFuzz, FuzzReport, fuzzParams, fuzzTarget, jsonHeaders, refused, type FuzzTarget } from '../helpers/fuzzHarness';
+import { everyHostileCase, hostileCases } from '../helpers/hostileStrings';
 
 const GROUP_API_DOC = apiDocOf(GROUP_CONTRACT);
 
@@ -176,5 +179,20 @@ suite('sandbox groups fuzzed (docker)', () => {
     // The same write through the writer's socket is taken: the refusals above were the read attachment's.
     const written = await request('http://db/namespaces/default/documents', { method: 'POST', body: JSON.stringify({ documents: [doc('written')] }), headers: jsonHeaders({ authorization: `Bearer ${writerToken}` }), dispatcher: writerDb });
     expect([written.statusCode, await written.body.json()]).toEqual([200, { upserted: 1 }]);
+  });
+
+  it('every string of every route with a name or a path too long, a NUL byte or `..`: a host path refuses them, nothing is a 5xx, a refusal changes nothing', async () => {
+    const groupId = tb.broker.groups.list().find((g) => g.kind === 'group')!.id;
+    // A stop of a sandbox no one started (its id is the only string: a case never names a running one).
+    const bodies: Record<string, unknown> = { startSandbox: VALID_SANDBOX, stopSandbox: { id: 'nosuch' } };
+    const cases = hostileCases(GROUP_CONTRACT, AUTH, (name) => ({ params: { groupId, sandboxId: 'writer' }, body: bodies[name] }));
+    await everyHostileCase(t, cases, {
+      // Text typed into a terminal is any text: the line it left is cleared (^U); a sandbox a string started is stopped.
+      settle: async (c) => {
+        if (c.route.path.endsWith('/input')) expect((await tb.post(c.request.path, { text: '\u0015' }, AUTH)).status).toBe(200);
+        if (c.route.path === '/sandbox/start') expect((await tb.post('/sandbox/stop', { id: VALID_SANDBOX.id }, AUTH)).status).toBe(200);
+      },
+      usable: async () => expect((await shell(urls.writer, 'echo usable')).trim()).toBe('usable'),
+    });
   });
 });

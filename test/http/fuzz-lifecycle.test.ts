@@ -6,7 +6,8 @@
  * BROKER_MAX_BODY_BYTES and no token. The fields the broker does not serve (snapshots, egress policy,
  * credential proxy, volumes) answer 501 by design and are left out. Every answer is a 4xx in
  * OpenSandbox's `{code, message}`, within a bound; the sandboxes (ids, states, expiry, metadata) and
- * the pools' counts are the same after each case as before.
+ * the pools' counts are the same after each case as before. Every string of every route gets a name
+ * and a path too long, a NUL byte and `..` (hostileStrings.ts): never a 5xx (but a declared 501).
  */
 import fc from 'fast-check';
 import { startTestBroker, testBackend, eventually, type TestBroker } from '../helpers/broker';
@@ -14,6 +15,7 @@ import { apiDocOf } from '../../src/http/contract';
 import { LIFECYCLE_CONTRACT } from '../../src/api/lifecycle/lifecycleContract';
 import { badSegment, idRoutes, invalidBody, publishedSchema, junkBody, nastyOrHugeText, nastyUrlText, type Schema } from '../helpers/fuzzInputs';
 import { FuzzReport, endFuzz, fuzzTarget, fuzzParams, jsonHeaders, refused, type FuzzTarget } from '../helpers/fuzzHarness';
+import { everyHostileCase, hostileCases } from '../helpers/hostileStrings';
 
 const LIFECYCLE_API_DOC = apiDocOf(LIFECYCLE_CONTRACT);
 
@@ -174,5 +176,23 @@ describe(`the lifecycle API fuzzed (${testBackend})`, () => {
       }),
       fuzzParams(RUNS),
     );
+  });
+
+  it('every string of every route with a name or a path too long, a NUL byte or `..`: nothing is a 5xx but a declared 501, a refusal changes nothing', async () => {
+    // A create of another image than the warm pool's (whose one session the running sandbox holds): a dedicated one, made at once.
+    const dedicated = testBackend === 'docker' ? (warmImage.startsWith('bash-broker-sandbox') ? 'bash-broker-test:latest' : 'bash-broker-sandbox:latest') : 'fuzz-dedicated:1';
+    const bodies: Record<string, unknown> = { create: { ...VALID_CREATE, image: { uri: dedicated } } };
+    const cases = hostileCases(LIFECYCLE_CONTRACT, AUTH, (name) => ({ params: { id, port: '8080', snapshotId: 'snap', name: 'cred', path: 'x' }, body: bodies[name] }));
+    const rest = await t.snapshot();
+    await everyHostileCase(t, cases, {
+      // A sandbox a string made (an entrypoint or env value is any text): deleted, and the pools at rest again.
+      settle: async (_c, res) => {
+        const made = res.status === 202 && typeof res.json?.id === 'string' && res.json.id !== id ? (res.json.id as string) : null;
+        if (made === null) return;
+        expect((await tb.request('DELETE', `/v1/sandboxes/${made}`, undefined, AUTH)).status).toBeLessThan(300);
+        await eventually(async () => JSON.stringify((await t.snapshot()).pools) === JSON.stringify(rest.pools) && !JSON.stringify((await t.snapshot()).sandboxes).includes(made), 120_000, 'the made sandbox gone');
+      },
+      usable: async () => expect((await tb.request('GET', `/v1/sandboxes/${id}`, undefined, AUTH)).json.status.state).toBe('Running'),
+    });
   });
 });

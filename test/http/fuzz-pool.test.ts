@@ -4,14 +4,16 @@
  * BROKER_MAX_COMMAND_BYTES, extra fields beside them), bodies that are no JSON object, a body past
  * BROKER_MAX_BODY_BYTES, ids no lease has, and requests without the token. Every answer is a 4xx in
  * the pool API's `{detail, code}`, within a bound, and the pool's counts, the held lease's history and
- * its working directory are the same after each case as before. The cases and 5xx per route are
+ * its working directory are the same after each case as before. Every string of every route gets a
+ * name and a path too long, a NUL byte and `..` (hostileStrings.ts). The cases and 5xx per route are
  * printed and written as a report.
  */
 import fc from 'fast-check';
-import { startTestBroker, testBackend, type TestBroker } from '../helpers/broker';
+import { eventually, startTestBroker, testBackend, type TestBroker } from '../helpers/broker';
 import { acquireBody, acquireGroupBody, executeBody, POOL_CONTRACT } from '../../src/api/pool/poolContract';
 import { badSegment, idRoutes, invalidBody, publishedSchema, nastyText, notJsonBody } from '../helpers/fuzzInputs';
 import { FuzzReport, endFuzz, fuzzTarget, fuzzParams, jsonHeaders, refused, type FuzzTarget } from '../helpers/fuzzHarness';
+import { everyHostileCase, hostileCases } from '../helpers/hostileStrings';
 
 const RUNS = 60;
 const TOKEN = 'fuzz-pool-token';
@@ -119,5 +121,21 @@ describe(`the pool API fuzzed from its contract (${testBackend})`, () => {
       }),
       fuzzParams(Math.ceil(RUNS / 2)),
     );
+  });
+
+  it('every string of every route with a name or a path too long, a NUL byte or `..`: a file path refuses them, nothing is a 5xx, a refusal changes nothing', async () => {
+    // release ends the held lease when taken: its only string is the lease's id, which a case never keeps.
+    const cases = hostileCases(POOL_CONTRACT, AUTH, () => ({ params: { sessionId: held } }));
+    await everyHostileCase(t, cases, {
+      // A command is any text (a `..` runs as one); an acquire taken leases sessions: released again.
+      settle: async (_c, res) => {
+        for (const id of [res.json?.session_id, ...(res.json?.sessions ?? []).map((s: { session_id: string }) => s.session_id)]) {
+          if (typeof id === 'string' && id !== held) expect((await tb.post(`/session/${id}/release`, {}, AUTH)).status).toBe(200);
+        }
+        // At rest again (the released sessions cleaned) before the next case's snapshot.
+        await eventually(async () => ((h) => h.in_use_sessions === 1 && h.cleaning_sessions === 0)((await tb.get('/health')).json), 30_000, 'the released sessions cleaned');
+      },
+      usable: async () => expect((await tb.post(`/session/${held}/execute`, { command: 'cat d/f.txt' }, AUTH)).json.stdout).toBe('kept\n'),
+    });
   });
 });

@@ -5,7 +5,8 @@
  * stream cursors (query and Last-Event-ID); ids no task has on every route; bodies past
  * BROKER_MAX_BODY_BYTES and no token; and a stream reconnected with a cursor from the future, which
  * replays nothing. Every answer is a 4xx in the pool format's `{detail, code}`, within a bound; the
- * task's record, the task containers and the pool are the same after each case as before.
+ * task's record, the task containers and the pool are the same after each case as before. Every
+ * string of every route gets a name and a path too long, a NUL byte and `..` (hostileStrings.ts).
  */
 import fc from 'fast-check';
 import { request } from 'undici';
@@ -16,6 +17,7 @@ import { apiDocOf } from '../../src/http/contract';
 import { TASK_CONTRACT } from '../../src/api/tasks/taskContract';
 import { badSegment, declaredBody, idRoutes, invalidBody, nastyUrlText, notJsonBody, type Schema } from '../helpers/fuzzInputs';
 import { endFuzz, FuzzReport, fuzzParams, fuzzTarget, jsonHeaders, refused, type FuzzTarget } from '../helpers/fuzzHarness';
+import { everyHostileCase, hostileCases } from '../helpers/hostileStrings';
 
 const TASK_API_DOC = apiDocOf(TASK_CONTRACT);
 
@@ -50,7 +52,8 @@ suite('task sandboxes fuzzed (docker)', () => {
 
   beforeAll(async () => {
     fx = await taskFixture('fuzz');
-    tb = await fx.startBroker({ BROKER_TOKEN: TOKEN, BROKER_MAX_BODY_BYTES: String(MAX_BODY_BYTES), BROKER_TASK_KEEPALIVE: '1' });
+    // One task at most: the suite's own. A create its checks take is then refused for capacity, and starts nothing.
+    tb = await fx.startBroker({ BROKER_TOKEN: TOKEN, BROKER_MAX_BODY_BYTES: String(MAX_BODY_BYTES), BROKER_TASK_KEEPALIVE: '1', BROKER_TASK_MAX_SANDBOXES: '1' });
     // One turn, to its end: after it the task is idle, and a refused request could only change that by starting one.
     const created = await tb.post('/sandboxes', { repo: REPO, prompt: 'hello' }, AUTH);
     if (created.status !== 201) throw new Error(`setup: ${created.status} ${created.text}`);
@@ -129,5 +132,23 @@ suite('task sandboxes fuzzed (docker)', () => {
       }),
       fuzzParams(Math.ceil(RUNS / 3)),
     );
+  });
+
+  it('every string of every route with a name or a path too long, a NUL byte or `..`: nothing is a 5xx, a refusal changes nothing', async () => {
+    const bodies: Record<string, unknown> = { create: { repo: REPO }, prompt: { message: 'hello' } };
+    const cases = hostileCases(TASK_CONTRACT, AUTH, (name) => ({ params: { id }, body: bodies[name] }));
+    await everyHostileCase(t, cases, {
+      // A create its checks take meets the cap of one task (BROKER_TASK_MAX_SANDBOXES): a 503 that starts nothing.
+      refusedAnyway: (res) => res.status === 503 && res.json?.code === 'too_many_sandboxes',
+      // A turn a message started is waited for to its end.
+      settle: async (c, _res, before) => {
+        if (c.route.path.endsWith('/prompt')) {
+          const coding = await SseReader.open(`${tb.url}/sandboxes/${id}/stream/coding?cursor=${(before.record as { cursors: { coding: number } }).cursors.coding}`, AUTH);
+          await coding.untilType('turn_end');
+          await coding.close();
+        }
+      },
+      usable: async () => expect((await tb.request('GET', `/sandboxes/${id}`, undefined, AUTH)).json.status).toBe('running'),
+    });
   });
 });

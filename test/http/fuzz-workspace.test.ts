@@ -8,7 +8,8 @@
  * a bad `since`, a `since` from the future (no replay), and text and binary frames on the event
  * stream, which a viewer only reads (nothing reaches the shell). Every answer is a 4xx in the pool
  * format's `{detail, code}`, within a bound; the workspaces, their files and event logs, and the pool's
- * counts are the same after each case as before.
+ * counts are the same after each case as before. Every string of every route gets a name and a path
+ * too long, a NUL byte and `..` (hostileStrings.ts): a filename refuses them, nothing is a 5xx.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -20,6 +21,7 @@ import { WORKSPACE_CONTRACT } from '../../src/api/workspace/workspaceContract';
 import { badSegment, declaredBody, invalidBody, nastyUrlText, notJsonBody, pathTrick, percentEncoded, type Schema } from '../helpers/fuzzInputs';
 import { FuzzReport, endFuzz, fuzzTarget, fuzzParams, jsonHeaders, notARefusal, refused, treeState, type FuzzTarget } from '../helpers/fuzzHarness';
 import { wsUrl } from '../helpers/workspaceClient';
+import { everyHostileCase, hostileCases } from '../helpers/hostileStrings';
 
 const WORKSPACE_API_DOC = apiDocOf(WORKSPACE_CONTRACT);
 
@@ -251,5 +253,18 @@ describe(`the workspace API fuzzed (${testBackend})`, () => {
     // What a viewer sent reached no shell: a command typed now runs, and nothing before it wrote ran.txt.
     const check = await tb.post('/api/execute', { command: 'ls ran.txt 2>&1 | head -1', wait: 30 }, AUTH);
     expect(check.json.stdout).toMatch(/No such file/);
+  });
+
+  it('every string of every route with a name or a path too long, a NUL byte or `..`: a filename refuses them, nothing is a 5xx, a refusal changes nothing', async () => {
+    const cases = hostileCases(WORKSPACE_CONTRACT, AUTH, () => ({ params: { workspaceId: named, name: 'xterm.css' }, query: {} }));
+    await everyHostileCase(t, cases, {
+      // Text typed into a terminal is any text: the line it left is cleared (^U), as a user would.
+      settle: async (c) => {
+        if (c.route.path.endsWith('/api/input')) expect((await tb.post(c.request.path, { text: '\u0015' }, AUTH)).status).toBe(200);
+      },
+      usable: async () => {
+        for (const p of prefixes()) expect((await tb.post(`${p}/api/execute`, { command: 'cat d/f.txt', wait: 30 }, AUTH)).json.stdout).toMatch(/^kept\r?\n$/);
+      },
+    });
   });
 });

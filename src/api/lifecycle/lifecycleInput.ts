@@ -8,6 +8,7 @@
  */
 import os from 'node:os';
 import { BadRequestError, NotImplementedError } from '../../common/errors';
+import { checkImageReference } from './imageReference';
 import type { SandboxSpec } from '../../core/lifecycle/sandboxRecord';
 import type { SandboxFilter } from '../../core/lifecycle/sandboxService';
 import { addDomainCheck, compileCheck } from '../../http/schemaCheck';
@@ -94,7 +95,7 @@ function parseImage(value: unknown, optional: boolean): string | null {
   if (extra.length > 0) throw new BadRequestError(`image: unknown field(s) ${extra.join(', ')}`);
   if (typeof image.uri !== 'string' || image.uri.trim() === '') throw new BadRequestError('image.uri must be a non-empty string');
   if (image.auth !== undefined) throw new NotImplementedError('image.auth: registry credentials are not served (the broker never pulls; images must be on the engine)');
-  return image.uri.trim();
+  return checkImageReference(image.uri.trim());
 }
 
 function parseEntrypoint(value: unknown, required: boolean): string[] {

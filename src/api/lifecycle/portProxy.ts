@@ -57,8 +57,9 @@ export function answers(target: PortTarget): Promise<boolean> {
   });
 }
 
+/** Nothing listens on the port (yet): a 404, as the endpoint API answers for it, not a broker fault. */
 function unreachable(target: PortTarget, err: unknown): BrokerError {
-  return new BrokerError('backend', 'port_unreachable', `Nothing answers on port ${target.port} of the sandbox (${errorMessage(err)})`);
+  return new BrokerError('not_found', 'port_unreachable', `Nothing answers on port ${target.port} of the sandbox (${errorMessage(err)})`);
 }
 
 export function portProxyRouter(sandboxes: SandboxService): Router {

@@ -17,9 +17,8 @@ import { served } from '../../http/contract';
 
 const R = POOL_CONTRACT.routes;
 
-/** Groups come from the default pool; a heartbeat or history reaches the pool that leased the id. */
+/** A group comes from the pool it names, as an acquire does; a heartbeat or history reaches the pool that leased the id. */
 export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds): Router {
-  const pool = pools.main.pool;
   return {
     name: 'rollout',
     errors: poolErrorFormat,
@@ -27,6 +26,7 @@ export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, reques
       served(R.acquireGroup, async ({ body, res }) => {
         const input = parseAcquire(body, limits);
         const { n, spread } = parseGroupSize(body);
+        const pool = pools.pool(input.pool);
         const request = { ...input, n, spread };
         const results = input.requestId
           ? await requestIds.run(`g:${input.requestId}`, input.fingerprint(), 'acquire_group', () => pool.acquireGroup(request))

@@ -3,6 +3,7 @@
  * query strings: checked before a workspace is touched.
  */
 import { BadRequestError } from '../../common/errors';
+import { checkPathText } from '../../common/pathText';
 import type { CommandLimits } from '../../core/session/sessionInput';
 import { addDomainCheck, compileCheck } from '../../http/schemaCheck';
 import { executeBody, INPUT_BODY, WRITE_BODY } from './workspaceContract';
@@ -54,10 +55,11 @@ export function intParam(params: URLSearchParams, name: string, dflt: number, mi
   return n;
 }
 
+/** The `filename` query parameter, a path a file system takes (the workspace's files check it again once resolved). */
 export function filenameParam(params: URLSearchParams): string {
   const name = params.get('filename');
   if (name === null || name === '') throw new BadRequestError("query parameter 'filename' is required");
-  return name;
+  return checkPathText(name, "'filename'");
 }
 
 /** File content as JSON carries it: text when it is valid UTF-8, else base64. */

@@ -62,7 +62,8 @@ export function workspacePageRouter(): Router {
         sendText(res, 'text/html; charset=utf-8', page(`/workspaces/${id}`, `workspace ${id}`));
       }),
       served(R.assets, ({ params, res }) => {
-        const asset = assets[params.name];
+        // Own names only: `constructor` or `__proto__` would find the object's prototype's.
+        const asset = Object.hasOwn(assets, params.name) ? assets[params.name] : undefined;
         if (!asset) {
           res.writeHead(404, { 'Content-Type': 'text/plain' });
           res.end('not found');

@@ -63,53 +63,84 @@ export function workspaceRouter(workspaces: Workspaces, files: WorkspaceFiles, o
   const upgrades: UpgradeRoute[] = [];
   for (const { contracts: W, id } of PREFIXES) {
     const resolve = (ctx: { params: Readonly<Record<string, string>> }): Promise<Workspace> => workspaces.resolve(id(ctx.params));
-    const on = (contract: RouteContract, handle: (ws: Workspace, ctx: RouteContext) => Promise<void> | void): Route => served(contract, async (ctx) => handle(await resolve(ctx), ctx));
+    /**
+     * A route whose inputs `read` checks before the workspace is resolved: the default one is made
+     * on its first use, and a request refused for its input must not make it (nor lease its session).
+     */
+    const on = <I>(contract: RouteContract, read: (ctx: RouteContext) => I, handle: (ws: Workspace, input: I, ctx: RouteContext) => Promise<void> | void): Route =>
+      served(contract, async (ctx) => {
+        const input = read(ctx);
+        return handle(await resolve(ctx), input, ctx);
+      });
+    const none = (): null => null;
     routes.push(
-      on(W.execute, async (ws, { body, res }) => {
-        const { command, waitMs } = parseWorkspaceExecute(body, options);
-        await sendJsonStreamed(res, 200, { ...(await ws.execute(command, waitMs)) });
-      }),
-      on(W.interrupt, (ws, { res }) => sendJson(res, 200, { job_id: ws.interrupt() })),
-      on(W.input, (ws, { body, res }) => {
-        ws.input(parseInput(body));
-        sendJson(res, 200, { status: 'sent' });
-      }),
-      on(W.logs, (ws, { query, res }) => {
-        const q = new URLSearchParams(query);
-        const offset = intParam(q, 'offset', 0, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
-        const limit = intParam(q, 'limit', DEFAULT_LOG_LIMIT, 1, MAX_LOG_LIMIT);
-        const from = offset < 0 ? Math.max(0, ws.events.next + offset) : offset;
+      on(
+        W.execute,
+        ({ body }) => parseWorkspaceExecute(body, options),
+        async (ws, { command, waitMs }, { res }) => {
+          await sendJsonStreamed(res, 200, { ...(await ws.execute(command, waitMs)) });
+        },
+      ),
+      on(W.interrupt, none, (ws, _input, { res }) => sendJson(res, 200, { job_id: ws.interrupt() })),
+      on(
+        W.input,
+        ({ body }) => parseInput(body),
+        (ws, text, { res }) => {
+          ws.input(text);
+          sendJson(res, 200, { status: 'sent' });
+        },
+      ),
+      on(
+        W.logs,
+        ({ query }) => {
+          const q = new URLSearchParams(query);
+          return { offset: intParam(q, 'offset', 0, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER), limit: intParam(q, 'limit', DEFAULT_LOG_LIMIT, 1, MAX_LOG_LIMIT) };
+        },
+        (ws, { offset, limit }, { res }) => {
+          const from = offset < 0 ? Math.max(0, ws.events.next + offset) : offset;
         const { dropped, events } = ws.events.slice(from, limit);
-        const headers = { 'X-Workspace-Log-Start': String(ws.events.start), 'X-Workspace-Log-Next': String(ws.events.next) };
-        sendJson(res, 200, dropped ? [dropped, ...events] : events, headers);
-      }),
-      on(W.write, async (ws, { body, res }) => {
-        const { filename, content } = parseWrite(body);
-        const path = await files.write(ws, filename, content);
-        sendJson(res, 200, { filename, path, bytes_written: content.length });
-      }),
-      on(W.read, async (ws, { query, res }) => {
-        const filename = filenameParam(new URLSearchParams(query));
-        const chunk = await files.read(ws, filename);
-        await sendJsonStreamed(res, 200, { filename, path: chunk.path, size: chunk.size, ...encodeContent(chunk.content) });
-      }),
-      on(W.readPartial, async (ws, { query, res }) => {
-        const q = new URLSearchParams(query);
-        const filename = filenameParam(q);
-        const offset = intParam(q, 'offset', 0, 0, Number.MAX_SAFE_INTEGER);
-        const limit = Math.min(intParam(q, 'limit', DEFAULT_PARTIAL_BYTES, 0, Number.MAX_SAFE_INTEGER), files.maxReadBytes);
-        const chunk = await files.read(ws, filename, offset, limit);
-        const length = chunk.content.length;
-        await sendJsonStreamed(res, 200, {
-          filename,
-          path: chunk.path,
-          offset,
-          length,
-          total_size: chunk.size,
-          has_more: offset + length < chunk.size,
-          ...encodeContent(chunk.content),
-        });
-      }),
+          const headers = { 'X-Workspace-Log-Start': String(ws.events.start), 'X-Workspace-Log-Next': String(ws.events.next) };
+          sendJson(res, 200, dropped ? [dropped, ...events] : events, headers);
+        },
+      ),
+      on(
+        W.write,
+        ({ body }) => parseWrite(body),
+        async (ws, { filename, content }, { res }) => {
+          const path = await files.write(ws, filename, content);
+          sendJson(res, 200, { filename, path, bytes_written: content.length });
+        },
+      ),
+      on(
+        W.read,
+        ({ query }) => filenameParam(new URLSearchParams(query)),
+        async (ws, filename, { res }) => {
+          const chunk = await files.read(ws, filename);
+          await sendJsonStreamed(res, 200, { filename, path: chunk.path, size: chunk.size, ...encodeContent(chunk.content) });
+        },
+      ),
+      on(
+        W.readPartial,
+        ({ query }) => {
+          const q = new URLSearchParams(query);
+          const filename = filenameParam(q);
+          const offset = intParam(q, 'offset', 0, 0, Number.MAX_SAFE_INTEGER);
+          return { filename, offset, limit: Math.min(intParam(q, 'limit', DEFAULT_PARTIAL_BYTES, 0, Number.MAX_SAFE_INTEGER), files.maxReadBytes) };
+        },
+        async (ws, { filename, offset, limit }, { res }) => {
+          const chunk = await files.read(ws, filename, offset, limit);
+          const length = chunk.content.length;
+          await sendJsonStreamed(res, 200, {
+            filename,
+            path: chunk.path,
+            offset,
+            length,
+            total_size: chunk.size,
+            has_more: offset + length < chunk.size,
+            ...encodeContent(chunk.content),
+          });
+        },
+      ),
       // The error names the path as the earlier API had it, without the workspace's prefix.
       ...W.deprecated.map((contract) =>
         served(contract, () => {
