@@ -15,6 +15,7 @@ import path from 'node:path';
 import { request } from 'undici';
 import { eventually, startTestBroker, type Health, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
+import { compiledEntry } from '../helpers/clusterProcs';
 import { labelledContainers, poolContainerIds, removeLabelledContainers } from '../helpers/dockerFaults';
 import { COUNT_PROCESSES, ESCAPE_ATTEMPTS, IMAGE_WRITES, IMAGE_WRITES_LEAVE } from './isolationProbes';
 
@@ -166,7 +167,8 @@ describeDocker('docker per-lease filesystem isolation', () => {
         server.close(() => resolve(p));
       });
     });
-    const proc = (child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/index.ts'], {
+    const entry = await compiledEntry();
+    const proc = (child = spawn(process.execPath, [entry], {
       cwd: path.resolve(__dirname, '../..'),
       env: {
         ...process.env,
