@@ -16,7 +16,8 @@ const { suiteTags, exactPathPatterns } = require('./test/suitePragmas');
 // Types are checked by `tsc --noEmit -p .` (tsconfig.json includes test/), so each jest worker only
 // transpiles: a type check per worker costs more CPU than most suites on a 2-core machine.
 const ts = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] };
-const common = { testEnvironment: 'node', transform: ts };
+// src/ is a root for coverage only: the files no suite loads count as uncovered (npm run coverage).
+const common = { testEnvironment: 'node', transform: ts, roots: ['<rootDir>/test', '<rootDir>/src'] };
 
 function dockerEngineAnswers() {
   const r = spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { timeout: 15000, encoding: 'utf8' });
@@ -41,7 +42,6 @@ const projects = [
   {
     ...common,
     displayName: 'local',
-    roots: ['<rootDir>/test'],
     testMatch: ['<rootDir>/test/{unit,http,local,cluster}/**/*.test.ts'],
     testPathIgnorePatterns: ['/node_modules/', ...exactPathPatterns([...outOfPhase, ...only('docker')])],
   },
@@ -53,7 +53,6 @@ if (process.env.BROKER_SKIP_DOCKER_TESTS === '1' && !ci) {
   projects.push({
     ...common,
     displayName: 'docker',
-    roots: ['<rootDir>/test'],
     testMatch: ['<rootDir>/test/{http,docker,cluster}/**/*.test.ts'],
     testPathIgnorePatterns: ['/node_modules/', ...exactPathPatterns([...outOfPhase, ...only('any')])],
     setupFiles: ['<rootDir>/test/helpers/dockerProject.ts'],
@@ -79,5 +78,5 @@ module.exports = {
   forceExit: true,
   reporters: ['default', '<rootDir>/test/reporters/suiteTimes.js'],
   // Only with --coverage (npm run coverage): line coverage of the broker's own code.
-  collectCoverageFrom: ['<rootDir>/src/**/*.ts'],
+  collectCoverageFrom: ['src/**/*.ts'],
 };
