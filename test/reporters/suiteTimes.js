@@ -9,13 +9,17 @@ const path = require('node:path');
 
 const SLOWEST = 10;
 
-/** One suite's row from jest's TestResult (perfStats are epoch milliseconds around the file's run). */
-function rowOf(test, result) {
+/**
+ * One suite's row from jest's TestResult (perfStats are epoch milliseconds around the file's run);
+ * `startMs` is when it started, from the run's start (for the JSON: which suites ran side by side).
+ */
+function rowOf(test, result, runStartedAt) {
   const project = test.context.config.displayName?.name ?? '';
   return {
     project,
     file: path.relative(test.context.config.rootDir, result.testFilePath),
     ms: Math.max(0, result.perfStats.end - result.perfStats.start),
+    startMs: Math.max(0, result.perfStats.start - runStartedAt),
     passed: result.numPassingTests,
     failed: result.numFailingTests + (result.testExecError ? 1 : 0),
     skipped: result.numPendingTests + result.numTodoTests,
@@ -71,7 +75,7 @@ class SuiteTimesReporter {
   }
 
   onTestResult(test, result) {
-    this.rows.push(rowOf(test, result));
+    this.rows.push(rowOf(test, result, this.startedAt));
   }
 
   onRunComplete() {
