@@ -62,7 +62,7 @@ export class DockerBackend implements SessionBackend {
   readonly kind = 'docker';
   readonly docker: Dockerode = dockerEngine();
   /** An isolated session's file routes run in its own view (isolation/sessionView.ts). */
-  readonly files = new DockerFiles(this.docker, (ref, root) => (this.links.get(ref.id)?.isolates ? this.isolation.viewOf(ref.id, root) : null));
+  readonly files = new DockerFiles(this.docker, (ref, workdir) => (this.links.get(ref.id)?.isolates ? this.isolation.viewOf(ref.id, workdir) : null));
   readonly meter = new DockerMeter(this.docker);
   readonly instance = `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private readonly links = new Map<string, ContainerLink>();
