@@ -29,8 +29,8 @@ export interface FsPlace {
 function fsCommand(op: FsOp | 'read', root: string, args: readonly string[], { view, staged }: FsPlace): string[] {
   const script = ['bash', '-c', FS_SCRIPT, 'execd-fs', op, root, ...args];
   // Its pid namespace too: the view's /proc is the session's, and /dev/fd (a process substitution's) leads through /proc/self.
-  const placed = view === null ? script : inSessionView(view, script, ['-p', '-m']);
-  // The redirection is opened in the container's view, before nsenter: the session never sees the file.
+  const placed = view === null ? script : inSessionView(view, script);
+  // The redirection is opened in the container's view, before the view is entered: the session never sees the file.
   return staged === undefined ? placed : ['bash', '-c', 'f=$1; shift; exec <"$f" && rm -f -- "$f" && exec "$@"', 'bkr-put', staged, ...placed];
 }
 
