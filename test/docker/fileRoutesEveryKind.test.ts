@@ -8,8 +8,8 @@
  *
  * A confined sandbox (a pool lease, a workspace) reaches only its working directory, the one
  * directory its view binds in from its container; a lifecycle sandbox has its container to itself
- * and reaches any path: its files are written in `/tmp`, which a warm one's session sees in its own
- * overlay, never in its container's view (where its file routes used to look, and found nothing).
+ * and reaches any path: its files are written in `/tmp`, which a warm one's session holds in its own
+ * overlay: a route that looked in its container's view would find nothing there.
  * (A sandbox group's sandbox has a shell but no file route: its Sandbox API is execute, input,
  * output and health.) One broker serves every kind; no timing is asserted.
  */
