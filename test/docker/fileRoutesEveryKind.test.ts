@@ -8,7 +8,8 @@
  *
  * A confined sandbox (a pool lease, a workspace) reaches only its working directory, the one
  * directory its view binds in from its container; a lifecycle sandbox has its container to itself
- * and reaches any path: its files are written in `/tmp`, where only its session's overlay holds them.
+ * and reaches any path: its files are written in `/tmp`, which a warm one's session holds in its own
+ * overlay: a route that looked in its container's view would find nothing there.
  * (A sandbox group's sandbox has a shell but no file route: its Sandbox API is execute, input,
  * output and health.) One broker serves every kind; no timing is asserted.
  */
@@ -44,7 +45,7 @@ type KindName = (typeof EXECD_KINDS)[number] | 'workspace';
 describeDocker('the file routes see what the shell of every kind of sandbox sees', () => {
   let tb: TestBroker;
   const kinds = new Map<KindName, Kind>();
-  /** The other member of the group acquire: the member above writes, this one must not see it. */
+  /** The group acquire's other member: it must see nothing of the first member's files. */
   let sibling: Kind;
 
   /** A lease of the pool API: its shell is /session/<id>/execute. */
