@@ -141,7 +141,7 @@ export class TestRegistry implements RegistryRef {
       await promisify(execFile)('bash', [SCRIPT, command], { env, timeout: 30_000 });
     } catch (err) {
       const e = err as { stderr?: string; message: string };
-      throw new Error(`registry.sh ${command} (${this.dir}): ${e.stderr?.trim() || e.message}`);
+      throw new Error(`registry.sh ${command} (${this.dir}): ${e.stderr?.trim() || e.message}`, { cause: err });
     }
   }
 }

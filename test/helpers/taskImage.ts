@@ -56,7 +56,7 @@ export async function docker(args: string[], options: { dockerHost?: string; doc
     return stdout;
   } catch (err) {
     const e = err as { stderr?: string; message: string };
-    throw new Error(`docker ${args.slice(0, 2).join(' ')}: ${e.stderr?.trim() || e.message}`);
+    throw new Error(`docker ${args.slice(0, 2).join(' ')}: ${e.stderr?.trim() || e.message}`, { cause: err });
   }
 }
 
