@@ -1,9 +1,8 @@
 /**
  * A cluster of real engines on one machine (the rig scripts/cluster.sh runs: test/helpers/clusterRig.ts):
  * a private etcd, a registry, 3 Docker engines (each a dockerd of its own, its own roots, socket and
- * bridge; each pulls the nodes' image from the registry), 3 node brokers (one beside each engine) and
- * 2 gateways. The pool contract through the gateways with
- * sessions over the three nodes, each session's container found on the engine of the node its id
+ * bridge, pulling the nodes' image from the registry), 3 node brokers (one beside each engine) and 2
+ * gateways. The pool contract through the gateways with sessions over the three nodes, each session's container found on the engine of the node its id
  * names; then, in order, the faults: a node's engine killed and restarted, the store stopped for
  * 30 s, a node killed with SIGKILL and restarted; last, a stop that leaves nothing behind, and the
  * machine's own engine and bridge as they were.
@@ -203,15 +202,12 @@ describeDocker('a cluster of 3 engines, 3 nodes and 2 gateways on one machine', 
   });
 
   test("the nodes' image came to each engine through the rig's registry, and the machine's engine keeps no name of it there", async () => {
-    const image = IMAGE;
-    const ref = rig!.registryRef(IMAGE);
-    expect(ref).toBe(`${rig!.registry}/${image}`);
-    for (const engine of rig!.engines) {
-      const held = await engine.docker.getImage(image).inspect();
-      expect(held.RepoTags).toEqual(expect.arrayContaining([image, ref]));
+    const ref = `${rig!.registry}/${IMAGE}`;
+    for (const held of await Promise.all(rig!.engines.map((e) => e.docker.getImage(IMAGE).inspect()))) {
+      expect(held.RepoTags).toEqual(expect.arrayContaining([IMAGE, ref]));
       expect(held.RepoDigests.some((d) => d.startsWith(`${rig!.registry}/`))).toBe(true);
     }
-    expect((await new Dockerode().getImage(image).inspect()).RepoTags).not.toContain(ref);
+    expect((await new Dockerode().getImage(IMAGE).inspect()).RepoTags).not.toContain(ref);
   });
 
   test("a node's engine killed: the node reports unhealthy and none free, its sessions answer a clear error, no acquire goes there; the engine back, it serves again", async () => {

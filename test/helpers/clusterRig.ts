@@ -31,7 +31,7 @@ import { RigEngine } from './rigEngine';
 import { refusesConnections } from '../../src/cluster/gateway/nodeForwarder';
 import { cmdline } from './procs';
 import { killMember, logTail, memberPids, spawnMember, stopMember, waitFor } from './rigProcess';
-import { docker } from './taskImage';
+import { distributeImages, registryRef, registrySocket, startRigRegistry, stopRigRegistry, type RigRegistryState } from './rigRegistry';
 
 const STATE_FILE = 'rig.json';
 /** A test's rig is `<tmp>/<this><pid>`; its owner is the test process. */
@@ -60,8 +60,7 @@ export interface RigOptions {
   registry?: string;
 }
 
-const REGISTRY_SCRIPT = path.join(__dirname, '..', '..', 'scripts', 'registry.sh');
-const FORWARDER = path.join(__dirname, '..', '..', 'scripts', 'socket-forward.js');
+
 
 interface RigState {
   id: string;
@@ -81,8 +80,8 @@ interface RigState {
   owner: { pid: number; start: string | null } | null;
   /** Whether gateways and nodes speak mutual TLS (absent in a rig of an older build: they did not). */
   nodeTls?: boolean;
-  /** The registry the engines pull from, and whether the rig runs it (member `registry`, in `<dir>/registry`). */
-  registry?: { address: string; own: boolean };
+  /** The registry the engines pull from, and whether the rig runs it (rigRegistry.ts). */
+  registry?: RigRegistryState;
 }
 
 /** What `down` found: see there. Both empty when nothing leaked. */
@@ -98,7 +97,7 @@ export class ClusterRig {
     readonly dir: string,
     readonly state: RigState,
   ) {
-    const registryLink = state.registry ? { address: state.registry.address, socket: path.join(dir, 'registry.sock') } : undefined;
+    const registryLink = state.registry ? { address: state.registry.address, socket: registrySocket(dir) } : undefined;
     this.engines = Array.from(
       { length: state.engines },
       (_v, i) => new RigEngine({ rigDir: dir, rigId: state.id, index: i + 1, bridgeCidr: `${state.subnetBase}.${i + 1}.1/24`, registryLink }),
@@ -136,7 +135,7 @@ export class ClusterRig {
     const rig = new ClusterRig(dir, state);
     try {
       await Promise.all([rig.startEtcd(), rig.startRegistry(), ...rig.engines.map((e) => e.start())]);
-      await rig.distributeImages();
+      await distributeImages(rig.registry, state.images, rig.engines);
       await Promise.all(rig.engines.map((_e, i) => rig.startNode(i + 1)));
       await Promise.all(state.gatewayPorts.map((_p, i) => rig.startGateway(i + 1)));
       await rig.waitReady();
@@ -272,74 +271,25 @@ export class ClusterRig {
     }
   }
 
-  /** The registry the engines pull from (`127.0.0.1:<port>`). */
+  /** The registry the engines pull from (`127.0.0.1:<port>`: rigRegistry.ts). */
   get registry(): string {
     if (!this.state.registry) throw new Error('this rig has no registry (made by an older build)');
     return this.state.registry.address;
   }
 
-  /**
-   * (Re)starts the rig's own registry (on its port and storage) unless it was given one, and the link
-   * the engines reach it through: a unix socket in the rig's directory, forwarded to the registry.
-   */
-  async startRegistry(): Promise<void> {
-    const { address, own } = this.state.registry!;
-    if (own) {
-      const env = { REGISTRY_DIR: path.join(this.dir, 'registry'), REGISTRY_PORT: address.split(':')[1] };
-      const pid = spawnMember({ dir: this.dir, name: 'registry', command: 'bash', args: [REGISTRY_SCRIPT, 'run'], env, log: this.logOf('registry') });
-      await this.waitAnswer('registry', pid, `http://${address}/v2/`);
-    }
-    const socket = path.join(this.dir, 'registry.sock');
-    const ready = path.join(this.dir, 'registry-link.ready');
-    fs.rmSync(ready, { force: true });
-    const pid = spawnMember({ dir: this.dir, name: 'registry-link', command: process.execPath, args: [FORWARDER, `${socket}=${address}`, '--ready-file', ready], env: {}, log: this.logOf('registry-link') });
-    await waitFor(
-      () => {
-        if (!memberPids(this.dir, 'registry-link').includes(pid)) throw new Error(`registry-link exited at start:\n${logTail(this.logOf('registry-link'))}`);
-        return fs.existsSync(ready);
-      },
-      START_TIMEOUT_MS,
-      `the registry link on ${socket}`,
-    );
-  }
-
-  /** Stops the link and the rig's own registry (its storage stays for the next start). */
-  async stopRegistry(): Promise<void> {
-    await stopMember(this.dir, 'registry-link', 10_000);
-    await stopMember(this.dir, 'registry', 10_000);
-  }
-
-  /** `image` as the registry names it (one that names a registry already is left as it is). */
+  /** `image` as the rig's registry names it. */
   registryRef(image: string): string {
-    const first = image.split('/')[0];
-    return image.includes('/') && /[.:]|^localhost$/.test(first) ? image : `${this.registry}/${image}`;
+    return registryRef(this.registry, image);
   }
 
-  /**
-   * The rig's images from the machine's engine into every engine, through the registry: pushed once
-   * (the registry name is a second tag of the image on the machine's engine, removed after the
-   * push), then pulled by each engine, which names it as the nodes do. Returns each engine's pull
-   * times in ms, by image.
-   */
-  async distributeImages(): Promise<Record<string, number[]>> {
-    const refs = this.state.images.map((image) => this.registryRef(image));
-    for (const [i, image] of this.state.images.entries()) {
-      if (refs[i] === image) continue;
-      await docker(['tag', image, refs[i]]);
-      try {
-        await docker(['push', '-q', refs[i]]);
-      } finally {
-        await docker(['image', 'rm', refs[i]]).catch(() => undefined);
-      }
-    }
-    const times = await Promise.all(
-      this.engines.map(async (engine) => {
-        const engineTimes: number[] = [];
-        for (const [i, image] of this.state.images.entries()) engineTimes.push(await engine.pull(refs[i], image));
-        return engineTimes;
-      }),
-    );
-    return Object.fromEntries(this.state.images.map((image, i) => [image, times.map((t) => t[i])]));
+  /** (Re)starts the rig's own registry unless it was given one, and the engines' link to it. */
+  async startRegistry(): Promise<void> {
+    await startRigRegistry(this.dir, this.state.registry!, (name, pid, url) => this.waitAnswer(name, pid, url));
+  }
+
+  /** Stops the engines' link and the rig's own registry (its storage stays for the next start). */
+  async stopRegistry(): Promise<void> {
+    await stopRigRegistry(this.dir);
   }
 
   private clusterEnv(port: number): Record<string, string> {

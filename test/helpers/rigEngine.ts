@@ -26,6 +26,7 @@ import { destroyDir } from './privateDockerdCleanup';
 import { cmdline, procAlive } from './procs';
 import { logTail, memberPids, spawnMember, waitFor } from './rigProcess';
 import { docker } from './taskImage';
+import { FORWARDER } from './rigRegistry';
 
 const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 45_000;
@@ -45,8 +46,6 @@ export interface EngineSpec {
   /** A registry on the machine's loopback (`127.0.0.1:<port>`) to reach through `socket`, a unix socket the rig forwards to it. */
   registryLink?: { address: string; socket: string };
 }
-
-const FORWARDER = path.join(__dirname, '..', '..', 'scripts', 'socket-forward.js');
 
 export class RigEngine {
   readonly name: string;
