@@ -42,7 +42,9 @@ describeDocker('docker: an image with bash and busybox alone, isolated', () => {
     ensureImage();
     // What the image lacks: util-linux's script, a setpriv that drops a capability, any shared library.
     const lacks = "! type -P script && ! setpriv --bounding-set -sys_admin true 2>/dev/null && [ ! -e /lib ]";
-    const [probe] = (await docker.run(IMAGE, ['bash', '-c', lacks], new PassThrough(), { HostConfig: { AutoRemove: true, NetworkMode: 'none' } })) as [{ StatusCode: number }];
+    // Removed once its status is read (an AutoRemove container can be gone before its wait answers).
+    const [probe, container] = (await docker.run(IMAGE, ['bash', '-c', lacks], new PassThrough(), { HostConfig: { NetworkMode: 'none' } })) as [{ StatusCode: number }, Dockerode.Container];
+    await container.remove({ force: true });
     expect(probe.StatusCode).toBe(0);
     tb = await startTestBroker({ BROKER_IMAGE: IMAGE, BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '4', BROKER_SESSION_ISOLATION: '1' });
     await tb.waitAllAvailable(LONG);
