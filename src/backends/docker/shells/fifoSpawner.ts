@@ -20,6 +20,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { BackendError, errorMessage } from '../../../common/errors';
+import { LineReader } from '../../../common/lineReader';
 import { type ChannelRequest, type ShellChannel, SHELL_CMD } from './channel';
 import { FifoChannel } from './fifoChannel';
 import { FS_SCRIPT } from '../control/procScripts';
@@ -31,7 +32,10 @@ import { SessionControl } from '../isolation/sessionControl';
 /** Where the directory appears in the container. */
 export const FIFO_MOUNT = '/.bkr';
 const SPAWN_TIMEOUT_MS = 20_000;
-/** A line on the events pipe is short; anything longer is not the spawner's. */
+/**
+ * A line on the events pipe is short; anything longer is not the spawner's, and is skipped. (The pipe
+ * is writable from inside the container: it must never grow the broker's memory.)
+ */
 const MAX_EVENT_LINE = 256;
 
 /**
@@ -98,7 +102,7 @@ interface PendingSpawn {
 export class FifoSpawner {
   private spawnSocket: net.Socket | null = null;
   private eventsSocket: net.Socket | null = null;
-  private eventBuffer = '';
+  private readonly events = new LineReader((line) => this.onEvent(line), { maxLineBytes: MAX_EVENT_LINE, overlong: 'skip' });
   private readyWaiter: (() => void) | null = null;
   private readonly pending = new Map<string, PendingSpawn>();
   private readonly channels = new Map<string, FifoChannel>();
@@ -135,7 +139,7 @@ export class FifoSpawner {
     this.spawnSocket.on('error', () => undefined);
     this.eventsSocket = new net.Socket({ fd: openFifo(path.join(this.hostDir, 'events'), fs.constants.O_RDWR), readable: true, writable: false });
     this.eventsSocket.on('error', () => undefined);
-    this.eventsSocket.on('data', (chunk: Buffer) => this.onEvents(chunk));
+    this.eventsSocket.on('data', (chunk: Buffer) => this.events.push(chunk));
     const announced = new Promise<void>((resolve) => (this.readyWaiter = resolve));
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
@@ -223,18 +227,6 @@ export class FifoSpawner {
     this.spawnSocket?.destroy();
     this.eventsSocket?.destroy();
     await fs.promises.rm(this.hostDir, { recursive: true, force: true }).catch(() => undefined);
-  }
-
-  private onEvents(chunk: Buffer): void {
-    this.eventBuffer += chunk.toString('latin1');
-    let nl: number;
-    while ((nl = this.eventBuffer.indexOf('\n')) >= 0) {
-      const line = this.eventBuffer.slice(0, nl);
-      this.eventBuffer = this.eventBuffer.slice(nl + 1);
-      this.onEvent(line);
-    }
-    // The pipe is writable from inside the container: never let it grow the broker's memory.
-    if (this.eventBuffer.length > MAX_EVENT_LINE) this.eventBuffer = '';
   }
 
   private onEvent(line: string): void {
