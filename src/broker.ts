@@ -44,7 +44,7 @@ import type { SandboxContainers } from './core/ports/sandboxContainers';
 import { DockerSandboxContainers } from './backends/docker/groups/groupContainers';
 import { openLanceStore } from './backends/lancedb/lanceVectorStore';
 import { HttpGroupEndpoints } from './api/groups/groupListeners';
-import type { ClusterGuard } from './cluster/node/clusterGuard';
+import type { ListenerGuard } from './http/listenerGuard';
 
 export interface BrokerOverrides {
   backend?: SessionBackend;
@@ -54,7 +54,7 @@ export interface BrokerOverrides {
   /** Routers mounted beside the broker's own (tests mount routes of their own). */
   routers?: Router[];
   /** Wraps the server's listeners: a node of a cluster admits only its gateways' calls (cluster/node/clusterGuard.ts). */
-  guard?: ClusterGuard;
+  guard?: ListenerGuard;
   /** Serves HTTPS with these options: a node of a cluster over mutual TLS (cluster/clusterTls.ts). */
   tls?: https.ServerOptions;
 }

@@ -12,7 +12,8 @@ import { Broker } from '../../broker';
 import { setIdPrefix } from '../../common/ids';
 import type { ClusterStore } from '../clusterStore';
 import { idPrefixOf, newIncarnation, type IdOwner } from '../clusterIds';
-import { clusterGuard, type ClusterGuard } from './clusterGuard';
+import { clusterGuard } from './clusterGuard';
+import type { ListenerGuard } from '../../http/listenerGuard';
 import { AcquireCuts } from './acquireCuts';
 import { NodeHeartbeat } from './nodeHeartbeat';
 import { availableByPool, nodeRecord } from './nodeRecord';
@@ -93,7 +94,7 @@ export class ClusterNode {
 }
 
 /** The guard first (a cut is a cluster call like any other), then the gateways' acquire cuts (acquireCuts.ts). */
-function withAcquireCuts(guard: ClusterGuard): ClusterGuard {
+function withAcquireCuts(guard: ListenerGuard): ListenerGuard {
   const cuts = new AcquireCuts();
   return { request: (listener) => guard.request(cuts.wrap(listener)), upgrade: guard.upgrade };
 }

@@ -12,9 +12,15 @@ import type { PoolObserver } from '../ports/observer';
 import { WarmupProgress, type WarmupSnapshot } from './warmupProgress';
 import { errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
-import type { BrokerConfig } from '../../config/config';
 
-export type FleetOptions = Pick<BrokerConfig, 'containers' | 'sessionsPerContainer' | 'healthCheckIntervalMs' | 'startConcurrency'>;
+/** The fleet's part of the configuration (BROKER_CONTAINERS, BROKER_SESSIONS_PER_CONTAINER, ...: config.ts). */
+export interface FleetOptions {
+  containers: number;
+  sessionsPerContainer: number;
+  healthCheckIntervalMs: number;
+  /** How many containers start at once during warm-up and replacement. */
+  startConcurrency: number;
+}
 
 export class ContainerFleet {
   readonly containers: ContainerEntry[] = [];

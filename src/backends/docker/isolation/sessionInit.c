@@ -50,6 +50,7 @@ static int wait_for(pid_t child);
 static void export_container_pid(void);
 static void exec_shell(char **shell);
 #include "sessionReuse.c"
+#include "sessionTraces.c"
 #include "sessionEnter.c"
 
 #define CAP_SYS_ADMIN_BIT 21

@@ -20,18 +20,22 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { BackendError, errorMessage } from '../../../common/errors';
-import { type ChannelRequest, type ChannelSink, type ShellChannel, SHELL_CMD } from './channel';
+import { LineReader } from '../../../common/lineReader';
+import { type ChannelRequest, type ShellChannel, SHELL_CMD } from './channel';
+import { FifoChannel } from './fifoChannel';
 import { FS_SCRIPT } from '../control/procScripts';
 import type { FifoStock } from './fifoStock';
 import type { IsolationConfig } from '../../../config/isolationConfig';
 import { isolationFunctions, SESSION_INIT_NAME } from '../isolation/isolationScript';
 import { SessionControl } from '../isolation/sessionControl';
 
-
 /** Where the directory appears in the container. */
 export const FIFO_MOUNT = '/.bkr';
 const SPAWN_TIMEOUT_MS = 20_000;
-/** A line on the events pipe is short; anything longer is not the spawner's. */
+/**
+ * A line on the events pipe is short; anything longer is not the spawner's, and is skipped. (The pipe
+ * is writable from inside the container: it must never grow the broker's memory.)
+ */
 const MAX_EVENT_LINE = 256;
 
 /**
@@ -98,7 +102,7 @@ interface PendingSpawn {
 export class FifoSpawner {
   private spawnSocket: net.Socket | null = null;
   private eventsSocket: net.Socket | null = null;
-  private eventBuffer = '';
+  private readonly events = new LineReader((line) => this.onEvent(line), { maxLineBytes: MAX_EVENT_LINE, overlong: 'skip' });
   private readyWaiter: (() => void) | null = null;
   private readonly pending = new Map<string, PendingSpawn>();
   private readonly channels = new Map<string, FifoChannel>();
@@ -135,7 +139,7 @@ export class FifoSpawner {
     this.spawnSocket.on('error', () => undefined);
     this.eventsSocket = new net.Socket({ fd: openFifo(path.join(this.hostDir, 'events'), fs.constants.O_RDWR), readable: true, writable: false });
     this.eventsSocket.on('error', () => undefined);
-    this.eventsSocket.on('data', (chunk: Buffer) => this.onEvents(chunk));
+    this.eventsSocket.on('data', (chunk: Buffer) => this.events.push(chunk));
     const announced = new Promise<void>((resolve) => (this.readyWaiter = resolve));
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
@@ -225,18 +229,6 @@ export class FifoSpawner {
     await fs.promises.rm(this.hostDir, { recursive: true, force: true }).catch(() => undefined);
   }
 
-  private onEvents(chunk: Buffer): void {
-    this.eventBuffer += chunk.toString('latin1');
-    let nl: number;
-    while ((nl = this.eventBuffer.indexOf('\n')) >= 0) {
-      const line = this.eventBuffer.slice(0, nl);
-      this.eventBuffer = this.eventBuffer.slice(nl + 1);
-      this.onEvent(line);
-    }
-    // The pipe is writable from inside the container: never let it grow the broker's memory.
-    if (this.eventBuffer.length > MAX_EVENT_LINE) this.eventBuffer = '';
-  }
-
   private onEvent(line: string): void {
     if (line === 'ready' || line.startsWith('ready ')) {
       this.isolationAnnounced = line.slice('ready '.length);
@@ -307,58 +299,4 @@ function openFifo(file: string, mode: number): number {
     throw err;
   }
   return fd;
-}
-
-class FifoChannel implements ShellChannel {
-  readonly transport = 'fifo';
-  readonly control: SessionControl | null;
-  private ended = false;
-  private readonly input: net.Socket;
-  private readonly outputs: net.Socket[];
-
-  constructor(
-    inFd: number,
-    outFd: number,
-    errFd: number,
-    private readonly sink: ChannelSink,
-    private readonly onEnded: () => void,
-    private readonly statusGraceMs: number,
-    control: SessionControl | null,
-  ) {
-    this.control = control;
-    this.input = new net.Socket({ fd: inFd, readable: false, writable: true });
-    this.input.on('error', () => undefined);
-    this.outputs = (['stdout', 'stderr'] as const).map((stream, i) => {
-      const socket = new net.Socket({ fd: i === 0 ? outFd : errFd, readable: true, writable: false });
-      socket.on('data', (chunk: Buffer) => sink.onData(stream, chunk));
-      socket.on('error', () => undefined);
-      // EOF on stdout: no process holds it any more (fd 98, the framing's copy, included).
-      if (i === 0) socket.on('close', () => this.outputClosed());
-      return socket;
-    });
-  }
-
-  write(data: string | Buffer): void {
-    if (!this.ended) this.input.write(data);
-  }
-
-  private outputClosed(): void {
-    const reason = "the shell's output closed (bash and its jobs are gone)";
-    if (this.statusGraceMs > 0) setTimeout(() => this.end(reason), this.statusGraceMs).unref();
-    else this.end(reason);
-  }
-
-  destroy(): void {
-    this.end('closed by the broker');
-  }
-
-  end(reason: string): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.input.destroy();
-    for (const s of this.outputs) s.destroy();
-    this.control?.close();
-    this.onEnded();
-    this.sink.onEnd(reason);
-  }
 }
