@@ -7,7 +7,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { arrayOf, BOOLEAN, INTEGER, object, ref, STRING, type ReplyDoc, type Schema } from '../../http/openApiTypes';
-import type { ApiContract, ContractMethod, RouteContract } from '../../http/contract';
+import type { ApiContract, ContractMethod, Destination, RouteContract } from '../../http/contract';
 
 const ID = '5b7c0ffee0c0ffee0c0ffee0c0ffee01';
 const AT: Schema = { type: 'string', format: 'date-time' };
@@ -87,8 +87,9 @@ export const METADATA_PATCH_BODY = Type.Unsafe<Record<string, string | null>>({
   'x-refusal': { type: NOT_AN_OBJECT },
 });
 
-function unserved(method: ContractMethod, path: string, summary: string): RouteContract {
-  return { method, path, summary, responses: {}, errors: { 404: 'no such sandbox (`NOT_FOUND`)', 501: NOT_SERVED } };
+/** `gateway`: a snapshot's route names no sandbox, so any node answers it (the same 501 everywhere). */
+function unserved(method: ContractMethod, path: string, summary: string, gateway?: Destination): RouteContract {
+  return { method, path, summary, responses: {}, errors: { 404: 'no such sandbox (`NOT_FOUND`)', 501: NOT_SERVED }, ...(gateway ? { gateway } : {}) };
 }
 
 const SNAPSHOTS = 'Snapshots: not served';
@@ -97,6 +98,7 @@ const routes = {
   create: {
     method: 'POST',
     path: '/v1/sandboxes',
+    gateway: 'create',
     summary: 'Create a sandbox',
     body: { schema: ref('CreateSandboxRequest'), example: { image: { uri: 'bash-broker-sandbox' }, entrypoint: ['tail', '-f', '/dev/null'], timeout: 600, resourceLimits: { cpu: '1', memory: '512Mi' } } },
     responses: { 202: { description: 'created (CreateSandboxResponse: the Sandbox without its image), Location: its URL', schema: ref('Sandbox') } },
@@ -105,6 +107,7 @@ const routes = {
   list: {
     method: 'GET',
     path: '/v1/sandboxes',
+    gateway: 'list-lifecycle',
     summary: 'List sandboxes, filtered and paged',
     params: [
       { name: 'state', in: 'query', description: 'repeat for several', schema: STATE },
@@ -150,11 +153,11 @@ const routes = {
     errors: { 400: 'a bad port or query (`INVALID_REQUEST_BODY`)', 404: 'no such sandbox, it is not running, or nothing listens on the port (`NOT_FOUND`)', 501: 'signed endpoints (expires) (`NOT_SUPPORTED`)' },
   },
   createSnapshot: unserved('POST', '/v1/sandboxes/:id/snapshots', SNAPSHOTS),
-  listSnapshots: unserved('GET', '/v1/snapshots', SNAPSHOTS),
-  getSnapshot: unserved('GET', '/v1/snapshots/:snapshotId', SNAPSHOTS),
-  deleteSnapshot: unserved('DELETE', '/v1/snapshots/:snapshotId', SNAPSHOTS),
+  listSnapshots: unserved('GET', '/v1/snapshots', SNAPSHOTS, 'any'),
+  getSnapshot: unserved('GET', '/v1/snapshots/:snapshotId', SNAPSHOTS, 'any'),
+  deleteSnapshot: unserved('DELETE', '/v1/snapshots/:snapshotId', SNAPSHOTS, 'any'),
   // Taken unread: the seam does not parse it.
-  metricsEvents: { method: 'POST', path: '/v1/metrics/events', summary: "The SDK's create-latency telemetry: taken and dropped", body: { schema: {}, required: false }, responses: { 204: { description: 'taken' } }, readsJson: false },
+  metricsEvents: { method: 'POST', path: '/v1/metrics/events', gateway: 'any', summary: "The SDK's create-latency telemetry: taken and dropped", body: { schema: {}, required: false }, responses: { 204: { description: 'taken' } }, readsJson: false },
 } satisfies Record<string, RouteContract>;
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -183,6 +186,9 @@ export const LIFECYCLE_CONTRACT: ApiContract<typeof routes & Record<string, Rout
   tag: 'lifecycle',
   description: "OpenSandbox's lifecycle API (/v1): sandboxes from a warm pool or a dedicated container, their expiry, pause and resume, and their endpoints. The token may come as OPEN-SANDBOX-API-KEY.",
   errors: 'opensandbox',
+  pathPrefix: '/v1',
+  // A sandbox's calls (its ports' and egress' under /sandboxes too) go to the node its id names.
+  gateway: 'id',
   pathParams: {
     id: { description: 'a sandbox id', example: ID },
     port: { description: 'a port of the sandbox', example: '8080', schema: { type: 'string', pattern: '^\\d{1,5}$' } },

@@ -8,7 +8,6 @@
 import type { ServerResponse } from 'node:http';
 import { SANDBOX_STATES } from '../../core/lifecycle/sandboxRecord';
 import type { SandboxService } from '../../core/lifecycle/sandboxService';
-import { openSandboxErrorFormat } from '../../http/errorFormats';
 import { sendJson } from '../../http/httpJson';
 import type { Router } from '../../http/router';
 import { clientGone } from '../../http/clientGone';
@@ -18,7 +17,7 @@ import { listView, sandboxView } from './lifecycleViews';
 import { unservedLifecycleRoutes } from './unservedRoutes';
 import { endpointFor } from './sandboxEndpoints';
 import { parsePort } from './portProxy';
-import { served } from '../../http/contract';
+import { apiErrors, served } from '../../http/contract';
 import { LIFECYCLE_CONTRACT } from './lifecycleContract';
 
 const R = LIFECYCLE_CONTRACT.routes;
@@ -35,8 +34,7 @@ function accepted(res: ServerResponse): void {
 export function lifecycleRouter(sandboxes: SandboxService, limits: LifecycleLimits): Router {
   return {
     name: 'lifecycle',
-    errors: openSandboxErrorFormat,
-    pathPrefix: '/v1',
+    ...apiErrors(LIFECYCLE_CONTRACT),
     routes: [
       served(R.create, async ({ body, res }) => {
         const { poolRef, ...spec } = parseCreate(body, limits);
