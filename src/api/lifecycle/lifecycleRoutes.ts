@@ -12,7 +12,7 @@ import { sendJson } from '../../http/httpJson';
 import type { Router } from '../../http/router';
 import { clientGone } from '../../http/clientGone';
 import { publicAddress } from '../../http/publicAddress';
-import { parseCreate, parseListQuery, parseMetadataPatch, parseRenew, type TimeoutBounds } from './lifecycleInput';
+import { createParser, parseListQuery, parseMetadataPatch, parseRenew, type TimeoutBounds } from './lifecycleInput';
 import { listView, sandboxView } from './lifecycleViews';
 import { unservedLifecycleRoutes } from './unservedRoutes';
 import { endpointFor } from './sandboxEndpoints';
@@ -32,12 +32,13 @@ function accepted(res: ServerResponse): void {
 }
 
 export function lifecycleRouter(sandboxes: SandboxService, limits: LifecycleLimits): Router {
+  const parseCreate = createParser(limits);
   return {
     name: 'lifecycle',
     ...apiErrors(LIFECYCLE_CONTRACT),
     routes: [
       served(R.create, async ({ body, res }) => {
-        const { poolRef, ...spec } = parseCreate(body, limits);
+        const { poolRef, ...spec } = parseCreate(body);
         const record = await sandboxes.create(spec, poolRef, clientGone(res));
         if (res.destroyed) return void (await sandboxes.delete(record.id)); // nobody will learn its id
         sendJson(res, 202, sandboxView(record, true), { Location: `/v1/sandboxes/${record.id}` });
