@@ -13,6 +13,7 @@
 import { BrokerError, type ErrorKind } from '../common/errors';
 import { fileSystemRefusal } from '../common/fileSystemErrors';
 import { logger } from '../common/logger';
+import type { ErrorStyle } from './openApiTypes';
 
 const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
   invalid: 400,
@@ -134,3 +135,6 @@ export const openSandboxErrorFormat: ErrorFormat = {
     return reply(status, { code: OPEN_SANDBOX_CODE_OF_ERROR[code] ?? OPEN_SANDBOX_CODE_OF_KIND[kind], message }, err);
   },
 };
+
+/** Each API's format by the name its contract gives (ApiContract.errors): what its routers answer in. */
+export const ERROR_FORMATS: Readonly<Record<ErrorStyle, ErrorFormat>> = { pool: poolErrorFormat, opensandbox: openSandboxErrorFormat };

@@ -153,6 +153,8 @@ export const EXECD_PROCESS_CONTRACT: ApiContract<typeof process> = {
   tag: 'execd',
   description: "OpenSandbox's execd API on every pool session (and lifecycle sandbox): commands, bash sessions, code contexts, files and metrics.",
   errors: 'opensandbox',
+  pathPrefix: '/sandboxes',
+  gateway: 'id',
   pathParams: { ...EXECD_PATH_PARAMS, commandId: { description: 'a command id (its init event)', example: '7a51c0de' }, sessionId: { description: 'a bash session id', example: 'b1e55ed0' }, contextId: { description: 'a code context id', example: 'c0de0c0d' } },
   schemas: { ...EXECD_SCHEMAS, Permission: PERMISSION },
   routes: process,
@@ -267,6 +269,8 @@ export const EXECD_FILES_CONTRACT: ApiContract<typeof files> = {
   tag: 'execd files',
   description: "execd's files, directories and metrics, inside the sandbox's working directory.",
   errors: 'opensandbox',
+  pathPrefix: '/sandboxes',
+  gateway: 'id',
   pathParams: EXECD_PATH_PARAMS,
   routes: files,
 };

@@ -7,8 +7,11 @@ import type { SessionPool } from '../../core/pool/pool';
 import type { PoolRegistry } from '../../core/pool/poolRegistry';
 import type { BrokerMetrics } from '../../metrics/metrics';
 import { sendJson } from '../../http/httpJson';
-import { poolErrorFormat } from '../../http/errorFormats';
 import type { Router } from '../../http/router';
+import { apiErrors, served } from '../../http/contract';
+import { HEALTH_CONTRACT } from './healthContract';
+
+const R = HEALTH_CONTRACT.routes;
 
 export type HealthStatus = 'healthy' | 'degraded' | 'unhealthy';
 
@@ -81,27 +84,21 @@ export function brokerHealth(pools: PoolRegistry): ReturnType<typeof healthRepor
 export function healthRouter(pools: PoolRegistry, metrics: BrokerMetrics, { metricsPublic }: { metricsPublic: boolean }): Router {
   return {
     name: 'health',
-    errors: poolErrorFormat,
+    ...apiErrors(HEALTH_CONTRACT),
     routes: [
-      {
-        method: 'GET',
-        path: '/health',
-        public: true,
-        handle({ res }) {
-          const report = brokerHealth(pools);
-          sendJson(res, report.status === 'unhealthy' ? 503 : 200, report);
-        },
-      },
-      {
-        method: 'GET',
-        path: '/metrics',
-        public: metricsPublic,
-        async handle({ res }) {
+      served(R.health, ({ res }) => {
+        const report = brokerHealth(pools);
+        sendJson(res, report.status === 'unhealthy' ? 503 : 200, report);
+      }),
+      served(
+        R.metrics,
+        async ({ res }) => {
           const text = await metrics.registry.metrics();
           res.writeHead(200, { 'Content-Type': metrics.registry.contentType, 'Content-Length': Buffer.byteLength(text) });
           res.end(text);
         },
-      },
+        { metricsPublic },
+      ),
     ],
   };
 }

@@ -223,6 +223,7 @@ const routes = {
   acquire: {
     method: 'POST',
     path: '/session/acquire',
+    gateway: 'acquire',
     summary: 'Lease a session',
     description: 'Waits in a FIFO queue for a free session, makes its working directory, writes `files`, runs `startup_commands`.',
     body: { schema: ref('AcquireRequest'), required: false, example: { files: { 'data/in.txt': 'aGVsbG8=' }, startup_commands: ['export GREETING=hi'] } },
@@ -232,6 +233,7 @@ const routes = {
   acquireGroup: {
     method: 'POST',
     path: '/session/acquire_group',
+    gateway: 'acquire',
     summary: 'Lease n sessions, all or none',
     body: {
       schema: acquireGroupBody(),
@@ -298,6 +300,8 @@ export const POOL_CONTRACT: ApiContract<typeof routes> = {
   tag: 'pool',
   description: 'The pool API: lease a warm bash session, run commands in it, release it; and the additions for rollout clients.',
   errors: 'pool',
+  // A lease's calls go to the node its session id names.
+  gateway: 'id',
   pathParams: { sessionId: { description: 'the session_id an acquire answered', example: ID } },
   schemas: { ExecuteResult: EXECUTE_RESULT, AcquireRequest: acquireBody(), Acquired: ACQUIRED, JournalEntry: JOURNAL_ENTRY },
   routes,

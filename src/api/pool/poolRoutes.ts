@@ -11,11 +11,10 @@ import type { CommandLimits } from '../../core/session/sessionInput';
 import type { RequestIds } from '../../core/pool/requestIds';
 import type { AcquireResult } from '../../core/pool/poolTypes';
 import { sendJson, sendJsonStreamed } from '../../http/httpJson';
-import { poolErrorFormat } from '../../http/errorFormats';
 import type { Router } from '../../http/router';
 import { clientGone, ifUndelivered } from '../../http/clientGone';
 import { POOL_CONTRACT, type Acquired, type ExecuteResult, type Released } from './poolContract';
-import { served } from '../../http/contract';
+import { apiErrors, served } from '../../http/contract';
 
 const R = POOL_CONTRACT.routes;
 
@@ -98,7 +97,7 @@ async function releasingAfter(execute: () => Promise<ExecResult>, release: () =>
 export function poolRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds, factsByDefault = false): Router {
   return {
     name: 'pool',
-    errors: poolErrorFormat,
+    ...apiErrors(POOL_CONTRACT),
     routes: [
       served(R.acquire, async ({ body, res }) => {
         const input = parseAcquire(body, limits);

@@ -5,7 +5,6 @@
 import type { PoolRegistry } from '../../core/pool/poolRegistry';
 import type { RequestIds } from '../../core/pool/requestIds';
 import { sendJson, sendJsonStreamed } from '../../http/httpJson';
-import { poolErrorFormat } from '../../http/errorFormats';
 import { acquireResponse } from './poolRoutes';
 import { clientGone, ifUndelivered } from '../../http/clientGone';
 import { parseAcquire } from './poolInput';
@@ -13,7 +12,7 @@ import type { CommandLimits } from '../../core/session/sessionInput';
 import { parseGroupSize } from './rolloutInput';
 import type { Router } from '../../http/router';
 import { POOL_CONTRACT, type Alive, type GroupAcquired, type History } from './poolContract';
-import { served } from '../../http/contract';
+import { apiErrors, served } from '../../http/contract';
 
 const R = POOL_CONTRACT.routes;
 
@@ -22,7 +21,7 @@ export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, reques
   const pool = pools.main.pool;
   return {
     name: 'rollout',
-    errors: poolErrorFormat,
+    ...apiErrors(POOL_CONTRACT),
     routes: [
       served(R.acquireGroup, async ({ body, res }) => {
         const input = parseAcquire(body, limits);

@@ -36,7 +36,8 @@ export class ClusterNode {
     // Before the broker exists: warm-up already mints ids.
     setIdPrefix(idPrefixOf(this.owner));
     this.tls = config.cluster.clusterTls ? loadClusterTls(config.cluster.clusterTls) : null;
-    this.broker = new Broker(config, { guard: withAcquireCuts(clusterGuard(config.cluster.clusterToken)), tls: this.tls ? nodeServerOptions(this.tls) : undefined });
+    const cuts = new AcquireCuts();
+    this.broker = new Broker(config, { guard: withAcquireCuts(clusterGuard(config.cluster.clusterToken), cuts), routers: [cuts.router()], tls: this.tls ? nodeServerOptions(this.tls) : undefined });
   }
 
   /**
@@ -93,8 +94,7 @@ export class ClusterNode {
   }
 }
 
-/** The guard first (a cut is a cluster call like any other), then the gateways' acquire cuts (acquireCuts.ts). */
-function withAcquireCuts(guard: ListenerGuard): ListenerGuard {
-  const cuts = new AcquireCuts();
+/** The guard first (a cut is a cluster call like any other), then the gateways' tagged acquires tracked (acquireCuts.ts). */
+function withAcquireCuts(guard: ListenerGuard, cuts: AcquireCuts): ListenerGuard {
   return { request: (listener) => guard.request(cuts.wrap(listener)), upgrade: guard.upgrade };
 }

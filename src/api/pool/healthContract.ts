@@ -1,5 +1,9 @@
-/** GET /health and GET /metrics (healthRoutes.ts) for /openapi.json. */
-import { INTEGER, nullable, NUMBER, object, type ApiDoc } from '../../http/openApiTypes';
+/**
+ * GET /health and GET /metrics, each route's contract written once: healthRoutes.ts serves them, and
+ * /openapi.json shows them. A gateway answers both itself, for the cluster (cluster/gateway).
+ */
+import { INTEGER, nullable, NUMBER, object } from '../../http/openApiTypes';
+import { PUBLIC_WITH_METRICS, type ApiContract, type RouteContract } from '../../http/contract';
 
 const COUNT = { type: 'integer', minimum: 0 };
 const HEALTH = {
@@ -39,29 +43,39 @@ const EXAMPLE = {
   reclaimed_sessions: { idle_timeout: 0, lease_ttl: 0, operator: 0 },
 };
 
-export const HEALTH_API_DOC: ApiDoc = {
-  tag: 'health',
-  description: 'The pool at a glance, and Prometheus metrics.',
-  errors: 'pool',
-  schemas: { Health: HEALTH },
-  operations: {
-    'GET /health': {
-      summary: 'Pool health (always public)',
-      responses: {
-        200: { description: 'healthy or degraded', schema: { $ref: '#/components/schemas/Health' }, example: EXAMPLE },
-        503: { description: 'unhealthy: shutting down, no container answers, or no session can be served', schema: { $ref: '#/components/schemas/Health' } },
-      },
+const routes = {
+  health: {
+    method: 'GET',
+    path: '/health',
+    public: true,
+    summary: 'Pool health (always public)',
+    responses: {
+      200: { description: 'healthy or degraded', schema: { $ref: '#/components/schemas/Health' }, example: EXAMPLE },
+      503: { description: 'unhealthy: shutting down, no container answers, or no session can be served', schema: { $ref: '#/components/schemas/Health' } },
     },
-    'GET /metrics': {
-      summary: 'Prometheus metrics (public with BROKER_METRICS_PUBLIC=1)',
-      responses: {
-        200: {
-          description: 'Prometheus text exposition format',
-          contentType: 'text/plain; version=0.0.4; charset=utf-8',
-          schema: { type: 'string' },
-          example: 'broker_sessions{state="available"} 30\n',
-        },
+  },
+  metrics: {
+    method: 'GET',
+    path: '/metrics',
+    public: PUBLIC_WITH_METRICS,
+    summary: 'Prometheus metrics (public with BROKER_METRICS_PUBLIC=1)',
+    responses: {
+      200: {
+        description: 'Prometheus text exposition format',
+        contentType: 'text/plain; version=0.0.4; charset=utf-8',
+        schema: { type: 'string' },
+        example: 'broker_sessions{state="available"} 30\n',
       },
     },
   },
+} satisfies Record<string, RouteContract>;
+
+export const HEALTH_CONTRACT: ApiContract<typeof routes> = {
+  tag: 'health',
+  description: 'The pool at a glance, and Prometheus metrics.',
+  errors: 'pool',
+  // A gateway's own: the cluster's health, and its own metrics.
+  gateway: 'gateway',
+  schemas: { Health: HEALTH },
+  routes,
 };
