@@ -10,5 +10,6 @@ import { LIFECYCLE_CONTRACT } from './lifecycle/lifecycleContract';
 import { WORKSPACE_CONTRACT } from './workspace/workspaceContract';
 import { TASK_CONTRACT } from './tasks/taskContract';
 import { GROUP_CONTRACT } from './groups/groupContract';
+import { IMAGE_CONTRACT } from './images/imageContract';
 
-export const API_CONTRACTS: readonly ApiContract[] = [POOL_CONTRACT, WORKSPACE_CONTRACT, EXECD_PROCESS_CONTRACT, EXECD_FILES_CONTRACT, LIFECYCLE_CONTRACT, GROUP_CONTRACT, TASK_CONTRACT];
+export const API_CONTRACTS: readonly ApiContract[] = [POOL_CONTRACT, WORKSPACE_CONTRACT, EXECD_PROCESS_CONTRACT, EXECD_FILES_CONTRACT, LIFECYCLE_CONTRACT, GROUP_CONTRACT, TASK_CONTRACT, IMAGE_CONTRACT];
