@@ -178,6 +178,7 @@ export class Broker {
       maxDedicated: config.sandboxes.maxDedicated,
       containersIsolate: config.backend === 'docker',
       healthCheckIntervalMs: config.healthCheckIntervalMs,
+      images: { pools: this.images.pools, access: this.images.access },
     });
     registerSandboxGauge(this.metrics.registry, this.sandboxes);
     this.execd = new ExecdService(backend, {
@@ -200,6 +201,7 @@ export class Broker {
         ...this.groups.list(),
         ...this.tasks.list(),
       ],
+      images: () => this.images.report().images,
     });
     this.tasks = createTaskService(config, backend);
     this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, {

@@ -65,6 +65,7 @@ export function parseCreate(body: unknown, bounds: TimeoutBounds): CreateInput {
   if (extensions['access.renew.extend.seconds'] !== undefined) throw new NotImplementedError('extensions.access.renew.extend.seconds: renew-on-access is not served (renew with renew-expiration)');
   const poolRef = extensions.poolRef ?? null;
   const image = parseImage(req.image, poolRef !== null);
+  const imageAuth = parseImageAuth(req.image);
   checkPlatform(req.platform);
   const limits = strings(req.resourceLimits, 'resourceLimits');
   strings(req.resourceRequests, 'resourceRequests'); // Kubernetes' requests: checked, meaningless here
@@ -81,7 +82,22 @@ export function parseCreate(body: unknown, bounds: TimeoutBounds): CreateInput {
     timeoutMs: parseTimeout(req.timeout, bounds),
     cpus: limits.cpu === undefined ? null : parseCpus(limits.cpu, os.cpus().length),
     memoryBytes: limits.memory === undefined ? null : parseMemoryBytes(limits.memory),
+    imageAuth,
   };
+}
+
+/** `image.auth`: checked here for its shape; whether it names the node's own credentials is the service's (docs/images.md). */
+function parseImageAuth(value: unknown): { username?: string; password?: string } | null {
+  if (value === undefined || value === null) return null;
+  const auth = (value as Record<string, unknown>).auth;
+  if (auth === undefined || auth === null) return null;
+  const fields = object(auth, 'image.auth');
+  const extra = Object.keys(fields).filter((k) => k !== 'username' && k !== 'password');
+  if (extra.length > 0) throw new BadRequestError(`image.auth: unknown field(s) ${extra.join(', ')}; it has username and password`);
+  for (const k of ['username', 'password'] as const) {
+    if (fields[k] !== undefined && (typeof fields[k] !== 'string' || (fields[k] as string).length > 4096)) throw new BadRequestError(`image.auth.${k} must be a string`);
+  }
+  return fields as { username?: string; password?: string };
 }
 
 function parseImage(value: unknown, optional: boolean): string | null {
@@ -93,7 +109,6 @@ function parseImage(value: unknown, optional: boolean): string | null {
   const extra = Object.keys(image).filter((k) => k !== 'uri' && k !== 'auth');
   if (extra.length > 0) throw new BadRequestError(`image: unknown field(s) ${extra.join(', ')}`);
   if (typeof image.uri !== 'string' || image.uri.trim() === '') throw new BadRequestError('image.uri must be a non-empty string');
-  if (image.auth !== undefined) throw new NotImplementedError('image.auth: registry credentials are not served (the broker never pulls; images must be on the engine)');
   return image.uri.trim();
 }
 

@@ -10,8 +10,8 @@ import { SessionState } from '../pool/states';
 export class ImagePool {
   /** The last time it had a lease or a waiting acquire (its idle time counts from it). */
   lastActiveMs: number;
-  /** Acquires and warm-ups between their start and their lease (they pin the image and the pool). */
-  waiters = 0;
+  /** Sessions wanted by acquires on their way to a lease of it (they pin the image and the pool). */
+  wanting = 0;
   /** Settles once its first containers started (rejects when the first of them could not). */
   ready: Promise<void> = Promise.resolve();
   isReady = false;
@@ -46,7 +46,7 @@ export class ImagePool {
 
   /** In use now: a lease, an acquire in its queue, or one on its way to it. */
   get busy(): boolean {
-    return this.waiters > 0 || this.leasedSessions > 0 || this.pool.waiting > 0;
+    return this.wanting > 0 || this.leasedSessions > 0 || this.pool.waiting > 0;
   }
 
   /**
@@ -59,10 +59,11 @@ export class ImagePool {
   }
 
   /**
-   * The growth rule: one more container when no session is free and the sessions on their way are
-   * fewer than the acquires that want one (`wanting`: the caller's own included).
+   * The growth rule: the containers that the sessions wanted and not yet leased need beyond those
+   * free and on their way (rounded up), none when those suffice.
    */
-  wantsAnotherContainer(wanting: number): boolean {
-    return this.warmSessions === 0 && this.sessionsOnTheWay < this.pool.waiting + wanting;
+  containersWanted(): number {
+    const unmet = this.wanting - this.warmSessions - this.sessionsOnTheWay;
+    return unmet > 0 ? Math.ceil(unmet / this.pool.sessionsPerContainer) : 0;
   }
 }

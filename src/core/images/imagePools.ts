@@ -134,14 +134,13 @@ export class ImagePools {
     try {
       const pulled = await untilDeadline(pulls.ensure(ref), deadline, request.signal, () => imageStillPulling(image, this.pullProgress(image)));
       const { entry, started } = await this.poolFor(image, containersNeeded, sessions, deadline, request.signal);
-      entry.waiters++;
       try {
         const value = await use(entry.pool, Math.max(1, deadline - Date.now()));
         entry.uses += sessions;
         entry.lastActiveMs = Date.now();
         return { pool: entry.pool, value, configured: null, cost: this.cost(pulled ? 'pulled' : started ? 'started' : 'warm', startedMs) };
       } finally {
-        entry.waiters--;
+        entry.wanting -= sessions;
       }
     } finally {
       pending.done();
@@ -181,8 +180,9 @@ export class ImagePools {
 
   /**
    * The image's pool, made (with `containersNeeded` containers) or grown for this demand: to the
-   * containers it needs, and by one when no session is free and none is on its way for it.
-   * `started`: this acquire waited for a container.
+   * containers it needs, and by the containers the sessions wanted and not yet leased need beyond
+   * those free and on their way. `sessions` are counted as wanted from here until the caller took
+   * them (it subtracts them). `started`: this acquire waited for a container.
    */
   async poolFor(image: string, containersNeeded: number, sessions: number, deadline: number, signal?: AbortSignal): Promise<{ entry: ImagePool; started: boolean }> {
     let entry = this.pools.get(image);
@@ -193,19 +193,20 @@ export class ImagePools {
     } else if (!entry.isReady) {
       started = true;
     }
-    entry.waiters++;
+    entry.wanting += sessions;
     try {
       await untilDeadline(entry.ready, deadline, signal, () => nodeFull(image, 'its first container did not start within the acquire timeout'));
-    } finally {
-      entry.waiters--;
-    }
-    const deficit = Math.max(containersNeeded - entry.containers, entry.wantsAnotherContainer(sessions) ? 1 : 0);
-    const room = Math.min(deficit, this.deps.limits.maxContainersPerImage - entry.containers);
-    if (room > 0 && this.makeRoom(room, image)) {
-      started = true;
-      void this.grow(entry, room);
-    } else if (containersNeeded > entry.containers) {
-      throw nodeFull(image, `it needs ${containersNeeded} containers, has ${entry.containers}, and ${this.budgetText()}`);
+      const wanted = Math.max(containersNeeded - entry.containers, entry.containersWanted());
+      const room = Math.min(wanted, this.deps.limits.maxContainersPerImage - entry.containers);
+      if (room > 0 && this.makeRoom(room, image)) {
+        started = true;
+        void this.grow(entry, room);
+      } else if (containersNeeded > entry.containers) {
+        throw nodeFull(image, `it needs ${containersNeeded} containers, has ${entry.containers}, and ${this.budgetText()}`);
+      }
+    } catch (err) {
+      entry.wanting -= sessions;
+      throw err;
     }
     return { entry, started };
   }

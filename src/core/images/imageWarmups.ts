@@ -67,7 +67,7 @@ export class ImageWarmups {
         view.state = 'starting';
         // Within the image's ceiling: a warm-up asks, the node's limits decide.
         const containers = Math.min(Math.ceil(sessions / this.sessionsPerContainer), this.maxContainersPerImage);
-        const { entry } = await this.pools.poolFor(ref.canonical, containers, 0, Number.MAX_SAFE_INTEGER);
+        const { entry } = await this.pools.poolFor(ref.canonical, containers, 0, Date.now() + 3_600_000);
         // Warm once its containers' shells are up: the pool's first fill is what an acquire finds.
         await entry.ready;
       }
