@@ -24,7 +24,7 @@ const MAX_BITS = 64 * 1024;
 function positions(member: string, m: number, k: number): number[] {
   const digest = createHash('sha256').update(member).digest();
   const h1 = digest.readUInt32BE(0);
-  const h2 = digest.readUInt32BE(4) | 1;
+  const h2 = (digest.readUInt32BE(4) | 1) >>> 0;
   const out: number[] = [];
   for (let i = 0; i < k; i++) out.push((h1 + i * h2) % m);
   return out;

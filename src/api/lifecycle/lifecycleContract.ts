@@ -40,7 +40,7 @@ const SANDBOX: Schema = {
  */
 const CREATE: Schema = {
   type: 'object',
-  description: 'CreateSandboxRequest. snapshotId, networkPolicy, credentialProxy, volumes, secureAccess: true and image.auth answer 501.',
+  description: 'CreateSandboxRequest. snapshotId, networkPolicy, credentialProxy, volumes and secureAccess: true answer 501; image.auth answers 501 for an image the node does not pull, and 403 unless it names the node\'s own credentials for one it does (docs/images.md).',
   properties: {
     image: { type: 'object', properties: { uri: STRING }, required: ['uri'] },
     snapshotId: STRING,
