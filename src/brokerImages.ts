@@ -19,6 +19,8 @@ import { imagesReport, type ImagesReport } from './core/images/imageViews';
 import type { ImageMetrics } from './metrics/imageMetrics';
 import { DockerBackend } from './backends/docker/dockerBackend';
 import { DockerImageStore } from './backends/docker/images/dockerImageStore';
+import { sweepImagePoolContainers } from './backends/docker/images/imagePoolSweep';
+import { logger } from './common/logger';
 
 export interface BrokerImages {
   pools: ImagePools;
@@ -44,6 +46,7 @@ export function createBrokerImages(
   metrics: ImageMetrics,
 ): BrokerImages {
   const settings = config.images;
+  const createdAtMs = Date.now();
   const access = new ImageAccess(settings.allow, settings.credentials);
   const docker = backend instanceof DockerBackend ? backend : null;
   const store = docker ? new DockerImageStore(docker.docker) : null;
@@ -81,6 +84,10 @@ export function createBrokerImages(
     access,
     report,
     start: async () => {
+      if (docker) {
+        const swept = await sweepImagePoolContainers(docker.docker, config.docker.deployment, createdAtMs);
+        if (swept > 0) logger.info({ removed: swept }, 'removed image pool containers an earlier broker left');
+      }
       if (pulls && access.enabled) await pulls.start();
     },
   };

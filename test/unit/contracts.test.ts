@@ -29,6 +29,7 @@ function allRouters(): Router[] {
     sandboxes: standIn('sandboxes'),
     tasks: standIn('tasks'),
     dashboard: standIn('dashboard'),
+    images: standIn('images'),
   };
   const config = loadConfig({});
   return [...brokerRouters(standIn('pool') as SessionPool, standIn('metrics') as BrokerMetrics, config, apis), docsRouter(() => [])];

@@ -38,6 +38,7 @@ const FRAME: Schema = object({
   replaced: arrayOf(object({ at: AT, pool: STRING, container: INTEGER, reason: STRING })),
   workspaces: arrayOf(object({ workspace_id: STRING, workdir: STRING, running_job_id: nullable(STRING) })),
   sandboxes: arrayOf(object({ kind: STRING, id: STRING, detail: STRING })),
+  images: { type: 'array', items: { type: 'object' }, description: 'the images the node holds, pulls and warms, as GET /images lists them (docs/images.md)' },
 });
 
 export const DASHBOARD_API_DOC: ApiDoc = {
