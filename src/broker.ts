@@ -168,7 +168,8 @@ export class Broker {
     });
     this.pools = new PoolRegistry(main, named);
     this.images = createBrokerImages(config, backend, this.pools, poolOptions, observer, this.metrics.images);
-    this.pools.attachOnDemand((sessionId) => this.images.pools.owning(sessionId));
+    // Only where images are pulled: elsewhere an unknown id costs no look at image pools.
+    if (this.images.pools.onDemand) this.pools.attachOnDemand((sessionId) => this.images.pools.owning(sessionId));
     this.metrics.attach(this.pool);
     this.metrics.attachPools(this.pools);
     this.workspaces = createWorkspaceApi(this.pool, backend, config, overrides.maxOutputBytes ?? config.maxOutputBytes);

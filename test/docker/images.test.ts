@@ -5,40 +5,25 @@
  * with nothing started (docs/images.md).
  */
 import { describeDocker } from '../helpers/dockerSuite';
-import { TestRegistry, pushTaskImage, removeImage, pullImage } from '../helpers/registry';
+import { pullImage, type TestRegistry } from '../helpers/registry';
 import type { TestBroker } from '../helpers/broker';
-import { engineHas, imagePoolContainers, pullsOk, startImageBroker } from '../helpers/imageBroker';
+import { engineHas, imagePoolContainers, pullsOk, startImageBroker, imageSuite } from '../helpers/imageBroker';
 
 describeDocker('images on demand', () => {
+  const suite = imageSuite();
   let registry: TestRegistry;
-  let tb: TestBroker | null = null;
-  const pushed: string[] = [];
-
-  beforeAll(async () => {
-    registry = await TestRegistry.start();
-  }, 120_000);
-
-  afterEach(async () => {
-    await tb?.close();
-    tb = null;
-  });
-
-  afterAll(async () => {
-    for (const ref of pushed) await removeImage(ref).catch(() => false);
-    await registry?.destroy();
+  let tb: TestBroker;
+  beforeAll(() => {
+    registry = suite.registry();
   });
 
   /** A task image in the registry and not on the engine (a cold node's view). */
-  async function coldImage(name: string): Promise<string> {
-    const { ref } = await pushTaskImage(registry, `tasks/${name}`, 'v1', { keepLocal: false });
-    pushed.push(ref);
-    return ref;
-  }
+  const coldImage = (name: string): Promise<string> => suite.coldImage(registry, `tasks/${name}`);
 
   it('pulls an image once on a cold node, serves its tests, and is warm for the next acquire', async () => {
     const image = await coldImage('cold');
     expect(await engineHas(image)).toBe(false);
-    tb = await startImageBroker(registry.address);
+    tb = suite.use(await startImageBroker(registry.address));
     const first = await tb.post('/session/acquire', { image });
     expect(first.status).toBe(200);
     expect(first.json.image_cost.kind).toBe('pulled');
@@ -62,7 +47,7 @@ describeDocker('images on demand', () => {
   it('does not pull on a warm node: the image on the engine is started at once', async () => {
     const image = await coldImage('warm');
     await pullImage(image);
-    tb = await startImageBroker(registry.address);
+    tb = suite.use(await startImageBroker(registry.address));
     const r = await tb.post('/session/acquire', { image });
     expect(r.status).toBe(200);
     expect(r.json.image_cost.kind).toBe('started');
@@ -72,8 +57,8 @@ describeDocker('images on demand', () => {
 
   it('shares one pull among concurrent first acquires, and grows the pool for them', async () => {
     const image = await coldImage('shared');
-    tb = await startImageBroker(registry.address);
-    const answers = await Promise.all([1, 2, 3, 4].map(() => tb!.post('/session/acquire', { image })));
+    tb = suite.use(await startImageBroker(registry.address));
+    const answers = await Promise.all([1, 2, 3, 4].map(() => tb.post('/session/acquire', { image })));
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
     expect(answers.map((a) => a.json.image_cost.kind)).toEqual(['pulled', 'pulled', 'pulled', 'pulled']);
     expect(await pullsOk(tb)).toBe(1);
@@ -86,7 +71,7 @@ describeDocker('images on demand', () => {
 
   it('serves an acquire_group of one image whole, from the pool of that image', async () => {
     const image = await coldImage('group');
-    tb = await startImageBroker(registry.address);
+    tb = suite.use(await startImageBroker(registry.address));
     const r = await tb.post('/session/acquire_group', { image, n: 3 });
     expect(r.status).toBe(200);
     expect(r.json.sessions).toHaveLength(3);
@@ -95,7 +80,7 @@ describeDocker('images on demand', () => {
   });
 
   it('sends an image a configured pool runs to that pool, and leaves clients that name no image as they were', async () => {
-    tb = await startImageBroker(registry.address);
+    tb = suite.use(await startImageBroker(registry.address));
     const plain = await tb.post('/session/acquire', {});
     expect(plain.status).toBe(200);
     expect(plain.json.image_cost).toBeUndefined();
@@ -117,7 +102,7 @@ describeDocker('images on demand', () => {
     ['a number', 42],
     ['a bad digest', 'ubuntu@sha256:1234'],
   ])('refuses %s as image with a 400 and starts nothing', async (_what, image) => {
-    tb = await startImageBroker(registry.address);
+    tb = suite.use(await startImageBroker(registry.address));
     const r = await tb.post('/session/acquire', { image });
     expect(r.status).toBe(400);
     expect(r.json.code).toBe('bad_request');
@@ -133,7 +118,7 @@ describeDocker('images on demand', () => {
   });
 
   it('refuses an image outside the allow-list with a 403 that names it, and pulls nothing', async () => {
-    tb = await startImageBroker(registry.address);
+    tb = suite.use(await startImageBroker(registry.address));
     const image = `${registry.address}/other/thing:v1`;
     const r = await tb.post('/session/acquire', { image });
     expect(r.status).toBe(403);

@@ -7,37 +7,21 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describeDocker } from '../helpers/dockerSuite';
-import { TestRegistry, pushTaskImage, removeImage } from '../helpers/registry';
+import { TestRegistry } from '../helpers/registry';
 import { eventually, type TestBroker } from '../helpers/broker';
-import { engineHas, imagePoolContainers, pullsFailed, pullsOk, startImageBroker } from '../helpers/imageBroker';
+import { engineHas, imagePoolContainers, pullsFailed, pullsOk, startImageBroker, imageSuite } from '../helpers/imageBroker';
 import { dockerEngine } from '../../src/backends/docker/containers/engine';
 
 const MIB = 1024 * 1024;
 
 describeDocker('images on demand: failures', () => {
+  const suite = imageSuite();
   let registry: TestRegistry;
-  let tb: TestBroker | null = null;
-  const pushed: string[] = [];
-
-  beforeAll(async () => {
-    registry = await TestRegistry.start();
-  }, 120_000);
-
-  afterEach(async () => {
-    await tb?.close();
-    tb = null;
+  let tb: TestBroker;
+  beforeAll(() => {
+    registry = suite.registry();
   });
-
-  afterAll(async () => {
-    for (const ref of pushed) await removeImage(ref).catch(() => false);
-    await registry?.destroy();
-  });
-
-  async function coldImage(reg: TestRegistry, repository: string, bytes = MIB): Promise<string> {
-    const { ref } = await pushTaskImage(reg, repository, 'v1', { keepLocal: false, bytes });
-    pushed.push(ref);
-    return ref;
-  }
+  const coldImage = (reg: TestRegistry, repository: string, bytes?: number): Promise<string> => suite.coldImage(reg, repository, bytes);
 
   async function noPoolLeft(broker: TestBroker, image: string): Promise<void> {
     expect(await imagePoolContainers(broker)).toEqual([]);
@@ -49,8 +33,8 @@ describeDocker('images on demand: failures', () => {
   it('fails every waiter of a tag the registry does not have with one 404 that names it, and tries again on the next acquire', async () => {
     await coldImage(registry, 'tasks/known');
     const image = `${registry.address}/tasks/known:nope`;
-    tb = await startImageBroker(registry.address);
-    const answers = await Promise.all([1, 2, 3].map(() => tb!.post('/session/acquire', { image })));
+    tb = suite.use(await startImageBroker(registry.address));
+    const answers = await Promise.all([1, 2, 3].map(() => tb.post('/session/acquire', { image })));
     for (const a of answers) {
       expect(a.status).toBe(404);
       expect(a.json.code).toBe('image_not_found');
@@ -80,8 +64,8 @@ describeDocker('images on demand: failures', () => {
       ['a wrong password', { BROKER_REGISTRY_AUTH: '' }],
     ])('refuses the pull with %s: 403 registry_denied to every waiter, nothing left', async (what, env) => {
       const auth = what === 'a wrong password' ? { BROKER_REGISTRY_AUTH: JSON.stringify({ [locked.address]: { username: 'rl', password: 'wrong' } }) } : env;
-      tb = await startImageBroker(locked.address, auth);
-      const answers = await Promise.all([1, 2].map(() => tb!.post('/session/acquire', { image })));
+      tb = suite.use(await startImageBroker(locked.address, auth));
+      const answers = await Promise.all([1, 2].map(() => tb.post('/session/acquire', { image })));
       for (const a of answers) {
         expect(a.status).toBe(403);
         expect(a.json.code).toBe('registry_denied');
@@ -92,7 +76,7 @@ describeDocker('images on demand: failures', () => {
     });
 
     it("pulls with the node's own credentials, which never reach the sandbox", async () => {
-      tb = await startImageBroker(locked.address, { BROKER_REGISTRY_AUTH: JSON.stringify({ [locked.address]: { username: 'rl', password: 'right-secret-7' } }) });
+      tb = suite.use(await startImageBroker(locked.address, { BROKER_REGISTRY_AUTH: JSON.stringify({ [locked.address]: { username: 'rl', password: 'right-secret-7' } }) }));
       const r = await tb.post('/session/acquire', { image });
       expect(r.status).toBe(200);
       const seen = await tb.exec(r.json.session_id, 'env; cat /proc/1/environ 2>/dev/null | tr "\\0" "\\n"; grep -rs right-secret /etc /root /tmp 2>/dev/null | head -1');
@@ -128,8 +112,8 @@ describeDocker('images on demand: failures', () => {
     try {
       const pushedRef = await coldImage(registry, 'tasks/big', 24 * MIB);
       const image = pushedRef.replace(registry.address, proxyAddress);
-      tb = await startImageBroker(proxyAddress, { BROKER_IMAGE_PULL_STALL: '3' });
-      const answers = await Promise.all([1, 2, 3].map(() => tb!.post('/session/acquire', { image })));
+      tb = suite.use(await startImageBroker(proxyAddress, { BROKER_IMAGE_PULL_STALL: '3' }));
+      const answers = await Promise.all([1, 2, 3].map(() => tb.post('/session/acquire', { image })));
       expect(cut).toBe(true);
       for (const a of answers) {
         expect(a.status).toBe(503);
@@ -142,7 +126,7 @@ describeDocker('images on demand: failures', () => {
       const again = await tb.post('/session/acquire', { image });
       expect(again.status).toBe(200);
       expect(again.json.image_cost.kind).toBe('pulled');
-      pushed.push(image);
+      suite.forget(image);
     } finally {
       if (!registry.running) await registry.run();
       proxy.close();
@@ -155,14 +139,14 @@ describeDocker('images on demand: failures', () => {
     const huge = await coldImage(registry, 'evict/huge', 16 * MIB);
     // Room for the base and two task layers, not three.
     const budget = base + 5 * MIB;
-    tb = await startImageBroker(registry.address, { BROKER_IMAGE_ALLOW: `${registry.address}/evict/*`, BROKER_IMAGE_DISK: String(budget), BROKER_IMAGE_POOL_IDLE: '1' });
+    tb = suite.use(await startImageBroker(registry.address, { BROKER_IMAGE_ALLOW: `${registry.address}/evict/*`, BROKER_IMAGE_DISK: String(budget), BROKER_IMAGE_POOL_IDLE: '1' }));
     const held = await tb.post('/session/acquire', { image: a });
     expect(held.status).toBe(200);
     const passing = await tb.post('/session/acquire', { image: b });
     expect(passing.status).toBe(200);
     await tb.release(passing.json.session_id);
     // b's pool goes idle and closes: nothing uses b any more.
-    await eventually(async () => (await imagePoolContainers(tb!)).length === 1, 30_000, "b's pool to close");
+    await eventually(async () => (await imagePoolContainers(tb)).length === 1, 30_000, "b's pool to close");
     const third = await tb.post('/session/acquire', { image: c });
     expect(third.status).toBe(200);
     expect(await engineHas(b)).toBe(false);

@@ -5,6 +5,44 @@
 import { dockerEngine } from '../../src/backends/docker/containers/engine';
 import { LABEL_DEPLOYMENT } from '../../src/backends/docker/containers/labels';
 import { startTestBroker, type TestBroker } from './broker';
+import { TestRegistry, pushTaskImage, removeImage } from './registry';
+
+/**
+ * A suite's registry and brokers: one registry for the suite, each test's broker closed after it,
+ * every task image pushed removed from the engine at the end. `coldImage` pushes a task image and
+ * leaves the engine without it (a cold node's view).
+ */
+export function imageSuite(): {
+  registry(): TestRegistry;
+  use(broker: TestBroker): TestBroker;
+  coldImage(registry: TestRegistry, repository: string, bytes?: number): Promise<string>;
+  forget(ref: string): void;
+} {
+  let registry: TestRegistry | null = null;
+  let broker: TestBroker | null = null;
+  const pushed: string[] = [];
+  beforeAll(async () => {
+    registry = await TestRegistry.start();
+  }, 120_000);
+  afterEach(async () => {
+    await broker?.close();
+    broker = null;
+  });
+  afterAll(async () => {
+    for (const ref of pushed) await removeImage(ref).catch(() => false);
+    await registry?.destroy();
+  });
+  return {
+    registry: () => registry!,
+    use: (b) => (broker = b),
+    coldImage: async (reg, repository, bytes = 1024 * 1024) => {
+      const { ref } = await pushTaskImage(reg, repository, 'v1', { keepLocal: false, bytes });
+      pushed.push(ref);
+      return ref;
+    },
+    forget: (ref) => pushed.push(ref),
+  };
+}
 
 /** A broker allowed to pull `<registry>/tasks/*` (small pools: one container of 2 sessions to start). */
 export function startImageBroker(registryAddress: string, env: Record<string, string> = {}): Promise<TestBroker> {

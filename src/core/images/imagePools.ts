@@ -132,7 +132,7 @@ export class ImagePools {
     const image = ref.canonical;
     const pending = this.pending(image);
     try {
-      const pulled = await untilDeadline(pulls.ensure(ref), deadline, request.signal, () => imageStillPulling(image, this.pullProgress(image)));
+      const pulled = await untilDeadline(pulls.ensure(ref, !this.pools.has(image)), deadline, request.signal, () => imageStillPulling(image, this.pullProgress(image)));
       const { entry, started } = await this.poolFor(image, containersNeeded, sessions, deadline, request.signal);
       try {
         const value = await use(entry.pool, Math.max(1, deadline - Date.now()));

@@ -105,10 +105,13 @@ export class ImagePulls {
 
   /**
    * Resolves once the engine holds `ref`: true when it waited for a pull (this call's or another's).
+   * `verify`: asks the engine whether an image counted as held is still there.
    * Rejects with the pull's error, the same for every waiter.
    */
-  async ensure(ref: ImageRef): Promise<boolean> {
+  async ensure(ref: ImageRef, verify = false): Promise<boolean> {
     const image = ref.canonical;
+    // `verify` (a pool of it is about to start): an image removed behind the node's back is pulled again.
+    if (this.disk.has(image) && verify && !this.flights.has(image) && (await this.store.inspect(image).catch(() => null)) === null) this.disk.remove(image);
     if (this.disk.has(image)) {
       this.disk.touch(image, Date.now());
       return false;

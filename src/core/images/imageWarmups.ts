@@ -62,7 +62,7 @@ export class ImageWarmups {
         view.state = 'warm';
         return;
       }
-      await this.pulls!.ensure(ref);
+      await this.pulls!.ensure(ref, true);
       if (sessions > 0) {
         view.state = 'starting';
         // Within the image's ceiling: a warm-up asks, the node's limits decide.

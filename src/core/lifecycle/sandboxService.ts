@@ -105,7 +105,10 @@ export class SandboxService implements KnowingDirectory {
     } catch {
       return null;
     }
-    if (!images.access.allows(ref) && !images.pools.configuredFor(ref)) return null;
+    const pulled = images.access.allows(ref);
+    if (!pulled && !images.pools.configuredFor(ref)) return null;
+    // Credentials mean something only for an image this node pulls: for a configured pool's, the create answers 501.
+    if (spec.imageAuth && !pulled) return null;
     if (spec.imageAuth) images.access.checkNamed(ref, spec.imageAuth);
     return ref;
   }
@@ -231,9 +234,12 @@ export class SandboxService implements KnowingDirectory {
     const env = Object.keys(record.spec.env).length > 0 ? record.spec.env : undefined;
     if (record.place.kind === 'pool') {
       const site = record.place.entry.pool.site(record.place.taken.sessionId);
-      // A whole container is this sandbox's alone; in a shared one (an image's pool) its paths stay confined as a lease's do.
+      // A whole container is this sandbox's alone; so is an isolated session's view of a shared one
+      // (an image's pool). Unisolated, a shared container's sandbox stays confined as a lease is.
       const shared = !record.place.entry.freshContainer && record.place.entry.sessionsPerContainer > 1;
-      return { ...site, id, confined: shared ? site.confined : confined, env, ownShell: record.place.taken.shell() ?? undefined };
+      const isolation = shared ? record.place.entry.pool.isolation() : null;
+      const ownView = !shared || (isolation !== null && isolation.enabled && isolation.unisolatedContainers === 0);
+      return { ...site, id, confined: ownView ? confined : site.confined, env, ownShell: record.place.taken.shell() ?? undefined };
     }
     return { id, slotId: `sbx-${id}`, container: record.place.container, root: record.place.workdir, confined, env, ended: record.ending.signal, backend: this.options.backend };
   }
