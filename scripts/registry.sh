@@ -4,6 +4,7 @@
 # config, its storage, its log, its pid file and (with auth) its htpasswd file.
 #
 #   scripts/registry.sh start|stop|status
+#   scripts/registry.sh run      in the foreground (exec), for a supervisor that keeps its pid (the rig)
 #
 # Settings (environment, all optional):
 #   REGISTRY_DIR       its directory (default /tmp/bash-broker-registry)
@@ -61,19 +62,34 @@ storage:
     enabled: true
 http:
   addr: $ADDR
+  # Signs upload state between requests: one of its own, or it logs a warning at each start.
+  secret: $(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 $auth
 EOF
 }
 
-start() {
+# The registry reads any REGISTRY_* variable as a setting over its config, and this script's own
+# settings are named so: it runs without them (`env "${UNSET[@]}" docker-registry ...`).
+UNSET=()
+for v in $(compgen -e); do [[ $v == REGISTRY_* ]] && UNSET+=(-u "$v"); done
+
+prepare() {
   command -v docker-registry >/dev/null || { say "docker-registry is not installed (apt-get install docker-registry)"; exit 1; }
   if pid=$(running_pid); then say "already runs in $DIR (pid $pid) on $ADDR"; exit 1; fi
   mkdir -p "$DIR/data"
   chmod 700 "$DIR"
   write_config
-  # A clean environment: the registry reads any REGISTRY_* variable as a setting over its config, and
-  # this script's own settings are named so.
-  setsid env -i PATH="$PATH" docker-registry serve "$DIR/config.yml" >>"$DIR/registry.log" 2>&1 </dev/null &
+}
+
+run() {
+  prepare
+  echo $$ >"$DIR/registry.pid"
+  exec env "${UNSET[@]}" docker-registry serve "$DIR/config.yml"
+}
+
+start() {
+  prepare
+  setsid env "${UNSET[@]}" docker-registry serve "$DIR/config.yml" >>"$DIR/registry.log" 2>&1 </dev/null &
   echo $! >"$DIR/registry.pid"
   for _ in $(seq 1 100); do
     running_pid >/dev/null || { say "exited at start:"; tail -n 20 "$DIR/registry.log" >&2; exit 1; }
@@ -108,7 +124,8 @@ status() {
 
 case ${1:-} in
   start) start ;;
+  run) run ;;
   stop) stop ;;
   status) status ;;
-  *) echo "usage: scripts/registry.sh start|stop|status (REGISTRY_DIR, REGISTRY_PORT, REGISTRY_USER, REGISTRY_PASSWORD)" >&2; exit 2 ;;
+  *) echo "usage: scripts/registry.sh start|run|stop|status (REGISTRY_DIR, REGISTRY_PORT, REGISTRY_USER, REGISTRY_PASSWORD)" >&2; exit 2 ;;
 esac

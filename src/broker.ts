@@ -182,7 +182,7 @@ export class Broker {
       images: { pools: this.images.pools, access: this.images.access },
     });
     registerSandboxGauge(this.metrics.registry, this.sandboxes);
-    this.execd = new ExecdService(backend, {
+    this.execd = new ExecdService({
       maxShellsPerSandbox: EXECD_MAX_SHELLS_PER_SANDBOX,
       maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,
       maxFinishedCommands: EXECD_FINISHED_COMMANDS_KEPT,
@@ -208,7 +208,7 @@ export class Broker {
     this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, {
       tasks: this.tasks,
       workspaces: this.workspaces,
-      execd: { service: this.execd, files: createExecdFilesApi(backend, config) },
+      execd: { service: this.execd, files: createExecdFilesApi(config) },
       groups: this.groups,
       pools: this.pools,
       sandboxes: this.sandboxes,

@@ -7,9 +7,11 @@
  *   code being OpenSandbox's.
  *
  * A domain error's kind decides the status, the same in both formats. Never a stack trace to a client:
- * anything that is not a BrokerError is logged here and answered as a plain 500.
+ * anything that is not a BrokerError is logged here and answered as a plain 500, but for a file
+ * system's refusal of a path (fileSystemRefusal), which is the client's 4xx even where a check missed it.
  */
 import { BrokerError, type ErrorKind } from '../common/errors';
+import { fileSystemRefusal } from '../common/fileSystemErrors';
 import { logger } from '../common/logger';
 
 const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
@@ -55,6 +57,11 @@ interface Described {
 }
 
 function describe(err: unknown, where: string): Described {
+  const refusal = fileSystemRefusal(err);
+  if (refusal) {
+    logger.warn({ err, where }, 'a file system error no check caught: answered as the client fault it is');
+    err = refusal;
+  }
   if (err instanceof BrokerError) {
     const status = STATUS_OF_KIND[err.kind];
     // The broker's faults only: a 501 (a route this configuration does not serve) is the client's to read.

@@ -73,7 +73,7 @@ function operation(doc: ApiDoc, method: string, pattern: string, op: OperationDo
     summary: op.summary,
     operationId: operationId(method === 'WS' ? 'ws' : method, pattern),
     ...(op.description ? { description: op.description } : {}),
-    parameters: [...pathParams, ...(op.params ?? [])],
+    parameters: [...pathParams, ...(op.params ?? []).map((p) => ({ ...p, schema: publishedSchema(p.schema) }))],
     responses,
   };
   if (op.body) {

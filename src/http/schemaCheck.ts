@@ -9,7 +9,9 @@
  *
  * Rules no JSON Schema states are keywords: `x-max-bytes` (a string's UTF-8 size, a 413),
  * `x-not-blank` (a string with more than white space), `x-max-length` (a string's length in UTF-16
- * units, as JavaScript counts it), `x-published` (what the document shows for a field whose check is
+ * units, as JavaScript counts it), `x-path` (a path a file system can take: common/pathText.ts; a
+ * refusal's `{pathFault}` says what is wrong with it, `{short}` quotes its start), `x-published`
+ * (what the document shows for a field whose check is
  * a domain check's), `x-unserved` (a field the broker does not
  * serve: any value but null is refused as unsupported, a 400 NOT_SUPPORTED, or as not implemented,
  * a 501), and the domain checks an API adds (addDomainCheck): a function that throws the broker's
@@ -20,6 +22,7 @@ import Ajv, { type ErrorObject } from 'ajv';
 import type { Static, TSchema } from '@sinclair/typebox';
 import { BadRequestError, NotImplementedError, NotSupportedError, PayloadTooLargeError } from '../common/errors';
 import { describe } from '../common/inWords';
+import { pathTextFault } from '../common/pathText';
 
 const REFUSAL = 'x-refusal';
 const MAX_BYTES = 'x-max-bytes';
@@ -27,8 +30,9 @@ const NOT_BLANK = 'x-not-blank';
 const UNSERVED = 'x-unserved';
 const MAX_UNITS = 'x-max-length';
 const PUBLISHED = 'x-published';
+const PATH = 'x-path';
 /** The keywords only these checks read: their wording and their rules, never a client's business. */
-const CHECK_KEYWORDS = new Set([REFUSAL, MAX_BYTES, NOT_BLANK, UNSERVED, MAX_UNITS]);
+const CHECK_KEYWORDS = new Set([REFUSAL, MAX_BYTES, NOT_BLANK, UNSERVED, MAX_UNITS, PATH]);
 
 /**
  * `x-unserved`: how a field the broker does not serve is refused. `emptyIsAbsent`: false, an empty
@@ -56,6 +60,7 @@ ajv.addFormat('date-time', (text: string) => RFC3339.test(text) && !Number.isNaN
 ajv.addKeyword({ keyword: MAX_BYTES, type: 'string', schemaType: 'number', errors: false, validate: (limit: number, text: string) => Buffer.byteLength(text) <= limit });
 ajv.addKeyword({ keyword: NOT_BLANK, type: 'string', schemaType: 'boolean', errors: false, validate: (on: boolean, text: string) => !on || text.trim() !== '' });
 // A string's length as JavaScript counts it (UTF-16 units), where `maxLength` counts code points.
+ajv.addKeyword({ keyword: PATH, type: 'string', schemaType: 'boolean', errors: false, validate: (on: boolean, text: string) => !on || pathTextFault(text) === null });
 ajv.addKeyword({ keyword: MAX_UNITS, type: 'string', schemaType: 'number', errors: false, validate: (limit: number, text: string) => text.length <= limit });
 // What the document shows in place of a field the check takes as it comes (a domain check words its faults).
 ajv.addKeyword({ keyword: PUBLISHED, schemaType: 'object' });
@@ -88,6 +93,8 @@ function refusal(e: ErrorObject): string {
     value: () => String(e.data),
     limit: () => String((e.params as { limit?: unknown }).limit ?? e.schema),
     missing: () => String((e.params as { missingProperty?: unknown }).missingProperty),
+    pathFault: () => pathTextFault(String(e.data)) ?? 'is not a path',
+    short: () => JSON.stringify(String(e.data).length > 24 ? `${String(e.data).slice(0, 24)}...` : e.data),
   };
   return template.replace(/\{(\w+)\}/g, (whole, name: string) => facts[name]?.() ?? whole);
 }

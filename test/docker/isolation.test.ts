@@ -12,6 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import { request } from 'undici';
 import { eventually, startTestBroker, type Health, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
@@ -147,9 +148,13 @@ describeDocker('docker per-lease filesystem isolation', () => {
     expect((await b.exec(victim, '[ -e /tmp/pwned ] && echo pwned; cat /root/victim-only')).stdout).toBe('marker\n');
     const outside = await docker.getContainer(containerId).exec({ Cmd: ['sh', '-c', '[ -e /tmp/pwned ] && echo pwned; [ -e /root/victim-only ] && echo leaked; ls -l /dev/null | cut -c1-10; echo checked'], AttachStdout: true, AttachStderr: true });
     const stream = await outside.start({});
+    // The exec's stream is multiplexed (an 8-byte frame header before each chunk): split it, so a
+    // header between two lines (output written in two chunks) cannot break the check below.
     const out = await new Promise<string>((resolve) => {
       let text = '';
-      stream.on('data', (c: Buffer) => (text += c.toString('latin1')));
+      const sink = new PassThrough();
+      sink.on('data', (c: Buffer) => (text += c.toString('latin1')));
+      docker.modem.demuxStream(stream, sink, sink);
       stream.on('end', () => resolve(text));
     });
     expect(out).toContain('crw-rw-rw-\nchecked');

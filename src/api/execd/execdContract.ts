@@ -12,7 +12,7 @@ import { Type } from '@sinclair/typebox';
 import { arrayOf, BOOLEAN, INTEGER, nullable, NUMBER, object, ref, STRING, type ParamDoc, type PathParamDoc, type ReplyDoc, type Schema } from '../../http/openApiTypes';
 import type { ApiContract, RouteContract } from '../../http/contract';
 import type { CommandLimits } from '../../core/session/sessionInput';
-import { commandSchema, NO_NUL, orNull } from '../contractParts';
+import { commandSchema, NO_NUL, optionalPath, orNull, PATH_KEYS, PATH_PARAM } from '../contractParts';
 import { execdPrefix } from './execdPrefix';
 
 export type ExecdInputLimits = Pick<CommandLimits, 'maxCommandBytes'>;
@@ -99,7 +99,7 @@ export function runCommandBody(limits?: ExecdInputLimits) {
       background: Type.Optional(orNull(Type.Boolean({ 'x-refusal': { '*': "'background' must be a boolean" } }))),
       uid: UNSERVED_ID,
       gid: UNSERVED_ID,
-      cwd: optionalText('cwd', 'absolute, or relative to the working directory'),
+      cwd: optionalPath('absolute, or relative to the working directory'),
       envs: ENVS,
       timeout: TIMEOUT_MS,
     },
@@ -108,11 +108,11 @@ export function runCommandBody(limits?: ExecdInputLimits) {
 }
 
 /** POST /session: an empty body is none. */
-export const CREATE_SESSION_BODY = Type.Object({ cwd: optionalText('cwd') }, { 'x-refusal': { type: `${NOT_AN_OBJECT} (or empty)` } });
+export const CREATE_SESSION_BODY = Type.Object({ cwd: optionalPath() }, { 'x-refusal': { type: `${NOT_AN_OBJECT} (or empty)` } });
 
 /** POST /session/{id}/run. */
 export function sessionRunBody(limits?: ExecdInputLimits) {
-  return Type.Object({ command: commandSchema(limits, { notBlank: true }), cwd: optionalText('cwd'), timeout: TIMEOUT_MS }, { 'x-refusal': BODY_REFUSAL });
+  return Type.Object({ command: commandSchema(limits, { notBlank: true }), cwd: optionalPath(), timeout: TIMEOUT_MS }, { 'x-refusal': BODY_REFUSAL });
 }
 
 const LANGUAGE_REFUSAL = 'language {json} is not supported; supported: bash, python (where the sandbox has python3)';
@@ -154,6 +154,7 @@ const OBJECT_OF = (what: string) => ({ type: `the body must be a JSON object of 
 export const PERMISSIONS_BODY = Type.Unsafe<Record<string, unknown>>({
   type: 'object',
   minProperties: 1,
+  propertyNames: PATH_KEYS,
   additionalProperties: PERMISSION,
   description: 'path -> {mode, owner?, group?}',
   'x-execd-permissions': true,
@@ -161,10 +162,11 @@ export const PERMISSIONS_BODY = Type.Unsafe<Record<string, unknown>>({
 });
 
 const RENAME_ITEM = `item {top} must be {"src": "...", "dest": "..."}`;
+const RENAME_PATH = { '*': RENAME_ITEM, 'x-path': "item {top}: the path {short} {pathFault}" };
 
 /** POST /files/mv. */
 export const RENAME_BODY = Type.Array(
-  Type.Object({ src: Type.String({ 'x-refusal': { '*': RENAME_ITEM } }), dest: Type.String({ 'x-refusal': { '*': RENAME_ITEM } }) }, { 'x-refusal': { '*': RENAME_ITEM } }),
+  Type.Object({ src: Type.String({ 'x-path': true, 'x-refusal': RENAME_PATH }), dest: Type.String({ 'x-path': true, 'x-refusal': RENAME_PATH }) }, { 'x-refusal': { '*': RENAME_ITEM } }),
   { minItems: 1, 'x-refusal': { '*': 'the body must be a non-empty JSON array of {src, dest}' } },
 );
 
@@ -174,6 +176,7 @@ const REPLACE_ITEM = '{top} must map to {"old": "<non-empty>", "new": "..."}';
 export const REPLACE_BODY = Type.Unsafe<Record<string, { old: string; new: string }>>({
   type: 'object',
   minProperties: 1,
+  propertyNames: PATH_KEYS,
   additionalProperties: Type.Object({ old: Type.String({ minLength: 1, 'x-refusal': { '*': REPLACE_ITEM } }), new: Type.String({ 'x-refusal': { '*': REPLACE_ITEM } }) }, { 'x-refusal': { '*': REPLACE_ITEM } }),
   'x-refusal': OBJECT_OF('paths to {old, new}'),
 });
@@ -285,7 +288,7 @@ export const EXECD_PROCESS_CONTRACT: ApiContract<typeof process> = {
 };
 
 const F = execdPrefix('id');
-const PATHS: ParamDoc = { name: 'path', in: 'query', required: true, description: 'a path (repeat for several); absolute, or relative to the working directory', schema: STRING, example: 'notes.txt' };
+const PATHS: ParamDoc = { name: 'path', in: 'query', required: true, description: 'a path (repeat for several); absolute, or relative to the working directory', schema: PATH_PARAM, example: 'notes.txt' };
 const FILE_ERRORS: Record<number, string> = {
   ...SANDBOX_ERRORS,
   403: 'the path leaves the working directory (`FORBIDDEN`)',
@@ -335,7 +338,13 @@ const files = {
     summary: 'Upload files (multipart: a metadata part, then a file part, repeated)',
     body: {
       contentType: 'multipart/form-data',
-      schema: { type: 'object', properties: { metadata: { type: 'string', description: 'JSON {path, mode?, owner?, group?}' }, file: { type: 'string', contentMediaType: 'application/octet-stream' } } },
+      schema: {
+        type: 'object',
+        properties: {
+          metadata: { type: 'string', description: 'JSON {path, mode?, owner?, group?}', contentMediaType: 'application/json', contentSchema: object({ path: PATH_PARAM, mode: { type: ['integer', 'string'] }, owner: STRING, group: STRING }, ['path'], true) },
+          file: { type: 'string', contentMediaType: 'application/octet-stream' },
+        },
+      },
     },
     responses: EMPTY,
     errors: FILE_ERRORS,

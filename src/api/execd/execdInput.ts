@@ -7,6 +7,7 @@
  */
 import path from 'node:path';
 import { BadRequestError } from '../../common/errors';
+import { checkPathText } from '../../common/pathText';
 import type { Permission } from '../../core/ports/backend';
 import type { ReplaceItem } from '../../core/execd/execdFiles';
 import { NO_TIMEOUT_MS, type CommandRequest } from '../../core/execd/commands';
@@ -54,9 +55,12 @@ const permissionsCheck = compileCheck(PERMISSIONS_BODY);
 const renameCheck = compileCheck(RENAME_BODY);
 const replaceCheck = compileCheck(REPLACE_BODY);
 
-/** A working directory: absolute, or relative to the sandbox's own (`root`); empty is the root. */
+/**
+ * A working directory: absolute, or relative to the sandbox's own (`root`); empty is the root. The
+ * schema checked `cwd` as sent; made absolute it must still be a path a file system takes.
+ */
 function directory(cwd: string | null | undefined, root: string): string | undefined {
-  return cwd === undefined || cwd === null ? undefined : cwd === '' ? root : path.posix.resolve(root, cwd);
+  return cwd === undefined || cwd === null ? undefined : cwd === '' ? root : checkPathText(path.posix.resolve(root, cwd), "'cwd' made absolute");
 }
 
 /** A timeout in ms: absent, null or 0 is none. */

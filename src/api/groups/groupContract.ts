@@ -37,7 +37,7 @@ export const GROUP_START_BODY = Type.Object(
   {
     database_access: Type.Optional(Type.Unsafe<unknown>({ 'x-published': ref('DatabaseAccess') })),
     initial_database_population_config: Type.Optional(
-      orNull(Type.String({ description: "a YAML file's path on the broker's host", 'x-refusal': { '*': "'initial_database_population_config' must be a path (a string)" } })),
+      orNull(Type.String({ description: "a YAML file's path on the broker's host", 'x-path': true, 'x-refusal': { '*': "'initial_database_population_config' must be a path (a string)", 'x-path': "'{field}' {pathFault}" } })),
     ),
   },
   { additionalProperties: false, 'x-group-start': true, 'x-refusal': { type: NOT_AN_OBJECT } },
@@ -47,7 +47,7 @@ export const GROUP_START_BODY = Type.Object(
 export const SANDBOX_START_BODY = Type.Object(
   {
     id: SANDBOX_ID,
-    tools: Type.Optional(orNull(Type.Array(Type.String({ 'x-refusal': { '*': "'tools' must be a list of paths on the broker's host" } }), { 'x-refusal': { '*': "'tools' must be a list of paths on the broker's host" } }))),
+    tools: Type.Optional(orNull(Type.Array(Type.String({ 'x-path': true, 'x-refusal': { '*': "'tools' must be a list of paths on the broker's host", 'x-path': "'{field}' {pathFault}" } }), { 'x-refusal': { '*': "'tools' must be a list of paths on the broker's host" } }))),
     compute_resources: Type.Optional(Type.Unsafe<unknown>({ 'x-published': object({ cpu_cores: NUMBER, ram_gb: NUMBER, disk_gb: NUMBER, memory_bandwidth_gbps: NUMBER, unit: { enum: ['absolute', 'relative'] } }, []) })),
     attached_databases: Type.Optional(
       Type.Unsafe<Record<string, unknown> | null>({

@@ -12,7 +12,7 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { MAX_GROUP_SIZE } from '../../core/pool/groupAcquire';
 import { IMAGE_REF_PATTERN, MAX_IMAGE_REF_CHARS } from '../../core/images/imageRef';
 import type { CommandLimits } from '../../core/session/sessionInput';
-import { commandSchema, orNull } from '../contractParts';
+import { commandSchema, orNull, PATH_KEYS } from '../contractParts';
 import { ref } from '../../http/openApiTypes';
 import type { ApiContract, RouteContract } from '../../http/contract';
 
@@ -99,6 +99,7 @@ export function acquireBody(limits?: CommandLimits) {
           Type.Unsafe<Record<string, string>>({
             type: 'object',
             additionalProperties: { type: 'string', contentEncoding: 'base64' },
+            propertyNames: PATH_KEYS,
             description: 'relative path -> base64 content, written into the working directory',
             // poolInput.ts: each path stays inside the working directory, each content is base64.
             'x-workdir-files': true,

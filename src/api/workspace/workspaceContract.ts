@@ -12,7 +12,7 @@ import { Type } from '@sinclair/typebox';
 import { arrayOf, BOOLEAN, INTEGER, nullable, object, ref, STRING, type Schema } from '../../http/openApiTypes';
 import type { ApiContract, RouteContract } from '../../http/contract';
 import type { CommandLimits } from '../../core/session/sessionInput';
-import { commandSchema, orNull } from '../contractParts';
+import { commandSchema, orNull, PATH_PARAM } from '../contractParts';
 
 export const MAX_WAIT_SECONDS = 30;
 const NOT_AN_OBJECT = 'Request body must be a JSON object';
@@ -21,7 +21,7 @@ const ID = '0b22c3d4e5f60718293a4b5c6d7e8f90';
 const JOB = '9c3d2e1f00aa44bb';
 const CONTENT: Schema = { type: 'string', description: 'the bytes as UTF-8 text, or base64 (`encoding`)' };
 const ENCODING: Schema = { enum: ['utf-8', 'base64'] };
-const FILENAME = { name: 'filename', in: 'query' as const, required: true, description: 'a path in the workspace directory (relative, or absolute inside it)', schema: STRING, example: 'notes.txt' };
+const FILENAME = { name: 'filename', in: 'query' as const, required: true, description: 'a path in the workspace directory (relative, or absolute inside it)', schema: PATH_PARAM, example: 'notes.txt' };
 const UNKNOWN = 'no such workspace (`workspace_not_found`)';
 const FILE_ERRORS = { 400: 'a bad parameter, or a directory (`not_a_file`)', 403: 'the path leaves the workspace directory (`forbidden`)', 404: 'no such file, or workspace (`file_not_found`)' };
 
@@ -73,7 +73,7 @@ const TEXT_FIELD = { '*': "'{field}' must be a string" };
  */
 export const WRITE_BODY = Type.Object(
   {
-    filename: Type.String({ 'x-refusal': TEXT_FIELD }),
+    filename: Type.String({ 'x-path': true, 'x-refusal': { ...TEXT_FIELD, 'x-path': "'{field}' {pathFault}" } }),
     content: Type.String({ description: 'the bytes as UTF-8 text, or base64 (`encoding`)', 'x-refusal': TEXT_FIELD }),
     encoding: Type.Optional(
       Type.Unsafe<'utf-8' | 'utf8' | 'base64' | null>({ type: ['string', 'null'], enum: ['utf-8', 'utf8', 'base64', null], description: 'default utf-8', 'x-refusal': { '*': "'encoding' must be 'utf-8' or 'base64', got {json}" } }),

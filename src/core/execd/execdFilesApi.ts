@@ -1,5 +1,7 @@
-/** execd's files and metrics, as the broker builds them from its backend and configuration. */
-import type { SessionBackend } from '../ports/backend';
+/**
+ * execd's files and metrics, as the broker builds them from its configuration. Neither holds a
+ * backend: each call reaches its sandbox through the sandbox's own (SandboxHandle.backend).
+ */
 import type { BrokerConfig } from '../../config/config';
 import { ExecdFiles } from './execdFiles';
 import { ExecdMetrics } from './execdMetrics';
@@ -9,6 +11,6 @@ export interface ExecdFilesApi {
   metrics: ExecdMetrics;
 }
 
-export function createExecdFilesApi(backend: SessionBackend, config: BrokerConfig): ExecdFilesApi {
-  return { files: new ExecdFiles(backend.files, config.execdFiles), metrics: new ExecdMetrics(backend.meter) };
+export function createExecdFilesApi(config: BrokerConfig): ExecdFilesApi {
+  return { files: new ExecdFiles(config.execdFiles), metrics: new ExecdMetrics() };
 }

@@ -51,8 +51,9 @@ export const SPAWNER_SCRIPT = spawnerScript();
  * SPAWNER_SCRIPT, or with per-lease isolation (isolation/isolationScript.ts): a request then reads
  * `<name> <VAR=value> [<workdir id or -> <pid to join or 0> [1]]`, the shell of a request with the
  * last two starts isolated when the container can, and the announcement says whether it can
- * (`ready iso` or `ready noiso <why>`). A final `1` asks for the session init's control pipes
- * `<name>.ctl` and `<name>.ans` (isolation/sessionControl.ts), handed to the init alone.
+ * (`ready iso init`, `ready iso` or `ready noiso <why>`). A final `1` asks for the session init's
+ * control pipes `<name>.ctl` and `<name>.ans` (isolation/sessionControl.ts), handed to the init
+ * alone; a final `t`, for a workspace's terminal that the session init opens (`iso init` only).
  */
 export function spawnerScript(isolation?: IsolationConfig): string {
   const iso = isolation?.enabled ? isolation : null;
@@ -60,13 +61,13 @@ export function spawnerScript(isolation?: IsolationConfig): string {
   const isoCheck = iso ? ' && ( -z $w || ( $w =~ ^(-|[0-9a-z][0-9a-z.-]*)$ && $j =~ ^[0-9]+$ ) )' : '';
   const shell = iso ? '__bk_shell "$w" "$j" "$k"' : SHELL_CMD.join(' ');
   // The session init's control pipes (isolation/sessionControl.ts), when the request asks for them: fds 8 and 9, `k` says so to __bk_shell.
-  const control = iso ? '\n      [[ $k == 1 ]] && { exec 8<"$d/$n.ctl" 9<>"$d/$n.ans" && k=8,9 || k=-; } || k=-' : '';
+  const control = iso ? '\n      [[ $k == t ]] || { [[ $k == 1 ]] && { exec 8<"$d/$n.ctl" 9<>"$d/$n.ans" && k=8,9 || k=-; } || k=-; }' : '';
   return `${FS_SCRIPT}${iso ? `\n${isolationFunctions(iso, `${FIFO_MOUNT}/${SESSION_INIT_NAME}`)}` : ''}
 builtin cd /
 d=${FIFO_MOUNT}
 if [[ -p $d/spawn && -p $d/events ]] && exec 3<>"$d/spawn" 4<>"$d/events"; then
   builtin set -m
-  builtin echo ${iso ? '"ready $__bk_iso"' : 'ready'} >&4
+  builtin echo ${iso ? '"ready $__bk_iso${__bk_init:+ init}"' : 'ready'} >&4
   while builtin read -r ${fields} <&3; do
     [[ $n =~ ^[0-9a-f]{8,64}$ && $v =~ ^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]*$${isoCheck} ]] || continue
     __bk_room || { builtin echo "failed $n 0" >&4; continue; }
@@ -148,7 +149,12 @@ export class FifoSpawner {
 
   /** Whether this container starts isolated shells (isolation/isolationScript.ts), as its entrypoint said. */
   get isolates(): boolean {
-    return this.isolationAnnounced === 'iso';
+    return this.isolationAnnounced === 'iso' || this.isolationAnnounced === 'iso init';
+  }
+
+  /** Whether its isolated sessions start through the session init, which then also opens workspace terminals (`pty` requests). */
+  get opensTerminals(): boolean {
+    return this.isolationAnnounced === 'iso init';
   }
 
   /** Why this container does not isolate its sessions though isolation was asked for; null when it does or it was not asked. */
@@ -160,14 +166,14 @@ export class FifoSpawner {
   readonly opener = (request: ChannelRequest): Promise<ShellChannel> => this.open(request);
 
   /** Spawns a bash with `env` (one `NAME=value`, the session tag) and returns its channel. */
-  async open({ env, sink, statusGraceMs = 0, isolated }: ChannelRequest): Promise<ShellChannel> {
+  async open({ env, sink, statusGraceMs = 0, isolated, pty }: ChannelRequest): Promise<ShellChannel> {
     if (this.closed || !this.spawnSocket) throw new BackendError('the container is being removed');
     const assignment = env.find((e) => !e.startsWith('TERM=')) ?? 'BROKER_SESSION_TAG=';
     if (!/^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]*$/.test(assignment)) throw new BackendError(`unsupported environment ${assignment}`);
     const name = randomBytes(12).toString('hex');
     const base = path.join(this.hostDir, name);
     // A session's own isolated shell gets control pipes to its init (reuse in place); an extra shell joining one does not.
-    const controlled = isolated !== undefined && this.isolates && isolated.joinPid === 0 && isolated.workdirId !== null;
+    const controlled = isolated !== undefined && this.isolates && isolated.joinPid === 0 && isolated.workdirId !== null && !pty;
     const paths = [`${base}.in`, `${base}.out`, `${base}.err`, ...(controlled ? [`${base}.ctl`, `${base}.ans`] : [])];
     const fds: number[] = [];
     let control: SessionControl | null = null;
@@ -183,7 +189,7 @@ export class FifoSpawner {
         }, SPAWN_TIMEOUT_MS);
         this.pending.set(name, { resolve, reject, timer });
       });
-      const isolation = isolated && this.isolates ? ` ${isolated.workdirId ?? '-'} ${isolated.joinPid}${controlled ? ' 1' : ''}` : '';
+      const isolation = isolated && this.isolates ? ` ${isolated.workdirId ?? '-'} ${isolated.joinPid}${controlled ? ' 1' : pty ? ' t' : ''}` : '';
       this.spawnSocket.write(`${name} ${assignment}${isolation}\n`);
       await spawned;
       // bash holds the write ends now: read-only opens see EOF only once bash and everything that
@@ -332,8 +338,8 @@ class FifoChannel implements ShellChannel {
     });
   }
 
-  write(text: string): void {
-    if (!this.ended) this.input.write(text);
+  write(data: string | Buffer): void {
+    if (!this.ended) this.input.write(data);
   }
 
   private outputClosed(): void {
