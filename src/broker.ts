@@ -45,6 +45,7 @@ import { DockerSandboxContainers } from './backends/docker/groups/groupContainer
 import { openLanceStore } from './backends/lancedb/lanceVectorStore';
 import { HttpGroupEndpoints } from './api/groups/groupListeners';
 import type { ListenerGuard } from './http/listenerGuard';
+import { createBrokerImages, type BrokerImages } from './brokerImages';
 
 export interface BrokerOverrides {
   backend?: SessionBackend;
@@ -115,6 +116,8 @@ export class Broker {
   readonly execd: ExecdService;
   readonly groups: GroupService;
   readonly tasks: TaskService;
+  /** Images on demand (docs/images.md): acquires by image, pulls, image pools, warm-ups. */
+  readonly images: BrokerImages;
   /** What the dashboard shows (/ui): the pool's recent work, and its live feed. */
   readonly activity = new PoolActivity();
   readonly dashboard: DashboardFeed;
@@ -164,6 +167,9 @@ export class Broker {
       return { name: spec.name, image: spec.image, pool, backend: poolBackend, sessionsPerContainer: spec.sessionsPerContainer, freshContainer: spec.freshContainer };
     });
     this.pools = new PoolRegistry(main, named);
+    this.images = createBrokerImages(config, backend, this.pools, poolOptions, observer, this.metrics.images);
+    // Only where images are pulled: elsewhere an unknown id costs no look at image pools.
+    if (this.images.pools.onDemand) this.pools.attachOnDemand((sessionId) => this.images.pools.owning(sessionId));
     this.metrics.attach(this.pool);
     this.metrics.attachPools(this.pools);
     this.workspaces = createWorkspaceApi(this.pool, backend, config, overrides.maxOutputBytes ?? config.maxOutputBytes);
@@ -173,6 +179,7 @@ export class Broker {
       maxDedicated: config.sandboxes.maxDedicated,
       containersIsolate: config.backend === 'docker',
       healthCheckIntervalMs: config.healthCheckIntervalMs,
+      images: { pools: this.images.pools, access: this.images.access },
     });
     registerSandboxGauge(this.metrics.registry, this.sandboxes);
     this.execd = new ExecdService({
@@ -195,6 +202,7 @@ export class Broker {
         ...this.groups.list(),
         ...this.tasks.list(),
       ],
+      images: () => this.images.report().images,
     });
     this.tasks = createTaskService(config, backend);
     this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, {
@@ -205,6 +213,7 @@ export class Broker {
       pools: this.pools,
       sandboxes: this.sandboxes,
       dashboard: this.dashboard,
+      images: this.images,
     });
     const guard = overrides.guard;
     const listener = guard ? guard.request(this.seam.serveRequest) : this.seam.serveRequest;
@@ -226,7 +235,9 @@ export class Broker {
     });
     void this.tasks.sweepStale();
     void this.groups.sweepStale();
-    this.warmPromise = this.pools.start().catch((err) => logger.error({ err: errorMessage(err) }, 'warm-up failed'));
+    this.warmPromise = Promise.all([this.pools.start(), this.images.start()])
+      .then(() => undefined)
+      .catch((err) => logger.error({ err: errorMessage(err) }, 'warm-up failed'));
     this.dashboard.start();
     return this.server.address() as AddressInfo;
   }
@@ -259,6 +270,8 @@ export class Broker {
     await this.groups.close().catch((err: unknown) => logger.error({ err: errorMessage(err) }, 'stopping the sandbox group failed'));
     // execd's shells die before the pools': they live in the pools' containers.
     await this.execd.close();
+    // Image pools before the configured ones: the default pool's backend owns what theirs share.
+    await this.images.pools.close(graceMs);
     await this.pools.close(graceMs);
     await this.trajectories?.flush();
     // Give in-flight responses a moment to flush, then cut what is left.

@@ -16,6 +16,7 @@ import { GROUP_CONTRACT } from './groups/groupContract';
 import { DASHBOARD_CONTRACT } from './dashboard/dashboardContract';
 import { DOCS_CONTRACT } from './docs/docsContract';
 import { CLUSTER_CONTRACT } from './cluster/clusterContract';
+import { IMAGE_CONTRACT } from './images/imageContract';
 
 export const API_CONTRACTS: readonly ApiContract[] = [
   POOL_CONTRACT,
@@ -29,4 +30,5 @@ export const API_CONTRACTS: readonly ApiContract[] = [
   DASHBOARD_CONTRACT,
   DOCS_CONTRACT,
   CLUSTER_CONTRACT,
+  IMAGE_CONTRACT,
 ];

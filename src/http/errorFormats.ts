@@ -29,6 +29,7 @@ const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
   unavailable: 503,
   backend: 502,
   timeout: 504,
+  insufficient_storage: 507,
   not_implemented: 501,
   // The client that left never sees it; anyone else who gets it sees a plain 400.
   aborted: 400,
@@ -118,6 +119,7 @@ const OPEN_SANDBOX_CODE_OF_KIND: Readonly<Record<ErrorKind, string>> = {
   unavailable: 'RUNTIME_ERROR',
   backend: 'RUNTIME_ERROR',
   timeout: 'RUNTIME_ERROR',
+  insufficient_storage: 'RUNTIME_ERROR',
   not_implemented: 'NOT_SUPPORTED',
   aborted: 'RUNTIME_ERROR',
   internal: 'RUNTIME_ERROR',

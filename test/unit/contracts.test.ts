@@ -37,6 +37,7 @@ function allRouters(): Router[] {
     sandboxes: standIn('sandboxes'),
     tasks: standIn('tasks'),
     dashboard: standIn('dashboard'),
+    images: standIn('images'),
   };
   return [...brokerRouters(standIn('pool') as SessionPool, standIn('metrics') as BrokerMetrics, config, apis), docsRouter(() => []), new AcquireCuts().router()];
 }

@@ -43,6 +43,7 @@ const FRAME: Schema = object({
   replaced: arrayOf(object({ at: AT, pool: STRING, container: INTEGER, reason: STRING })),
   workspaces: arrayOf(object({ workspace_id: STRING, workdir: STRING, running_job_id: nullable(STRING) })),
   sandboxes: arrayOf(object({ kind: STRING, id: STRING, detail: STRING })),
+  images: { type: 'array', items: { type: 'object' }, description: 'the images the node holds, pulls and warms, as GET /images lists them (docs/images.md)' },
 });
 
 const LEASE_ERRORS = { 400: 'the lease ended already (`session_not_in_use`)', 404: 'no such lease (`session_not_found`)', 409: "a workspace's or a lifecycle sandbox's slot: end its owner (`lease_taken_out`)" };

@@ -20,8 +20,14 @@ export interface TimeoutBounds {
 }
 
 /** A create that passed its checks, as the client sent it. */
+/** `image.auth`: names credentials the operator configured on the node (docs/images.md). */
+export interface ImageAuth {
+  username?: string;
+  password?: string;
+}
+
 export interface CreateRequest {
-  image?: { uri: string } | null;
+  image?: { uri: string; auth?: ImageAuth | null } | null;
   platform?: { os: string; arch: string } | null;
   timeout?: number | null;
   resourceLimits?: { cpu?: string; memory?: string } | null;
@@ -57,10 +63,19 @@ export function createSandboxRequest(bounds?: TimeoutBounds): Schema {
   const properties: Record<string, Schema> = {
     image: {
       type: 'object',
-      properties: { uri: { type: 'string', 'x-not-blank': true, 'x-refusal': { '*': URI } } },
+      properties: {
+        uri: { type: 'string', 'x-not-blank': true, 'x-refusal': { '*': URI } },
+        // Checked here for its shape only; whether it names the node's own credentials is the image
+        // service's (docs/images.md): a client never hands the node credentials to pull with.
+        auth: {
+          type: ['object', 'null'],
+          properties: { username: { type: 'string', maxLength: 4096 }, password: { type: 'string', maxLength: 4096 } },
+          'x-known-fields': { known: ['username', 'password'], refusal: 'image.auth: unknown field(s) {unknown}; it has username and password' },
+          'x-refusal': { '*': 'image.auth must be {"username": "<string>", "password": "<string>"}' },
+        },
+      },
       required: ['uri'],
       'x-known-fields': { known: ['uri', 'auth'], refusal: '{field}: unknown field(s) {unknown}' },
-      'x-unserved-keys': { auth: 'image.auth: registry credentials are not served (the broker never pulls; images must be on the engine)' },
       'x-refusal': { type: 'image must be a JSON object', required: URI },
     },
     snapshotId: unserved(STRING, 'snapshotId: restoring from snapshots is not served by this broker (create from an image)'),
@@ -111,7 +126,7 @@ export function createSandboxRequest(bounds?: TimeoutBounds): Schema {
   const fields = Object.keys(properties);
   return {
     type: 'object',
-    description: 'CreateSandboxRequest. snapshotId, networkPolicy, credentialProxy, volumes, secureAccess: true and image.auth answer 501.',
+    description: 'CreateSandboxRequest. snapshotId, networkPolicy, credentialProxy, volumes and secureAccess: true answer 501; image.auth answers 501 for an image the node does not pull, and 403 unless it names the node\'s own credentials for one it does (docs/images.md).',
     properties,
     additionalProperties: false,
     'x-known-fields': { known: fields, refusal: `unknown field(s) {unknown}; CreateSandboxRequest has ${fields.join(', ')}` },

@@ -26,6 +26,10 @@ const HEALTH = {
       description: "only while the pool's first fill runs",
     },
     pools: { type: 'object', additionalProperties: { type: 'object' }, description: "with BROKER_POOLS: each pool's own report (status, image and counts) by name" },
+    images: {
+      ...object({ pulls_in_flight: COUNT, images_held: COUNT, disk_used_bytes: COUNT, disk_budget_bytes: COUNT, evictions: COUNT, pools: { type: 'object', additionalProperties: { type: 'object' } } }),
+      description: 'where images are pulled on demand (docs/images.md): pulls, disk against its budget, evictions, and each live image pool (containers, warm and leased sessions) by image',
+    },
   },
   required: ['status', 'total_sessions', 'available_sessions', 'in_use_sessions', 'cleaning_sessions', 'broken_sessions', 'healthy_containers', 'unhealthy_containers'],
 };

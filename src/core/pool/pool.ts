@@ -95,8 +95,25 @@ export class SessionPool {
     return this.fleet.containers;
   }
 
+  /** Sessions its containers hold (an image pool's grow as it does). */
   get targetSessions(): number {
-    return this.options.containers * this.options.sessionsPerContainer;
+    return this.fleet.containers.length * this.options.sessionsPerContainer;
+  }
+
+  get sessionsPerContainer(): number {
+    return this.options.sessionsPerContainer;
+  }
+
+  /**
+   * `count` more containers (an image pool's growth): resolves once they started or failed to, with
+   * the reason of the first that failed (null: all run; their shells come up in the background).
+   */
+  async grow(count: number): Promise<string | null> {
+    if (this.closing) throw new ShuttingDownError();
+    const { booted, filled } = this.fleet.add(count, this.options.sessionsPerContainer);
+    void filled.catch(() => undefined);
+    const entries = await booted;
+    return entries.find((e) => !e.healthy)?.unhealthyReason ?? null;
   }
 
   get waiting(): number {
@@ -143,7 +160,7 @@ export class SessionPool {
     const { deadline, timeoutMs } = acquireDeadline(request.acquireTimeoutMs, this.options.acquireTimeoutMs);
     const host: GroupHost = {
       sessions: this.targetSessions,
-      containers: this.options.containers,
+      containers: this.fleet.containers.length,
       take: (n, spread) => this.waits.time(this.slots.takeGroup(n, spread, request.signal, deadline, () => this.waits.exhausted(timeoutMs, this.slots.waiting))),
       prepare: (slot) => this.runner.prepare(slot, request),
       checkRetry: (err, attempt) => checkPrepareRetry(err, attempt, deadline, request.signal),
