@@ -6,6 +6,9 @@
  * names; then, in order, the faults: a node's engine killed and restarted, the store stopped for
  * 30 s, a node killed with SIGKILL and restarted; last, a stop that leaves nothing behind, and the
  * machine's own engine and bridge as they were.
+ *
+ * The rig's engines are Docker engines:
+ * @backend docker
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -7,6 +7,9 @@
  * a 4xx in the pool format's `{detail, code}`, within a bound; the group's sandboxes, the pool and
  * the database's documents are the same after each case as before. A small run count: every case
  * of a running group is cheap, but the group itself is not.
+ *
+ * Sandbox groups are Docker's alone:
+ * @backend docker
  */
 import fs from 'node:fs';
 import path from 'node:path';

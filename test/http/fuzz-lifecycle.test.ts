@@ -7,6 +7,9 @@
  * credential proxy, volumes) answer 501 by design and are left out. Every answer is a 4xx in
  * OpenSandbox's `{code, message}`, within a bound; the sandboxes (ids, states, expiry, metadata) and
  * the pools' counts are the same after each case as before.
+ *
+ * The refusals are the contract's, made before any backend sees the request:
+ * @backend any
  */
 import fc from 'fast-check';
 import { startTestBroker, testBackend, eventually, type TestBroker } from '../helpers/broker';

@@ -6,6 +6,9 @@
  * the pool API's `{detail, code}`, within a bound, and the pool's counts, the held lease's history and
  * its working directory are the same after each case as before. The cases and 5xx per route are
  * printed and written as a report.
+ *
+ * The refusals are the contract's, made before any backend sees the request:
+ * @backend any
  */
 import fc from 'fast-check';
 import { startTestBroker, testBackend, type TestBroker } from '../helpers/broker';

@@ -6,6 +6,9 @@
  * BROKER_MAX_BODY_BYTES and no token; and a stream reconnected with a cursor from the future, which
  * replays nothing. Every answer is a 4xx in the pool format's `{detail, code}`, within a bound; the
  * task's record, the task containers and the pool are the same after each case as before.
+ *
+ * Task sandboxes are Docker's alone:
+ * @backend docker
  */
 import fc from 'fast-check';
 import { request } from 'undici';
