@@ -7,10 +7,13 @@
  *   code being OpenSandbox's.
  *
  * A domain error's kind decides the status, the same in both formats. Never a stack trace to a client:
- * anything that is not a BrokerError is logged here and answered as a plain 500.
+ * anything that is not a BrokerError is logged here and answered as a plain 500, but for a file
+ * system's refusal of a path (fileSystemRefusal), which is the client's 4xx even where a check missed it.
  */
 import { BrokerError, type ErrorKind } from '../common/errors';
+import { fileSystemRefusal } from '../common/fileSystemErrors';
 import { logger } from '../common/logger';
+import type { ErrorStyle } from './openApiTypes';
 
 const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
   invalid: 400,
@@ -26,6 +29,7 @@ const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
   unavailable: 503,
   backend: 502,
   timeout: 504,
+  insufficient_storage: 507,
   not_implemented: 501,
   // The client that left never sees it; anyone else who gets it sees a plain 400.
   aborted: 400,
@@ -54,6 +58,11 @@ interface Described {
 }
 
 function describe(err: unknown, where: string): Described {
+  const refusal = fileSystemRefusal(err);
+  if (refusal) {
+    logger.warn({ err, where }, 'a file system error no check caught: answered as the client fault it is');
+    err = refusal;
+  }
   if (err instanceof BrokerError) {
     const status = STATUS_OF_KIND[err.kind];
     // The broker's faults only: a 501 (a route this configuration does not serve) is the client's to read.
@@ -110,6 +119,7 @@ const OPEN_SANDBOX_CODE_OF_KIND: Readonly<Record<ErrorKind, string>> = {
   unavailable: 'RUNTIME_ERROR',
   backend: 'RUNTIME_ERROR',
   timeout: 'RUNTIME_ERROR',
+  insufficient_storage: 'RUNTIME_ERROR',
   not_implemented: 'NOT_SUPPORTED',
   aborted: 'RUNTIME_ERROR',
   internal: 'RUNTIME_ERROR',
@@ -127,3 +137,6 @@ export const openSandboxErrorFormat: ErrorFormat = {
     return reply(status, { code: OPEN_SANDBOX_CODE_OF_ERROR[code] ?? OPEN_SANDBOX_CODE_OF_KIND[kind], message }, err);
   },
 };
+
+/** Each API's format by the name its contract gives (ApiContract.errors): what its routers answer in. */
+export const ERROR_FORMATS: Readonly<Record<ErrorStyle, ErrorFormat>> = { pool: poolErrorFormat, opensandbox: openSandboxErrorFormat };

@@ -126,6 +126,8 @@ export function validValue(schema: Schema): unknown {
   const type = types.find((t) => t !== 'null') ?? types[0];
   switch (type) {
     case 'string':
+      // A JSON document in a string (an upload's metadata): the plainest its own schema takes.
+      if (typeof schema.contentSchema === 'object') return JSON.stringify(validValue(schema.contentSchema as Schema));
       return 'x'.repeat(Math.max(1, schema.minLength ?? 1));
     case 'integer':
     case 'number':

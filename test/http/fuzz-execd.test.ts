@@ -7,16 +7,20 @@
  * read with a cursor from the future. Every answer is a 4xx in OpenSandbox's `{code, message}` (a
  * read past the end may be an empty 200), within a bound; the working directory, a file beside it,
  * the pool's counts and the sandbox's execd shells are the same after each case as before. The
- * cases and 5xx per route are printed and written as a report.
+ * cases and 5xx per route are printed and written as a report. Every string of every route (ids,
+ * query parameters, body fields, map keys, an upload's metadata) gets a name and a path too long, a
+ * NUL byte and `..` (hostileStrings.ts): refused where the contract declares a path, never a 5xx.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { startTestBroker, testBackend, type TestBroker } from '../helpers/broker';
-import { EXECD_FILES_CONTRACT, EXECD_PROCESS_CONTRACT, runCodeBody, runCommandBody, sessionRunBody } from '../../src/api/execd/execdContract';
+import { EXECD_FILES_CONTRACT, EXECD_PROCESS_CONTRACT } from '../../src/api/execd/execdContract';
+import { runCodeBody, runCommandBody, sessionRunBody } from '../../src/api/execd/execdBodies';
 import type { RouteContract } from '../../src/http/contract';
 import { badSegment, invalidBody, publishedSchema, junkBody, nastyText, nastyUrlText, pathTrick, percentEncoded, type Schema } from '../helpers/fuzzInputs';
 import { endFuzz, fillPath, FuzzReport, fuzzTarget, fuzzParams, jsonHeaders, refused, treeState, TREE_STATE_COMMAND, type FuzzTarget } from '../helpers/fuzzHarness';
+import { everyHostileCase, hostileCases } from '../helpers/hostileStrings';
 
 const RUNS = 25;
 const TOKEN = 'fuzz-execd-token';
@@ -39,6 +43,8 @@ const notANumber = nastyUrlText.filter((s) => !/^\d*$/.test(s));
  * as a local backend's working directories share one parent with every other local broker's.
  */
 const CANARY = `fuzz-canary-${process.pid}`;
+/** Beside the working directory: the canary, and where a `..` of the hostile strings would make a file. */
+const OUTSIDE = [`../${CANARY}`, '../fuzz-dotdot'];
 const TRICKS = pathTrick(['root/etc/hosts', 'root/etc', 'root/tmp', `up/${CANARY}`, 'root/etc/../etc/passwd']);
 
 interface ExecdState {
@@ -85,7 +91,7 @@ describe(`execd fuzzed from its contracts (${testBackend})`, () => {
     ids = { sandboxId: held, id: held, sessionId: session.json.session_id, contextId: context.json.id, commandId: init[1] };
     t = fuzzTarget(tb.url, report, 'opensandbox', async () => {
       const h = (await tb.get('/health')).json;
-      const files = onHost ? treeState(home, [`../${CANARY}`]) : await sh(TREE_STATE_COMMAND([`../${CANARY}`]));
+      const files = onHost ? treeState(home, OUTSIDE) : await sh(TREE_STATE_COMMAND(OUTSIDE));
       const shells = tb.broker.execd.list();
       return { health: [h.total_sessions, h.in_use_sessions, h.available_sessions, h.broken_sessions], shells, files };
     });
@@ -240,5 +246,23 @@ describe(`execd fuzzed from its contracts (${testBackend})`, () => {
       }),
       fuzzParams(RUNS),
     );
+  });
+
+  it('every string of every route with a name or a path too long, a NUL byte or `..`: a declared path refuses them, nothing is a 5xx, a refusal changes nothing', async () => {
+    /** Query parameters a route needs beside the one a case tries (a file that is not there: nothing to remove). */
+    const query: Record<string, Record<string, string>> = { info: { path: 'd/f.txt' }, download: { path: 'd/f.txt' }, search: { path: 'd' }, list: { path: 'd' }, removeFiles: { path: 'nope.txt' }, removeDirectories: { path: 'nope' }, deleteContexts: { language: 'python' } };
+    const cases = [EXECD_PROCESS_CONTRACT, EXECD_FILES_CONTRACT].flatMap((api) => hostileCases(api, AUTH, (name) => ({ params: ids, query: query[name] })));
+    await everyHostileCase(t, cases, {
+      // A session opened in a `..` directory (a working directory may be anywhere): ended again.
+      settle: async (_c, res) => {
+        const opened = /"session_id":"(\w+)"/.exec(res.text)?.[1];
+        if (opened && opened !== ids.sessionId) expect((await tb.request('DELETE', `${execd()}/session/${opened}`, undefined, AUTH)).status).toBe(200);
+      },
+      usable: async () => {
+        const run = await tb.request('POST', `${execd()}/session/${ids.sessionId}/run`, '{"command":"echo usable"}', jsonHeaders(AUTH));
+        expect(run.text).toContain('"text":"usable"');
+        expect(await sh('cat d/f.txt')).toBe('kept\n');
+      },
+    });
   });
 });

@@ -1,5 +1,5 @@
 /**
- * execd's request bodies checked against their contract (execdContract.ts) before a shell is
+ * execd's request bodies checked against their schemas (execdBodies.ts) before a shell is
  * touched: a rejected request starts nothing. What the schemas cannot word runs where its keyword
  * stands: each `envs` entry (`x-execd-envs`) and each permission (`x-execd-permissions`), in the
  * order the entries were sent. A working directory resolves against the sandbox's own once checked.
@@ -7,15 +7,16 @@
  */
 import path from 'node:path';
 import { BadRequestError } from '../../common/errors';
+import { checkPathText } from '../../common/pathText';
 import type { Permission } from '../../core/ports/backend';
 import type { ReplaceItem } from '../../core/execd/execdFiles';
 import { NO_TIMEOUT_MS, type CommandRequest } from '../../core/execd/commands';
 import { codeLanguage, type CodeLanguage } from '../../core/execd/codeContexts';
 import { addDomainCheck, compileCheck } from '../../http/schemaCheck';
-import { CREATE_CONTEXT_BODY, CREATE_SESSION_BODY, PERMISSIONS_BODY, RENAME_BODY, REPLACE_BODY, runCodeBody, runCommandBody, sessionRunBody, type ExecdInputLimits } from './execdContract';
+import { CREATE_CONTEXT_BODY, CREATE_SESSION_BODY, PERMISSIONS_BODY, RENAME_BODY, REPLACE_BODY, runCodeBody, runCommandBody, sessionRunBody, type ExecdInputLimits } from './execdBodies';
 import { permission } from './execdViews';
 
-export type { ExecdInputLimits } from './execdContract';
+export type { ExecdInputLimits } from './execdBodies';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -54,9 +55,12 @@ const permissionsCheck = compileCheck(PERMISSIONS_BODY);
 const renameCheck = compileCheck(RENAME_BODY);
 const replaceCheck = compileCheck(REPLACE_BODY);
 
-/** A working directory: absolute, or relative to the sandbox's own (`root`); empty is the root. */
+/**
+ * A working directory: absolute, or relative to the sandbox's own (`root`); empty is the root. The
+ * schema checked `cwd` as sent; made absolute it must still be a path a file system takes.
+ */
 function directory(cwd: string | null | undefined, root: string): string | undefined {
-  return cwd === undefined || cwd === null ? undefined : cwd === '' ? root : path.posix.resolve(root, cwd);
+  return cwd === undefined || cwd === null ? undefined : cwd === '' ? root : checkPathText(path.posix.resolve(root, cwd), "'cwd' made absolute");
 }
 
 /** A timeout in ms: absent, null or 0 is none. */

@@ -37,7 +37,7 @@ export const GROUP_START_BODY = Type.Object(
   {
     database_access: Type.Optional(Type.Unsafe<unknown>({ 'x-published': ref('DatabaseAccess') })),
     initial_database_population_config: Type.Optional(
-      orNull(Type.String({ description: "a YAML file's path on the broker's host", 'x-refusal': { '*': "'initial_database_population_config' must be a path (a string)" } })),
+      orNull(Type.String({ description: "a YAML file's path on the broker's host", 'x-path': true, 'x-refusal': { '*': "'initial_database_population_config' must be a path (a string)", 'x-path': "'{field}' {pathFault}" } })),
     ),
   },
   { additionalProperties: false, 'x-group-start': true, 'x-refusal': { type: NOT_AN_OBJECT } },
@@ -47,7 +47,7 @@ export const GROUP_START_BODY = Type.Object(
 export const SANDBOX_START_BODY = Type.Object(
   {
     id: SANDBOX_ID,
-    tools: Type.Optional(orNull(Type.Array(Type.String({ 'x-refusal': { '*': "'tools' must be a list of paths on the broker's host" } }), { 'x-refusal': { '*': "'tools' must be a list of paths on the broker's host" } }))),
+    tools: Type.Optional(orNull(Type.Array(Type.String({ 'x-path': true, 'x-refusal': { '*': "'tools' must be a list of paths on the broker's host", 'x-path': "'{field}' {pathFault}" } }), { 'x-refusal': { '*': "'tools' must be a list of paths on the broker's host" } }))),
     compute_resources: Type.Optional(Type.Unsafe<unknown>({ 'x-published': object({ cpu_cores: NUMBER, ram_gb: NUMBER, disk_gb: NUMBER, memory_bandwidth_gbps: NUMBER, unit: { enum: ['absolute', 'relative'] } }, []) })),
     attached_databases: Type.Optional(
       Type.Unsafe<Record<string, unknown> | null>({
@@ -105,6 +105,7 @@ const routes = {
   },
   sandboxExecute: {
     method: 'POST',
+    gateway: 'id',
     path: `${SANDBOX}/execute`,
     summary: "A sandbox's actions, in order (its Sandbox API on the broker's port)",
     body: { schema: object({ actions: {} }), example: { actions: { bash: { description: 'a command', args: { command: 'ls' } } } } },
@@ -113,6 +114,7 @@ const routes = {
   },
   sandboxInput: {
     method: 'POST',
+    gateway: 'id',
     path: `${SANDBOX}/input`,
     summary: "Text to the sandbox's terminal",
     body: { schema: object({ text: STRING }), example: { text: 'y\n' } },
@@ -121,6 +123,7 @@ const routes = {
   },
   sandboxOutput: {
     method: 'GET',
+    gateway: 'id',
     path: `${SANDBOX}/output`,
     summary: "The terminal's output since the last read",
     responses: { 200: { description: 'what is new', schema: OBSERVATION } },
@@ -128,6 +131,7 @@ const routes = {
   },
   sandboxHealth: {
     method: 'GET',
+    gateway: 'id',
     path: `${SANDBOX}/health`,
     public: true,
     summary: "The sandbox's health",
@@ -140,6 +144,8 @@ export const GROUP_CONTRACT: ApiContract<typeof routes> = {
   tag: 'sandbox groups',
   description: 'Sandbox groups: one group of agent sandboxes (docker only) sharing vector databases; each sandbox serves its Sandbox API on its own sandbox_url.',
   errors: 'pool',
+  // The group API names no group (a broker holds one): its routes go to the home node; a sandbox's by its group's id.
+  gateway: 'home',
   schemas: { DatabaseAccess: DATABASE_ACCESS },
   routes,
 };

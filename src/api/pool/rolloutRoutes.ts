@@ -5,7 +5,6 @@
 import type { PoolRegistry } from '../../core/pool/poolRegistry';
 import type { RequestIds } from '../../core/pool/requestIds';
 import { sendJson, sendJsonStreamed } from '../../http/httpJson';
-import { poolErrorFormat } from '../../http/errorFormats';
 import { acquireResponse } from './poolRoutes';
 import { clientGone, ifUndelivered } from '../../http/clientGone';
 import { parseAcquire } from './poolInput';
@@ -13,20 +12,23 @@ import type { CommandLimits } from '../../core/session/sessionInput';
 import { parseGroupSize } from './rolloutInput';
 import type { Router } from '../../http/router';
 import { POOL_CONTRACT, type Alive, type GroupAcquired, type History } from './poolContract';
-import { served } from '../../http/contract';
+import { apiErrors, served } from '../../http/contract';
+import type { ImagePools } from '../../core/images/imagePools';
+import { acquireGroupByImage } from './imageAcquire';
 
 const R = POOL_CONTRACT.routes;
 
-/** Groups come from the default pool; a heartbeat or history reaches the pool that leased the id. */
-export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds): Router {
+/** Groups come from the default pool (or the pool of the image they name); a heartbeat or history reaches the pool that leased the id. */
+export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds, images: ImagePools | null = null): Router {
   const pool = pools.main.pool;
   return {
     name: 'rollout',
-    errors: poolErrorFormat,
+    ...apiErrors(POOL_CONTRACT),
     routes: [
       served(R.acquireGroup, async ({ body, res }) => {
         const input = parseAcquire(body, limits);
         const { n, spread } = parseGroupSize(body);
+        if (input.image !== undefined) return acquireGroupByImage(images, { ...input, image: input.image }, { n, spread }, res, requestIds, (r) => acquireResponse(r, input, limits));
         const request = { ...input, n, spread };
         const results = input.requestId
           ? await requestIds.run(`g:${input.requestId}`, input.fingerprint(), 'acquire_group', () => pool.acquireGroup(request))

@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import { BadRequestError, ForbiddenError, RangeNotSatisfiableError } from '../../common/errors';
+import { checkPathText } from '../../common/pathText';
 import type { SandboxHandle } from '../sandbox/sandboxHandle';
 
 /** A path as the backend takes it: absolute, normalized, and the root it must stay in. */
@@ -21,12 +22,14 @@ export function sandboxRoot(handle: SandboxHandle): string {
 /**
  * `raw` (absolute, or relative to the working directory) made absolute and normalized. `what` names
  * the field in errors. `allowRoot` false: the working directory itself is refused (a delete or a move
- * of it would pull the session's floor away).
+ * of it would pull the session's floor away). A path no file system takes (a name or the whole too
+ * long, as sent or once made absolute) is a 400 here, not an ENAMETOOLONG from the backend.
  */
 export function resolveSandboxPath(handle: SandboxHandle, raw: unknown, what = 'path', allowRoot = true): SandboxPath {
   if (typeof raw !== 'string' || raw === '' || raw.includes('\0')) throw new BadRequestError(`'${what}' must be a non-empty path without NUL bytes`);
+  checkPathText(raw, `'${what}'`);
   const root = sandboxRoot(handle);
-  const resolved = path.posix.resolve(path.posix.resolve(handle.root), raw);
+  const resolved = checkPathText(path.posix.resolve(path.posix.resolve(handle.root), raw), `'${what}' made absolute`);
   const inside = root === '/' || resolved === root || resolved.startsWith(`${root}/`);
   if (!inside) throw new ForbiddenError(`'${raw}' is outside the sandbox's working directory ${root}/`);
   if (!allowRoot && resolved === root) throw new ForbiddenError(`'${raw}' is the sandbox's working directory itself, which stays`);

@@ -3,6 +3,7 @@
  * `/session` and a `bash` code context of `/code`. One run at a time; a timeout or an interrupt
  * stops the run (^C, then what it started is killed) and keeps the shell and its state.
  */
+import { BadRequestError } from '../../common/errors';
 import { BashSession, ShellDiedError, type BashSessionTimings } from '../session/bashSession';
 import { ansiCQuote, changeDirectoryCommand } from '../session/framing';
 import type { Companion } from './companionShells';
@@ -32,7 +33,10 @@ export class PersistentBash {
     private readonly shape: LineShape,
   ) {}
 
-  /** A started bash in `cwd` (made when missing, as execd does for a session's directory). */
+  /**
+   * A started bash in `cwd` (made when missing, as execd does for a session's directory). A `cwd` it
+   * cannot enter or make (a file in its way, no permission) is the request's fault: a 400 that names why.
+   */
   static async open(companion: Companion, timings: BashSessionTimings, cwd: string, shape: LineShape): Promise<PersistentBash> {
     const session = new BashSession(companion.shell, timings);
     try {
@@ -42,7 +46,8 @@ export class PersistentBash {
         timeoutMs: ENTER_TIMEOUT_MS,
         maxOutputBytes: 4096,
       });
-      if (r.returnCode !== 0) throw new Error(`cannot enter ${cwd}: ${r.stderr.trim() || `status ${r.returnCode}`}`);
+      if (r.timedOut) throw new Error(`no answer within ${ENTER_TIMEOUT_MS} ms entering ${cwd}`);
+      if (r.returnCode !== 0) throw new BadRequestError(`cannot enter ${cwd}: ${r.stderr.trim() || `status ${r.returnCode}`}`);
     } catch (err) {
       await companion.close();
       throw err;

@@ -6,7 +6,8 @@
 import path from 'node:path';
 import { BadRequestError, PayloadTooLargeError } from '../../common/errors';
 import { describe } from '../../common/inWords';
-import type { WorkdirFile } from '../ports/backend';
+import { checkPathText } from '../../common/pathText';
+import { sessionWorkdir, type WorkdirFile } from '../ports/backend';
 
 export interface CommandLimits {
   defaultTimeoutSeconds: number;
@@ -50,15 +51,20 @@ export function parseWorkdirFiles(value: unknown): WorkdirFile[] {
   return files;
 }
 
-/** A path relative to the working directory that stays inside it. */
+/** What a file's whole path starts with: a lease's directory, its id 32 hex digits with room for a cluster node's prefix. */
+const A_WORKDIR = sessionWorkdir('0'.repeat(96));
+
+/** A path relative to the working directory that stays inside it, and that a file system takes there. */
 export function checkRelativePath(key: string): string {
   if (key.length === 0) throw new BadRequestError('file paths must not be empty');
   if (key.includes('\0')) throw new BadRequestError(`file path '${key}' contains a NUL byte`);
+  checkPathText(key, 'a file path');
   if (key.startsWith('/') || key.startsWith('\\')) throw new BadRequestError(`file path '${key}' must be relative, not absolute`);
   const segments = key.split('/');
   if (segments.includes('..')) throw new BadRequestError(`file path '${key}' must not contain '..'`);
   const normal = path.posix.normalize(key);
   if (normal === '.' || normal.endsWith('/') || normal === '') throw new BadRequestError(`file path '${key}' does not name a file`);
+  checkPathText(A_WORKDIR + normal, 'a file path in the working directory');
   return normal;
 }
 

@@ -6,6 +6,7 @@
 import path from 'node:path';
 import type { FileAccess, FileChunk } from '../ports/backend';
 import { BadRequestError, ForbiddenError, NotSupportedError, PayloadTooLargeError } from '../../common/errors';
+import { checkPathText } from '../../common/pathText';
 import type { Workspace } from './workspace';
 
 export class WorkspaceFiles {
@@ -15,11 +16,12 @@ export class WorkspaceFiles {
     readonly maxReadBytes: number,
   ) {}
 
-  /** The absolute path of `filename` in `ws`'s directory; 403 when it leaves it. */
+  /** The absolute path of `filename` in `ws`'s directory; 403 when it leaves it, 400 when no file system takes it. */
   resolve(ws: Workspace, filename: string): string {
     if (filename === '' || filename.includes('\0')) throw new BadRequestError("'filename' must be a non-empty path without NUL bytes");
+    checkPathText(filename, "'filename'");
     const root = path.posix.resolve(ws.workdir);
-    const target = path.posix.resolve(root, filename);
+    const target = checkPathText(path.posix.resolve(root, filename), "'filename' made absolute");
     if (target === root || !target.startsWith(`${root}/`)) {
       throw new ForbiddenError(`'${filename}' is outside the workspace directory ${root}/`);
     }
@@ -30,7 +32,7 @@ export class WorkspaceFiles {
     const target = this.resolve(ws, filename);
     const partial = limit !== null;
     const want = partial ? Math.min(limit, this.maxReadBytes) : this.maxReadBytes + 1;
-    const chunk = await this.access().readFile(ws.container, path.posix.resolve(ws.workdir), target, { offset, limit: want });
+    const chunk = await this.access().readFile({ container: ws.container, workdir: ws.workdir }, path.posix.resolve(ws.workdir), target, { offset, limit: want });
     if (!partial && chunk.size > this.maxReadBytes) {
       throw new PayloadTooLargeError(`${filename} is ${chunk.size} bytes, over the ${this.maxReadBytes} bytes one read returns: use /api/read-partial`);
     }
@@ -39,7 +41,7 @@ export class WorkspaceFiles {
 
   async write(ws: Workspace, filename: string, content: Buffer): Promise<string> {
     const target = this.resolve(ws, filename);
-    await this.access().writeFile(ws.container, path.posix.resolve(ws.workdir), target, content);
+    await this.access().writeFile({ container: ws.container, workdir: ws.workdir }, path.posix.resolve(ws.workdir), target, content);
     return target;
   }
 
