@@ -12,6 +12,11 @@ export default tseslint.config(
     },
   },
   {
+    // Small files (test/unit/houseRules.test.ts holds every file of these folders to it, C and shell too).
+    files: ['src/**/*.ts', 'taskd/**/*.ts', 'scripts/**/*.ts'],
+    rules: { 'max-lines': ['error', { max: 350, skipBlankLines: false, skipComments: false }] },
+  },
+  {
     // The task daemon (taskd/) is a program of its own in the task containers: the broker imports none
     // of it, and it imports of the broker only the wire they share, which imports nothing.
     files: ['src/**/*.ts'],
@@ -22,12 +27,13 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', { patterns: [{ regex: '^(\\.\\./)+src/(?!core/tasks/taskWire$)', message: 'taskd/ imports of the broker only src/core/tasks/taskWire.ts.' }] }] },
   },
   {
-    // The core knows no HTTP, no engine and no backend: backends implement its ports, the APIs call it.
+    // The core knows no HTTP, no engine, no backend and no environment: backends implement its ports,
+    // the APIs call it, and the configuration is handed to it in the shapes it declares.
     files: ['src/core/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', {
         patterns: [
-          { group: ['**/api/**', '**/http/**', '**/backends/**', '**/taskd/**'], message: 'src/core imports nothing from the APIs, the HTTP kernel, the backends or the task daemon.' },
+          { group: ['**/api/**', '**/http/**', '**/backends/**', '**/config/**', '**/taskd/**'], message: 'src/core imports nothing from the APIs, the HTTP kernel, the backends, the configuration (it declares what it reads) or the task daemon.' },
           { group: ['dockerode', 'ws', 'node:http', 'http'], message: 'src/core knows no HTTP and no Docker.' },
         ],
       }],

@@ -1,20 +1,50 @@
 /**
- * Two projects: every suite against the local backend, and the backend-parametrized HTTP suite again
- * against a real Docker engine. Without an engine the Docker project is left out LOUDLY; under CI
- * (CI=true) it stays in and fails, because a skipped Docker suite must not pass in CI.
+ * Two projects: every suite against the local backend, and the backend-parametrized HTTP and cluster
+ * suites again against a real Docker engine. Without an engine the Docker project is left out LOUDLY;
+ * under CI (CI=true) it stays in and fails, because a skipped Docker suite must not pass in CI.
+ *
+ * A suite's own doc comment says where it runs (test/suitePragmas.js): `@backend any` runs once, in
+ * the local project; `@backend docker` only in the docker project; `@serial <why>` only when
+ * BROKER_TEST_PHASE is `serial` (test/run.js, which `npm test` runs, runs the other suites in parallel
+ * with BROKER_TEST_PHASE=parallel first, then these alone). Without BROKER_TEST_PHASE every suite is
+ * in (`npx jest <file>` runs any file).
  */
+const path = require('node:path');
 const { spawnSync } = require('node:child_process');
+const { suiteTags, exactPathPatterns } = require('./test/suitePragmas');
 
+// Types are checked by `tsc --noEmit -p .` (tsconfig.json includes test/), so each jest worker only
+// transpiles: a type check per worker costs more CPU than most suites on a 2-core machine.
 const ts = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] };
-const common = { testEnvironment: 'node', transform: ts };
+// src/ is a root for coverage only: the files no suite loads count as uncovered (npm run coverage).
+const common = { testEnvironment: 'node', transform: ts, roots: ['<rootDir>/test', '<rootDir>/src'] };
 
 function dockerEngineAnswers() {
   const r = spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { timeout: 15000, encoding: 'utf8' });
   return r.status === 0 && r.stdout.trim() !== '';
 }
 
+const testRoot = path.join(__dirname, 'test');
+const tags = suiteTags(testRoot);
+const inFolder = (t, ...folders) => folders.some((f) => t.file.startsWith(path.join(testRoot, f) + path.sep));
+for (const t of tags) {
+  // Such a tag would leave the suite in no project at all: it would silently never run.
+  if (t.backend === 'any' && inFolder(t, 'docker')) throw new Error(`${t.file}: @backend any in test/docker runs nowhere`);
+  if (t.backend === 'docker' && inFolder(t, 'unit', 'local')) throw new Error(`${t.file}: @backend docker in test/${path.relative(testRoot, t.file).split(path.sep)[0]} runs nowhere`);
+}
+
+const phase = process.env.BROKER_TEST_PHASE ?? '';
+if (!['', 'parallel', 'serial'].includes(phase)) throw new Error(`BROKER_TEST_PHASE=${phase}: expected parallel or serial`);
+const outOfPhase = tags.filter((t) => (phase === 'parallel' && t.serial) || (phase === 'serial' && !t.serial)).map((t) => t.file);
+const only = (backend) => tags.filter((t) => t.backend === backend).map((t) => t.file);
+
 const projects = [
-  { ...common, displayName: 'local', roots: ['<rootDir>/test'], testMatch: ['<rootDir>/test/{unit,http,local,cluster}/**/*.test.ts'] },
+  {
+    ...common,
+    displayName: 'local',
+    testMatch: ['<rootDir>/test/{unit,http,local,cluster}/**/*.test.ts'],
+    testPathIgnorePatterns: ['/node_modules/', ...exactPathPatterns([...outOfPhase, ...only('docker')])],
+  },
 ];
 const ci = Boolean(process.env.CI) && process.env.CI !== 'false';
 if (process.env.BROKER_SKIP_DOCKER_TESTS === '1' && !ci) {
@@ -23,8 +53,8 @@ if (process.env.BROKER_SKIP_DOCKER_TESTS === '1' && !ci) {
   projects.push({
     ...common,
     displayName: 'docker',
-    roots: ['<rootDir>/test'],
     testMatch: ['<rootDir>/test/{http,docker,cluster}/**/*.test.ts'],
+    testPathIgnorePatterns: ['/node_modules/', ...exactPathPatterns([...outOfPhase, ...only('any')])],
     setupFiles: ['<rootDir>/test/helpers/dockerProject.ts'],
   });
 } else {
@@ -40,4 +70,13 @@ if (process.env.BROKER_SKIP_DOCKER_TESTS === '1' && !ci) {
 // forceExit: a client library's idle keep-alive socket or a pending retry timer must not hold the
 // run open after the last suite (it would wait forever); what a test starts (processes,
 // containers, mounts, engines) each suite stops and checks itself.
-module.exports = { projects, testTimeout: 120000, forceExit: true };
+// The suite times reporter prints, after jest's own summary, each suite's wall time, the slowest ten
+// and the totals (test/reporters/suiteTimes.js).
+module.exports = {
+  projects,
+  testTimeout: 120000,
+  forceExit: true,
+  reporters: ['default', '<rootDir>/test/reporters/suiteTimes.js'],
+  // Only with --coverage (npm run coverage): line coverage of the broker's own code.
+  collectCoverageFrom: ['src/**/*.ts'],
+};

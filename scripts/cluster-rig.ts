@@ -1,8 +1,10 @@
 /**
- * The cluster rig from a terminal (scripts/cluster.sh runs it): etcd, N Docker engines, N node
- * brokers and G gateways on this machine, under one directory (test/helpers/clusterRig.ts).
+ * The cluster rig from a terminal (scripts/cluster.sh runs it): etcd, a registry, N Docker engines,
+ * N node brokers and G gateways on this machine, under one directory (test/helpers/clusterRig.ts).
+ * The images go from the machine's engine to the engines through the registry: the rig's own, or
+ * with --registry one already running on loopback (scripts/registry.sh, e.g. the bench's task set).
  *
- *   up     [--dir D] [--nodes N] [--gateways G] [--image IMG]... [--containers C] [--sessions S] --entry dist/index.js
+ *   up     [--dir D] [--nodes N] [--gateways G] [--image IMG]... [--containers C] [--sessions S] [--registry 127.0.0.1:PORT] --entry dist/index.js
  *   down   [--dir D]   stops everything and removes what it made; exit 1 names anything it could not
  *   status [--dir D]
  *   sweep              takes down the rigs of test processes that ended without taking theirs down
@@ -22,6 +24,7 @@ const { values: args, positionals } = parseArgs({
     containers: { type: 'string', default: '2' },
     sessions: { type: 'string', default: '4' },
     entry: { type: 'string' },
+    registry: { type: 'string' },
   },
 });
 
@@ -32,7 +35,7 @@ function count(name: string, value: string, max: number): number {
 }
 
 function usage(message: string): never {
-  console.error(`cluster: ${message}\nusage: cluster.sh up [--dir D] [--nodes N] [--gateways G] [--image IMG]... [--containers C] [--sessions S] | down [--dir D] | status [--dir D]`);
+  console.error(`cluster: ${message}\nusage: cluster.sh up [--dir D] [--nodes N] [--gateways G] [--image IMG]... [--containers C] [--sessions S] [--registry 127.0.0.1:PORT] | down [--dir D] | status [--dir D]`);
   process.exit(2);
 }
 
@@ -45,6 +48,7 @@ async function up(): Promise<void> {
     gateways: count('gateways', args.gateways!, 50),
     images: args.image ?? ['bash-broker-sandbox:latest'],
     entry: args.entry,
+    registry: args.registry,
     nodeEnv: { BROKER_CONTAINERS: String(count('containers', args.containers!, 1000)), BROKER_SESSIONS_PER_CONTAINER: String(count('sessions', args.sessions!, 64)) },
   });
   for (const line of rig.status()) console.log(line);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the images tests and compose need, with no container registry (only the Debian mirror apt
 # is configured with):
-#   bash-broker-test:latest     bash-static + busybox-static rootfs, `docker import`ed (seconds)
+#   bash-broker-test:latest     bash-static + busybox-static rootfs and util-linux's setpriv, `docker import`ed (seconds)
+#   bash-broker-bashonly:latest bash-static + busybox-static alone: no util-linux, no coreutils (seconds)
 #   debian:bookworm-slim        debootstrap --variant=minbase, `docker import`ed (~30 s)
 #   bash-broker-sandbox:latest  containers/sandbox/Dockerfile FROM debian:bookworm-slim (~10 s)
 #   bash-broker-task:latest     containers/task/Dockerfile: git, the host's Node 20, the task daemon and
@@ -9,7 +10,7 @@
 # Only when named (tests and CI do not need them):
 #   node:20-bookworm-slim       stand-in for the official image: debian:bookworm-slim + this host's Node 20
 #   bash-broker:latest          containers/broker/Dockerfile FROM node:20-bookworm-slim (docker-compose.yml)
-# Usage: scripts/docker-images.sh [--force] [test|debian|sandbox|task|node|broker ...]   (default: test debian sandbox)
+# Usage: scripts/docker-images.sh [--force] [test|bashonly|debian|sandbox|task|node|broker ...]   (default: test debian sandbox)
 # Skips an image whose tag already exists unless --force; broker and task are always rebuilt (they hold the source
 # tree; the layer cache makes an unchanged rebuild take about a second). Needs root; starts the engine.
 set -euo pipefail
@@ -19,8 +20,8 @@ export DEBIAN_FRONTEND=noninteractive
 export DOCKER_BUILDKIT=0
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FORCE=0; WANT=()
-for a in "$@"; do case $a in --force) FORCE=1 ;; test|debian|sandbox|task|node|broker) WANT+=("$a") ;;
-  *) echo "usage: $0 [--force] [test|debian|sandbox|task|node|broker ...]" >&2; exit 2 ;; esac; done
+for a in "$@"; do case $a in --force) FORCE=1 ;; test|bashonly|debian|sandbox|task|node|broker) WANT+=("$a") ;;
+  *) echo "usage: $0 [--force] [test|bashonly|debian|sandbox|task|node|broker ...]" >&2; exit 2 ;; esac; done
 [[ ${#WANT[@]} -gt 0 ]] || WANT=(test debian sandbox)
 TMP=$(mktemp -d /tmp/bash-broker-images.XXXXXX); trap 'rm -rf "$TMP"' EXIT
 say() { echo "[docker-images] $*" >&2; }
@@ -39,36 +40,54 @@ find_mirror() {
   read -r MIRROR MIRROR_SOURCES <<<"$found"
 }
 
-build_test() {
-  local r=$TMP/test; mkdir -p "$r" && cd "$TMP"
+# A root filesystem of bash-static and busybox-static alone, in $1: every busybox applet linked in
+# /bin, bash as /bin/sh, /usr/bin and /sbin one directory with /bin (merged-usr style).
+static_rootfs() {
+  local r=$1; mkdir -p "$r" && cd "$TMP"
   # Sandbox user root: _apt cannot write into our mktemp dir. Refresh lists only if they are missing.
   local dl=(apt-get -q -o APT::Sandbox::User=root download bash-static busybox-static)
-  "${dl[@]}" >/dev/null 2>&1 || { apt_update_once; "${dl[@]}" >/dev/null; }
-  for d in ./*.deb; do dpkg-deb -x "$d" "$r"; done
+  mkdir -p "$TMP/debs" && (cd "$TMP/debs" && { "${dl[@]}" >/dev/null 2>&1 || { apt_update_once; "${dl[@]}" >/dev/null; }; })
+  for d in "$TMP"/debs/*.deb; do dpkg-deb -x "$d" "$r"; done
   rm -rf "$r/usr/share"
+  mkdir -p "$r"/{etc,tmp,root,proc,sys,dev,var/tmp} "$r/usr/local/bin" && chmod 1777 "$r/tmp" "$r/var/tmp"
+  mv "$r/bin/bash-static" "$r/bin/bash"
+  ln -s ../bin "$r/usr/bin"; ln -s ../bin "$r/usr/sbin"; ln -s bin "$r/sbin"
+  local a; for a in $("$r/bin/busybox" --list); do [[ -e $r/bin/$a ]] || ln -s busybox "$r/bin/$a"; done
+  ln -sf bash "$r/bin/sh"   # one shell with one behaviour; busybox ash stays reachable as `ash`
+  printf 'root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n' >"$r/etc/passwd"
+  printf 'root:x:0:\nnogroup:x:65534:\n' >"$r/etc/group"
+}
+
+import_rootfs() { # $1 the root, $2 the tag
+  tar -C "$1" --numeric-owner --owner=0 --group=0 -c . |
+    docker import --change "ENV $PATHENV" --change 'CMD ["bash"]' - "$2" >/dev/null
+}
+
+build_test() {
+  local r=$TMP/test; static_rootfs "$r"
   # util-linux's setpriv (and the libraries it links), for per-lease isolation: a session's shell
   # drops CAP_SYS_ADMIN from its bounding set with it (busybox's setpriv cannot).
-  local u=$TMP/setpriv; mkdir -p "$u/debs" && (cd "$u/debs" && { "${dl[0]}" -q -o APT::Sandbox::User=root download util-linux libcap-ng0 libc6 >/dev/null 2>&1 ||
-    { apt_update_once; "${dl[0]}" -q -o APT::Sandbox::User=root download util-linux libcap-ng0 libc6 >/dev/null; }; })
+  local u=$TMP/setpriv; mkdir -p "$u/debs" && (cd "$u/debs" && { apt-get -q -o APT::Sandbox::User=root download util-linux libcap-ng0 libc6 >/dev/null 2>&1 ||
+    { apt_update_once; apt-get -q -o APT::Sandbox::User=root download util-linux libcap-ng0 libc6 >/dev/null; }; })
   for d in "$u"/debs/*.deb; do dpkg-deb -x "$d" "$u/root"; done
   mkdir -p "$r/lib/x86_64-linux-gnu" "$r/lib64"
   cp "$u/root/usr/bin/setpriv" "$r/bin/setpriv"
   cp -L "$u"/root/lib/x86_64-linux-gnu/{libc.so.6,libcap-ng.so.0,ld-linux-x86-64.so.2} "$r/lib/x86_64-linux-gnu/"
   cp -L "$u/root/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" "$r/lib64/"
-  mkdir -p "$r"/{etc,tmp,root,proc,sys,dev,var/tmp} "$r/usr/local/bin" && chmod 1777 "$r/tmp" "$r/var/tmp"
-  mv "$r/bin/bash-static" "$r/bin/bash"
-  # One directory for everything: /usr/bin/env, /sbin/x etc. resolve too (merged-usr style).
-  ln -s ../bin "$r/usr/bin"; ln -s ../bin "$r/usr/sbin"; ln -s bin "$r/sbin"
-  local a; for a in $("$r/bin/busybox" --list); do [[ -e $r/bin/$a ]] || ln -s busybox "$r/bin/$a"; done
-  ln -sf bash "$r/bin/sh"   # one shell with one behaviour; busybox ash stays reachable as `ash`
   # bookworm's busybox has no nohup (nor pgrep/pkill: use pidof/killall). An ignored SIGHUP
   # survives exec, which is all nohup does for us.
   printf '#!/bin/sh\ntrap "" HUP\nexec "$@"\n' >"$r/bin/nohup"; chmod 755 "$r/bin/nohup"
-  printf 'root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n' >"$r/etc/passwd"
-  printf 'root:x:0:\nnogroup:x:65534:\n' >"$r/etc/group"
-  tar -C "$r" --numeric-owner --owner=0 --group=0 -c . |
-    docker import --change "ENV $PATHENV" --change 'CMD ["bash"]' - bash-broker-test:latest >/dev/null
+  import_rootfs "$r" bash-broker-test:latest
   docker run --rm bash-broker-test:latest bash -c 'echo hi; ls /proc/self >/dev/null; sleep 0; base64 </dev/null; setsid true; nohup true; setpriv --bounding-set -sys_admin true'
+}
+
+# The image a user brings with bash and nothing else of ours: bash and busybox, no util-linux (no
+# script, setpriv or nsenter of util-linux's), no coreutils, no libc. test/docker/bashOnlyImage.test.ts
+# runs the workspace, execd, file and isolation routes on it.
+build_bashonly() {
+  local r=$TMP/bashonly; static_rootfs "$r"
+  import_rootfs "$r" bash-broker-bashonly:latest
+  docker run --rm bash-broker-bashonly:latest bash -c 'echo hi >/dev/null; ! setpriv --bounding-set -sys_admin true 2>/dev/null; ! [ -e /lib ]'
 }
 
 debootstrap_quiet() { debootstrap "$@" >"$TMP/debootstrap.log" 2>&1 || { tail -n 30 "$TMP/debootstrap.log" >&2; return 1; }; }
@@ -191,8 +210,8 @@ build_broker() {
   [[ $out == *"usage: session-init"*"rc=2" ]] || { say "bash-broker:latest ships no working session init: $out"; return 1; }
 }
 
-build_one() { # $1 = test|debian|sandbox|task|node|broker
-  local tag; case $1 in test) tag=bash-broker-test:latest ;; debian) tag=debian:bookworm-slim ;;
+build_one() { # $1 = test|bashonly|debian|sandbox|task|node|broker
+  local tag; case $1 in test) tag=bash-broker-test:latest ;; bashonly) tag=bash-broker-bashonly:latest ;; debian) tag=debian:bookworm-slim ;;
     sandbox) tag=bash-broker-sandbox:latest ;; task) tag=bash-broker-task:latest ;; node) tag=$NODE_TAG ;; broker) tag=bash-broker:latest ;; esac
   if [[ $1 != broker && $1 != task ]] && have "$tag"; then say "$tag exists: skipped (--force rebuilds)"; return 0; fi
   if [[ $1 == node ]] && docker image inspect "$tag" >/dev/null 2>&1 &&

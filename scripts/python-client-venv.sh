@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${1:-clients/python/.venv}
 
+# A venv left half made (a run killed while making it) has a python but no pip: made again.
+if [ -x "$venv/bin/python" ] && ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then rm -rf "$venv"; fi
 if [ ! -x "$venv/bin/python" ]; then
   # python3 on PATH first (a pyenv or the system's); Debian's own needs python3-venv for ensurepip.
   made=0

@@ -44,7 +44,8 @@ import type { SandboxContainers } from './core/ports/sandboxContainers';
 import { DockerSandboxContainers } from './backends/docker/groups/groupContainers';
 import { openLanceStore } from './backends/lancedb/lanceVectorStore';
 import { HttpGroupEndpoints } from './api/groups/groupListeners';
-import type { ClusterGuard } from './cluster/node/clusterGuard';
+import type { ListenerGuard } from './http/listenerGuard';
+import { createBrokerImages, type BrokerImages } from './brokerImages';
 
 export interface BrokerOverrides {
   backend?: SessionBackend;
@@ -54,7 +55,7 @@ export interface BrokerOverrides {
   /** Routers mounted beside the broker's own (tests mount routes of their own). */
   routers?: Router[];
   /** Wraps the server's listeners: a node of a cluster admits only its gateways' calls (cluster/node/clusterGuard.ts). */
-  guard?: ClusterGuard;
+  guard?: ListenerGuard;
   /** Serves HTTPS with these options: a node of a cluster over mutual TLS (cluster/clusterTls.ts). */
   tls?: https.ServerOptions;
 }
@@ -115,6 +116,8 @@ export class Broker {
   readonly execd: ExecdService;
   readonly groups: GroupService;
   readonly tasks: TaskService;
+  /** Images on demand (docs/images.md): acquires by image, pulls, image pools, warm-ups. */
+  readonly images: BrokerImages;
   /** What the dashboard shows (/ui): the pool's recent work, and its live feed. */
   readonly activity = new PoolActivity();
   readonly dashboard: DashboardFeed;
@@ -164,6 +167,9 @@ export class Broker {
       return { name: spec.name, image: spec.image, pool, backend: poolBackend, sessionsPerContainer: spec.sessionsPerContainer, freshContainer: spec.freshContainer };
     });
     this.pools = new PoolRegistry(main, named);
+    this.images = createBrokerImages(config, backend, this.pools, poolOptions, observer, this.metrics.images);
+    // Only where images are pulled: elsewhere an unknown id costs no look at image pools.
+    if (this.images.pools.onDemand) this.pools.attachOnDemand((sessionId) => this.images.pools.owning(sessionId));
     this.metrics.attach(this.pool);
     this.metrics.attachPools(this.pools);
     this.workspaces = createWorkspaceApi(this.pool, backend, config, overrides.maxOutputBytes ?? config.maxOutputBytes);
@@ -173,9 +179,10 @@ export class Broker {
       maxDedicated: config.sandboxes.maxDedicated,
       containersIsolate: config.backend === 'docker',
       healthCheckIntervalMs: config.healthCheckIntervalMs,
+      images: { pools: this.images.pools, access: this.images.access },
     });
     registerSandboxGauge(this.metrics.registry, this.sandboxes);
-    this.execd = new ExecdService(backend, {
+    this.execd = new ExecdService({
       maxShellsPerSandbox: EXECD_MAX_SHELLS_PER_SANDBOX,
       maxOutputBytes: overrides.maxOutputBytes ?? config.maxOutputBytes,
       maxFinishedCommands: EXECD_FINISHED_COMMANDS_KEPT,
@@ -195,16 +202,18 @@ export class Broker {
         ...this.groups.list(),
         ...this.tasks.list(),
       ],
+      images: () => this.images.report().images,
     });
     this.tasks = createTaskService(config, backend);
     this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, {
       tasks: this.tasks,
       workspaces: this.workspaces,
-      execd: { service: this.execd, files: createExecdFilesApi(backend, config) },
+      execd: { service: this.execd, files: createExecdFilesApi(config) },
       groups: this.groups,
       pools: this.pools,
       sandboxes: this.sandboxes,
       dashboard: this.dashboard,
+      images: this.images,
     });
     const guard = overrides.guard;
     const listener = guard ? guard.request(this.seam.serveRequest) : this.seam.serveRequest;
@@ -226,7 +235,9 @@ export class Broker {
     });
     void this.tasks.sweepStale();
     void this.groups.sweepStale();
-    this.warmPromise = this.pools.start().catch((err) => logger.error({ err: errorMessage(err) }, 'warm-up failed'));
+    this.warmPromise = Promise.all([this.pools.start(), this.images.start()])
+      .then(() => undefined)
+      .catch((err) => logger.error({ err: errorMessage(err) }, 'warm-up failed'));
     this.dashboard.start();
     return this.server.address() as AddressInfo;
   }
@@ -259,6 +270,8 @@ export class Broker {
     await this.groups.close().catch((err: unknown) => logger.error({ err: errorMessage(err) }, 'stopping the sandbox group failed'));
     // execd's shells die before the pools': they live in the pools' containers.
     await this.execd.close();
+    // Image pools before the configured ones: the default pool's backend owns what theirs share.
+    await this.images.pools.close(graceMs);
     await this.pools.close(graceMs);
     await this.trajectories?.flush();
     // Give in-flight responses a moment to flush, then cut what is left.

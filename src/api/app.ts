@@ -37,6 +37,8 @@ import { composeDirectories } from '../core/sandbox/sandboxDirectory';
 import { lifecycleRouter } from './lifecycle/lifecycleRoutes';
 import { egressRouter } from './lifecycle/unservedRoutes';
 import { portProxyRouter } from './lifecycle/portProxy';
+import type { BrokerImages } from '../brokerImages';
+import { imageRouter } from './images/imageRoutes';
 
 /** The execd API's two halves: processes (commands, sessions, code) and files with metrics. */
 export interface ExecdApis {
@@ -59,6 +61,7 @@ export interface BrokerApis {
   sandboxes?: SandboxService;
   tasks?: TaskService;
   dashboard?: DashboardFeed;
+  images?: BrokerImages;
 }
 
 /**
@@ -78,11 +81,12 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
   const requestIds = new RequestIds({ windowMs: config.rollout.requestIdWindowMs, maxEntries: config.rollout.requestIdMax });
   const pools = apis.pools ?? new PoolRegistry({ name: DEFAULT_POOL, image: config.docker.image, pool, sessionsPerContainer: config.sessionsPerContainer, freshContainer: false });
   const routers = [
-    poolRouter(pools, limits, requestIds, config.rollout.executeFacts),
-    rolloutRouter(pools, limits, requestIds),
-    healthRouter(pools, metrics, { metricsPublic: config.metricsPublic }),
+    poolRouter(pools, limits, requestIds, config.rollout.executeFacts, apis.images?.pools ?? null),
+    rolloutRouter(pools, limits, requestIds, apis.images?.pools ?? null),
+    healthRouter(pools, metrics, { metricsPublic: config.metricsPublic, images: apis.images?.report }),
   ];
-  const { workspaces, execd, groups, sandboxes: lifecycle, tasks, dashboard } = apis;
+  const { workspaces, execd, groups, sandboxes: lifecycle, tasks, dashboard, images } = apis;
+  if (images) routers.push(imageRouter(images.warmups, images.report));
   if (workspaces) {
     const { viewerBufferBytes, terminalBufferBytes, viewerStallMs, pingMs } = config.workspace;
     const socketOptions = { viewerBufferBytes, terminalBufferBytes, viewerStallMs, pingMs, counts: metrics.workspaceViewers };

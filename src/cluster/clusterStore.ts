@@ -4,6 +4,8 @@
  * went to). Commands, outputs and files never pass through it. One adapter: store/etcdClusterStore.ts.
  */
 
+import type { NodeImages } from './node/imageSummary';
+
 /** A pool's sessions on one node, by state: what a gateway places acquires by. */
 export interface PoolCapacity {
   total: number;
@@ -34,6 +36,8 @@ export interface NodeRecord {
   unhealthy_containers: number;
   /** When the node wrote this record, by its clock (epoch ms). */
   heartbeat_at_ms: number;
+  /** The images it holds and its warm sessions per image (node/imageSummary.ts); absent from nodes that pull none. */
+  images?: NodeImages;
 }
 
 /** A node's registration: refreshed by `publish`, ended by `close` (the record goes at once). */

@@ -30,6 +30,8 @@ export type ErrorKind =
   | 'backend'
   /** A part the broker waited on (a sandbox's daemon) did not answer in time (HTTP 504). */
   | 'timeout'
+  /** More than the node's storage budget can ever hold (an image larger than its disk budget, HTTP 507). */
+  | 'insufficient_storage'
   /**
    * This broker cannot serve the route at all: sandbox groups on the local backend, parts of
    * OpenSandbox's APIs it does not serve (snapshots, egress policy). 501.

@@ -11,6 +11,7 @@ import { loadTaskConfig, type TaskConfig } from './taskConfig';
 import { loadWorkspaceConfig, type WorkspaceConfig } from './workspaceConfig';
 import { deploymentName, loadDockerConfig, type DockerConfig } from './dockerConfig';
 import { loadClusterConfig, type ClusterConfig } from './clusterConfig';
+import { loadImageConfig, type ImageConfig } from './imageConfig';
 
 export { ConfigError };
 
@@ -123,6 +124,8 @@ export interface BrokerConfig {
   docker: DockerConfig;
   /** The role in a cluster (standalone by default) and its store: clusterConfig.ts. */
   cluster: ClusterConfig;
+  /** Images on demand (docs/images.md): imageConfig.ts. */
+  images: ImageConfig;
 }
 
 export function loadConfig(env: Env = process.env): BrokerConfig {
@@ -223,6 +226,16 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     tasks: loadTaskConfig(env),
     docker,
     cluster,
+    images: loadImageConfig(env, configuredSize(containers, sessionsPerContainer, pools)),
+  };
+}
+
+/** The configured pools' share of the node's budget (BROKER_NODE_MAX_*): the default pool and BROKER_POOLS'. */
+function configuredSize(containers: number, sessionsPerContainer: number, pools: readonly PoolSpec[]): { containers: number; sessions: number; sessionsPerContainer: number } {
+  return {
+    containers: containers + pools.reduce((n, p) => n + p.containers, 0),
+    sessions: containers * sessionsPerContainer + pools.reduce((n, p) => n + p.containers * p.sessionsPerContainer, 0),
+    sessionsPerContainer,
   };
 }
 

@@ -13,6 +13,7 @@
 import { BrokerError, type ErrorKind } from '../common/errors';
 import { fileSystemRefusal } from '../common/fileSystemErrors';
 import { logger } from '../common/logger';
+import type { ErrorStyle } from './openApiTypes';
 
 const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
   invalid: 400,
@@ -28,6 +29,7 @@ const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
   unavailable: 503,
   backend: 502,
   timeout: 504,
+  insufficient_storage: 507,
   not_implemented: 501,
   // The client that left never sees it; anyone else who gets it sees a plain 400.
   aborted: 400,
@@ -117,6 +119,7 @@ const OPEN_SANDBOX_CODE_OF_KIND: Readonly<Record<ErrorKind, string>> = {
   unavailable: 'RUNTIME_ERROR',
   backend: 'RUNTIME_ERROR',
   timeout: 'RUNTIME_ERROR',
+  insufficient_storage: 'RUNTIME_ERROR',
   not_implemented: 'NOT_SUPPORTED',
   aborted: 'RUNTIME_ERROR',
   internal: 'RUNTIME_ERROR',
@@ -134,3 +137,6 @@ export const openSandboxErrorFormat: ErrorFormat = {
     return reply(status, { code: OPEN_SANDBOX_CODE_OF_ERROR[code] ?? OPEN_SANDBOX_CODE_OF_KIND[kind], message }, err);
   },
 };
+
+/** Each API's format by the name its contract gives (ApiContract.errors): what its routers answer in. */
+export const ERROR_FORMATS: Readonly<Record<ErrorStyle, ErrorFormat>> = { pool: poolErrorFormat, opensandbox: openSandboxErrorFormat };

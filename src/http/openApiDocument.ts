@@ -1,6 +1,7 @@
 /**
  * Builds the OpenAPI 3.1 document from every API's description (apiDocs.ts) and the routes the seam
- * actually registered: each route's security follows its router (a public route needs no token),
+ * actually registered: it shows those routes (a gateway's own, or an API this broker does not mount,
+ * is not shown), each route's security follows its router (a public route needs no token),
  * every guarded route gets its 401, and each error answer gets the body of its API's error format.
  * Schemas that also drive input checks are shown without the checks' own keywords (publishedSchema).
  */
@@ -57,14 +58,14 @@ function operationId(method: string, path: string): string {
   return [method.toLowerCase(), ...words.map((w) => w[0].toUpperCase() + w.slice(1))].join('');
 }
 
-function operation(doc: ApiDoc, method: string, pattern: string, op: OperationDoc, route: RegisteredRoute | undefined): Record<string, unknown> {
+function operation(doc: ApiDoc, method: string, pattern: string, op: OperationDoc, route: RegisteredRoute): Record<string, unknown> {
   const pathParams = [...pattern.matchAll(/\/[:*]([A-Za-z_]\w*)/g)].map(([, name]) => {
     const p = doc.pathParams?.[name];
     return { name, in: 'path', required: true, description: p?.description ?? name, schema: p?.schema ?? { type: 'string' }, ...(p ? { example: p.example } : {}) };
   });
   const responses: Record<string, unknown> = {};
   for (const [status, r] of Object.entries(op.responses)) responses[status] = reply(r);
-  const guarded = !route?.public;
+  const guarded = !route.public;
   const errors: Record<number, string> = { ...op.errors };
   if (guarded) errors[401] = UNAUTHORIZED;
   for (const [status, when] of Object.entries(errors)) responses[status] = errorReply(doc.errors, Number(status), when);
@@ -94,6 +95,7 @@ export interface BuiltDocument {
 export function buildOpenApi(docs: readonly ApiDoc[], routes: readonly RegisteredRoute[], version: string): BuiltDocument {
   const byKey = new Map(routes.map((r) => [routeKey(r), r]));
   const described = new Set<string>();
+  const shownTags = new Set<string>();
   const paths: Record<string, Record<string, unknown>> = {};
   const schemas: Record<string, Schema> = { ...ERROR_SCHEMAS };
   for (const doc of docs) {
@@ -102,12 +104,15 @@ export function buildOpenApi(docs: readonly ApiDoc[], routes: readonly Registere
       schemas[name] = schema;
     }
     for (const [key, op] of Object.entries(doc.operations)) {
+      const route = byKey.get(key);
+      if (!route) continue;
       const space = key.indexOf(' ');
       const method = key.slice(0, space);
       const pattern = key.slice(space + 1);
       described.add(key);
+      shownTags.add(doc.tag);
       const item = (paths[openApiPath(pattern)] ??= {});
-      const built = operation(doc, method, pattern, op, byKey.get(key));
+      const built = operation(doc, method, pattern, op, route);
       // A WebSocket is a GET answered 101; beside an HTTP GET of the same path, its answers join that one's.
       const verb = method === 'WS' ? 'get' : method.toLowerCase();
       const earlier = item[verb] as Record<string, unknown> | undefined;
@@ -123,7 +128,7 @@ export function buildOpenApi(docs: readonly ApiDoc[], routes: readonly Registere
       description:
         'Warm bash sessions leased over HTTP, and the APIs around them. Every route but the public ones (GET /health, the pages, this document) needs the token (BROKER_TOKEN) when one is set. Errors: the pool format `{detail, code}`, or OpenSandbox\'s `{code, message}` under /sandboxes and /v1.',
     },
-    tags: docs.map((d) => ({ name: d.tag, description: d.description })),
+    tags: docs.filter((d) => shownTags.has(d.tag)).map((d) => ({ name: d.tag, description: d.description })),
     security: [{ bearer: [] }, { execdToken: [] }, { openSandboxKey: [] }],
     paths,
     components: {

@@ -9,6 +9,7 @@
  * query string are ignored when matching.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { ErrorFormat } from './errorFormats';
 
@@ -46,7 +47,7 @@ export interface UpgradeContext {
 }
 
 /** A WebSocket endpoint: `accept` gets the socket once the handshake is done (authorization passed). */
-export interface UpgradeRoute {
+export interface AcceptedUpgrade {
   path: string;
   public?: boolean;
   /**
@@ -56,6 +57,19 @@ export interface UpgradeRoute {
   check?(ctx: UpgradeContext): void | Promise<void>;
   accept(ws: WebSocket, ctx: UpgradeContext): void;
 }
+
+/**
+ * A WebSocket endpoint that takes the connection as it came, before any handshake (a gateway tunnels
+ * it to a node, whose own handshake answers). What it rejects with before it wrote to the socket is
+ * answered in the router's error format.
+ */
+export interface RelayedUpgrade {
+  path: string;
+  public?: boolean;
+  relay(req: IncomingMessage, socket: Duplex, head: Buffer, ctx: UpgradeContext): Promise<void>;
+}
+
+export type UpgradeRoute = AcceptedUpgrade | RelayedUpgrade;
 
 export interface Router {
   /** Names the router in start-up errors (a route declared twice). */

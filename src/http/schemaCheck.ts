@@ -10,12 +10,16 @@
  * Rules no JSON Schema states are keywords: `x-max-bytes` (a string's UTF-8 size, a 413),
  * `x-not-blank` (a string with more than white space), `x-max-length` (a string's length in UTF-16
  * units, as JavaScript counts it), `x-path` (a path a file system can take: common/pathText.ts; a
- * refusal's `{pathFault}` says what is wrong with it, `{short}` quotes its start), `x-published`
- * (what the document shows for a field whose check is
+ * refusal's `{pathFault}` says what is wrong with it, `{short}` quotes its start), `x-no-nul` (a
+ * string without NUL bytes), `x-not-empty` (a list of one item or more), `x-published` (what the
+ * document shows for a field whose check is
  * a domain check's), `x-unserved` (a field the broker does not
  * serve: any value but null is refused as unsupported, a 400 NOT_SUPPORTED, or as not implemented,
- * a 501), and the domain checks an API adds (addDomainCheck): a function that throws the broker's
- * own error, run in the schema's order like the rest. These keywords are the broker's own working: publishedSchema()
+ * a 501), and domain checks (addDomainCheck): a function that throws the broker's own error, run in
+ * the schema's order like the rest. Four are every API's: `x-known-fields` (an object's unknown
+ * fields, all named), `x-string-map` (an object of strings without NUL bytes), `x-key-pattern` (an
+ * object's keys) and `x-unserved-keys` (fields the broker does not serve, a 501, once the rest passed);
+ * an API adds its own. These keywords are the broker's own working: publishedSchema()
  * takes them out of the schemas /openapi.json shows.
  */
 import Ajv, { type ErrorObject } from 'ajv';
@@ -29,10 +33,12 @@ const MAX_BYTES = 'x-max-bytes';
 const NOT_BLANK = 'x-not-blank';
 const UNSERVED = 'x-unserved';
 const MAX_UNITS = 'x-max-length';
+const NO_NUL = 'x-no-nul';
+const NOT_EMPTY = 'x-not-empty';
 const PUBLISHED = 'x-published';
 const PATH = 'x-path';
 /** The keywords only these checks read: their wording and their rules, never a client's business. */
-const CHECK_KEYWORDS = new Set([REFUSAL, MAX_BYTES, NOT_BLANK, UNSERVED, MAX_UNITS, PATH]);
+const CHECK_KEYWORDS = new Set([REFUSAL, MAX_BYTES, NOT_BLANK, UNSERVED, MAX_UNITS, PATH, NO_NUL, NOT_EMPTY]);
 
 /**
  * `x-unserved`: how a field the broker does not serve is refused. `emptyIsAbsent`: false, an empty
@@ -62,15 +68,26 @@ ajv.addKeyword({ keyword: NOT_BLANK, type: 'string', schemaType: 'boolean', erro
 // A string's length as JavaScript counts it (UTF-16 units), where `maxLength` counts code points.
 ajv.addKeyword({ keyword: PATH, type: 'string', schemaType: 'boolean', errors: false, validate: (on: boolean, text: string) => !on || pathTextFault(text) === null });
 ajv.addKeyword({ keyword: MAX_UNITS, type: 'string', schemaType: 'number', errors: false, validate: (limit: number, text: string) => text.length <= limit });
+// Where a pattern would show in the document (and the document shows a plain string or list).
+ajv.addKeyword({ keyword: NO_NUL, type: 'string', schemaType: 'boolean', errors: false, validate: (on: boolean, text: string) => !on || !text.includes('\0') });
+ajv.addKeyword({ keyword: NOT_EMPTY, type: 'array', schemaType: 'boolean', errors: false, validate: (on: boolean, list: unknown[]) => !on || list.length > 0 });
 // What the document shows in place of a field the check takes as it comes (a domain check words its faults).
 ajv.addKeyword({ keyword: PUBLISHED, schemaType: 'object' });
 ajv.addKeyword({ keyword: UNSERVED, schemaType: 'object', errors: false, validate: (rule: Unserved, value: unknown) => !sent(value, rule.emptyIsAbsent === true) });
 
-/** A keyword `name: true` on object schemas: `check` throws the refusal (a BrokerError) or returns. */
-export function addDomainCheck(name: string, check: (value: Record<string, unknown>) => void): void {
+/**
+ * A keyword `name: <rule>` on object schemas (`true`, or the rule's own terms): `check` throws the
+ * refusal (a BrokerError) or returns. It gets the object, where it is (`field`: `image`, '' for the
+ * body itself) and the rule. It runs before the object's own field checks (required ones included),
+ * so it words the faults of each entry; `after`: once they all passed.
+ */
+export function addDomainCheck<R = true>(name: string, check: (value: Record<string, unknown>, field: string, rule: R) => void, { after = false }: { after?: boolean } = {}): void {
   CHECK_KEYWORDS.add(name);
-  // Before the object's own field checks (required ones included): the domain check words the faults of each entry.
-  ajv.addKeyword({ keyword: name, type: 'object', schemaType: 'boolean', before: 'required', validate: (_on: boolean, value: Record<string, unknown>) => (check(value), true) });
+  const validate = (rule: R, value: unknown, _parent: unknown, where?: { instancePath: string }): boolean => {
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) check(value as Record<string, unknown>, fieldName(where?.instancePath ?? ''), rule);
+    return true;
+  };
+  ajv.addKeyword(after ? { keyword: name, post: true, validate } : { keyword: name, type: 'object', before: 'required', validate });
 }
 
 /** `/startup_commands/1` -> `startup_commands[1]`. */
@@ -120,3 +137,30 @@ export function publishedSchema<T>(schema: T): T {
   for (const [key, value] of Object.entries(schema)) if (!CHECK_KEYWORDS.has(key)) out[key] = publishedSchema(value);
   return out as T;
 }
+
+/** `{field}`, `{unknown}`, `{key}` in a domain check's refusal; a function replacement, so a key's `$` stays as sent. */
+function worded(template: string, facts: Record<string, string>): string {
+  return template.replace(/\{(\w+)\}/g, (whole, name: string) => facts[name] ?? whole);
+}
+
+addDomainCheck<{ known: readonly string[]; refusal: string }>('x-known-fields', (value, field, { known, refusal }) => {
+  const unknown = Object.keys(value).filter((k) => !known.includes(k));
+  if (unknown.length > 0) throw new BadRequestError(worded(refusal, { field, unknown: unknown.join(', ') }));
+});
+
+addDomainCheck('x-string-map', (value, field) => {
+  for (const [key, text] of Object.entries(value)) {
+    if (typeof text !== 'string' || text.includes('\0')) throw new BadRequestError(`${field}.${key} must be a string without NUL bytes`);
+  }
+});
+
+const KEY_PATTERNS = new Map<string, RegExp>();
+addDomainCheck<{ pattern: string; refusal: string }>('x-key-pattern', (value, field, { pattern, refusal }) => {
+  let re = KEY_PATTERNS.get(pattern);
+  if (!re) KEY_PATTERNS.set(pattern, (re = new RegExp(pattern, 'u')));
+  for (const key of Object.keys(value)) if (!re.test(key)) throw new BadRequestError(worded(refusal, { field, key }));
+});
+
+addDomainCheck<Record<string, string>>('x-unserved-keys', (value, _field, refusals) => {
+  for (const [key, refusal] of Object.entries(refusals)) if (Object.hasOwn(value, key)) throw new NotImplementedError(refusal);
+}, { after: true });

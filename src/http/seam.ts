@@ -123,12 +123,14 @@ export class HttpSeam {
       if (!match) throw new RouteNotFoundError(req.method ?? '', rawPath(req.url));
       const { route, params } = match;
       const ctx = { req, params, query };
+      const routeFormat = format;
+      const refused = (err: unknown): void => sendErrorReplyOnSocket(socket, routeFormat.reply(err, where));
+      if ('relay' in route) return void route.relay(req, socket, head, ctx).catch(refused);
       const upgrade = (): void => this.webSockets.upgrade(req, socket, head, format, (ws) => route.accept(ws, ctx));
       if (!route.check) return upgrade();
-      const routeFormat = format;
       Promise.resolve()
         .then(() => route.check!(ctx))
-        .then(upgrade, (err: unknown) => sendErrorReplyOnSocket(socket, routeFormat.reply(err, where)));
+        .then(upgrade, refused);
     } catch (err) {
       sendErrorReplyOnSocket(socket, format.reply(err, where));
     }

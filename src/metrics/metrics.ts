@@ -10,6 +10,7 @@ import type { PoolRegistry } from '../core/pool/poolRegistry';
 import { SessionState } from '../core/pool/states';
 import { RECLAIM_REASONS, type ReclaimReason } from '../core/pool/leaseTtl';
 import { registerWorkspaceViewers, type WorkspaceViewerCounts } from './workspaceMetrics';
+import { ImageMetrics } from './imageMetrics';
 
 /** Executes recorded but not yet handed to prom-client: flushed at every scrape, or when this many wait. */
 const MAX_PENDING_EXECUTES = 4096;
@@ -36,6 +37,8 @@ export class BrokerMetrics implements PoolObserver {
   private readonly replacedContainers: client.Counter;
   /** The workspace fanouts' counts of viewers that fell behind. */
   readonly workspaceViewers: WorkspaceViewerCounts = registerWorkspaceViewers(this.registry);
+  /** Images on demand: pulls, disk, evictions, acquires by image (imageMetrics.ts). */
+  readonly images = new ImageMetrics(this.registry);
   private pool: SessionPool | null = null;
   private pools: PoolRegistry | null = null;
   /**

@@ -6,6 +6,9 @@
  * drops a node that leaves. A screenshot goes under test-output/.
  * The page reads only the gateway's /health, whatever backend the nodes run: the browser part runs
  * in the local project. Without a chromium it fails under CI and is skipped loudly elsewhere.
+ *
+ * The page and the routes checked read the gateway alone, whatever the nodes run:
+ * @backend any
  */
 import fs from 'node:fs';
 import path from 'node:path';

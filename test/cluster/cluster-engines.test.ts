@@ -1,11 +1,14 @@
 /**
  * A cluster of real engines on one machine (the rig scripts/cluster.sh runs: test/helpers/clusterRig.ts):
- * a private etcd, 3 Docker engines (each a dockerd of its own, its own roots, socket and bridge), 3
- * node brokers (one beside each engine) and 2 gateways. The pool contract through the gateways with
- * sessions over the three nodes, each session's container found on the engine of the node its id
+ * a private etcd, a registry, 3 Docker engines (each a dockerd of its own, its own roots, socket and
+ * bridge, pulling the nodes' image from the registry), 3 node brokers (one beside each engine) and 2
+ * gateways. The pool contract through the gateways with sessions over the three nodes, each session's container found on the engine of the node its id
  * names; then, in order, the faults: a node's engine killed and restarted, the store stopped for
  * 30 s, a node killed with SIGKILL and restarted; last, a stop that leaves nothing behind, and the
  * machine's own engine and bridge as they were.
+ *
+ * The rig's engines are Docker engines:
+ * @backend docker
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -18,6 +21,8 @@ import { nodeOf, type GatewayHealth } from '../helpers/cluster';
 import { describeDocker } from '../helpers/dockerSuite';
 import { eventually, type HttpResult } from '../helpers/broker';
 
+/** The nodes' image: the rig pushes it to its registry, and each engine pulls it from there. */
+const IMAGE = process.env.BROKER_IMAGE ?? 'bash-broker-test:latest';
 const NODES = 3;
 /** Each node: one container of two sessions. */
 const SESSIONS_PER_NODE = 2;
@@ -115,7 +120,7 @@ describeDocker('a cluster of 3 engines, 3 nodes and 2 gateways on one machine', 
       dir: `${os.tmpdir()}/${TEST_RIG_PREFIX}${process.pid}`,
       engines: NODES,
       gateways: 2,
-      images: [process.env.BROKER_IMAGE ?? 'bash-broker-test:latest'],
+      images: [IMAGE],
       entry: await compiledEntry(),
       // Not the script's default: a rig a person runs on this machine meanwhile keeps its addresses.
       subnetBase: '172.30',
@@ -193,10 +198,19 @@ describeDocker('a cluster of 3 engines, 3 nodes and 2 gateways on one machine', 
       timeout: 60_000,
     });
     const lines = out.trim().split('\n');
-    // etcd, then each engine and node, then each gateway.
-    expect(lines).toHaveLength(1 + 2 * NODES + 2);
+    // etcd, the registry, then each engine and node, then each gateway.
+    expect(lines).toHaveLength(2 + 2 * NODES + 2);
     for (const line of lines) expect(line).toMatch(/^\S+( \S+)?\s+up\s/);
-    for (const url of [...rig!.gatewayUrls, rig!.node(1).url, rig!.etcdEndpoint]) expect(out).toContain(url);
+    for (const url of [...rig!.gatewayUrls, rig!.node(1).url, rig!.etcdEndpoint, `http://${rig!.registry}`]) expect(out).toContain(url);
+  });
+
+  test("the nodes' image came to each engine through the rig's registry, and the machine's engine keeps no name of it there", async () => {
+    const ref = `${rig!.registry}/${IMAGE}`;
+    for (const held of await Promise.all(rig!.engines.map((e) => e.docker.getImage(IMAGE).inspect()))) {
+      expect(held.RepoTags).toEqual(expect.arrayContaining([IMAGE, ref]));
+      expect(held.RepoDigests.some((d) => d.startsWith(`${rig!.registry}/`))).toBe(true);
+    }
+    expect((await new Dockerode().getImage(IMAGE).inspect()).RepoTags).not.toContain(ref);
   });
 
   test("a node's engine killed: the node reports unhealthy and none free, its sessions answer a clear error, no acquire goes there; the engine back, it serves again", async () => {
@@ -226,6 +240,8 @@ describeDocker('a cluster of 3 engines, 3 nodes and 2 gateways on one machine', 
     await release(1, placed);
 
     await rig!.engines[1].start();
+    // Its link to the registry came back with it: it pulls (the manifest; its layers are there).
+    await rig!.engines[1].pull(rig!.registryRef(IMAGE), IMAGE);
     await waitNode(2, (node) => node?.health === 'healthy' && node.pools.default.available === SESSIONS_PER_NODE, 'healthy with its whole pool free');
     // A new container on the restarted engine; the killed one's is gone (the engine stopped it, the node removed it).
     const { engine, deployment } = rig!.node(2);

@@ -6,6 +6,9 @@
  * certificate or CA is another's, or that has none, reaches no node and says why (502
  * node_unreachable, in the API's format, a WebSocket's handshake too); a node with half of the settings, or a certificate that
  * does not name its address, refuses to start.
+ *
+ * TLS between gateways and nodes is the same whatever the nodes run:
+ * @backend any
  */
 import fs from 'node:fs';
 import tls from 'node:tls';

@@ -4,6 +4,9 @@
  * client that leaves its waiting acquire leaves no waiter and no lease on any node, even when a node
  * grants it at the instant of the cut (the lease is released, not left to the idle reclaim); a
  * timeout gives the standalone broker's 503. States are read from the nodes' records, as the gateways see them.
+ *
+ * Waiting, placement and cuts are the gateways' and the nodes' pools', whatever shells the nodes run:
+ * @backend any
  */
 import fs from 'node:fs';
 import os from 'node:os';

@@ -3,6 +3,9 @@
  * gateways. Sessions are placed over both nodes, any gateway serves any session by its id, an
  * acquire retried with its request_id through the other gateway gets the same session, and nobody
  * reaches a node without the cluster's token.
+ *
+ * Placement and routing by id are the gateways', whatever the nodes run:
+ * @backend any
  */
 import { useTestCluster, CLIENT_TOKEN, CLUSTER_TOKEN, SESSIONS_PER_NODE, nodeOf, tagNamesPid } from '../helpers/cluster';
 import { call, dispatcherFor } from '../helpers/clusterProcs';

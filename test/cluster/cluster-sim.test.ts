@@ -4,6 +4,9 @@
  * acquires, executes and releases to them by id, and they leave the membership both ways the
  * simulation measures (a revoked lease, a lease left to lapse). The simulation itself is a benchmark
  * and runs apart (npm run bench:cluster-sim).
+ *
+ * Simulated nodes run no backend:
+ * @backend any
  */
 import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';

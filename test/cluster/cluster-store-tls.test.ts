@@ -3,6 +3,9 @@
  * gateways present a client certificate of the cluster's CA, and the store refuses anyone without
  * one, or with a certificate of another CA. A node started with a stranger's certificate fails to
  * start and says why, and takes no acquire; the cluster goes on.
+ *
+ * TLS to the store is the same whatever the nodes run:
+ * @backend any
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';

@@ -3,6 +3,9 @@
  * gateways): created through a gateway on the node its id names, its two SSE streams read through
  * either gateway as the events come, resumed by cursor through the other, a follow-up prompt, and
  * its end. Task sandboxes need Docker: on the local project the suite says so and does nothing.
+ *
+ * Task sandboxes are Docker's alone:
+ * @backend docker
  */
 import { describeDocker } from '../helpers/dockerSuite';
 import { lastUserText } from '../helpers/stubLlm';

@@ -7,6 +7,9 @@
  * presents its new certificate); calls through the gateway answer throughout. A half-written pair
  * (a certificate without its key) and a certificate that does not name the node's address are
  * refused, and the set in use is kept.
+ *
+ * TLS files are the same whatever the nodes run:
+ * @backend any
  */
 import fs from 'node:fs';
 import os from 'node:os';

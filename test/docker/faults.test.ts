@@ -12,6 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'undici';
 import { eventually, metricValue, startTestBroker, type Health, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
+import { compiledEntry } from '../helpers/clusterProcs';
 import {
   containerExists,
   everySessionWorks,
@@ -296,7 +297,7 @@ describeDocker('docker fault injection: the pool heals', () => {
     await removeLabelled();
     const port = await freePort();
     let log = '';
-    const proc = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/index.ts'], {
+    const proc = spawn(process.execPath, [await compiledEntry()], {
       cwd: path.resolve(__dirname, '../..'),
       env: {
         ...process.env,

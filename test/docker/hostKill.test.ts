@@ -9,7 +9,7 @@
 import Dockerode from 'dockerode';
 import fs from 'node:fs';
 import path from 'node:path';
-import { eventually, startTestBroker, type TestBroker } from '../helpers/broker';
+import { eventually, startTestBroker, testDeployment, type TestBroker } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import { execIn, poolContainerIds, removeLabelledContainers } from '../helpers/dockerFaults';
 import { readPidsMount } from '../../src/backends/docker/cgroups/sessionPids';
@@ -17,7 +17,8 @@ import type { ControlShell } from '../../src/backends/docker/control/controlShel
 
 jest.setTimeout(180_000);
 const LONG = 90_000;
-const DEPLOYMENT = `hostkill-${process.pid}`;
+// Named after this run (BROKER_TEST_RUN), so that .ci/run's sweep after a crash takes its containers.
+const DEPLOYMENT = testDeployment(`hostkill-${process.pid}`);
 const docker = new Dockerode();
 
 /** The pids cgroup of the shell running it, as /proc/self/cgroup names it (builtins only). */

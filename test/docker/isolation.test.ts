@@ -15,7 +15,8 @@ import path from 'node:path';
 import { request } from 'undici';
 import { eventually, startTestBroker, type Health, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { labelledContainers, poolContainerIds, removeLabelledContainers } from '../helpers/dockerFaults';
+import { compiledEntry } from '../helpers/clusterProcs';
+import { execIn, labelledContainers, poolContainerIds, removeLabelledContainers } from '../helpers/dockerFaults';
 import { COUNT_PROCESSES, ESCAPE_ATTEMPTS, IMAGE_WRITES, IMAGE_WRITES_LEAVE } from './isolationProbes';
 
 const LONG = 120_000;
@@ -145,13 +146,9 @@ describeDocker('docker per-lease filesystem isolation', () => {
     expect(await modes(victim)).toBe('crw-rw-rw-\n');
     // Nothing reached the victim, nor the container's own filesystem.
     expect((await b.exec(victim, '[ -e /tmp/pwned ] && echo pwned; cat /root/victim-only')).stdout).toBe('marker\n');
-    const outside = await docker.getContainer(containerId).exec({ Cmd: ['sh', '-c', '[ -e /tmp/pwned ] && echo pwned; [ -e /root/victim-only ] && echo leaked; ls -l /dev/null | cut -c1-10; echo checked'], AttachStdout: true, AttachStderr: true });
-    const stream = await outside.start({});
-    const out = await new Promise<string>((resolve) => {
-      let text = '';
-      stream.on('data', (c: Buffer) => (text += c.toString('latin1')));
-      stream.on('end', () => resolve(text));
-    });
+    // Demultiplexed (execIn): each write of the container's output may come in a frame of its own, its
+    // header between two lines, as it did on a busy machine.
+    const { out } = await execIn(docker, containerId, ['sh', '-c', '[ -e /tmp/pwned ] && echo pwned; [ -e /root/victim-only ] && echo leaked; ls -l /dev/null | cut -c1-10; echo checked']);
     expect(out).toContain('crw-rw-rw-\nchecked');
     expect(out).not.toMatch(/pwned|leaked/);
     await b.release(attacker);
@@ -166,7 +163,8 @@ describeDocker('docker per-lease filesystem isolation', () => {
         server.close(() => resolve(p));
       });
     });
-    const proc = (child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/index.ts'], {
+    const entry = await compiledEntry();
+    const proc = (child = spawn(process.execPath, [entry], {
       cwd: path.resolve(__dirname, '../..'),
       env: {
         ...process.env,

@@ -10,9 +10,11 @@ import Dockerode from 'dockerode';
 import { describeDocker } from '../helpers/dockerSuite';
 import { endsWithToolResult, lastUserText } from '../helpers/stubLlm';
 import { SECRET_KEY, execIn, taskFixture, type TaskFixture } from '../helpers/taskSuite';
+import { compiledEntry } from '../helpers/clusterProcs';
 
 jest.setTimeout(240_000);
 const ROOT = path.resolve(__dirname, '../..');
+/** The CLI runs as a user runs it, from its source; the broker is the compiled one (clusterProcs.ts says why). */
 const TS_NODE = ['-r', 'ts-node/register/transpile-only'];
 
 interface Run {
@@ -58,7 +60,7 @@ describeDocker('scripts/sandbox-task.ts and where the key is not (Docker)', () =
       }
       return { text: [`You said: ${text}`] };
     };
-    broker = spawn(process.execPath, [...TS_NODE, 'src/index.ts'], {
+    broker = spawn(process.execPath, [await compiledEntry()], {
       cwd: ROOT,
       env: { PATH: process.env.PATH, BROKER_BACKEND: 'docker', BROKER_IMAGE: process.env.BROKER_IMAGE ?? 'bash-broker-test:latest', BROKER_NETWORK_MODE: 'none', PORT: '0', BROKER_LOG_LEVEL: 'debug', ...fx.env },
     });

@@ -1,8 +1,10 @@
 /**
- * A workspace's terminal on Docker: where the container has util-linux's `script` (the sandbox image), a
- * workspace's terminal runs on the broker's named pipes through it (fifoTerminal.ts), not through a
- * `docker exec`; where it has none (the test image: bash and busybox), the terminal falls back to a
- * `docker exec` with a TTY. Either way it is a real terminal: resized, an exit status reported.
+ * A workspace's terminal on Docker: with per-lease isolation (the default), the broker's session init
+ * opens it on the broker's named pipes, in any image (fifoTerminal.ts, isolation/sessionEnter.c);
+ * without, where the container has util-linux's `script` (the sandbox image), the terminal runs on
+ * the pipes through it, not through a `docker exec`; where it has none (the test image: bash and
+ * busybox), the terminal falls back to a `docker exec` with a TTY. Either way it is a real terminal:
+ * resized, an exit status reported.
  *
  * With per-lease isolation on, either terminal runs in the view of the session the workspace holds
  * (its pool slot's), never in its container's own: what it writes, even in /etc, a neighbour lease of
@@ -11,7 +13,7 @@
  * in the container). No timing is asserted: every wait is on an event or a state.
  */
 import { startTestBroker, testDeployment, type TestBroker } from '../helpers/broker';
-import { describeDocker } from '../helpers/dockerSuite';
+import { describeDocker, sessionIsolation } from '../helpers/dockerSuite';
 import { exitOf, openTerminal, workspaceExecute } from '../helpers/workspaceClient';
 
 jest.setTimeout(240_000);
@@ -32,7 +34,8 @@ describeDocker('docker: a workspace terminal on pipes, or through docker exec', 
   it.each(IMAGES)('on %s (%s)', async (image, kind) => {
     tb = await startTestBroker({ BROKER_IMAGE: image, BROKER_DEPLOYMENT: testDeployment(`ws-term-${process.pid}`), BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2' });
     const parent = (await workspaceExecute(tb, 'cat /proc/$PPID/comm')).stdout.trim();
-    if (kind === 'script') expect(parent).toBe('script');
+    if (sessionIsolation) expect(parent).toBe('session-init');
+    else if (kind === 'script') expect(parent).toBe('script');
     else expect(parent).not.toBe('script');
 
     const terminal = await openTerminal(tb);
@@ -57,6 +60,8 @@ describeDocker('docker: a workspace terminal on pipes, or through docker exec', 
     }));
     await b.waitAllAvailable(LONG);
     expect((await b.get('/health')).json.isolation).toMatchObject({ isolated_containers: 1, unisolated_containers: 0 });
+    // The session init opened the terminal, whatever the image has.
+    expect((await workspaceExecute(b, 'cat /proc/$PPID/comm')).stdout).toBe('session-init\n');
 
     // The terminal's bash is in a pid namespace of its own: few processes, none of the container's.
     const own = await workspaceExecute(b, 'echo ws >/etc/ws-mark && echo from-terminal >made.txt && ls /proc | grep -c "^[0-9]"');

@@ -19,12 +19,17 @@ const COMPILED = path.join(ROOT, 'dist-cluster');
 let compiled: Promise<string> | null = null;
 
 /**
- * The entry point, compiled once per test process (incrementally: a second suite's build only checks).
+ * The entry point, compiled once per suite (incrementally: a later suite's build only checks).
  * Why not ts-node as `npm start`: it transpiles the whole tree in every process, 10 s per start on
  * an idle machine of this kind and over a minute with four at once under load; compiled, a start
  * takes under 2 s. Test processes building at once (jest's workers) take turns on a lock directory.
+ * Every test that starts the broker as a process starts this one.
  */
 export function compiledEntry(): Promise<string> {
+  // `npm test` (test/run.js) builds it once before the suites start and names it here, so that no
+  // suite pays even the incremental build's check (seconds of CPU each, beside every other suite).
+  const prebuilt = process.env.BROKER_TEST_COMPILED_ENTRY;
+  if (prebuilt) return Promise.resolve(prebuilt);
   compiled ??= (async () => {
     const lock = `${COMPILED}.lock`;
     for (;;) {

@@ -1,9 +1,11 @@
 /**
- * A cluster of real engines on one machine, as on several hosts: a private etcd, N Docker engines
- * (rigEngine.ts: each a dockerd of its own), the broker images loaded into each from the machine's
- * engine (`docker save`, then `docker -H <engine> load`: there is no registry), N node brokers (one
- * beside each engine, on a loopback port of its own, its Docker backend on that engine only) and G
- * gateways. `scripts/cluster.sh` runs it for a person; the cluster-engines suite runs the same code.
+ * A cluster of real engines on one machine, as on several hosts: a private etcd, a registry on
+ * loopback (Debian's docker-registry, its own unless given one), N Docker engines (rigEngine.ts: each a
+ * dockerd of its own), N node brokers (one beside each engine, on a loopback port of its own, its
+ * Docker backend on that engine only) and G gateways. Images move through the registry, as between
+ * hosts: the rig pushes its images from the machine's engine, and each engine pulls them (under their
+ * registry name and their own: a node's BROKER_IMAGE is the plain name). The engines reach the
+ * registry through a link (scripts/socket-forward.js, see rigEngine.ts), under the same address. `scripts/cluster.sh` runs it for a person; the cluster-engines suite runs the same code.
  *
  * The store serves its clients over mutual TLS only, with certificates the rig makes with openssl
  * (etcdPki.ts, in `pki/`): every node and gateway presents the cluster's client certificate, as
@@ -18,8 +20,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { execFile, execFileSync } from 'node:child_process';
-import { promisify } from 'node:util';
+import { execFileSync } from 'node:child_process';
 import { Agent, request } from 'undici';
 import type { GatewayHealth } from './cluster';
 import { freePort } from './freePort';
@@ -30,6 +31,7 @@ import { RigEngine } from './rigEngine';
 import { refusesConnections } from '../../src/cluster/gateway/nodeForwarder';
 import { cmdline } from './procs';
 import { killMember, logTail, memberPids, spawnMember, stopMember, waitFor } from './rigProcess';
+import { distributeImages, registryRef, registrySocket, startRigRegistry, stopRigRegistry, type RigRegistryState } from './rigRegistry';
 
 const STATE_FILE = 'rig.json';
 /** A test's rig is `<tmp>/<this><pid>`; its owner is the test process. */
@@ -54,7 +56,11 @@ export interface RigOptions {
   ownerPid?: number;
   /** Mutual TLS between gateways and nodes (default true); false: plain HTTP with the cluster token. */
   nodeTls?: boolean;
+  /** A running registry on loopback (`127.0.0.1:<port>`, no credentials) to use instead of starting one. */
+  registry?: string;
 }
+
+
 
 interface RigState {
   id: string;
@@ -74,6 +80,8 @@ interface RigState {
   owner: { pid: number; start: string | null } | null;
   /** Whether gateways and nodes speak mutual TLS (absent in a rig of an older build: they did not). */
   nodeTls?: boolean;
+  /** The registry the engines pull from, and whether the rig runs it (rigRegistry.ts). */
+  registry?: RigRegistryState;
 }
 
 /** What `down` found: see there. Both empty when nothing leaked. */
@@ -89,9 +97,10 @@ export class ClusterRig {
     readonly dir: string,
     readonly state: RigState,
   ) {
+    const registryLink = state.registry ? { address: state.registry.address, socket: registrySocket(dir) } : undefined;
     this.engines = Array.from(
       { length: state.engines },
-      (_v, i) => new RigEngine({ rigDir: dir, rigId: state.id, index: i + 1, bridgeCidr: `${state.subnetBase}.${i + 1}.1/24` }),
+      (_v, i) => new RigEngine({ rigDir: dir, rigId: state.id, index: i + 1, bridgeCidr: `${state.subnetBase}.${i + 1}.1/24`, registryLink }),
     );
   }
 
@@ -117,6 +126,7 @@ export class ClusterRig {
       prefix: '',
       owner: options.ownerPid === undefined ? null : { pid: options.ownerPid, start: startTimeOf(options.ownerPid) },
       nodeTls: options.nodeTls ?? true,
+      registry: { address: options.registry ?? `127.0.0.1:${await freePort()}`, own: options.registry === undefined },
     };
     state.prefix = `/bash-broker-rig-${state.id}/`;
     // The tokens are in it: the owner's alone.
@@ -124,8 +134,8 @@ export class ClusterRig {
     makeEtcdPki(path.join(dir, 'pki'));
     const rig = new ClusterRig(dir, state);
     try {
-      await Promise.all([rig.startEtcd(), ...rig.engines.map((e) => e.start())]);
-      await rig.loadImages();
+      await Promise.all([rig.startEtcd(), rig.startRegistry(), ...rig.engines.map((e) => e.start())]);
+      await distributeImages(rig.registry, state.images, rig.engines);
       await Promise.all(rig.engines.map((_e, i) => rig.startNode(i + 1)));
       await Promise.all(state.gatewayPorts.map((_p, i) => rig.startGateway(i + 1)));
       await rig.waitReady();
@@ -261,17 +271,25 @@ export class ClusterRig {
     }
   }
 
-  private async loadImages(): Promise<void> {
-    const tar = path.join(this.dir, 'images.tar');
-    // The machine's own engine (DOCKER_HOST may name another).
-    const env = { ...process.env };
-    delete env.DOCKER_HOST;
-    await promisify(execFile)('docker', ['save', '-o', tar, ...this.state.images], { env, timeout: 300_000 });
-    try {
-      await Promise.all(this.engines.map((e) => e.load(tar)));
-    } finally {
-      fs.rmSync(tar, { force: true });
-    }
+  /** The registry the engines pull from (`127.0.0.1:<port>`: rigRegistry.ts). */
+  get registry(): string {
+    if (!this.state.registry) throw new Error('this rig has no registry (made by an older build)');
+    return this.state.registry.address;
+  }
+
+  /** `image` as the rig's registry names it. */
+  registryRef(image: string): string {
+    return registryRef(this.registry, image);
+  }
+
+  /** (Re)starts the rig's own registry unless it was given one, and the engines' link to it. */
+  async startRegistry(): Promise<void> {
+    await startRigRegistry(this.dir, this.state.registry!, (name, pid, url) => this.waitAnswer(name, pid, url));
+  }
+
+  /** Stops the engines' link and the rig's own registry (its storage stays for the next start). */
+  async stopRegistry(): Promise<void> {
+    await stopRigRegistry(this.dir);
   }
 
   private clusterEnv(port: number): Record<string, string> {
@@ -392,6 +410,9 @@ export class ClusterRig {
     const running = (name: string) => (this.runs(name) ? 'up' : 'down');
     return [
       `etcd        ${running('etcd').padEnd(5)} ${this.etcdEndpoint} (prefix ${this.state.prefix})`,
+      ...(this.state.registry
+        ? [`registry    ${(this.state.registry.own ? running('registry') : 'given').padEnd(5)} http://${this.state.registry.address} (the engines' link to it: ${running('registry-link')})`]
+        : []),
       ...this.engines.map((e) => `engine ${e.name}   ${(e.pid === null ? 'down' : 'up').padEnd(5)} ${e.host} (bridge ${e.bridge} ${e.spec.bridgeCidr})`),
       ...this.engines.map((_e, i) => {
         const { id, url, engine } = this.node(i + 1);
@@ -422,6 +443,8 @@ export class ClusterRig {
     await Promise.all(this.gatewayUrls.map((_u, i) => this.stopGateway(i + 1)));
     say('stopping the engines and removing their roots');
     await Promise.all(this.engines.map((e) => e.destroy()));
+    say('stopping the registry');
+    await this.stopRegistry();
     say('stopping etcd');
     await this.stopEtcd();
     const left = [

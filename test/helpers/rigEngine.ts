@@ -11,17 +11,22 @@
  * and nothing outside. The node broker beside it reaches it over its unix socket and the containers'
  * pipes, as on a real host; the broker never needs the containers' network.
  *
+ * With a registry link, a forwarder (scripts/socket-forward.js) started in the namespace before
+ * dockerd listens on the registry's loopback address there and forwards to a unix socket of the rig,
+ * which the rig forwards to the registry: the engine pulls `<registry>/<repo>:<tag>` over plain HTTP
+ * as from any registry on loopback. It ends with dockerd.
+ *
  * Whatever state it was left in (SIGKILLed, its containers outliving it), `destroy()` ends with the
  * host-side cleanup of privateDockerdCleanup.ts, confined to its directory.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import Dockerode from 'dockerode';
 import { destroyDir } from './privateDockerdCleanup';
 import { cmdline, procAlive } from './procs';
 import { logTail, memberPids, spawnMember, waitFor } from './rigProcess';
+import { docker } from './taskImage';
+import { FORWARDER } from './rigRegistry';
 
 const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 45_000;
@@ -38,6 +43,8 @@ export interface EngineSpec {
   index: number;
   /** The bridge's address and prefix, e.g. 172.29.1.1/24. */
   bridgeCidr: string;
+  /** A registry on the machine's loopback (`127.0.0.1:<port>`) to reach through `socket`, a unix socket the rig forwards to it. */
+  registryLink?: { address: string; socket: string };
 }
 
 export class RigEngine {
@@ -112,11 +119,17 @@ export class RigEngine {
       ...['--bridge', this.bridge, '--iptables=false', '--ip6tables=false', '--ip-masq=false', '--userland-proxy=false'],
     ];
     const b = this.bridge;
-    const setup = `ip link set lo up && ip link add ${b} type bridge && ip addr add ${this.spec.bridgeCidr} dev ${b} && ip link set ${b} up && exec "$@"`;
+    const link = this.spec.registryLink;
+    const ready = path.join(d, 'registry-link.ready');
+    fs.rmSync(ready, { force: true });
+    // The forwarder is sh's child, so dockerd's once sh execs it: --exit-with-parent ends it with dockerd.
+    const forward = link ? `"${process.execPath}" "${FORWARDER}" "${link.address}=${link.socket}" --ready-file "${ready}" --exit-with-parent & ` : '';
+    const setup = `ip link set lo up && ip link add ${b} type bridge && ip addr add ${this.spec.bridgeCidr} dev ${b} && ip link set ${b} up && { ${forward}exec "$@"; }`;
     const pid = spawnMember({ dir: this.spec.rigDir, name: this.name, command: 'unshare', args: ['--net', '--', 'sh', '-c', setup, 'sh', ...dockerd], env: {}, log: this.log });
     await waitFor(
       async () => {
         if (!procAlive(pid)) throw new ExitedAtStart(`engine ${this.name} exited at start:\n${logTail(this.log)}`);
+        if (link && !fs.existsSync(ready)) return false;
         return this.docker.ping().then(() => true, () => false);
       },
       START_TIMEOUT_MS,
@@ -125,9 +138,9 @@ export class RigEngine {
     );
   }
 
-  /** The engine's own containerd (started by dockerd under its exec root), while it runs. */
-  private containerdPids(): number[] {
-    return memberPids(this.spec.rigDir, this.name).filter((pid) => cmdline(pid).startsWith('containerd '));
+  /** The engine's own containerd (started by dockerd under its exec root) and its registry forwarder: they end with dockerd. */
+  private companionPids(): number[] {
+    return memberPids(this.spec.rigDir, this.name).filter((pid) => cmdline(pid).startsWith('containerd ') || cmdline(pid).includes(FORWARDER));
   }
 
   /**
@@ -136,16 +149,16 @@ export class RigEngine {
    */
   private async waitContainerdGone(): Promise<void> {
     try {
-      await waitFor(() => this.containerdPids().length === 0, STOP_TIMEOUT_MS, `engine ${this.name}'s containerd to end with its dockerd`);
+      await waitFor(() => this.companionPids().length === 0, STOP_TIMEOUT_MS, `engine ${this.name}'s containerd to end with its dockerd`);
     } catch {
-      for (const pid of this.containerdPids()) {
+      for (const pid of this.companionPids()) {
         try {
           process.kill(pid, 'SIGKILL');
         } catch {
           /* gone meanwhile */
         }
       }
-      await waitFor(() => this.containerdPids().length === 0, 10_000, `engine ${this.name}'s containerd to die of SIGKILL`);
+      await waitFor(() => this.companionPids().length === 0, 10_000, `engine ${this.name}'s containerd to die of SIGKILL`);
     }
   }
 
@@ -167,9 +180,13 @@ export class RigEngine {
     await this.waitContainerdGone();
   }
 
-  /** Loads images saved by `docker save` (a tar file) into this engine. */
-  async load(tarFile: string): Promise<void> {
-    await promisify(execFile)('docker', ['-H', this.host, 'load', '-q', '-i', tarFile], { timeout: 300_000 });
+  /** Pulls `ref` from the registry it reaches (its link) and names it `name` too; how long the pull took. */
+  async pull(ref: string, name: string): Promise<number> {
+    const t0 = Date.now();
+    await docker(['pull', '-q', ref], { dockerHost: this.host });
+    const pullMs = Date.now() - t0;
+    if (name !== ref) await docker(['tag', ref, name], { dockerHost: this.host });
+    return pullMs;
   }
 
   /** Every container on this engine (running or not), by id. */

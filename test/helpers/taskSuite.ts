@@ -10,6 +10,7 @@ import { startTestBroker, testDeployment, type TestBroker } from './broker';
 import { StubLlm } from './stubLlm';
 import { makeBareRepo } from './taskStreams';
 import { LABEL_DEPLOYMENT, LABEL_KIND } from '../../src/backends/docker/containers/labels';
+import { DockerDemuxer } from '../../src/backends/docker/shells/demux';
 
 export const TASK_IMAGE = process.env.BROKER_TASK_IMAGE ?? 'bash-broker-task:latest';
 /** The key Core holds: the tests look for it everywhere it must not be. */
@@ -79,9 +80,11 @@ export async function taskFixture(name: string): Promise<TaskFixture> {
 export async function execIn(container: Dockerode.Container, cmd: string[]): Promise<string> {
   const exec = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
   const stream = await exec.start({});
+  // Without a TTY the stream is multiplexed: demultiplexed, since a frame's header can hold printable
+  // bytes (its length), and how the output is cut into frames depends on how busy the machine is.
   const chunks: Buffer[] = [];
-  stream.on('data', (c: Buffer) => chunks.push(c));
+  const demux = new DockerDemuxer((_stream, chunk) => chunks.push(Buffer.from(chunk)));
+  stream.on('data', (c: Buffer) => demux.push(c));
   await new Promise((r) => stream.on('end', r));
-  // Without a TTY the stream is multiplexed: the 8-byte frame headers are dropped, the text kept.
-  return Buffer.concat(chunks).toString('utf8').replace(/[^\x20-\x7e\n]/g, '');
+  return Buffer.concat(chunks).toString('utf8');
 }

@@ -1,3 +1,8 @@
+/**
+ * BROKER_TOKEN: every route but the public ones asks for it. The seam checks it before any
+ * backend sees the request:
+ * @backend any
+ */
 import { request } from 'undici';
 import { startTestBroker, type TestBroker } from '../helpers/broker';
 import { ConfigError, loadConfig } from '../../src/config/config';

@@ -15,7 +15,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { startTestBroker, testBackend, type TestBroker } from '../helpers/broker';
-import { EXECD_FILES_CONTRACT, EXECD_PROCESS_CONTRACT, runCodeBody, runCommandBody, sessionRunBody } from '../../src/api/execd/execdContract';
+import { EXECD_FILES_CONTRACT, EXECD_PROCESS_CONTRACT } from '../../src/api/execd/execdContract';
+import { runCodeBody, runCommandBody, sessionRunBody } from '../../src/api/execd/execdBodies';
 import type { RouteContract } from '../../src/http/contract';
 import { badSegment, invalidBody, publishedSchema, junkBody, nastyText, nastyUrlText, pathTrick, percentEncoded, type Schema } from '../helpers/fuzzInputs';
 import { endFuzz, fillPath, FuzzReport, fuzzTarget, fuzzParams, jsonHeaders, refused, treeState, TREE_STATE_COMMAND, type FuzzTarget } from '../helpers/fuzzHarness';
@@ -37,9 +38,14 @@ const ROUTES: [string, RouteContract][] = [...Object.entries(EXECD_PROCESS_CONTR
 /** Paths that reach outside the working directory, through the links the suite makes in it. */
 /** Query values that are no whole number (an empty one is absent: the default). */
 const notANumber = nastyUrlText.filter((s) => !/^\d*$/.test(s));
-/** Beside the working directory: a file, and where a `..` of the hostile strings would make one. */
-const OUTSIDE = ['../fuzz-canary', '../fuzz-dotdot'];
-const TRICKS = pathTrick(['root/etc/hosts', 'root/etc', 'root/tmp', 'up/fuzz-canary', 'root/etc/../etc/passwd']);
+/**
+ * A file beside the working directory, which no refused request may touch: named after this process,
+ * as a local backend's working directories share one parent with every other local broker's.
+ */
+const CANARY = `fuzz-canary-${process.pid}`;
+/** Beside the working directory: the canary, and where a `..` of the hostile strings would make a file. */
+const OUTSIDE = [`../${CANARY}`, '../fuzz-dotdot'];
+const TRICKS = pathTrick(['root/etc/hosts', 'root/etc', 'root/tmp', `up/${CANARY}`, 'root/etc/../etc/passwd']);
 
 interface ExecdState {
   health: unknown;
@@ -54,6 +60,8 @@ describe(`execd fuzzed from its contracts (${testBackend})`, () => {
   let t: FuzzTarget<ExecdState>;
   const report = new FuzzReport(`execd-${testBackend}`);
   const execd = (): string => `/sandboxes/${held}/execd`;
+  /** The canary's path when the working directory is on this host (local backend): removed at the end. */
+  let canaryOnHost: string | null = null;
 
   async function sh(command: string): Promise<string> {
     const r = await tb.post(`/session/${held}/execute`, { command }, { authorization: `Bearer ${TOKEN}` });
@@ -71,9 +79,10 @@ describe(`execd fuzzed from its contracts (${testBackend})`, () => {
     });
     held = (await tb.post('/session/acquire', {}, { authorization: `Bearer ${TOKEN}` })).json.session_id;
     // A directory with a file, links out of it (to / and to its parent), and a file beside it.
-    const home = (await sh('mkdir -p d/e; echo kept > d/f.txt; ln -s / root; ln -s .. up; echo canary > ../fuzz-canary; pwd')).trim();
+    const home = (await sh(`mkdir -p d/e; echo kept > d/f.txt; ln -s / root; ln -s .. up; echo canary > ../${CANARY}; pwd`)).trim();
     // The local backend's working directory is on this host: read it here, much cheaper than a command.
     const onHost = fs.existsSync(path.join(home, 'd/f.txt'));
+    if (onHost) canaryOnHost = path.join(home, '..', CANARY);
     const session = await tb.request('POST', `${execd()}/session`, '{}', jsonHeaders(AUTH));
     const context = await tb.request('POST', `${execd()}/code/context`, '{"language":"bash"}', jsonHeaders(AUTH));
     const command = await tb.request('POST', `${execd()}/command`, '{"command":"echo one; echo two"}', jsonHeaders(AUTH));
@@ -87,7 +96,10 @@ describe(`execd fuzzed from its contracts (${testBackend})`, () => {
       return { health: [h.total_sessions, h.in_use_sessions, h.available_sessions, h.broken_sessions], shells, files };
     });
   });
-  afterAll(() => endFuzz(report, t, tb));
+  afterAll(async () => {
+    await endFuzz(report, t, tb);
+    if (canaryOnHost) fs.rmSync(canaryOnHost, { force: true });
+  });
 
   const send = (route: RouteContract, over: { params?: Record<string, string>; query?: string; body?: string | Buffer; headers?: Record<string, string> }) =>
     refused(t, `${route.method} ${route.path.replace(/^\/sandboxes\/:\w+\/execd/, '')}`, {

@@ -9,6 +9,9 @@
  * of a running group is cheap, but the group itself is not. Every string of every route gets a name
  * and a path too long, a NUL byte and `..` (hostileStrings.ts): a tool's or population file's path
  * refuses them, nothing is a 5xx.
+ *
+ * Sandbox groups are Docker's alone:
+ * @backend docker
  */
 import fs from 'node:fs';
 import path from 'node:path';

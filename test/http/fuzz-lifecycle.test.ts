@@ -8,6 +8,10 @@
  * OpenSandbox's `{code, message}`, within a bound; the sandboxes (ids, states, expiry, metadata) and
  * the pools' counts are the same after each case as before. Every string of every route gets a name
  * and a path too long, a NUL byte and `..` (hostileStrings.ts): never a 5xx (but a declared 501).
+ *
+ * In every project: the strings a create takes reach the backend (a dedicated container is made and
+ * removed), and on Docker an image.uri with `..` once threw from the engine's client and ended the
+ * broker's process, which the local backend never shows.
  */
 import fc from 'fast-check';
 import { startTestBroker, testBackend, eventually, type TestBroker } from '../helpers/broker';

@@ -7,6 +7,9 @@
  * its working directory are the same after each case as before. Every string of every route gets a
  * name and a path too long, a NUL byte and `..` (hostileStrings.ts). The cases and 5xx per route are
  * printed and written as a report.
+ *
+ * The refusals are the contract's, made before any backend sees the request:
+ * @backend any
  */
 import fc from 'fast-check';
 import { eventually, startTestBroker, testBackend, type TestBroker } from '../helpers/broker';

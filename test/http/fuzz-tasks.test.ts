@@ -7,6 +7,9 @@
  * replays nothing. Every answer is a 4xx in the pool format's `{detail, code}`, within a bound; the
  * task's record, the task containers and the pool are the same after each case as before. Every
  * string of every route gets a name and a path too long, a NUL byte and `..` (hostileStrings.ts).
+ *
+ * Task sandboxes are Docker's alone:
+ * @backend docker
  */
 import fc from 'fast-check';
 import { request } from 'undici';

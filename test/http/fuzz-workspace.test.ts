@@ -30,7 +30,12 @@ const TOKEN = 'fuzz-workspace-token';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 const MAX_BODY_BYTES = 64 * 1024;
 const MAX_COMMAND_BYTES = 2048;
-const TRICKS = pathTrick(['root/etc/hosts', 'root/tmp/x', 'up/ws-canary', 'root/etc/../etc/passwd']);
+/**
+ * A file beside the working directory, which no refused request may touch: named after this process,
+ * as a local backend's working directories share one parent with every other local broker's.
+ */
+const CANARY = `ws-canary-${process.pid}`;
+const TRICKS = pathTrick(['root/etc/hosts', 'root/tmp/x', `up/${CANARY}`, 'root/etc/../etc/passwd']);
 
 const schemaOf = (key: string): Schema => declaredBody(WORKSPACE_API_DOC, key);
 /** The declared bodies, with what checkCommand adds to `command`: no NUL, at most BROKER_MAX_COMMAND_BYTES. */
@@ -59,6 +64,8 @@ describe(`the workspace API fuzzed (${testBackend})`, () => {
   const report = new FuzzReport(`workspace-${testBackend}`);
   /** The default workspace's routes ('') and a named one's. */
   const prefixes = (): string[] => ['', `/workspaces/${named}`];
+  /** The canary's paths when the working directories are on this host (local backend): removed at the end. */
+  const canariesOnHost: string[] = [];
 
   beforeAll(async () => {
     tb = await startTestBroker({ BROKER_TOKEN: TOKEN, BROKER_CONTAINERS: '1', BROKER_MAX_BODY_BYTES: String(MAX_BODY_BYTES), BROKER_MAX_COMMAND_BYTES: String(MAX_COMMAND_BYTES) });
@@ -66,11 +73,12 @@ describe(`the workspace API fuzzed (${testBackend})`, () => {
     // In each: a directory with a file, links out of it (to / and to its parent), and a file beside it.
     const homes: string[] = [];
     for (const p of prefixes()) {
-      const made = await tb.post(`${p}/api/execute`, { command: 'mkdir -p d; echo kept > d/f.txt; ln -s / root; ln -s .. up; echo canary > ../ws-canary; pwd', wait: 30 }, AUTH);
+      const made = await tb.post(`${p}/api/execute`, { command: `mkdir -p d; echo kept > d/f.txt; ln -s / root; ln -s .. up; echo canary > ../${CANARY}; pwd`, wait: 30 }, AUTH);
       if (made.json.returncode !== 0) throw new Error(`setup: ${made.text}`);
       homes.push(made.json.stdout.trim().split(/\r?\n/).pop() as string);
     }
     const onHost = homes.every((home) => fs.existsSync(path.join(home, 'd/f.txt')));
+    if (onHost) canariesOnHost.push(...homes.map((home) => path.join(home, '..', CANARY)));
     const logNext = async (prefix: string): Promise<unknown> => (await tb.request('GET', `${prefix}/api/workspace/logs?offset=-1`, undefined, AUTH)).headers['x-workspace-log-next'];
     t = fuzzTarget(tb.url, report, 'pool', async () => {
       const h = (await tb.get('/health')).json;
@@ -78,12 +86,15 @@ describe(`the workspace API fuzzed (${testBackend})`, () => {
       const logs = await Promise.all(prefixes().map(logNext));
       // A Docker workspace's directory is not on this host: its known file, read back, stands for it.
       const files = onHost
-        ? homes.map((home) => treeState(home, ['../ws-canary']))
+        ? homes.map((home) => treeState(home, [`../${CANARY}`]))
         : await Promise.all(prefixes().map(async (p) => (await tb.request('GET', `${p}/api/read?filename=d/f.txt`, undefined, AUTH)).json));
       return { health: [h.total_sessions, h.in_use_sessions, h.available_sessions, h.broken_sessions], workspaces, logs, files };
     });
   });
-  afterAll(() => endFuzz(report, t, tb));
+  afterAll(async () => {
+    await endFuzz(report, t, tb);
+    for (const canary of canariesOnHost) fs.rmSync(canary, { force: true });
+  });
 
   const post = (route: string, p: string, body: string | Buffer | undefined, headers = jsonHeaders(AUTH)) => refused(t, route, { method: 'POST', path: p, body, headers });
   const prefix = fc.constantFrom(0, 1).map((i) => ({ i, p: (): string => prefixes()[i] }));

@@ -1,3 +1,8 @@
+/**
+ * Requests the HTTP parser refuses answer a JSON 400, and the broker keeps serving. They never
+ * reach a route, let alone a backend:
+ * @backend any
+ */
 import { startTestBroker, type TestBroker } from '../helpers/broker';
 import { rawJsonBody, rawRequest } from './rawHttp';
 

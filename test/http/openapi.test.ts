@@ -5,6 +5,9 @@
  * health, workspace, execd, dashboard, errors of both formats) validates against the schema of its
  * documented status, with ajv's JSON Schema 2020-12 build (OpenAPI 3.1's dialect). /docs serves
  * Swagger UI from node_modules.
+ *
+ * The document and the answers' schemas are the HTTP layer's, the same over every backend:
+ * @backend any
  */
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';

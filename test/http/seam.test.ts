@@ -2,6 +2,9 @@
  * The request seam: one authorize for HTTP routes, SSE streams and WebSocket upgrades; one error
  * mapping per wire format; one way to register a router. Routes of their own are mounted here for
  * the test only (an SSE stream, a WebSocket echo, a route in the OpenSandbox format).
+ *
+ * The seam is the HTTP kernel's; no backend takes part:
+ * @backend any
  */
 import http from 'node:http';
 import WebSocket from 'ws';

@@ -1,6 +1,9 @@
 /**
  * Errors: malformed requests get a 4xx JSON {"detail": ...} that says what is wrong,
  * and a rejected request changes nothing: no session held, nothing written, nothing run.
+ *
+ * A bad request is refused before any backend sees it, so one backend proves it:
+ * @backend any
  */
 import { randomBytes } from 'node:crypto';
 import { startTestBroker, b64, type TestBroker, type HttpResult } from '../helpers/broker';

@@ -16,6 +16,7 @@ import { eventually, startTestBroker, testLocalRoot, withLease, type TestBroker 
 import { sdkExecd } from '../helpers/execdSdk';
 import { execdSdk } from '../helpers/execdClient';
 import { pidsWithEnvPrefix, uniqueMark } from '../helpers/procs';
+import { compiledEntry } from '../helpers/clusterProcs';
 
 jest.setTimeout(120_000);
 
@@ -222,7 +223,7 @@ if (!ROOT) {
   it('a broker killed with live sessions leaves no mount of theirs on the host, and no process', async () => {
     if (!ready()) return;
     const root = testLocalRoot(`killed-${mark}`);
-    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/index.ts'], {
+    const child = spawn(process.execPath, [await compiledEntry()], {
       cwd: REPO,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, BROKER_BACKEND: 'local', BROKER_SESSION_ISOLATION: '1', BROKER_SESSION_DISK_BYTES: String(DISK), BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2', PORT: '0', HOST: '127.0.0.1', BROKER_LOCAL_ROOT: root, BROKER_LOG_LEVEL: 'info' },

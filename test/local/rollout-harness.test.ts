@@ -11,6 +11,8 @@
  * on both backends, and 256 sessions on Docker means 32 more containers started and removed on a
  * 2-core CI machine, several minutes of engine work per run; the per-feature suite
  * (test/http/rollout.test.ts) runs on both backends. Loopback only; bounded in time and count.
+ *
+ * @serial 512 clients and 256 shells in one process fill both cores: beside other suites its live holders' calls came past their lease TTL (reclaimed as vanished), and it starved its neighbours
  */
 import { Agent, request } from 'undici';
 import { startTestBroker, waitFullPool, type TestBroker } from '../helpers/broker';

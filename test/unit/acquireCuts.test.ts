@@ -1,6 +1,7 @@
 /**
  * A node's cuts of its gateways' waiting acquires (src/cluster/node/acquireCuts.ts), over a real
- * server on port 0 whose "acquire" waits until the test grants it: a waiting call is ended and its
+ * server on port 0 and a real seam, composed as a node composes them (the tagged calls tracked
+ * before the seam, the cut a route of the seam), whose "acquire" waits until the test grants it: a waiting call is ended and its
  * grant undone, a call whose answer is on its way is left to end, a cut that comes before its call
  * ends that call on arrival, and untagged calls are not touched; a grant written to a response cut
  * before its close event is undone.
@@ -11,6 +12,9 @@ import type { AddressInfo } from 'node:net';
 import { Agent, request } from 'undici';
 import { ACQUIRE_TAG_HEADER, AcquireCuts } from '../../src/cluster/node/acquireCuts';
 import { ifUndelivered } from '../../src/http/clientGone';
+import { HttpSeam } from '../../src/http/seam';
+import { createAuthorize } from '../../src/http/auth';
+import { poolErrorFormat } from '../../src/http/errorFormats';
 import { eventually } from '../helpers/broker';
 import { httpCall } from '../helpers/httpCall';
 
@@ -30,13 +34,23 @@ describe("a node's cuts of waiting acquires", () => {
 
   beforeAll(async () => {
     const cuts = new AcquireCuts();
-    server = http.createServer(
-      cuts.wrap((req, res) => {
-        calls++;
-        const end = new Promise<'delivered' | 'undone'>((resolve) => res.once('close', () => resolve(res.writableFinished ? 'delivered' : 'undone')));
-        held.set(String(req.headers['x-test-call']), { res, end });
-      }),
-    );
+    const acquires = {
+      name: 'test acquires',
+      errors: poolErrorFormat,
+      routes: [
+        {
+          method: 'POST' as const,
+          path: '/session/acquire',
+          handle({ req, res }: { req: http.IncomingMessage; res: http.ServerResponse }) {
+            calls++;
+            const end = new Promise<'delivered' | 'undone'>((resolve) => res.once('close', () => resolve(res.writableFinished ? 'delivered' : 'undone')));
+            held.set(String(req.headers['x-test-call']), { res, end });
+          },
+        },
+      ],
+    };
+    const seam = new HttpSeam([cuts.router(), acquires], { authorize: createAuthorize(null), maxBodyBytes: 1 << 20, defaultErrors: poolErrorFormat });
+    server = http.createServer(cuts.wrap(seam.serveRequest));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
@@ -99,16 +113,14 @@ describe("a node's cuts of waiting acquires", () => {
     expect(calls).toBe(before);
   });
 
-  test('a cut without its tag in the header (as a client could send through a gateway) is no cut: the call goes on', async () => {
+  test('a cut without its tag in the header (as a client could send through a gateway) is no cut: a call to no route, the acquire goes on', async () => {
     const tag = randomUUID();
     const client = acquire('unheaded', tag);
     const call = await heldCall('unheaded');
-    const before = calls;
-    // Served as any other call (the test's server holds it); the acquire is untouched.
-    void httpCall(agent, `${url}/cluster/acquires/${tag}/cut`, 'POST', undefined, { 'x-test-call': 'forged' }).catch(() => undefined);
-    await heldCall('forged');
-    expect(calls).toBe(before + 1);
-    held.get('forged')!.res.end('not a cut');
+    for (const headers of [{}, { [ACQUIRE_TAG_HEADER]: randomUUID() }] as Record<string, string>[]) {
+      const forged = await httpCall(agent, `${url}/cluster/acquires/${tag}/cut`, 'POST', undefined, headers);
+      expect({ status: forged.status, body: forged.json }).toEqual({ status: 404, body: { detail: `Not Found: POST /cluster/acquires/${tag}/cut`, code: 'route_not_found' } });
+    }
     call.res.end('{"session_id":"s3"}');
     expect(await client).toBe('{"session_id":"s3"}');
     expect(await call.end).toBe('delivered');

@@ -97,7 +97,26 @@ class ScriptedShell implements ShellProcess {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Runs `work` on jest's fake clock, a millisecond at a time, until it settles. The escalation's
+ * outcome turns on how many rounds fit in a grace: on the real clock a busy machine (other suites
+ * beside this one) delays every timer, and a case's rounds no longer fit. Promises and I/O callbacks
+ * stay real, so each step runs everything that step made ready.
+ */
+async function onFakeClock<T>(work: Promise<T>): Promise<T> {
+  let settled = false;
+  work.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  for (let ms = 0; !settled && ms < 60_000; ms++) await jest.advanceTimersByTimeAsync(1);
+  return work;
+}
+
 describe('BashSession: giving up on a timed-out shell', () => {
+  beforeEach(() => jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask', 'setImmediate'] }));
+  afterEach(() => jest.useRealTimers());
+
   it('a kill carried out late (after a whole kill grace) does not count against the shell', async () => {
     const t0 = Date.now();
     // Every kill asked for lands 450 ms after the start: the first round's kill misses its 200 ms bound.
@@ -107,7 +126,7 @@ describe('BashSession: giving up on a timed-out shell', () => {
       return 1;
     });
     const session = new BashSession(shell, TIMINGS);
-    const result = await session.execute('sleep 100', { timeoutMs: 50, maxOutputBytes: 1024 });
+    const result = await onFakeClock(session.execute('sleep 100', { timeoutMs: 50, maxOutputBytes: 1024 }));
     expect(result.timedOut).toBe(true);
     expect(result.returnCode).toBe(-1);
     expect(session.alive).toBe(true);
@@ -119,7 +138,7 @@ describe('BashSession: giving up on a timed-out shell', () => {
     const session = new BashSession(shell, TIMINGS);
     let died: string | null = null;
     session.onDeath((reason) => (died = reason));
-    await expect(session.execute('trap "" INT; while :; do :; done', { timeoutMs: 50, maxOutputBytes: 1024 })).rejects.toThrow(ShellDiedError);
+    await expect(onFakeClock(session.execute('trap "" INT; while :; do :; done', { timeoutMs: 50, maxOutputBytes: 1024 }))).rejects.toThrow(ShellDiedError);
     // The detail says what the escalation saw: the kills landed, the shell still did not answer.
     expect(died).toMatch(/did not come back after the command timed out: \d+\.\d s after the first kill was carried out, (\d+) of \d+ rounds of \^C and kill carried out$/);
     expect(Number(/, (\d+) of/.exec(died ?? '')?.[1])).toBeGreaterThanOrEqual(10); // the kills kept landing
@@ -135,7 +154,7 @@ describe('BashSession: giving up on a timed-out shell', () => {
       return 1;
     });
     const session = new BashSession(shell, TIMINGS);
-    const result = await session.execute('sleep 100', { timeoutMs: 50, maxOutputBytes: 1024 });
+    const result = await onFakeClock(session.execute('sleep 100', { timeoutMs: 50, maxOutputBytes: 1024 }));
     expect(result.timedOut).toBe(true);
     expect(session.alive).toBe(true);
   });
@@ -149,7 +168,7 @@ describe('BashSession: giving up on a timed-out shell', () => {
     });
     shell.lateInterruptMs = 10;
     const session = new BashSession(shell, TIMINGS);
-    const result = await session.execute('sleep 100', { timeoutMs: 50, maxOutputBytes: 1024 });
+    const result = await onFakeClock(session.execute('sleep 100', { timeoutMs: 50, maxOutputBytes: 1024 }));
     expect(result.timedOut).toBe(true);
     expect(session.alive).toBe(true);
   });
@@ -159,11 +178,11 @@ describe('BashSession: giving up on a timed-out shell', () => {
     shell.answersEndRequests = true;
     shell.interruptDeliveryMs = 150; // the ^C sent at the timeout lands long after the answer
     const session = new BashSession(shell, TIMINGS);
-    const first = await session.execute('sleep 100', { timeoutMs: 20, maxOutputBytes: 1024 });
+    const first = await onFakeClock(session.execute('sleep 100', { timeoutMs: 20, maxOutputBytes: 1024 }));
     expect(first.timedOut).toBe(true);
     expect(shell.events).toEqual([expect.stringMatching(/^line /)]); // answered; the ^C still on its way
     shell.answersCommands = true;
-    const second = await session.execute('true', { timeoutMs: 5_000, maxOutputBytes: 1024 });
+    const second = await onFakeClock(session.execute('true', { timeoutMs: 5_000, maxOutputBytes: 1024 }));
     expect(second.returnCode).toBe(0);
     expect(shell.events.slice(1)).toEqual(['^C delivered', expect.stringMatching(/^line /)]);
   });
@@ -177,7 +196,7 @@ describe('BashSession: giving up on a timed-out shell', () => {
     });
     shell.interruptDeliveryMs = 60; // each ^C lands 60 ms after it was sent (a busy container's lane)
     const session = new BashSession(shell, TIMINGS);
-    const result = await session.execute('sleep 100', { timeoutMs: 20, maxOutputBytes: 1024 });
+    const result = await onFakeClock(session.execute('sleep 100', { timeoutMs: 20, maxOutputBytes: 1024 }));
     expect(result.timedOut).toBe(true);
     const order = shell.signals.map((s) => s.what);
     expect(order.slice(0, 6)).toEqual(['^C sent', '^C delivered', '^C sent', '^C delivered', 'kill', '^C sent']);
@@ -190,7 +209,7 @@ describe('BashSession: giving up on a timed-out shell', () => {
   it('kills that never come back: the shell is declared dead all the same, later', async () => {
     const shell = new ScriptedShell(() => new Promise<number>(() => undefined));
     const session = new BashSession(shell, TIMINGS);
-    await expect(session.execute('sleep 100', { timeoutMs: 50, maxOutputBytes: 1024 })).rejects.toThrow(/did not come back .*: \d+\.\d s after the timeout, 0 of \d+ rounds of \^C and kill carried out$/);
+    await expect(onFakeClock(session.execute('sleep 100', { timeoutMs: 50, maxOutputBytes: 1024 }))).rejects.toThrow(/did not come back .*: \d+\.\d s after the timeout, 0 of \d+ rounds of \^C and kill carried out$/);
     expect(shell.kills).toBeGreaterThanOrEqual(2);
   });
 });

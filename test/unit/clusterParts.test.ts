@@ -1,12 +1,11 @@
 /**
- * The cluster's pure parts: its configuration, how ids name their node, which id a path routes by,
- * the placement rule, the acquires a record does not count yet, a gateway's line of waiting acquires,
- * and a gateway's /health over a membership.
+ * The cluster's pure parts: its configuration, how ids name their node, the placement rule, the
+ * acquires a record does not count yet, a gateway's line of waiting acquires, and a gateway's /health
+ * over a membership. Where a gateway sends each call: gatewayRoutes.test.ts.
  */
 import { loadConfig, ConfigError } from '../../src/config/config';
 import { nodeIdOf } from '../../src/config/clusterConfig';
 import { idPrefixOf, newIncarnation, ownerOfId } from '../../src/cluster/clusterIds';
-import { GatewayRouteTable } from '../../src/cluster/gateway/gatewayRoutes';
 import { placeAcquire } from '../../src/cluster/gateway/placement';
 import { UnseenAcquires } from '../../src/cluster/gateway/unseenAcquires';
 import { AcquireLine, AcquireTicket, type ReadAnswer } from '../../src/cluster/gateway/acquireLine';
@@ -96,48 +95,6 @@ describe('ids that name their node', () => {
     expect(id).toMatch(/^n-2\.[0-9a-f]{8}\.[0-9a-f]{32}$/);
     expect(ownerOfId(id)).toEqual(owner);
     expect(ownerOfId('0123456789abcdef0123456789abcdef')).toBeNull();
-  });
-
-  test("where each API's call goes: the id of its path, placed, listed, the home node, any node", () => {
-    const table = new GatewayRouteTable();
-    const id = 'n1.0badcafe.00ff';
-    const where = (method: string, path: string): [string, string | null] | null => {
-      const m = table.match(method, path);
-      return m ? [m.route.to, m.id] : null;
-    };
-    for (const [method, path] of [
-      ['POST', `/session/${id}/execute`],
-      ['POST', `/session/${id}/heartbeat`],
-      ['POST', `/sandboxes/${id}/execd/command`],
-      ['WS', `/sandboxes/${id}/port/8080/socket`],
-      ['GET', `/v1/sandboxes/${id}`],
-      ['DELETE', `/v1/sandboxes/${id}`],
-      ['POST', `/workspaces/${id}/api/execute`],
-      ['DELETE', `/workspaces/${id}`],
-      ['WS', `/workspaces/${id}/ws/workspace`],
-      ['WS', `/workspaces/${id}/ws/workspace/terminal`],
-      ['GET', `/sandboxes/${id}`],
-      ['GET', `/sandboxes/${id}/stream/coding`],
-      ['POST', `/groups/${id}/sandboxes/s1/execute`],
-      ['POST', `/admin/leases/${id}/release`],
-    ]) {
-      expect({ method, path, to: where(method, path) }).toEqual({ method, path, to: ['id', id] });
-    }
-    expect(where('POST', '/session/acquire')).toEqual(['acquire', null]);
-    expect(where('POST', '/workspaces')).toEqual(['create', null]);
-    expect(where('POST', '/v1/sandboxes')).toEqual(['create', null]);
-    expect(where('POST', '/sandboxes')).toEqual(['create', null]);
-    expect(where('GET', '/workspaces')).toEqual(['list', null]);
-    expect(where('GET', '/v1/sandboxes')).toEqual(['list', null]);
-    for (const [method, path] of [['POST', '/api/execute'], ['WS', '/ws/workspace'], ['POST', '/group/start'], ['POST', '/sandbox/start'], ['GET', '/admin/state'], ['WS', '/admin/live']]) {
-      expect({ method, path, to: where(method, path) }).toEqual({ method, path, to: ['home', null] });
-    }
-    expect(where('GET', '/openapi.json')).toEqual(['any', null]);
-    for (const path of ['/health', '/ui', '/ui/dashboard/cluster.js']) expect(where('GET', path)).toEqual(['gateway', null]);
-    // Errors the gateway answers itself take the API's own format: the task API's is the pool's, execd's OpenSandbox's.
-    expect(table.match('GET', `/sandboxes/${id}/stream/control`)?.route.errors).not.toBe(table.match('GET', `/sandboxes/${id}/execd/ping`)?.route.errors);
-    expect(where('GET', '/session/%E0%A4%A/execute')).toBeNull();
-    expect(where('GET', '/no/such/route')).toBeNull();
   });
 });
 

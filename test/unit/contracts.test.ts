@@ -1,14 +1,19 @@
 /**
- * Each route is declared once: every route the routers serve (every API mounted) comes from exactly
- * one contract of src/api/contracts.ts, and every contract is served, once. The routers are built
- * over stand-in services that fail if called: building a router calls none of them.
+ * Each route is declared once: every route the routers serve (every API mounted, and a node's own)
+ * comes from exactly one contract of src/api/contracts.ts, guarded as the contract says, with its
+ * errors in its API's format; every contract is served, once (the gateway's own by the gateway:
+ * gatewayRoutes.test.ts), says where a gateway sends it, and is documented unless it is a node's own.
+ * The routers are built over stand-in services that fail if called: building a router calls none of them.
  */
 import { loadConfig } from '../../src/config/config';
 import { brokerRouters, type BrokerApis } from '../../src/api/app';
 import { docsRouter } from '../../src/api/docs/docsRoutes';
 import { API_CONTRACTS } from '../../src/api/contracts';
 import { API_DOCS } from '../../src/api/docs/apiDocs';
-import { apiDocOf, contractKey, contractOf, type RouteContract } from '../../src/http/contract';
+import { CLUSTER_CONTRACT } from '../../src/api/cluster/clusterContract';
+import { contractKey, contractOf, destinationOf, isPublic, type RouteContract } from '../../src/http/contract';
+import { ERROR_FORMATS } from '../../src/http/errorFormats';
+import { AcquireCuts } from '../../src/cluster/node/acquireCuts';
 import type { Router } from '../../src/http/router';
 import type { SessionPool } from '../../src/core/pool/pool';
 import type { BrokerMetrics } from '../../src/metrics/metrics';
@@ -21,6 +26,9 @@ function standIn(name: string): never {
   return new Proxy(fn, { get: (_t, key) => (key === 'then' ? undefined : standIn(`${name}.${String(key)}`)) }) as never;
 }
 
+const config = loadConfig({});
+
+/** A broker's routers with every API mounted, and the route a node adds for its gateways. */
 function allRouters(): Router[] {
   const apis: BrokerApis = {
     workspaces: standIn('workspaces'),
@@ -29,44 +37,51 @@ function allRouters(): Router[] {
     sandboxes: standIn('sandboxes'),
     tasks: standIn('tasks'),
     dashboard: standIn('dashboard'),
+    images: standIn('images'),
   };
-  const config = loadConfig({});
-  return [...brokerRouters(standIn('pool') as SessionPool, standIn('metrics') as BrokerMetrics, config, apis), docsRouter(() => [])];
+  return [...brokerRouters(standIn('pool') as SessionPool, standIn('metrics') as BrokerMetrics, config, apis), docsRouter(() => []), new AcquireCuts().router()];
 }
+
+/** Served by a gateway alone (its list of the cluster's nodes). */
+const GATEWAY_ONLY: readonly RouteContract[] = [CLUSTER_CONTRACT.routes.targets];
 
 describe('route contracts', () => {
   const routers = allRouters();
-  const served = routers.flatMap((r) => [...r.routes.map((route) => ({ route, key: `${route.method} ${route.path}` })), ...(r.upgrades ?? []).map((route) => ({ route, key: `WS ${route.path}` }))]);
+  const served = routers.flatMap((r) => [...r.routes.map((route) => ({ router: r, route, key: `${route.method} ${route.path}` })), ...(r.upgrades ?? []).map((route) => ({ router: r, route, key: `WS ${route.path}` }))]);
   const contracts = API_CONTRACTS.flatMap((api) => Object.values(api.routes));
-  /** The APIs whose routes are still described apart from their routers. */
-  const describedApart = new Set(API_DOCS.filter((doc) => !API_CONTRACTS.some((api) => api.tag === doc.tag)).flatMap((doc) => Object.keys(doc.operations)));
 
-  it('serves every route from a contract (the method, path and guard are the contract\'s)', () => {
-    const without = served.filter(({ route, key }) => contractOf(route) === undefined && !describedApart.has(key)).map(({ key }) => key);
-    expect(without).toEqual([]);
+  it("serves every route from a contract (the method, path and guard are the contract's)", () => {
+    expect(served.filter(({ route }) => contractOf(route) === undefined).map(({ key }) => key)).toEqual([]);
     for (const { route, key } of served) {
-      const contract = contractOf(route);
-      if (!contract) continue;
-      expect({ key, contract: contractKey(contract), public: route.public === true }).toEqual({ key, contract: key, public: contract.public === true });
+      const contract = contractOf(route)!;
+      expect({ key, contract: contractKey(contract), public: route.public === true }).toEqual({ key, contract: key, public: isPublic(contract, config) });
     }
   });
 
-  it('serves every contract, exactly once', () => {
+  it('serves every contract exactly once (the gateway serves its own)', () => {
     const times = new Map<RouteContract, number>(contracts.map((c) => [c, 0]));
-    for (const { route } of served) {
-      const contract = contractOf(route);
-      if (contract) times.set(contract, (times.get(contract) ?? 0) + 1);
-    }
-    const notOnce = [...times].filter(([, n]) => n !== 1).map(([c, n]) => `${contractKey(c)} served ${n} times`);
-    expect(notOnce).toEqual([]);
-    expect(contracts.length).toBeGreaterThan(20);
+    for (const { route } of served) times.set(contractOf(route)!, (times.get(contractOf(route)!) ?? 0) + 1);
+    const wrong = [...times].filter(([c, n]) => n !== (GATEWAY_ONLY.includes(c) ? 0 : 1)).map(([c, n]) => `${contractKey(c)} served ${n} times`);
+    expect(wrong).toEqual([]);
+    expect(contracts.length).toBeGreaterThan(140);
   });
 
-  it('declares each route once across every API, and documents each contract', () => {
+  it("answers each route's errors in its API's format, under the URL space its API owns", () => {
+    for (const { router, route, key } of served) {
+      const api = API_CONTRACTS.find((a) => Object.values(a.routes).includes(contractOf(route)!))!;
+      expect({ key, router: router.name, errors: router.errors.name, pathPrefix: router.pathPrefix }).toEqual({ key, router: router.name, errors: ERROR_FORMATS[api.errors].name, pathPrefix: api.pathPrefix });
+    }
+  });
+
+  it('declares each route once across every API, says where a gateway sends it, and documents what clients call', () => {
     const keys = contracts.map(contractKey);
     expect(keys.filter((k, i) => keys.indexOf(k) !== i)).toEqual([]);
     const documented = new Set(API_DOCS.flatMap((doc) => Object.keys(doc.operations)));
-    expect(keys.filter((k) => !documented.has(k))).toEqual([]);
-    for (const api of API_CONTRACTS) expect(API_DOCS.map((d) => JSON.stringify(d))).toContain(JSON.stringify(apiDocOf(api)));
+    for (const api of API_CONTRACTS) {
+      for (const route of Object.values(api.routes)) {
+        const to = destinationOf(api, route);
+        expect({ route: contractKey(route), documented: documented.has(contractKey(route)) }).toEqual({ route: contractKey(route), documented: to !== 'node' });
+      }
+    }
   });
 });

@@ -1,14 +1,14 @@
 /**
  * The path rule every route applies (common/pathText.ts), counted as Linux counts it (bytes: a name
  * of 128 two-byte characters is past NAME_MAX), the safety net that answers a file system's refusal
- * the checks missed as the client's 4xx (common/fileSystemErrors.ts), and a create's image reference
- * (api/lifecycle/imageReference.ts).
+ * the checks missed as the client's 4xx (common/fileSystemErrors.ts), and a lifecycle create's
+ * image.uri, which must be a reference before the engine's client puts it into a URL.
  */
 import { promises as fs } from 'node:fs';
 import { BrokerError } from '../../src/common/errors';
 import { checkPathText, NAME_MAX_BYTES, PATH_MAX_BYTES, pathTextFault } from '../../src/common/pathText';
 import { fileSystemRefusal } from '../../src/common/fileSystemErrors';
-import { checkImageReference } from '../../src/api/lifecycle/imageReference';
+import { createParser } from '../../src/api/lifecycle/lifecycleInput';
 import { compileCheck } from '../../src/http/schemaCheck';
 import { pathSchema } from '../../src/api/contractParts';
 
@@ -71,9 +71,12 @@ describe("a file system's refusal no check caught", () => {
   });
 });
 
-describe("a create's image reference", () => {
+describe("a lifecycle create's image.uri", () => {
+  const parse = createParser({ minSeconds: 60, maxSeconds: 3600 });
+  const create = (uri: string) => parse({ image: { uri }, entrypoint: ['tail', '-f', '/dev/null'] });
+
   it.each(['bash-broker-test:latest', 'x', 'registry.local:5000/team/img:v1.2', 'localhost/a__b-c.d', `ubuntu@sha256:${'a'.repeat(64)}`])('takes %s', (uri) => {
-    expect(checkImageReference(uri)).toBe(uri);
+    expect(create(uri).image).toBe(uri);
   });
 
   it.each([
@@ -87,6 +90,6 @@ describe("a create's image reference", () => {
     ['a name of 256 characters', 'n'.repeat(256)],
     ['a tag of 129 characters', `a:${'t'.repeat(129)}`],
   ])('refuses %s (the engine client would put it in a URL as it is)', (_what, uri) => {
-    expect(() => checkImageReference(uri)).toThrow(/^image\.uri must be an image reference/);
+    expect(() => create(uri)).toThrow(/^'image\.uri' must (be an image reference|name a repository)/);
   });
 });

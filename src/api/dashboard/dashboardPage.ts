@@ -60,6 +60,7 @@ export function dashboardPage(): string {
   <section id="replaced"><h2>Replaced containers</h2><ul class="log" id="replaced-list"></ul></section>
   <section id="workspaces"><h2>Workspaces</h2><ul class="log" id="workspace-list"></ul></section>
   <section id="sandboxes"><h2>Sandboxes</h2><ul class="log" id="sandbox-list"></ul></section>
+  <section id="images"><h2>Images</h2><ul class="log" id="image-list"></ul></section>
 </main>
 <script src="/ui/dashboard/dashboard.js"></script>
 </body></html>`;

@@ -9,11 +9,14 @@ import type { WebSocket } from 'ws';
 import type { PoolRegistry } from '../../core/pool/poolRegistry';
 import type { DashboardFeed } from '../../core/dashboard/dashboardFeed';
 import { BadRequestError, BrokerError, brokerError } from '../../common/errors';
-import { poolErrorFormat } from '../../http/errorFormats';
 import { sendJson, sendText } from '../../http/httpJson';
 import { brokerHealth } from '../pool/healthRoutes';
 import type { Router } from '../../http/router';
+import { apiErrors, served, upgrade } from '../../http/contract';
 import { DASHBOARD_ASSETS, dashboardPage } from './dashboardPage';
+import { DASHBOARD_CONTRACT } from './dashboardContract';
+
+const R = DASHBOARD_CONTRACT.routes;
 
 /** A viewer that has not taken this much of earlier frames skips frames until it has (a slow phone). */
 const MAX_BUFFERED_BYTES = 1 << 20;
@@ -50,35 +53,24 @@ export function dashboardRouter(pools: PoolRegistry, feed: DashboardFeed): Route
     };
   return {
     name: 'dashboard',
-    errors: poolErrorFormat,
-    pathPrefix: '/admin',
+    ...apiErrors(DASHBOARD_CONTRACT),
     routes: [
-      { method: 'GET', path: '/ui', public: true, handle: ({ res }) => sendText(res, 'text/html; charset=utf-8', dashboardPage()) },
-      {
-        method: 'GET',
-        path: '/ui/dashboard/:asset',
-        public: true,
-        handle({ params, res }) {
-          const asset = DASHBOARD_ASSETS[params.asset];
-          if (!asset) throw new BrokerError('not_found', 'asset_not_found', `no dashboard asset '${params.asset}'`);
-          sendText(res, asset.type, asset.body);
-        },
-      },
-      { method: 'GET', path: '/admin/state', handle: ({ res }) => sendJson(res, 200, withStatus(feed.frame())) },
-      { method: 'POST', path: '/admin/leases/:sessionId/release', body: 'json', handle: endLease('released') },
-      { method: 'POST', path: '/admin/leases/:sessionId/reclaim', body: 'json', handle: endLease('operator') },
-      {
-        method: 'POST',
-        path: '/admin/containers/:index/replace',
-        body: 'json',
-        handle({ params, query, res }) {
-          const index = containerIndex(params.index);
-          const name = new URLSearchParams(query).get('pool') ?? undefined; // none: the default pool
-          if (!pools.pool(name).replaceContainer(index)) throw new ContainerBusyError(index);
-          sendJson(res, 202, { container: index, pool: name ?? pools.main.name, status: 'replacing' });
-        },
-      },
+      served(R.page, ({ res }) => sendText(res, 'text/html; charset=utf-8', dashboardPage())),
+      served(R.asset, ({ params, res }) => {
+        const asset = DASHBOARD_ASSETS[params.asset];
+        if (!asset) throw new BrokerError('not_found', 'asset_not_found', `no dashboard asset '${params.asset}'`);
+        sendText(res, asset.type, asset.body);
+      }),
+      served(R.state, ({ res }) => sendJson(res, 200, withStatus(feed.frame()))),
+      served(R.release, endLease('released')),
+      served(R.reclaim, endLease('operator')),
+      served(R.replace, ({ params, query, res }) => {
+        const index = containerIndex(params.index);
+        const name = new URLSearchParams(query).get('pool') ?? undefined; // none: the default pool
+        if (!pools.pool(name).replaceContainer(index)) throw new ContainerBusyError(index);
+        sendJson(res, 202, { container: index, pool: name ?? pools.main.name, status: 'replacing' });
+      }),
     ],
-    upgrades: [{ path: '/admin/live', accept: watch }],
+    upgrades: [upgrade(R.live, { accept: watch })],
   };
 }

@@ -138,6 +138,10 @@ ${DASHBOARD_HELPERS}  function headers() {
     list($('replaced-list'), f.replaced, function (r) { return logLine(r.at, 'container ' + r.container + (several ? ' of pool ' + r.pool : '') + ': ' + r.reason); });
     list($('workspace-list'), f.workspaces, function (w) { return el('li', w.workspace_id + '  ' + w.workdir + (w.running_job_id ? '  running ' + w.running_job_id : '  idle')); });
     list($('sandbox-list'), f.sandboxes, function (s) { return el('li', s.kind + ' ' + s.id + ': ' + s.detail); });
+    list($('image-list'), f.images || [], function (i) {
+      var mib = i.disk_bytes === null ? '' : ', ' + (i.disk_bytes / 1048576).toFixed(1) + ' MiB';
+      return el('li', i.image + ': ' + i.state + mib + ', ' + i.containers + ' containers, ' + i.warm_sessions + ' warm, ' + i.leased_sessions + ' leased');
+    });
   }
 
   function connect() {

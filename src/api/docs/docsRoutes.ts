@@ -9,12 +9,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { BrokerError } from '../../common/errors';
-import { poolErrorFormat } from '../../http/errorFormats';
 import type { RegisteredRoute } from '../../http/seam';
 import type { Router } from '../../http/router';
 import { sendText } from '../../http/httpJson';
+import { apiErrors, served } from '../../http/contract';
 import { API_DOCS } from './apiDocs';
 import { buildOpenApi } from '../../http/openApiDocument';
+import { DOCS_CONTRACT } from './docsContract';
+
+const R = DOCS_CONTRACT.routes;
 
 const SWAGGER_DIR = path.dirname(require.resolve('swagger-ui-dist/package.json'));
 const ASSETS: Record<string, string> = {
@@ -44,32 +47,21 @@ export function docsRouter(routes: () => RegisteredRoute[]): Router {
   const assets = new Map<string, Buffer>();
   return {
     name: 'docs',
-    errors: poolErrorFormat,
-    pathPrefix: '/docs',
+    ...apiErrors(DOCS_CONTRACT),
     routes: [
-      {
-        method: 'GET',
-        path: '/openapi.json',
-        public: true,
-        handle({ res }) {
-          documentText ??= JSON.stringify(buildOpenApi(API_DOCS, routes(), packageVersion()).document);
-          sendText(res, 'application/json', documentText);
-        },
-      },
-      { method: 'GET', path: '/docs', public: true, handle: ({ res }) => sendText(res, 'text/html; charset=utf-8', PAGE) },
-      {
-        method: 'GET',
-        path: '/docs/assets/:name',
-        public: true,
-        handle({ params, res }) {
-          const type = ASSETS[params.name];
-          if (!type) throw new BrokerError('not_found', 'asset_not_found', `no docs asset '${params.name}'`);
-          let body = assets.get(params.name);
-          if (!body) assets.set(params.name, (body = fs.readFileSync(path.join(SWAGGER_DIR, params.name))));
-          res.writeHead(200, { 'Content-Type': type, 'Content-Length': body.length, 'Cache-Control': 'public, max-age=3600' });
-          res.end(body);
-        },
-      },
+      served(R.document, ({ res }) => {
+        documentText ??= JSON.stringify(buildOpenApi(API_DOCS, routes(), packageVersion()).document);
+        sendText(res, 'application/json', documentText);
+      }),
+      served(R.viewer, ({ res }) => sendText(res, 'text/html; charset=utf-8', PAGE)),
+      served(R.assets, ({ params, res }) => {
+        const type = ASSETS[params.name];
+        if (!type) throw new BrokerError('not_found', 'asset_not_found', `no docs asset '${params.name}'`);
+        let body = assets.get(params.name);
+        if (!body) assets.set(params.name, (body = fs.readFileSync(path.join(SWAGGER_DIR, params.name))));
+        res.writeHead(200, { 'Content-Type': type, 'Content-Length': body.length, 'Cache-Control': 'public, max-age=3600' });
+        res.end(body);
+      }),
     ],
   };
 }

@@ -5,13 +5,12 @@
 import type { SandboxDirectory } from '../../core/sandbox/sandboxHandle';
 import type { ExecdService } from '../../core/execd/execdService';
 import { codeLanguage } from '../../core/execd/codeContexts';
-import { openSandboxErrorFormat } from '../../http/errorFormats';
 import { sendJson } from '../../http/httpJson';
 import type { Router } from '../../http/router';
 import { parseCreateContext, parseRunCode, queryParam, requiredQuery, type ExecdInputLimits } from './execdInput';
 import { sendDone, streamRun } from './execdStream';
 import { execdTarget } from './execdCommandRoutes';
-import { served } from '../../http/contract';
+import { apiErrors, served } from '../../http/contract';
 import { EXECD_PROCESS_CONTRACT } from './execdContract';
 
 const R = EXECD_PROCESS_CONTRACT.routes;
@@ -20,8 +19,7 @@ export function execdCodeRouter(execd: ExecdService, directory: SandboxDirectory
   const target = (id: string): ReturnType<typeof execdTarget> => execdTarget(execd, directory, id);
   return {
     name: 'execd-code',
-    errors: openSandboxErrorFormat,
-    pathPrefix: '/sandboxes',
+    ...apiErrors(EXECD_PROCESS_CONTRACT),
     routes: [
       served(R.createContext, async ({ params, body, res }) => {
         const language = parseCreateContext(body);

@@ -8,12 +8,11 @@ import type { SandboxDirectory, SandboxHandle } from '../../core/sandbox/sandbox
 import type { ExecdService } from '../../core/execd/execdService';
 import type { SandboxExecd } from '../../core/execd/sandboxExecd';
 import type { CommandStatus } from '../../core/execd/commands';
-import { openSandboxErrorFormat } from '../../http/errorFormats';
 import { sendJson } from '../../http/httpJson';
 import type { Router } from '../../http/router';
 import { parseCreateSession, parseCursor, parseRunCommand, parseSessionRun, requiredQuery, type ExecdInputLimits } from './execdInput';
 import { sendDone, streamRun } from './execdStream';
-import { served } from '../../http/contract';
+import { apiErrors, served } from '../../http/contract';
 import { EXECD_PROCESS_CONTRACT } from './execdContract';
 
 const R = EXECD_PROCESS_CONTRACT.routes;
@@ -49,8 +48,7 @@ export function execdCommandRouter(execd: ExecdService, directory: SandboxDirect
   const target = (id: string): ExecdTarget => execdTarget(execd, directory, id);
   return {
     name: 'execd-commands',
-    errors: openSandboxErrorFormat,
-    pathPrefix: '/sandboxes',
+    ...apiErrors(EXECD_PROCESS_CONTRACT),
     routes: [
       served(R.ping, ({ params, res }) => {
         // A client pings before its first command (the SDK waits for it): a runner gets ready

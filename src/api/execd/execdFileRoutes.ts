@@ -9,10 +9,9 @@ import { BadRequestError } from '../../common/errors';
 import type { ExecdFiles } from '../../core/execd/execdFiles';
 import { offsetLimitRange, parseRange } from '../../core/execd/execdPaths';
 import type { SandboxDirectory, SandboxHandle } from '../../core/sandbox/sandboxHandle';
-import { openSandboxErrorFormat } from '../../http/errorFormats';
 import { sendJson } from '../../http/httpJson';
 import type { Route, RouteContext, Router } from '../../http/router';
-import { served, type RouteContract } from '../../http/contract';
+import { apiErrors, served, type RouteContract } from '../../http/contract';
 import { depthParam, fileInfo, sendEmpty } from './execdViews';
 import { parsePermissions, parseRenames, parseReplacements } from './execdInput';
 import { EXECD_FILES_CONTRACT } from './execdContract';
@@ -64,8 +63,7 @@ export function execdFileRouter(directory: SandboxDirectory, files: ExecdFiles):
     });
   return {
     name: 'execd files',
-    errors: openSandboxErrorFormat,
-    pathPrefix: '/sandboxes',
+    ...apiErrors(EXECD_FILES_CONTRACT),
     routes: [
       route(R.info, async (h, { res }, q) => {
         const infos = await files.info(h, q.getAll('path'));

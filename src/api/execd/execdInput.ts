@@ -1,5 +1,5 @@
 /**
- * execd's request bodies checked against their contract (execdContract.ts) before a shell is
+ * execd's request bodies checked against their schemas (execdBodies.ts) before a shell is
  * touched: a rejected request starts nothing. What the schemas cannot word runs where its keyword
  * stands: each `envs` entry (`x-execd-envs`) and each permission (`x-execd-permissions`), in the
  * order the entries were sent. A working directory resolves against the sandbox's own once checked.
@@ -13,10 +13,10 @@ import type { ReplaceItem } from '../../core/execd/execdFiles';
 import { NO_TIMEOUT_MS, type CommandRequest } from '../../core/execd/commands';
 import { codeLanguage, type CodeLanguage } from '../../core/execd/codeContexts';
 import { addDomainCheck, compileCheck } from '../../http/schemaCheck';
-import { CREATE_CONTEXT_BODY, CREATE_SESSION_BODY, PERMISSIONS_BODY, RENAME_BODY, REPLACE_BODY, runCodeBody, runCommandBody, sessionRunBody, type ExecdInputLimits } from './execdContract';
+import { CREATE_CONTEXT_BODY, CREATE_SESSION_BODY, PERMISSIONS_BODY, RENAME_BODY, REPLACE_BODY, runCodeBody, runCommandBody, sessionRunBody, type ExecdInputLimits } from './execdBodies';
 import { permission } from './execdViews';
 
-export type { ExecdInputLimits } from './execdContract';
+export type { ExecdInputLimits } from './execdBodies';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 

@@ -6,11 +6,10 @@
 import type { ExecdMetrics } from '../../core/execd/execdMetrics';
 import type { SandboxDirectory } from '../../core/sandbox/sandboxHandle';
 import { errorMessage } from '../../common/errors';
-import { openSandboxErrorFormat } from '../../http/errorFormats';
 import { sendJson } from '../../http/httpJson';
 import type { Router } from '../../http/router';
 import { openEventStream } from '../../http/sse';
-import { served } from '../../http/contract';
+import { apiErrors, served } from '../../http/contract';
 import { EXECD_FILES_CONTRACT } from './execdContract';
 
 const R = EXECD_FILES_CONTRACT.routes;
@@ -18,8 +17,7 @@ const R = EXECD_FILES_CONTRACT.routes;
 export function execdMetricsRouter(directory: SandboxDirectory, metrics: ExecdMetrics): Router {
   return {
     name: 'execd metrics',
-    errors: openSandboxErrorFormat,
-    pathPrefix: '/sandboxes',
+    ...apiErrors(EXECD_FILES_CONTRACT),
     routes: [
       served(R.metrics, async ({ res, params }) => sendJson(res, 200, await metrics.snapshot(directory.resolve(params.id)))),
       served(R.watchMetrics, async ({ res, params }) => {

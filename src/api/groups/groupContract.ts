@@ -105,6 +105,7 @@ const routes = {
   },
   sandboxExecute: {
     method: 'POST',
+    gateway: 'id',
     path: `${SANDBOX}/execute`,
     summary: "A sandbox's actions, in order (its Sandbox API on the broker's port)",
     body: { schema: object({ actions: {} }), example: { actions: { bash: { description: 'a command', args: { command: 'ls' } } } } },
@@ -113,6 +114,7 @@ const routes = {
   },
   sandboxInput: {
     method: 'POST',
+    gateway: 'id',
     path: `${SANDBOX}/input`,
     summary: "Text to the sandbox's terminal",
     body: { schema: object({ text: STRING }), example: { text: 'y\n' } },
@@ -121,6 +123,7 @@ const routes = {
   },
   sandboxOutput: {
     method: 'GET',
+    gateway: 'id',
     path: `${SANDBOX}/output`,
     summary: "The terminal's output since the last read",
     responses: { 200: { description: 'what is new', schema: OBSERVATION } },
@@ -128,6 +131,7 @@ const routes = {
   },
   sandboxHealth: {
     method: 'GET',
+    gateway: 'id',
     path: `${SANDBOX}/health`,
     public: true,
     summary: "The sandbox's health",
@@ -140,6 +144,8 @@ export const GROUP_CONTRACT: ApiContract<typeof routes> = {
   tag: 'sandbox groups',
   description: 'Sandbox groups: one group of agent sandboxes (docker only) sharing vector databases; each sandbox serves its Sandbox API on its own sandbox_url.',
   errors: 'pool',
+  // The group API names no group (a broker holds one): its routes go to the home node; a sandbox's by its group's id.
+  gateway: 'home',
   schemas: { DatabaseAccess: DATABASE_ACCESS },
   routes,
 };

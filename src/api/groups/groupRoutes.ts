@@ -6,11 +6,10 @@
  */
 import type { Route, Router } from '../../http/router';
 import type { GroupService } from '../../core/groups/groupService';
-import { poolErrorFormat } from '../../http/errorFormats';
 import { sendJson } from '../../http/httpJson';
 import { publicAddress } from '../../http/publicAddress';
 import { parseGroupStart, parseSandboxStart, parseSandboxStop } from './groupInput';
-import { served, type RouteContract } from '../../http/contract';
+import { apiErrors, served, type RouteContract } from '../../http/contract';
 import { sandboxApiRoutes } from './sandboxApiRoutes';
 import { GROUP_CONTRACT, SANDBOX_API_PREFIX } from './groupContract';
 
@@ -26,7 +25,7 @@ export type SandboxUrls = 'port' | 'broker';
 export function groupRouter(groups: GroupService, sandboxUrls: SandboxUrls = 'port'): Router {
   return {
     name: 'groups',
-    errors: poolErrorFormat,
+    ...apiErrors(GROUP_CONTRACT),
     routes: [
       served(R.startGroup, async ({ body, res }) => {
         await groups.startGroup(parseGroupStart(body));

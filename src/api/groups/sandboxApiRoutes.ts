@@ -5,12 +5,13 @@
  */
 import type { Route, RouteContext, Router } from '../../http/router';
 import type { Sandbox } from '../../core/groups/sandbox';
-import { poolErrorFormat } from '../../http/errorFormats';
+import { apiErrors } from '../../http/contract';
+import { GROUP_CONTRACT } from './groupContract';
 import { sendJson, sendJsonStreamed } from '../../http/httpJson';
 import { parseActions, parseInputText } from './groupInput';
 
 export function sandboxApiRouter(sandbox: Sandbox): Router {
-  return { name: `sandbox ${sandbox.id}`, errors: poolErrorFormat, routes: sandboxApiRoutes('', () => sandbox) };
+  return { name: `sandbox ${sandbox.id}`, ...apiErrors(GROUP_CONTRACT), routes: sandboxApiRoutes('', () => sandbox) };
 }
 
 /** The Sandbox API's routes under `prefix`, each on the sandbox `sandboxOf` finds for the call. */

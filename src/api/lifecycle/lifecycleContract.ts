@@ -3,11 +3,12 @@
  * (lifecycleRoutes.ts), the parts answered 501 (unservedRoutes.ts: snapshots, the egress sidecar)
  * and the proxy to a sandbox's other ports (portProxy.ts), with their inputs, answers and the errors
  * they answer in OpenSandbox's `{code, message}` envelope. The bodies are checked against these
- * schemas (lifecycleInput.ts), and /openapi.json shows them.
+ * schemas (lifecycleInput.ts; a create's, with its rules, in createRequest.ts), and /openapi.json shows them.
  */
 import { Type } from '@sinclair/typebox';
 import { arrayOf, BOOLEAN, INTEGER, object, ref, STRING, type ReplyDoc, type Schema } from '../../http/openApiTypes';
-import type { ApiContract, ContractMethod, RouteContract } from '../../http/contract';
+import type { ApiContract, ContractMethod, Destination, RouteContract } from '../../http/contract';
+import { createSandboxRequest, NOT_AN_OBJECT } from './createRequest';
 
 const ID = '5b7c0ffee0c0ffee0c0ffee0c0ffee01';
 const AT: Schema = { type: 'string', format: 'date-time' };
@@ -16,7 +17,6 @@ const STATE: Schema = { enum: ['Pending', 'Running', 'Pausing', 'Paused', 'Resum
 const SANDBOX_ERRORS = { 404: 'no such sandbox (`NOT_FOUND`)' };
 const ACCEPTED: Record<string, ReplyDoc> = { 202: { description: 'accepted (no body)' } };
 const NOT_SERVED = 'not served by this broker (`NOT_SUPPORTED`)';
-const NOT_AN_OBJECT = 'The request body must be a JSON object';
 
 const SANDBOX: Schema = {
   type: 'object',
@@ -32,39 +32,6 @@ const SANDBOX: Schema = {
   required: ['id', 'status', 'metadata', 'entrypoint', 'createdAt'],
   additionalProperties: false,
 };
-
-/**
- * CreateSandboxRequest as the document shows it. Its rules depend on each other (an image or a
- * poolRef, an entrypoint with an image, the unserved fields refused before the rest), so the route
- * checks the body's shape with CREATE_BODY and the rules in their order in lifecycleInput.ts.
- */
-const CREATE: Schema = {
-  type: 'object',
-  description: 'CreateSandboxRequest. snapshotId, networkPolicy, credentialProxy, volumes, secureAccess: true and image.auth answer 501.',
-  properties: {
-    image: { type: 'object', properties: { uri: STRING }, required: ['uri'] },
-    snapshotId: STRING,
-    platform: object({ os: STRING, arch: STRING }),
-    timeout: { type: ['integer', 'null'], description: 'seconds until it expires; null: none' },
-    resourceLimits: { type: 'object', properties: { cpu: STRING, memory: STRING }, additionalProperties: false },
-    resourceRequests: STRINGS,
-    env: STRINGS,
-    metadata: STRINGS,
-    entrypoint: arrayOf(STRING),
-    networkPolicy: { type: 'object' },
-    credentialProxy: { type: 'object' },
-    secureAccess: BOOLEAN,
-    volumes: { type: 'array' },
-    extensions: { type: 'object', properties: { poolRef: { type: 'string', description: 'a named pool of BROKER_POOLS to serve it from' } }, additionalProperties: STRING },
-  },
-  additionalProperties: false,
-};
-
-/** POST /v1/sandboxes: what the route checks before its rules (lifecycleInput.ts). */
-export const CREATE_BODY = Type.Object({}, { 'x-refusal': { type: NOT_AN_OBJECT } });
-
-/** The fields a CreateSandboxRequest may have, in the order a refusal of another names them. */
-export const CREATE_FIELDS: readonly string[] = Object.keys(CREATE.properties as object);
 
 /** POST /v1/sandboxes/{id}/renew-expiration (RenewSandboxExpirationRequest): `x-renew-fields` refuses other fields and a missing expiresAt first. */
 export const RENEW_BODY = Type.Object(
@@ -87,8 +54,9 @@ export const METADATA_PATCH_BODY = Type.Unsafe<Record<string, string | null>>({
   'x-refusal': { type: NOT_AN_OBJECT },
 });
 
-function unserved(method: ContractMethod, path: string, summary: string): RouteContract {
-  return { method, path, summary, responses: {}, errors: { 404: 'no such sandbox (`NOT_FOUND`)', 501: NOT_SERVED } };
+/** `gateway`: a snapshot's route names no sandbox, so any node answers it (the same 501 everywhere). */
+function unserved(method: ContractMethod, path: string, summary: string, gateway?: Destination): RouteContract {
+  return { method, path, summary, responses: {}, errors: { 404: 'no such sandbox (`NOT_FOUND`)', 501: NOT_SERVED }, ...(gateway ? { gateway } : {}) };
 }
 
 const SNAPSHOTS = 'Snapshots: not served';
@@ -97,6 +65,7 @@ const routes = {
   create: {
     method: 'POST',
     path: '/v1/sandboxes',
+    gateway: 'create',
     summary: 'Create a sandbox',
     body: { schema: ref('CreateSandboxRequest'), example: { image: { uri: 'bash-broker-sandbox' }, entrypoint: ['tail', '-f', '/dev/null'], timeout: 600, resourceLimits: { cpu: '1', memory: '512Mi' } } },
     responses: { 202: { description: 'created (CreateSandboxResponse: the Sandbox without its image), Location: its URL', schema: ref('Sandbox') } },
@@ -105,6 +74,7 @@ const routes = {
   list: {
     method: 'GET',
     path: '/v1/sandboxes',
+    gateway: 'list-lifecycle',
     summary: 'List sandboxes, filtered and paged',
     params: [
       { name: 'state', in: 'query', description: 'repeat for several', schema: STATE },
@@ -150,11 +120,11 @@ const routes = {
     errors: { 400: 'a bad port or query (`INVALID_REQUEST_BODY`)', 404: 'no such sandbox, it is not running, or nothing listens on the port (`NOT_FOUND`)', 501: 'signed endpoints (expires) (`NOT_SUPPORTED`)' },
   },
   createSnapshot: unserved('POST', '/v1/sandboxes/:id/snapshots', SNAPSHOTS),
-  listSnapshots: unserved('GET', '/v1/snapshots', SNAPSHOTS),
-  getSnapshot: unserved('GET', '/v1/snapshots/:snapshotId', SNAPSHOTS),
-  deleteSnapshot: unserved('DELETE', '/v1/snapshots/:snapshotId', SNAPSHOTS),
+  listSnapshots: unserved('GET', '/v1/snapshots', SNAPSHOTS, 'any'),
+  getSnapshot: unserved('GET', '/v1/snapshots/:snapshotId', SNAPSHOTS, 'any'),
+  deleteSnapshot: unserved('DELETE', '/v1/snapshots/:snapshotId', SNAPSHOTS, 'any'),
   // Taken unread: the seam does not parse it.
-  metricsEvents: { method: 'POST', path: '/v1/metrics/events', summary: "The SDK's create-latency telemetry: taken and dropped", body: { schema: {}, required: false }, responses: { 204: { description: 'taken' } }, readsJson: false },
+  metricsEvents: { method: 'POST', path: '/v1/metrics/events', gateway: 'any', summary: "The SDK's create-latency telemetry: taken and dropped", body: { schema: {}, required: false }, responses: { 204: { description: 'taken' } }, readsJson: false },
 } satisfies Record<string, RouteContract>;
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -183,6 +153,9 @@ export const LIFECYCLE_CONTRACT: ApiContract<typeof routes & Record<string, Rout
   tag: 'lifecycle',
   description: "OpenSandbox's lifecycle API (/v1): sandboxes from a warm pool or a dedicated container, their expiry, pause and resume, and their endpoints. The token may come as OPEN-SANDBOX-API-KEY.",
   errors: 'opensandbox',
+  pathPrefix: '/v1',
+  // A sandbox's calls (its ports' and egress' under /sandboxes too) go to the node its id names.
+  gateway: 'id',
   pathParams: {
     id: { description: 'a sandbox id', example: ID },
     port: { description: 'a port of the sandbox', example: '8080', schema: { type: 'string', pattern: '^\\d{1,5}$' } },
@@ -190,6 +163,6 @@ export const LIFECYCLE_CONTRACT: ApiContract<typeof routes & Record<string, Rout
     name: { description: 'a credential or binding name', example: 'github' },
     path: { description: 'the rest of the path, slashes included (may be empty)', example: 'index.html' },
   },
-  schemas: { Sandbox: SANDBOX, CreateSandboxRequest: CREATE },
+  schemas: { Sandbox: SANDBOX, CreateSandboxRequest: createSandboxRequest() },
   routes: { ...routes, ...Object.fromEntries([...EGRESS_ROUTES, ...PORT_PROXY_ROUTES].map((r) => [`${r.method} ${r.path}`, r])) },
 };

@@ -1,129 +1,58 @@
 /**
  * The lifecycle API's requests checked against their contract (lifecycleContract.ts): a
- * CreateSandboxRequest, RenewSandboxExpirationRequest, a metadata merge patch; and the list query.
- * Everything is checked before anything is started, so a rejected request creates nothing. What the
- * broker does not serve (snapshots, egress policy, volumes) is refused with 501, never ignored.
- * A create's rules depend on each other (an image or a poolRef, an entrypoint with an image) and
- * are refused in a fixed order, so they run here once its schema passed.
+ * CreateSandboxRequest (its schema and rules: createRequest.ts), RenewSandboxExpirationRequest, a
+ * metadata merge patch; and the list query. Everything is checked before anything is started, so a
+ * rejected request creates nothing. What the broker does not serve (snapshots, egress policy,
+ * volumes) is refused with 501, never ignored.
  */
 import os from 'node:os';
-import { BadRequestError, NotImplementedError } from '../../common/errors';
-import { checkImageReference } from './imageReference';
+import { BadRequestError } from '../../common/errors';
+import { parseImageRef } from '../../core/images/imageRef';
 import type { SandboxSpec } from '../../core/lifecycle/sandboxRecord';
 import type { SandboxFilter } from '../../core/lifecycle/sandboxService';
 import { addDomainCheck, compileCheck } from '../../http/schemaCheck';
 import { parseCpus, parseMemoryBytes } from './quantities';
-import { CREATE_BODY, CREATE_FIELDS, LABEL_VALUE, METADATA_PATCH_BODY, RENEW_BODY } from './lifecycleContract';
+import { LABEL_VALUE, METADATA_PATCH_BODY, RENEW_BODY } from './lifecycleContract';
+import { createCheck, type CreateRequest, type TimeoutBounds } from './createRequest';
+
+export type { TimeoutBounds } from './createRequest';
 
 export interface CreateInput extends SandboxSpec {
   /** `extensions.poolRef`: the named pool to serve it from (OpenSandbox's pool mode). */
   poolRef: string | null;
 }
 
-export interface TimeoutBounds {
-  minSeconds: number;
-  maxSeconds: number;
+/**
+ * image.uri in Docker's grammar before the engine is asked about it: the engine's client puts a name
+ * into a URL path as it is, and a name with `..` segments (`../x`) made it throw outside any request
+ * (the engine's redirect sent it to a host named `json`), which ended the broker's process.
+ */
+function imageUri(uri: string): string {
+  parseImageRef(uri, 'image.uri');
+  return uri;
 }
 
-const KNOWN_FIELDS = new Set(CREATE_FIELDS);
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const HOST_ARCH: Record<string, string> = { x64: 'amd64', arm64: 'arm64' };
-
-function object(value: unknown, where: string): Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new BadRequestError(`${where} must be a JSON object`);
-  return value as Record<string, unknown>;
-}
-
-function strings(value: unknown, where: string): Record<string, string> {
-  if (value === undefined || value === null) return {};
-  const obj = object(value, where);
-  for (const [k, v] of Object.entries(obj)) {
-    if (typeof v !== 'string' || v.includes('\0')) throw new BadRequestError(`${where}.${k} must be a string without NUL bytes`);
-  }
-  return obj as Record<string, string>;
-}
-
-function present(value: unknown): boolean {
-  if (value === undefined || value === null || value === false) return false;
-  if (Array.isArray(value)) return value.length > 0;
-  if (typeof value === 'object') return Object.keys(value).length > 0;
-  return true;
-}
-
-const createCheck = compileCheck(CREATE_BODY);
-
-export function parseCreate(body: unknown, bounds: TimeoutBounds): CreateInput {
-  const req: Record<string, unknown> = createCheck(body);
-  const unknown = Object.keys(req).filter((k) => !KNOWN_FIELDS.has(k));
-  if (unknown.length > 0) throw new BadRequestError(`unknown field(s) ${unknown.join(', ')}; CreateSandboxRequest has ${CREATE_FIELDS.join(', ')}`);
-  if (present(req.snapshotId)) throw new NotImplementedError('snapshotId: restoring from snapshots is not served by this broker (create from an image)');
-  if (present(req.networkPolicy)) throw new NotImplementedError('networkPolicy: egress network policy is not served by this broker (sandboxes get the network of their pool or BROKER_NETWORK_MODE)');
-  if (present(req.credentialProxy)) throw new NotImplementedError('credentialProxy: the credential vault proxy is not served by this broker');
-  if (present(req.volumes)) throw new NotImplementedError('volumes: storage mounts are not served by this broker');
-  if (req.secureAccess === true) throw new NotImplementedError('secureAccess: signed endpoint access is not served; endpoints take the broker token (OPEN-SANDBOX-API-KEY)');
-  if (req.secureAccess !== undefined && typeof req.secureAccess !== 'boolean') throw new BadRequestError('secureAccess must be a boolean');
-  const extensions = strings(req.extensions, 'extensions');
-  if (extensions['access.renew.extend.seconds'] !== undefined) throw new NotImplementedError('extensions.access.renew.extend.seconds: renew-on-access is not served (renew with renew-expiration)');
-  const poolRef = extensions.poolRef ?? null;
-  const image = parseImage(req.image, poolRef !== null);
-  checkPlatform(req.platform);
-  const limits = strings(req.resourceLimits, 'resourceLimits');
-  strings(req.resourceRequests, 'resourceRequests'); // Kubernetes' requests: checked, meaningless here
-  const unservedLimits = Object.keys(limits).filter((k) => k !== 'cpu' && k !== 'memory');
-  if (unservedLimits.length > 0) throw new BadRequestError(`resourceLimits: ${unservedLimits.join(', ')} not served (cpu and memory are)`);
-  const env = strings(req.env, 'env');
-  for (const k of Object.keys(env)) if (!ENV_NAME.test(k)) throw new BadRequestError(`env: '${k}' is not a valid variable name`);
+/** The create a checked request asks for; its cpu and memory quantities are read here (a 400 when they are none). */
+function createInput(req: CreateRequest): CreateInput {
+  const image = req.image == null ? null : imageUri(req.image.uri.trim());
+  const limits = req.resourceLimits ?? {};
   return {
     image: image ?? '',
-    poolRef,
-    entrypoint: parseEntrypoint(req.entrypoint, image !== null && poolRef === null),
-    env,
-    metadata: metadataOf(req.metadata),
-    timeoutMs: parseTimeout(req.timeout, bounds),
+    poolRef: req.extensions?.poolRef ?? null,
+    entrypoint: req.entrypoint ?? ['tail', '-f', '/dev/null'],
+    env: req.env ?? {},
+    metadata: req.metadata ?? {},
+    timeoutMs: req.timeout == null ? null : req.timeout * 1000,
     cpus: limits.cpu === undefined ? null : parseCpus(limits.cpu, os.cpus().length),
     memoryBytes: limits.memory === undefined ? null : parseMemoryBytes(limits.memory),
+    ...(req.image?.auth != null ? { imageAuth: req.image.auth } : {}),
   };
 }
 
-function parseImage(value: unknown, optional: boolean): string | null {
-  if (value === undefined || value === null) {
-    if (optional) return null;
-    throw new BadRequestError('image is required: {"uri": "<image>"} (or extensions.poolRef naming a pool)');
-  }
-  const image = object(value, 'image');
-  const extra = Object.keys(image).filter((k) => k !== 'uri' && k !== 'auth');
-  if (extra.length > 0) throw new BadRequestError(`image: unknown field(s) ${extra.join(', ')}`);
-  if (typeof image.uri !== 'string' || image.uri.trim() === '') throw new BadRequestError('image.uri must be a non-empty string');
-  if (image.auth !== undefined) throw new NotImplementedError('image.auth: registry credentials are not served (the broker never pulls; images must be on the engine)');
-  return checkImageReference(image.uri.trim());
-}
-
-function parseEntrypoint(value: unknown, required: boolean): string[] {
-  if (value === undefined || value === null) {
-    if (required) throw new BadRequestError('entrypoint is required with image: e.g. ["tail", "-f", "/dev/null"]');
-    return ['tail', '-f', '/dev/null'];
-  }
-  if (!Array.isArray(value) || value.length === 0 || value.some((a) => typeof a !== 'string' || a.includes('\0'))) {
-    throw new BadRequestError('entrypoint must be a non-empty list of strings');
-  }
-  return value as string[];
-}
-
-function parseTimeout(value: unknown, { minSeconds, maxSeconds }: TimeoutBounds): number | null {
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < minSeconds || value > maxSeconds) {
-    throw new BadRequestError(`timeout must be an integer number of seconds between ${minSeconds} and ${maxSeconds} (BROKER_SANDBOX_MAX_TIMEOUT), or null for none; got ${JSON.stringify(value)}`);
-  }
-  return value * 1000;
-}
-
-function checkPlatform(value: unknown): void {
-  if (value === undefined || value === null) return;
-  const p = object(value, 'platform');
-  const arch = HOST_ARCH[os.arch()] ?? os.arch();
-  if (p.os !== 'linux' || p.arch !== arch) {
-    throw new BadRequestError(`platform ${JSON.stringify(p)} cannot be satisfied: this broker runs linux/${arch}`);
-  }
+/** The parser of creates under `bounds` (its check compiled once). */
+export function createParser(bounds: TimeoutBounds): (body: unknown) => CreateInput {
+  const check = createCheck(bounds);
+  return (body) => createInput(check(body));
 }
 
 /** Other fields first, all named; then a missing expiresAt, in the words of its schema's refusal. */
@@ -165,22 +94,11 @@ function positive(raw: string | null, dflt: number, name: string, max: number): 
 
 const LABEL = new RegExp(LABEL_VALUE);
 
-/** An empty metadata key is refused: no list filter could name it (`metadata=k%3Dv` needs a key). */
-function checkMetadataKey(key: string): void {
-  if (key === '') throw new BadRequestError("metadata key '': a key must not be empty");
-}
-
-/** A create's metadata: strings by non-empty keys. */
-function metadataOf(value: unknown): Record<string, string> {
-  const metadata = strings(value, 'metadata');
-  Object.keys(metadata).forEach(checkMetadataKey);
-  return metadata;
-}
-
 /** Entry by entry: its key, then its value. */
 addDomainCheck('x-metadata-patch', (patch) => {
   for (const [k, v] of Object.entries(patch)) {
-    checkMetadataKey(k);
+    // An empty key is refused: no list filter could name it (`metadata=k%3Dv` needs a key).
+    if (k === '') throw new BadRequestError("metadata key '': a key must not be empty");
     if (k.startsWith('opensandbox.io/')) throw new BadRequestError(`metadata key '${k}': the opensandbox.io/ prefix is reserved`);
     if (v === null) continue;
     if (typeof v !== 'string' || v.length > 63 || !LABEL.test(v)) {

@@ -8,17 +8,16 @@
 import type { ServerResponse } from 'node:http';
 import { SANDBOX_STATES } from '../../core/lifecycle/sandboxRecord';
 import type { SandboxService } from '../../core/lifecycle/sandboxService';
-import { openSandboxErrorFormat } from '../../http/errorFormats';
 import { sendJson } from '../../http/httpJson';
 import type { Router } from '../../http/router';
 import { clientGone } from '../../http/clientGone';
 import { publicAddress } from '../../http/publicAddress';
-import { parseCreate, parseListQuery, parseMetadataPatch, parseRenew, type TimeoutBounds } from './lifecycleInput';
+import { createParser, parseListQuery, parseMetadataPatch, parseRenew, type TimeoutBounds } from './lifecycleInput';
 import { listView, sandboxView } from './lifecycleViews';
 import { unservedLifecycleRoutes } from './unservedRoutes';
 import { endpointFor } from './sandboxEndpoints';
 import { parsePort } from './portProxy';
-import { served } from '../../http/contract';
+import { apiErrors, served } from '../../http/contract';
 import { LIFECYCLE_CONTRACT } from './lifecycleContract';
 
 const R = LIFECYCLE_CONTRACT.routes;
@@ -33,13 +32,13 @@ function accepted(res: ServerResponse): void {
 }
 
 export function lifecycleRouter(sandboxes: SandboxService, limits: LifecycleLimits): Router {
+  const parseCreate = createParser(limits);
   return {
     name: 'lifecycle',
-    errors: openSandboxErrorFormat,
-    pathPrefix: '/v1',
+    ...apiErrors(LIFECYCLE_CONTRACT),
     routes: [
       served(R.create, async ({ body, res }) => {
-        const { poolRef, ...spec } = parseCreate(body, limits);
+        const { poolRef, ...spec } = parseCreate(body);
         const record = await sandboxes.create(spec, poolRef, clientGone(res));
         if (res.destroyed) return void (await sandboxes.delete(record.id)); // nobody will learn its id
         sendJson(res, 202, sandboxView(record, true), { Location: `/v1/sandboxes/${record.id}` });

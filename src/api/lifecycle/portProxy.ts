@@ -10,10 +10,9 @@ import net from 'node:net';
 import { WebSocket } from 'ws';
 import { BadRequestError, BrokerError, errorMessage } from '../../common/errors';
 import type { SandboxService } from '../../core/lifecycle/sandboxService';
-import { openSandboxErrorFormat } from '../../http/errorFormats';
 import type { Route, Router } from '../../http/router';
-import { served, upgrade, type RouteContract } from '../../http/contract';
-import { PORT_PROXY_ROUTES } from './lifecycleContract';
+import { apiErrors, served, upgrade, type RouteContract } from '../../http/contract';
+import { LIFECYCLE_CONTRACT, PORT_PROXY_ROUTES } from './lifecycleContract';
 
 /** Headers that are the broker's (its token, in every form) or the connection's own. */
 const NOT_FORWARDED = new Set(['authorization', 'x-execd-access-token', 'open-sandbox-api-key', 'connection', 'keep-alive', 'upgrade', 'proxy-connection', 'te', 'trailer', 'transfer-encoding']);
@@ -89,7 +88,7 @@ export function portProxyRouter(sandboxes: SandboxService): Router {
     });
   return {
     name: 'port-proxy',
-    errors: openSandboxErrorFormat,
+    ...apiErrors(LIFECYCLE_CONTRACT),
     routes: PORT_PROXY_ROUTES.filter((c) => c.method !== 'WS').map(route),
     upgrades: [
       upgrade(PORT_PROXY_ROUTES.find((c) => c.method === 'WS')!, {

@@ -6,9 +6,8 @@
  */
 import type { SandboxDirectory } from '../../core/sandbox/sandboxHandle';
 import { NotImplementedError } from '../../common/errors';
-import { openSandboxErrorFormat } from '../../http/errorFormats';
 import type { Route, Router } from '../../http/router';
-import { served, type RouteContract } from '../../http/contract';
+import { apiErrors, served, type RouteContract } from '../../http/contract';
 import { EGRESS_ROUTES, LIFECYCLE_CONTRACT } from './lifecycleContract';
 
 const SNAPSHOTS = 'snapshots are not served by this broker: a sandbox lives until it is deleted or expires';
@@ -40,7 +39,7 @@ export function unservedLifecycleRoutes(known: (id: string) => unknown): Route[]
 export function egressRouter(sandboxes: SandboxDirectory): Router {
   return {
     name: 'egress',
-    errors: openSandboxErrorFormat,
+    ...apiErrors(LIFECYCLE_CONTRACT),
     routes: EGRESS_ROUTES.map((contract) => unserved(contract, EGRESS, sandboxes)),
   };
 }

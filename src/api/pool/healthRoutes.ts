@@ -7,8 +7,12 @@ import type { SessionPool } from '../../core/pool/pool';
 import type { PoolRegistry } from '../../core/pool/poolRegistry';
 import type { BrokerMetrics } from '../../metrics/metrics';
 import { sendJson } from '../../http/httpJson';
-import { poolErrorFormat } from '../../http/errorFormats';
 import type { Router } from '../../http/router';
+import { apiErrors, served } from '../../http/contract';
+import { HEALTH_CONTRACT } from './healthContract';
+
+const R = HEALTH_CONTRACT.routes;
+import type { ImagesReport } from '../../core/images/imageViews';
 
 export type HealthStatus = 'healthy' | 'degraded' | 'unhealthy';
 
@@ -65,8 +69,11 @@ function isolationField(pool: SessionPool) {
  * The default pool's report, and with named pools each one's counts under `pools` (the default one
  * too, by its name): one that is not healthy makes a healthy broker `degraded`.
  */
-export function brokerHealth(pools: PoolRegistry): ReturnType<typeof healthReport> & { pools?: Record<string, object> } {
-  const report: ReturnType<typeof healthReport> & { pools?: Record<string, object> } = healthReport(pools.main.pool);
+export function brokerHealth(pools: PoolRegistry, images?: () => ImagesReport): ReturnType<typeof healthReport> & { pools?: Record<string, object>; images?: object } {
+  const report: ReturnType<typeof healthReport> & { pools?: Record<string, object>; images?: object } = healthReport(pools.main.pool);
+  const imagesPart = images?.();
+  // Only where on-demand images are on: beside the pool API's fields, as `pools` is.
+  if (imagesPart?.on_demand) report.images = imagesHealth(imagesPart);
   if (pools.named.length === 0) return report;
   report.pools = {};
   for (const entry of pools.entries) {
@@ -77,31 +84,39 @@ export function brokerHealth(pools: PoolRegistry): ReturnType<typeof healthRepor
   return report;
 }
 
+/** /health's `images`: pulls, disk against the budget, evictions, and each live image pool's sessions. */
+function imagesHealth(r: ImagesReport): object {
+  const pools: Record<string, { containers: number; warm_sessions: number; leased_sessions: number }> = {};
+  for (const v of r.images) if (v.containers > 0) pools[v.image] = { containers: v.containers, warm_sessions: v.warm_sessions, leased_sessions: v.leased_sessions };
+  return {
+    pulls_in_flight: r.pulls_in_flight,
+    images_held: r.images_held,
+    disk_used_bytes: r.disk_used_bytes,
+    disk_budget_bytes: r.disk_budget_bytes,
+    evictions: r.evictions,
+    pools,
+  };
+}
+
 /** `metricsPublic`: /metrics without a token (BROKER_METRICS_PUBLIC=1), for a scraper that cannot send one. */
-export function healthRouter(pools: PoolRegistry, metrics: BrokerMetrics, { metricsPublic }: { metricsPublic: boolean }): Router {
+export function healthRouter(pools: PoolRegistry, metrics: BrokerMetrics, { metricsPublic, images }: { metricsPublic: boolean; images?: () => ImagesReport }): Router {
   return {
     name: 'health',
-    errors: poolErrorFormat,
+    ...apiErrors(HEALTH_CONTRACT),
     routes: [
-      {
-        method: 'GET',
-        path: '/health',
-        public: true,
-        handle({ res }) {
-          const report = brokerHealth(pools);
-          sendJson(res, report.status === 'unhealthy' ? 503 : 200, report);
-        },
-      },
-      {
-        method: 'GET',
-        path: '/metrics',
-        public: metricsPublic,
-        async handle({ res }) {
+      served(R.health, ({ res }) => {
+        const report = brokerHealth(pools, images);
+        sendJson(res, report.status === 'unhealthy' ? 503 : 200, report);
+      }),
+      served(
+        R.metrics,
+        async ({ res }) => {
           const text = await metrics.registry.metrics();
           res.writeHead(200, { 'Content-Type': metrics.registry.contentType, 'Content-Length': Buffer.byteLength(text) });
           res.end(text);
         },
-      },
+        { metricsPublic },
+      ),
     ],
   };
 }

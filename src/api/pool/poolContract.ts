@@ -10,12 +10,36 @@
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { MAX_GROUP_SIZE } from '../../core/pool/groupAcquire';
+import { IMAGE_REF_PATTERN, MAX_IMAGE_REF_CHARS } from '../../core/images/imageRef';
 import type { CommandLimits } from '../../core/session/sessionInput';
 import { commandSchema, orNull, PATH_KEYS } from '../contractParts';
 import { ref } from '../../http/openApiTypes';
 import type { ApiContract, RouteContract } from '../../http/contract';
 
 const REFUSE_NON_OBJECT = 'Request body must be a JSON object, got {a}';
+
+/** An image reference (core/images/imageRef.ts): a malformed, huge or hostile one is a 400 before anything starts. */
+export const IMAGE = Type.String({
+  minLength: 1,
+  maxLength: MAX_IMAGE_REF_CHARS,
+  pattern: IMAGE_REF_PATTERN,
+  description: "an image reference (registry/repository:tag or @sha256:<64 hex>): a configured pool that runs it, else this image's pool made on demand (docs/images.md)",
+  'x-refusal': {
+    type: "'image' must be an image reference (a string), got {a}",
+    minLength: "'image' must not be empty",
+    maxLength: `'image' must be at most ${MAX_IMAGE_REF_CHARS} characters`,
+    pattern: "'image' must be an image reference such as registry.local:5000/repo/name:tag or name@sha256:<64 hex>",
+  },
+});
+
+/** What an acquire by image cost (docs/images.md): where its session came from, and its whole wait. */
+export const IMAGE_COST = Type.Object(
+  {
+    kind: Type.Unsafe<'warm' | 'started' | 'pulled'>({ enum: ['warm', 'started', 'pulled'], description: 'warm: a free session; started: it waited for a container; pulled: it waited for the pull, then a container' }),
+    wait_ms: Type.Integer({ description: 'the whole acquire, from its request to its lease' }),
+  },
+  { additionalProperties: false },
+);
 /** Printable, up to this long: a UUID, a trace id, an episode and step number. */
 export const MAX_REQUEST_ID_CHARS = 200;
 
@@ -96,6 +120,7 @@ export function acquireBody(limits?: CommandLimits) {
           }),
         ),
       ),
+      image: Type.Optional(orNull(IMAGE)),
     },
     { 'x-refusal': { type: 'Request body must be a JSON object (or empty), got {a}' } },
   );
@@ -152,6 +177,7 @@ export const ACQUIRED = Type.Object(
     // The document's shared ExecuteResult, by reference.
     startup_results: Type.Optional(Type.Array(Type.Unsafe<ExecuteResult>({ $ref: '#/components/schemas/ExecuteResult' }))),
     lease_ttl: Type.Optional(Type.Number()),
+    image_cost: Type.Optional(IMAGE_COST),
   },
   { additionalProperties: false },
 );
@@ -159,7 +185,7 @@ export type Acquired = Static<typeof ACQUIRED>;
 
 /** POST /session/acquire_group's answer: each lease as an acquire's, with its container's index. */
 export const GROUP_ACQUIRED = Type.Object(
-  { sessions: Type.Array(Type.Object({ ...ACQUIRED.properties, container: Type.Integer() }, { additionalProperties: false })) },
+  { sessions: Type.Array(Type.Object({ ...ACQUIRED.properties, container: Type.Integer() }, { additionalProperties: false })), image_cost: Type.Optional(IMAGE_COST) },
   { additionalProperties: false },
 );
 export type GroupAcquired = Static<typeof GROUP_ACQUIRED>;
@@ -212,17 +238,22 @@ const ON_LEASE = {
   410: 'its shell or container died: its state is lost (`session_broken`)',
 };
 const ACQUIRE_ERRORS = {
-  400: 'a bad field: files, startup_commands, request_id, lease_ttl, acquire_timeout, or an unknown pool (`bad_request`, `unknown_pool`)',
+  400: 'a bad field: files, startup_commands, request_id, lease_ttl, acquire_timeout, image, or an unknown pool (`bad_request`, `unknown_pool`)',
+  403: 'an image this node may not pull (`image_not_allowed`), or its registry refused the node (`registry_denied`)',
+  404: 'the registry has no such image (`image_not_found`)',
   409: 'the same request_id with another body (`request_id_conflict`)',
   413: 'the body or a command is too large (`payload_too_large`)',
   422: 'a startup command killed its shell; no session was leased (`startup_failed`)',
-  503: 'no session became free in time (`pool_exhausted`, with queue_length and Retry-After), or shutting down',
+  501: 'an image on a backend that runs none (`not_implemented`)',
+  503: 'no session became free in time (`pool_exhausted`, with queue_length and Retry-After), shutting down, or an image not ready: its registry unreachable (`registry_unavailable`), its pull or first container still under way (`image_pulling`, `image_starting`), no room for it (`node_full`, `image_disk_full`), all with Retry-After',
+  507: 'an image larger than the node\'s image disk budget (`image_too_large`)',
 };
 
 const routes = {
   acquire: {
     method: 'POST',
     path: '/session/acquire',
+    gateway: 'acquire',
     summary: 'Lease a session',
     description: 'Waits in a FIFO queue for a free session, makes its working directory, writes `files`, runs `startup_commands`.',
     body: { schema: ref('AcquireRequest'), required: false, example: { files: { 'data/in.txt': 'aGVsbG8=' }, startup_commands: ['export GREETING=hi'] } },
@@ -232,6 +263,7 @@ const routes = {
   acquireGroup: {
     method: 'POST',
     path: '/session/acquire_group',
+    gateway: 'acquire',
     summary: 'Lease n sessions, all or none',
     body: {
       schema: acquireGroupBody(),
@@ -298,6 +330,8 @@ export const POOL_CONTRACT: ApiContract<typeof routes> = {
   tag: 'pool',
   description: 'The pool API: lease a warm bash session, run commands in it, release it; and the additions for rollout clients.',
   errors: 'pool',
+  // A lease's calls go to the node its session id names.
+  gateway: 'id',
   pathParams: { sessionId: { description: 'the session_id an acquire answered', example: ID } },
   schemas: { ExecuteResult: EXECUTE_RESULT, AcquireRequest: acquireBody(), Acquired: ACQUIRED, JournalEntry: JOURNAL_ENTRY },
   routes,

@@ -6,6 +6,7 @@
  * BROKER_POOLS' preparations pass too, run where the schema's `x-workdir-files` stands.
  */
 import type { WorkdirFile } from '../../core/ports/backend';
+import { BadRequestError } from '../../common/errors';
 import { parseWorkdirFiles, type CommandLimits } from '../../core/session/sessionInput';
 import { addDomainCheck, compileCheck } from '../../http/schemaCheck';
 import { acquireBody, executeBody, type AcquireBody, type ExecuteBody } from './poolContract';
@@ -27,6 +28,8 @@ export interface AcquireInput extends AcquireExtras {
   startupCommands: string[];
   /** A named pool of BROKER_POOLS; undefined: the default pool. */
   pool?: string;
+  /** An image reference (docs/images.md); undefined: the pool's own image. */
+  image?: string;
   /** What the request asked for, for its request_id's conflict check. */
   fingerprint(): string;
 }
@@ -78,6 +81,10 @@ export function parseAcquire(body: unknown, limits: CommandLimits): AcquireInput
     fingerprint: () => acquireFingerprint(obj),
   };
   if (obj.pool !== undefined && obj.pool !== null) input.pool = obj.pool;
+  if (obj.image !== undefined && obj.image !== null) {
+    if (input.pool !== undefined) throw new BadRequestError("give 'pool' or 'image', not both: an image names its pool");
+    input.image = obj.image;
+  }
   return input;
 }
 

@@ -11,11 +11,12 @@ import type { CommandLimits } from '../../core/session/sessionInput';
 import type { RequestIds } from '../../core/pool/requestIds';
 import type { AcquireResult } from '../../core/pool/poolTypes';
 import { sendJson, sendJsonStreamed } from '../../http/httpJson';
-import { poolErrorFormat } from '../../http/errorFormats';
 import type { Router } from '../../http/router';
 import { clientGone, ifUndelivered } from '../../http/clientGone';
 import { POOL_CONTRACT, type Acquired, type ExecuteResult, type Released } from './poolContract';
-import { served } from '../../http/contract';
+import { apiErrors, served } from '../../http/contract';
+import type { ImagePools } from '../../core/images/imagePools';
+import { acquireByImage } from './imageAcquire';
 
 const R = POOL_CONTRACT.routes;
 
@@ -93,15 +94,17 @@ async function releasingAfter(execute: () => Promise<ExecResult>, release: () =>
 /**
  * POST /session/acquire (of the default pool, or the named one its `pool` gives), /session/<id>/execute,
  * /session/<id>/release (routed to the pool that leased the id). `requestIds`: the window of
- * retry-safe calls (core/pool/requestIds.ts) that `request_id` names.
+ * retry-safe calls (core/pool/requestIds.ts) that `request_id` names. An acquire that names an
+ * `image` goes to `images` (imageAcquire.ts).
  */
-export function poolRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds, factsByDefault = false): Router {
+export function poolRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds, factsByDefault = false, images: ImagePools | null = null): Router {
   return {
     name: 'pool',
-    errors: poolErrorFormat,
+    ...apiErrors(POOL_CONTRACT),
     routes: [
       served(R.acquire, async ({ body, res }) => {
         const input = parseAcquire(body, limits);
+        if (input.image !== undefined) return acquireByImage(images, { ...input, image: input.image }, res, requestIds, (r) => acquireResponse(r, input, limits));
         const pool = pools.pool(input.pool);
         const request = { ...input, leaseTtlMs: input.leaseTtlMs, acquireTimeoutMs: input.acquireTimeoutMs };
         // With a request_id the acquire outlives its client: the retry that comes for it gets its lease.

@@ -5,7 +5,6 @@
 import type { PoolRegistry } from '../../core/pool/poolRegistry';
 import type { RequestIds } from '../../core/pool/requestIds';
 import { sendJson, sendJsonStreamed } from '../../http/httpJson';
-import { poolErrorFormat } from '../../http/errorFormats';
 import { acquireResponse } from './poolRoutes';
 import { clientGone, ifUndelivered } from '../../http/clientGone';
 import { parseAcquire } from './poolInput';
@@ -13,19 +12,22 @@ import type { CommandLimits } from '../../core/session/sessionInput';
 import { parseGroupSize } from './rolloutInput';
 import type { Router } from '../../http/router';
 import { POOL_CONTRACT, type Alive, type GroupAcquired, type History } from './poolContract';
-import { served } from '../../http/contract';
+import { apiErrors, served } from '../../http/contract';
+import type { ImagePools } from '../../core/images/imagePools';
+import { acquireGroupByImage } from './imageAcquire';
 
 const R = POOL_CONTRACT.routes;
 
-/** A group comes from the pool it names, as an acquire does; a heartbeat or history reaches the pool that leased the id. */
-export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds): Router {
+/** A group comes from the pool it names, as an acquire does (or the pool of the image it names); a heartbeat or history reaches the pool that leased the id. */
+export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds, images: ImagePools | null = null): Router {
   return {
     name: 'rollout',
-    errors: poolErrorFormat,
+    ...apiErrors(POOL_CONTRACT),
     routes: [
       served(R.acquireGroup, async ({ body, res }) => {
         const input = parseAcquire(body, limits);
         const { n, spread } = parseGroupSize(body);
+        if (input.image !== undefined) return acquireGroupByImage(images, { ...input, image: input.image }, { n, spread }, res, requestIds, (r) => acquireResponse(r, input, limits));
         const pool = pools.pool(input.pool);
         const request = { ...input, n, spread };
         const results = input.requestId

@@ -60,6 +60,7 @@ const routes = {
   create: {
     method: 'POST',
     path: '/sandboxes',
+    gateway: 'create',
     summary: 'Create a task sandbox (answers once it is usable)',
     body: { schema: CREATE_TASK_BODY, example: { repo: 'org/project', prompt: 'fix the failing test' } },
     responses: { 201: { description: 'its record', schema: ref('TaskRecord') } },
@@ -84,6 +85,7 @@ export const TASK_CONTRACT: ApiContract<typeof routes> = {
   tag: 'task sandboxes',
   description: 'Task sandboxes: a sandbox with a coding agent working on a repository; its lifecycle and coding events as resumable SSE streams.',
   errors: 'pool',
+  gateway: 'id',
   pathParams: { id: { description: 'a task sandbox id', example: ID } },
   schemas: { TaskRecord: RECORD },
   routes,

@@ -13,12 +13,11 @@
  */
 import type { StreamName, TaskSandbox } from '../../core/tasks/taskSandbox';
 import type { TaskService } from '../../core/tasks/taskService';
-import { poolErrorFormat } from '../../http/errorFormats';
 import { sendJson } from '../../http/httpJson';
 import type { RouteContext, Router } from '../../http/router';
 import { openEventStream } from '../../http/sse';
 import { parseCreateTask, parsePromptBody, parseResumeCursor } from './taskInput';
-import { served } from '../../http/contract';
+import { apiErrors, served } from '../../http/contract';
 import { TASK_CONTRACT } from './taskContract';
 
 const R = TASK_CONTRACT.routes;
@@ -27,7 +26,7 @@ export function taskRouter(tasks: TaskService, options: { keepAliveMs: number })
   const stream = (name: StreamName) => (ctx: RouteContext) => serveStream(tasks.get(ctx.params.id), name, ctx, options.keepAliveMs);
   return {
     name: 'task sandboxes',
-    errors: poolErrorFormat,
+    ...apiErrors(TASK_CONTRACT),
     routes: [
       served(R.create, async ({ res, body }) => sendJson(res, 201, (await tasks.create(parseCreateTask(body))).record())),
       served(R.get, ({ res, params }) => sendJson(res, 200, tasks.get(params.id).record())),

@@ -10,7 +10,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { arrayOf, BOOLEAN, INTEGER, nullable, object, ref, STRING, type Schema } from '../../http/openApiTypes';
-import type { ApiContract, RouteContract } from '../../http/contract';
+import type { ApiContract, Destination, RouteContract } from '../../http/contract';
 import type { CommandLimits } from '../../core/session/sessionInput';
 import { commandSchema, orNull, PATH_PARAM } from '../contractParts';
 
@@ -87,10 +87,13 @@ const PAGE = { 200: { description: 'the page (public: it holds no data)', conten
 /** The routes of one workspace, under `prefix` ('' for the default workspace). */
 function workspaceRoutes(prefix: string, which: string) {
   const errors = prefix ? { 404: UNKNOWN } : { 404: `${UNKNOWN}: the default workspace is off (BROKER_DEFAULT_WORKSPACE=0)` };
+  // A named workspace's calls go to the node its id names; the default one lives on the home node.
+  const gateway: Destination = prefix ? 'id' : 'home';
   const routes = {
     execute: {
       method: 'POST',
       path: `${prefix}/api/execute`,
+      gateway,
       summary: `Type a command into ${which}'s terminal`,
       description: 'Answers when the job ends, or after `wait` seconds with `returncode` null and the output so far (the rest streams over /ws/workspace).',
       body: { schema: executeBody(), example: { command: 'cd /tmp && echo hi', wait: 5 } },
@@ -100,6 +103,7 @@ function workspaceRoutes(prefix: string, which: string) {
     interrupt: {
       method: 'POST',
       path: `${prefix}/api/interrupt`,
+      gateway,
       summary: `^C to ${which}'s terminal`,
       body: { schema: {}, required: false, description: 'any JSON, ignored' },
       responses: { 200: { description: 'the job it interrupted, or null', schema: object({ job_id: nullable(STRING) }), example: { job_id: JOB } } },
@@ -108,6 +112,7 @@ function workspaceRoutes(prefix: string, which: string) {
     input: {
       method: 'POST',
       path: `${prefix}/api/input`,
+      gateway,
       summary: `Keys to ${which}'s terminal, as they are`,
       body: { schema: INPUT_BODY, example: { text: 'sesame\r' } },
       responses: { 200: { description: 'sent', schema: object({ status: { const: 'sent' } }), example: { status: 'sent' } } },
@@ -116,6 +121,7 @@ function workspaceRoutes(prefix: string, which: string) {
     logs: {
       method: 'GET',
       path: `${prefix}/api/workspace/logs`,
+      gateway,
       summary: `${which}'s events`,
       params: [
         { name: 'offset', in: 'query', description: 'absolute seq to start at; negative counts from the tail', schema: INTEGER, example: -20 },
@@ -137,6 +143,7 @@ function workspaceRoutes(prefix: string, which: string) {
     write: {
       method: 'POST',
       path: `${prefix}/api/write`,
+      gateway,
       summary: `Create or overwrite a file in ${which}`,
       body: { schema: WRITE_BODY, example: { filename: 'notes.txt', content: 'hello\n' } },
       responses: { 200: { description: 'written', schema: object({ filename: STRING, path: STRING, bytes_written: INTEGER }), example: { filename: 'notes.txt', path: `/tmp/s/${ID}/notes.txt`, bytes_written: 6 } } },
@@ -145,6 +152,7 @@ function workspaceRoutes(prefix: string, which: string) {
     read: {
       method: 'GET',
       path: `${prefix}/api/read`,
+      gateway,
       summary: `Read a file of ${which}`,
       params: [FILENAME],
       responses: {
@@ -159,6 +167,7 @@ function workspaceRoutes(prefix: string, which: string) {
     readPartial: {
       method: 'GET',
       path: `${prefix}/api/read-partial`,
+      gateway,
       summary: `Read part of a file of ${which}`,
       params: [
         FILENAME,
@@ -176,6 +185,7 @@ function workspaceRoutes(prefix: string, which: string) {
     events: {
       method: 'WS',
       path: `${prefix}/ws/workspace`,
+      gateway,
       summary: `WebSocket: ${which}'s events, live (\`?since=SEQ\` replays first)`,
       params: [{ name: 'since', in: 'query', description: 'replay the ring from this seq first', schema: { type: 'integer', minimum: 0 } }],
       responses: { 101: { description: 'Switching Protocols: JSON text messages, one WorkspaceEvent each' } },
@@ -184,6 +194,7 @@ function workspaceRoutes(prefix: string, which: string) {
     terminal: {
       method: 'WS',
       path: `${prefix}/ws/workspace/terminal`,
+      gateway,
       summary: `WebSocket: ${which}'s terminal (raw bytes out; keys, input and resize messages in)`,
       responses: { 101: { description: 'Switching Protocols' } },
       errors,
@@ -194,6 +205,7 @@ function workspaceRoutes(prefix: string, which: string) {
     (['GET', 'POST'] as const).map((method): RouteContract => ({
       method,
       path: prefix + path,
+      gateway,
       summary: 'Deprecated by the workspace API: not served',
       responses: {},
       errors: { 410: 'use POST /api/execute (`deprecated_endpoint`)' },
@@ -212,6 +224,7 @@ const routes = {
   create: {
     method: 'POST',
     path: '/workspaces',
+    gateway: 'create',
     summary: 'Create a named workspace',
     body: { schema: {}, required: false, description: 'any JSON, ignored' },
     responses: { 201: { description: 'created', schema: object({ workspace_id: STRING, workdir: STRING }), example: { workspace_id: ID, workdir: `/tmp/s/${ID}/` } } },
@@ -220,25 +233,29 @@ const routes = {
   list: {
     method: 'GET',
     path: '/workspaces',
+    gateway: 'list-workspaces',
     summary: 'List the workspaces',
     responses: { 200: { description: 'the workspaces', schema: arrayOf(object({ workspace_id: STRING, workdir: STRING, running_job_id: nullable(STRING) })) } },
   },
   end: {
     method: 'DELETE',
     path: '/workspaces/:workspaceId',
+    gateway: 'id',
     summary: 'End a workspace (its slot goes back to the pool)',
     responses: { 200: { description: 'ended', schema: object({ workspace_id: STRING, status: { const: 'ended' } }) } },
     errors: { 404: UNKNOWN },
   },
 } satisfies Record<string, RouteContract>;
 
+// The pages are the same on every node (their script calls the routes above).
 const page = {
-  defaultPage: { method: 'GET', path: '/ui/workspace', public: true, summary: "The default workspace's terminal page", responses: PAGE },
-  namedPage: { method: 'GET', path: '/ui/workspaces/:workspaceId', public: true, summary: "A workspace's terminal page", responses: PAGE },
+  defaultPage: { method: 'GET', path: '/ui/workspace', public: true, gateway: 'any', summary: "The default workspace's terminal page", responses: PAGE },
+  namedPage: { method: 'GET', path: '/ui/workspaces/:workspaceId', public: true, gateway: 'any', summary: "A workspace's terminal page", responses: PAGE },
   assets: {
     method: 'GET',
     path: '/ui/assets/:name',
     public: true,
+    gateway: 'any',
     summary: "The terminal page's scripts and styles (xterm.js from node_modules)",
     responses: { 200: { description: 'the file', contentType: 'text/javascript', schema: STRING }, 404: { description: 'no such asset', contentType: 'text/plain', schema: STRING } },
   },

@@ -9,11 +9,10 @@
  */
 import fs from 'node:fs';
 import type { ServerResponse } from 'node:http';
-import { poolErrorFormat } from '../../http/errorFormats';
 import type { Router } from '../../http/router';
 import { WORKSPACE_PAGE_SCRIPT } from './workspacePageScript';
-import { served } from '../../http/contract';
-import { WORKSPACE_PAGE_ROUTES } from './workspaceContract';
+import { apiErrors, served } from '../../http/contract';
+import { WORKSPACE_CONTRACT, WORKSPACE_PAGE_ROUTES } from './workspaceContract';
 
 /** Files of the npm packages, resolved once at start (a missing package fails the start, not a page load). */
 const ASSETS: Record<string, { file: string; type: string }> = {
@@ -53,8 +52,7 @@ export function workspacePageRouter(): Router {
   const assets = Object.fromEntries(Object.entries(ASSETS).map(([name, a]) => [name, { body: fs.readFileSync(a.file), type: a.type }]));
   return {
     name: 'workspace-page',
-    errors: poolErrorFormat,
-    pathPrefix: '/ui',
+    ...apiErrors(WORKSPACE_CONTRACT),
     routes: [
       served(R.defaultPage, ({ res }) => sendText(res, 'text/html; charset=utf-8', page('', 'workspace'))),
       served(R.namedPage, ({ params, res }) => {

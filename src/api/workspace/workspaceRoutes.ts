@@ -8,7 +8,6 @@ import type { Workspaces } from '../../core/workspace/workspaces';
 import type { WorkspaceFiles } from '../../core/workspace/workspaceFiles';
 import type { Workspace } from '../../core/workspace/workspace';
 import { brokerError } from '../../common/errors';
-import { poolErrorFormat } from '../../http/errorFormats';
 import { sendJson, sendJsonStreamed } from '../../http/httpJson';
 import { clientGone } from '../../http/clientGone';
 import {
@@ -24,7 +23,7 @@ import {
 } from './workspaceInput';
 import type { WebSocket } from 'ws';
 import { acceptEventStream, acceptTerminal, type SocketOptions } from './workspaceSockets';
-import { served, upgrade, type RouteContract } from '../../http/contract';
+import { apiErrors, served, upgrade, type RouteContract } from '../../http/contract';
 import { WORKSPACE_CONTRACT, WORKSPACE_ROUTES } from './workspaceContract';
 
 /** A WebSocket whose workspace ended between the handshake's check and the socket (rare). */
@@ -160,5 +159,5 @@ export function workspaceRouter(workspaces: Workspaces, files: WorkspaceFiles, o
       }),
     );
   }
-  return { name: 'workspace', errors: poolErrorFormat, routes, upgrades };
+  return { name: 'workspace', ...apiErrors(WORKSPACE_CONTRACT), routes, upgrades };
 }

@@ -62,7 +62,7 @@ export class DockerBackend implements SessionBackend {
   readonly kind = 'docker';
   readonly docker: Dockerode = dockerEngine();
   /** An isolated session's file routes run in its own view (isolation/sessionView.ts). */
-  readonly files = new DockerFiles(this.docker, (ref, root) => (this.links.get(ref.id)?.isolates ? this.isolation.viewOf(ref.id, root) : null));
+  readonly files = new DockerFiles(this.docker, (ref, workdir) => (this.links.get(ref.id)?.isolates ? this.isolation.viewOf(ref.id, workdir) : null));
   readonly meter = new DockerMeter(this.docker);
   readonly instance = `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private readonly links = new Map<string, ContainerLink>();
@@ -281,10 +281,11 @@ export class DockerBackend implements SessionBackend {
   }
 
   /**
-   * A workspace's terminal in the slot's container: on the broker's pipes through `script`
-   * (fifoTerminal.ts) where the fifo transport serves the container and it has `script`; else a
-   * `docker exec` with a TTY (dockerTerminal.ts). In a container that isolates its sessions it opens
-   * in the view of the slot's session (the workspace's), never in the container's own.
+   * A workspace's terminal in the slot's container: on the broker's pipes (fifoTerminal.ts), opened
+   * by the session init where the container's sessions start through it, else through `script`
+   * where the container has it; else a `docker exec` with a TTY (dockerTerminal.ts). In a container
+   * that isolates its sessions it opens in the view of the slot's session (the workspace's), never
+   * in the container's own.
    */
   private async openTerminal(ref: ContainerRef, options: TerminalOptions): Promise<TerminalProcess> {
     const link = this.links.get(ref.id);
@@ -292,12 +293,13 @@ export class DockerBackend implements SessionBackend {
     const isolated = link.isolates ? this.isolation.terminal(ref.id, options.slotId) : undefined;
     if (isolated === null) throw new BackendError(`the session of slot ${options.slotId} is gone: its terminal has no filesystem view to open in`);
     const tag = (): string => `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-t${++this.generation}`;
-    if (link.spawner && !this.noScript.has(ref.id)) {
+    const byInit = isolated !== undefined && link.spawner?.opensTerminals === true;
+    if (link.spawner && (byInit || !this.noScript.has(ref.id))) {
       try {
-        return await openFifoTerminal(link.openChannel, link.control, options, tag(), isolated);
+        return await openFifoTerminal(link.openChannel, link.control, options, tag(), isolated, byInit);
       } catch (err) {
         // No `script`, or one that is not util-linux's: this container's terminals take the engine's path.
-        this.noScript.add(ref.id);
+        if (!byInit) this.noScript.add(ref.id);
         logger.warn({ container: ref.name, err: errorMessage(err) }, 'a terminal on pipes did not start: workspace terminals of this container go through docker exec');
       }
     }

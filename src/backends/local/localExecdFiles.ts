@@ -10,7 +10,7 @@ import { constants } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
-import type { ContainerRef, EntryInfo, FileAccess, Permission } from '../../core/ports/backend';
+import type { EntryInfo, FileAccess, FileOwner, Permission } from '../../core/ports/backend';
 import { FileNotFoundError, NotADirectoryError, NotAFileError } from '../../common/errors';
 import { byteCounter } from '../../common/byteCounter';
 import { entryOf, followInside, HostNames, parentInside, toMakeInside } from './localEntries';
@@ -56,12 +56,12 @@ async function walk(dir: string, reportedDir: string, depthLeft: number, maxEntr
 }
 
 export const localExecdFiles: ExecdFileAccess = {
-  async stat(_c: ContainerRef, root: string, target: string): Promise<EntryInfo> {
+  async stat(_owner: FileOwner, root: string, target: string): Promise<EntryInfo> {
     const real = await followInside(root, target);
     return entryOf(target, await onHeld(root, real, (object) => fs.stat(object)).catch(notFound(target)), new HostNames());
   },
 
-  async list(_c: ContainerRef, root: string, dir: string, maxDepth: number, maxEntries: number): Promise<EntryInfo[]> {
+  async list(_owner: FileOwner, root: string, dir: string, maxDepth: number, maxEntries: number): Promise<EntryInfo[]> {
     const real = await followInside(root, dir);
     const own = await fs.lstat(dir).catch(notFound(dir));
     if (own.isSymbolicLink()) throw new NotADirectoryError(dir, `a symlink (to ${real}): list the directory it points to`);
@@ -71,7 +71,7 @@ export const localExecdFiles: ExecdFileAccess = {
     return out;
   },
 
-  async remove(_c: ContainerRef, root: string, target: string, kind: 'file' | 'directory'): Promise<void> {
+  async remove(_owner: FileOwner, root: string, target: string, kind: 'file' | 'directory'): Promise<void> {
     const real = await parentInside(root, target).catch((err) => {
       if (kind === 'directory' && err instanceof FileNotFoundError) return null; // rm -rf of a missing path
       throw err;
@@ -89,12 +89,12 @@ export const localExecdFiles: ExecdFileAccess = {
     });
   },
 
-  async setPermissions(_c: ContainerRef, root: string, target: string, permission: Permission): Promise<void> {
+  async setPermissions(_owner: FileOwner, root: string, target: string, permission: Permission): Promise<void> {
     const real = await followInside(root, target);
     await onHeld(root, real, (object) => applyPermission(object, permission));
   },
 
-  async move(_c: ContainerRef, root: string, src: string, dest: string): Promise<void> {
+  async move(_owner: FileOwner, root: string, src: string, dest: string): Promise<void> {
     const from = await parentInside(root, src);
     await fs.lstat(from).catch(notFound(src));
     const to = await parentInside(root, dest);
@@ -106,7 +106,7 @@ export const localExecdFiles: ExecdFileAccess = {
     await inHeldDir(root, from, false, (source) => inHeldDir(root, to, false, (target) => rename(source, target)));
   },
 
-  async makeDirectory(_c: ContainerRef, root: string, target: string, permission: Permission): Promise<void> {
+  async makeDirectory(_owner: FileOwner, root: string, target: string, permission: Permission): Promise<void> {
     const real = await toMakeInside(root, target);
     await onHeldDir(root, real, true, (dir) => applyPermission(dir, permission)).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'EEXIST' || err.code === 'ENOTDIR') throw new NotADirectoryError(target, 'a file is in the way');
@@ -114,13 +114,13 @@ export const localExecdFiles: ExecdFileAccess = {
     });
   },
 
-  async readStream(_c: ContainerRef, root: string, target: string, offset: number, length: number): Promise<NodeJS.ReadableStream> {
+  async readStream(_owner: FileOwner, root: string, target: string, offset: number, length: number): Promise<NodeJS.ReadableStream> {
     const real = await followInside(root, target);
     const handle = await onHeld(root, real, (object) => fs.open(object, 'r')).catch(notFound(target));
     return handle.createReadStream({ start: offset, end: offset + length - 1, autoClose: true });
   },
 
-  async writeStream(_c: ContainerRef, root: string, target: string, content: NodeJS.ReadableStream, permission: Partial<Permission>): Promise<number> {
+  async writeStream(_owner: FileOwner, root: string, target: string, content: NodeJS.ReadableStream, permission: Partial<Permission>): Promise<number> {
     const real = await toMakeInside(root, target);
     const count = byteCounter();
     await inHeldDir(root, real, true, async (entry, dir) => {

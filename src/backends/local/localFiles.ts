@@ -7,13 +7,13 @@
 import fs from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { ContainerRef, FileAccess, FileChunk } from '../../core/ports/backend';
+import type { FileAccess, FileChunk, FileOwner } from '../../core/ports/backend';
 import { FileNotFoundError, ForbiddenError, NotAFileError } from '../../common/errors';
 import { localExecdFiles } from './localExecdFiles';
 import { CREATE_NOFOLLOW, inHeldDir, onHeld } from './heldPaths';
 
 export const localFiles: FileAccess = {
-  async readFile(_container: ContainerRef, root: string, target: string, { offset, limit }): Promise<FileChunk> {
+  async readFile(_owner: FileOwner, root: string, target: string, { offset, limit }): Promise<FileChunk> {
     const real = await realInside(root, target);
     const handle = await onHeld(root, real, (object) => fs.open(object, 'r')).catch((err: NodeJS.ErrnoException) => {
       throw err.code === 'ENOENT' ? new FileNotFoundError(target) : err;
@@ -30,7 +30,7 @@ export const localFiles: FileAccess = {
     }
   },
 
-  async writeFile(_container: ContainerRef, root: string, target: string, content: Buffer): Promise<void> {
+  async writeFile(_owner: FileOwner, root: string, target: string, content: Buffer): Promise<void> {
     const parent = path.dirname(target);
     const nearest = nearestExisting(parent);
     const nearestReal = await realInside(root, nearest); // a symlinked parent must not lead out

@@ -1,10 +1,11 @@
 /**
- * A gateway: no sessions of its own. It checks the client's BROKER_TOKEN and sends each call where
- * its route says (gatewayRoutes.ts): to the node its id names, placed (acquires: gatewayAcquire.ts;
+ * A gateway: no sessions of its own. It serves through the broker's own seam (http/seam.ts: the
+ * client's BROKER_TOKEN checked, errors in each API's format) and sends each call where its route's
+ * contract says (gatewayRoutes.ts): to the node its id names, placed (acquires: gatewayAcquire.ts;
  * creates: on a node with capacity), to every node (lists: gatewayLists.ts), to the home node, or to
  * any node; WebSocket upgrades the same way, tunnelled (nodeTunnel.ts). It answers /health,
- * /metrics and /cluster/targets itself from the membership it watches (membership.ts). Any number of
- * gateways serve one cluster: they share nothing but the store.
+ * /metrics, /cluster/targets and the cluster's dashboard itself, from the membership it watches
+ * (membership.ts). Any number of gateways serve one cluster: they share nothing but the store.
  */
 import { ExponentialBackoff, handleAll, retry } from 'cockatiel';
 import http from 'node:http';
@@ -12,11 +13,12 @@ import type { AddressInfo } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { BrokerConfig } from '../../config/config';
-import { createAuthorize, UnauthorizedError } from '../../http/auth';
+import { createAuthorize } from '../../http/auth';
 import { readBodyBytes } from '../../http/body';
-import { openSandboxErrorFormat, poolErrorFormat, type ErrorFormat } from '../../http/errorFormats';
-import { sendErrorReply, sendErrorReplyOnSocket, sendJson } from '../../http/httpJson';
-import { splitTarget } from '../../http/routeTable';
+import { poolErrorFormat } from '../../http/errorFormats';
+import { sendJson } from '../../http/httpJson';
+import { HttpSeam } from '../../http/seam';
+import type { RouteContract } from '../../http/contract';
 import { DEFAULT_POOL } from '../../core/pool/poolRegistry';
 import { logger } from '../../common/logger';
 import type { ClusterStore, MembershipWatch } from '../clusterStore';
@@ -28,12 +30,15 @@ import { GatewayAcquire } from './gatewayAcquire';
 import { GatewayMetrics } from './gatewayMetrics';
 import { clusterTargets, gatewayHealth } from './gatewayHealth';
 import { serveList } from './gatewayLists';
-import { GatewayRouteTable, type RouteMatch } from './gatewayRoutes';
+import { gatewayRouters, type GatewayHandlers, type Handle, type OneNode } from './gatewayRoutes';
 import { placeAcquire } from './placement';
 import { diedInHandshake, diedListening, forwardedHeaders, neverSent, NodeClients, requestBody, type NodeCall } from './nodeForwarder';
 import { tunnelUpgrade } from './nodeTunnel';
 import { UnseenAcquires } from './unseenAcquires';
 import { serveClusterDashboard } from '../../api/dashboard/clusterDashboard';
+import { HEALTH_CONTRACT } from '../../api/pool/healthContract';
+import { DASHBOARD_CONTRACT } from '../../api/dashboard/dashboardContract';
+import { CLUSTER_CONTRACT } from '../../api/cluster/clusterContract';
 
 /** How often a gateway asks for the membership at start before it gives up (about 15 s in all). */
 const STORE_START_ATTEMPTS = 6;
@@ -43,18 +48,13 @@ interface RoutedId extends IdOwner {
   id: string;
 }
 
-/** Calls no route declares: OpenSandbox's APIs answer in their own error format; everything else in the pool API's. */
-function fallbackFormat(path: string): ErrorFormat {
-  return path.startsWith('/v1/') || path.startsWith('/sandboxes/') ? openSandboxErrorFormat : poolErrorFormat;
-}
-
 const NONE: ReadonlySet<string> = new Set();
 
 export class Gateway {
   readonly membership = new Membership();
   readonly metrics = new GatewayMetrics(this.membership);
   readonly server: http.Server;
-  private readonly routes = new GatewayRouteTable();
+  readonly seam: HttpSeam;
   /** Open WebSocket tunnels' client sockets: the server no longer tracks upgraded sockets, close() cuts them. */
   private readonly tunnels = new Set<Duplex>();
   private readonly clients: NodeClients;
@@ -63,7 +63,6 @@ export class Gateway {
   /** Sessions this gateway took on each node (acquires, creates) that its last record does not count. */
   private readonly unseen = new UnseenAcquires();
   private readonly acquire: GatewayAcquire;
-  private readonly authorize: ReturnType<typeof createAuthorize>;
   private watch: MembershipWatch | null = null;
   private closePromise: Promise<void> | null = null;
 
@@ -73,7 +72,6 @@ export class Gateway {
   ) {
     this.tls = config.cluster.clusterTls ? loadClusterTls(config.cluster.clusterTls) : null;
     this.clients = new NodeClients(config.cluster.clusterToken, this.tls);
-    this.authorize = createAuthorize(config.token);
     this.acquire = new GatewayAcquire({
       membership: this.membership,
       clients: this.clients,
@@ -85,13 +83,15 @@ export class Gateway {
       placementTtlSeconds: config.cluster.placementTtlSeconds,
       unseen: this.unseen,
     });
-    this.server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-      this.serve(req, res).catch((err: unknown) => sendErrorReply(res, this.formatOf(req, req.method ?? 'GET').reply(err, `${req.method} ${req.url}`)));
+    this.seam = new HttpSeam(gatewayRouters(this.handlers(), { metricsPublic: config.metricsPublic }), {
+      authorize: createAuthorize(config.token),
+      maxBodyBytes: config.maxBodyBytes,
+      // Calls no API's URL space claims, as on a broker.
+      defaultErrors: poolErrorFormat,
     });
-    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      socket.on('error', () => socket.destroy());
-      this.serveUpgrade(req, socket, head).catch((err: unknown) => sendErrorReplyOnSocket(socket, this.formatOf(req, 'WS').reply(err, `UPGRADE ${req.url}`)));
-    });
+    this.server = http.createServer({ keepAliveTimeout: 65_000 }, this.seam.serveRequest);
+    this.server.on('upgrade', this.seam.serveUpgrade);
+    this.server.on('clientError', this.seam.serveClientError);
   }
 
   /**
@@ -137,54 +137,41 @@ export class Gateway {
     });
   }
 
-  private formatOf(req: IncomingMessage, method: string): ErrorFormat {
-    const { path } = splitTarget(req.url ?? '/');
-    return this.routes.match(method, path)?.route.errors ?? fallbackFormat(path);
-  }
-
-  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const { path } = splitTarget(req.url ?? '/');
-    const match = this.routes.match(req.method ?? 'GET', path);
-    if (match?.route.to === 'gateway') return this.serveOwn(req, res, path);
-    if (!match?.route.public && !this.authorize(req)) throw new UnauthorizedError();
-    switch (match?.route.to) {
-      case 'acquire':
-        return this.acquire.serve(req, res, path);
-      case 'create':
-        return this.create(req, res);
-      case 'list':
-        return serveList(match.route.list!, this.membership.list(), req, res, { clients: this.clients, metrics: this.metrics });
-    }
-    const { member, routed } = this.destination(match);
-    return this.forward(member, req, res, routed);
-  }
-
-  /**
-   * /health and the cluster's dashboard, node by node (public, as /ui and /health are on any broker);
-   * /metrics and /cluster/targets (public with BROKER_METRICS_PUBLIC).
-   */
-  private async serveOwn(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
-    if (path === '/ui' || path.startsWith('/ui/')) {
+  /** Each destination's handler (gatewayRoutes.ts), and the gateway's own answers. */
+  private handlers(): GatewayHandlers {
+    const own = new Map<RouteContract, Handle>([
+      [HEALTH_CONTRACT.routes.health, async ({ res }) => {
+        const report = gatewayHealth(this.membership);
+        sendJson(res, report.status === 'unhealthy' ? 503 : 200, report);
+      }],
+      [HEALTH_CONTRACT.routes.metrics, async ({ res }) => {
+        const text = await this.metrics.registry.metrics();
+        res.writeHead(200, { 'Content-Type': this.metrics.registry.contentType, 'Content-Length': Buffer.byteLength(text) });
+        res.end(text);
+      }],
+      [CLUSTER_CONTRACT.routes.targets, async ({ res }) => sendJson(res, 200, clusterTargets(this.membership))],
       // The cluster's page and its own assets; a node's dashboard assets (and their 404) from the home node.
-      if (!serveClusterDashboard(path, res)) await this.forward(this.homeNode(), req, res, null);
-      return;
-    }
-    if (path === '/health') {
-      const report = gatewayHealth(this.membership);
-      return sendJson(res, report.status === 'unhealthy' ? 503 : 200, report);
-    }
-    if (!this.config.metricsPublic && !this.authorize(req)) throw new UnauthorizedError();
-    if (path === '/cluster/targets') return sendJson(res, 200, clusterTargets(this.membership));
-    const text = await this.metrics.registry.metrics();
-    res.writeHead(200, { 'Content-Type': this.metrics.registry.contentType, 'Content-Length': Buffer.byteLength(text) });
-    res.end(text);
+      [DASHBOARD_CONTRACT.routes.page, async ({ res }) => void serveClusterDashboard('/ui', res)],
+      [DASHBOARD_CONTRACT.routes.asset, async ({ req, res, params }) => {
+        if (!serveClusterDashboard(`/ui/dashboard/${params.asset}`, res)) await this.forward(this.homeNode(), req, res, null);
+      }],
+    ]);
+    return {
+      forward: (to, idParam) => ({ req, res, params }) => {
+        const { member, routed } = this.destination(to, idParam === null ? null : params[idParam]);
+        return this.forward(member, req, res, routed);
+      },
+      tunnel: (to, idParam) => (req, socket, head, { params }) => this.tunnel(to, idParam === null ? null : params[idParam], req, socket, head),
+      acquire: (path) => ({ req, res }) => this.acquire.serve(req, res, path),
+      create: () => ({ req, res }) => this.create(req, res),
+      list: (kind) => ({ req, res }) => serveList(kind, this.membership.list(), req, res, { clients: this.clients, metrics: this.metrics }),
+      own: (contract) => own.get(contract),
+    };
   }
 
   /** A WebSocket: to the node its route names, tunnelled both ways. */
-  private async serveUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-    const match = this.routes.match('WS', splitTarget(req.url ?? '/').path);
-    if (!match?.route.public && !this.authorize(req)) throw new UnauthorizedError();
-    const { member, routed } = this.destination(match);
+  private async tunnel(to: OneNode, id: string | null, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const { member, routed } = this.destination(to, id);
     const { node_id: nodeId, address } = member.record;
     const startMs = performance.now();
     const cluster = { token: this.config.cluster.clusterToken, tls: this.tls };
@@ -203,16 +190,16 @@ export class Gateway {
   }
 
   /** The node of a call its route sends to one node: the one its id names, the home node, or any. */
-  private destination(match: RouteMatch | null): { member: Member; routed: RoutedId | null } {
-    if (match?.route.to === 'id' && match.id !== null) {
-      const owner = ownerOfId(match.id);
+  private destination(to: OneNode, id: string | null): { member: Member; routed: RoutedId | null } {
+    if (to === 'id' && id !== null) {
+      const owner = ownerOfId(id);
       // An id no node minted: any node answers it (its 404).
       if (owner) {
-        const routed = { id: match.id, ...owner };
+        const routed = { id, ...owner };
         return { member: this.ownerOf(routed), routed };
       }
     }
-    return { member: match?.route.to === 'home' ? this.homeNode() : this.anyNode(), routed: null };
+    return { member: to === 'home' ? this.homeNode() : this.anyNode(), routed: null };
   }
 
   /** The node an id names, while it is the incarnation that minted the id. */

@@ -15,10 +15,11 @@
  *   and outlives its client, as on a standalone broker.
  * - Its body is read whole (bounded by BROKER_MAX_BODY_BYTES): it may be sent twice. A final 503
  *   `pool_exhausted` reads as a standalone broker's would, with the caller's timeout.
+ *
+ * Each call to a node, its cut and a grant's release are acquireCalls.ts's.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Dispatcher } from 'undici';
 import { AbortedError, PoolExhaustedError } from '../../common/errors';
 import { readJsonBody } from '../../http/body';
 import { poolErrorFormat } from '../../http/errorFormats';
@@ -28,16 +29,15 @@ import { DEFAULT_POOL } from '../../core/pool/poolRegistry';
 import { logger } from '../../common/logger';
 import { errorMessage } from '../../common/errors';
 import type { ClusterStore, NodeRecord } from '../clusterStore';
-import { NodeTlsRefusedError, NoNodesError } from '../clusterErrors';
-import { tlsReason, tlsRefusal } from '../clusterTls';
+import { NoNodesError, type NodeTlsRefusedError } from '../clusterErrors';
 import type { Membership } from './membership';
 import { freeSessions, placeAcquire } from './placement';
-import { clientLeft, diedInHandshake, forwardedHeaders, neverSent, relay, type NodeClients } from './nodeForwarder';
+import { clientLeft, relay, type NodeClients } from './nodeForwarder';
 import type { GatewayMetrics } from './gatewayMetrics';
 import type { UnseenAcquires } from './unseenAcquires';
 import { AcquireLine, AcquireTicket, AcquireWorker, type Outcome, type ReadAnswer } from './acquireLine';
-import { ACQUIRE_TAG_HEADER } from '../node/acquireCuts';
-import { codeOf, grantedIds, kindOf, movesOn, sendRead, waitedLess } from './acquireAnswers';
+import { codeOf, kindOf, sendRead, waitedLess } from './acquireAnswers';
+import { AcquireCalls, type AcquireCall } from './acquireCalls';
 
 export interface AcquireDeps {
   membership: Membership;
@@ -54,25 +54,9 @@ export interface AcquireDeps {
   unseen: UnseenAcquires;
 }
 
-/**
- * A live answer that is no 503 (read whole, since it may be handed to another acquire); a 503, and
- * whether another node may serve; the node was not reached (it took no connection, or, `tls`, TLS
- * with it failed: either way it ran nothing).
- */
-type Attempt = { kind: 'answer'; read: ReadAnswer } | { kind: 'refused'; read: ReadAnswer; moveOn: boolean } | { kind: 'notSent'; tls?: NodeTlsRefusedError };
-
-/** What a worker's calls carry: the client's request, the path and body asked for. */
-interface Call {
-  req: IncomingMessage;
-  path: string;
-  body: Record<string, unknown>;
-  pool: string;
-  /** The store key of its request_id, when it has one. */
-  pinKey: string | null;
-}
-
 export class GatewayAcquire {
   private readonly unseen: UnseenAcquires;
+  private readonly nodeCalls: AcquireCalls;
   private readonly line = new AcquireLine();
   /** The Retry-After nodes last gave with a pool_exhausted, per pool. */
   private readonly retryAfter = new Map<string, string>();
@@ -81,10 +65,11 @@ export class GatewayAcquire {
   private readonly waiting = new Map<string, number>();
 
   /** What each waiting acquire asked for, for its probes. */
-  private readonly calls = new WeakMap<AcquireTicket, Call>();
+  private readonly calls = new WeakMap<AcquireTicket, AcquireCall>();
 
   constructor(private readonly deps: AcquireDeps) {
     this.unseen = deps.unseen;
+    this.nodeCalls = new AcquireCalls(deps);
     deps.membership.onRecord((record) => this.probe(record));
     deps.metrics.countWaiting(() => this.waiting);
   }
@@ -103,7 +88,7 @@ export class GatewayAcquire {
     if (!this.place(pool, new Set()) || !isObject || !askedOk) {
       const any = this.deps.membership.list().find((m) => m.record.health !== 'unhealthy') ?? this.deps.membership.list()[0];
       if (!any) throw new NoNodesError('is registered');
-      return relay(await this.send(any.record, req, path, parsed === undefined ? null : JSON.stringify(parsed)), res);
+      return relay(await this.nodeCalls.send(any.record, req, path, parsed === undefined ? null : JSON.stringify(parsed)), res);
     }
     const pinKey = requestId ? `${path === '/session/acquire' ? 'a' : 'g'}/${createHash('sha256').update(requestId).digest('hex')}` : null;
     // A client gone while its body was read: nobody to serve (its close came before any listener).
@@ -116,7 +101,7 @@ export class GatewayAcquire {
       ticket.expireAt(() => this.line.leave(ticket, { kind: 'exhausted', retryAfter: this.retryAfterFor(ticket) }));
       clientLeft(res).addEventListener('abort', () => this.line.leave(ticket, { kind: 'failed', err: new AbortedError('acquire') }), { once: true });
     }
-    const call: Call = { req, path, body, pool, pinKey };
+    const call: AcquireCall = { req, path, body, pool, pinKey };
     if (!requestId) this.calls.set(ticket, call);
     void this.work(ticket.worker.current, call, ticket.kind);
     this.waiting.set(pool, (this.waiting.get(pool) ?? 0) + 1);
@@ -133,13 +118,13 @@ export class GatewayAcquire {
 
   private answer(res: ServerResponse, outcome: Outcome, timeoutMs: number, path: string, pinned: boolean): void {
     if (res.destroyed) {
-      if (outcome.kind === 'granted' && !pinned) this.giveBack(outcome.read);
+      if (outcome.kind === 'granted' && !pinned) this.nodeCalls.giveBack(outcome.read);
       return;
     }
     switch (outcome.kind) {
       case 'granted':
         // A client gone before its answer was written takes nobody's session: it goes back at once.
-        if (!pinned) ifUndelivered(res, () => this.giveBack(outcome.read));
+        if (!pinned) ifUndelivered(res, () => this.nodeCalls.giveBack(outcome.read));
         return sendRead(res, outcome.read);
       case 'answer':
         return sendRead(res, outcome.read);
@@ -158,7 +143,7 @@ export class GatewayAcquire {
    * Moves `worker`'s acquire from node to node until a node grants it, answers for good, or its
    * owner's time is up; a grant goes to the oldest waiting acquire of its kind (acquireLine.ts).
    */
-  private async work(worker: AcquireWorker, call: Call, kind: string | null): Promise<void> {
+  private async work(worker: AcquireWorker, call: AcquireCall, kind: string | null): Promise<void> {
     let last: ReadAnswer | null = null;
     let capped = false;
     let node: NodeRecord | null = null;
@@ -183,10 +168,10 @@ export class GatewayAcquire {
         const another = placement.free && this.place(call.pool, worker.tried) !== null;
         const tryMs = another ? Math.min(remainingMs / 2, this.deps.freeTryMs) : remainingMs;
         const sentSeconds = Math.max(0.001, tryMs / 1000);
-        const attempt = await this.attempt(worker, node, call, { ...call.body, acquire_timeout: sentSeconds }, !placement.free);
+        const attempt = await this.nodeCalls.attempt(worker, node, call, { ...call.body, acquire_timeout: sentSeconds }, !placement.free);
         if (attempt.kind === 'answer') {
           if (attempt.read.statusCode === 200) {
-            if (!this.line.grant(worker, kind, attempt.read)) this.giveBack(attempt.read);
+            if (!this.line.grant(worker, kind, attempt.read)) this.nodeCalls.giveBack(attempt.read);
           } else if (worker.owner) {
             this.line.leave(worker.owner, { kind: 'answer', read: attempt.read });
           }
@@ -230,14 +215,14 @@ export class GatewayAcquire {
     }
   }
 
-  private async probeOnce(ticket: AcquireTicket, node: NodeRecord, call: Call): Promise<void> {
+  private async probeOnce(ticket: AcquireTicket, node: NodeRecord, call: AcquireCall): Promise<void> {
     const worker = new AcquireWorker(ticket);
     ticket.probe = worker;
     const tryMs = Math.min(ticket.deadline - Date.now(), this.deps.freeTryMs);
     try {
       if (tryMs <= 0) return;
-      const attempt = await this.attempt(worker, node, call, { ...call.body, acquire_timeout: Math.max(0.001, tryMs / 1000) }, false);
-      if (attempt.kind === 'answer' && attempt.read.statusCode === 200 && !this.line.grant(worker, ticket.kind, attempt.read)) this.giveBack(attempt.read);
+      const attempt = await this.nodeCalls.attempt(worker, node, call, { ...call.body, acquire_timeout: Math.max(0.001, tryMs / 1000) }, false);
+      if (attempt.kind === 'answer' && attempt.read.statusCode === 200 && !this.line.grant(worker, ticket.kind, attempt.read)) this.nodeCalls.giveBack(attempt.read);
     } catch {
       // The node broke or was not reached: the acquire's own worker goes on.
     } finally {
@@ -259,17 +244,6 @@ export class GatewayAcquire {
     return ticket.retryAfter ?? this.retryAfter.get(ticket.pool) ?? '1';
   }
 
-  /** A session granted that nobody waits for any more: released on its node at once. */
-  private giveBack(read: ReadAnswer): void {
-    for (const id of grantedIds(read.text)) {
-      const call = { method: 'POST', path: `/session/${encodeURIComponent(id)}/release`, headers: {}, body: null };
-      this.deps.clients.send(read.node.address, call).then(
-        (answer) => answer.body.dump(),
-        (err: unknown) => logger.warn({ err: errorMessage(err), node: read.node.node_id }, 'a session granted to an acquire that left was not released; the idle reclaim takes it'),
-      );
-    }
-  }
-
   private place(pool: string, tried: ReadonlySet<string>) {
     const nodes = this.deps.membership.list().map((m) => m.record);
     const seenAtMs = (id: string): number => this.deps.membership.get(id)?.seenAtMs ?? 0;
@@ -289,66 +263,5 @@ export class GatewayAcquire {
       logger.warn({ err: errorMessage(err) }, 'request_id placement not recorded (store away): placed by this gateway alone');
       return to;
     }
-  }
-
-  /** One call to `node`; `queued`: sent to wait in its queue (cut when nobody waits for it any more, acquireLine.ts). */
-  private async attempt(worker: AcquireWorker, node: NodeRecord, call: Call, body: unknown, queued: boolean): Promise<Attempt> {
-    this.unseen.begin(node.node_id);
-    let granted = false;
-    try {
-      // With a request_id the acquire outlives its client: its call is never cut.
-      const tag = call.pinKey === null && queued ? randomUUID() : null;
-      const signal = call.pinKey === null ? worker.nextCall(tag === null ? null : (abort) => this.cut(node, tag, abort)) : undefined;
-      const answer = await this.send(node, call.req, call.path, JSON.stringify(body), signal, tag);
-      worker.answered();
-      granted = answer.statusCode === 200;
-      const read = { statusCode: answer.statusCode, headers: answer.headers, text: await answer.body.text(), node };
-      if (answer.statusCode !== 503) return { kind: 'answer', read };
-      return { kind: 'refused', read, moveOn: movesOn(read.text) };
-    } catch (err) {
-      // A handshake cut by a node that died then: not sent, with no TLS reason to give.
-      if (tlsRefusal(err) && !(await diedInHandshake(err, node.address))) {
-        // The call never reached the node: another may take it. Said if none does.
-        this.deps.metrics.failed(node.node_id, 'tls');
-        logger.warn({ node: node.node_id, err: tlsReason(err) }, 'an acquire could not reach a node: its TLS failed');
-        return { kind: 'notSent', tls: new NodeTlsRefusedError(node.node_id, tlsReason(err)) };
-      }
-      if (!neverSent(err) && !tlsRefusal(err)) throw err;
-      this.deps.metrics.failed(node.node_id, 'not_sent');
-      return { kind: 'notSent' };
-    } finally {
-      this.unseen.end(node.node_id, granted);
-    }
-  }
-
-  /**
-   * Cuts the queued call `tag` names through its node (node/acquireCuts.ts): the node ends it, or
-   * says its grant is already on the way, which the call then reads and hands on or gives back. A
-   * node that cannot say (unreachable, or it answers otherwise) has the call closed instead.
-   */
-  private cut(node: NodeRecord, tag: string, abort: () => void): void {
-    const call = { method: 'POST', path: `/cluster/acquires/${tag}/cut`, headers: { [ACQUIRE_TAG_HEADER]: tag }, body: null };
-    const closeInstead = (why: string): void => {
-      logger.warn({ err: why, node: node.node_id }, 'a waiting acquire could not be cut through its node: its call is closed');
-      abort();
-    };
-    this.deps.clients.send(node.address, call).then(
-      async (answer) => {
-        await answer.body.dump();
-        if (answer.statusCode !== 200) closeInstead(`the node answered ${answer.statusCode}`);
-      },
-      (err: unknown) => closeInstead(errorMessage(err)),
-    );
-  }
-
-  private async send(node: NodeRecord, req: IncomingMessage, path: string, body: string | null, signal?: AbortSignal, tag: string | null = null): Promise<Dispatcher.ResponseData> {
-    const headers = forwardedHeaders(req.headers);
-    delete headers['content-length'];
-    if (tag !== null) headers[ACQUIRE_TAG_HEADER] = tag;
-    if (body !== null) headers['content-type'] = 'application/json';
-    const startMs = performance.now();
-    const answer = await this.deps.clients.send(node.address, { method: 'POST', path: req.url ?? path, headers, body, signal });
-    this.deps.metrics.answered(node.node_id, answer.statusCode, startMs);
-    return answer;
   }
 }

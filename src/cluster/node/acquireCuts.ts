@@ -5,7 +5,8 @@
  * the gateway, which cut the connection, never reads it, and the lease waits for the idle reclaim.
  *
  * So a gateway tags each acquire it may cut (`X-Broker-Acquire-Tag`, a random UUID) and cuts it by
- * asking the node, `POST /cluster/acquires/<tag>/cut` with the tag in the header as well. The node decides in one turn of its event loop:
+ * asking the node, `POST /cluster/acquires/<tag>/cut` with the tag in the header as well (a route of
+ * the node's seam: api/cluster/clusterContract.ts). The node decides in one turn of its event loop:
  * - the answer's head is not written: the call is ended here (its response destroyed, as when a
  *   client leaves). The pool drops the waiter, or, if the grant is being written right now, the
  *   lease goes back at once (the answer was not delivered). Answered `{"cut":true}`.
@@ -17,11 +18,17 @@
  *
  * Only calls that carry a tag are tracked: standalone clients and other calls pay nothing.
  */
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { RequestListener, ServerResponse } from 'node:http';
+import type { Router } from '../../http/router';
+import { apiErrors, served } from '../../http/contract';
+import { RouteNotFoundError } from '../../http/seam';
+import { CLUSTER_CONTRACT } from '../../api/cluster/clusterContract';
 
 export const ACQUIRE_TAG_HEADER = 'x-broker-acquire-tag';
 
-const CUT_PATH = /^\/cluster\/acquires\/([0-9a-f-]{36})\/cut$/;
+const TAG = /^[0-9a-f-]{36}$/;
+/** Where every cut's path starts: a cut is no call to track. */
+const CUTS_PREFIX = '/cluster/acquires/';
 
 /** How long a tag is remembered once its call ended, or after a cut that came before its call. */
 const TAG_MEMORY_MS = 120_000;
@@ -34,19 +41,27 @@ export class AcquireCuts {
   /** Tags cut before their call arrived (epoch ms of the cut). */
   private readonly cutEarly = new Map<string, number>();
 
-  /** `listener` with the cut route answered and tagged calls tracked. */
+  /** `listener` with tagged calls tracked (a cut names its tag too, and is none of them). */
   wrap(listener: RequestListener): RequestListener {
     return (req, res) => {
-      if (req.method === 'POST' && req.url?.startsWith('/cluster/acquires/')) {
-        // A gateway's own cut names its tag in the header too, which gateways drop from the calls
-        // they forward: a client cannot cut through a gateway (its call is any other call, a 404).
-        const match = CUT_PATH.exec(req.url);
-        if (match && req.headers[ACQUIRE_TAG_HEADER] === match[1]) return this.answerCut(match[1], req, res);
-      }
       const tag = req.headers[ACQUIRE_TAG_HEADER];
-      if (typeof tag === 'string' && !this.track(tag, res)) return;
+      if (typeof tag === 'string' && !req.url?.startsWith(CUTS_PREFIX) && !this.track(tag, res)) return;
       listener(req, res);
     };
+  }
+
+  /** The cut route, served by the node's seam. */
+  router(): Router {
+    const route = served(CLUSTER_CONTRACT.routes.cutAcquire, ({ req, res, params }) => {
+      // A gateway's own cut names its tag in the header too, which gateways drop from the calls they
+      // forward (and a gateway serves this route to no client): anything else is a call to no route.
+      if (!TAG.test(params.tag) || req.headers[ACQUIRE_TAG_HEADER] !== params.tag) throw new RouteNotFoundError(req.method ?? 'POST', (req.url ?? '').split('?')[0]);
+      req.resume();
+      const body = JSON.stringify({ cut: this.cut(params.tag) });
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+      res.end(body);
+    });
+    return { name: 'acquire cuts', ...apiErrors(CLUSTER_CONTRACT), routes: [route] };
   }
 
   /** Whether the call goes on: one whose tag was cut before it arrived ends here. */
@@ -77,13 +92,6 @@ export class AcquireCuts {
     this.prune(Date.now());
     this.cutEarly.set(tag, Date.now());
     return true;
-  }
-
-  private answerCut(tag: string, req: IncomingMessage, res: ServerResponse): void {
-    req.resume();
-    const body = JSON.stringify({ cut: this.cut(tag) });
-    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
-    res.end(body);
   }
 
   private prune(nowMs: number): void {

@@ -5,15 +5,13 @@
  * a standalone broker. Compared in constant time, over SHA-256 digests.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { IncomingMessage, RequestListener } from 'node:http';
-import type { Duplex } from 'node:stream';
+import type { IncomingMessage } from 'node:http';
 import { BrokerError } from '../../common/errors';
 import { poolErrorFormat } from '../../http/errorFormats';
 import { sendErrorReply, sendErrorReplyOnSocket } from '../../http/httpJson';
+import type { ListenerGuard } from '../../http/listenerGuard';
 
 export const CLUSTER_TOKEN_HEADER = 'x-broker-cluster-token';
-
-export type UpgradeListener = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 
 class NotFromClusterError extends BrokerError {
   constructor() {
@@ -25,12 +23,7 @@ function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
 }
 
-export interface ClusterGuard {
-  request(listener: RequestListener): RequestListener;
-  upgrade(listener: UpgradeListener): UpgradeListener;
-}
-
-export function clusterGuard(token: string): ClusterGuard {
+export function clusterGuard(token: string): ListenerGuard {
   const expected = digest(token);
   const matches = (given: string | undefined): boolean => given !== undefined && timingSafeEqual(digest(given), expected);
   const admitted = (req: IncomingMessage): boolean => {

@@ -12,7 +12,8 @@ import { Broker } from '../../broker';
 import { setIdPrefix } from '../../common/ids';
 import type { ClusterStore } from '../clusterStore';
 import { idPrefixOf, newIncarnation, type IdOwner } from '../clusterIds';
-import { clusterGuard, type ClusterGuard } from './clusterGuard';
+import { clusterGuard } from './clusterGuard';
+import type { ListenerGuard } from '../../http/listenerGuard';
 import { AcquireCuts } from './acquireCuts';
 import { NodeHeartbeat } from './nodeHeartbeat';
 import { availableByPool, nodeRecord } from './nodeRecord';
@@ -35,7 +36,8 @@ export class ClusterNode {
     // Before the broker exists: warm-up already mints ids.
     setIdPrefix(idPrefixOf(this.owner));
     this.tls = config.cluster.clusterTls ? loadClusterTls(config.cluster.clusterTls) : null;
-    this.broker = new Broker(config, { guard: withAcquireCuts(clusterGuard(config.cluster.clusterToken)), tls: this.tls ? nodeServerOptions(this.tls) : undefined });
+    const cuts = new AcquireCuts();
+    this.broker = new Broker(config, { guard: withAcquireCuts(clusterGuard(config.cluster.clusterToken), cuts), routers: [cuts.router()], tls: this.tls ? nodeServerOptions(this.tls) : undefined });
   }
 
   /**
@@ -58,7 +60,7 @@ export class ClusterNode {
       this.renewWith(this.tls, url);
     }
     const registration = this.store.register(this.owner.nodeId, this.config.cluster.nodeTtlSeconds);
-    this.heartbeat = new NodeHeartbeat(registration, () => nodeRecord(this.broker.pools, this.owner, url), this.config.cluster.heartbeatMs, () => availableByPool(this.broker.pools));
+    this.heartbeat = new NodeHeartbeat(registration, () => nodeRecord(this.broker.pools, this.owner, url, Date.now(), { report: this.broker.images.report, top: this.config.images.clusterTop }), this.config.cluster.heartbeatMs, () => availableByPool(this.broker.pools));
     try {
       await this.heartbeat.start();
     } catch (err) {
@@ -92,8 +94,7 @@ export class ClusterNode {
   }
 }
 
-/** The guard first (a cut is a cluster call like any other), then the gateways' acquire cuts (acquireCuts.ts). */
-function withAcquireCuts(guard: ClusterGuard): ClusterGuard {
-  const cuts = new AcquireCuts();
+/** The guard first (a cut is a cluster call like any other), then the gateways' tagged acquires tracked (acquireCuts.ts). */
+function withAcquireCuts(guard: ListenerGuard, cuts: AcquireCuts): ListenerGuard {
   return { request: (listener) => guard.request(cuts.wrap(listener)), upgrade: guard.upgrade };
 }

@@ -4,8 +4,16 @@ import { SessionState } from '../../core/pool/states';
 import { brokerHealth } from '../../api/pool/healthRoutes';
 import type { NodeRecord, PoolCapacity } from '../clusterStore';
 import type { IdOwner } from '../clusterIds';
+import type { ImagesReport } from '../../core/images/imageViews';
+import { imageSummary } from './imageSummary';
 
-export function nodeRecord(pools: PoolRegistry, owner: IdOwner, address: string, nowMs = Date.now()): NodeRecord {
+/** The node's images for its record: its report, and how many of them it names in full. */
+export interface RecordImages {
+  report(): ImagesReport;
+  top: number;
+}
+
+export function nodeRecord(pools: PoolRegistry, owner: IdOwner, address: string, nowMs = Date.now(), images?: RecordImages): NodeRecord {
   const byPool: Record<string, PoolCapacity> = {};
   let healthy = 0;
   let unhealthy = 0;
@@ -17,6 +25,7 @@ export function nodeRecord(pools: PoolRegistry, owner: IdOwner, address: string,
     healthy += healthyContainers;
     unhealthy += unhealthyContainers;
   }
+  const imagesReport = images?.report();
   return {
     node_id: owner.nodeId,
     incarnation: owner.incarnation,
@@ -26,6 +35,8 @@ export function nodeRecord(pools: PoolRegistry, owner: IdOwner, address: string,
     healthy_containers: healthy,
     unhealthy_containers: unhealthy,
     heartbeat_at_ms: nowMs,
+    // Only a node that pulls images says so: other records stay as they were.
+    ...(imagesReport?.on_demand ? { images: imageSummary(imagesReport, images!.top) } : {}),
   };
 }
 

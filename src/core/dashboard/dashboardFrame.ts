@@ -45,6 +45,18 @@ export interface DashboardSources {
   activity: PoolActivity;
   workspaces?: () => WorkspaceSummary[];
   sandboxes?: () => SandboxSummary[];
+  /** The node's images on demand (held, pulling, with their pools' sessions); absent where it pulls none. */
+  images?: () => ImageSummaryLine[];
+}
+
+/** One image as the dashboard lists it. */
+export interface ImageSummaryLine {
+  image: string;
+  state: string;
+  containers: number;
+  warm_sessions: number;
+  leased_sessions: number;
+  disk_bytes: number | null;
 }
 
 function leaseView(pool: string, lease: Lease, nowMs: number): Record<string, unknown> {
@@ -120,5 +132,6 @@ export function dashboardFrame(sources: DashboardSources, replacements: readonly
     replaced: replacements.map((r) => ({ at: new Date(r.atMs).toISOString(), pool: r.pool, container: r.container, reason: r.reason })),
     workspaces: sources.workspaces?.() ?? [],
     sandboxes: sources.sandboxes?.() ?? [],
+    images: sources.images?.() ?? [],
   };
 }

@@ -1,5 +1,5 @@
 /**
- * execd's files and directories (OpenSandbox's execd API), over the sandbox's backend's FileAccess: every path
+ * execd's files and directories (OpenSandbox's execd API), over the FileAccess of the sandbox's own backend (its handle's): every path
  * resolved and held to the sandbox (execdPaths.ts), every operation inside its container. The rules
  * that do not depend on the backend live here: entry order, the glob of a search, replace's counts,
  * and the size limits.
@@ -7,7 +7,7 @@
 import { Readable } from 'node:stream';
 import picomatch from 'picomatch';
 import { BadRequestError, NotSupportedError, PayloadTooLargeError } from '../../common/errors';
-import type { EntryInfo, FileAccess, Permission } from '../ports/backend';
+import type { EntryInfo, FileAccess, FileOwner, Permission } from '../ports/backend';
 import type { SandboxHandle } from '../sandbox/sandboxHandle';
 import { resolveSandboxPath, type ByteRange } from './execdPaths';
 
@@ -36,17 +36,14 @@ export interface Download {
 const UNLIMITED_DEPTH = 4096;
 
 export class ExecdFiles {
-  constructor(
-    private readonly files: FileAccess | undefined,
-    readonly limits: ExecdFileLimits,
-  ) {}
+  constructor(readonly limits: ExecdFileLimits) {}
 
   /** FileInfo of each path, symlinks followed; the first missing one is a 404. */
   async info(handle: SandboxHandle, paths: string[]): Promise<Map<string, EntryInfo>> {
     const out = new Map<string, EntryInfo>();
     for (const raw of requirePaths(paths)) {
       const at = resolveSandboxPath(handle, raw);
-      out.set(raw, await this.access().stat(handle.container, at.root, at.path));
+      out.set(raw, await this.access(handle).stat(ownerOf(handle), at.root, at.path));
     }
     return out;
   }
@@ -54,28 +51,28 @@ export class ExecdFiles {
   async removeFiles(handle: SandboxHandle, paths: string[]): Promise<void> {
     for (const raw of requirePaths(paths)) {
       const at = resolveSandboxPath(handle, raw, 'path', false);
-      await this.access().remove(handle.container, at.root, at.path, 'file');
+      await this.access(handle).remove(ownerOf(handle), at.root, at.path, 'file');
     }
   }
 
   async removeDirectories(handle: SandboxHandle, paths: string[]): Promise<void> {
     for (const raw of requirePaths(paths)) {
       const at = resolveSandboxPath(handle, raw, 'path', false);
-      await this.access().remove(handle.container, at.root, at.path, 'directory');
+      await this.access(handle).remove(ownerOf(handle), at.root, at.path, 'directory');
     }
   }
 
   async setPermissions(handle: SandboxHandle, entries: Map<string, Permission>): Promise<void> {
     for (const [raw, permission] of entries) {
       const at = resolveSandboxPath(handle, raw);
-      await this.access().setPermissions(handle.container, at.root, at.path, permission);
+      await this.access(handle).setPermissions(ownerOf(handle), at.root, at.path, permission);
     }
   }
 
   async makeDirectories(handle: SandboxHandle, entries: Map<string, Permission>): Promise<void> {
     for (const [raw, permission] of entries) {
       const at = resolveSandboxPath(handle, raw);
-      await this.access().makeDirectory(handle.container, at.root, at.path, permission);
+      await this.access(handle).makeDirectory(ownerOf(handle), at.root, at.path, permission);
     }
   }
 
@@ -83,14 +80,14 @@ export class ExecdFiles {
     for (const { src, dest } of moves) {
       const from = resolveSandboxPath(handle, src, 'src', false);
       const to = resolveSandboxPath(handle, dest, 'dest', false);
-      await this.access().move(handle.container, from.root, from.path, to.path);
+      await this.access(handle).move(ownerOf(handle), from.root, from.path, to.path);
     }
   }
 
   /** Entries below `dir`, `depth` levels down, in lexical order, each directory's entries after it. */
   async list(handle: SandboxHandle, dir: string, depth: number): Promise<EntryInfo[]> {
     const at = resolveSandboxPath(handle, dir);
-    const entries = await this.access().list(handle.container, at.root, at.path, depth, this.limits.maxListEntries);
+    const entries = await this.access(handle).list(ownerOf(handle), at.root, at.path, depth, this.limits.maxListEntries);
     return this.bounded(entries, dir).sort(byPathSegments);
   }
 
@@ -102,7 +99,7 @@ export class ExecdFiles {
     const at = resolveSandboxPath(handle, dir);
     if (pattern === '' || pattern.includes('\0')) throw new BadRequestError("'pattern' must be a non-empty glob without NUL bytes");
     const matches = picomatch(pattern, { dot: true, basename: !pattern.includes('/') });
-    const entries = await this.access().list(handle.container, at.root, at.path, UNLIMITED_DEPTH, this.limits.maxListEntries);
+    const entries = await this.access(handle).list(ownerOf(handle), at.root, at.path, UNLIMITED_DEPTH, this.limits.maxListEntries);
     const prefix = at.path === '/' ? 1 : at.path.length + 1;
     return this.bounded(entries, dir)
       .filter((e) => e.type !== 'directory' && matches(e.path.slice(prefix)))
@@ -114,15 +111,15 @@ export class ExecdFiles {
     const counts = new Map<string, number>();
     for (const [raw, item] of items) {
       const at = resolveSandboxPath(handle, raw);
-      const access = this.access();
-      const info = await access.stat(handle.container, at.root, at.path);
+      const access = this.access(handle);
+      const info = await access.stat(ownerOf(handle), at.root, at.path);
       if (info.size > this.limits.maxReplaceBytes) {
         throw new PayloadTooLargeError(`${raw} is ${info.size} bytes, over the ${this.limits.maxReplaceBytes} bytes a replace rewrites (BROKER_EXECD_MAX_REPLACE_BYTES)`);
       }
-      const { content } = await access.readFile(handle.container, at.root, at.path, { offset: 0, limit: this.limits.maxReplaceBytes });
+      const { content } = await access.readFile(ownerOf(handle), at.root, at.path, { offset: 0, limit: this.limits.maxReplaceBytes });
       const { replaced, count } = replaceAll(content, Buffer.from(item.old), Buffer.from(item.new));
       if (count > 0) {
-        await access.writeStream(handle.container, at.root, at.path, Readable.from([replaced]), { mode: info.mode, owner: info.owner, group: info.group });
+        await access.writeStream(ownerOf(handle), at.root, at.path, Readable.from([replaced]), { mode: info.mode, owner: info.owner, group: info.group });
       }
       counts.set(raw, count);
     }
@@ -132,18 +129,18 @@ export class ExecdFiles {
   /** The file's size and a stream of the bytes `range` picks (null: the whole file). */
   async download(handle: SandboxHandle, raw: string, pickRange: (size: number) => ByteRange): Promise<Download & { path: string }> {
     const at = resolveSandboxPath(handle, raw);
-    const access = this.access();
-    const info = await access.stat(handle.container, at.root, at.path);
+    const access = this.access(handle);
+    const info = await access.stat(ownerOf(handle), at.root, at.path);
     if (info.type !== 'file') throw new BadRequestError(`${raw} is a ${info.type}, not a file: only files download`);
     const range = pickRange(info.size);
-    const body = range.length === 0 ? Readable.from([]) : await access.readStream(handle.container, at.root, at.path, range.offset, range.length);
+    const body = range.length === 0 ? Readable.from([]) : await access.readStream(ownerOf(handle), at.root, at.path, range.offset, range.length);
     return { size: info.size, range, body, path: at.path };
   }
 
   /** Writes one uploaded file; `content` is the multipart part's stream (its size bound by the caller). */
   async upload(handle: SandboxHandle, raw: unknown, content: NodeJS.ReadableStream, permission: Partial<Permission>): Promise<number> {
     const at = resolveSandboxPath(handle, raw, 'metadata.path', false);
-    return this.access().writeStream(handle.container, at.root, at.path, content, permission);
+    return this.access(handle).writeStream(ownerOf(handle), at.root, at.path, content, permission);
   }
 
   private bounded(entries: EntryInfo[], dir: string): EntryInfo[] {
@@ -153,10 +150,19 @@ export class ExecdFiles {
     return entries;
   }
 
-  private access(): FileAccess {
-    if (!this.files) throw new NotSupportedError('this backend has no file access');
-    return this.files;
+  /** The sandbox's own backend's: only it knows the sandbox's session, and so the view its files are in. */
+  private access(handle: SandboxHandle): FileAccess {
+    if (!handle.backend.files) throw new NotSupportedError(`the ${handle.backend.kind} backend has no file access`);
+    return handle.backend.files;
   }
+}
+
+/**
+ * Whose files: its container, and its working directory, which names its session (and so, with
+ * per-lease isolation, the view its commands see) whatever root its paths are held to.
+ */
+function ownerOf(handle: SandboxHandle): FileOwner {
+  return { container: handle.container, workdir: handle.root };
 }
 
 function requirePaths(paths: string[]): string[] {

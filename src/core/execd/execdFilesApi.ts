@@ -1,7 +1,8 @@
-/** execd's files and metrics, as the broker builds them from its backend and configuration. */
-import type { SessionBackend } from '../ports/backend';
-import type { BrokerConfig } from '../../config/config';
-import { ExecdFiles } from './execdFiles';
+/**
+ * execd's files and metrics, as the broker builds them from its configuration. Neither holds a
+ * backend: each call reaches its sandbox through the sandbox's own (SandboxHandle.backend).
+ */
+import { ExecdFiles, type ExecdFileLimits } from './execdFiles';
 import { ExecdMetrics } from './execdMetrics';
 
 export interface ExecdFilesApi {
@@ -9,6 +10,7 @@ export interface ExecdFilesApi {
   metrics: ExecdMetrics;
 }
 
-export function createExecdFilesApi(backend: SessionBackend, config: BrokerConfig): ExecdFilesApi {
-  return { files: new ExecdFiles(backend.files, config.execdFiles), metrics: new ExecdMetrics(backend.meter) };
+/** `config`: the broker's configuration, of which this reads execd's file limits. */
+export function createExecdFilesApi(config: { execdFiles: ExecdFileLimits }): ExecdFilesApi {
+  return { files: new ExecdFiles(config.execdFiles), metrics: new ExecdMetrics() };
 }

@@ -7,7 +7,7 @@
 import { NotSupportedError } from '../../common/errors';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { delay } from '../../common/delay';
-import type { ResourceMeter, ResourceSample } from '../ports/backend';
+import type { ResourceSample } from '../ports/backend';
 import type { SandboxHandle } from '../sandbox/sandboxHandle';
 
 /** The yaml's Metrics, plus `scope`: what was measured (a client that does not know the field ignores it). */
@@ -52,7 +52,6 @@ export function report(before: Timed, after: Timed): MetricsReport {
 }
 
 export class ExecdMetrics {
-  constructor(private readonly meter: ResourceMeter | undefined) {}
 
   async snapshot(handle: SandboxHandle): Promise<MetricsReport> {
     const first = await this.sample(handle);
@@ -73,8 +72,10 @@ export class ExecdMetrics {
   }
 
   private async sample(handle: SandboxHandle): Promise<Timed> {
-    if (!this.meter) throw new NotSupportedError('this backend cannot measure a sandbox');
-    const sample = await this.meter.sample(handle.container, handle.slotId);
+    // The sandbox's own backend's meter: only it knows the sandbox's container.
+    const { meter, kind } = handle.backend;
+    if (!meter) throw new NotSupportedError(`the ${kind} backend cannot measure a sandbox`);
+    const sample = await meter.sample(handle.container, handle.slotId);
     return { sample, atMs: Date.now() };
   }
 }

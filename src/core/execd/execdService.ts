@@ -1,9 +1,8 @@
 /**
  * execd for every sandbox: finds (or makes) a sandbox's SandboxExecd from its handle, and closes it
  * when the sandbox ends (its handle's `ended`), so that nothing it started outlives the sandbox.
- * Backend-neutral: every process runs in a shell of the SessionBackend (companionShells.ts).
+ * Backend-neutral: every process runs in a shell of the sandbox's own SessionBackend (companionShells.ts).
  */
-import type { SessionBackend } from '../ports/backend';
 import type { SandboxHandle } from '../sandbox/sandboxHandle';
 import { SessionNotInUseError } from '../../common/errors';
 import { CompanionUnits } from './companionShells';
@@ -16,18 +15,15 @@ export class ExecdService {
   private readonly units = new CompanionUnits();
   private closed = false;
 
-  constructor(
-    private readonly backend: SessionBackend,
-    readonly limits: ExecdLimits,
-  ) {}
+  constructor(readonly limits: ExecdLimits) {}
 
   /** The sandbox's execd, made on its first request. */
   of(handle: SandboxHandle): SandboxExecd {
     const known = this.sandboxes.get(handle.id);
     if (known) return known;
     if (handle.ended.aborted || this.closed) throw new SessionNotInUseError(handle.id, 'ended');
-    // A named pool's container belongs to that pool's backend.
-    const execd = new SandboxExecd(handle, handle.backend ?? this.backend, this.units, this.limits);
+    // Its shells are its own backend's: a named pool's container belongs to that pool's.
+    const execd = new SandboxExecd(handle, handle.backend, this.units, this.limits);
     this.sandboxes.set(handle.id, execd);
     handle.ended.addEventListener('abort', () => this.end(handle.id, execd), { once: true });
     return execd;

@@ -1,7 +1,6 @@
 /** The group service as the broker builds it from its configuration and its parts. */
-import type { BrokerConfig } from '../../config/config';
 import type { GroupEndpoints } from '../ports/groupEndpoints';
-import { GroupService } from './groupService';
+import { GroupService, type GroupServiceOptions } from './groupService';
 import type { SandboxContainers } from '../ports/sandboxContainers';
 import type { VectorStoreOpener } from '../ports/vectorStore';
 
@@ -10,8 +9,15 @@ const MAX_LINE_CHARS = 4096;
 const IDLE_FLUSH_MS = 200;
 const SHELL_START_TIMEOUT_MS = 20_000;
 
+/** The broker's configuration as this reads it (config/config.ts documents each). */
+export interface GroupServiceConfig {
+  groups: Pick<GroupServiceOptions, 'sandboxPorts' | 'hostRoot'> & { defaultDiskBytes: number; actionWaitMs: number; toolTimeoutMs: number };
+  docker: { cpus: number; memoryBytes: number };
+  workspace: { logEvents: number };
+}
+
 export function createGroupService(
-  config: BrokerConfig,
+  config: GroupServiceConfig,
   containers: SandboxContainers | null,
   openStore: VectorStoreOpener,
   endpoints: GroupEndpoints,

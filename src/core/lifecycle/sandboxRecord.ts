@@ -12,7 +12,7 @@ export type SandboxState = 'Running' | 'Paused' | 'Terminated' | 'Failed';
 
 export const SANDBOX_STATES: readonly string[] = ['Pending', 'Running', 'Pausing', 'Paused', 'Resuming', 'Stopping', 'Terminated', 'Failed'];
 
-/** Served from a warm pool of whole containers: one lease, its container its own. */
+/** Served from a warm pool: one lease, its container its own (a pool of whole containers) or shared, isolated (an image's pool, `entry.freshContainer` false). */
 export interface PooledPlace {
   kind: 'pool';
   entry: PoolEntry;
@@ -36,6 +36,8 @@ export interface SandboxSpec {
   /** Limits of a dedicated container (null: the backend's defaults); a pooled one has its pool's. */
   cpus: number | null;
   memoryBytes: number | null;
+  /** OpenSandbox's `image.auth`: it may only name the node's own credentials for the image's registry (docs/images.md). */
+  imageAuth?: { username?: string; password?: string } | null;
 }
 
 export class SandboxRecord {

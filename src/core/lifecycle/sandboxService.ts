@@ -13,10 +13,17 @@ import type { SandboxHandle } from '../sandbox/sandboxHandle';
 import type { KnowingDirectory } from '../sandbox/sandboxDirectory';
 import { ansiCQuote } from '../session/framing';
 import { SandboxNotFoundError, SandboxRecord, SandboxStateError, type SandboxFilter, type SandboxSpec, type SandboxState } from './sandboxRecord';
+import type { TakenSlot } from '../pool/poolTypes';
 
 export { SandboxNotFoundError, SandboxStateError, type SandboxFilter } from './sandboxRecord';
 import { BadRequestError, BrokerError, NotImplementedError, errorMessage } from '../../common/errors';
 import { newSessionId } from '../../common/ids';
+import type { ImagePools } from '../images/imagePools';
+import type { ImageAccess } from '../images/imageAccess';
+import { parseImageRef, type ImageRef } from '../images/imageRef';
+
+/** Entry processes that only keep a container up: a sandbox asking for one of them can live in a shared container. */
+const IDLE_ENTRYPOINTS = ['tail -f /dev/null', 'sleep infinity'];
 import { logger } from '../../common/logger';
 
 export interface SandboxServiceOptions {
@@ -29,6 +36,8 @@ export interface SandboxServiceOptions {
   containersIsolate: boolean;
   /** How often dedicated containers are checked (BROKER_HEALTH_INTERVAL); none: never. */
   healthCheckIntervalMs?: number;
+  /** Images on demand: a create that a shared container can serve takes a lease of its image's pool. */
+  images?: { pools: ImagePools; access: ImageAccess };
 }
 
 /** Ended sandboxes remembered for GET (oldest forgotten first). */
@@ -60,7 +69,14 @@ export class SandboxService implements KnowingDirectory {
       throw new BadRequestError(`image '${spec.image}' is not the image of pool '${poolRef}' ('${entry.image}'): give one of them, or the same`);
     }
     if (entry) spec = { ...spec, image: entry.image };
-    const record = entry ? await this.fromPool(id, spec, entry, signal) : await this.dedicated.start(id, spec);
+    const shared = entry ? null : this.sharedImage(spec, poolRef);
+    if (spec.imageAuth && !shared) {
+      throw new NotImplementedError('image.auth: registry credentials are served only for images this node pulls (BROKER_IMAGE_ALLOW), and only as the ones it has; this image is not pulled');
+    }
+    let record: SandboxRecord;
+    if (entry) record = await this.fromPool(id, spec, entry, signal);
+    else if (shared) record = await this.fromImagePool(id, spec, shared, signal);
+    else record = await this.dedicated.start(id, spec);
     this.live.set(id, record);
     this.arm(record);
     return record;
@@ -74,8 +90,41 @@ export class SandboxService implements KnowingDirectory {
     return entry;
   }
 
+  /**
+   * The image's reference when a shared container of its pool can serve the create (docs/images.md):
+   * on-demand images on, the image allowed, no limits of its own, an entry process that only idles.
+   * Null: it takes a dedicated container, as it always did.
+   */
+  private sharedImage(spec: SandboxSpec, poolRef: string | null): ImageRef | null {
+    const images = this.options.images;
+    if (!images?.pools.onDemand || poolRef !== null || spec.cpus !== null || spec.memoryBytes !== null) return null;
+    if (!IDLE_ENTRYPOINTS.includes(spec.entrypoint.join(' '))) return null;
+    let ref: ImageRef;
+    try {
+      ref = parseImageRef(spec.image);
+    } catch {
+      return null;
+    }
+    const pulled = images.access.allows(ref);
+    if (!pulled && !images.pools.configuredFor(ref)) return null;
+    // Credentials mean something only for an image this node pulls: for a configured pool's, the create answers 501.
+    if (spec.imageAuth && !pulled) return null;
+    if (spec.imageAuth) images.access.checkNamed(ref, spec.imageAuth);
+    return ref;
+  }
+
+  /** A lease of the image's pool (pulled and started on demand), taken out for the sandbox's life. */
+  private async fromImagePool(id: string, spec: SandboxSpec, ref: ImageRef, signal?: AbortSignal): Promise<SandboxRecord> {
+    const served = await this.options.images!.pools.serve(ref.canonical, { signal }, (pool) => pool.takeOut(signal));
+    const entry: PoolEntry = served.configured ?? { name: `image ${ref.canonical}`, image: ref.canonical, pool: served.pool, sessionsPerContainer: served.pool.sessionsPerContainer, freshContainer: false };
+    return this.fromTaken(id, { ...spec, image: ref.canonical }, entry, served.value);
+  }
+
   private async fromPool(id: string, spec: SandboxSpec, entry: PoolEntry, signal?: AbortSignal): Promise<SandboxRecord> {
-    const taken = await entry.pool.takeOut(signal);
+    return this.fromTaken(id, spec, entry, await entry.pool.takeOut(signal));
+  }
+
+  private async fromTaken(id: string, spec: SandboxSpec, entry: PoolEntry, taken: TakenSlot): Promise<SandboxRecord> {
     const names = Object.keys(spec.env);
     if (names.length > 0) {
       // The warm shell started before this sandbox existed: its env comes in as exports.
@@ -139,6 +188,9 @@ export class SandboxService implements KnowingDirectory {
   async pause(id: string): Promise<void> {
     const record = this.get(id);
     if (record.state !== 'Running' || record.busy) throw new SandboxStateError(record, 'pause it');
+    if (record.place.kind === 'pool' && !record.place.entry.freshContainer && record.place.entry.sessionsPerContainer > 1) {
+      throw new BrokerError('busy', 'sandbox_shared_container', `Sandbox ${id} lives in a shared container of its image's pool: pause freezes a whole container, so it is served only for a sandbox in a container of its own (create it with resourceLimits)`);
+    }
     const backend = this.backendOf(record);
     const pausing = backend.pausing;
     if (!pausing) {
@@ -182,8 +234,12 @@ export class SandboxService implements KnowingDirectory {
     const env = Object.keys(record.spec.env).length > 0 ? record.spec.env : undefined;
     if (record.place.kind === 'pool') {
       const site = record.place.entry.pool.site(record.place.taken.sessionId);
-      // The container and its lease shell are this sandbox's alone (one session per container).
-      return { ...site, id, confined, env, ownShell: record.place.taken.shell() ?? undefined };
+      // A whole container is this sandbox's alone; so is an isolated session's view of a shared one
+      // (an image's pool). Unisolated, a shared container's sandbox stays confined as a lease is.
+      const shared = !record.place.entry.freshContainer && record.place.entry.sessionsPerContainer > 1;
+      const isolation = shared ? record.place.entry.pool.isolation() : null;
+      const ownView = !shared || (isolation !== null && isolation.enabled && isolation.unisolatedContainers === 0);
+      return { ...site, id, confined: ownView ? confined : site.confined, env, ownShell: record.place.taken.shell() ?? undefined };
     }
     return { id, slotId: `sbx-${id}`, container: record.place.container, root: record.place.workdir, confined, env, ended: record.ending.signal, backend: this.options.backend };
   }

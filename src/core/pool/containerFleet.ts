@@ -12,9 +12,15 @@ import type { PoolObserver } from '../ports/observer';
 import { WarmupProgress, type WarmupSnapshot } from './warmupProgress';
 import { errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
-import type { BrokerConfig } from '../../config/config';
 
-export type FleetOptions = Pick<BrokerConfig, 'containers' | 'sessionsPerContainer' | 'healthCheckIntervalMs' | 'startConcurrency'>;
+/** The fleet's part of the configuration (BROKER_CONTAINERS, BROKER_SESSIONS_PER_CONTAINER, ...: config.ts). */
+export interface FleetOptions {
+  containers: number;
+  sessionsPerContainer: number;
+  healthCheckIntervalMs: number;
+  /** How many containers start at once during warm-up and replacement. */
+  startConcurrency: number;
+}
 
 export class ContainerFleet {
   readonly containers: ContainerEntry[] = [];
@@ -50,6 +56,28 @@ export class ContainerFleet {
       warmup.finish();
     }
     this.monitor.start();
+  }
+
+  /**
+   * `count` more containers (an image pool's growth, core/images/): each is started and filled as a
+   * warm-up's are, the health checks watch them from then on. Resolves once each was started or
+   * failed to (`booted`), and again once its shells were tried (`filled`).
+   */
+  add(count: number, sessionsPerContainer: number): { booted: Promise<ContainerEntry[]>; filled: Promise<void> } {
+    const entries: ContainerEntry[] = [];
+    for (let i = 0; i < count; i++) {
+      const entry = new ContainerEntry(this.containers.length);
+      for (let s = 0; s < sessionsPerContainer; s++) entry.slots.push(new Slot(`c${entry.index}s${s}`, entry));
+      this.containers.push(entry);
+      entries.push(entry);
+    }
+    const booting = entries.map((entry) => this.bootContainer(entry).then(() => entry));
+    const booted = Promise.all(booting);
+    const filled = Promise.all(booting.map(async (b) => {
+      const entry = await b;
+      if (entry.healthy && !this.isClosing()) await this.fillContainer(entry);
+    })).then(() => undefined);
+    return { booted, filled };
   }
 
   /** The first fill's progress while it runs; null before and after. */

@@ -17,14 +17,16 @@ import { CHANGE_DIRECTORY_TIMEOUT_MS } from './slotRebuilder';
 import type { JournalLimits } from './leaseJournal';
 import { AbortedError, BrokerError, SessionBrokenError, SessionBusyError, SessionNotInUseError } from '../../common/errors';
 import { newSessionId } from '../../common/ids';
-import type { BrokerConfig } from '../../config/config';
 import { logger } from '../../common/logger';
 
 /** The pool's options this needs (PoolOptions documents each). */
-export type LeaseRunnerOptions = Pick<BrokerConfig, 'sessionIdleTimeoutMs' | 'defaultCommandTimeoutMs' | 'maxOutputBytes'> & {
+export interface LeaseRunnerOptions {
+  sessionIdleTimeoutMs: number;
+  defaultCommandTimeoutMs: number;
+  maxOutputBytes: number;
   maxLeaseTtlMs?: number;
   journal?: JournalLimits;
-};
+}
 
 export class LeaseRunner {
   constructor(

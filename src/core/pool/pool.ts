@@ -26,26 +26,30 @@ import { acquireGroup, type GroupHost } from './groupAcquire';
 import type { JournalLimits, TrajectoryRecord } from './leaseJournal';
 import { SessionBrokenError, ShuttingDownError } from '../../common/errors';
 import type { WarmupSnapshot } from './warmupProgress';
-import type { BrokerConfig } from '../../config/config';
 import { logger } from '../../common/logger';
 import { delay } from '../../common/delay';
 
-/** The pool's part of the configuration (config.ts documents each), and the session timings. */
 export { StartupFailedError, type AcquireRequest, type AcquireResult, type ExecuteRequest, type TakenSlot } from './poolTypes';
 
-export type PoolOptions = FleetOptions &
-  Pick<BrokerConfig, 'acquireTimeoutMs' | 'cleanupWorkers' | 'sessionIdleTimeoutMs' | 'defaultCommandTimeoutMs' | 'maxOutputBytes'> & {
-    timings?: BashSessionTimings;
-    /** A prepared pool's files and startup commands, run at every rebuild (BROKER_POOLS). */
-    preparation?: SlotPreparation;
-    /** Each release replaces the slot's container (a pool of whole containers, BROKER_POOLS). */
-    freshContainer?: boolean;
-    /** The longest `lease_ttl` an acquire may ask for (longer ones are capped); default: the idle timeout. */
-    maxLeaseTtlMs?: number;
-    journal?: JournalLimits;
-    /** Each ended lease's journal, when trajectories are kept (trajectoryFile.ts). */
-    onLeaseEnded?: (record: TrajectoryRecord) => void;
-  };
+/** The pool's part of the configuration (config/config.ts documents each), and the session timings. */
+export type PoolOptions = FleetOptions & {
+  acquireTimeoutMs: number;
+  cleanupWorkers: number;
+  sessionIdleTimeoutMs: number;
+  defaultCommandTimeoutMs: number;
+  /** Per stream and per execute; beyond it the head and tail are kept. */
+  maxOutputBytes: number;
+  timings?: BashSessionTimings;
+  /** A prepared pool's files and startup commands, run at every rebuild (BROKER_POOLS). */
+  preparation?: SlotPreparation;
+  /** Each release replaces the slot's container (a pool of whole containers, BROKER_POOLS). */
+  freshContainer?: boolean;
+  /** The longest `lease_ttl` an acquire may ask for (longer ones are capped); default: the idle timeout. */
+  maxLeaseTtlMs?: number;
+  journal?: JournalLimits;
+  /** Each ended lease's journal, when trajectories are kept (trajectoryFile.ts). */
+  onLeaseEnded?: (record: TrajectoryRecord) => void;
+};
 
 /** How often leases are checked for their idle timeout and lease_ttl, at most. */
 const RECLAIM_TICK_MS = 250;
@@ -91,8 +95,25 @@ export class SessionPool {
     return this.fleet.containers;
   }
 
+  /** Sessions its containers hold (an image pool's grow as it does). */
   get targetSessions(): number {
-    return this.options.containers * this.options.sessionsPerContainer;
+    return this.fleet.containers.length * this.options.sessionsPerContainer;
+  }
+
+  get sessionsPerContainer(): number {
+    return this.options.sessionsPerContainer;
+  }
+
+  /**
+   * `count` more containers (an image pool's growth): resolves once they started or failed to, with
+   * the reason of the first that failed (null: all run; their shells come up in the background).
+   */
+  async grow(count: number): Promise<string | null> {
+    if (this.closing) throw new ShuttingDownError();
+    const { booted, filled } = this.fleet.add(count, this.options.sessionsPerContainer);
+    void filled.catch(() => undefined);
+    const entries = await booted;
+    return entries.find((e) => !e.healthy)?.unhealthyReason ?? null;
   }
 
   get waiting(): number {
@@ -139,7 +160,7 @@ export class SessionPool {
     const { deadline, timeoutMs } = acquireDeadline(request.acquireTimeoutMs, this.options.acquireTimeoutMs);
     const host: GroupHost = {
       sessions: this.targetSessions,
-      containers: this.options.containers,
+      containers: this.fleet.containers.length,
       take: (n, spread) => this.waits.time(this.slots.takeGroup(n, spread, request.signal, deadline, () => this.waits.exhausted(timeoutMs, this.slots.waiting))),
       prepare: (slot) => this.runner.prepare(slot, request),
       checkRetry: (err, attempt) => checkPrepareRetry(err, attempt, deadline, request.signal),

@@ -28,12 +28,19 @@ export class UnknownPoolError extends brokerError('invalid', 'unknown_pool', (na
 
 export class PoolRegistry implements SandboxDirectory {
   private readonly byName = new Map<string, PoolEntry>();
+  /** The pools made on demand per image (core/images/imagePools.ts), asked after the configured ones. */
+  private onDemand: ((sessionId: string) => SessionPool | null) | null = null;
 
   constructor(
     readonly main: PoolEntry,
     named: readonly PoolEntry[] = [],
   ) {
     for (const entry of [main, ...named]) this.byName.set(entry.name, entry);
+  }
+
+  /** Routes the leases of the pools made per image, which this registry does not list. */
+  attachOnDemand(owning: (sessionId: string) => SessionPool | null): void {
+    this.onDemand = owning;
   }
 
   get entries(): readonly PoolEntry[] {
@@ -57,9 +64,9 @@ export class PoolRegistry implements SandboxDirectory {
    * nobody issued. The default is asked first: it holds the pool API's hot path.
    */
   owning(sessionId: string): SessionPool {
-    if (this.byName.size === 1 || this.main.pool.knows(sessionId)) return this.main.pool;
+    if ((this.byName.size === 1 && this.onDemand === null) || this.main.pool.knows(sessionId)) return this.main.pool;
     for (const entry of this.byName.values()) if (entry.pool.knows(sessionId)) return entry.pool;
-    return this.main.pool;
+    return this.onDemand?.(sessionId) ?? this.main.pool;
   }
 
   /** A pool lease's place, for the per-sandbox APIs (execd). */

@@ -145,37 +145,49 @@ export interface FileChunk {
 }
 
 /**
+ * Whose files a FileAccess operation is on: a container, and the working directory of the lease
+ * whose files they are. The working directory names that lease's session: where a backend gives each
+ * session a view of its own (per-lease isolation), the operation runs in that session's view, the one
+ * its commands see. `root` is no name for it: it is only where paths must stay, and '/' for every
+ * sandbox that owns its container.
+ */
+export interface FileOwner {
+  readonly container: ContainerRef;
+  readonly workdir: string;
+}
+
+/**
  * Paths are absolute and normalized as the container sees them; `root` is the directory they must stay
  * in ('/' for a sandbox that owns its container; the caller checked the path lexically, the backend
  * checks what symlinks resolve to). Errors: FileNotFoundError, NotAFileError, NotADirectoryError,
  * ForbiddenError (common/errors.ts). The workspace's routes use the first two; execd's all of them.
  */
 export interface FileAccess {
-  readFile(container: ContainerRef, root: string, path: string, range: { offset: number; limit: number }): Promise<FileChunk>;
-  writeFile(container: ContainerRef, root: string, path: string, content: Buffer): Promise<void>;
+  readFile(owner: FileOwner, root: string, path: string, range: { offset: number; limit: number }): Promise<FileChunk>;
+  writeFile(owner: FileOwner, root: string, path: string, content: Buffer): Promise<void>;
   /** The entry at `path`, symlinks followed. */
-  stat(container: ContainerRef, root: string, path: string): Promise<EntryInfo>;
+  stat(owner: FileOwner, root: string, path: string): Promise<EntryInfo>;
   /**
    * Entries below the directory `dir` (itself no symlink: NotADirectoryError), `maxDepth` levels down,
    * in any order (the caller sorts), at most `maxEntries` + 1 of them (the caller refuses more).
    * Symlinks are listed, never followed.
    */
-  list(container: ContainerRef, root: string, dir: string, maxDepth: number, maxEntries: number): Promise<EntryInfo[]>;
+  list(owner: FileOwner, root: string, dir: string, maxDepth: number, maxEntries: number): Promise<EntryInfo[]>;
   /** `file`: a non-directory (a symlink itself, not its target); `directory`: recursively, a missing one is no error. */
-  remove(container: ContainerRef, root: string, path: string, kind: 'file' | 'directory'): Promise<void>;
+  remove(owner: FileOwner, root: string, path: string, kind: 'file' | 'directory'): Promise<void>;
   /** chmod, then chown to names (or numeric ids) as the container knows them; symlinks followed. */
-  setPermissions(container: ContainerRef, root: string, path: string, permission: Permission): Promise<void>;
+  setPermissions(owner: FileOwner, root: string, path: string, permission: Permission): Promise<void>;
   /** rename(2) semantics: `dest`'s directory must exist; an existing file at `dest` is replaced. */
-  move(container: ContainerRef, root: string, src: string, dest: string): Promise<void>;
+  move(owner: FileOwner, root: string, src: string, dest: string): Promise<void>;
   /** mkdir -p, then the mode and owner on the directory itself (parents made get the default). */
-  makeDirectory(container: ContainerRef, root: string, path: string, permission: Permission): Promise<void>;
+  makeDirectory(owner: FileOwner, root: string, path: string, permission: Permission): Promise<void>;
   /** The file's bytes from `offset`, `length` of them (the caller checked both against its stat's size). */
-  readStream(container: ContainerRef, root: string, path: string, offset: number, length: number): Promise<NodeJS.ReadableStream>;
+  readStream(owner: FileOwner, root: string, path: string, offset: number, length: number): Promise<NodeJS.ReadableStream>;
   /**
    * Writes the stream to `path` (parents made), then applies `permission`; the file appears whole or
    * not at all. Rejects with what `content` errors with (a client gone, a size limit passed).
    */
-  writeStream(container: ContainerRef, root: string, path: string, content: NodeJS.ReadableStream, permission: Partial<Permission>): Promise<number>;
+  writeStream(owner: FileOwner, root: string, path: string, content: NodeJS.ReadableStream, permission: Partial<Permission>): Promise<number>;
 }
 
 export type EntryType = 'file' | 'directory' | 'symlink' | 'other';

@@ -30,8 +30,13 @@ export interface SandboxHandle {
    * started for it that its own release does not reach (execd's shells and interpreters) is closed on it.
    */
   readonly ended: AbortSignal;
-  /** The backend its container belongs to (a named pool's own); absent: the broker's default one. */
-  readonly backend?: SessionBackend;
+  /**
+   * The backend its container belongs to (a named pool's own, or the broker's): every per-sandbox API
+   * reaches the sandbox through it alone. Another backend does not know the container: it would take
+   * it for one that does not isolate, and serve its files from the container's view rather than the
+   * session's, where the sandbox's own commands write.
+   */
+  readonly backend: SessionBackend;
   /**
    * A started shell in `root` that is this sandbox's alone (a whole container's lease shell, its env
    * exported): execd borrows it as a command runner, so the first command opens no shell. Its owner

@@ -7,7 +7,6 @@ import { randomBytes } from 'node:crypto';
 import { BackendError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
 import { nodeScopedId } from '../../common/ids';
-import type { TaskConfig } from '../../config/taskConfig';
 import { TaskSandbox } from './taskSandbox';
 import { DaemonCallError, type DaemonHealth, type DaemonLink, type TaskBackend } from '../ports/taskPorts';
 import { DaemonNotReadyError, DaemonRefusedError, TaskCapacityError, TaskEndedError, TaskNotFoundError, TasksUnavailableError } from './taskErrors';
@@ -20,7 +19,15 @@ export interface CreateTaskInput {
   prompt?: string;
 }
 
-type Settings = Pick<TaskConfig, 'readyTimeoutMs' | 'journalEvents' | 'maxSandboxes' | 'model' | 'gitBase'>;
+/** The tasks' part of the configuration (config/taskConfig.ts documents each). */
+interface Settings {
+  readyTimeoutMs: number;
+  journalEvents: number;
+  maxSandboxes: number;
+  model: string;
+  /** Where repositories are cloned from; the backend reads it, this only asks whether there is one. */
+  gitBase: object | null;
+}
 
 const HEALTH_POLL_MS = 100;
 

@@ -39,7 +39,10 @@ export class Workspace {
   private terminal: TerminalProcess | null = null;
   private job: WorkspaceJob | null = null;
   private atPrompt = false;
-  private promptWaiters: (() => void)[] = [];
+  /** Called with nothing at a prompt (or the workspace's end), or with why none can come soon: the shell died before its first. */
+  private promptWaiters: ((failure?: string) => void)[] = [];
+  /** The current shell has shown a prompt: one that dies before its first could not start at all. */
+  private prompted = false;
   private readonly nonce = randomBytes(8).toString('hex');
   private size = { cols: 120, rows: 32 };
   private closed = false;
@@ -171,6 +174,7 @@ export class Workspace {
     }
     this.terminal = terminal;
     this.shellPid = null;
+    this.prompted = false;
     const openedMs = Date.now();
     // Room for the longest command line the agent may type, escaped (4 bytes per byte at worst).
     const parser = new MarkParser(this.nonce, 16 * 1024 * 1024, (data) => this.onOutput(data), (mark) => this.onMark(mark));
@@ -207,6 +211,7 @@ export class Workspace {
       // A prompt with a job that never started: a line bash ran without a start mark (an empty one).
       if (job && this.job?.source === 'api') this.finishJob(job, mark.status);
       this.atPrompt = true;
+      this.prompted = true;
       this.quickDeaths = 0;
       for (const wake of this.promptWaiters.splice(0)) wake();
     }
@@ -236,6 +241,9 @@ export class Workspace {
 
   private replaceShell(code: number | null, reason: string, livedMs: number): void {
     if (this.closed || this.moving || this.terminal) return; // a move came first
+    // A shell that ended before its first prompt could not start: whoever waits for a prompt hears why
+    // now (the image cannot run it, say), not after the wait's bound; a new shell is still tried.
+    if (!this.prompted) this.failPromptWaiters(`its shell ended before its first prompt: ${reason}`);
     if (this.job && !this.job.ended) this.finishJob(this.job, code);
     this.quickDeaths = livedMs < QUICK_DEATH_MS ? this.quickDeaths + 1 : 0;
     const delayMs = this.quickDeaths <= 1 ? 0 : Math.min(RESTART_DELAY_MAX_MS, 250 * 2 ** this.quickDeaths);
@@ -253,6 +261,7 @@ export class Workspace {
       if (lost !== null) return this.move(lost); // the container went with the shell
       if (this.closed) return; // its place ended it meanwhile (a group sandbox whose container failed)
       logger.warn({ workspace: this.id, err: errorMessage(err) }, 'workspace shell could not be restarted');
+      this.failPromptWaiters(`its shell could not be started: ${errorMessage(err)}`);
       this.events.emit({ type: 'shell_restart_failed', reason: errorMessage(err) });
       this.quickDeaths++;
       setTimeout(() => void this.restart(), Math.min(RESTART_DELAY_MAX_MS, 250 * 2 ** this.quickDeaths)).unref();
@@ -298,12 +307,17 @@ export class Workspace {
         this.promptWaiters = this.promptWaiters.filter((w) => w !== wake);
         reject(new WorkspaceUnavailableError(this.id, `no prompt within ${timeoutMs / 1000} s`));
       }, timeoutMs);
-      const wake = (): void => {
+      const wake = (failure?: string): void => {
         clearTimeout(timer);
-        if (this.closed) reject(new WorkspaceUnavailableError(this.id, 'it was ended'));
+        if (failure !== undefined) reject(new WorkspaceUnavailableError(this.id, failure));
+        else if (this.closed) reject(new WorkspaceUnavailableError(this.id, 'it was ended'));
         else resolve();
       };
       this.promptWaiters.push(wake);
     });
+  }
+
+  private failPromptWaiters(why: string): void {
+    for (const wake of this.promptWaiters.splice(0)) wake(why);
   }
 }

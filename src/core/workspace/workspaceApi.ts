@@ -1,8 +1,7 @@
 /** The workspaces and their files, as the broker builds them from its pool, backend and configuration. */
 import type { SessionBackend } from '../ports/backend';
 import type { SessionPool } from '../pool/pool';
-import type { BrokerConfig } from '../../config/config';
-import { Workspaces } from './workspaces';
+import { Workspaces, type WorkspacesOptions } from './workspaces';
 import { WorkspaceFiles } from './workspaceFiles';
 
 /** The longest `line` of an output event (a flood without newlines is cut into lines this long). */
@@ -16,7 +15,12 @@ export interface WorkspaceApi {
   files: WorkspaceFiles;
 }
 
-export function createWorkspaceApi(pool: SessionPool, backend: SessionBackend, config: BrokerConfig, maxOutputBytes: number): WorkspaceApi {
+/** The broker's configuration as this reads it (config/workspaceConfig.ts documents each). */
+export interface WorkspaceApiConfig {
+  workspace: Pick<WorkspacesOptions, 'defaultWorkspace' | 'logEvents'> & { maxReadBytes: number };
+}
+
+export function createWorkspaceApi(pool: SessionPool, backend: SessionBackend, config: WorkspaceApiConfig, maxOutputBytes: number): WorkspaceApi {
   const workspaces = new Workspaces((signal) => pool.takeOut(signal), backend, {
     defaultWorkspace: config.workspace.defaultWorkspace,
     logEvents: config.workspace.logEvents,

@@ -32,7 +32,7 @@ export class WorkspaceFiles {
     const target = this.resolve(ws, filename);
     const partial = limit !== null;
     const want = partial ? Math.min(limit, this.maxReadBytes) : this.maxReadBytes + 1;
-    const chunk = await this.access().readFile(ws.container, path.posix.resolve(ws.workdir), target, { offset, limit: want });
+    const chunk = await this.access().readFile({ container: ws.container, workdir: ws.workdir }, path.posix.resolve(ws.workdir), target, { offset, limit: want });
     if (!partial && chunk.size > this.maxReadBytes) {
       throw new PayloadTooLargeError(`${filename} is ${chunk.size} bytes, over the ${this.maxReadBytes} bytes one read returns: use /api/read-partial`);
     }
@@ -41,7 +41,7 @@ export class WorkspaceFiles {
 
   async write(ws: Workspace, filename: string, content: Buffer): Promise<string> {
     const target = this.resolve(ws, filename);
-    await this.access().writeFile(ws.container, path.posix.resolve(ws.workdir), target, content);
+    await this.access().writeFile({ container: ws.container, workdir: ws.workdir }, path.posix.resolve(ws.workdir), target, content);
     return target;
   }
 

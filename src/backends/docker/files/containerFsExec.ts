@@ -10,6 +10,8 @@ import { DockerDemuxer } from '../shells/demux';
 import { FS_SCRIPT } from './containerFsScript';
 import { inSessionView } from '../isolation/sessionView';
 
+/** What the script runs from the image besides bash (a command it cannot find exits 127). */
+const FS_TOOLS = 'bash with readlink, basename, dirname, stat, find, xargs, rm, mkdir, chmod, chown, mv, cat, tail and head, as BusyBox or coreutils and findutils have them';
 /** A listing's answer is read whole before it is parsed: ~150 bytes an entry, 100k entries ~15 MB. */
 const MAX_ANSWER_BYTES = 256 * 1024 * 1024;
 const MAX_STDERR_BYTES = 4096;
@@ -29,8 +31,8 @@ export interface FsPlace {
 function fsCommand(op: FsOp | 'read', root: string, args: readonly string[], { view, staged }: FsPlace): string[] {
   const script = ['bash', '-c', FS_SCRIPT, 'execd-fs', op, root, ...args];
   // Its pid namespace too: the view's /proc is the session's, and /dev/fd (a process substitution's) leads through /proc/self.
-  const placed = view === null ? script : inSessionView(view, script, ['-p', '-m']);
-  // The redirection is opened in the container's view, before nsenter: the session never sees the file.
+  const placed = view === null ? script : inSessionView(view, script);
+  // The redirection is opened in the container's view, before the view is entered: the session never sees the file.
   return staged === undefined ? placed : ['bash', '-c', 'f=$1; shift; exec <"$f" && rm -f -- "$f" && exec "$@"', 'bkr-put', staged, ...placed];
 }
 
@@ -60,6 +62,7 @@ export async function runFsScript(container: Dockerode.Container, op: FsOp, root
   });
   if (outBytes > MAX_ANSWER_BYTES) throw new PayloadTooLargeError(`the answer is over ${MAX_ANSWER_BYTES} bytes`);
   const { ExitCode } = await exec.inspect();
+  if (ExitCode === 127) throw new BackendError(`${stderr.trim() || "the sandbox's image lacks a tool"}: the file routes need ${FS_TOOLS}`);
   if (ExitCode !== 0) throw new BackendError(`a file operation failed in container ${container.id.slice(0, 12)} (exit ${ExitCode}): ${stderr.trim() || 'no message'}`);
   const fields = Buffer.concat(out).toString('utf8').split('\0');
   fields.pop(); // after the last NUL
@@ -86,7 +89,7 @@ export async function readInView(container: Dockerode.Container, view: number, r
     if (ended) return;
     ended = true;
     void exec.inspect().then(
-      ({ ExitCode }) => (ExitCode === 0 ? out.end() : out.destroy(new BackendError(`could not read the file (exit ${ExitCode})`))),
+      ({ ExitCode }) => (ExitCode === 0 ? out.end() : out.destroy(new BackendError(ExitCode === 127 ? `the sandbox's image lacks a tool: the file routes need ${FS_TOOLS}` : `could not read the file (exit ${ExitCode})`))),
       (err: unknown) => out.destroy(new BackendError(`could not read the file: ${errorMessage(err)}`)),
     );
   };

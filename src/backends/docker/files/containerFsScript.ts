@@ -26,6 +26,9 @@
 /** `@{` stands for bash's `${` (a template literal would take it for its own). */
 export const FS_SCRIPT = String.raw`
 set -u
+# An image without one of them (bash alone) is told at once, not answered wrongly op by op: exit 127.
+m=; for t in readlink basename dirname stat find xargs rm mkdir chmod chown mv cat tail head; do type -P $t >/dev/null || m="$m $t"; done
+[ -z "$m" ] || { printf "the sandbox's image lacks%s" "$m" >&2; exit 127; }
 F='%f %s %Y %Z %U %G'
 op=$1; R=$(readlink -f -- "$2") || R=$2; shift 2
 err() { printf 'ERR\0%s\0%s\0' "$1" "$2"; }

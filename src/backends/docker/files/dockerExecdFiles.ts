@@ -6,16 +6,16 @@
 import type Dockerode from 'dockerode';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ContainerRef, EntryInfo, Permission } from '../../../core/ports/backend';
+import type { ContainerRef, EntryInfo, FileOwner, Permission } from '../../../core/ports/backend';
 import { BackendError, FileNotFoundError } from '../../../common/errors';
 import { entryOfStatLine, fsError, readInView, runFsScript, throwFirstError, type FsPlace } from './containerFsExec';
 import { archiveRange, putFile, spool, stageFile } from './dockerArchiveStreams';
 
 /**
- * The container pid of the live isolated session whose working directory is `root` (its file routes
- * run in its own view: isolation/sessionView.ts), or null: the container's view.
+ * The container pid of the live isolated session whose working directory is `workdir` (its file
+ * routes run in its own view: isolation/sessionView.ts), or null: the container's view.
  */
-export type SessionViewOf = (ref: ContainerRef, root: string) => number | null;
+export type SessionViewOf = (ref: ContainerRef, workdir: string) => number | null;
 
 /** Fields of one `E` record of a listing: marker, relative path, stat line. */
 const LIST_RECORD = 3;
@@ -32,21 +32,24 @@ export class DockerExecdFiles {
     protected readonly viewOf: SessionViewOf = () => null,
   ) {}
 
-  private container(ref: ContainerRef): Dockerode.Container {
-    return this.docker.getContainer(ref.id);
+  protected container(owner: FileOwner): Dockerode.Container {
+    return this.docker.getContainer(owner.container.id);
   }
 
-  /** Where `root`'s operations run: its isolated session's view while it lives, else the container's. */
-  protected place(ref: ContainerRef, root: string): FsPlace {
-    return { view: this.viewOf(ref, root) };
+  /**
+   * Where the owner's operations run: its session's view while that session's shell lives (its
+   * working directory names it, whatever root the paths are held to), else the container's.
+   */
+  protected place(owner: FileOwner): FsPlace {
+    return { view: this.viewOf(owner.container, owner.workdir) };
   }
 
-  async stat(ref: ContainerRef, root: string, target: string): Promise<EntryInfo> {
-    return (await this.statReal(ref, root, target)).entry;
+  async stat(owner: FileOwner, root: string, target: string): Promise<EntryInfo> {
+    return (await this.statReal(owner, root, target)).entry;
   }
 
-  async list(ref: ContainerRef, root: string, dir: string, maxDepth: number, maxEntries: number): Promise<EntryInfo[]> {
-    const fields = await runFsScript(this.container(ref), 'list', root, [dir, String(maxDepth), String(maxEntries)], this.place(ref, root));
+  async list(owner: FileOwner, root: string, dir: string, maxDepth: number, maxEntries: number): Promise<EntryInfo[]> {
+    const fields = await runFsScript(this.container(owner), 'list', root, [dir, String(maxDepth), String(maxEntries)], this.place(owner));
     const out: EntryInfo[] = [];
     for (let at = 0; at + LIST_RECORD <= fields.length; at += LIST_RECORD) {
       if (fields[at] === 'ERR') throw fsError(fields[at + 1], dir);
@@ -56,38 +59,38 @@ export class DockerExecdFiles {
     return out;
   }
 
-  async remove(ref: ContainerRef, root: string, target: string, kind: 'file' | 'directory'): Promise<void> {
-    throwFirstError(await runFsScript(this.container(ref), kind === 'file' ? 'rmfile' : 'rmdir', root, [target], this.place(ref, root)), [target]);
+  async remove(owner: FileOwner, root: string, target: string, kind: 'file' | 'directory'): Promise<void> {
+    throwFirstError(await runFsScript(this.container(owner), kind === 'file' ? 'rmfile' : 'rmdir', root, [target], this.place(owner)), [target]);
   }
 
-  async setPermissions(ref: ContainerRef, root: string, target: string, permission: Permission): Promise<void> {
-    throwFirstError(await runFsScript(this.container(ref), 'chmod', root, permissionArgs(target, permission, permission.mode), this.place(ref, root)), [target]);
+  async setPermissions(owner: FileOwner, root: string, target: string, permission: Permission): Promise<void> {
+    throwFirstError(await runFsScript(this.container(owner), 'chmod', root, permissionArgs(target, permission, permission.mode), this.place(owner)), [target]);
   }
 
-  async move(ref: ContainerRef, root: string, src: string, dest: string): Promise<void> {
-    throwFirstError(await runFsScript(this.container(ref), 'mv', root, [src, dest], this.place(ref, root)), [src, dest]);
+  async move(owner: FileOwner, root: string, src: string, dest: string): Promise<void> {
+    throwFirstError(await runFsScript(this.container(owner), 'mv', root, [src, dest], this.place(owner)), [src, dest]);
   }
 
-  async makeDirectory(ref: ContainerRef, root: string, target: string, permission: Permission): Promise<void> {
-    throwFirstError(await runFsScript(this.container(ref), 'mkdir', root, permissionArgs(target, permission, permission.mode), this.place(ref, root)), [target]);
+  async makeDirectory(owner: FileOwner, root: string, target: string, permission: Permission): Promise<void> {
+    throwFirstError(await runFsScript(this.container(owner), 'mkdir', root, permissionArgs(target, permission, permission.mode), this.place(owner)), [target]);
   }
 
-  async readStream(ref: ContainerRef, root: string, target: string, offset: number, length: number): Promise<NodeJS.ReadableStream> {
-    const { real } = await this.statReal(ref, root, target);
-    const { view } = this.place(ref, root);
+  async readStream(owner: FileOwner, root: string, target: string, offset: number, length: number): Promise<NodeJS.ReadableStream> {
+    const { real } = await this.statReal(owner, root, target);
+    const { view } = this.place(owner);
     // In an isolated session's view the bytes are read there too: a link swapped in after the stat leads nowhere else.
-    return view === null ? archiveRange(this.container(ref), real, offset, length) : readInView(this.container(ref), view, root, real, offset, length);
+    return view === null ? archiveRange(this.container(owner), real, offset, length) : readInView(this.container(owner), view, root, real, offset, length);
   }
 
   /**
    * Spool, then where to write (resolved and held to the root, parents made, by the script), then the
    * PUT, then an owner if one was asked for (the engine writes files as the container's root).
    */
-  async writeStream(ref: ContainerRef, root: string, target: string, content: NodeJS.ReadableStream, permission: Partial<Permission>): Promise<number> {
+  async writeStream(owner: FileOwner, root: string, target: string, content: NodeJS.ReadableStream, permission: Partial<Permission>): Promise<number> {
     const spooled = await spool(content);
     try {
-      const container = this.container(ref);
-      const place = this.place(ref, root);
+      const container = this.container(owner);
+      const place = this.place(owner);
       const fields = await runFsScript(container, 'target', root, [target], place);
       if (fields[0] === 'ERR') throw fsError(fields[1], target);
       const [real, existingMode] = [fields[1], fields[2]];
@@ -120,8 +123,8 @@ export class DockerExecdFiles {
     throwFirstError(answer, [target]);
   }
 
-  private async statReal(ref: ContainerRef, root: string, target: string): Promise<{ real: string; entry: EntryInfo }> {
-    const fields = await runFsScript(this.container(ref), 'stat', root, [target], this.place(ref, root));
+  protected async statReal(owner: FileOwner, root: string, target: string): Promise<{ real: string; entry: EntryInfo }> {
+    const fields = await runFsScript(this.container(owner), 'stat', root, [target], this.place(owner));
     if (fields[0] === 'ERR') throw fsError(fields[1], target);
     if (fields[0] !== 'OK' || fields.length < STAT_RECORD) throw new FileNotFoundError(target);
     return { real: fields[2], entry: entryOfStatLine(fields[3], target) };

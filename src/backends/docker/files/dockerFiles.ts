@@ -9,7 +9,7 @@ import path from 'node:path';
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import * as tar from 'tar-stream';
-import type { ContainerRef, FileAccess, FileChunk } from '../../../core/ports/backend';
+import type { FileAccess, FileChunk, FileOwner } from '../../../core/ports/backend';
 import { BackendError, FileNotFoundError, ForbiddenError, NotAFileError, errorMessage } from '../../../common/errors';
 import { DockerExecdFiles } from './dockerExecdFiles';
 import { readInView } from './containerFsExec';
@@ -33,27 +33,23 @@ function hasBit(mode: number, bit: number): boolean {
 
 export class DockerFiles extends DockerExecdFiles implements FileAccess {
 
-  async readFile(ref: ContainerRef, root: string, target: string, { offset, limit }: { offset: number; limit: number }): Promise<FileChunk> {
-    const container = this.docker.getContainer(ref.id);
+  async readFile(owner: FileOwner, root: string, target: string, { offset, limit }: { offset: number; limit: number }): Promise<FileChunk> {
+    const container = this.container(owner);
+    const { view } = this.place(owner);
+    // The engine's archive API sees the container's view only: an isolated session's file is found in its own.
+    if (view !== null) return this.readFileInView(owner, view, root, target, offset, limit);
     const { real, stat } = await this.follow(container, root, target);
     if (!stat) throw new FileNotFoundError(target);
     if (MODE_NOT_REGULAR.some((bit) => hasBit(stat.mode, bit))) throw new NotAFileError(target);
     if (offset >= stat.size || limit === 0) return { content: Buffer.alloc(0), size: stat.size };
     const length = Math.min(limit, stat.size - offset);
-    const { view } = this.place(ref, root);
-    if (view !== null) {
-      // An isolated session's own view: the path is resolved again and read there, out of a swapped link's reach.
-      const chunks: Buffer[] = [];
-      for await (const chunk of await readInView(container, view, root, real, offset, length)) chunks.push(chunk as Buffer);
-      return { content: Buffer.concat(chunks), size: stat.size };
-    }
     const archive = (await container.getArchive({ path: real })) as Readable;
     const content = await firstEntryRange(archive, offset, length);
     return { content, size: stat.size };
   }
 
-  async writeFile(ref: ContainerRef, root: string, target: string, content: Buffer): Promise<void> {
-    const container = this.docker.getContainer(ref.id);
+  async writeFile(owner: FileOwner, root: string, target: string, content: Buffer): Promise<void> {
+    const container = this.container(owner);
     // Every existing ancestor below the root, and the file itself, must not lead out of it.
     const rel = path.posix.relative(root, target).split('/');
     for (let i = 1; i <= rel.length; i++) {
@@ -62,7 +58,7 @@ export class DockerFiles extends DockerExecdFiles implements FileAccess {
       if (i === rel.length && stat && MODE_NOT_REGULAR.some((bit) => hasBit(stat.mode, bit))) throw new NotAFileError(target);
       if (i < rel.length && stat && !hasBit(stat.mode, MODE_DIR)) throw new NotAFileError(at);
     }
-    const { view } = this.place(ref, root);
+    const { view } = this.place(owner);
     if (view !== null) {
       // An isolated session's own view: resolved, checked and written there in one operation.
       const spooled = await spool(Readable.from([content]));
@@ -80,8 +76,21 @@ export class DockerFiles extends DockerExecdFiles implements FileAccess {
     try {
       await container.putArchive(await collect(pack), { path: root });
     } catch (err) {
-      throw new BackendError(`could not write ${target} in ${ref.name}: ${errorMessage(err)}`);
+      throw new BackendError(`could not write ${target} in ${owner.container.name}: ${errorMessage(err)}`);
     }
+  }
+
+  /**
+   * `limit` bytes from `offset` of a file of an isolated session, resolved, checked and read in the
+   * session's own view (its stat and its bytes alike), out of reach of a link swapped in meanwhile.
+   */
+  private async readFileInView(owner: FileOwner, view: number, root: string, target: string, offset: number, limit: number): Promise<FileChunk> {
+    const { real, entry } = await this.statReal(owner, root, target);
+    if (entry.type !== 'file') throw new NotAFileError(target);
+    if (offset >= entry.size || limit === 0) return { content: Buffer.alloc(0), size: entry.size };
+    const chunks: Buffer[] = [];
+    for await (const chunk of await readInView(this.container(owner), view, root, real, offset, Math.min(limit, entry.size - offset))) chunks.push(chunk as Buffer);
+    return { content: Buffer.concat(chunks), size: entry.size };
   }
 
   /**

@@ -32,7 +32,7 @@ export const ISOLATION_TEMPLATE = '/dev/.bkr-iso';
 /** The session init's name in the container's pipes directory (the broker puts it there). */
 export const SESSION_INIT_NAME = 'session-init';
 /** Where the spawner copies the session init when the pipes' directory is mounted noexec (no session sees the container's /dev). */
-const SESSION_INIT_COPY = '/dev/.bkr-session-init';
+export const SESSION_INIT_COPY = '/dev/.bkr-session-init';
 /** Where a session's tmpfs is mounted before its root is moved over `/` (an existing directory in every container). */
 const STAGE = '/dev/shm';
 const ROOT = `${STAGE}/r`;
@@ -109,9 +109,11 @@ function templateScript(sharedPaths: readonly string[]): string {
 /**
  * Bash for the spawner's start: defines `__bk_shell ID JOIN [CONTROL]` (execs the session's shell,
  * isolated when this container can; CONTROL `8,9` names the session init's control pipes, which only
- * the init keeps: every other path closes them) and sets `__bk_iso` to `iso` or to the reason it cannot, which the
- * spawner announces (`ready iso`, `ready noiso <reason>`). Sessions start through the session init
- * at `initPath` when it runs here, else through the setup script. The check is a whole session
+ * the init keeps: every other path closes them; `t` asks for a workspace's terminal in JOIN's view,
+ * which the session init opens and relays itself) and sets `__bk_iso` to `iso` or to the reason it
+ * cannot, which the spawner announces (`ready iso init` through the session init, `ready iso`
+ * through the setup script, `ready noiso <reason>`). Sessions start through the session init at
+ * `initPath` when it runs here, else through the setup script. The check is a whole session
  * started and ended once, so a container that announces `iso` can start them.
  */
 export function isolationFunctions(config: IsolationConfig, initPath: string): string {
@@ -123,10 +125,12 @@ __bk_iso_join=${singleQuoted(JOIN_SCRIPT)}
 __bk_shell() {
   [[ $__bk_iso == iso && -n $1 ]] || exec ${SHELL} 8<&- 9<&-
   if [[ -n $__bk_init ]]; then
+    [[ $3 != t ]] || exec "$__bk_init" terminal "$2" -- bash --norc --noprofile -c 8<&- 9<&-
     [[ $2 == 0 ]] || exec "$__bk_init" join "$2" -- ${SHELL} 8<&- 9<&-
     [[ \${3:--} != - ]] || exec 8<&- 9<&-
     exec "$__bk_init" session ${ISOLATION_TEMPLATE} ${STAGE} ${config.diskBytes} "$1" "\${3:--}" -- ${SHELL}
   fi
+  [[ $3 != t ]] || builtin exit 127
   exec 8<&- 9<&-
   [[ $2 == 0 ]] || exec nsenter -t "$2" -p -i -- bash -c "$__bk_iso_join" bkr-join "$2" "$__bk_setpriv"
   exec unshare -m -p -i -f --propagation private -- bash -c "$__bk_iso_setup" bkr-session "$1" "$__bk_setpriv"

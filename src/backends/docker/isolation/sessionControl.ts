@@ -9,14 +9,15 @@
  * pipes are given up: a late answer would be taken for the next request's.
  */
 import net from 'node:net';
+import { LineReader } from '../../../common/lineReader';
 
-/** An answer is one short line; anything longer is not the init's. */
+/** An answer is one short line; anything longer is not the init's: the pipes are given up. */
 const MAX_ANSWER = 512;
 
 export class SessionControl {
   private readonly input: net.Socket;
   private readonly output: net.Socket;
-  private buffer = '';
+  private readonly answers = new LineReader((line) => this.onLine(line), { maxLineBytes: MAX_ANSWER, overlong: () => this.close() });
   private waiter: ((line: string | null) => void) | null = null;
   private closed = false;
   /** The init said `ready` (it serves requests). */
@@ -27,7 +28,7 @@ export class SessionControl {
     this.input = new net.Socket({ fd: requestFd, readable: false, writable: true });
     this.input.on('error', () => this.close());
     this.output = new net.Socket({ fd: answerFd, readable: true, writable: false });
-    this.output.on('data', (chunk: Buffer) => this.onData(chunk));
+    this.output.on('data', (chunk: Buffer) => this.answers.push(chunk));
     this.output.on('error', () => this.close());
     // EOF: no init holds the pipe (it ended with its session, or it never served one: the setup script).
     this.output.on('close', () => this.close());
@@ -64,20 +65,14 @@ export class SessionControl {
     this.waiter?.(null);
   }
 
-  private onData(chunk: Buffer): void {
-    this.buffer += chunk.toString('latin1');
-    let nl: number;
-    while ((nl = this.buffer.indexOf('\n')) >= 0) {
-      const line = this.buffer.slice(0, nl);
-      this.buffer = this.buffer.slice(nl + 1);
-      if (!this.ready && line === 'ready') {
-        this.ready = true;
-        continue;
-      }
-      // An answer no request asked for: the pipes are out of step, give them up.
-      if (!this.waiter) return this.close();
-      this.waiter(line);
+  private onLine(line: string): void {
+    if (this.closed) return;
+    if (!this.ready && line === 'ready') {
+      this.ready = true;
+      return;
     }
-    if (this.buffer.length > MAX_ANSWER) this.close();
+    // An answer no request asked for: the pipes are out of step, give them up.
+    if (!this.waiter) return this.close();
+    this.waiter(line);
   }
 }

@@ -15,8 +15,8 @@
  *   session-init session TEMPLATE STAGE DISK_BYTES WORKDIR_ID CONTROL -- SHELL...
  *     The same, serving the broker on CONTROL (`IN,OUT`: two descriptors of pipes only the broker
  *     reaches, or `-`): see sessionReuse.c. The shell never gets them.
- *   session-init join PID -- SHELL...
- *     SHELL in the IPC, pid and mount namespaces of the container process PID (a session's bash).
+ *   session-init join|enter|terminal PID -- ...
+ *     A process in the namespaces of the container process PID (a session's bash): see sessionEnter.c.
  *
  * SHELL gets BROKER_SHELL_PID, its pid in the container (kills and the pids cgroup use it).
  * Exit statuses of a failed setup: 101 the tmpfs, 102 the template's copy, 103 a mount of the
@@ -47,7 +47,11 @@ static void fail(int status, const char *what, const char *path);
 __attribute__((format(printf, 3, 4))) static void format(char *buf, size_t size, const char *fmt, ...);
 static int shell_status(int st);
 static int wait_for(pid_t child);
+static void export_container_pid(void);
+static void exec_shell(char **shell);
 #include "sessionReuse.c"
+#include "sessionTraces.c"
+#include "sessionEnter.c"
 
 #define CAP_SYS_ADMIN_BIT 21
 
@@ -300,44 +304,20 @@ static int session(const char *template, const char *stage, const char *disk_byt
   return status;
 }
 
-static int join(const char *target, char **shell) {
-  char path[64];
-  int fds[3];
-  static const char *NAMES[] = {"ipc", "pid", "mnt"};
-  static const int TYPES[] = {CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNS};
-  for (int i = 0; i < 3; i++) {
-    format(path, sizeof path, "/proc/%s/ns/%s", target, NAMES[i]);
-    if ((fds[i] = open(path, O_RDONLY | O_CLOEXEC)) < 0) fail(105, "cannot open", path);
-  }
-  for (int i = 0; i < 2; i++) {
-    if (setns(fds[i], TYPES[i]) < 0) fail(105, "cannot enter", NAMES[i]);
-  }
-  pid_t child = fork();
-  if (child < 0) fail(105, "cannot fork", NULL);
-  if (child == 0) {
-    setpgid(0, 0);
-    export_container_pid();
-    /* The mount namespace last: entering it puts this process at the session's root (the kernel follows the mount moved over `/`). */
-    if (setns(fds[2], CLONE_NEWNS) < 0) fail(105, "cannot enter", "mnt");
-    close(fds[2]);
-    exec_shell(shell);
-  }
-  for (int i = 0; i < 3; i++) close(fds[i]);
-  return wait_for(child);
-}
-
 int main(int argc, char **argv) {
   dispositions(SIG_IGN);
   int dashes = 1;
   while (dashes < argc && strcmp(argv[dashes], "--") != 0) dashes++;
   if (dashes + 1 >= argc) {
-    fprintf(stderr, "usage: session-init session TEMPLATE STAGE DISK_BYTES WORKDIR_ID [CONTROL] -- SHELL... | join PID -- SHELL...\n");
+    fprintf(stderr, "usage: session-init session TEMPLATE STAGE DISK_BYTES WORKDIR_ID [CONTROL] -- SHELL... | join|enter|terminal PID -- COMMAND...\n");
     return 2;
   }
   char **shell = argv + dashes + 1;
   if (dashes == 6 && !strcmp(argv[1], "session")) return session(argv[2], argv[3], argv[4], argv[5], "-", shell);
   if (dashes == 7 && !strcmp(argv[1], "session")) return session(argv[2], argv[3], argv[4], argv[5], argv[6], shell);
-  if (dashes == 3 && !strcmp(argv[1], "join")) return join(argv[2], shell);
+  if (dashes == 3 && !strcmp(argv[1], "join")) return join(argv[2], shell, JOIN_OWN_GROUP);
+  if (dashes == 3 && !strcmp(argv[1], "enter")) return join(argv[2], shell, 0);
+  if (dashes == 3 && !strcmp(argv[1], "terminal")) return join(argv[2], shell, JOIN_PTY);
   fprintf(stderr, "session-init: unknown request\n");
   return 2;
 }

@@ -27,7 +27,7 @@ export interface ShellChannel {
   readonly transport: 'exec' | 'fifo';
   /** An isolated session's requests to its init (isolation/sessionControl.ts); absent or null: none. */
   readonly control?: SessionControl | null;
-  write(text: string): void;
+  write(data: string | Buffer): void;
   /**
    * Closes the broker's side: an idle bash reads EOF and exits; a running command goes on to its
    * end (closing a stream signals nothing), so callers kill what runs first.
@@ -50,6 +50,11 @@ export interface ChannelRequest {
    * in the container whose namespaces it shares instead (0: new ones). Absent: a plain bash.
    */
   isolated?: { workdirId: string | null; joinPid: number };
+  /**
+   * fifo, isolated through the session init: a workspace's terminal that the init opens in the
+   * joined view and relays (isolation/sessionEnter.c), rather than a bash.
+   */
+  pty?: boolean;
 }
 
 /** Opens a bash in one container; each container has one (docker backend: exec or fifo). */
@@ -89,8 +94,8 @@ class ExecChannel implements ShellChannel {
     });
   }
 
-  write(text: string): void {
-    if (!this.ended) this.socket.write(text);
+  write(data: string | Buffer): void {
+    if (!this.ended) this.socket.write(data);
   }
 
   destroy(): void {

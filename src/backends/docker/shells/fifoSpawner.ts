@@ -20,18 +20,22 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { BackendError, errorMessage } from '../../../common/errors';
-import { type ChannelRequest, type ChannelSink, type ShellChannel, SHELL_CMD } from './channel';
+import { LineReader } from '../../../common/lineReader';
+import { type ChannelRequest, type ShellChannel, SHELL_CMD } from './channel';
+import { FifoChannel } from './fifoChannel';
 import { FS_SCRIPT } from '../control/procScripts';
 import type { FifoStock } from './fifoStock';
 import type { IsolationConfig } from '../../../config/isolationConfig';
 import { isolationFunctions, SESSION_INIT_NAME } from '../isolation/isolationScript';
 import { SessionControl } from '../isolation/sessionControl';
 
-
 /** Where the directory appears in the container. */
 export const FIFO_MOUNT = '/.bkr';
 const SPAWN_TIMEOUT_MS = 20_000;
-/** A line on the events pipe is short; anything longer is not the spawner's. */
+/**
+ * A line on the events pipe is short; anything longer is not the spawner's, and is skipped. (The pipe
+ * is writable from inside the container: it must never grow the broker's memory.)
+ */
 const MAX_EVENT_LINE = 256;
 
 /**
@@ -51,8 +55,9 @@ export const SPAWNER_SCRIPT = spawnerScript();
  * SPAWNER_SCRIPT, or with per-lease isolation (isolation/isolationScript.ts): a request then reads
  * `<name> <VAR=value> [<workdir id or -> <pid to join or 0> [1]]`, the shell of a request with the
  * last two starts isolated when the container can, and the announcement says whether it can
- * (`ready iso` or `ready noiso <why>`). A final `1` asks for the session init's control pipes
- * `<name>.ctl` and `<name>.ans` (isolation/sessionControl.ts), handed to the init alone.
+ * (`ready iso init`, `ready iso` or `ready noiso <why>`). A final `1` asks for the session init's
+ * control pipes `<name>.ctl` and `<name>.ans` (isolation/sessionControl.ts), handed to the init
+ * alone; a final `t`, for a workspace's terminal that the session init opens (`iso init` only).
  */
 export function spawnerScript(isolation?: IsolationConfig): string {
   const iso = isolation?.enabled ? isolation : null;
@@ -60,13 +65,13 @@ export function spawnerScript(isolation?: IsolationConfig): string {
   const isoCheck = iso ? ' && ( -z $w || ( $w =~ ^(-|[0-9a-z][0-9a-z.-]*)$ && $j =~ ^[0-9]+$ ) )' : '';
   const shell = iso ? '__bk_shell "$w" "$j" "$k"' : SHELL_CMD.join(' ');
   // The session init's control pipes (isolation/sessionControl.ts), when the request asks for them: fds 8 and 9, `k` says so to __bk_shell.
-  const control = iso ? '\n      [[ $k == 1 ]] && { exec 8<"$d/$n.ctl" 9<>"$d/$n.ans" && k=8,9 || k=-; } || k=-' : '';
+  const control = iso ? '\n      [[ $k == t ]] || { [[ $k == 1 ]] && { exec 8<"$d/$n.ctl" 9<>"$d/$n.ans" && k=8,9 || k=-; } || k=-; }' : '';
   return `${FS_SCRIPT}${iso ? `\n${isolationFunctions(iso, `${FIFO_MOUNT}/${SESSION_INIT_NAME}`)}` : ''}
 builtin cd /
 d=${FIFO_MOUNT}
 if [[ -p $d/spawn && -p $d/events ]] && exec 3<>"$d/spawn" 4<>"$d/events"; then
   builtin set -m
-  builtin echo ${iso ? '"ready $__bk_iso"' : 'ready'} >&4
+  builtin echo ${iso ? '"ready $__bk_iso${__bk_init:+ init}"' : 'ready'} >&4
   while builtin read -r ${fields} <&3; do
     [[ $n =~ ^[0-9a-f]{8,64}$ && $v =~ ^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]*$${isoCheck} ]] || continue
     __bk_room || { builtin echo "failed $n 0" >&4; continue; }
@@ -97,7 +102,7 @@ interface PendingSpawn {
 export class FifoSpawner {
   private spawnSocket: net.Socket | null = null;
   private eventsSocket: net.Socket | null = null;
-  private eventBuffer = '';
+  private readonly events = new LineReader((line) => this.onEvent(line), { maxLineBytes: MAX_EVENT_LINE, overlong: 'skip' });
   private readyWaiter: (() => void) | null = null;
   private readonly pending = new Map<string, PendingSpawn>();
   private readonly channels = new Map<string, FifoChannel>();
@@ -134,7 +139,7 @@ export class FifoSpawner {
     this.spawnSocket.on('error', () => undefined);
     this.eventsSocket = new net.Socket({ fd: openFifo(path.join(this.hostDir, 'events'), fs.constants.O_RDWR), readable: true, writable: false });
     this.eventsSocket.on('error', () => undefined);
-    this.eventsSocket.on('data', (chunk: Buffer) => this.onEvents(chunk));
+    this.eventsSocket.on('data', (chunk: Buffer) => this.events.push(chunk));
     const announced = new Promise<void>((resolve) => (this.readyWaiter = resolve));
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
@@ -148,7 +153,12 @@ export class FifoSpawner {
 
   /** Whether this container starts isolated shells (isolation/isolationScript.ts), as its entrypoint said. */
   get isolates(): boolean {
-    return this.isolationAnnounced === 'iso';
+    return this.isolationAnnounced === 'iso' || this.isolationAnnounced === 'iso init';
+  }
+
+  /** Whether its isolated sessions start through the session init, which then also opens workspace terminals (`pty` requests). */
+  get opensTerminals(): boolean {
+    return this.isolationAnnounced === 'iso init';
   }
 
   /** Why this container does not isolate its sessions though isolation was asked for; null when it does or it was not asked. */
@@ -160,14 +170,14 @@ export class FifoSpawner {
   readonly opener = (request: ChannelRequest): Promise<ShellChannel> => this.open(request);
 
   /** Spawns a bash with `env` (one `NAME=value`, the session tag) and returns its channel. */
-  async open({ env, sink, statusGraceMs = 0, isolated }: ChannelRequest): Promise<ShellChannel> {
+  async open({ env, sink, statusGraceMs = 0, isolated, pty }: ChannelRequest): Promise<ShellChannel> {
     if (this.closed || !this.spawnSocket) throw new BackendError('the container is being removed');
     const assignment = env.find((e) => !e.startsWith('TERM=')) ?? 'BROKER_SESSION_TAG=';
     if (!/^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]*$/.test(assignment)) throw new BackendError(`unsupported environment ${assignment}`);
     const name = randomBytes(12).toString('hex');
     const base = path.join(this.hostDir, name);
     // A session's own isolated shell gets control pipes to its init (reuse in place); an extra shell joining one does not.
-    const controlled = isolated !== undefined && this.isolates && isolated.joinPid === 0 && isolated.workdirId !== null;
+    const controlled = isolated !== undefined && this.isolates && isolated.joinPid === 0 && isolated.workdirId !== null && !pty;
     const paths = [`${base}.in`, `${base}.out`, `${base}.err`, ...(controlled ? [`${base}.ctl`, `${base}.ans`] : [])];
     const fds: number[] = [];
     let control: SessionControl | null = null;
@@ -183,7 +193,7 @@ export class FifoSpawner {
         }, SPAWN_TIMEOUT_MS);
         this.pending.set(name, { resolve, reject, timer });
       });
-      const isolation = isolated && this.isolates ? ` ${isolated.workdirId ?? '-'} ${isolated.joinPid}${controlled ? ' 1' : ''}` : '';
+      const isolation = isolated && this.isolates ? ` ${isolated.workdirId ?? '-'} ${isolated.joinPid}${controlled ? ' 1' : pty ? ' t' : ''}` : '';
       this.spawnSocket.write(`${name} ${assignment}${isolation}\n`);
       await spawned;
       // bash holds the write ends now: read-only opens see EOF only once bash and everything that
@@ -217,18 +227,6 @@ export class FifoSpawner {
     this.spawnSocket?.destroy();
     this.eventsSocket?.destroy();
     await fs.promises.rm(this.hostDir, { recursive: true, force: true }).catch(() => undefined);
-  }
-
-  private onEvents(chunk: Buffer): void {
-    this.eventBuffer += chunk.toString('latin1');
-    let nl: number;
-    while ((nl = this.eventBuffer.indexOf('\n')) >= 0) {
-      const line = this.eventBuffer.slice(0, nl);
-      this.eventBuffer = this.eventBuffer.slice(nl + 1);
-      this.onEvent(line);
-    }
-    // The pipe is writable from inside the container: never let it grow the broker's memory.
-    if (this.eventBuffer.length > MAX_EVENT_LINE) this.eventBuffer = '';
   }
 
   private onEvent(line: string): void {
@@ -301,58 +299,4 @@ function openFifo(file: string, mode: number): number {
     throw err;
   }
   return fd;
-}
-
-class FifoChannel implements ShellChannel {
-  readonly transport = 'fifo';
-  readonly control: SessionControl | null;
-  private ended = false;
-  private readonly input: net.Socket;
-  private readonly outputs: net.Socket[];
-
-  constructor(
-    inFd: number,
-    outFd: number,
-    errFd: number,
-    private readonly sink: ChannelSink,
-    private readonly onEnded: () => void,
-    private readonly statusGraceMs: number,
-    control: SessionControl | null,
-  ) {
-    this.control = control;
-    this.input = new net.Socket({ fd: inFd, readable: false, writable: true });
-    this.input.on('error', () => undefined);
-    this.outputs = (['stdout', 'stderr'] as const).map((stream, i) => {
-      const socket = new net.Socket({ fd: i === 0 ? outFd : errFd, readable: true, writable: false });
-      socket.on('data', (chunk: Buffer) => sink.onData(stream, chunk));
-      socket.on('error', () => undefined);
-      // EOF on stdout: no process holds it any more (fd 98, the framing's copy, included).
-      if (i === 0) socket.on('close', () => this.outputClosed());
-      return socket;
-    });
-  }
-
-  write(text: string): void {
-    if (!this.ended) this.input.write(text);
-  }
-
-  private outputClosed(): void {
-    const reason = "the shell's output closed (bash and its jobs are gone)";
-    if (this.statusGraceMs > 0) setTimeout(() => this.end(reason), this.statusGraceMs).unref();
-    else this.end(reason);
-  }
-
-  destroy(): void {
-    this.end('closed by the broker');
-  }
-
-  end(reason: string): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.input.destroy();
-    for (const s of this.outputs) s.destroy();
-    this.control?.close();
-    this.onEnded();
-    this.sink.onEnd(reason);
-  }
 }

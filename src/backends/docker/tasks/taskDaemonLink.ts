@@ -3,6 +3,7 @@
  * network: see taskContainers.ts). Implements core/tasks' DaemonLink.
  */
 import http from 'node:http';
+import { LineReader } from '../../../common/lineReader';
 import { DaemonCallError, type DaemonEnvelope, type DaemonHealth, type DaemonLink } from '../../../core/ports/taskPorts';
 
 /** Bodies a daemon answers with are small; this bounds a confused one. */
@@ -41,16 +42,12 @@ export class UnixDaemonLink implements DaemonLink {
       res.resume();
       throw new DaemonCallError(res.statusCode ?? 0, 'the event stream was refused');
     }
-    let buffered = '';
-    res.setEncoding('utf8');
-    for await (const chunk of res as AsyncIterable<string>) {
-      buffered += chunk;
-      let nl: number;
-      while ((nl = buffered.indexOf('\n')) >= 0) {
-        const line = buffered.slice(0, nl);
-        buffered = buffered.slice(nl + 1);
-        if (line.trim() !== '') yield JSON.parse(line) as DaemonEnvelope;
-      }
+    // Unbounded, as a daemon's event may carry a whole tool result; a last line left open is no event.
+    const lines: string[] = [];
+    const reader = new LineReader((line) => lines.push(line));
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      reader.push(chunk);
+      for (const line of lines.splice(0)) if (line.trim() !== '') yield JSON.parse(line) as DaemonEnvelope;
     }
   }
 

@@ -22,7 +22,7 @@ const BASH = ['bash', '--norc', '--noprofile', '-i'];
  */
 function terminalCommand(cwd: string, isolated?: ChannelRequest['isolated']): string[] {
   if (!isolated) return BASH;
-  return inSessionView(isolated.joinPid, ['bash', '-c', `cd -- "$1" && exec ${BASH.join(' ')}`, 'bkr-terminal', cwd], ['-p', '-i', '-m']);
+  return inSessionView(isolated.joinPid, ['bash', '-c', `cd -- "$1" && exec ${BASH.join(' ')}`, 'bkr-terminal', cwd]);
 }
 
 export async function openDockerTerminal(

@@ -9,6 +9,12 @@
  * is resized with `stty -F <device>` from a second, short-lived spawn (the kernel then signals the
  * terminal's foreground job, as for any terminal). When `script` is missing (an image without
  * util-linux), the open fails before anything is shown and the caller falls back to `docker exec`.
+ *
+ * In a container whose sessions start through the broker's session init (isolation/), the init
+ * opens the terminal instead (`pty`, isolation/sessionEnter.c): in the view of the session the
+ * workspace holds, with nothing of the image's but bash. It prints the device line as script's
+ * child does, and takes a new window size in the keys' stream (a byte 0xFF, which UTF-8 text never
+ * holds, then `COLS ROWS`): no spawn and no `stty` per resize.
  */
 import type { TerminalOptions, TerminalProcess } from '../../../core/ports/backend';
 import { TaggedTerminal } from './taggedTerminal';
@@ -31,13 +37,26 @@ function sq(text: string): string {
   return `'${text.replace(/'/g, `'\\''`)}'`;
 }
 
+/** The session init's window size, in the keys' stream (sessionEnter.c). */
+function windowSize(cols: number, rows: number): Buffer {
+  return Buffer.concat([Buffer.from([0xff]), Buffer.from(`${cols} ${rows}\n`)]);
+}
+
 /**
  * Opens the terminal, or throws (`script` missing, the spawn failed) with nothing left running.
  * `isolated`: its bash and its `stty`s join an isolated session's namespaces (that view's /dev/pts).
+ * `pty`: the session init opens it there (the spawner announced `iso init`), not `script`.
  */
-export async function openFifoTerminal(open: ChannelOpener, control: ControlShell, options: TerminalOptions, tag: string, isolated?: ChannelRequest['isolated']): Promise<TerminalProcess> {
+export async function openFifoTerminal(
+  open: ChannelOpener,
+  control: ControlShell,
+  options: TerminalOptions,
+  tag: string,
+  isolated?: ChannelRequest['isolated'],
+  pty = false,
+): Promise<TerminalProcess> {
   control.addTag(tag);
-  const terminal = new FifoTerminal(open, control, tag, isolated);
+  const terminal = new FifoTerminal(open, control, tag, isolated, pty && isolated !== undefined);
   try {
     await terminal.start(options);
     return terminal;
@@ -63,6 +82,7 @@ class FifoTerminal extends TaggedTerminal {
     control: ControlShell,
     tag: string,
     private readonly isolated: ChannelRequest['isolated'],
+    private readonly pty: boolean,
   ) {
     super(control, tag, isolated !== undefined);
   }
@@ -72,14 +92,20 @@ class FifoTerminal extends TaggedTerminal {
     this.channel = await this.open({
       env: [this.tag],
       isolated: this.isolated,
+      pty: this.pty,
       sink: { onData: (stream, chunk) => stream === 'stdout' && this.received(chunk), onEnd: (reason) => this.onChannelEnd(reason) },
       statusGraceMs: STATUS_GRACE_MS,
     });
     const env = Object.entries({ TERM: 'xterm-256color', ...options.env }).map(([k, v]) => `${k}=${ansiC(v)}`);
-    // BROKER_SHELL_PID (an isolated shell's pid in the container) is the spawned bash's, which becomes script, not the terminal's bash.
-    const inner = `tty; stty cols ${options.cols} rows ${options.rows}; unset BROKER_SHELL_PID; exec bash --norc --noprofile -i`;
-    // The spawned bash reads this line, then becomes script; its prompts go to stderr, which is ignored.
-    this.channel.write(`cd -- ${sq(options.cwd)} && command -v script >/dev/null && export ${env.join(' ')} && exec script -qfec ${sq(inner)} /dev/null; exit 127\n`);
+    if (this.pty) {
+      // The init reads its size and its shell's command line, runs `bash -c` that line in the terminal, and prints the device.
+      this.channel.write(`${options.cols} ${options.rows} cd -- ${sq(options.cwd)} && export ${env.join(' ')} && exec bash --norc --noprofile -i\n`);
+    } else {
+      // BROKER_SHELL_PID (an isolated shell's pid in the container) is the spawned bash's, which becomes script, not the terminal's bash.
+      const inner = `tty; stty cols ${options.cols} rows ${options.rows}; unset BROKER_SHELL_PID; exec bash --norc --noprofile -i`;
+      // The spawned bash reads this line, then becomes script; its prompts go to stderr, which is ignored.
+      this.channel.write(`cd -- ${sq(options.cwd)} && command -v script >/dev/null && export ${env.join(' ')} && exec script -qfec ${sq(inner)} /dev/null; exit 127\n`);
+    }
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new BackendError('the terminal did not start within 20 s')), OPEN_TIMEOUT_MS)));
     try {
@@ -90,7 +116,7 @@ class FifoTerminal extends TaggedTerminal {
     this.description = `docker terminal on pipes, ${this.device}`;
   }
 
-  /** The pipe takes text (UTF-8): keys are UTF-8, and a byte sequence that is not would be replaced. */
+  /** The pipe takes text (UTF-8): keys are UTF-8, and a byte sequence that is not would be replaced (so no key holds the init's 0xFF). */
   protected send(data: string | Buffer): void {
     this.channel?.write(typeof data === 'string' ? data : data.toString('utf8'));
   }
@@ -99,9 +125,10 @@ class FifoTerminal extends TaggedTerminal {
     this.channel?.destroy();
   }
 
-  /** `stty -F` from a spawn of its own, carrying the tag (the collector leaves it be). */
+  /** In the keys' stream to the session init; else `stty -F` from a spawn of its own, carrying the tag (the collector leaves it be). */
   protected async applySize(cols: number, rows: number): Promise<void> {
-    if (this.device) await this.stty(this.device, cols, rows);
+    if (this.pty) this.channel?.write(windowSize(cols, rows));
+    else if (this.device) await this.stty(this.device, cols, rows);
   }
 
   private async stty(device: string, cols: number, rows: number): Promise<void> {
@@ -145,7 +172,8 @@ class FifoTerminal extends TaggedTerminal {
     const status = /status (\d+)/.exec(reason)?.[1];
     const code = status === undefined ? null : Number(status);
     if (this.device === null) {
-      this.started?.reject(new BackendError(code === 127 ? 'no `script` (util-linux) in the container' : `the terminal ended before it started (${reason})`));
+      const why = this.pty ? `the session init opened no terminal (${reason})` : code === 127 ? 'no `script` (util-linux) in the container' : `the terminal ended before it started (${reason})`;
+      this.started?.reject(new BackendError(why));
       return;
     }
     this.exit = { code, reason: code === null ? reason : `bash exited with status ${code}` };
