@@ -251,7 +251,8 @@ describe(`execd fuzzed from its contracts (${testBackend})`, () => {
   it('every string of every route with a name or a path too long, a NUL byte or `..`: a declared path refuses them, nothing is a 5xx, a refusal changes nothing', async () => {
     /** Query parameters a route needs beside the one a case tries (a file that is not there: nothing to remove). */
     const query: Record<string, Record<string, string>> = { info: { path: 'd/f.txt' }, download: { path: 'd/f.txt' }, search: { path: 'd' }, list: { path: 'd' }, removeFiles: { path: 'nope.txt' }, removeDirectories: { path: 'nope' }, deleteContexts: { language: 'python' } };
-    const cases = [EXECD_PROCESS_CONTRACT, EXECD_FILES_CONTRACT].flatMap((api) => hostileCases(api, AUTH, (name) => ({ params: ids, query: query[name] })));
+    const base = (name: string) => ({ params: ids, query: query[name] });
+    const cases = [...hostileCases(EXECD_PROCESS_CONTRACT, AUTH, base), ...hostileCases(EXECD_FILES_CONTRACT, AUTH, base)];
     await everyHostileCase(t, cases, {
       // A session opened in a `..` directory (a working directory may be anywhere): ended again.
       settle: async (_c, res) => {

@@ -57,7 +57,8 @@ export function dashboardRouter(pools: PoolRegistry, feed: DashboardFeed): Route
     routes: [
       served(R.page, ({ res }) => sendText(res, 'text/html; charset=utf-8', dashboardPage())),
       served(R.asset, ({ params, res }) => {
-        const asset = DASHBOARD_ASSETS[params.asset];
+        // Own names only: `constructor` or `__proto__` would find the object's prototype's.
+        const asset = Object.hasOwn(DASHBOARD_ASSETS, params.asset) ? DASHBOARD_ASSETS[params.asset] : undefined;
         if (!asset) throw new BrokerError('not_found', 'asset_not_found', `no dashboard asset '${params.asset}'`);
         sendText(res, asset.type, asset.body);
       }),

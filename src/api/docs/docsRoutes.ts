@@ -55,7 +55,8 @@ export function docsRouter(routes: () => RegisteredRoute[]): Router {
       }),
       served(R.viewer, ({ res }) => sendText(res, 'text/html; charset=utf-8', PAGE)),
       served(R.assets, ({ params, res }) => {
-        const type = ASSETS[params.name];
+        // Own names only: `constructor` or `__proto__` would find the object's prototype's, and a file of that name.
+        const type = Object.hasOwn(ASSETS, params.name) ? ASSETS[params.name] : undefined;
         if (!type) throw new BrokerError('not_found', 'asset_not_found', `no docs asset '${params.name}'`);
         let body = assets.get(params.name);
         if (!body) assets.set(params.name, (body = fs.readFileSync(path.join(SWAGGER_DIR, params.name))));
