@@ -10,10 +10,10 @@
 import fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { TestEtcd } from './etcd';
-import { BrokerProcess, call, closeClients, presentToNodes } from './clusterProcs';
+import { TestEtcd } from '../../devtools/etcd';
+import { BrokerProcess, call, closeClients, presentToNodes, type GatewayHealth } from '../../devtools/clusterProcs';
 import { eventually, testBackend, testDeployment, type HttpResult } from './broker';
-import { pidsWithEnvPrefix } from './procs';
+import { pidsWithEnvPrefix } from '../../devtools/procs';
 
 export const CLIENT_TOKEN = 'client-token-of-the-cluster-test';
 export const CLUSTER_TOKEN = `cluster-${randomBytes(12).toString('hex')}`;
@@ -21,23 +21,6 @@ export const CLUSTER_TOKEN = `cluster-${randomBytes(12).toString('hex')}`;
 export const SESSIONS_PER_NODE = 2;
 /** Starts of a node whose registration the store did not answer in time (startNodeWith). */
 const REGISTER_ATTEMPTS = 3;
-
-export interface GatewayNode {
-  node_id: string;
-  incarnation: string;
-  address: string;
-  health: string;
-  heartbeat_age_ms: number;
-  pools: Record<string, { total: number; available: number; in_use: number; cleaning: number; broken: number }>;
-}
-
-export interface GatewayHealth {
-  status: string;
-  total_sessions: number;
-  available_sessions: number;
-  store_connected: boolean;
-  nodes: GatewayNode[];
-}
 
 /** The settings of node `nodeId` beyond the cluster's own. */
 export type NodeEnv = (nodeId: string) => Record<string, string>;

@@ -32,7 +32,8 @@ describe('a lifecycle create, checked by its schema and its rules', () => {
       [{ entrypoint: ['x'] }, '400 image is required: {"uri": "<image>"} (or extensions.poolRef naming a pool)'],
       [{ image: { uri: '', auth: {} }, entrypoint: ['x'] }, '400 image.uri must be a non-empty string'],
       [{ image: { uri: 'w', x: 1, auth: {} }, entrypoint: ['x'] }, '400 image: unknown field(s) x'],
-      [{ image: { uri: 'w', auth: null }, entrypoint: ['x'] }, '501 image.auth: registry credentials are not served (the broker never pulls; images must be on the engine)'],
+      // image.auth is checked for its shape here; whether it names the node's own credentials is the image service's.
+      [{ image: { uri: 'w', auth: { username: 1 } }, entrypoint: ['x'] }, "400 'image.auth.username' must be string"],
       [{ image: { uri: 'w' }, resourceLimits: { gpu: '1', tpu: '2' }, resourceRequests: 5 }, '400 resourceRequests must be a JSON object'],
       [{ image: { uri: 'w' }, resourceLimits: { gpu: '1', tpu: '2' }, env: 5 }, '400 resourceLimits: gpu, tpu not served (cpu and memory are)'],
       [{ image: { uri: 'w' }, env: { A: 'x', 'A-B': 'x' } }, "400 env: 'A-B' is not a valid variable name"],

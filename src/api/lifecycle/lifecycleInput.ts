@@ -34,7 +34,7 @@ function createInput(req: CreateRequest): CreateInput {
     timeoutMs: req.timeout == null ? null : req.timeout * 1000,
     cpus: limits.cpu === undefined ? null : parseCpus(limits.cpu, os.cpus().length),
     memoryBytes: limits.memory === undefined ? null : parseMemoryBytes(limits.memory),
-    imageAuth: req.image?.auth ?? null,
+    ...(req.image?.auth != null ? { imageAuth: req.image.auth } : {}),
   };
 }
 

@@ -245,7 +245,7 @@ const ACQUIRE_ERRORS = {
   413: 'the body or a command is too large (`payload_too_large`)',
   422: 'a startup command killed its shell; no session was leased (`startup_failed`)',
   501: 'an image on a backend that runs none (`not_implemented`)',
-  503: 'no session became free in time (`pool_exhausted`, with queue_length and Retry-After), shutting down, or an image not ready: its registry unreachable (`registry_unavailable`), its pull still running (`image_pulling`), no room for it (`node_full`, `image_disk_full`), all with Retry-After',
+  503: 'no session became free in time (`pool_exhausted`, with queue_length and Retry-After), shutting down, or an image not ready: its registry unreachable (`registry_unavailable`), its pull or first container still under way (`image_pulling`, `image_starting`), no room for it (`node_full`, `image_disk_full`), all with Retry-After',
   507: 'an image larger than the node\'s image disk budget (`image_too_large`)',
 };
 

@@ -43,6 +43,10 @@ export function imageStillPulling(image: string, progress: string): BrokerError 
   return retryable(new BrokerError('unavailable', 'image_pulling', `image '${image}' is still being pulled (${progress}); the pull goes on: retry to get a session once it is done`), 5);
 }
 
+export function imageStarting(image: string): BrokerError {
+  return retryable(new BrokerError('unavailable', 'image_starting', `the first container of '${image}' is still starting; it goes on: retry to get a session once it runs`), 2);
+}
+
 export function nodeFull(image: string, detail: string): BrokerError {
   return retryable(new BrokerError('unavailable', 'node_full', `no room on this node for a container of '${image}': ${detail}`), 5);
 }

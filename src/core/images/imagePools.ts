@@ -12,7 +12,7 @@ import { ImagePool } from './imagePool';
 import type { ImagePulls } from './imagePulls';
 import type { ImageAccess } from './imageAccess';
 import { canonicalImage, parseImageRef, type ImageRef } from './imageRef';
-import { imageStillPulling, nodeFull } from './imageErrors';
+import { imageStarting, imageStillPulling, nodeFull } from './imageErrors';
 import { acquireDeadline } from '../pool/acquireWaits';
 import { AbortedError, BackendError, BadRequestError, NotImplementedError, ShuttingDownError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
@@ -195,7 +195,7 @@ export class ImagePools {
     }
     entry.wanting += sessions;
     try {
-      await untilDeadline(entry.ready, deadline, signal, () => nodeFull(image, 'its first container did not start within the acquire timeout'));
+      await untilDeadline(entry.ready, deadline, signal, () => imageStarting(image));
       const wanted = Math.max(containersNeeded - entry.containers, entry.containersWanted());
       const room = Math.min(wanted, this.deps.limits.maxContainersPerImage - entry.containers);
       if (room > 0 && this.makeRoom(room, image)) {
