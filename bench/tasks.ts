@@ -18,8 +18,8 @@ import { loadConfig } from '../src/config/config';
 import { Broker } from '../src/broker';
 import { configureLogger } from '../src/common/logger';
 import { UnixDaemonLink } from '../src/backends/docker/tasks/taskDaemonLink';
-import { StubLlm } from '../test/helpers/stubLlm';
-import { makeBareRepo, SseReader } from '../test/helpers/taskStreams';
+import { StubLlm } from '../devtools/stubLlm';
+import { makeBareRepo, SseReader } from '../devtools/taskStreams';
 import { median, summarize } from './lib/stats';
 
 const { values } = parseArgs({ options: { sandboxes: { type: 'string', default: '5' }, chunks: { type: 'string', default: '400' }, out: { type: 'string', default: path.join(__dirname, 'results') } } });

@@ -1,6 +1,6 @@
 /**
  * The cluster rig from a terminal (scripts/cluster.sh runs it): etcd, a registry, N Docker engines,
- * N node brokers and G gateways on this machine, under one directory (test/helpers/clusterRig.ts).
+ * N node brokers and G gateways on this machine, under one directory (devtools/clusterRig.ts).
  * The images go from the machine's engine to the engines through the registry: the rig's own, or
  * with --registry one already running on loopback (scripts/registry.sh, e.g. the bench's task set).
  *
@@ -12,7 +12,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { ClusterRig } from '../test/helpers/clusterRig';
+import { ClusterRig } from '../devtools/clusterRig';
 
 const { values: args, positionals } = parseArgs({
   allowPositionals: true,

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Forwards every connection accepted on one socket to another, byte for byte, for as many pairs as
-// given. The cluster rig (test/helpers/clusterRig.ts) needs it because each of its engines runs in a
+// given. The cluster rig (devtools/clusterRig.ts) needs it because each of its engines runs in a
 // network namespace with no way out, yet must pull from a registry on the machine's loopback: inside
 // each namespace one of these listens on the registry's own address (127.0.0.1:<port>) and forwards
 // to a unix socket in the rig's directory (a file: seen from every namespace); on the machine's side

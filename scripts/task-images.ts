@@ -1,7 +1,7 @@
 /**
  * Makes a task set as coding-agent RL runs have them: N distinct images, each the sandbox image plus
  * one layer of its own (a small repository of 1-5 MB and its test command, `bash /repo/run-tests.sh`:
- * test/helpers/taskImage.ts), pushed to a registry on loopback (scripts/registry.sh starts one).
+ * devtools/taskImage.ts), pushed to a registry on loopback (scripts/registry.sh starts one).
  * Task i is `<registry>/<prefix>-<i, 4 digits>:v1`; its size is spread over [min, max] MB by i, the
  * same on every run and for every --count. Idempotent: an image the registry has already is skipped,
  * so a run that stopped half-way is finished by running it again. Built and pushed on the machine's
@@ -17,8 +17,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { registryHas, writeDockerConfig, type RegistryRef } from '../test/helpers/registry';
-import { pushTaskImage } from '../test/helpers/taskImage';
+import { registryHas, writeDockerConfig, type RegistryRef } from '../devtools/registry';
+import { pushTaskImage } from '../devtools/taskImage';
 
 const { values: args } = parseArgs({
   options: {

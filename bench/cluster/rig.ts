@@ -3,7 +3,7 @@
  * a private etcd (the tests' own way of starting one), a standalone broker of `sessions` sessions,
  * and a cluster of the same sessions: two nodes of half each and one gateway in front of them;
  * with `nodeTls`, the gateway and the nodes speak mutual TLS (certificates made as the tests make
- * them, test/helpers/etcdPki.ts, in the log directory), and the bench's own calls to a node present
+ * them, devtools/etcdPki.ts, in the log directory), and the bench's own calls to a node present
  * the gateway's certificate.
  * Every one of them is stopped by `stop()`, whatever state the run is in.
  */
@@ -11,8 +11,8 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { TestEtcd } from '../../test/helpers/etcd';
-import { makeEtcdPki, type EtcdPki } from '../../test/helpers/etcdPki';
+import { TestEtcd } from '../../devtools/etcd';
+import { makeEtcdPki, type EtcdPki } from '../../devtools/etcdPki';
 import { BrokerProcess, type BrokerSpec, type TlsFiles } from '../lib/brokerProcess';
 import { BENCH_RUN } from '../protocol';
 

@@ -4,12 +4,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { Agent, request } from 'undici';
 import { nowMs, sleep } from './stats';
 import { metricValue } from './metricsText';
 import { BENCH_DEPLOYMENT } from '../protocol';
+import { freePort } from '../../devtools/freePort';
 
 /** The repository: the nearest directory up with a package.json (bench/lib, or dist-bench/bench/lib compiled). */
 export const REPO_DIR = repoRoot(__dirname);
@@ -53,17 +53,6 @@ export interface HealthBody {
   available_sessions: number;
   /** While the pool's first fill runs. */
   warmup?: { ready_sessions: number; target_sessions: number; sessions_per_second: number | null; seconds_left: number | null };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** The caller's environment without any broker setting of its own, plus the spec's. */

@@ -8,7 +8,7 @@ import type { BrokerProcess } from '../lib/brokerProcess';
 import { sleep } from '../lib/stats';
 import type { SoakHttp } from './http';
 import { containerProcesses, deploymentContainers, hostProcessesOf, kindContainers, stillAlive, type ContainerProcesses } from './leaks';
-import { mountsUnder } from '../../test/helpers/groupClient';
+import { mountsUnder } from '../../devtools/groupClient';
 import { fdKinds, openFds, type Monitor } from './monitor';
 import type { SoakPlan } from './plan';
 import type { ReclaimWatch } from './reclaimWatch';

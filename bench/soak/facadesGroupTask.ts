@@ -7,8 +7,8 @@
  *    result and the final answer; the task ended.
  * Every end (stop, delete) is sent uncut, so nothing is left registered.
  */
-import { bashToEnd } from '../../test/helpers/groupClient';
-import { SseReader, type StreamEnvelope } from '../../test/helpers/taskStreams';
+import { bashToEnd } from '../../devtools/groupClient';
+import { SseReader, type StreamEnvelope } from '../../devtools/taskStreams';
 import { checked, type FacadeCtx } from './facades';
 import { TASK_README, TASK_REPO } from './mixFixtures';
 import type { Random } from './random';

@@ -14,8 +14,8 @@ import Dockerode from 'dockerode';
 import { LABEL_DEPLOYMENT } from '../../src/backends/docker/dockerBackend';
 import { kindFilter } from '../../src/backends/docker/containers/labels';
 import type { ContainerKind } from '../../src/core/ports/dedicatedContainers';
-import { PS, unexpectedProcesses } from '../../test/helpers/containerPs';
-import { cmdline, procAlive } from '../../test/helpers/procs';
+import { PS, unexpectedProcesses } from '../../devtools/containerPs';
+import { cmdline, procAlive } from '../../devtools/procs';
 import { mapLimit, sleep } from '../lib/stats';
 
 const run = promisify(execFile);

@@ -8,8 +8,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { StubLlm, endsWithToolResult } from '../../test/helpers/stubLlm';
-import { makeBareRepo } from '../../test/helpers/taskStreams';
+import { StubLlm, endsWithToolResult } from '../../devtools/stubLlm';
+import { makeBareRepo } from '../../devtools/taskStreams';
 
 export const TASK_REPO = 'acme/demo-repo';
 export const TASK_README = 'This is demo-repo: it prints the answer 42.\n';

@@ -7,9 +7,10 @@ import type { BrokerProcess } from '../lib/brokerProcess';
 import { metricValue } from '../lib/metricsText';
 import { nowMs } from '../lib/stats';
 import { runnableTasks } from '../lib/cpuPressure';
-import type { Health } from '../../test/helpers/broker';
+import type { healthReport } from '../../src/api/pool/healthRoutes';
 
-export type { Health };
+/** GET /health's body, as the broker writes it. */
+export type Health = ReturnType<typeof healthReport>;
 
 export interface Sample {
   /** Seconds since the load started (negative before it). */

@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { useTestCluster, SESSIONS_PER_NODE, nodeOf } from '../helpers/cluster';
-import { call } from '../helpers/clusterProcs';
+import { call } from '../../devtools/clusterProcs';
 import { testBackend } from '../helpers/broker';
 
 const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p): p is string => !!p && fs.existsSync(p));

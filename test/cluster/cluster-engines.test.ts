@@ -1,5 +1,5 @@
 /**
- * A cluster of real engines on one machine (the rig scripts/cluster.sh runs: test/helpers/clusterRig.ts):
+ * A cluster of real engines on one machine (the rig scripts/cluster.sh runs: devtools/clusterRig.ts):
  * a private etcd, a registry, 3 Docker engines (each a dockerd of its own, its own roots, socket and
  * bridge, pulling the nodes' image from the registry), 3 node brokers (one beside each engine) and 2
  * gateways. The pool contract through the gateways with sessions over the three nodes, each session's container found on the engine of the node its id
@@ -15,9 +15,10 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import Dockerode from 'dockerode';
-import { ClusterRig, TEST_RIG_PREFIX } from '../helpers/clusterRig';
-import { call, closeClients, compiledEntry } from '../helpers/clusterProcs';
-import { nodeOf, type GatewayHealth } from '../helpers/cluster';
+import { ClusterRig } from '../../devtools/clusterRig';
+import { TEST_RIG_PREFIX } from '../../devtools/rigState';
+import { call, closeClients, compiledEntry, type GatewayHealth } from '../../devtools/clusterProcs';
+import { nodeOf } from '../helpers/cluster';
 import { describeDocker } from '../helpers/dockerSuite';
 import { eventually, type HttpResult } from '../helpers/broker';
 

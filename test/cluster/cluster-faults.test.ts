@@ -4,8 +4,8 @@
  * gateway killed with SIGKILL, the store stopped and started again; then a stop that leaves no
  * registration, process or shell. The tests run in order over one cluster (2 nodes, 2 gateways).
  */
-import { useTestCluster, CLIENT_TOKEN, SESSIONS_PER_NODE, nodeOf, type GatewayHealth } from '../helpers/cluster';
-import type { BrokerProcess } from '../helpers/clusterProcs';
+import { useTestCluster, CLIENT_TOKEN, SESSIONS_PER_NODE, nodeOf } from '../helpers/cluster';
+import type { BrokerProcess, GatewayHealth } from '../../devtools/clusterProcs';
 import { eventually, testBackend } from '../helpers/broker';
 import { openSocket } from '../helpers/workspaceClient';
 

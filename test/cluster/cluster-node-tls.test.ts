@@ -15,7 +15,7 @@ import tls from 'node:tls';
 import { Agent, request } from 'undici';
 import type WebSocket from 'ws';
 import { useTestCluster, CLIENT_TOKEN, CLUSTER_TOKEN, nodeOf } from '../helpers/cluster';
-import { call, type BrokerProcess } from '../helpers/clusterProcs';
+import { call, type BrokerProcess } from '../../devtools/clusterProcs';
 import { openSocket } from '../helpers/workspaceClient';
 import { execdSdk } from '../helpers/execdClient';
 import { eventually } from '../helpers/broker';

@@ -13,9 +13,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
 import { useTestCluster, CLIENT_TOKEN, CLUSTER_TOKEN, SESSIONS_PER_NODE, nodeOf } from '../helpers/cluster';
-import { BrokerProcess, call } from '../helpers/clusterProcs';
+import { BrokerProcess, call } from '../../devtools/clusterProcs';
 import { eventually, metricValue, testBackend, track, type HttpResult } from '../helpers/broker';
-import { answerOf } from '../helpers/httpCall';
+import { answerOf } from '../../devtools/httpCall';
 
 // Nodes hold a waiting acquire as long as the callers ask (their own cap above the tests' timeouts).
 const cluster = useTestCluster(['n1', 'n2'], 2, () => ({ BROKER_ACQUIRE_TIMEOUT: '120', BROKER_SESSION_IDLE_TIMEOUT: '3600' }));

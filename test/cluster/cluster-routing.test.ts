@@ -8,7 +8,7 @@
  * @backend any
  */
 import { useTestCluster, CLIENT_TOKEN, CLUSTER_TOKEN, SESSIONS_PER_NODE, nodeOf, tagNamesPid } from '../helpers/cluster';
-import { call, dispatcherFor } from '../helpers/clusterProcs';
+import { call, dispatcherFor } from '../../devtools/clusterProcs';
 import { request } from 'undici';
 import { execdSdk } from '../helpers/execdClient';
 

@@ -8,11 +8,11 @@
  * @backend docker
  */
 import { describeDocker } from '../helpers/dockerSuite';
-import { lastUserText } from '../helpers/stubLlm';
-import { SseReader } from '../helpers/taskStreams';
+import { lastUserText } from '../../devtools/stubLlm';
+import { SseReader } from '../../devtools/taskStreams';
 import { taskFixture, type TaskFixture } from '../helpers/taskSuite';
 import { useTestCluster, CLIENT_TOKEN, nodeOf } from '../helpers/cluster';
-import type { BrokerProcess } from '../helpers/clusterProcs';
+import type { BrokerProcess } from '../../devtools/clusterProcs';
 
 jest.setTimeout(240_000);
 

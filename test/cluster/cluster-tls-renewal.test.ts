@@ -17,8 +17,8 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { X509Certificate } from 'node:crypto';
 import { useTestCluster, nodeOf } from '../helpers/cluster';
-import type { BrokerProcess } from '../helpers/clusterProcs';
-import { selfSignedCa, signed } from '../helpers/etcdPki';
+import type { BrokerProcess } from '../../devtools/clusterProcs';
+import { selfSignedCa, signed } from '../../devtools/etcdPki';
 import { eventually } from '../helpers/broker';
 
 const cluster = useTestCluster([], 0);

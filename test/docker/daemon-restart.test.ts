@@ -17,7 +17,7 @@ import { eventually, startTestBroker, type TestBroker, testDeployment } from '..
 import { describeDocker } from '../helpers/dockerSuite';
 import { everySessionWorks, execIn, labelledContainers, poolContainerIds, watchHealth, within } from '../helpers/dockerFaults';
 import { cleanupLeftovers, PrivateDockerd } from '../helpers/privateDockerd';
-import { hostPidsOfContainers } from '../helpers/privateDockerdCleanup';
+import { hostPidsOfContainers } from '../../devtools/privateDockerdCleanup';
 
 const LONG_MS = 90_000;
 const sharedEngine = new Dockerode();

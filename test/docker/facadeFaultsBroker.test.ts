@@ -16,13 +16,13 @@ import os from 'node:os';
 import path from 'node:path';
 import Dockerode from 'dockerode';
 import { eventually, testDeployment, type HttpResult } from '../helpers/broker';
-import { BrokerProcess, call, closeClients } from '../helpers/clusterProcs';
+import { BrokerProcess, call, closeClients } from '../../devtools/clusterProcs';
 import { describeDocker } from '../helpers/dockerSuite';
 import { labelledContainers, removeLabelledContainers, within } from '../helpers/dockerFaults';
 import { expectServing, MIXED_LOAD_POOLS, startMixedLoad, type BrokerClient, type MixedLoad } from '../helpers/mixedLoad';
-import { hostPidsOfContainers } from '../helpers/privateDockerdCleanup';
-import { childPids, procAlive } from '../helpers/procs';
-import { bashToEnd, mountsUnder } from '../helpers/groupClient';
+import { hostPidsOfContainers } from '../../devtools/privateDockerdCleanup';
+import { childPids, procAlive } from '../../devtools/procs';
+import { bashToEnd, mountsUnder } from '../../devtools/groupClient';
 import { execdBase, startSse, textOf } from '../helpers/execdClient';
 
 const LONG_MS = 120_000;

@@ -12,7 +12,7 @@ import { describeDocker } from '../helpers/dockerSuite';
 import { labelledContainers, watchHealth, within } from '../helpers/dockerFaults';
 import { expectLoadLost, expectServing, MIXED_LOAD_POOLS, startMixedLoad, type MixedLoad } from '../helpers/mixedLoad';
 import { cleanupLeftovers, PrivateDockerd } from '../helpers/privateDockerd';
-import { hostPidsOfContainers } from '../helpers/privateDockerdCleanup';
+import { hostPidsOfContainers } from '../../devtools/privateDockerdCleanup';
 
 const LONG_MS = 120_000;
 jest.setTimeout(420_000);

@@ -11,7 +11,7 @@ import { eventually, startTestBroker, testDeployment, type TestBroker } from '..
 import { describeDocker } from '../helpers/dockerSuite';
 import { containerExists, untilRunningIn } from '../helpers/dockerFaults';
 import { groupBrokerEnv, makeGroupFixtures, type GroupFixtures } from '../helpers/groupFixtures';
-import { bash, bashToEnd, call, listening } from '../helpers/groupClient';
+import { bash, bashToEnd, call, listening } from '../../devtools/groupClient';
 import { LABEL_DEPLOYMENT, LABEL_KIND, LABEL_OWNER } from '../../src/backends/docker/containers/labels';
 
 const LONG = 90_000;

@@ -6,8 +6,8 @@
  */
 import Dockerode from 'dockerode';
 import { describeDocker } from '../helpers/dockerSuite';
-import { lastUserText } from '../helpers/stubLlm';
-import { SseReader, type StreamEnvelope } from '../helpers/taskStreams';
+import { lastUserText } from '../../devtools/stubLlm';
+import { SseReader, type StreamEnvelope } from '../../devtools/taskStreams';
 import { taskFixture, type TaskFixture } from '../helpers/taskSuite';
 import { eventually, type TestBroker } from '../helpers/broker';
 import { LABEL_OWNER } from '../../src/backends/docker/containers/labels';

@@ -5,7 +5,8 @@
  * with nothing started (docs/images.md).
  */
 import { describeDocker } from '../helpers/dockerSuite';
-import { pullImage, type TestRegistry } from '../helpers/registry';
+import type { TestRegistry } from '../../devtools/registry';
+import { pullImage } from '../../devtools/taskImage';
 import type { TestBroker } from '../helpers/broker';
 import { engineHas, imagePoolContainers, pullsOk, startImageBroker, imageSuite } from '../helpers/imageBroker';
 

@@ -7,7 +7,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describeDocker } from '../helpers/dockerSuite';
-import { TestRegistry } from '../helpers/registry';
+import { TestRegistry } from '../../devtools/registry';
 import { eventually, type TestBroker } from '../helpers/broker';
 import { engineHas, imagePoolContainers, pullsFailed, pullsOk, startImageBroker, imageSuite } from '../helpers/imageBroker';
 import { dockerEngine } from '../../src/backends/docker/containers/engine';

@@ -5,7 +5,8 @@
  * may only name the node's own credentials and whose pause is refused (docs/images.md).
  */
 import { describeDocker } from '../helpers/dockerSuite';
-import { TestRegistry, pushTaskImage, removeImage } from '../helpers/registry';
+import { TestRegistry } from '../../devtools/registry';
+import { pushTaskImage, removeImage } from '../../devtools/taskImage';
 import { eventually, type TestBroker } from '../helpers/broker';
 import { imagePoolContainers, pullsOk, startImageBroker } from '../helpers/imageBroker';
 

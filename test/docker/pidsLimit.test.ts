@@ -10,7 +10,7 @@ import Dockerode from 'dockerode';
 import { eventually, metricValue, startTestBroker, type HttpResult, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import { everySessionWorks, execIn, poolContainerIds, removeLabelledContainers } from '../helpers/dockerFaults';
-import { PS, unexpectedProcesses } from '../helpers/containerPs';
+import { PS, unexpectedProcesses } from '../../devtools/containerPs';
 
 const LONG = 90_000;
 jest.setTimeout(300_000);

@@ -1,5 +1,5 @@
 /**
- * The registry fixture itself (test/helpers/registry.ts, scripts/registry.sh), on the machine's real
+ * The registry fixture itself (devtools/registry.ts, scripts/registry.sh), on the machine's real
  * engine: a task image built and pushed to a private registry on loopback, removed from the engine
  * and pulled back by reference over plain HTTP (no insecure-registries setting: loopback), its test
  * command run in it; a registry with credentials that refuses a wrong password; a stopped registry
@@ -10,8 +10,9 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { describeDocker } from '../helpers/dockerSuite';
-import { TestRegistry, pushTaskImage, removeImage, pullImage, writeDockerConfig, type PushedImage, type RegistryRef } from '../helpers/registry';
-import { docker } from '../helpers/taskImage';
+import { TestRegistry, writeDockerConfig, type RegistryRef } from '../../devtools/registry';
+import { pushTaskImage, removeImage, pullImage, type PushedImage } from '../../devtools/taskImage';
+import { docker } from '../../devtools/taskImage';
 
 const TEST_MS = 180_000;
 const BASE = 'bash-broker-test:latest';

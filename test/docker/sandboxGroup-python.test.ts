@@ -9,7 +9,7 @@ import Dockerode from 'dockerode';
 import { startTestBroker, testDeployment, type TestBroker } from '../helpers/broker';
 import { findPython, runPythonClient } from '../helpers/python';
 import { groupBrokerEnv, groupDirOf, makeGroupFixtures, type GroupFixtures } from '../helpers/groupFixtures';
-import { mountsUnder } from '../helpers/groupClient';
+import { mountsUnder } from '../../devtools/groupClient';
 
 const SCRIPT = path.join(__dirname, '..', 'python', 'sandbox_group_client.py');
 const RUN_TIMEOUT_MS = 150_000;

@@ -14,7 +14,7 @@ import { execFileSync } from 'node:child_process';
 import Dockerode from 'dockerode';
 import { eventually, startTestBroker, testDeployment, type TestBroker } from '../helpers/broker';
 import { groupBrokerEnv, groupDirOf, makeGroupFixtures, type GroupFixtures } from '../helpers/groupFixtures';
-import { bash, bashToEnd, call, dbCall, installDbClient, listening, mountsUnder, outputUntil, processAlive } from '../helpers/groupClient';
+import { bash, bashToEnd, call, dbCall, installDbClient, listening, mountsUnder, outputUntil, processAlive } from '../../devtools/groupClient';
 
 jest.setTimeout(180_000);
 

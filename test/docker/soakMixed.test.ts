@@ -13,7 +13,7 @@
 import Dockerode from 'dockerode';
 import { eventually, startTestBroker, testDeployment, type TestBroker } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { mountsUnder } from '../helpers/groupClient';
+import { mountsUnder } from '../../devtools/groupClient';
 import { CUT_OUTCOME, measureCapacity, type Capacity } from '../../bench/soak/capacity';
 import { SoakHttp } from '../../bench/soak/http';
 import { containerProcesses, deploymentContainers, kindContainers } from '../../bench/soak/leaks';

@@ -4,8 +4,8 @@
  * format. Waits are on events, with generous bounds; nothing is timed.
  */
 import { describeDocker } from '../helpers/dockerSuite';
-import { endsWithToolResult, lastUserText } from '../helpers/stubLlm';
-import { consecutive, SseReader, type StreamEnvelope } from '../helpers/taskStreams';
+import { endsWithToolResult, lastUserText } from '../../devtools/stubLlm';
+import { consecutive, SseReader, type StreamEnvelope } from '../../devtools/taskStreams';
 import { README, SECRET_KEY, taskFixture, type TaskFixture } from '../helpers/taskSuite';
 import type { TestBroker } from '../helpers/broker';
 

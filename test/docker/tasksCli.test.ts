@@ -8,9 +8,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import Dockerode from 'dockerode';
 import { describeDocker } from '../helpers/dockerSuite';
-import { endsWithToolResult, lastUserText } from '../helpers/stubLlm';
+import { endsWithToolResult, lastUserText } from '../../devtools/stubLlm';
 import { SECRET_KEY, execIn, taskFixture, type TaskFixture } from '../helpers/taskSuite';
-import { compiledEntry } from '../helpers/clusterProcs';
+import { compiledEntry } from '../../devtools/clusterProcs';
 
 jest.setTimeout(240_000);
 const ROOT = path.resolve(__dirname, '../..');

@@ -6,8 +6,8 @@
 import fs from 'node:fs';
 import Dockerode from 'dockerode';
 import { describeDocker } from '../helpers/dockerSuite';
-import { lastUserText } from '../helpers/stubLlm';
-import { SseReader } from '../helpers/taskStreams';
+import { lastUserText } from '../../devtools/stubLlm';
+import { SseReader } from '../../devtools/taskStreams';
 import { SECRET_KEY, taskFixture, type TaskFixture } from '../helpers/taskSuite';
 import { eventually, type TestBroker } from '../helpers/broker';
 import { LABEL_DEPLOYMENT, LABEL_KIND, LABEL_OWNER } from '../../src/backends/docker/containers/labels';

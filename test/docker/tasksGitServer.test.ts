@@ -9,8 +9,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { describeDocker } from '../helpers/dockerSuite';
-import { lastUserText } from '../helpers/stubLlm';
-import { SseReader } from '../helpers/taskStreams';
+import { lastUserText } from '../../devtools/stubLlm';
+import { SseReader } from '../../devtools/taskStreams';
 import { taskFixture, type TaskFixture } from '../helpers/taskSuite';
 import type { TestBroker } from '../helpers/broker';
 

@@ -4,8 +4,8 @@
  * Responses API streams (the stub LLM speaks that format, tool calls included).
  */
 import { describeDocker } from '../helpers/dockerSuite';
-import { endsWithToolResult, lastUserText } from '../helpers/stubLlm';
-import { SseReader, consecutive } from '../helpers/taskStreams';
+import { endsWithToolResult, lastUserText } from '../../devtools/stubLlm';
+import { SseReader, consecutive } from '../../devtools/taskStreams';
 import { README, taskFixture, type TaskFixture } from '../helpers/taskSuite';
 import type { TestBroker } from '../helpers/broker';
 

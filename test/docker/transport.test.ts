@@ -12,7 +12,7 @@ import { startTestBroker, type TestBroker, testDeployment } from '../helpers/bro
 import { describeDocker, sessionIsolation } from '../helpers/dockerSuite';
 import { SESSION_INIT_NAME } from '../../src/backends/docker/isolation/isolationScript';
 import { execIn, lanePids, poolContainerIds } from '../helpers/dockerFaults';
-import { PS, SESSION_SHELL, unexpectedProcesses } from '../helpers/containerPs';
+import { PS, SESSION_SHELL, unexpectedProcesses } from '../../devtools/containerPs';
 
 const docker = new Dockerode();
 

@@ -10,6 +10,11 @@ import { Broker, createBackend, type BrokerOverrides } from '../../src/broker';
 import { configureLogger } from '../../src/common/logger';
 import type { SessionBackend } from '../../src/core/ports/backend';
 import { LocalBackend } from '../../src/backends/local/localBackend';
+import { eventually } from '../../devtools/eventually';
+import type { HttpResult } from '../../devtools/httpCall';
+
+// The waits and answers the dev tools (devtools/) use too: every test takes them from here.
+export { eventually, type HttpResult };
 
 export interface TestBroker {
   url: string;
@@ -36,13 +41,6 @@ export interface TestBroker {
   /** Any method, path, body and headers, as sent (for tests of malformed requests). */
   request(method: string, path: string, body?: string | Buffer, headers?: Record<string, string>): Promise<HttpResult>;
   close(): Promise<void>;
-}
-
-export interface HttpResult {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  text: string;
-  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
 export interface ExecBody {
@@ -194,20 +192,6 @@ export async function startTestBroker(env: Record<string, string> = {}, override
     },
   };
   return tb;
-}
-
-/** Polls `probe` until it returns true or `timeoutMs` passes (generous bounds: CI is noisy). */
-export async function eventually(
-  probe: () => boolean | Promise<boolean>,
-  timeoutMs = 20_000,
-  what: string | (() => string) = 'condition',
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await probe()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}`);
 }
 
 /**

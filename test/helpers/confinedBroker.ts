@@ -10,12 +10,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { Agent } from 'undici';
-import { httpCall } from './httpCall';
+import { httpCall } from '../../devtools/httpCall';
 import { eventually, type Health, type HttpResult } from './broker';
 import { createConfineGroups, type ConfineGroups, type ConfineLimits } from './confineCgroups';
 import type { AbuseBroker } from './abuseCases';
-import { cmdline, procAlive } from './procs';
-import { compiledEntry } from './clusterProcs';
+import { cmdline, procAlive } from '../../devtools/procs';
+import { compiledEntry } from '../../devtools/clusterProcs';
 
 const REPO = path.resolve(__dirname, '../..');
 const CONFINE_SH = path.join(__dirname, 'confine.sh');

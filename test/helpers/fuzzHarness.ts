@@ -16,7 +16,7 @@ import path from 'node:path';
 import { request, Agent } from 'undici';
 import fc from 'fast-check';
 import type { HttpResult } from './broker';
-import { answerOf } from './httpCall';
+import { answerOf } from '../../devtools/httpCall';
 
 export type Envelope = 'pool' | 'opensandbox';
 

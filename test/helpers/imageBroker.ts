@@ -5,7 +5,8 @@
 import { dockerEngine } from '../../src/backends/docker/containers/engine';
 import { LABEL_DEPLOYMENT } from '../../src/backends/docker/containers/labels';
 import { startTestBroker, type TestBroker } from './broker';
-import { TestRegistry, pushTaskImage, removeImage } from './registry';
+import { TestRegistry } from '../../devtools/registry';
+import { pushTaskImage, removeImage } from '../../devtools/taskImage';
 
 /**
  * A suite's registry and brokers: one registry for the suite, each test's broker closed after it,

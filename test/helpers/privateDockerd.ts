@@ -18,21 +18,12 @@ import path from 'node:path';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import Dockerode from 'dockerode';
-import { destroyDir } from './privateDockerdCleanup';
+import { destroyDir } from '../../devtools/privateDockerdCleanup';
+import { startTimeOf } from '../../devtools/procs';
 
 const DIR_PREFIX = 'bash-broker-privd-';
 const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 45_000;
-
-/** /proc/<pid>/stat's start time: with the pid, it names a process even after pid reuse. */
-export function startTimeOf(pid: number): string | null {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
-  } catch {
-    return null;
-  }
-}
 
 /** Destroys private-daemon dirs whose owning process is gone. Returns the dirs it removed. */
 export async function cleanupLeftovers(): Promise<string[]> {

@@ -7,8 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import Dockerode from 'dockerode';
 import { startTestBroker, testDeployment, type TestBroker } from './broker';
-import { StubLlm } from './stubLlm';
-import { makeBareRepo } from './taskStreams';
+import { StubLlm } from '../../devtools/stubLlm';
+import { makeBareRepo } from '../../devtools/taskStreams';
 import { LABEL_DEPLOYMENT, LABEL_KIND } from '../../src/backends/docker/containers/labels';
 import { DockerDemuxer } from '../../src/backends/docker/shells/demux';
 

@@ -15,7 +15,7 @@ import fc from 'fast-check';
 import { request } from 'undici';
 import { testBackend, type TestBroker } from '../helpers/broker';
 import { taskFixture, type TaskFixture } from '../helpers/taskSuite';
-import { SseReader } from '../helpers/taskStreams';
+import { SseReader } from '../../devtools/taskStreams';
 import { apiDocOf } from '../../src/http/contract';
 import { TASK_CONTRACT } from '../../src/api/tasks/taskContract';
 import { badSegment, declaredBody, idRoutes, invalidBody, nastyUrlText, notJsonBody, type Schema } from '../helpers/fuzzInputs';

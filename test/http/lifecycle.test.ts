@@ -5,7 +5,7 @@
  */
 import { startTestBroker, testBackend, eventually, metricValue, type TestBroker } from '../helpers/broker';
 import { sessionIsolation } from '../helpers/dockerSuite';
-import { findByMark, procAlive, uniqueMark } from '../helpers/procs';
+import { findByMark, procAlive, uniqueMark } from '../../devtools/procs';
 
 describe('release', () => {
   let tb: TestBroker;

@@ -1,7 +1,7 @@
 /** broker.close() lets running commands finish (or cuts them after the grace) and leaves no shell behind. */
 import fs from 'node:fs';
 import { startTestBroker, testBackend, eventually, track, type TestBroker, type HttpResult } from '../helpers/broker';
-import { instancePids, procAlive, uniqueMark } from '../helpers/procs';
+import { instancePids, procAlive, uniqueMark } from '../../devtools/procs';
 import { existsOutside } from '../helpers/dockerFaults';
 
 /** What a client saw of a request cut by the shutdown: a status, or the connection error. */

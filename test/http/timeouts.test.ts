@@ -1,6 +1,6 @@
 /** Per-command timeouts stop the command and all it started; the session lives on. */
 import { startTestBroker, testBackend, eventually, withLease, type TestBroker } from '../helpers/broker';
-import { findByMark, procAlive, uniqueMark } from '../helpers/procs';
+import { findByMark, procAlive, uniqueMark } from '../../devtools/procs';
 
 describe('command timeouts', () => {
   let tb: TestBroker;

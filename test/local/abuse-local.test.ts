@@ -21,7 +21,7 @@ import { abuseContext, defineCommonAbuseCases, defineDiskFillerCase, defineKillA
 import { startConfinedBroker, type ConfinedBroker, type NsProcess } from '../helpers/confinedBroker';
 import { probeConfineGroups } from '../helpers/confineCgroups';
 import { eventually } from '../helpers/broker';
-import { findByMark, procAlive, uniqueMark } from '../helpers/procs';
+import { findByMark, procAlive, uniqueMark } from '../../devtools/procs';
 
 jest.setTimeout(240_000);
 

@@ -10,8 +10,8 @@ import { loadConfig } from '../../src/config/config';
 import { Gateway } from '../../src/cluster/gateway/gateway';
 import type { ClusterStore, MembershipListener, NodeRecord } from '../../src/cluster/clusterStore';
 import { CLUSTER_TOKEN_HEADER } from '../../src/cluster/node/clusterGuard';
-import { call, closeClients } from '../helpers/clusterProcs';
-import { freePort } from '../helpers/etcd';
+import { call, closeClients } from '../../devtools/clusterProcs';
+import { freePort } from '../../devtools/etcd';
 
 const CLUSTER_TOKEN = 'fake-cluster-token-0123456789';
 

@@ -15,8 +15,8 @@ import { spawn } from 'node:child_process';
 import { eventually, startTestBroker, testLocalRoot, withLease, type TestBroker } from '../helpers/broker';
 import { sdkExecd } from '../helpers/execdSdk';
 import { execdSdk } from '../helpers/execdClient';
-import { pidsWithEnvPrefix, uniqueMark } from '../helpers/procs';
-import { compiledEntry } from '../helpers/clusterProcs';
+import { pidsWithEnvPrefix, uniqueMark } from '../../devtools/procs';
+import { compiledEntry } from '../../devtools/clusterProcs';
 
 jest.setTimeout(120_000);
 

@@ -16,7 +16,7 @@ import YAML from 'yaml';
 import os from 'node:os';
 import { eventually, startTestBroker, withLease, type TestBroker } from '../helpers/broker';
 import { CLIENT_TOKEN, CLUSTER_TOKEN, SESSIONS_PER_NODE, TestCluster } from '../helpers/cluster';
-import { closeClients } from '../helpers/clusterProcs';
+import { closeClients } from '../../devtools/clusterProcs';
 import { promtoolCheckConfig } from '../helpers/deployFiles';
 import { GatewayMetrics } from '../../src/cluster/gateway/gatewayMetrics';
 import { Membership } from '../../src/cluster/gateway/membership';

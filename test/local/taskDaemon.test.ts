@@ -10,8 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { UnixDaemonLink } from '../../src/backends/docker/tasks/taskDaemonLink';
 import { DaemonCallError, type DaemonEnvelope } from '../../src/core/ports/taskPorts';
-import { StubLlm, lastUserText } from '../helpers/stubLlm';
-import { makeBareRepo } from '../helpers/taskStreams';
+import { StubLlm, lastUserText } from '../../devtools/stubLlm';
+import { makeBareRepo } from '../../devtools/taskStreams';
 
 jest.setTimeout(120_000);
 const ROOT = path.resolve(__dirname, '../..');

@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import { startTestBroker, waitFullPool, type TestBroker } from '../helpers/broker';
-import { pidsWithEnvPrefix } from '../helpers/procs';
+import { pidsWithEnvPrefix } from '../../devtools/procs';
 import { openEvents } from '../helpers/workspaceClient';
 
 const TAG = 'BROKER_SESSION_TAG=';

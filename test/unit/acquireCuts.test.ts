@@ -16,7 +16,7 @@ import { HttpSeam } from '../../src/http/seam';
 import { createAuthorize } from '../../src/http/auth';
 import { poolErrorFormat } from '../../src/http/errorFormats';
 import { eventually } from '../helpers/broker';
-import { httpCall } from '../helpers/httpCall';
+import { httpCall } from '../../devtools/httpCall';
 
 /** A call the server holds: its answer's head written or not, and what became of it. */
 interface Held {

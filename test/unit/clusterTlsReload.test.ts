@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ClusterTls, serialOf, type TlsIdentity } from '../../src/cluster/clusterTls';
-import { selfSignedCa, signed } from '../helpers/etcdPki';
+import { selfSignedCa, signed } from '../../devtools/etcdPki';
 import { eventually } from '../helpers/broker';
 
 const NAMES = 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n';

@@ -30,7 +30,7 @@ function lineCount(file: string): number {
 
 describe('file sizes', () => {
   const MAX_LINES = 350;
-  const SIZED = ['src', 'taskd', 'scripts'];
+  const SIZED = ['src', 'taskd', 'devtools', 'scripts'];
 
   it(`no file of ${SIZED.join('/, ')}/ is over ${MAX_LINES} lines, whatever its language`, () => {
     const files = SIZED.flatMap(filesUnder);
@@ -85,10 +85,23 @@ function twoWay(imports: Array<{ from: string; to: string }>, roomOf: (file: str
 }
 
 describe('folder imports', () => {
+  const TOP = ['src', 'taskd', 'devtools', 'scripts', 'bench', 'test'];
+  const imports = importsUnder(TOP);
+  const top = (file: string): string => file.split('/')[0];
+
+  it('no two folders of the house import each other', () => {
+    expect(imports.length).toBeGreaterThan(2000);
+    expect(twoWay(imports, top)).toEqual([]);
+  });
+
   it("no two rooms of src/ (its folders and its files) import each other", () => {
-    const imports = importsUnder(['src']);
-    expect(imports.length).toBeGreaterThan(500);
-    const room = (file: string): string => file.split('/').slice(0, 2).join('/');
+    const room = (file: string): string | null => (file.startsWith('src/') ? file.split('/').slice(0, 2).join('/') : null);
     expect(twoWay(imports, room)).toEqual([]);
+  });
+
+  it('scripts/, bench/ and devtools/ are built on the product and devtools/ alone, never on test code', () => {
+    const allowed: Record<string, string[]> = { scripts: ['src', 'devtools'], bench: ['src', 'devtools'], devtools: ['src'] };
+    const strays = imports.filter(({ from, to }) => top(from) in allowed && top(to) !== top(from) && !allowed[top(from)].includes(top(to)));
+    expect(strays.map(({ from, to }) => `${from} -> ${to}`)).toEqual([]);
   });
 });

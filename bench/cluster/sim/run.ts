@@ -22,7 +22,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { request } from 'undici';
-import { TestEtcd } from '../../../test/helpers/etcd';
+import { TestEtcd } from '../../../devtools/etcd';
 import { BrokerHttp } from '../../client/brokerHttp';
 import { runClosedLoop } from '../../client/drive';
 import { BrokerProcess, REPO_DIR } from '../../lib/brokerProcess';

@@ -107,8 +107,13 @@ export const localExecdFiles: ExecdFileAccess = {
   },
 
   async makeDirectory(_owner: FileOwner, root: string, target: string, permission: Permission): Promise<void> {
+    // An owner or group the sandbox does not know is a 400 before anything is made: a refused
+    // request changes nothing.
+    const names = new HostNames();
+    if (permission.owner !== undefined) await names.id('user', permission.owner);
+    if (permission.group !== undefined) await names.id('group', permission.group);
     const real = await toMakeInside(root, target);
-    await onHeldDir(root, real, true, (dir) => applyPermission(dir, permission)).catch((err: NodeJS.ErrnoException) => {
+    await onHeldDir(root, real, true, (dir) => applyPermission(dir, permission, names)).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'EEXIST' || err.code === 'ENOTDIR') throw new NotADirectoryError(target, 'a file is in the way');
       throw err;
     });

@@ -10,12 +10,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { RigEngine } from './rigEngine';
+import { FORWARDER, type RigEngine } from './rigEngine';
 import { logTail, memberPids, spawnMember, stopMember, waitFor } from './rigProcess';
 import { docker } from './taskImage';
 
-const REGISTRY_SCRIPT = path.join(__dirname, '..', '..', 'scripts', 'registry.sh');
-export const FORWARDER = path.join(__dirname, '..', '..', 'scripts', 'socket-forward.js');
+const REGISTRY_SCRIPT = path.join(__dirname, '..', 'scripts', 'registry.sh');
 const START_TIMEOUT_MS = 120_000;
 
 /** The rig's record of it: where it answers, and whether the rig runs it. */

@@ -18,11 +18,9 @@ import path from 'node:path';
 import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { freePort } from './freePort';
-import { startTimeOf } from './privateDockerd';
+import { startTimeOf } from './procs';
 
-export { pushTaskImage, removeImage, pullImage, type TaskImageOptions, type PushedImage } from './taskImage';
-
-const SCRIPT = path.join(__dirname, '..', '..', 'scripts', 'registry.sh');
+const SCRIPT = path.join(__dirname, '..', 'scripts', 'registry.sh');
 /** A test's registry lives in `<tmp>/<this><owner pid>-<random>`. */
 export const TEST_REGISTRY_PREFIX = 'bash-broker-registry-t';
 const OWNER_FILE = 'owner.json';

@@ -12,77 +12,30 @@
  * members on several hosts must. Gateways and nodes speak mutual TLS too (BROKER_CLUSTER_CA/CERT/KEY,
  * a CA of their own) unless `nodeTls: false`: the nodes serve HTTPS only.
  *
- * Everything lives under one directory (`rig.json`, the etcd data, the engines' roots, every log),
- * and every process carries the rig's mark (rigProcess.ts), so `down` finds all of it from the
- * directory alone, stops it, and says what it could not remove.
+ * Everything lives under one directory (its record `rig.json`: rigState.ts; the etcd data, the
+ * engines' roots, every log), and every process carries the rig's mark (rigProcess.ts), so `down`
+ * finds all of it from the directory alone, stops it, and says what it could not remove. What each
+ * member runs, with which settings, is rigMembers.ts's.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { Agent, request } from 'undici';
-import type { GatewayHealth } from './cluster';
-import { freePort } from './freePort';
+import type { GatewayHealth } from './clusterProcs';
 import { etcdPkiIn, makeEtcdPki, type EtcdPki } from './etcdPki';
 import { mountsUnder } from './privateDockerdCleanup';
-import { startTimeOf } from './privateDockerd';
 import { RigEngine } from './rigEngine';
-import { refusesConnections } from '../../src/cluster/gateway/nodeForwarder';
+import { refusesConnections } from '../src/cluster/gateway/nodeForwarder';
 import { cmdline } from './procs';
 import { killMember, logTail, memberPids, spawnMember, stopMember, waitFor } from './rigProcess';
-import { distributeImages, registryRef, registrySocket, startRigRegistry, stopRigRegistry, type RigRegistryState } from './rigRegistry';
+import { distributeImages, registryRef, registrySocket, startRigRegistry, stopRigRegistry } from './rigRegistry';
+import { etcdEndpoint, gatewayUrls, newRigState, nodeOf, ownerGone, readRigState, rigIn, TEST_RIG_PREFIX, type RigOptions, type RigState } from './rigState';
+import { etcdMember, gatewayMember, memberLog, nodeMember, type RigPlace } from './rigMembers';
 
-const STATE_FILE = 'rig.json';
-/** A test's rig is `<tmp>/<this><pid>`; its owner is the test process. */
-export const TEST_RIG_PREFIX = 'bbrig-t';
 const START_TIMEOUT_MS = 120_000;
 /** A node drains its leases, then removes its containers (BROKER_SHUTDOWN_GRACE is 5 s here). */
 const NODE_STOP_MS = 60_000;
-
-export interface RigOptions {
-  dir: string;
-  engines: number;
-  gateways: number;
-  /** Images copied into each engine; the first is the nodes' BROKER_IMAGE. */
-  images: string[];
-  /** The compiled broker's entry point (`node <entry>`). */
-  entry: string;
-  /** The first two numbers of the bridges' addresses: engine n's bridge is <base>.<n>.1/24. */
-  subnetBase?: string;
-  /** More settings of every node (pools, limits, timings), over the rig's. */
-  nodeEnv?: Record<string, string>;
-  /** A process whose end abandons the rig (a test's): a later sweep takes it down. */
-  ownerPid?: number;
-  /** Mutual TLS between gateways and nodes (default true); false: plain HTTP with the cluster token. */
-  nodeTls?: boolean;
-  /** A running registry on loopback (`127.0.0.1:<port>`, no credentials) to use instead of starting one. */
-  registry?: string;
-}
-
-
-
-interface RigState {
-  id: string;
-  engines: number;
-  gateways: number;
-  images: string[];
-  entry: string;
-  subnetBase: string;
-  nodeEnv: Record<string, string>;
-  /** The store's ports: its clients' (TLS), its peers', and a plain-http one for its /health. */
-  etcdPorts: { client: number; peer: number; metrics: number };
-  nodePorts: number[];
-  gatewayPorts: number[];
-  clusterToken: string;
-  clientToken: string;
-  prefix: string;
-  owner: { pid: number; start: string | null } | null;
-  /** Whether gateways and nodes speak mutual TLS (absent in a rig of an older build: they did not). */
-  nodeTls?: boolean;
-  /** The registry the engines pull from, and whether the rig runs it (rigRegistry.ts). */
-  registry?: RigRegistryState;
-}
 
 /** What `down` found: see there. Both empty when nothing leaked. */
 export interface RigDown {
@@ -107,30 +60,9 @@ export class ClusterRig {
   /** Starts a whole rig and waits until every gateway lists every node with its pool warm. */
   static async up(options: RigOptions): Promise<ClusterRig> {
     const dir = path.resolve(options.dir);
-    if (fs.existsSync(path.join(dir, STATE_FILE))) throw new Error(`a rig already lives in ${dir}: take it down first`);
+    if (rigIn(dir)) throw new Error(`a rig already lives in ${dir}: take it down first`);
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const ports = async (n: number) => Promise.all(Array.from({ length: n }, () => freePort()));
-    const state: RigState = {
-      id: randomBytes(2).toString('hex'),
-      engines: options.engines,
-      gateways: options.gateways,
-      images: options.images,
-      entry: path.resolve(options.entry),
-      subnetBase: options.subnetBase ?? '172.29',
-      nodeEnv: options.nodeEnv ?? {},
-      etcdPorts: { client: await freePort(), peer: await freePort(), metrics: await freePort() },
-      nodePorts: await ports(options.engines),
-      gatewayPorts: await ports(options.gateways),
-      clusterToken: randomBytes(24).toString('hex'),
-      clientToken: randomBytes(24).toString('hex'),
-      prefix: '',
-      owner: options.ownerPid === undefined ? null : { pid: options.ownerPid, start: startTimeOf(options.ownerPid) },
-      nodeTls: options.nodeTls ?? true,
-      registry: { address: options.registry ?? `127.0.0.1:${await freePort()}`, own: options.registry === undefined },
-    };
-    state.prefix = `/bash-broker-rig-${state.id}/`;
-    // The tokens are in it: the owner's alone.
-    fs.writeFileSync(path.join(dir, STATE_FILE), JSON.stringify(state, null, 2), { mode: 0o600 });
+    const state = await newRigState(dir, options);
     makeEtcdPki(path.join(dir, 'pki'));
     const rig = new ClusterRig(dir, state);
     try {
@@ -148,9 +80,7 @@ export class ClusterRig {
 
   /** The rig whose directory is `dir`. */
   static open(dir: string): ClusterRig {
-    const file = path.join(path.resolve(dir), STATE_FILE);
-    if (!fs.existsSync(file)) throw new Error(`no rig in ${dir} (no ${STATE_FILE})`);
-    return new ClusterRig(path.resolve(dir), JSON.parse(fs.readFileSync(file, 'utf8')) as RigState);
+    return new ClusterRig(path.resolve(dir), readRigState(dir));
   }
 
   /** Takes down the rigs under `parent` named `<prefix>…` whose owner process is gone (a crashed test run). */
@@ -158,13 +88,13 @@ export class ClusterRig {
     const swept: string[] = [];
     for (const name of fs.readdirSync(parent).filter((n) => n.startsWith(prefix))) {
       const dir = path.join(parent, name);
-      let owner: RigState['owner'];
+      let state: RigState;
       try {
-        owner = (JSON.parse(fs.readFileSync(path.join(dir, STATE_FILE), 'utf8')) as RigState).owner;
+        state = readRigState(dir);
       } catch {
         continue; // no state: not a rig, or one being made right now
       }
-      if (owner === null || startTimeOf(owner.pid) === owner.start) continue;
+      if (!ownerGone(state)) continue;
       await ClusterRig.open(dir).down();
       swept.push(dir);
     }
@@ -172,7 +102,7 @@ export class ClusterRig {
   }
 
   get etcdEndpoint(): string {
-    return `https://127.0.0.1:${this.state.etcdPorts.client}`;
+    return etcdEndpoint(this.state);
   }
 
   /** The certificates the rig made (etcdPki.ts): the store's, and its members'. */
@@ -195,50 +125,22 @@ export class ClusterRig {
   }
 
   get gatewayUrls(): string[] {
-    return this.state.gatewayPorts.map((p) => `http://127.0.0.1:${p}`);
+    return gatewayUrls(this.state);
   }
 
   /** Node n (1-based): its id, address and engine. */
   node(n: number): { id: string; url: string; engine: RigEngine; deployment: string } {
-    const scheme = this.state.nodeTls ? 'https' : 'http';
-    return { id: `n${n}`, url: `${scheme}://127.0.0.1:${this.state.nodePorts[n - 1]}`, engine: this.engines[n - 1], deployment: `rig-${this.state.id}-n${n}` };
+    return { ...nodeOf(this.state, n), engine: this.engines[n - 1] };
   }
 
-  /** A member's TLS settings toward the other side (a node's certificate names 127.0.0.1; a gateway's is a client's). */
-  private nodeTlsEnv(role: 'node' | 'gateway'): Record<string, string> {
-    if (!this.state.nodeTls) return {};
-    const { clusterCa, nodeCert, nodeKey, gatewayCert, gatewayKey } = this.pki;
-    const [cert, key] = role === 'node' ? [nodeCert, nodeKey] : [gatewayCert, gatewayKey];
-    return { BROKER_CLUSTER_CA: clusterCa, BROKER_CLUSTER_CERT: cert, BROKER_CLUSTER_KEY: key };
-  }
-
-  private logOf(name: string): string {
-    return path.join(this.dir, `${name}.log`);
+  private get place(): RigPlace {
+    return { dir: this.dir, state: this.state, pki: this.pki };
   }
 
   /** (Re)starts etcd on its ports and data. */
   async startEtcd(): Promise<void> {
-    const client = this.etcdEndpoint;
-    const peer = `http://127.0.0.1:${this.state.etcdPorts.peer}`;
-    const health = `http://127.0.0.1:${this.state.etcdPorts.metrics}`;
-    const { ca, serverCert, serverKey } = this.pki;
-    const pid = spawnMember({
-      dir: this.dir,
-      name: 'etcd',
-      command: 'etcd',
-      args: [
-        ...['--name', 'rig', '--data-dir', path.join(this.dir, 'etcd')],
-        ...['--listen-client-urls', client, '--advertise-client-urls', client],
-        ...['--cert-file', serverCert, '--key-file', serverKey, '--trusted-ca-file', ca, '--client-cert-auth'],
-        ...['--listen-metrics-urls', health],
-        ...['--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer, '--initial-cluster', `rig=${peer}`],
-        // Every node writes its record once a heartbeat: keep the history short.
-        ...['--auto-compaction-mode', 'periodic', '--auto-compaction-retention', '10m', '--logger', 'zap', '--log-level', 'warn'],
-      ],
-      env: {},
-      log: this.logOf('etcd'),
-    });
-    await this.waitAnswer('etcd', pid, `${health}/health`);
+    const pid = spawnMember(etcdMember(this.place));
+    await this.waitAnswer('etcd', pid, `http://127.0.0.1:${this.state.etcdPorts.metrics}/health`);
   }
 
   /** Stops etcd (SIGTERM); its data stays for the next start. */
@@ -259,12 +161,12 @@ export class ClusterRig {
     try {
       await waitFor(
         async () => {
-          if (!memberPids(this.dir, name).includes(pid)) throw new Error(`${name} exited at start:\n${logTail(this.logOf(name))}`);
+          if (!memberPids(this.dir, name).includes(pid)) throw new Error(`${name} exited at start:\n${logTail(memberLog(this.dir, name))}`);
           return answers();
         },
         START_TIMEOUT_MS,
         `${name} to answer on ${url}`,
-        () => logTail(this.logOf(name), 10),
+        () => logTail(memberLog(this.dir, name), 10),
       );
     } finally {
       await client.close();
@@ -292,44 +194,10 @@ export class ClusterRig {
     await stopRigRegistry(this.dir);
   }
 
-  private clusterEnv(port: number): Record<string, string> {
-    return {
-      BROKER_ETCD_ENDPOINTS: this.etcdEndpoint,
-      BROKER_ETCD_CA: this.pki.ca,
-      BROKER_ETCD_CERT: this.pki.clientCert,
-      BROKER_ETCD_KEY: this.pki.clientKey,
-      BROKER_CLUSTER_TOKEN: this.state.clusterToken,
-      BROKER_CLUSTER_PREFIX: this.state.prefix,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      BROKER_LOG_LEVEL: 'info',
-    };
-  }
-
   /** (Re)starts node n beside its engine: a restart is a new incarnation of the same node id and deployment. */
   async startNode(n: number): Promise<void> {
-    const { id, url, engine, deployment } = this.node(n);
-    const pid = spawnMember({
-      dir: this.dir,
-      name: id,
-      command: process.execPath,
-      args: [this.state.entry],
-      env: {
-        ...this.clusterEnv(this.state.nodePorts[n - 1]),
-        ...this.nodeTlsEnv('node'),
-        BROKER_ROLE: 'node',
-        BROKER_NODE_ID: id,
-        BROKER_BACKEND: 'docker',
-        DOCKER_HOST: engine.host,
-        BROKER_DEPLOYMENT: deployment,
-        BROKER_IMAGE: this.state.images[0],
-        // The engine's own bridge: the containers of one node reach each other, nothing else.
-        BROKER_NETWORK_MODE: 'bridge',
-        BROKER_SHUTDOWN_GRACE: '5',
-        ...this.state.nodeEnv,
-      },
-      log: this.logOf(id),
-    });
+    const { id, url, engine } = this.node(n);
+    const pid = spawnMember(nodeMember(this.place, n, engine.host));
     await this.waitAnswer(id, pid, `${url}/health`);
   }
 
@@ -350,16 +218,8 @@ export class ClusterRig {
   }
 
   async startGateway(g: number): Promise<void> {
-    const name = `g${g}`;
-    const pid = spawnMember({
-      dir: this.dir,
-      name,
-      command: process.execPath,
-      args: [this.state.entry],
-      env: { ...this.clusterEnv(this.state.gatewayPorts[g - 1]), ...this.nodeTlsEnv('gateway'), BROKER_ROLE: 'gateway', BROKER_TOKEN: this.state.clientToken },
-      log: this.logOf(name),
-    });
-    await this.waitAnswer(name, pid, `${this.gatewayUrls[g - 1]}/health`);
+    const pid = spawnMember(gatewayMember(this.place, g));
+    await this.waitAnswer(`g${g}`, pid, `${this.gatewayUrls[g - 1]}/health`);
   }
 
   async stopGateway(g: number): Promise<void> {

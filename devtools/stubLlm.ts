@@ -13,21 +13,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { lastResponsesInputText, streamOpenaiResponse, type ResponsesInputItem } from './stubOpenaiResponses';
-
-export interface StubToolCall {
-  name: string;
-  input: Record<string, unknown>;
-}
-
-export interface StubReply {
-  /** Text chunks, streamed one text_delta each. */
-  text?: string[];
-  toolCalls?: StubToolCall[];
-  /** Held between the first text chunk and the rest (a turn still streaming). */
-  hold?: Promise<void>;
-  /** A pause before each text chunk after the first (a paced stream, as a real model's). */
-  chunkDelayMs?: number;
-}
+import type { StubReply } from './stubReply';
 
 export interface RecordedRequest {
   /** Which provider's API the request came in on. */

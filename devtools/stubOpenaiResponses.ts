@@ -15,7 +15,7 @@
  * Pi reads the stop reason from the status and turns `completed` with a function call into toolUse.
  */
 import type http from 'node:http';
-import type { StubReply } from './stubLlm';
+import type { StubReply } from './stubReply';
 
 /** The items of a request's `input` the tests look at (Pi also sends system/developer and assistant items). */
 export interface ResponsesInputItem {

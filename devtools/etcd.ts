@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { eventually } from './broker';
+import { eventually } from './eventually';
 import { freePort } from './freePort';
 import { makeEtcdPki, type EtcdPki } from './etcdPki';
 

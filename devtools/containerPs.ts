@@ -9,7 +9,7 @@
  * `bash -c` of the setup named `bkr-session` (or `bkr-join`); or, through the session init
  * (sessionInit.c), its waiter and its namespace's pid 1, both `session-init session|join ...`.
  */
-import { SHELL_CMD } from '../../src/backends/docker/shells/channel';
+import { SHELL_CMD } from '../src/backends/docker/shells/channel';
 
 export const PS = ['ps', '-eo', 'pid=,ppid=,stat=,args='];
 /**

@@ -1,6 +1,13 @@
 /** One HTTP call with undici, its whole answer read, and parsed as JSON when it is JSON. */
 import { request, type Dispatcher } from 'undici';
-import type { HttpResult } from './broker';
+
+/** An HTTP answer read whole: its status, headers, text, and JSON when it is JSON. */
+export interface HttpResult {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
 
 export async function httpCall(dispatcher: Dispatcher, url: string, method: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
   const res = await request(url, {

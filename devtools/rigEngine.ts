@@ -26,8 +26,9 @@ import { destroyDir } from './privateDockerdCleanup';
 import { cmdline, procAlive } from './procs';
 import { logTail, memberPids, spawnMember, waitFor } from './rigProcess';
 import { docker } from './taskImage';
-import { FORWARDER } from './rigRegistry';
 
+/** The forwarder at each end of a registry link (rigRegistry.ts): in an engine's namespace, and on the machine's side. */
+export const FORWARDER = path.join(__dirname, '..', 'scripts', 'socket-forward.js');
 const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 45_000;
 const START_ATTEMPTS = 3;

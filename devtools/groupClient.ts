@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import { request } from 'undici';
-import { eventually } from './broker';
+import { eventually } from './eventually';
 
 export interface Reply {
   status: number;

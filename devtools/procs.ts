@@ -74,3 +74,13 @@ export function childPids(pid: number): number[] {
   }
   return found;
 }
+
+/** /proc/<pid>/stat's start time: with the pid, it names a process even after pid reuse. */
+export function startTimeOf(pid: number): string | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
+}

@@ -8,11 +8,10 @@ import path from 'node:path';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import { Agent, type Dispatcher } from 'undici';
-import { httpCall } from './httpCall';
+import { httpCall, type HttpResult } from './httpCall';
 import { pidsWithEnvPrefix } from './procs';
-import type { HttpResult } from './broker';
 
-const ROOT = path.resolve(__dirname, '..', '..');
+const ROOT = path.resolve(__dirname, '..');
 /** The broker compiled as its image runs it (`node dist/index.js`), apart from a developer's dist/. */
 const COMPILED = path.join(ROOT, 'dist-cluster');
 
@@ -182,4 +181,22 @@ export function call(base: string, method: string, urlPath: string, body?: unkno
 
 export async function closeClients(): Promise<void> {
   await Promise.all([dispatcher.close(), memberDispatcher?.close()]);
+}
+
+/** A gateway's /health as a client reads it (the nodes it lists, each with its pools). */
+export interface GatewayNode {
+  node_id: string;
+  incarnation: string;
+  address: string;
+  health: string;
+  heartbeat_age_ms: number;
+  pools: Record<string, { total: number; available: number; in_use: number; cleaning: number; broken: number }>;
+}
+
+export interface GatewayHealth {
+  status: string;
+  total_sessions: number;
+  available_sessions: number;
+  store_connected: boolean;
+  nodes: GatewayNode[];
 }
