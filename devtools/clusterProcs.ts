@@ -5,13 +5,16 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
+import { promisify } from 'node:util';
 import { Agent, type Dispatcher } from 'undici';
 import { httpCall, type HttpResult } from './httpCall';
 import { pidsWithEnvPrefix } from './procs';
+import { underDirLock } from './dirLock';
 
 const ROOT = path.resolve(__dirname, '..');
+const execFileAsync = promisify(execFile);
 /** The broker compiled as its image runs it (`node dist/index.js`), apart from a developer's dist/. */
 const COMPILED = path.join(ROOT, 'dist-cluster');
 
@@ -21,7 +24,7 @@ let compiled: Promise<string> | null = null;
  * The entry point, compiled once per suite (incrementally: a later suite's build only checks).
  * Why not ts-node as `npm start`: it transpiles the whole tree in every process, 10 s per start on
  * an idle machine of this kind and over a minute with four at once under load; compiled, a start
- * takes under 2 s. Test processes building at once (jest's workers) take turns on a lock directory.
+ * takes under 2 s. Test processes building at once (jest's workers) take turns (underDirLock).
  * Every test that starts the broker as a process starts this one.
  */
 export function compiledEntry(): Promise<string> {
@@ -30,24 +33,11 @@ export function compiledEntry(): Promise<string> {
   const prebuilt = process.env.BROKER_TEST_COMPILED_ENTRY;
   if (prebuilt) return Promise.resolve(prebuilt);
   compiled ??= (async () => {
-    const lock = `${COMPILED}.lock`;
-    for (;;) {
-      try {
-        fs.mkdirSync(lock);
-        break;
-      } catch {
-        // A lock older than the longest build is a crashed builder's.
-        const ageMs = Date.now() - (fs.statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
-        if (ageMs > 600_000) fs.rmSync(lock, { recursive: true, force: true });
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    }
-    try {
+    await underDirLock(COMPILED, 600_000, async () => {
       const tsc = require.resolve('typescript/bin/tsc');
-      execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', COMPILED, '--incremental', '--tsBuildInfoFile', path.join(COMPILED, '.tsbuildinfo')], { cwd: ROOT, stdio: 'pipe', timeout: 600_000 });
-    } finally {
-      fs.rmSync(lock, { recursive: true, force: true });
-    }
+      // Asynchronous, so the lock's holder keeps refreshing it while tsc runs.
+      await execFileAsync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', COMPILED, '--incremental', '--tsBuildInfoFile', path.join(COMPILED, '.tsbuildinfo')], { cwd: ROOT, timeout: 600_000 });
+    });
     return path.join(COMPILED, 'index.js');
   })();
   return compiled;

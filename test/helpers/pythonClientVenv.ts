@@ -6,6 +6,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
+import { underDirLock } from '../../devtools/dirLock';
 
 export const CLIENT_DIR = path.join(__dirname, '..', '..', 'clients', 'python');
 const SCRIPT = path.join(__dirname, '..', '..', 'scripts', 'python-client-venv.sh');
@@ -30,31 +31,6 @@ function packageHash(): string {
   return hash.digest('hex');
 }
 
-/**
- * Holds a lock directory beside the venv while `work` runs: the suite runs in both projects, often at
- * once (jest's workers), and two scripts making one venv (one creating it while the other installs
- * into it) left a venv without pip. A lock older than the venv's bound is a crashed holder's.
- */
-async function underLock<T>(timeoutMs: number, work: () => Promise<T>): Promise<T> {
-  const lock = `${VENV}.lock`;
-  fs.mkdirSync(path.dirname(lock), { recursive: true });
-  for (;;) {
-    try {
-      fs.mkdirSync(lock);
-      break;
-    } catch {
-      const ageMs = Date.now() - (fs.statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
-      if (ageMs > timeoutMs) fs.rmSync(lock, { recursive: true, force: true });
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-  try {
-    return await work();
-  } finally {
-    fs.rmSync(lock, { recursive: true, force: true });
-  }
-}
-
 /** The venv's python, the package installed as it is now; throws with the script's output when it cannot be made. */
 export async function clientVenvPython(timeoutMs: number): Promise<string> {
   const python = path.join(VENV, 'bin', 'python');
@@ -62,7 +38,9 @@ export async function clientVenvPython(timeoutMs: number): Promise<string> {
   const current = (): boolean => fs.existsSync(python) && fs.existsSync(STAMP) && fs.readFileSync(STAMP, 'utf8') === want;
   if (current()) return python;
   // Made meanwhile by the holder of the lock (the other project's suite): nothing left to do.
-  return underLock(timeoutMs, async () => (current() ? python : makeVenv(python, want, timeoutMs)));
+  // The suite runs in both projects, often at once: two scripts making one venv (one creating it while
+  // the other installs into it) left a venv without pip.
+  return underDirLock(VENV, timeoutMs, async () => (current() ? python : makeVenv(python, want, timeoutMs)));
 }
 
 async function makeVenv(python: string, want: string, timeoutMs: number): Promise<string> {
