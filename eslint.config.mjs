@@ -12,7 +12,7 @@ export default tseslint.config(
     },
   },
   {
-    // Small files (test/unit/houseRules.test.ts holds every file of these folders to it, C and shell too).
+    // Small files (test/house/houseRules.test.ts holds every file of these folders to it, C and shell too).
     files: ['src/**/*.ts', 'taskd/**/*.ts', 'devtools/**/*.ts', 'scripts/**/*.ts'],
     rules: { 'max-lines': ['error', { max: 350, skipBlankLines: false, skipComments: false }] },
   },

@@ -1,13 +1,14 @@
 /**
- * Two projects: every suite against the local backend, and the backend-parametrized HTTP and cluster
- * suites again against a real Docker engine. Without an engine the Docker project is left out LOUDLY;
- * under CI (CI=true) it stays in and fails, because a skipped Docker suite must not pass in CI.
+ * Two projects: every suite against the local backend, and the backend-parametrized suites again
+ * against a real Docker engine. Without an engine the Docker project is left out LOUDLY; under CI
+ * (CI=true) it stays in and fails, because a skipped Docker suite must not pass in CI.
  *
- * A suite's own doc comment says where it runs (test/suitePragmas.js): `@backend any` runs once, in
- * the local project; `@backend docker` only in the docker project; `@serial <why>` only when
- * BROKER_TEST_PHASE is `serial` (test/run.js, which `npm test` runs, runs the other suites in parallel
- * with BROKER_TEST_PHASE=parallel first, then these alone). Without BROKER_TEST_PHASE every suite is
- * in (`npx jest <file>` runs any file).
+ * Suites are laid out by feature (test/<feature>/, like src/); a suite's own doc comment alone says
+ * where it runs (test/suitePragmas.js): no tag runs it in both projects, `@backend any` once in the
+ * local project, `@backend local` only in the local project, `@backend docker` only in the docker
+ * project; `@serial <why>` only when BROKER_TEST_PHASE is `serial` (test/run.js, which `npm test`
+ * runs, runs the other suites in parallel with BROKER_TEST_PHASE=parallel first, then these alone).
+ * Without BROKER_TEST_PHASE every suite is in (`npx jest <file>` runs any file).
  */
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
@@ -26,24 +27,27 @@ function dockerEngineAnswers() {
 
 const testRoot = path.join(__dirname, 'test');
 const tags = suiteTags(testRoot);
-const inFolder = (t, ...folders) => folders.some((f) => t.file.startsWith(path.join(testRoot, f) + path.sep));
+// The harness folders the suites were once laid out in: a suite still there (a branch from before the
+// feature layout) would run in the wrong projects, since its folder no longer says where it runs.
+const RETIRED_FOLDERS = ['unit', 'docker', 'local'];
 for (const t of tags) {
-  // Such a tag would leave the suite in no project at all: it would silently never run.
-  if (t.backend === 'any' && inFolder(t, 'docker')) throw new Error(`${t.file}: @backend any in test/docker runs nowhere`);
-  if (t.backend === 'docker' && inFolder(t, 'unit', 'local')) throw new Error(`${t.file}: @backend docker in test/${path.relative(testRoot, t.file).split(path.sep)[0]} runs nowhere`);
+  const folder = path.relative(testRoot, t.file).split(path.sep)[0];
+  if (RETIRED_FOLDERS.includes(folder)) {
+    throw new Error(`${t.file}: test/${folder}/ is retired; put the suite in its feature's folder with the @backend tag its old folder meant (docs/testing.md)`);
+  }
 }
 
 const phase = process.env.BROKER_TEST_PHASE ?? '';
 if (!['', 'parallel', 'serial'].includes(phase)) throw new Error(`BROKER_TEST_PHASE=${phase}: expected parallel or serial`);
 const outOfPhase = tags.filter((t) => (phase === 'parallel' && t.serial) || (phase === 'serial' && !t.serial)).map((t) => t.file);
-const only = (backend) => tags.filter((t) => t.backend === backend).map((t) => t.file);
+const notIn = (project) => tags.filter((t) => !t.projects.includes(project)).map((t) => t.file);
 
 const projects = [
   {
     ...common,
     displayName: 'local',
-    testMatch: ['<rootDir>/test/{unit,http,local,cluster}/**/*.test.ts'],
-    testPathIgnorePatterns: ['/node_modules/', ...exactPathPatterns([...outOfPhase, ...only('docker')])],
+    testMatch: ['<rootDir>/test/*/*.test.ts'],
+    testPathIgnorePatterns: ['/node_modules/', ...exactPathPatterns([...outOfPhase, ...notIn('local')])],
   },
 ];
 const ci = Boolean(process.env.CI) && process.env.CI !== 'false';
@@ -53,8 +57,8 @@ if (process.env.BROKER_SKIP_DOCKER_TESTS === '1' && !ci) {
   projects.push({
     ...common,
     displayName: 'docker',
-    testMatch: ['<rootDir>/test/{http,docker,cluster}/**/*.test.ts'],
-    testPathIgnorePatterns: ['/node_modules/', ...exactPathPatterns([...outOfPhase, ...only('any')])],
+    testMatch: ['<rootDir>/test/*/*.test.ts'],
+    testPathIgnorePatterns: ['/node_modules/', ...exactPathPatterns([...outOfPhase, ...notIn('docker')])],
     setupFiles: ['<rootDir>/test/helpers/dockerProject.ts'],
   });
 } else {

@@ -82,7 +82,7 @@ build_test() {
 }
 
 # The image a user brings with bash and nothing else of ours: bash and busybox, no util-linux (no
-# script, setpriv or nsenter of util-linux's), no coreutils, no libc. test/docker/bashOnlyImage.test.ts
+# script, setpriv or nsenter of util-linux's), no coreutils, no libc. test/engine/bashOnlyImage.test.ts
 # runs the workspace, execd, file and isolation routes on it.
 build_bashonly() {
   local r=$TMP/bashonly; static_rootfs "$r"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes (or refreshes) the virtualenv the Python client's tests run in (test/http/python-client.test.ts
+# Makes (or refreshes) the virtualenv the Python client's tests run in (test/pool/pythonClient.test.ts
 # calls it when the client's files changed): `python3 -m venv`, then clients/python with its test
 # extras and mypy, from pip's configured index. Usage: scripts/python-client-venv.sh [venv dir]
 set -euo pipefail

@@ -1,21 +1,25 @@
 /**
  * What a test file says of how it runs, read from the tags of its first doc comment, so that a new
- * file needs no list to be added to (jest.config.js builds its projects from these):
+ * file needs no list to be added to (jest.config.js builds its projects from these). Its folder
+ * (test/<feature>/, laid out like src/) says what it tests, never where it runs:
  *
- *   @backend any    the suite does not depend on the backend (it runs no command, or only checks what
- *                   the HTTP layer, a contract or a cluster's routing decides): it runs once, in the
- *                   local project, even in test/http or test/cluster.
+ *   (no tag)        the suite runs in both projects: against the local backend and against Docker.
+ *   @backend any    the suite does not depend on the backend (a unit, or only what the HTTP layer, a
+ *                   contract or a cluster's routing decides): it runs once, in the local project.
+ *   @backend local  the suite is about the local backend (its confinement, its hosts, its 501s for
+ *                   what only Docker has): only the local project runs it.
  *   @backend docker the suite does something only a Docker engine has: only the docker project runs it.
  *   @serial <why>   the suite must have the machine to itself (it stops or restarts the shared engine,
  *                   kills broadly, or measures the machine's global resources): `npm test` runs it
  *                   after the parallel part, alone, one file at a time. The reason is required.
- *
- * Without tags a suite runs in every project its folder belongs to, in parallel with the others.
  */
 const fs = require('node:fs');
 const path = require('node:path');
 
-const BACKENDS = ['any', 'docker'];
+const BACKENDS = ['any', 'local', 'docker'];
+/** The jest projects a `@backend` value puts a suite in; a suite with no tag runs in both. */
+const PROJECTS_OF = { any: ['local'], local: ['local'], docker: ['docker'] };
+const BOTH = ['local', 'docker'];
 
 /** The tags of the file's first `/** ... *\/` comment, if it is the first thing in the file: { name: value }. */
 function readPragmas(file) {
@@ -41,8 +45,10 @@ function testFiles(dir) {
 }
 
 /**
- * Every test file under `root` with what its tags say: { file, backend: 'any'|'docker'|null, serial: reason|null }.
- * A tag with a value it does not know is a mistake in the file: it throws, naming the file.
+ * Every test file under `root` with what its tags say: { file, backend: 'any'|'local'|'docker'|null,
+ * projects, serial: reason|null }. A tag with a value it does not know is a mistake in the file, and
+ * so is a file that is not exactly one folder under `root` (its `../helpers/` and `../../src/`
+ * imports assume that depth): it throws, naming the file.
  */
 function suiteTags(root) {
   return testFiles(root).map((file) => {
@@ -51,7 +57,10 @@ function suiteTags(root) {
       throw new Error(`${file}: @backend ${p.backend}: expected one of ${BACKENDS.join(', ')}`);
     }
     if (p.serial !== undefined && p.serial === '') throw new Error(`${file}: @serial needs a reason`);
-    return { file, backend: p.backend ?? null, serial: p.serial ?? null };
+    const depth = path.relative(root, file).split(path.sep).length;
+    if (depth !== 2) throw new Error(`${file}: a suite lives in a feature folder one level under test/ (test/<feature>/<name>.test.ts)`);
+    const backend = p.backend ?? null;
+    return { file, backend, projects: backend === null ? BOTH : PROJECTS_OF[backend], serial: p.serial ?? null };
   });
 }
 

@@ -114,7 +114,7 @@ export async function disconnectStep(lease: Lease): Promise<StepEnd> {
 const ABUSES = { killSelf: 2, execSleep: 2, setE: 2, sleepers: 4, forkBurst: 1 };
 const ABUSES_WITHOUT_FORK_BURST = { ...ABUSES, forkBurst: 0 };
 
-/** What a model may do to its shell (test/docker/abuse.test.ts): each gets the broker's documented answer. */
+/** What a model may do to its shell (test/isolation/abuse.test.ts): each gets the broker's documented answer. */
 export async function abuseStep(lease: Lease, forkBurst: boolean): Promise<StepEnd> {
   const { rnd, tally } = lease.c;
   const kind = rnd.weighted(forkBurst ? ABUSES : ABUSES_WITHOUT_FORK_BURST);

@@ -1,6 +1,6 @@
 /**
- * The abuse cases, shared by the Docker suite (test/docker/abuse.test.ts) and the
- * confined local suite (test/local/abuse-local.test.ts). Commands a model may dream up: each either
+ * The abuse cases, shared by the Docker suite (test/isolation/abuse.test.ts) and the
+ * confined local suite (test/isolation/abuseLocal.test.ts). Commands a model may dream up: each either
  * works as it would in a terminal, or ends in a clear error (410 with a detail, or a Failed result)
  * with the slot rebuilt — and never touches another session. A neighbour lease in the SAME
  * "container" (Docker: container; local: working root) holds state (a variable, an array, a cwd)

@@ -1,5 +1,5 @@
 /**
- * Helpers shared by the Docker fault tests (faults.test.ts, daemon-restart.test.ts): list a
+ * Helpers shared by the Docker fault tests (faults.test.ts, daemonRestart.test.ts): list a
  * deployment's containers, run a command in a container from outside the broker, watch /health
  * while a fault plays out, and wait for (then prove) a healed pool. Each takes the engine to talk
  * to, so the same checks serve the shared engine and a private dockerd.

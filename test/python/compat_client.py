@@ -1,7 +1,7 @@
 """
 Compatibility client for the pool API, written the way its users write it: aiohttp, the quick
 example and the `BashSession` client class those users copy, unchanged. Run by
-test/http/python-compat.test.ts against a live broker:
+test/pool/pythonCompat.test.ts against a live broker:
 
     python3 test/python/compat_client.py http://127.0.0.1:PORT
 

@@ -1,7 +1,7 @@
 """
 The pool API's Python client pattern (the `BashSession` class its users copy), unchanged, run
 against a broker whose execute answers carry the termination facts (BROKER_EXECUTE_FACTS=1): it
-reads the fields it knows and ignores the rest. Run by test/http/rollout.test.ts:
+reads the fields it knows and ignores the rest. Run by test/pool/rollout.test.ts:
 
     python3 test/python/facts_client.py http://127.0.0.1:PORT
 """

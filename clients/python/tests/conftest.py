@@ -1,4 +1,4 @@
-"""The broker under test comes from the environment (test/http/python-client.test.ts starts one on
+"""The broker under test comes from the environment (test/pool/pythonClient.test.ts starts one on
 port 0 and runs pytest with these set): BROKER_URL, BROKER_TOKEN, BROKER_ACQUIRE_TIMEOUT (seconds)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ TOKEN = os.environ.get("BROKER_TOKEN") or None
 ACQUIRE_TIMEOUT_S = float(os.environ.get("BROKER_ACQUIRE_TIMEOUT", "2"))
 
 if not URL:
-    raise pytest.UsageError("BROKER_URL is not set: these tests need a live broker (npm test runs them through test/http/python-client.test.ts)")
+    raise pytest.UsageError("BROKER_URL is not set: these tests need a live broker (npm test runs them through test/pool/pythonClient.test.ts)")
 
 
 @pytest.fixture

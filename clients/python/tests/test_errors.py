@@ -67,7 +67,7 @@ async def test_busy(broker: Broker) -> None:
 
 async def test_unauthorized() -> None:
     if not TOKEN:
-        pytest.fail("the broker under test must have BROKER_TOKEN set (python-client.test.ts sets one)")
+        pytest.fail("the broker under test must have BROKER_TOKEN set (pythonClient.test.ts sets one)")
     async with Broker(URL) as anonymous, Broker(URL, token="wrong") as wrong:
         assert (await anonymous.health()).total_sessions > 0  # /health is public
         for client in (anonymous, wrong):
