@@ -1,5 +1,5 @@
 /**
- * A suite of test/docker/. These files run in the jest "docker" project, whose setup
+ * A suite tagged `@backend docker`. These files run in the jest "docker" project, whose setup
  * (dockerProject.ts) sets BROKER_TEST_BACKEND=docker; run any other way, the suite is one test that
  * says why it did nothing.
  */

@@ -1,5 +1,5 @@
 /**
- * A mixed load on one broker, for the fault tests of the facades (test/docker/facadeFaults*): a pool
+ * A mixed load on one broker, for the fault tests of the facades (test/*/facadeFaults*.test.ts): a pool
  * lease running a command and an idle one, a warm lifecycle sandbox with an execd command streaming,
  * and the default workspace running a job with a viewer on its events. Every piece is reached over
  * HTTP and WebSocket only, so the broker may be in this process or a process of its own; each is

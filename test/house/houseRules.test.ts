@@ -41,6 +41,15 @@ describe('file sizes', () => {
   });
 });
 
+describe('test layout', () => {
+  it('every TypeScript file of test/ is one folder down and named in camelCase, like src/', () => {
+    const files = filesUnder('test').filter((f) => f.endsWith('.ts'));
+    expect(files.length).toBeGreaterThan(100);
+    const strays = files.filter((f) => !/^test\/[a-z][a-zA-Z0-9]*\/[a-z][a-zA-Z0-9]*(\.test)?\.ts$/.test(f));
+    expect(strays).toEqual([]);
+  });
+});
+
 /** A relative import's file, as Node and TypeScript resolve it; null for a package or a path outside the tree. */
 function resolveImport(from: string, specifier: string): string | null {
   if (!specifier.startsWith('.')) return null;
