@@ -1,6 +1,6 @@
 /**
- * A mixed load on one broker, for the fault tests of the facades (test/*/facadeFaults*.test.ts): a pool
- * lease running a command and an idle one, a warm lifecycle sandbox with an execd command streaming,
+ * A mixed load on one broker, for the fault tests of the facades (the facadeFaults suites, each in
+ * its feature's folder): a pool lease running a command and an idle one, a warm lifecycle sandbox with an execd command streaming,
  * and the default workspace running a job with a viewer on its events. Every piece is reached over
  * HTTP and WebSocket only, so the broker may be in this process or a process of its own; each is
  * running for sure (a state seen, not a delay) when `startMixedLoad` returns. Then the checks of
