@@ -30,12 +30,12 @@ const phases = [
 ].filter((p) => !process.env.BROKER_TEST_PHASE || process.env.BROKER_TEST_PHASE === p.name);
 
 /**
- * The broker as a process (devtools/clusterProcs.ts compiledEntry): built once here for the whole
+ * The broker as a process (devtools/brokerProcess.ts compiledEntry): built once here for the whole
  * run, rather than checked by each suite that starts one. A build that fails is left to those suites,
  * which fail saying why. Not for a run narrowed by arguments, which may start none.
  */
 function prebuildBrokerEntry() {
-  const script = "require('./devtools/clusterProcs').compiledEntry().then((entry) => process.stdout.write(entry))";
+  const script = "require('./devtools/brokerProcess').compiledEntry().then((entry) => process.stdout.write(entry))";
   const r = spawnSync(process.execPath, ['-r', 'ts-node/register/transpile-only', '-e', script], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (r.status === 0 && r.stdout) return { BROKER_TEST_COMPILED_ENTRY: r.stdout.trim() };
   console.error('*** npm test: the broker did not build; the suites that start it as a process will say why ***');

@@ -11,7 +11,8 @@ import path from 'node:path';
 import type WebSocket from 'ws';
 import { Sandbox, SandboxManager } from '@alibaba-group/opensandbox';
 import { useTestCluster, CLIENT_TOKEN, CLUSTER_TOKEN, nodeOf } from '../helpers/cluster';
-import { call, type BrokerProcess } from '../../devtools/clusterProcs';
+import { call } from '../../devtools/clusterProcs';
+import { type BrokerProcess } from '../../devtools/brokerProcess';
 import { openSocket } from '../helpers/workspaceClient';
 import { eventually, testBackend } from '../helpers/broker';
 

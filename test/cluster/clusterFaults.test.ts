@@ -5,7 +5,8 @@
  * registration, process or shell. The tests run in order over one cluster (2 nodes, 2 gateways).
  */
 import { useTestCluster, CLIENT_TOKEN, SESSIONS_PER_NODE, nodeOf } from '../helpers/cluster';
-import type { BrokerProcess, GatewayHealth } from '../../devtools/clusterProcs';
+import type { GatewayHealth } from '../../devtools/clusterProcs';
+import type { BrokerProcess } from '../../devtools/brokerProcess';
 import { eventually, testBackend } from '../helpers/broker';
 import { openSocket } from '../helpers/workspaceClient';
 

@@ -13,7 +13,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
 import { useTestCluster, CLIENT_TOKEN, CLUSTER_TOKEN, SESSIONS_PER_NODE, nodeOf } from '../helpers/cluster';
-import { BrokerProcess, call } from '../../devtools/clusterProcs';
+import { call } from '../../devtools/clusterProcs';
+import { BrokerProcess } from '../../devtools/brokerProcess';
 import { eventually, metricValue, testBackend, track, type HttpResult } from '../helpers/broker';
 import { answerOf } from '../../devtools/httpCall';
 

@@ -11,7 +11,8 @@
 import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { TestEtcd } from '../../devtools/etcd';
-import { BrokerProcess, call, closeClients } from '../../devtools/clusterProcs';
+import { call, closeClients } from '../../devtools/clusterProcs';
+import { BrokerProcess } from '../../devtools/brokerProcess';
 import { eventually } from '../helpers/broker';
 import { EtcdClusterStore } from '../../src/cluster/store/etcdClusterStore';
 import { SimNode } from '../../bench/cluster/sim/simNode';

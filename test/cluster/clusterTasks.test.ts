@@ -12,7 +12,7 @@ import { lastUserText } from '../../devtools/stubLlm';
 import { SseReader } from '../../devtools/taskStreams';
 import { taskFixture, type TaskFixture } from '../helpers/taskSuite';
 import { useTestCluster, CLIENT_TOKEN, nodeOf } from '../helpers/cluster';
-import type { BrokerProcess } from '../../devtools/clusterProcs';
+import type { BrokerProcess } from '../../devtools/brokerProcess';
 
 jest.setTimeout(240_000);
 

@@ -17,7 +17,7 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { X509Certificate } from 'node:crypto';
 import { useTestCluster, nodeOf } from '../helpers/cluster';
-import type { BrokerProcess } from '../../devtools/clusterProcs';
+import type { BrokerProcess } from '../../devtools/brokerProcess';
 import { selfSignedCa, signed } from '../../devtools/etcdPki';
 import { eventually } from '../helpers/broker';
 

@@ -1,6 +1,6 @@
 /**
  * Faults of the broker itself under a mixed load on every facade (mixedLoad.ts, a lifecycle sandbox
- * in a container of its own, and a sandbox group with one sandbox), the broker a real process (the compiled entry point, clusterProcs.ts) on
+ * in a container of its own, and a sandbox group with one sandbox), the broker a real process (the compiled entry point, brokerProcess.ts) on
  * the Docker backend:
  *  - SIGTERM: a clean stop. Each holder gets an answer or a closed connection (never a hang), the
  *    process exits 0 on its own, and nothing is left: no container of its deployment (pools and
@@ -17,7 +17,8 @@ import os from 'node:os';
 import path from 'node:path';
 import Dockerode from 'dockerode';
 import { eventually, testDeployment, type HttpResult } from '../helpers/broker';
-import { BrokerProcess, call, closeClients } from '../../devtools/clusterProcs';
+import { call, closeClients } from '../../devtools/clusterProcs';
+import { BrokerProcess } from '../../devtools/brokerProcess';
 import { describeDocker } from '../helpers/dockerSuite';
 import { labelledContainers, removeLabelledContainers, within } from '../helpers/dockerFaults';
 import { expectServing, MIXED_LOAD_POOLS, startMixedLoad, type BrokerClient, type MixedLoad } from '../helpers/mixedLoad';

@@ -13,7 +13,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'undici';
 import { eventually, metricValue, startTestBroker, type Health, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { compiledEntry } from '../../devtools/clusterProcs';
+import { compiledEntry } from '../../devtools/brokerProcess';
 import {
   containerExists,
   everySessionWorks,

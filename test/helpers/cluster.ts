@@ -11,7 +11,8 @@ import fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { TestEtcd } from '../../devtools/etcd';
-import { BrokerProcess, call, closeClients, presentToNodes, type GatewayHealth } from '../../devtools/clusterProcs';
+import { call, closeClients, presentToNodes, type GatewayHealth } from '../../devtools/clusterProcs';
+import { BrokerProcess } from '../../devtools/brokerProcess';
 import { eventually, testBackend, testDeployment, type HttpResult } from './broker';
 import { pidsWithEnvPrefix } from '../../devtools/procs';
 

@@ -15,7 +15,7 @@ import { eventually, type Health, type HttpResult } from './broker';
 import { createConfineGroups, type ConfineGroups, type ConfineLimits } from './confineCgroups';
 import type { AbuseBroker } from './abuseCases';
 import { cmdline, procAlive } from '../../devtools/procs';
-import { compiledEntry } from '../../devtools/clusterProcs';
+import { compiledEntry } from '../../devtools/brokerProcess';
 
 const REPO = path.resolve(__dirname, '../..');
 const CONFINE_SH = path.join(__dirname, 'confine.sh');
@@ -154,7 +154,7 @@ export async function startConfinedBroker(options: ConfineOptions): Promise<Conf
   try {
     const reaper = buildReaper(buildDir);
     groups = createConfineGroups(name, options);
-    // ts-node for the reaper's preload only: the broker is the compiled one (clusterProcs.ts says why).
+    // ts-node for the reaper's preload only: the broker is the compiled one (brokerProcess.ts says why).
     const node = [process.execPath, '-r', 'ts-node/register/transpile-only', '-r', REAPER_PRELOAD, await compiledEntry()];
     child = spawn(CONFINE_SH, ['outer', ...node], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'], env: brokerEnv(options, groups, reaper) });
     const proc = child;

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { request } from 'undici';
 import { eventually, startTestBroker, type Health, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { compiledEntry } from '../../devtools/clusterProcs';
+import { compiledEntry } from '../../devtools/brokerProcess';
 import { execIn, labelledContainers, poolContainerIds, removeLabelledContainers } from '../helpers/dockerFaults';
 import { COUNT_PROCESSES, ESCAPE_ATTEMPTS, IMAGE_WRITES, IMAGE_WRITES_LEAVE } from './isolationProbes';
 

@@ -17,7 +17,7 @@ import { eventually, startTestBroker, testLocalRoot, withLease, type TestBroker 
 import { sdkExecd } from '../helpers/execdSdk';
 import { execdSdk } from '../helpers/execdClient';
 import { pidsWithEnvPrefix, uniqueMark } from '../../devtools/procs';
-import { compiledEntry } from '../../devtools/clusterProcs';
+import { compiledEntry } from '../../devtools/brokerProcess';
 
 jest.setTimeout(120_000);
 

@@ -11,11 +11,11 @@ import Dockerode from 'dockerode';
 import { describeDocker } from '../helpers/dockerSuite';
 import { endsWithToolResult, lastUserText } from '../../devtools/stubLlm';
 import { SECRET_KEY, execIn, taskFixture, type TaskFixture } from '../helpers/taskSuite';
-import { compiledEntry } from '../../devtools/clusterProcs';
+import { compiledEntry } from '../../devtools/brokerProcess';
 
 jest.setTimeout(240_000);
 const ROOT = path.resolve(__dirname, '../..');
-/** The CLI runs as a user runs it, from its source; the broker is the compiled one (clusterProcs.ts says why). */
+/** The CLI runs as a user runs it, from its source; the broker is the compiled one (brokerProcess.ts says why). */
 const TS_NODE = ['-r', 'ts-node/register/transpile-only'];
 
 interface Run {
