@@ -51,6 +51,8 @@ export interface BrokerStartOptions {
   nodeFlags?: string[];
   /** The command line to run, made from the node command line of the broker (a confining wrapper). */
   wrap?: (node: string[]) => string[];
+  /** How much of its output `output` keeps, in characters (its end); default 20,000. */
+  logChars?: number;
 }
 
 export class BrokerProcess {
@@ -104,7 +106,7 @@ export class BrokerProcess {
     const bp = new BrokerProcess(name, proc, env);
     await new Promise<void>((resolve, reject) => {
       const onData = (chunk: Buffer): void => {
-        bp.log = (bp.log + chunk.toString()).slice(-20_000);
+        bp.log = (bp.log + chunk.toString()).slice(-(options.logChars ?? 20_000));
         const m = /listening on (https?:\/\/[0-9.]+:\d+)/.exec(bp.log);
         if (m && bp.url === '') {
           bp.url = m[1];

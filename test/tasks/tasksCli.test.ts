@@ -5,13 +5,13 @@
  * commands the agent runs.
  * @backend docker
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import Dockerode from 'dockerode';
 import { describeDocker } from '../helpers/dockerSuite';
 import { endsWithToolResult, lastUserText } from '../../devtools/stubLlm';
 import { SECRET_KEY, execIn, taskFixture, type TaskFixture } from '../helpers/taskSuite';
-import { compiledEntry } from '../../devtools/brokerProcess';
+import { BrokerProcess } from '../../devtools/brokerProcess';
 
 jest.setTimeout(240_000);
 const ROOT = path.resolve(__dirname, '../..');
@@ -44,8 +44,7 @@ function cli(url: string, args: string[], input = ''): Promise<Run> {
 
 describeDocker('scripts/sandbox-task.ts and where the key is not (Docker)', () => {
   let fx: TaskFixture;
-  let broker: ChildProcess;
-  let brokerLog = '';
+  let broker: BrokerProcess | null = null;
   let url = '';
   const docker = new Dockerode();
 
@@ -61,27 +60,15 @@ describeDocker('scripts/sandbox-task.ts and where the key is not (Docker)', () =
       }
       return { text: [`You said: ${text}`] };
     };
-    broker = spawn(process.execPath, [await compiledEntry()], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH, BROKER_BACKEND: 'docker', BROKER_IMAGE: process.env.BROKER_IMAGE ?? 'bash-broker-test:latest', BROKER_NETWORK_MODE: 'none', PORT: '0', BROKER_LOG_LEVEL: 'debug', ...fx.env },
-    });
-    const onLog = (d: Buffer): void => void (brokerLog += d.toString());
-    broker.stdout!.on('data', onLog);
-    broker.stderr!.on('data', onLog);
-    const deadline = Date.now() + 60_000;
-    while (!/listening on (http:\/\/[\d.]+:\d+)/.test(brokerLog)) {
-      if (Date.now() > deadline || broker.exitCode !== null) throw new Error(`the broker did not start: ${brokerLog}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    url = /listening on (http:\/\/[\d.]+:\d+)/.exec(brokerLog)![1];
+    // Its environment is exactly this one (none of the test process's), so where the key is given is known.
+    const env = { PATH: process.env.PATH, BROKER_BACKEND: 'docker', BROKER_IMAGE: process.env.BROKER_IMAGE ?? 'bash-broker-test:latest', BROKER_NETWORK_MODE: 'none', PORT: '0', BROKER_LOG_LEVEL: 'debug', ...fx.env };
+    // Its whole log is searched for the key below.
+    broker = await BrokerProcess.start('broker', env, { inheritEnv: false, logChars: Infinity });
+    url = broker.url;
   });
 
   afterAll(async () => {
-    if (broker && broker.exitCode === null) {
-      const exited = new Promise((r) => broker.once('exit', r));
-      broker.kill('SIGTERM');
-      await exited;
-    }
+    await broker?.stop();
     await fx?.close();
   });
 
@@ -155,11 +142,11 @@ describeDocker('scripts/sandbox-task.ts and where the key is not (Docker)', () =
     expect(control).toMatch(/\/root\/\.pi\/agent\/sessions\/.*\.jsonl/);
     const grep = await grepAll(SECRET_KEY);
     expect(grep).toContain('GREP-DONE');
-    for (const [where, text] of Object.entries({ brokerLog, stdout: run.stdout, events: everything.stdout, inspect, logs, grep })) {
+    for (const [where, text] of Object.entries({ brokerLog: broker!.output, stdout: run.stdout, events: everything.stdout, inspect, logs, grep })) {
       expect([where, text.includes(SECRET_KEY)]).toEqual([where, false]);
     }
     // Debug logging was on, and the key did reach the LLM (it is in use, just nowhere else).
-    expect(brokerLog).toMatch(/"level":(20|30)/);
+    expect(broker!.output).toMatch(/"level":(20|30)/);
     expect(fx.stub.requests.some((r) => r.headers['x-api-key'] === SECRET_KEY)).toBe(true);
   });
 });
