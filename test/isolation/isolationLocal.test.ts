@@ -17,14 +17,13 @@ import { eventually, startTestBroker, testLocalRoot, withLease, type TestBroker 
 import { sdkExecd } from '../helpers/execdSdk';
 import { execdSdk } from '../helpers/execdClient';
 import { pidsWithEnvPrefix, uniqueMark } from '../../devtools/procs';
-import { compiledEntry } from '../../devtools/brokerProcess';
+import { BrokerProcess } from '../../devtools/brokerProcess';
 
 jest.setTimeout(120_000);
 
 const ROOT = process.getuid?.() === 0;
 const CI = Boolean(process.env.CI) && process.env.CI !== 'false';
 const DISK = 16 * 1024 * 1024;
-const REPO = path.resolve(__dirname, '../..');
 
 if (!ROOT) {
   describe('per-lease isolation on the local backend -- SKIPPED: not root', () => {
@@ -224,35 +223,28 @@ if (!ROOT) {
   it('a broker killed with live sessions leaves no mount of theirs on the host, and no process', async () => {
     if (!ready()) return;
     const root = testLocalRoot(`killed-${mark}`);
-    const child = spawn(process.execPath, [await compiledEntry()], {
-      cwd: REPO,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, BROKER_BACKEND: 'local', BROKER_SESSION_ISOLATION: '1', BROKER_SESSION_DISK_BYTES: String(DISK), BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2', PORT: '0', HOST: '127.0.0.1', BROKER_LOCAL_ROOT: root, BROKER_LOG_LEVEL: 'info' },
+    const env = { BROKER_BACKEND: 'local', BROKER_SESSION_ISOLATION: '1', BROKER_SESSION_DISK_BYTES: String(DISK), BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2', PORT: '0', HOST: '127.0.0.1', BROKER_LOCAL_ROOT: root };
+    const broker = await BrokerProcess.start('broker', env).catch((err: unknown) => {
+      fs.rmSync(root, { recursive: true, force: true });
+      throw err;
     });
-    let log = '';
-    child.stdout.on('data', (c: Buffer) => (log += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (log += c.toString()));
-    const tag = `BROKER_SESSION_TAG=${child.pid}-`;
+    const tag = `BROKER_SESSION_TAG=${broker.pid}-`;
     try {
-      let port = 0;
-      await eventually(() => {
-        port = Number(/broker listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(log)?.[1] ?? 0);
-        return port > 0;
-      }, 60_000, () => `the broker to listen:\n${log}`);
-      const url = `http://127.0.0.1:${port}`;
+      const url = broker.url;
       const post = async (p: string, body: unknown): Promise<{ session_id?: string; stdout?: string }> => (await fetch(url + p, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as { session_id?: string; stdout?: string };
       for (let i = 0; i < 2; i++) {
         const { session_id: id } = await post('/session/acquire', {});
         expect((await post(`/session/${id}/execute`, { command: `sleep 3600 & echo x > /etc/${mark}-killed; echo started` })).stdout).toBe('started\n');
       }
       expect(pidsWithEnvPrefix(tag).length).toBeGreaterThan(0);
-      child.kill('SIGKILL');
+      // A bare SIGKILL (not kill9, which would end its shells itself): the sessions must end on their own.
+      await broker.signal('SIGKILL');
       await eventually(() => pidsWithEnvPrefix(tag).length === 0, 30_000, () => `no process of the killed broker's sessions (left: ${pidsWithEnvPrefix(tag).join(' ')})`);
       const mountinfo = fs.readFileSync('/proc/self/mountinfo', 'utf8');
       expect(mountinfo).not.toMatch(/bkr-(root|session|carried)/);
       expect(fs.existsSync(`/etc/${mark}-killed`)).toBe(false);
     } finally {
-      child.kill('SIGKILL');
+      await broker.signal('SIGKILL');
       fs.rmSync(root, { recursive: true, force: true });
     }
   });
