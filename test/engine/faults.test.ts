@@ -7,13 +7,10 @@
  * @backend docker
  */
 import Dockerode from 'dockerode';
-import net from 'node:net';
-import path from 'node:path';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'undici';
 import { eventually, metricValue, startTestBroker, type Health, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { compiledEntry } from '../../devtools/brokerProcess';
+import { BrokerProcess } from '../../devtools/brokerProcess';
 import {
   containerExists,
   everySessionWorks,
@@ -68,17 +65,6 @@ async function expectReplaced(tb: TestBroker, oldId: string): Promise<void> {
   expect(live.every((c) => c.State === 'running')).toBe(true);
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 async function removeLabelled(): Promise<void> {
   await removeLabelledContainers(docker, DEPLOYMENT);
 }
@@ -100,7 +86,7 @@ async function expectLeaseBrokenAndReplaced(b: TestBroker, id: string, oldId: st
 
 describeDocker('docker fault injection: the pool heals', () => {
   let tb: TestBroker | null = null;
-  let child: ChildProcess | null = null;
+  let child: BrokerProcess | null = null;
 
   async function start(extra: Record<string, string> = {}): Promise<TestBroker> {
     tb = await startTestBroker({ ...BASE_ENV, ...extra });
@@ -112,7 +98,7 @@ describeDocker('docker fault injection: the pool heals', () => {
     // Normally the test closed it already; this is for a test that failed half-way.
     await tb?.close().catch(() => undefined);
     tb = null;
-    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await child?.signal('SIGKILL');
     child = null;
   });
 
@@ -296,32 +282,15 @@ describeDocker('docker fault injection: the pool heals', () => {
 
   it('a broker SIGKILLed without cleanup: the next broker of the deployment sweeps its containers', async () => {
     await removeLabelled();
-    const port = await freePort();
-    let log = '';
-    const proc = spawn(process.execPath, [await compiledEntry()], {
-      cwd: path.resolve(__dirname, '../..'),
-      env: {
-        ...process.env,
-        ...BASE_ENV,
-        BROKER_BACKEND: 'docker',
-        BROKER_IMAGE: process.env.BROKER_IMAGE ?? 'bash-broker-test:latest',
-        HOST: '127.0.0.1',
-        PORT: String(port),
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child = proc;
-    const keep = (c: Buffer) => (log = (log + c.toString('utf8')).slice(-8000));
-    proc.stdout!.on('data', keep);
-    proc.stderr!.on('data', keep);
-    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    const env = { ...BASE_ENV, BROKER_BACKEND: 'docker', BROKER_IMAGE: process.env.BROKER_IMAGE ?? 'bash-broker-test:latest', HOST: '127.0.0.1', PORT: '0' };
+    const proc = (child = await BrokerProcess.start('broker A', env));
 
     let last = '';
     await eventually(
       async () => {
-        if (proc.exitCode !== null) throw new Error(`broker A exited (${proc.exitCode}):\n${log}`);
+        if (!proc.alive) throw new Error(`broker A exited (${proc.exitStatus?.code}):\n${proc.output}`);
         try {
-          const res = await request(`http://127.0.0.1:${port}/health`);
+          const res = await request(`${proc.url}/health`);
           last = await res.body.text();
           const h = JSON.parse(last) as Health;
           return h.status === 'healthy' && h.available_sessions === 4;
@@ -330,14 +299,13 @@ describeDocker('docker fault injection: the pool heals', () => {
         }
       },
       LONG,
-      () => `broker A warm (last /health: ${last}; log tail:\n${log})`,
+      () => `broker A warm (last /health: ${last}; log tail:\n${proc.output.slice(-8000)})`,
     );
     const fromA = await labelled();
     expect(fromA).toHaveLength(2);
     const instanceA = fromA[0].Labels[LABEL_INSTANCE];
 
-    proc.kill('SIGKILL');
-    await exited;
+    await proc.signal('SIGKILL');
     // Nothing cleaned up after A: its containers are still there, still running.
     const orphans = await labelled();
     expect(orphans.map((c) => c.Id).sort()).toEqual(fromA.map((c) => c.Id).sort());
