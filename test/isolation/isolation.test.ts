@@ -9,14 +9,12 @@
  * @backend docker
  */
 import Dockerode from 'dockerode';
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { request } from 'undici';
 import { eventually, startTestBroker, type Health, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { compiledEntry } from '../../devtools/brokerProcess';
+import { BrokerProcess } from '../../devtools/brokerProcess';
 import { execIn, labelledContainers, poolContainerIds, removeLabelledContainers } from '../helpers/dockerFaults';
 import { COUNT_PROCESSES, ESCAPE_ATTEMPTS, IMAGE_WRITES, IMAGE_WRITES_LEAVE } from './isolationProbes';
 
@@ -53,13 +51,13 @@ function hostProcessesWithSessionMounts(containerIds: string[]): number[] {
 
 describeDocker('docker per-lease filesystem isolation', () => {
   let tb: TestBroker | null = null;
-  let child: ChildProcess | null = null;
+  let child: BrokerProcess | null = null;
   const deployment = testDeployment(`isolation-${process.pid}`);
 
   afterEach(async () => {
     await tb?.close().catch(() => undefined);
     tb = null;
-    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await child?.signal('SIGKILL');
     child = null;
   });
 
@@ -157,35 +155,22 @@ describeDocker('docker per-lease filesystem isolation', () => {
   });
 
   it('a broker SIGKILLed with live sessions: the next one sweeps, and no session mount or upper layer is left', async () => {
-    const port = await new Promise<number>((resolve) => {
-      const server = net.createServer();
-      server.listen(0, '127.0.0.1', () => {
-        const { port: p } = server.address() as net.AddressInfo;
-        server.close(() => resolve(p));
-      });
-    });
-    const entry = await compiledEntry();
-    const proc = (child = spawn(process.execPath, [entry], {
-      cwd: path.resolve(__dirname, '../..'),
-      env: {
-        ...process.env,
-        BROKER_BACKEND: 'docker',
-        BROKER_IMAGE: process.env.BROKER_IMAGE ?? 'bash-broker-test:latest',
-        BROKER_DEPLOYMENT: deployment,
-        BROKER_CONTAINERS: '1',
-        BROKER_SESSIONS_PER_CONTAINER: '2',
-        BROKER_SESSION_ISOLATION: '1',
-        BROKER_LOG_LEVEL: 'warn',
-        HOST: '127.0.0.1',
-        PORT: String(port),
-      },
-      stdio: ['ignore', 'ignore', 'ignore'],
-    }));
-    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    const env = {
+      BROKER_BACKEND: 'docker',
+      BROKER_IMAGE: process.env.BROKER_IMAGE ?? 'bash-broker-test:latest',
+      BROKER_DEPLOYMENT: deployment,
+      BROKER_CONTAINERS: '1',
+      BROKER_SESSIONS_PER_CONTAINER: '2',
+      BROKER_SESSION_ISOLATION: '1',
+      HOST: '127.0.0.1',
+      PORT: '0',
+    };
+    const proc = (child = await BrokerProcess.start('broker A', env));
+    const base = proc.url;
     await eventually(
       async () => {
         try {
-          const h = JSON.parse(await (await request(`http://127.0.0.1:${port}/health`)).body.text()) as Health;
+          const h = JSON.parse(await (await request(`${base}/health`)).body.text()) as Health;
           return h.status === 'healthy' && h.available_sessions === 2;
         } catch {
           return false;
@@ -195,17 +180,16 @@ describeDocker('docker per-lease filesystem isolation', () => {
       'broker A healthy',
     );
     for (let i = 0; i < 2; i++) {
-      const acquired = await request(`http://127.0.0.1:${port}/session/acquire`, { method: 'POST', body: '{}' });
+      const acquired = await request(`${base}/session/acquire`, { method: 'POST', body: '{}' });
       const { session_id: id } = (await acquired.body.json()) as { session_id: string };
-      const wrote = await request(`http://127.0.0.1:${port}/session/${id}/execute`, { method: 'POST', body: JSON.stringify({ command: 'echo left >/etc/left; sleep 3600 &' }) });
+      const wrote = await request(`${base}/session/${id}/execute`, { method: 'POST', body: JSON.stringify({ command: 'echo left >/etc/left; sleep 3600 &' }) });
       expect(wrote.statusCode).toBe(200);
       await wrote.body.text();
     }
     const containersOfA = (await labelledContainers(docker, deployment)).map((c) => c.Id);
     expect(containersOfA).toHaveLength(1);
     expect(hostProcessesWithSessionMounts(containersOfA).length).toBeGreaterThan(0);
-    proc.kill('SIGKILL');
-    await exited;
+    await proc.signal('SIGKILL');
     expect((await labelledContainers(docker, deployment)).length).toBe(1);
     // The next broker of the deployment (isolation off: none of its own) sweeps what A left.
     const b = (tb = await startTestBroker({ BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_SESSION_ISOLATION: '0' }));
