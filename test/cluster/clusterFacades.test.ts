@@ -19,6 +19,7 @@ import { eventually, testBackend } from '../helpers/broker';
 const docker = testBackend === 'docker';
 /** Group sandboxes' disks are loop-mounted ext4 images: root only, as in the group suite. */
 const groups = docker && process.getuid?.() === 0;
+const ci = Boolean(process.env.CI) && process.env.CI !== 'false';
 const AUTH = { authorization: `Bearer ${CLIENT_TOKEN}` };
 /** Each node's groups under a directory of its own: a node's first group sweeps its directory. */
 const groupRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'bkr-cluster-groups-'));
@@ -141,7 +142,11 @@ describe('the facades through a cluster of 2 nodes and 2 gateways', () => {
     }
   });
 
-  (groups ? test : test.skip)('a group sandbox through a gateway: the group on the home node, the sandbox_url leads through the gateway to its node', async () => {
+  // Groups are a Docker backend's (the local project has none: the case is not declared there). Not
+  // root: loud, and a failure under CI.
+  const groupCase = groups || ci ? test : test.skip;
+  if (docker) groupCase(`a group sandbox through a gateway: the group on the home node, the sandbox_url leads through the gateway to its node${groups ? '' : ' -- SKIPPED: not root (sandbox disks are loop-mounted)'}`, async () => {
+    if (!groups) throw new Error('CI must run this case: not root (sandbox disks are loop-mounted)');
     const [g1, g2] = cluster.gateways;
     expect((await cluster.call(g1, 'POST', '/group/start', {})).json).toEqual({ status: 'started' });
     try {

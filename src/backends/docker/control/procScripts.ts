@@ -8,7 +8,7 @@
  *     kills (SIGKILL) every process that is ROOT's descendant, or in ROOT's session or process group
  *     (a shell spawned by the container's entrypoint leads its group, not a session), or carries TAG
  *     in its environment; only those started at or after SINCE_EPOCH_MS (-1: all); ROOT itself
- *     only when KEEP_ROOT is 0. Never PID 1 or the control shell. Prints the count.
+ *     and its ancestors only when KEEP_ROOT is 0. Never PID 1 or the control shell. Prints the count.
  *     Each pass stops its victims before killing them, and passes repeat (up to 3) while they find
  *     any: a parent still alive while its children die may fork again into the room they free
  *     (a fork burst held at the pids limit does exactly that), after the /proc snapshot was taken.
@@ -108,10 +108,16 @@ __bk_kill_pass(){
       while IFS= builtin read -r -d '' e; do [[ $e == "$tag" ]] && { hit[$p]=1; break; }; done < /proc/$p/environ 2>/dev/null
     done
   fi
+  # Kept: ROOT and, with it, every ancestor of ROOT. An isolated session's bash runs under its
+  # session init (its PID namespace's init): killing that init kills bash. The init carries the tag
+  # and starts in the same clock tick as a shell opened just before the command was typed, so the
+  # tag and the start time alone would take it.
+  local -A kept=()
+  if ((keep == 1)); then p=$root; while [[ -n $p && $p != 0 && -z \${kept[$p]} ]]; do kept[$p]=1; p=\${pp[$p]}; done; fi
   local victims=()
   for p in "\${!hit[@]}"; do
     [[ $p == 1 || $p == "$$" || $p == "$BASHPID" || -z \${pp[$p]} ]] && continue
-    [[ $p == "$root" && $keep == 1 ]] && continue
+    [[ -n \${kept[$p]} ]] && continue
     ((min >= 0 && \${st[$p]} < min)) && continue
     victims+=("$p")
   done
