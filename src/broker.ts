@@ -30,7 +30,6 @@ import { PoolActivity } from './core/dashboard/poolActivity';
 import { teeObservers } from './core/dashboard/observerTee';
 import { DashboardFeed } from './core/dashboard/dashboardFeed';
 import { TaskService } from './core/tasks/taskService';
-import { DockerTaskBackend } from './backends/docker/tasks/taskContainers';
 
 /** execd shells (running commands, bash sessions, code contexts) one sandbox may have at once. */
 const EXECD_MAX_SHELLS_PER_SANDBOX = 16;
@@ -40,8 +39,6 @@ const LISTED_SANDBOXES = 200;
 const EXECD_FINISHED_COMMANDS_KEPT = 64;
 import { createGroupService } from './core/groups/groupsApi';
 import type { GroupService } from './core/groups/groupService';
-import type { SandboxContainers } from './core/ports/sandboxContainers';
-import { DockerSandboxContainers } from './backends/docker/groups/groupContainers';
 import { openLanceStore } from './backends/lancedb/lanceVectorStore';
 import { HttpGroupEndpoints } from './api/groups/groupListeners';
 import type { ListenerGuard } from './http/listenerGuard';
@@ -65,7 +62,8 @@ export function createBackend(config: BrokerConfig): SessionBackend {
     case 'local':
       return new LocalBackend({ root: config.localRoot, cgroups: config.localCgroups, hostEnv: config.hostEnv, ...localIsolation(config) });
     case 'docker':
-      return new DockerBackend(config.docker);
+      // The broker's own backend also starts sandbox groups' and task sandboxes' containers.
+      return new DockerBackend({ ...config.docker, groupImage: config.groups.image, tasks: config.tasks });
   }
 }
 
@@ -85,18 +83,6 @@ export function createPoolBackend(config: BrokerConfig, spec: PoolSpec): Session
     case 'docker':
       return new DockerBackend({ ...config.docker, image: spec.image, env: spec.env, deployment: `${config.docker.deployment}.${spec.name}` });
   }
-}
-
-/** Dedicated sandbox containers where the backend makes them (Docker); null elsewhere (the routes answer 501). */
-export function createSandboxContainers(config: BrokerConfig, backend: SessionBackend): SandboxContainers | null {
-  if (!(backend instanceof DockerBackend)) return null;
-  return new DockerSandboxContainers(backend.docker, backend.ownContainers, { ...config.docker, image: config.groups.image }, backend.instance);
-}
-
-/** Task sandboxes run on Docker only: on the local backend their routes answer 501. */
-export function createTaskService(config: BrokerConfig, backend: SessionBackend): TaskService {
-  const tasks = backend instanceof DockerBackend ? new DockerTaskBackend(backend.ownContainers, { tasks: config.tasks }) : null;
-  return new TaskService(tasks, config.tasks);
 }
 
 export class Broker {
@@ -191,7 +177,7 @@ export class Broker {
     // A node's sandbox ports, like its own, take the cluster's token only (its clients go through gateways).
     const sandboxToken = config.cluster.role === 'node' ? config.cluster.clusterToken : config.token;
     const endpoints = new HttpGroupEndpoints({ host: config.host, token: sandboxToken, maxBodyBytes: config.maxBodyBytes });
-    this.groups = createGroupService(config, createSandboxContainers(config, backend), openLanceStore, endpoints, overrides.maxOutputBytes ?? config.maxOutputBytes);
+    this.groups = createGroupService(config, backend.groups ?? null, openLanceStore, endpoints, overrides.maxOutputBytes ?? config.maxOutputBytes);
     this.dashboard = new DashboardFeed({
       pools: () => this.pools.entries,
       activity: this.activity,
@@ -204,7 +190,8 @@ export class Broker {
       ],
       images: () => this.images.report().images,
     });
-    this.tasks = createTaskService(config, backend);
+    // Task sandboxes where the backend starts their containers (Docker); elsewhere their routes answer 501.
+    this.tasks = new TaskService(backend.tasks ?? null, config.tasks);
     this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, {
       tasks: this.tasks,
       workspaces: this.workspaces,

@@ -13,7 +13,10 @@
 import type Dockerode from 'dockerode';
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { ContainerHealth, ContainerPausing, ContainerRef, DedicatedSessions, OpenShellOptions, Terminals, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
+import type { ContainerHealth, ContainerPausing, ContainerRef, DedicatedSessions, EngineImages, OpenShellOptions, Terminals, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
+import type { SandboxContainers } from '../../core/ports/sandboxContainers';
+import type { TaskBackend } from '../../core/ports/taskPorts';
+import { engineImages, groupContainers, taskContainers, type DockerCapabilitySettings } from './dockerCapabilities';
 import { BackendError, BadRequestError, NotSupportedError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
 import { ControlShell } from './control/controlShell';
@@ -43,8 +46,8 @@ import { SessionIsolation } from './isolation/sessionIsolation';
 
 export { LABEL_DEPLOYMENT, LABEL_INSTANCE };
 
-/** Resolved and validated in dockerConfig.ts (BROKER_IMAGE, BROKER_CONTAINER_*, BROKER_NETWORK_MODE, ...). */
-export type DockerBackendOptions = BrokerConfig['docker'] & { env?: Readonly<Record<string, string>> };
+/** Resolved and validated in dockerConfig.ts (BROKER_IMAGE, BROKER_CONTAINER_*, BROKER_NETWORK_MODE, ...); a group's and a task's settings make those capabilities. */
+export type DockerBackendOptions = BrokerConfig['docker'] & DockerCapabilitySettings & { env?: Readonly<Record<string, string>> };
 
 interface ContainerLink {
   control: ControlShell;
@@ -89,10 +92,17 @@ export class DockerBackend implements SessionBackend {
   private readonly usageMounts: UsageMounts = readUsageMounts();
   /** Which containers isolate their sessions, and each isolated session's shell (for its extra shells). */
   readonly isolation: SessionIsolation;
+  readonly groups?: SandboxContainers;
+  readonly tasks?: TaskBackend;
+  /** An image's pool backend is one of these with that image: it serves shells alone (no groups, no tasks). */
+  readonly images: EngineImages = engineImages(this.docker, (image, deployment) => new DockerBackend({ ...this.options, groupImage: undefined, tasks: undefined, image, deployment }));
 
   constructor(private readonly options: DockerBackendOptions) {
     this.removals = new ContainerRemovals(this.docker);
     this.ownContainers = new DockerDedicatedContainers(this.docker, this.removals, options, this.instance);
+    const parts = { docker: this.docker, ownContainers: this.ownContainers, instance: this.instance, options };
+    this.groups = groupContainers(parts);
+    this.tasks = taskContainers(parts);
     this.workdirs = new DockerWorkdirs(this.docker, (id) => this.links.get(id)?.control);
     this.pipes = new PipeTransport(options, this.instance);
     this.pidsMount = options.sessionPidsLimit > 0 ? readPidsMount() : null;

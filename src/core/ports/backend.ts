@@ -3,10 +3,13 @@
  * The pool talks only to this interface; it never sees a process, a socket or a container API.
  */
 import type { DedicatedContainerSpec } from './dedicatedContainers';
+import type { SandboxContainers } from './sandboxContainers';
+import type { TaskBackend } from './taskPorts';
+import type { ImageStore } from './imageStore';
 
-import type { ContainerHealth, ContainerRef } from './container';
+import type { ContainerHealth, ContainerRef, TerminalProcess } from './container';
 
-export type { ContainerHealth, ContainerRef };
+export type { ContainerHealth, ContainerRef, TerminalProcess };
 
 export type StreamName = 'stdout' | 'stderr';
 
@@ -110,30 +113,6 @@ export interface TerminalOptions {
   cwd: string;
   /** Extra environment on top of the backend's own (TERM, the shell integration's bootstrap). */
   env: Record<string, string>;
-}
-
-/** One bash in a real pseudo-terminal: bytes in, bytes out (stdout and stderr merged, as a terminal does). */
-export interface TerminalProcess {
-  readonly description: string;
-  write(data: string | Buffer): void;
-  resize(cols: number, rows: number): void;
-  onData(listener: (chunk: Buffer) => void): void;
-  /** Once, when bash is gone; `code` is its exit status, or 128 + the signal that killed it. */
-  onExit(listener: (exit: { code: number | null; reason: string }) => void): void;
-  /**
-   * SIGINT to the terminal's foreground process group, only while a command owns the terminal: that
-   * group is not bash's own (`shellPid`, as bash reported its `$$`). Unlike a ^C typed into the
-   * terminal, it can never reach bash at its prompt or while it reads a line. Resolves true when it
-   * was sent, false when bash owns the terminal (or the process could not be read).
-   */
-  interruptForeground(shellPid: number): Promise<boolean>;
-  /**
-   * SIGKILL every process the terminal's bash (`shellPid`, null when bash has not said it yet)
-   * started at or after `sinceEpochMs`; bash itself survives. Resolves to how many.
-   */
-  killStartedSince(shellPid: number | null, sinceEpochMs: number): Promise<number>;
-  /** Kills bash and everything it started (as far as the backend can find them). Safe to call twice. */
-  close(): Promise<void>;
 }
 
 /** A file inside a container, read whole or in part. */
@@ -310,6 +289,21 @@ export interface SessionBackend {
   readonly pausing?: ContainerPausing;
   /** Capability: per-lease filesystem isolation; its state for /health (absent: the backend has none). */
   readonly isolation?: { status(): IsolationReport };
+  /** Capability: containers of their own for sandbox groups (absent: the group routes answer 501). */
+  readonly groups?: SandboxContainers;
+  /** Capability: containers of their own for task sandboxes (absent: the task routes answer 501). */
+  readonly tasks?: TaskBackend;
+  /** Capability: an engine's images, pulled on demand, each with a pool of its own (docs/images.md). */
+  readonly images?: EngineImages;
+}
+
+/** What images on demand need of a backend: its engine's images, and a backend of the same kind per image. */
+export interface EngineImages {
+  readonly store: ImageStore;
+  /** A backend like this one whose containers run `image`, labelled `deployment` (its own sweep stays its own). */
+  poolBackend(image: string, deployment: string): SessionBackend;
+  /** Removes the image pools' containers an earlier broker of `deployment` left, created before `startedAtMs`. */
+  sweepPools(deployment: string, startedAtMs: number): Promise<number>;
 }
 
 /** Per-lease filesystem isolation as /health reports it (docs/isolation.md). */

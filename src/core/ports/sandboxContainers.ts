@@ -7,7 +7,7 @@
  * Type-state: `start` gives a StartedSandboxContainer, the only object that can run or remove
  * anything, so nothing can be asked of a container that is not there.
  */
-import type { ContainerHealth, ContainerRef, TerminalProcess } from './backend';
+import type { ContainerHealth, ContainerRef, TerminalProcess } from './container';
 import type { SandboxLimits } from '../groups/computeLimits';
 
 export interface PlacedFile {
