@@ -30,6 +30,7 @@ import { PoolActivity } from './core/dashboard/poolActivity';
 import { teeObservers } from './core/dashboard/observerTee';
 import { DashboardFeed } from './core/dashboard/dashboardFeed';
 import { TaskService } from './core/tasks/taskService';
+import { SandboxDirectory } from './core/sandbox/sandboxDirectory';
 
 /** execd shells (running commands, bash sessions, code contexts) one sandbox may have at once. */
 const EXECD_MAX_SHELLS_PER_SANDBOX = 16;
@@ -85,6 +86,7 @@ export function createPoolBackend(config: BrokerConfig, spec: PoolSpec): Session
   }
 }
 
+
 export class Broker {
   /** The default pool (the pool API's own). */
   readonly pool: SessionPool;
@@ -93,6 +95,8 @@ export class Broker {
   readonly backend: SessionBackend;
   /** The lifecycle API's sandboxes (/v1/sandboxes). */
   readonly sandboxes: SandboxService;
+  /** Every live sandbox by id, of every kind (core/sandbox/sandbox.ts): execd and the dashboard find them here. */
+  readonly directory = new SandboxDirectory();
   readonly metrics = new BrokerMetrics();
   readonly server: http.Server;
   readonly seam: HttpSeam;
@@ -131,6 +135,7 @@ export class Broker {
       maxLeaseTtlMs: config.rollout.maxLeaseTtlMs,
       journal: { entries: config.rollout.historyEntries, outputChars: config.rollout.historyOutputChars },
       onLeaseEnded: this.trajectories ? (record: Parameters<TrajectoryFile['append']>[0]) => this.trajectories!.append(record) : undefined,
+      sandboxes: this.directory,
     };
     // Every pool reports to the metrics and to the dashboard's activity alike.
     const observer = teeObservers(this.metrics, this.activity);
@@ -158,7 +163,7 @@ export class Broker {
     if (this.images.pools.onDemand) this.pools.attachOnDemand((sessionId) => this.images.pools.owning(sessionId));
     this.metrics.attach(this.pool);
     this.metrics.attachPools(this.pools);
-    this.workspaces = createWorkspaceApi(this.pool, backend, config, overrides.maxOutputBytes ?? config.maxOutputBytes);
+    this.workspaces = createWorkspaceApi(this.pool, backend, config, overrides.maxOutputBytes ?? config.maxOutputBytes, this.directory);
     this.sandboxes = new SandboxService({
       pools: this.pools,
       backend,
@@ -166,7 +171,11 @@ export class Broker {
       containersIsolate: config.backend === 'docker',
       healthCheckIntervalMs: config.healthCheckIntervalMs,
       images: { pools: this.images.pools, access: this.images.access },
+      directory: this.directory,
     });
+    // An id no live sandbox has: the lifecycle knows its ended ones; the pools, the rest (404 never issued).
+    this.directory.explainMisses((id) => this.sandboxes.explain(id));
+    this.directory.explainMisses((id) => this.pools.explain(id));
     registerSandboxGauge(this.metrics.registry, this.sandboxes);
     this.execd = new ExecdService({
       maxShellsPerSandbox: EXECD_MAX_SHELLS_PER_SANDBOX,
@@ -201,6 +210,7 @@ export class Broker {
       sandboxes: this.sandboxes,
       dashboard: this.dashboard,
       images: this.images,
+      directory: this.directory,
     });
     const guard = overrides.guard;
     const listener = guard ? guard.request(this.seam.serveRequest) : this.seam.serveRequest;
