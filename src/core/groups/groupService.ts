@@ -15,6 +15,7 @@ import { hostCapacity, resolveCompute, type ComputeDefaults, type ResolvedComput
 import { GroupDatabase, type DatabaseGrant } from './groupDatabase';
 import { loadPopulation } from './populationConfig';
 import type { SandboxContainers, SocketForward } from '../ports/sandboxContainers';
+import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
 import type { VectorStoreOpener } from '../ports/vectorStore';
 import { Sandbox, type SandboxTimings } from './sandbox';
 import { PortInUseError, type Closable, type GroupEndpoints } from '../ports/groupEndpoints';
@@ -38,6 +39,8 @@ export interface GroupServiceOptions {
   hostRoot: string;
   defaults: ComputeDefaults;
   timings: SandboxTimings;
+  /** The broker's directory of live sandboxes, where each group sandbox is one while it runs. */
+  directory?: SandboxDirectory;
 }
 
 export interface SandboxStarted {
@@ -87,7 +90,7 @@ export class GroupService {
         await fs.rm(hostDir, { recursive: true, force: true });
         throw err;
       }
-      this.group = new Group(id, hostDir, database);
+      this.group = new Group(id, hostDir, database, this.options.directory);
     })();
     this.transition = start;
     try {
@@ -173,7 +176,7 @@ export class GroupService {
       undo.push(listener.closable);
       if (group.stopping || this.group !== group) throw new GroupConflictError('the group was stopped while the sandbox started', 'group_not_started');
       const running: RunningSandbox = { sandbox, port, url: this.endpoints.sandboxUrl(port), listeners: [listener.closable, ...undo.slice(0, grants.length)] };
-      group.sandboxes.set(request.id, running);
+      group.admit(request.id, running);
       return { sandbox_url: running.url, limits: describeLimits(compute.limits, container.diskEnforcement), warnings: compute.warnings };
     } catch (err) {
       for (const step of undo.reverse()) await step.close().catch(() => undefined);

@@ -6,6 +6,7 @@
  * commands, files and metrics) acts on the handle it gives, never on the kind.
  */
 import type { SandboxHandle } from './sandboxHandle';
+import { NotSupportedError } from '../../common/errors';
 
 /** Who claimed it: the pool API, a workspace, the lifecycle API, a sandbox group, a task. */
 export type SandboxKind = 'pool' | 'workspace' | 'lifecycle' | 'group' | 'task';
@@ -38,4 +39,22 @@ export interface Sandbox {
    * lifecycle sandbox: 409; a broken lease: 410). Called per request: a workspace's place moves.
    */
   handle(): SandboxHandle;
+}
+
+/**
+ * A sandbox whose shell only its own API reaches (OWN_API_ONLY): listed and found by id, never
+ * handed to the per-sandbox APIs. Why: a group member's container runs its own entry process with
+ * a read-only root and a task's runs its daemon; neither serves the broker's shells, and their
+ * terminals and tools go through the engine's exec, which execd's shells do not.
+ */
+export function ownApiSandbox(id: string, kind: 'group' | 'task', ended: AbortSignal): Sandbox {
+  return {
+    id,
+    kind,
+    capabilities: OWN_API_ONLY,
+    ended,
+    handle: () => {
+      throw new NotSupportedError(`the ${kind} sandbox ${id} serves no shell to the per-sandbox APIs: its own API reaches it`);
+    },
+  };
 }

@@ -9,6 +9,8 @@ import { logger } from '../../common/logger';
 import { nodeScopedId } from '../../common/ids';
 import { TaskSandbox } from './taskSandbox';
 import { DaemonCallError, type DaemonHealth, type DaemonLink, type TaskBackend } from '../ports/taskPorts';
+import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
+import { ownApiSandbox } from '../sandbox/sandbox';
 import { DaemonNotReadyError, DaemonRefusedError, TaskCapacityError, TaskEndedError, TaskNotFoundError, TasksUnavailableError } from './taskErrors';
 
 export const DEFAULT_TASK_PROMPT = 'Tell me what this repo is about';
@@ -33,15 +35,21 @@ const HEALTH_POLL_MS = 100;
 
 export class TaskService {
   private readonly sandboxes = new Map<string, TaskSandbox>();
+  /** Each task sandbox's end: it leaves the broker's directory of sandboxes on it. */
+  private readonly ends = new Map<string, AbortController>();
   private starting = 0;
   private swept: Promise<unknown> | null = null;
   private closed = false;
 
-  /** `backend` null: this broker cannot run task sandboxes; `unavailableWhy` says why (501). */
+  /**
+   * `backend` null: this broker cannot run task sandboxes; `unavailableWhy` says why (501).
+   * `directory`: the broker's directory of live sandboxes, where each task sandbox is one until it is removed.
+   */
   constructor(
     private readonly backend: TaskBackend | null,
     private readonly settings: Settings,
     private readonly unavailableWhy = 'task sandboxes need the Docker backend (BROKER_BACKEND=docker)',
+    private readonly directory?: SandboxDirectory,
   ) {}
 
   async create(input: CreateTaskInput): Promise<TaskSandbox> {
@@ -99,7 +107,7 @@ export class TaskService {
   async remove(id: string): Promise<TaskSandbox> {
     const sandbox = this.get(id);
     await sandbox.terminate('deleted');
-    this.sandboxes.delete(id);
+    this.forget(id);
     return sandbox;
   }
 
@@ -114,7 +122,20 @@ export class TaskService {
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all([...this.sandboxes.values()].map((s) => s.terminate('broker shutting down').catch(() => undefined)));
-    this.sandboxes.clear();
+    for (const id of [...this.sandboxes.keys()]) this.forget(id);
+  }
+
+  private remember(sandbox: TaskSandbox): void {
+    this.sandboxes.set(sandbox.id, sandbox);
+    const end = new AbortController();
+    this.ends.set(sandbox.id, end);
+    this.directory?.register(ownApiSandbox(sandbox.id, 'task', end.signal));
+  }
+
+  private forget(id: string): void {
+    this.sandboxes.delete(id);
+    this.ends.get(id)?.abort();
+    this.ends.delete(id);
   }
 
   private requireBackend(): TaskBackend {
@@ -135,11 +156,11 @@ export class TaskService {
       const health = await this.waitHealthy(id, link);
       sandbox.timings.daemonReadyMs = performance.now() - t0 - container.startMs;
       await sendCredentials();
-      this.sandboxes.set(id, sandbox);
+      this.remember(sandbox);
       sandbox.markReady(health);
       await link.post('/init', { repo: input.repo, prompt: input.prompt ?? DEFAULT_TASK_PROMPT, model: this.settings.model, clone: backend.cloneSource(input.repo) });
     } catch (err) {
-      this.sandboxes.delete(id);
+      this.forget(id);
       // Its container goes with it: a sandbox that failed to start leaves nothing behind.
       await sandbox.terminate('failed to start').catch(() => undefined);
       if (err instanceof DaemonCallError) throw new DaemonRefusedError(err.status, err.detail);
