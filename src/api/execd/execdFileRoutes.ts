@@ -1,8 +1,8 @@
 /**
  * execd's files and directories (OpenSandbox execd's Filesystem routes) under
- * `/sandboxes/{id}/execd`: the id resolves through a SandboxDirectory (a pool session now, a
- * lifecycle sandbox later), the work is ExecdFiles' (core/execd), errors take OpenSandbox's
- * `{code, message}` envelope.
+ * `/sandboxes/{id}/execd`: the id resolves through the SandboxDirectory (any live sandbox with a
+ * shell: a pool lease, a workspace, a lifecycle sandbox), the work is ExecdFiles' (core/execd),
+ * errors take OpenSandbox's `{code, message}` envelope.
  */
 import type { ServerResponse } from 'node:http';
 import { BadRequestError } from '../../common/errors';

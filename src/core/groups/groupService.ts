@@ -1,7 +1,7 @@
 /**
  * The group service of sandbox groups: one sandbox group at a time, its database, and its sandboxes, each
  * a dedicated container with enforced limits, its tools, a terminal, and a Sandbox API on a port
- * of its own. No HTTP and no Docker here: containers come through the SandboxContainers port
+ * of its own. No HTTP and no Docker here: containers come through the containers' port (`{ kind: 'group' }`)
  * (null on a backend without them: 501), listeners through GroupEndpoints, the database engine
  * through a VectorStoreOpener.
  */
@@ -14,7 +14,7 @@ import { logger } from '../../common/logger';
 import { hostCapacity, resolveCompute, type ComputeDefaults, type ResolvedCompute, type SandboxLimits } from './computeLimits';
 import { GroupDatabase, type DatabaseGrant } from './groupDatabase';
 import { loadPopulation } from './populationConfig';
-import type { SandboxContainers, SocketForward } from '../ports/sandboxContainers';
+import type { ContainerStarts, SocketForward } from '../ports/containers';
 import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
 import type { VectorStoreOpener } from '../ports/vectorStore';
 import { Sandbox, type SandboxTimings } from './sandbox';
@@ -61,7 +61,7 @@ export class GroupService {
   private swept: Promise<void> | null = null;
 
   constructor(
-    private readonly containers: SandboxContainers | null,
+    private readonly containers: ContainerStarts | null,
     private readonly openStore: VectorStoreOpener,
     private readonly endpoints: GroupEndpoints,
     private readonly options: GroupServiceOptions,
@@ -109,7 +109,7 @@ export class GroupService {
     if (!this.containers) return Promise.resolve();
     const containers = this.containers;
     this.swept ??= (async () => {
-      const removed = await containers.sweep(this.options.hostRoot);
+      const removed = await containers.sweep({ kind: 'group', hostRoot: this.options.hostRoot });
       const dirs = await fs.readdir(this.options.hostRoot).catch(() => [] as string[]);
       await Promise.all(dirs.map((d) => fs.rm(path.join(this.options.hostRoot, d), { recursive: true, force: true })));
       if (removed + dirs.length > 0) logger.info({ containers: removed, directories: dirs.length }, 'removed the sandbox groups an earlier broker left');
@@ -149,7 +149,7 @@ export class GroupService {
   }
 
   /** The start itself: every step it took is undone if a later one fails (or the group stops meanwhile). */
-  private async launch(group: Group, request: SandboxStartRequest, compute: ResolvedCompute, tools: Tools, grants: DatabaseGrant[], containers: SandboxContainers): Promise<SandboxStarted> {
+  private async launch(group: Group, request: SandboxStartRequest, compute: ResolvedCompute, tools: Tools, grants: DatabaseGrant[], containers: ContainerStarts): Promise<SandboxStarted> {
     const undo: Closable[] = [];
     let port = -1;
     try {
@@ -166,7 +166,7 @@ export class GroupService {
         Object.assign(env, attachmentEnv(grant, FIRST_FORWARD_PORT + i));
       }
       const files = [{ name: TOOL_RUNNER_FILE, content: Buffer.from(TOOL_RUNNER_PY) }, ...tools.files];
-      const container = await containers.start({ sandboxId: request.id, groupId: group.id, limits: compute.limits, hostDir, files, socketDir, forwards, env });
+      const container = await containers.start({ kind: 'group', group: { sandboxId: request.id, groupId: group.id, limits: compute.limits, hostDir, files, socketDir, forwards, env } });
       undo.push({ close: () => container.remove() });
       const sandbox = new Sandbox(request.id, container, tools.names, this.options.timings);
       undo.push(sandbox);
@@ -221,7 +221,7 @@ export class GroupService {
     await this.stopGroup();
   }
 
-  private needContainers(): SandboxContainers {
+  private needContainers(): ContainerStarts {
     if (!this.containers) throw new NeedsDockerError('local');
     return this.containers;
   }

@@ -1,7 +1,7 @@
 /** The group service as the broker builds it from its configuration and its parts. */
 import type { GroupEndpoints } from '../ports/groupEndpoints';
 import { GroupService, type GroupServiceOptions } from './groupService';
-import type { SandboxContainers } from '../ports/sandboxContainers';
+import type { ContainerStarts } from '../ports/containers';
 import type { VectorStoreOpener } from '../ports/vectorStore';
 import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
 
@@ -19,7 +19,7 @@ export interface GroupServiceConfig {
 
 export function createGroupService(
   config: GroupServiceConfig,
-  containers: SandboxContainers | null,
+  containers: ContainerStarts | null,
   openStore: VectorStoreOpener,
   endpoints: GroupEndpoints,
   maxOutputBytes: number,

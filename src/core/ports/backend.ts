@@ -2,9 +2,7 @@
  * The port every backend implements (local processes now, Docker next, Kubernetes later).
  * The pool talks only to this interface; it never sees a process, a socket or a container API.
  */
-import type { DedicatedContainerSpec } from './dedicatedContainers';
-import type { SandboxContainers } from './sandboxContainers';
-import type { TaskBackend } from './taskPorts';
+import type { ContainerStarts } from './containers';
 import type { ImageStore } from './imageStore';
 
 import type { ContainerHealth, ContainerRef, TerminalProcess } from './container';
@@ -217,15 +215,6 @@ export interface Terminals {
   open(container: ContainerRef, options: TerminalOptions): Promise<TerminalProcess>;
 }
 
-/** The lifecycle's sandboxes of an image no warm pool serves: a container of its own each, its shells served as a pool container's are. */
-export interface DedicatedSessions {
-  /**
-   * Starts (core/ports/dedicatedContainers.ts) and connects it; removed with removeContainer. Throws
-   * a BrokerError the client can act on (an image that is not there).
-   */
-  start(spec: DedicatedContainerSpec): Promise<ContainerRef>;
-}
-
 /** The lifecycle's pause: every process of a container frozen, and thawed; its health checks wait meanwhile. */
 export interface ContainerPausing {
   pause(container: ContainerRef): Promise<void>;
@@ -235,17 +224,18 @@ export interface ContainerPausing {
 /**
  * A backend: a required core (containers, shells, working directories), the pool's optional hooks
  * (init, connectContainer, workdirGone), and the capabilities some backends have, each an object a
- * feature asks for (`backend.terminals`), absent where the backend has none (the feature answers 501).
+ * feature asks for (`backend.terminals`), absent where the backend has none (the feature answers 501);
+ * the kinds of container it starts beyond a pool's are declared the same way (`containers.kinds`).
  */
 export interface SessionBackend {
   readonly kind: string;
   /** Once, before any container starts: check prerequisites, sweep what a crashed broker left. */
   init?(): Promise<void>;
   /**
-   * The engine's part of a container start (create and start it). The pool bounds how many run at
-   * once; `connectContainer`, if any, is called after, outside that bound.
+   * Every container it starts (containers.ts): a pool's (`{ kind: 'pool', index }`: the engine's
+   * part, create and start; `connectContainer`, if any, follows), and those of the kinds it declares.
    */
-  startContainer(index: number): Promise<ContainerRef>;
+  readonly containers: ContainerStarts;
   /**
    * Optional second phase: makes a started container ready to serve shells (the Docker backend waits
    * for its entrypoint and opens its control shell). Throws when it cannot; the container is then
@@ -283,16 +273,10 @@ export interface SessionBackend {
   readonly files?: FileAccess;
   /** Capability: a sandbox's CPU and memory use (execd's /metrics needs it). */
   readonly meter?: ResourceMeter;
-  /** Capability: containers of their own for lifecycle sandboxes. */
-  readonly dedicated?: DedicatedSessions;
   /** Capability: the lifecycle's pause and resume. */
   readonly pausing?: ContainerPausing;
   /** Capability: per-lease filesystem isolation; its state for /health (absent: the backend has none). */
   readonly isolation?: { status(): IsolationReport };
-  /** Capability: containers of their own for sandbox groups (absent: the group routes answer 501). */
-  readonly groups?: SandboxContainers;
-  /** Capability: containers of their own for task sandboxes (absent: the task routes answer 501). */
-  readonly tasks?: TaskBackend;
   /** Capability: an engine's images, pulled on demand, each with a pool of its own (docs/images.md). */
   readonly images?: EngineImages;
 }

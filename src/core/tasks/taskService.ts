@@ -8,7 +8,8 @@ import { BackendError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
 import { nodeScopedId } from '../../common/ids';
 import { TaskSandbox } from './taskSandbox';
-import { DaemonCallError, type DaemonHealth, type DaemonLink, type TaskBackend } from '../ports/taskPorts';
+import { DaemonCallError, type DaemonHealth, type DaemonLink } from '../ports/taskPorts';
+import type { ContainerStarts } from '../ports/containers';
 import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
 import { ownApiSandbox } from '../sandbox/sandbox';
 import { DaemonNotReadyError, DaemonRefusedError, TaskCapacityError, TaskEndedError, TaskNotFoundError, TasksUnavailableError } from './taskErrors';
@@ -46,7 +47,7 @@ export class TaskService {
    * `directory`: the broker's directory of live sandboxes, where each task sandbox is one until it is removed.
    */
   constructor(
-    private readonly backend: TaskBackend | null,
+    private readonly backend: ContainerStarts | null,
     private readonly settings: Settings,
     private readonly unavailableWhy = 'task sandboxes need the Docker backend (BROKER_BACKEND=docker)',
     private readonly directory?: SandboxDirectory,
@@ -72,7 +73,7 @@ export class TaskService {
    */
   sweepStale(): Promise<unknown> {
     if (!this.backend) return Promise.resolve();
-    this.swept ??= this.backend.sweep().then(
+    this.swept ??= this.backend.sweep({ kind: 'task' }).then(
       (removed) => removed > 0 && logger.info({ removed }, 'removed task containers an earlier broker left'),
       (err) => logger.warn({ err: errorMessage(err) }, 'sweeping old task containers failed'),
     );
@@ -138,15 +139,15 @@ export class TaskService {
     this.ends.delete(id);
   }
 
-  private requireBackend(): TaskBackend {
+  private requireBackend(): ContainerStarts {
     if (!this.backend) throw new TasksUnavailableError(this.unavailableWhy);
     return this.backend;
   }
 
-  private async launch(backend: TaskBackend, input: CreateTaskInput): Promise<TaskSandbox> {
+  private async launch(backend: ContainerStarts, input: CreateTaskInput): Promise<TaskSandbox> {
     const id = nodeScopedId(`task-${randomBytes(6).toString('hex')}`);
     const t0 = performance.now();
-    const container = await backend.start(id);
+    const container = await backend.start({ kind: 'task', task: { id } });
     const link = container.link;
     // The daemon gets the relay's capability, never a key (the relay attaches those).
     const sendCredentials = (): Promise<unknown> => link.post('/credentials', { capability: container.capability });
@@ -158,7 +159,7 @@ export class TaskService {
       await sendCredentials();
       this.remember(sandbox);
       sandbox.markReady(health);
-      await link.post('/init', { repo: input.repo, prompt: input.prompt ?? DEFAULT_TASK_PROMPT, model: this.settings.model, clone: backend.cloneSource(input.repo) });
+      await link.post('/init', { repo: input.repo, prompt: input.prompt ?? DEFAULT_TASK_PROMPT, model: this.settings.model, clone: container.cloneSource(input.repo) });
     } catch (err) {
       this.forget(id);
       // Its container goes with it: a sandbox that failed to start leaves nothing behind.

@@ -4,7 +4,7 @@
  * Pure: no engine call here.
  */
 import type Dockerode from 'dockerode';
-import type { DedicatedContainerSpec } from '../../../core/ports/dedicatedContainers';
+import type { DedicatedContainerSpec } from '../../../core/ports/containers';
 import type { BrokerConfig } from '../../../config/config';
 import { containerLabels } from './labels';
 import { tmpVolume } from './containerSpec';
