@@ -1,6 +1,6 @@
 /**
  * A container as every port names it: a session backend's, a container of its own
- * (dedicatedContainers.ts), a group's sandbox; and a terminal in one.
+ * (containers.ts), a group's sandbox; and a terminal in one.
  */
 
 /** A "container": an isolation unit holding several sessions (a Docker container, a local root). */

@@ -1,5 +1,5 @@
 /**
- * What a container of its own is made of (core/ports/dedicatedContainers.ts), as the engine's create
+ * What a container of its own is made of (a DedicatedContainerSpec, core/ports/containers.ts), as the engine's create
  * options: its spec with the deployment's defaults filled in, and the one label scheme (labels.ts).
  * Pure: no engine call here.
  */
