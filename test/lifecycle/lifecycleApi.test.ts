@@ -15,7 +15,6 @@ import Dockerode from 'dockerode';
 import { Sandbox, SandboxManager, type ConnectionConfigOptions } from '@alibaba-group/opensandbox';
 import { sdkError } from '../helpers/execdClient';
 import { startTestBroker, testBackend, eventually, metricValue, type TestBroker, type HttpResult } from '../helpers/broker';
-import { sandboxDirectory } from '../../src/api/app';
 
 const TOKEN = 'lifecycle-test-token';
 const docker = testBackend === 'docker';
@@ -74,7 +73,7 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
     expect(await proxied.getEndpoint(44772)).toEqual({ endpoint: `${address}/sandboxes/${a.id}/execd`, headers: {} });
     await proxied.close();
     // Isolation: each sandbox is a whole container of the pool, and execd may use it unconfined.
-    const directory = sandboxDirectory({ pools: tb.broker.pools, sandboxes: tb.broker.sandboxes });
+    const directory = tb.broker.directory;
     const [ha, hb] = [directory.resolve(a.id), directory.resolve(b.id)];
     expect(ha.container.id).not.toBe(hb.container.id);
     expect({ confined: ha.confined, env: ha.env }).toEqual({ confined: !docker, env: { GREETING: 'hi there' } });
@@ -101,7 +100,7 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
   it('kill ends it (Terminated, user_delete) and the warm container is replaced by a fresh one', async () => {
     await eventually(async () => (await warmHealth()).available_sessions === 2, 120_000, 'the warm pool refilled');
     const s = await create();
-    const before = sandboxDirectory({ pools: tb.broker.pools, sandboxes: tb.broker.sandboxes }).resolve(s.id).container.id;
+    const before = tb.broker.directory.resolve(s.id).container.id;
     // Locally a "container" is a working root, recreated at the same path: a file left in it must be gone.
     if (!docker) fs.writeFileSync(path.join(before, 'left-behind'), 'x');
     await s.kill();

@@ -4,7 +4,7 @@
  * vault (the SDK asks every sandbox for the egress port's endpoint, so that endpoint exists and
  * leads here). The SDK's create-latency telemetry (POST /v1/metrics/events) is taken and dropped.
  */
-import type { SandboxDirectory } from '../../core/sandbox/sandboxHandle';
+import type { SandboxDirectory } from '../../core/sandbox/sandboxDirectory';
 import { NotImplementedError } from '../../common/errors';
 import type { Route, Router } from '../../http/router';
 import { apiErrors, served, type RouteContract } from '../../http/contract';

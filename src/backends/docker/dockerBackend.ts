@@ -13,7 +13,9 @@
 import type Dockerode from 'dockerode';
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { ContainerHealth, ContainerPausing, ContainerRef, DedicatedSessions, OpenShellOptions, Terminals, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
+import type { ContainerHealth, ContainerPausing, ContainerRef, EngineImages, OpenShellOptions, Terminals, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
+import type { ContainerStarts } from '../../core/ports/containers';
+import { dockerContainerStarts, engineImages, type DockerCapabilitySettings } from './dockerCapabilities';
 import { BackendError, BadRequestError, NotSupportedError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
 import { ControlShell } from './control/controlShell';
@@ -26,7 +28,7 @@ import { ContainerPids, readPidsMount } from './cgroups/sessionPids';
 import { ContainerUsage, readUsageMounts, type UsageMounts } from './cgroups/sessionUsage';
 import { containerCreateOptions } from './containers/containerSpec';
 import { containerName, LABEL_DEPLOYMENT, LABEL_INSTANCE } from './containers/labels';
-import type { DedicatedContainerSpec } from '../../core/ports/dedicatedContainers';
+import type { DedicatedContainerSpec } from '../../core/ports/containers';
 import { DockerDedicatedContainers } from './containers/dedicatedContainers';
 import { dockerEngine } from './containers/engine';
 import { ContainerRemovals } from './containers/containerRemovals';
@@ -43,8 +45,8 @@ import { SessionIsolation } from './isolation/sessionIsolation';
 
 export { LABEL_DEPLOYMENT, LABEL_INSTANCE };
 
-/** Resolved and validated in dockerConfig.ts (BROKER_IMAGE, BROKER_CONTAINER_*, BROKER_NETWORK_MODE, ...). */
-export type DockerBackendOptions = BrokerConfig['docker'] & { env?: Readonly<Record<string, string>> };
+/** Resolved and validated in dockerConfig.ts (BROKER_IMAGE, BROKER_CONTAINER_*, BROKER_NETWORK_MODE, ...); a group's and a task's settings make those capabilities. */
+export type DockerBackendOptions = BrokerConfig['docker'] & DockerCapabilitySettings & { env?: Readonly<Record<string, string>> };
 
 interface ContainerLink {
   control: ControlShell;
@@ -73,7 +75,6 @@ export class DockerBackend implements SessionBackend {
   /** Containers of their own on this deployment (the lifecycle's here; the groups' and tasks' share it). */
   readonly ownContainers: DockerDedicatedContainers;
   readonly terminals: Terminals = { open: (ref, options) => this.openTerminal(ref, options) };
-  readonly dedicated: DedicatedSessions = { start: (spec) => this.startDedicated(spec) };
   readonly pausing: ContainerPausing = { pause: (ref) => this.pauseContainer(ref), resume: (ref) => this.resumeContainer(ref) };
   private readonly workdirs: DockerWorkdirs;
   private readonly pipes: PipeTransport;
@@ -89,10 +90,16 @@ export class DockerBackend implements SessionBackend {
   private readonly usageMounts: UsageMounts = readUsageMounts();
   /** Which containers isolate their sessions, and each isolated session's shell (for its extra shells). */
   readonly isolation: SessionIsolation;
+  /** Every container it starts: a pool's, a lifecycle sandbox's, and a group's and a task's where their settings were given. */
+  readonly containers: ContainerStarts;
+  /** An image's pool backend is one of these with that image: it serves shells alone (no groups, no tasks). */
+  readonly images: EngineImages = engineImages(this.docker, (image, deployment) => new DockerBackend({ ...this.options, groupImage: undefined, tasks: undefined, image, deployment }));
 
   constructor(private readonly options: DockerBackendOptions) {
     this.removals = new ContainerRemovals(this.docker);
     this.ownContainers = new DockerDedicatedContainers(this.docker, this.removals, options, this.instance);
+    const own = { pool: (index: number) => this.startPool(index), lifecycle: (spec: DedicatedContainerSpec) => this.startDedicated(spec) };
+    this.containers = dockerContainerStarts({ docker: this.docker, ownContainers: this.ownContainers, instance: this.instance, options, ...own });
     this.workdirs = new DockerWorkdirs(this.docker, (id) => this.links.get(id)?.control);
     this.pipes = new PipeTransport(options, this.instance);
     this.pidsMount = options.sessionPidsLimit > 0 ? readPidsMount() : null;
@@ -121,7 +128,7 @@ export class DockerBackend implements SessionBackend {
     return (await this.ownContainers.sweep('pool')) + (await this.ownContainers.sweep('lifecycle'));
   }
 
-  async startContainer(index: number): Promise<ContainerRef> {
+  private async startPool(index: number): Promise<ContainerRef> {
     // A fresh name per start: a replacement never waits for a stuck removal to free the old one.
     const name = containerName(this.options.deployment, this.instance, `c${index}`, `${++this.starts}`);
     return this.startNamed(name, (bind, deadline) => containerCreateOptions(name, this.options, this.instance, bind, deadline));

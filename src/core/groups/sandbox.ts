@@ -21,7 +21,7 @@ import { STILL_RUNNING, Workspace } from '../workspace/workspace';
 import type { WorkspaceLimits } from '../workspace/workspaceTypes';
 import type { WorkspacePlace } from '../workspace/workspaceSlot';
 import type { WorkspaceEvent } from '../workspace/eventRing';
-import type { StartedSandboxContainer } from '../ports/sandboxContainers';
+import type { StartedSandboxContainer } from '../ports/containers';
 import { TOOL_RUNNER_FILE, TOOLS_SUBDIR } from './toolRunner';
 
 export interface Observation {
