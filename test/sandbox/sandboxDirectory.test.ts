@@ -3,6 +3,7 @@
  * claimed resolves to its handle, leaves when its end signal aborts (or when its kind unregisters
  * it), and an id it does not hold is explained by the kinds that knew it, in order, else refused as
  * unknown.
+ * @backend any
  */
 import { SandboxDirectory, UnknownSandboxError } from '../../src/core/sandbox/sandboxDirectory';
 import { OWN_API_ONLY, SHELL_AND_FILES, type Sandbox, type SandboxKind } from '../../src/core/sandbox/sandbox';
