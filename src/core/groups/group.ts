@@ -7,13 +7,13 @@ import { promises as fs } from 'node:fs';
 import { logger } from '../../common/logger';
 import { errorMessage } from '../../common/errors';
 import type { GroupDatabase } from './groupDatabase';
-import type { Sandbox } from './sandbox';
+import type { GroupSandbox } from './groupSandbox';
 import type { Closable } from '../ports/groupEndpoints';
 import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
 import { ownApiSandbox } from '../sandbox/sandbox';
 
 export interface RunningSandbox {
-  sandbox: Sandbox;
+  sandbox: GroupSandbox;
   port: number;
   url: string;
   /** The Sandbox API listener and the database sockets. */

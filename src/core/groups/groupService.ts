@@ -17,7 +17,7 @@ import { loadPopulation } from './populationConfig';
 import type { ContainerStarts, SocketForward } from '../ports/containers';
 import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
 import type { VectorStoreOpener } from '../ports/vectorStore';
-import { Sandbox, type SandboxTimings } from './sandbox';
+import { GroupSandbox, type SandboxTimings } from './groupSandbox';
 import { PortInUseError, type Closable, type GroupEndpoints } from '../ports/groupEndpoints';
 import { Group, type RunningSandbox } from './group';
 import { readTools, type GroupStartRequest, type SandboxStartRequest, type Tools } from './requests';
@@ -168,7 +168,7 @@ export class GroupService {
       const files = [{ name: TOOL_RUNNER_FILE, content: Buffer.from(TOOL_RUNNER_PY) }, ...tools.files];
       const container = await containers.start({ kind: 'group', group: { sandboxId: request.id, groupId: group.id, limits: compute.limits, hostDir, files, socketDir, forwards, env } });
       undo.push({ close: () => container.remove() });
-      const sandbox = new Sandbox(request.id, container, tools.names, this.options.timings);
+      const sandbox = new GroupSandbox(request.id, container, tools.names, this.options.timings);
       undo.push(sandbox);
       await sandbox.start();
       const listener = await this.listen(group, sandbox);
@@ -188,7 +188,7 @@ export class GroupService {
   }
 
   /** A running sandbox of the running group `groupId` (its Sandbox API on the broker's own port), or 404. */
-  sandbox(groupId: string, id: string): Sandbox {
+  sandbox(groupId: string, id: string): GroupSandbox {
     const group = this.group;
     const running = group?.id === groupId ? group.sandboxes.get(id) : undefined;
     if (!running) throw new SandboxNotFoundError(group?.id === groupId ? id : `${id} of group ${groupId}`);
@@ -232,7 +232,7 @@ export class GroupService {
   }
 
   /** The first free port of the range: ours are skipped, someone else's is found by trying it. */
-  private async listen(group: Group, sandbox: Sandbox): Promise<{ port: number; closable: Closable }> {
+  private async listen(group: Group, sandbox: GroupSandbox): Promise<{ port: number; closable: Closable }> {
     const { first, last } = this.options.sandboxPorts;
     for (let port = first; port <= last; port++) {
       if (group.ports.has(port)) continue;

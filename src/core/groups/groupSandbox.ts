@@ -45,7 +45,7 @@ export interface SandboxTimings {
   workspace: WorkspaceLimits;
 }
 
-export class Sandbox {
+export class GroupSandbox {
   private workspace: Workspace;
   /** The next terminal event /output has not returned. */
   private cursor = 0;
