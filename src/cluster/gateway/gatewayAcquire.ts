@@ -247,7 +247,10 @@ export class GatewayAcquire {
     try {
       if (tryMs <= 0) return;
       const attempt = await this.nodeCalls.attempt(worker, node, call, { ...call.body, acquire_timeout: Math.max(0.001, tryMs / 1000) }, false);
-      if (attempt.kind === 'answer' && attempt.read.statusCode === 200 && !this.line.grant(worker, ticket.kind, attempt.read)) this.nodeCalls.giveBack(attempt.read);
+      if (attempt.kind !== 'answer' || attempt.read.statusCode !== 200) return;
+      // A probe by image goes where the record shows it warm.
+      if (call.image) attempt.read.headers[PLACEMENT_HEADER] = 'warm';
+      if (!this.line.grant(worker, ticket.kind, attempt.read)) this.nodeCalls.giveBack(attempt.read);
     } catch {
       // The node broke or was not reached: the acquire's own worker goes on.
     } finally {
