@@ -27,6 +27,7 @@ function node(id: string, spec: NodeSpec = {}): NodeRecord {
     pulls_in_flight: 0,
     disk_used_bytes: 0,
     disk_budget_bytes: 1,
+    evictions: 0,
     room: { containers_free: spec.room ?? 4, sessions_per_container: 2, max_containers_per_image: 4 },
     top,
     others: spec.others && spec.others.length > 0 ? bloomOf(spec.others) : null,
