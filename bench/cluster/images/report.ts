@@ -44,6 +44,13 @@ function shares(samples: EpisodeSample[]): string {
   return `warm ${pct(count('warm'), n)}, held ${pct(count('held'), n)}, cold ${pct(count('cold'), n)} (of ${n})`;
 }
 
+/** The node's `image_cost` kinds (warm, started, pulled) as shares. */
+function costs(samples: EpisodeSample[]): string {
+  const n = samples.length;
+  const count = (kind: string): number => samples.filter((s) => s.cost === kind).length;
+  return `warm ${pct(count('warm'), n)}, started ${pct(count('started'), n)}, pulled ${pct(count('pulled'), n)} (of ${n})`;
+}
+
 export function renderImagesReport(run: ImagesRun): string {
   const ok = run.rollout.samples.filter((s) => !s.error);
   const byImage = new Map<string, EpisodeSample[]>();
@@ -101,6 +108,7 @@ export function renderImagesReport(run: ImagesRun): string {
     `| warm acquire by image, p50 / p99 (ms) | ${latencies(warm)} |`,
     `| placement, every acquire | ${shares(ok)} |`,
     `| placement, after each image's first acquire answered | ${shares(afterFirstRound)} |`,
+    `| what an acquire cost, after each image's first acquire answered | ${costs(afterFirstRound)} |`,
     `| nodes that pulled an image (images by count) | ${histogram(pullsPerImage)} |`,
     `| nodes that served an image (images by count) | ${histogram(nodesPerImage)} |`,
     `| episodes/s: the rollout | ${rollRate.toFixed(2)} (${(run.rollout.wallMs / 1000).toFixed(0)} s) |`,
@@ -121,7 +129,8 @@ export function renderImagesReport(run: ImagesRun): string {
     `| episodes/s at least 10x the container-per-episode run | ${(rollRate / containerRate).toFixed(1)}x | ${goal(rollRate >= 10 * containerRate)} |`,
     `| disk never above its budget (sampled every second) | ${overBudget ? 'above' : 'never above'} | ${goal(!overBudget)} |`,
     '',
-    'Placement is the gateway\'s (`X-Broker-Placement` on each answer); what each acquire cost is the node\'s `image_cost` (warm, started, pulled). ' +
+    'A placement `held` on a node whose pool of the image is full (or whose record is a beat old) is mostly served warm there: the node frees or grows its pool; the cost row says so. ' +
+      'Placement is the gateway\'s (`X-Broker-Placement` on each answer); what each acquire cost is the node\'s `image_cost` (warm, started, pulled). ' +
       'The disk, evictions and pulls in flight are each node\'s record as a gateway\'s /health shows it, read every second.',
     '',
   ];
