@@ -5,7 +5,8 @@
  * with resourceLimits, its commands through execd, its delete). Images are drawn from a Zipf-like
  * popularity with a seeded generator, so two runs draw the same sequence.
  */
-import { Agent, request } from 'undici';
+import { Agent } from 'undici';
+import { httpCall, type HttpResult } from '../../../devtools/httpCall';
 import { nowMs } from '../../lib/stats';
 
 /** The commands of an episode (the second writes in the repository). */
@@ -33,21 +34,8 @@ export class GatewayClient {
     private readonly token: string,
   ) {}
 
-  async call(method: string, path: string, body?: unknown): Promise<{ status: number; headers: Record<string, unknown>; text: string; json: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
-    const res = await request(this.url + path, {
-      method: method as 'GET',
-      dispatcher: this.agent,
-      headers: { authorization: `Bearer ${this.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.body.text();
-    let json: unknown = null;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      // not JSON (an SSE stream's text): kept as text
-    }
-    return { status: res.statusCode, headers: res.headers, text, json };
+  call(method: string, path: string, body?: unknown): Promise<HttpResult> {
+    return httpCall(this.agent, this.url + path, method, body, { authorization: `Bearer ${this.token}` });
   }
 }
 
