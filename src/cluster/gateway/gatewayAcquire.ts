@@ -186,10 +186,13 @@ export class GatewayAcquire {
         worker.tried.add(node.node_id);
         const remainingMs = owner.deadline - Date.now();
         // A node that looked free gets a short try, and leaves at least half the time to the next one.
-        const another = placement.free && this.place(call, worker.tried) !== null;
+        // Not an acquire by image: a node short of warm sessions starts a container for it, which a
+        // short try would cut off with a 503 image_starting; it waits there (a probe may serve it elsewhere).
+        const shortTry = placement.free && !call.image;
+        const another = shortTry && this.place(call, worker.tried) !== null;
         const tryMs = another ? Math.min(remainingMs / 2, this.deps.freeTryMs) : remainingMs;
         const sentSeconds = Math.max(0.001, tryMs / 1000);
-        const attempt = await this.nodeCalls.attempt(worker, node, call, { ...call.body, acquire_timeout: sentSeconds }, !placement.free);
+        const attempt = await this.nodeCalls.attempt(worker, node, call, { ...call.body, acquire_timeout: sentSeconds }, !shortTry);
         if (attempt.kind === 'answer') {
           if (attempt.read.statusCode === 200) {
             if (placement.tier) attempt.read.headers[PLACEMENT_HEADER] = placement.tier;
