@@ -6,6 +6,7 @@ import type { NodeRecord, PoolCapacity } from '../clusterStore';
 import type { IdOwner } from '../clusterIds';
 import type { ImagesReport } from '../../core/images/imageViews';
 import { imageSummary } from './imageSummary';
+import { canonicalImage } from '../../core/images/imageRef';
 
 /** The node's images for its record: its report, and how many of them it names in full. */
 export interface RecordImages {
@@ -21,7 +22,8 @@ export function nodeRecord(pools: PoolRegistry, owner: IdOwner, address: string,
     const { counts, healthyContainers, unhealthyContainers } = entry.pool.health();
     // A closing pool takes no acquire: it offers none.
     const available = entry.pool.isClosing ? 0 : counts.available;
-    byPool[entry.name] = { total: counts.total, available, in_use: counts.in_use, cleaning: counts.cleaning, broken: counts.broken, waiting: entry.pool.waiting };
+    const image = canonicalImage(entry.image);
+    byPool[entry.name] = { total: counts.total, available, in_use: counts.in_use, cleaning: counts.cleaning, broken: counts.broken, waiting: entry.pool.waiting, ...(image ? { image } : {}) };
     healthy += healthyContainers;
     unhealthy += unhealthyContainers;
   }
