@@ -6,7 +6,7 @@
  * other node that runs it. The nodes publish each pool's image in their record (node/nodeRecord.ts).
  *
  * On the local backend an image is a name a pool carries; the placement is the gateways' whatever
- * the backend (on-demand pulls on a real registry: cluster-images.test.ts, docker):
+ * the backend (on-demand pulls on a real registry: clusterImages.test.ts, docker):
  * @backend any
  */
 import { useTestCluster, nodeOf } from '../helpers/cluster';

@@ -2,6 +2,7 @@
  * Placement by image over node records (cluster/gateway/imagePlacement.ts): warm first, then a node
  * holding the image (in full or by its Bloom filter alone), then the image's rendezvous node among
  * those with room; ties, no room, unhealthy and excluded nodes, groups, configured pools' images.
+ * @backend any
  */
 import { placeByImage, rendezvousOrder, type ImagePlacementInput } from '../../src/cluster/gateway/imagePlacement';
 import type { NodeRecord } from '../../src/cluster/clusterStore';
