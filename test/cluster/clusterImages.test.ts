@@ -14,7 +14,7 @@
 import { useTestCluster, nodeOf } from '../helpers/cluster';
 import { imageSuite } from '../helpers/imageBroker';
 import { eventually, metricValue, type HttpResult } from '../helpers/broker';
-import type { BrokerProcess } from '../../devtools/clusterProcs';
+import type { BrokerProcess } from '../../devtools/brokerProcess';
 
 // The registry starts first (its beforeAll is the suite's first), so the nodes are told its address.
 const suite = imageSuite();
