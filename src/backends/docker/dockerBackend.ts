@@ -40,6 +40,8 @@ import { openFifoTerminal } from './terminals/fifoTerminal';
 import { DockerFiles } from './files/dockerFiles';
 import { DockerMeter } from './cgroups/dockerMeter';
 import { SessionIsolation } from './isolation/sessionIsolation';
+import { SessionNetworks } from './isolation/sessionNetwork';
+import type { SessionNetworkControl } from '../../core/ports/sessionNetworks';
 
 export { LABEL_DEPLOYMENT, LABEL_INSTANCE };
 
@@ -89,6 +91,9 @@ export class DockerBackend implements SessionBackend {
   private readonly usageMounts: UsageMounts = readUsageMounts();
   /** Which containers isolate their sessions, and each isolated session's shell (for its extra shells). */
   readonly isolation: SessionIsolation;
+  /** Each session's network namespace and egress policy (isolation/sessionNet.c, sessionNetwork.ts). */
+  private readonly nets: SessionNetworks;
+  readonly networks: SessionNetworkControl = { change: (ref, slotId, policy) => this.nets.change(ref, this.isolation.shellOf(ref.id, slotId), policy), status: () => this.nets.status() };
 
   constructor(private readonly options: DockerBackendOptions) {
     this.removals = new ContainerRemovals(this.docker);
@@ -96,7 +101,8 @@ export class DockerBackend implements SessionBackend {
     this.workdirs = new DockerWorkdirs(this.docker, (id) => this.links.get(id)?.control);
     this.pipes = new PipeTransport(options, this.instance);
     this.pidsMount = options.sessionPidsLimit > 0 ? readPidsMount() : null;
-    this.isolation = new SessionIsolation(options.isolation);
+    this.nets = new SessionNetworks(options.isolation.enabled ? options.isolation.network : 'shared', this.docker);
+    this.isolation = new SessionIsolation(options.isolation, () => this.nets.status());
   }
 
   /** Checks the engine and the image, and removes containers a previous instance of this deployment left. */
@@ -206,6 +212,7 @@ export class DockerBackend implements SessionBackend {
       const openChannel = piped?.opener ?? execChannelOpener(container);
       const control = await ControlShell.open(container.id, openChannel);
       const isolates = this.isolation.check(ref, piped);
+      if (isolates) await this.nets.connect(ref, piped);
       this.links.set(container.id, { control, openChannel, spawner: piped, pids: this.sessionPids(container.id), usage: ContainerUsage.locate(this.usageMounts, container.id), isolates });
       await this.workdirs.learnHostRoot(ref);
     } catch (err) {
@@ -233,6 +240,7 @@ export class DockerBackend implements SessionBackend {
     this.links.delete(ref.id);
     this.noScript.delete(ref.id);
     this.isolation.forget(ref.id);
+    this.nets.forget(ref.id);
     const pending = this.starting.get(ref.id);
     this.starting.delete(ref.id);
     await pending?.spawner?.close();
@@ -257,7 +265,7 @@ export class DockerBackend implements SessionBackend {
     const link = this.links.get(ref.id);
     if (!link?.control.alive) throw new BackendError(`container ${ref.name} has no control shell`);
     const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${++this.generation}`;
-    const isolated = link.isolates ? this.isolation.request(ref.id, options) : undefined;
+    const isolated = link.isolates ? { ...this.isolation.request(ref.id, options), network: this.nets.modeOf(ref.id) } : undefined;
     const shell = await openWhenRoom(link.control, () => DockerShell.open({ openChannel: link.openChannel, containerId: ref.id, control: link.control, env: [tag, 'TERM=dumb'], tag, isolated }));
     if (isolated) this.isolation.opened(ref.id, options, shell);
     if (link.pids) {

@@ -5,6 +5,7 @@
 import type { DedicatedContainerSpec } from './dedicatedContainers';
 
 import type { ContainerHealth, ContainerRef } from './container';
+import type { NetworkReport, SessionNetworkControl } from './sessionNetworks';
 
 export type { ContainerHealth, ContainerRef };
 
@@ -310,6 +311,8 @@ export interface SessionBackend {
   readonly pausing?: ContainerPausing;
   /** Capability: per-lease filesystem isolation; its state for /health (absent: the backend has none). */
   readonly isolation?: { status(): IsolationReport };
+  /** Capability: per-session networks and their egress policy (absent: sessions share their container's). */
+  readonly networks?: SessionNetworkControl;
 }
 
 /** Per-lease filesystem isolation as /health reports it (docs/isolation.md). */
@@ -323,7 +326,11 @@ export interface IsolationReport {
   refusal: string | null;
   diskBytesPerSession: number;
   sharedPaths: string[];
+  /** The sessions' networks, where the backend gives them their own (absent: it does not). */
+  network?: NetworkReport;
 }
+
+export type { EgressPolicy, NetworkReport, SessionNetworkControl } from './sessionNetworks';
 
 /** Where the pool API puts a lease's working directory. */
 export function sessionWorkdir(sessionId: string): string {

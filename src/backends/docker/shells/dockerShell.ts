@@ -68,6 +68,8 @@ export class DockerShell implements ShellProcess {
   private escalated = false;
   /** An isolated shell's lease's working directory id, which its view binds in (moved by each reuse in place). */
   private workdir: string | null;
+  /** Its session's network policy changed during the lease (isolation/sessionNetwork.ts): a new session takes its slot at release. */
+  networkChanged = false;
 
   private constructor(private options: DockerShellOptions) {
     this.baseTag = options.tag;
@@ -208,7 +210,7 @@ export class DockerShell implements ShellProcess {
   async recycle(cwd: string, cwdReady: Promise<void> = Promise.resolve()): Promise<boolean> {
     if (this.ended || this.pid <= 1) return false;
     const nextWorkdir = this.isolated ? sessionWorkdirId(cwd) : null;
-    if (this.isolated && (!nextWorkdir || !this.channel?.control?.usable)) return false;
+    if (this.isolated && (!nextWorkdir || !this.channel?.control?.usable || this.networkChanged)) return false;
     const killed = await this.killForRecycle();
     if (this.ended) return false;
     await cwdReady;

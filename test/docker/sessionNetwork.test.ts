@@ -1,0 +1,116 @@
+/**
+ * Each session's network namespace (src/backends/docker/isolation/sessionNet.c): its own loopback,
+ * so two sessions of one container bind the same port and neither reaches the other's server (on
+ * loopback or on its address); policy `full` reaches a server the test starts on the engine's
+ * bridge, as the container does; policy `none` reaches nothing outside its loopback, and says so at
+ * once (no route), never hanging. No timing is asserted: a hang would end in wget's own timeout,
+ * whose message differs from the refusal's.
+ */
+import Dockerode from 'dockerode';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startTestBroker, type TestBroker, testDeployment } from '../helpers/broker';
+import { describeDocker } from '../helpers/dockerSuite';
+import { removeLabelledContainers } from '../helpers/dockerFaults';
+
+const LONG = 120_000;
+jest.setTimeout(300_000);
+const docker = new Dockerode();
+/** The containers on the engine's bridge (the test projects default to no network): the sessions' egress is the policy's alone. */
+const BRIDGE = { BROKER_NETWORK_MODE: 'bridge' };
+
+/** The engine's bridge gateway: containers on it reach this host there. */
+async function bridgeAddress(): Promise<string> {
+  const info = await docker.getNetwork('bridge').inspect();
+  const gateway = (info as { IPAM?: { Config?: { Gateway?: string }[] } }).IPAM?.Config?.[0]?.Gateway;
+  if (!gateway) throw new Error("the engine's bridge network has no gateway");
+  return gateway;
+}
+
+/** A server on the bridge that counts its requests. */
+async function bridgeServer(): Promise<{ server: http.Server; host: string; port: number; hits: () => number }> {
+  let hits = 0;
+  const server = http.createServer((_req, res) => {
+    hits++;
+    res.end('from-host\n');
+  });
+  const host = await bridgeAddress();
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  return { server, host, port: (server.address() as AddressInfo).port, hits: () => hits };
+}
+
+/** Serves the session's working directory on `port` of `bind` (BusyBox httpd forks into the background). */
+const serve = (bind: string, port: number, text: string): string => `echo ${text} >index.html && httpd -p ${bind}:${port} -h "$PWD" && echo serving`;
+/**
+ * GET / by bash's own /dev/tcp (the image's BusyBox wget is not to be trusted): the body's last
+ * line, or bash's error (`Connection refused`, `Network is unreachable`...). bash's connect has no
+ * timeout of its own: a silent drop would hang it until the execute's timeout, which fails the test.
+ */
+const fetch = (host: string, port: number): string => `(exec 3<>/dev/tcp/${host}/${port} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && tail -n1 <&3) 2>&1 | sed 's/^.*: //'; true`;
+
+describeDocker('docker per-session networks', () => {
+  let tb: TestBroker | null = null;
+  const deployment = testDeployment(`net-${process.pid}`);
+  const servers: http.Server[] = [];
+
+  afterEach(async () => {
+    await tb?.close().catch(() => undefined);
+    tb = null;
+    for (const s of servers.splice(0)) s.close();
+  });
+
+  afterAll(async () => {
+    await removeLabelledContainers(docker, deployment);
+  });
+
+  it('two sessions of one container bind the same port; neither reaches the other\'s server', async () => {
+    const b = (tb = await startTestBroker({ BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2', BROKER_SESSION_ISOLATION: '1', ...BRIDGE }));
+    await b.waitAllAvailable(LONG);
+    expect((await b.get('/health')).json.isolation).toMatchObject({ network: { policy: 'full', own_network_containers: 1, routed_containers: 1, refusal: null } });
+    const [a, c] = [await b.acquire(), await b.acquire()];
+    expect((await b.exec(a, serve('127.0.0.1', 8765, 'from-a'))).stdout).toBe('serving\n');
+    // Nothing listens on c's own loopback: refused there, whatever a's namespace holds.
+    expect((await b.exec(c, fetch('127.0.0.1', 8765))).stdout).toMatch(/refused/i);
+    expect((await b.exec(c, serve('127.0.0.1', 8765, 'from-c'))).stdout).toBe('serving\n');
+    expect((await b.exec(a, fetch('127.0.0.1', 8765))).stdout).toBe('from-a\n');
+    expect((await b.exec(c, fetch('127.0.0.1', 8765))).stdout).toBe('from-c\n');
+    // On every address: a's server on all of a's addresses is refused to c, on a's address too.
+    expect((await b.exec(a, serve('0.0.0.0', 8766, 'wide-a'))).stdout).toBe('serving\n');
+    const aAddress = (await b.exec(a, "ip -4 -o addr show eth0 | awk '{print $4}' | cut -d/ -f1")).stdout.trim();
+    expect(aAddress).toMatch(/^100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\.\d+\.\d+$/);
+    expect((await b.exec(a, fetch(aAddress, 8766))).stdout).toBe('wide-a\n');
+    const across = (await b.exec(c, fetch(aAddress, 8766))).stdout;
+    expect(across).not.toContain('wide-a');
+    expect(across).toMatch(/refused|unreachable|No route to host/i);
+    await b.release(a);
+    await b.release(c);
+  });
+
+  it('policy full reaches a server on the engine\'s bridge, as its container does', async () => {
+    const host = await bridgeServer();
+    servers.push(host.server);
+    const b = (tb = await startTestBroker({ BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_SESSION_ISOLATION: '1', ...BRIDGE }));
+    await b.waitAllAvailable(LONG);
+    const s = await b.acquire();
+    expect((await b.exec(s, fetch(host.host, host.port))).stdout).toBe('from-host\n');
+    expect(host.hits()).toBe(1);
+    await b.release(s);
+  });
+
+  it('policy none: connecting and resolving fail at once (no route), and nothing arrives', async () => {
+    const host = await bridgeServer();
+    servers.push(host.server);
+    const b = (tb = await startTestBroker({ BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_SESSION_ISOLATION: '1', BROKER_SESSION_NETWORK: 'none', ...BRIDGE }));
+    await b.waitAllAvailable(LONG);
+    expect((await b.get('/health')).json.isolation).toMatchObject({ network: { policy: 'none', own_network_containers: 1 } });
+    const s = await b.acquire();
+    expect((await b.exec(s, fetch(host.host, host.port))).stdout).toMatch(/Network is unreachable/);
+    // The resolver's server is beyond the loopback too: refused by the kernel, not waited for.
+    expect((await b.exec(s, 'nslookup example.com 2>&1; true')).stdout).toMatch(/unreachable|can't resolve|connection refused/i);
+    expect((await b.exec(s, 'ip route; echo routes')).stdout).toBe('routes\n');
+    // Its own loopback works.
+    expect((await b.exec(s, `${serve('127.0.0.1', 8000, 'mine')} >/dev/null && ${fetch('127.0.0.1', 8000)}`)).stdout).toBe('mine\n');
+    expect(host.hits()).toBe(0);
+    await b.release(s);
+  });
+});
