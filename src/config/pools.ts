@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import { BrokerError, errorMessage } from '../common/errors';
 import { parseStartupCommands, parseWorkdirFiles } from '../core/session/sessionInput';
 import type { WorkdirFile } from '../core/ports/backend';
+import { SESSION_NETWORKS, sessionNetwork, type SessionNetwork } from './isolationConfig';
 
 export interface PoolSpec {
   name: string;
@@ -27,11 +28,13 @@ export interface PoolSpec {
    * container (the pools the lifecycle API serves sandboxes from), off otherwise.
    */
   freshContainer: boolean;
+  /** Its sessions' network (docker, isolated: docs/isolation.md); absent: BROKER_SESSION_NETWORK's. */
+  network?: SessionNetwork;
 }
 
 export const POOL_NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const KNOWN_FIELDS = ['image', 'containers', 'sessions_per_container', 'files', 'startup_commands', 'env', 'fresh_container'];
+const KNOWN_FIELDS = ['image', 'containers', 'sessions_per_container', 'files', 'startup_commands', 'env', 'fresh_container', 'network'];
 /** The largest pool, as BROKER_CONTAINERS and BROKER_SESSIONS_PER_CONTAINER bound the default one. */
 const MAX_CONTAINERS = 4096;
 const MAX_SESSIONS_PER_CONTAINER = 1024;
@@ -87,7 +90,9 @@ function parsePool(name: string, value: unknown, defaultImage: string, maxComman
   if (typeof fresh !== 'boolean') throw new PoolConfigError(`${where}.fresh_container must be true or false`);
   // A fresh container for one lease would take the others' sessions with the old one.
   if (fresh && sessionsPerContainer > 1) throw new PoolConfigError(`${where}.fresh_container needs sessions_per_container 1 (got ${sessionsPerContainer})`);
-  return { name, image: image.trim(), containers, sessionsPerContainer, files: prepared.files, startupCommands: prepared.startupCommands, env: envOf(pool.env, where), freshContainer: fresh };
+  const network = pool.network === undefined ? undefined : sessionNetwork(pool.network);
+  if (network === null) throw new PoolConfigError(`${where}.network must be one of ${SESSION_NETWORKS.join(', ')}, got ${JSON.stringify(pool.network)}`);
+  return { name, image: image.trim(), containers, sessionsPerContainer, files: prepared.files, startupCommands: prepared.startupCommands, env: envOf(pool.env, where), freshContainer: fresh, ...(network ? { network } : {}) };
 }
 
 function count(value: unknown, dflt: number, max: number, where: string): number {

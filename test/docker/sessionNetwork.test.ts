@@ -113,4 +113,33 @@ describeDocker('docker per-session networks', () => {
     expect(host.hits()).toBe(0);
     await b.release(s);
   });
+
+  it("PUT /session/{id}/network: none during the lease, full again; the slot's next lease gets its pool's", async () => {
+    const host = await bridgeServer();
+    servers.push(host.server);
+    const b = (tb = await startTestBroker({ BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_SESSION_ISOLATION: '1', ...BRIDGE }));
+    await b.waitAllAvailable(LONG);
+    const s = await b.acquire();
+    const put = (body: unknown) => b.request('PUT', `/session/${s}/network`, JSON.stringify(body), { 'content-type': 'application/json' });
+    expect((await b.exec(s, fetch(host.host, host.port))).stdout).toBe('from-host\n');
+    // A server of its own on its loopback outlives the changes: only the egress changes.
+    expect((await b.exec(s, serve('127.0.0.1', 8000, 'mine'))).stdout).toBe('serving\n');
+    const none = await put({ policy: 'none' });
+    expect({ status: none.status, body: none.json }).toEqual({ status: 200, body: { session_id: s, policy: 'none' } });
+    expect((await b.exec(s, fetch(host.host, host.port))).stdout).toMatch(/Network is unreachable/);
+    expect((await b.exec(s, fetch('127.0.0.1', 8000))).stdout).toBe('mine\n');
+    // Bad input: a 400 in the pool's format, and nothing changes.
+    const bad = await put({ policy: 'some' });
+    expect({ status: bad.status, code: bad.json.code }).toEqual({ status: 400, code: 'bad_request' });
+    expect((await b.exec(s, fetch(host.host, host.port))).stdout).toMatch(/Network is unreachable/);
+    expect((await put({ policy: 'full' })).status).toBe(200);
+    expect((await b.exec(s, fetch(host.host, host.port))).stdout).toBe('from-host\n');
+    expect((await put({ policy: 'none' })).status).toBe(200);
+    await b.release(s);
+    await b.waitAllAvailable(LONG);
+    const next = await b.acquire();
+    expect((await b.exec(next, fetch(host.host, host.port))).stdout).toBe('from-host\n');
+    expect(host.hits()).toBe(3);
+    await b.release(next);
+  });
 });

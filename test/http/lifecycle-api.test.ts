@@ -246,8 +246,12 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
       const r = await api(method, path, method === 'POST' ? {} : undefined);
       expect({ status: r.status, code: r.json.code }).toEqual({ status: 501, code: 'NOT_SUPPORTED' });
     }
-    const withPolicy = await sdkError(create({ networkPolicy: { defaultAction: 'deny', egress: [] } }));
-    expect(withPolicy.statusCode).toBe(501);
+    // Egress denied: served where sessions have networks of their own (docker); 501 where they cannot (local).
+    const denied = create({ networkPolicy: { defaultAction: 'deny', egress: [] } });
+    if (docker) await (await denied).kill();
+    else expect((await sdkError(denied)).statusCode).toBe(501);
+    // Rules by domain: no domain policy is enforced here, on any backend.
+    expect((await sdkError(create({ networkPolicy: { defaultAction: 'deny', egress: [{ action: 'allow', target: 'pypi.org' }] } }))).statusCode).toBe(501);
     expect((await api('GET', `/v1/sandboxes/${s.id}/endpoints/44772?expires=99`)).status).toBe(501);
     await s.kill();
   });

@@ -15,6 +15,7 @@ import type { CommandLimits } from '../../core/session/sessionInput';
 import { commandSchema, orNull, PATH_KEYS } from '../contractParts';
 import { ref } from '../../http/openApiTypes';
 import type { ApiContract, RouteContract } from '../../http/contract';
+import { NETWORK_ROUTE } from './networkContract';
 
 const REFUSE_NON_OBJECT = 'Request body must be a JSON object, got {a}';
 
@@ -324,6 +325,7 @@ const routes = {
     },
     errors: ON_LEASE,
   },
+  network: NETWORK_ROUTE,
 } satisfies Record<string, RouteContract>;
 
 export const POOL_CONTRACT: ApiContract<typeof routes> = {

@@ -8,6 +8,7 @@
  */
 import type { SessionBackend } from '../ports/backend';
 import { DedicatedSandboxes } from './dedicatedSandboxes';
+import { denyEgress } from './sandboxEgress';
 import type { PoolEntry, PoolRegistry } from '../pool/poolRegistry';
 import type { SandboxHandle } from '../sandbox/sandboxHandle';
 import type { KnowingDirectory } from '../sandbox/sandboxDirectory';
@@ -126,6 +127,7 @@ export class SandboxService implements KnowingDirectory {
 
   private async fromTaken(id: string, spec: SandboxSpec, entry: PoolEntry, taken: TakenSlot): Promise<SandboxRecord> {
     const names = Object.keys(spec.env);
+    if (spec.network === 'none') await denyEgress(entry, taken);
     if (names.length > 0) {
       // The warm shell started before this sandbox existed: its env comes in as exports.
       const line = 'export ' + names.map((k) => `${k}=${ansiCQuote(spec.env[k])}`).join(' ');
