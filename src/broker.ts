@@ -84,7 +84,8 @@ export function createPoolBackend(config: BrokerConfig, spec: PoolSpec): Session
       return new LocalBackend({ root: path.join(config.localRoot, `pool-${spec.name}`), cgroups: config.localCgroups, hostEnv: config.hostEnv, env: spec.env, ...localIsolation(config) });
     case 'docker': {
       const isolation = spec.network ? { ...config.docker.isolation, network: spec.network } : config.docker.isolation;
-      return new DockerBackend({ ...config.docker, image: spec.image, env: spec.env, deployment: `${config.docker.deployment}.${spec.name}`, isolation });
+      const sessionLimits = { ...config.docker.sessionLimits, ...spec.sessionLimits };
+      return new DockerBackend({ ...config.docker, image: spec.image, env: spec.env, deployment: `${config.docker.deployment}.${spec.name}`, isolation, sessionLimits });
     }
   }
 }

@@ -64,6 +64,7 @@ function isolationField(pool: SessionPool) {
       shared_paths: report.sharedPaths,
       // Where the backend gives sessions networks of their own (docs/isolation.md).
       ...(report.network ? { network: networkField(report.network) } : {}),
+      ...(report.sessionLimits ? { session_limits: { memory_bytes: report.sessionLimits.memoryBytes, cpus: report.sessionLimits.cpus, refusal: report.sessionLimits.refusal } } : {}),
     },
   };
 }

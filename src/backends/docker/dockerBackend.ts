@@ -22,8 +22,9 @@ import { DockerShell } from './shells/dockerShell';
 import { openWhenRoom } from './shells/openWhenRoom';
 import { type ChannelOpener, execChannelOpener } from './shells/channel';
 import type { FifoSpawner } from './shells/fifoSpawner';
-import { ContainerPids, readPidsMount } from './cgroups/sessionPids';
-import { ContainerUsage, readUsageMounts, type UsageMounts } from './cgroups/sessionUsage';
+import type { ContainerPids } from './cgroups/sessionPids';
+import type { ContainerUsage } from './cgroups/sessionUsage';
+import { ContainerCgroups } from './cgroups/containerCgroups';
 import { containerCreateOptions } from './containers/containerSpec';
 import { containerName, LABEL_DEPLOYMENT, LABEL_INSTANCE } from './containers/labels';
 import type { DedicatedContainerSpec } from '../../core/ports/dedicatedContainers';
@@ -83,12 +84,8 @@ export class DockerBackend implements SessionBackend {
   /** Containers paused (`pausing`). */
   private readonly paused = new Set<string>();
   private starts = 0;
-  /** The host's cgroup v1 pids mount, when per-session pids limits are wanted; see sessionPids.ts. */
-  private readonly pidsMount: string | null;
-  /** Whether the first container's answer about per-session pids limits was logged. */
-  private pidsLogged = false;
-  /** The host's cgroup v1 cpuacct and memory mounts (sessionUsage.ts), read once. */
-  private readonly usageMounts: UsageMounts = readUsageMounts();
+  /** Each session's cgroups: pids, CPU and memory (cgroups/containerCgroups.ts). */
+  private readonly cgroups: ContainerCgroups;
   /** Which containers isolate their sessions, and each isolated session's shell (for its extra shells). */
   readonly isolation: SessionIsolation;
   /** Each session's network namespace and egress policy (isolation/sessionNet.c, sessionNetwork.ts). */
@@ -100,9 +97,9 @@ export class DockerBackend implements SessionBackend {
     this.ownContainers = new DockerDedicatedContainers(this.docker, this.removals, options, this.instance);
     this.workdirs = new DockerWorkdirs(this.docker, (id) => this.links.get(id)?.control);
     this.pipes = new PipeTransport(options, this.instance);
-    this.pidsMount = options.sessionPidsLimit > 0 ? readPidsMount() : null;
+    this.cgroups = new ContainerCgroups(options);
     this.nets = new SessionNetworks(options.isolation.enabled ? options.isolation.network : 'shared', this.docker);
-    this.isolation = new SessionIsolation(options.isolation, () => this.nets.status());
+    this.isolation = new SessionIsolation(options.isolation, () => this.nets.status(), () => this.cgroups.limitsReport());
   }
 
   /** Checks the engine and the image, and removes containers a previous instance of this deployment left. */
@@ -213,25 +210,12 @@ export class DockerBackend implements SessionBackend {
       const control = await ControlShell.open(container.id, openChannel);
       const isolates = this.isolation.check(ref, piped);
       if (isolates) await this.nets.connect(ref, piped);
-      this.links.set(container.id, { control, openChannel, spawner: piped, pids: this.sessionPids(container.id), usage: ContainerUsage.locate(this.usageMounts, container.id), isolates });
+      this.links.set(container.id, { control, openChannel, spawner: piped, pids: this.cgroups.pids(container.id), usage: this.cgroups.usage(container.id), isolates });
       await this.workdirs.learnHostRoot(ref);
     } catch (err) {
       await spawner?.close();
       throw new BackendError(`container ${ref.name} failed to start: ${errorMessage(err)}`);
     }
-  }
-
-  /** The container's per-session pids cgroups, or null (said once, with the reason). */
-  private sessionPids(containerId: string): ContainerPids | null {
-    const max = this.options.sessionPidsLimit;
-    if (max <= 0) return null;
-    const pids = ContainerPids.locate(this.pidsMount, containerId, max);
-    if (!this.pidsLogged) {
-      this.pidsLogged = true;
-      if (typeof pids === 'string') logger.warn(`per-session pids limits are off: ${pids}; a fork bomb can take the forks of its container's other sessions`);
-      else logger.info({ sessionPidsLimit: max, containerPidsLimit: this.options.pidsLimit }, 'per-session pids limits are on');
-    }
-    return typeof pids === 'string' ? null : pids;
   }
 
   async removeContainer(ref: ContainerRef): Promise<void> {

@@ -5,7 +5,7 @@
 import type { DedicatedContainerSpec } from './dedicatedContainers';
 
 import type { ContainerHealth, ContainerRef } from './container';
-import type { NetworkReport, SessionNetworkControl } from './sessionNetworks';
+import type { NetworkReport, SessionLimitsReport, SessionNetworkControl } from './sessionNetworks';
 
 export type { ContainerHealth, ContainerRef };
 
@@ -328,9 +328,11 @@ export interface IsolationReport {
   sharedPaths: string[];
   /** The sessions' networks, where the backend gives them their own (absent: it does not). */
   network?: NetworkReport;
+  /** The sessions' memory and CPU limits, where the backend sets them. */
+  sessionLimits?: SessionLimitsReport;
 }
 
-export type { EgressPolicy, NetworkReport, SessionNetworkControl } from './sessionNetworks';
+export type { EgressPolicy, NetworkReport, SessionLimitsReport, SessionNetworkControl } from './sessionNetworks';
 
 /** Where the pool API puts a lease's working directory. */
 export function sessionWorkdir(sessionId: string): string {

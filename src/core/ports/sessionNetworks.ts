@@ -16,6 +16,14 @@ export interface SessionNetworkControl {
   status(): NetworkReport;
 }
 
+/** Each session's memory and CPUs within its container, as /health reports them (0: none of its own). */
+export interface SessionLimitsReport {
+  memoryBytes: number;
+  cpus: number;
+  /** Why sessions do not get them on this host (cgroup v2 without delegation, a broker off the engine's host); null: they do. */
+  refusal: string | null;
+}
+
 /** The sessions' networks as /health reports them. */
 export interface NetworkReport {
   /** The pool's policy: `full`, `none`, or `shared` (the container's network, as without isolation). */

@@ -6,7 +6,7 @@
  * unisolated, and says so loudly: in the log once per reason, and in /health.
  */
 import type { IsolationConfig } from '../../../config/isolationConfig';
-import type { ContainerRef, IsolationReport, NetworkReport, OpenShellOptions } from '../../../core/ports/backend';
+import type { ContainerRef, IsolationReport, NetworkReport, OpenShellOptions, SessionLimitsReport } from '../../../core/ports/backend';
 import { logger } from '../../../common/logger';
 import type { ChannelRequest } from '../shells/channel';
 import type { FifoSpawner } from '../shells/fifoSpawner';
@@ -41,6 +41,8 @@ export class SessionIsolation {
     private readonly config: IsolationConfig,
     /** The sessions' networks (sessionNetwork.ts), reported beside. */
     private readonly network?: () => NetworkReport,
+    /** The sessions' memory and CPU limits (cgroups/sessionUsage.ts), reported beside. */
+    private readonly limits?: () => SessionLimitsReport,
   ) {}
 
   /** Records whether a connected container isolates its sessions; logs why not, once per reason. */
@@ -122,6 +124,7 @@ export class SessionIsolation {
       diskBytesPerSession: this.config.diskBytes,
       sharedPaths: this.config.sharedPaths,
       ...(this.network ? { network: this.network() } : {}),
+      ...(this.limits ? { sessionLimits: this.limits() } : {}),
     };
   }
 }
