@@ -142,4 +142,33 @@ describeDocker('docker per-session networks', () => {
     expect(host.hits()).toBe(3);
     await b.release(next);
   });
+
+  it("escape attempts on the network fail: ip changes, joining another namespace, a neighbour's sockets in /proc/net, raw sockets", async () => {
+    const b = (tb = await startTestBroker({ BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2', BROKER_SESSION_ISOLATION: '1', ...BRIDGE }));
+    await b.waitAllAvailable(LONG);
+    const [attacker, victim] = [await b.acquire(), await b.acquire()];
+    expect((await b.exec(victim, serve('0.0.0.0', 8899, 'victim'))).stdout).toBe('serving\n');
+    // CAP_NET_ADMIN is out of the bounding set: no process of the session can ever hold it.
+    const bounding = (await b.exec(attacker, "sed -n 's/^CapBnd:\\s*//p' /proc/self/status")).stdout.trim();
+    expect(BigInt(`0x${bounding}`) & (1n << 12n)).toBe(0n);
+    const attempts = [
+      'ip link add bkrx type dummy',
+      'ip addr add 100.64.0.9/31 dev eth0',
+      'ip link set eth0 down',
+      'ip route del default',
+      'ip link set lo down',
+      'nsenter -t 1 -n true',
+      'unshare -n true',
+    ];
+    for (const attempt of attempts) expect({ attempt, out: (await b.exec(attacker, `${attempt} 2>/dev/null && echo ESCAPED; true`)).stdout }).toEqual({ attempt, out: '' });
+    // Nothing changed: its route and address are its own still.
+    expect((await b.exec(attacker, 'ip route | grep -c default')).stdout).toBe('1\n');
+    // /proc/net is its own namespace's: the neighbour's listening socket (port 8899 is 22C3) is not there.
+    expect((await b.exec(attacker, 'grep -ci ":22C3 " /proc/net/tcp; true')).stdout).toBe('0\n');
+    expect((await b.exec(victim, 'grep -ci ":22C3 " /proc/net/tcp; true')).stdout).toBe('1\n');
+    // Its namespace holds its loopback and its veth alone: a raw socket there sees no neighbour's traffic.
+    expect((await b.exec(attacker, 'ip -o link | wc -l')).stdout.trim()).toBe('2');
+    await b.release(attacker);
+    await b.release(victim);
+  });
 });
