@@ -86,10 +86,11 @@ export function createPoolBackend(config: BrokerConfig, spec: PoolSpec): Session
       // A pool of whole containers, fresh for each lease (the lifecycle's), shares its container's
       // network unless it names one: the container is its session's alone (no neighbour to keep
       // apart), and the lifecycle's port proxy reaches the session's servers at the container's address.
-      const network = spec.network ?? (spec.freshContainer && spec.sessionsPerContainer === 1 ? 'shared' : undefined);
+      const wholeContainers = spec.freshContainer && spec.sessionsPerContainer === 1;
+      const network = spec.network ?? (wholeContainers ? 'shared' : undefined);
       const isolation = network ? { ...config.docker.isolation, network } : config.docker.isolation;
       const sessionLimits = { ...config.docker.sessionLimits, ...spec.sessionLimits };
-      return new DockerBackend({ ...config.docker, image: spec.image, env: spec.env, deployment: `${config.docker.deployment}.${spec.name}`, isolation, sessionLimits });
+      return new DockerBackend({ ...config.docker, image: spec.image, env: spec.env, deployment: `${config.docker.deployment}.${spec.name}`, isolation, sessionLimits, wholeContainers });
     }
   }
 }

@@ -9,9 +9,9 @@
 import Dockerode from 'dockerode';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startTestBroker, type TestBroker, testDeployment } from '../helpers/broker';
+import { eventually, startTestBroker, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
-import { removeLabelledContainers } from '../helpers/dockerFaults';
+import { labelledContainers, removeLabelledContainers } from '../helpers/dockerFaults';
 
 const LONG = 120_000;
 jest.setTimeout(300_000);
@@ -61,7 +61,17 @@ describeDocker('docker per-session networks', () => {
 
   afterAll(async () => {
     await removeLabelledContainers(docker, deployment);
+    await removeLabelledContainers(docker, `${deployment}.whole`);
   });
+
+  /** A server on the bridge, and a broker of one container of one session on the bridge, warm. */
+  async function withBridgeServer(env: Record<string, string>): Promise<{ host: Awaited<ReturnType<typeof bridgeServer>>; b: TestBroker }> {
+    const host = await bridgeServer();
+    servers.push(host.server);
+    const b = (tb = await startTestBroker({ BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_SESSION_ISOLATION: '1', ...BRIDGE, ...env }));
+    await b.waitAllAvailable(LONG);
+    return { host, b };
+  }
 
   it('two sessions of one container bind the same port; neither reaches the other\'s server', async () => {
     const b = (tb = await startTestBroker({ BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '2', BROKER_SESSION_ISOLATION: '1', ...BRIDGE }));
@@ -87,10 +97,7 @@ describeDocker('docker per-session networks', () => {
   });
 
   it('policy full reaches a server on the engine\'s bridge, as its container does', async () => {
-    const host = await bridgeServer();
-    servers.push(host.server);
-    const b = (tb = await startTestBroker({ BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_SESSION_ISOLATION: '1', ...BRIDGE }));
-    await b.waitAllAvailable(LONG);
+    const { host, b } = await withBridgeServer({});
     const s = await b.acquire();
     expect((await b.exec(s, fetch(host.host, host.port))).stdout).toBe('from-host\n');
     expect(host.hits()).toBe(1);
@@ -98,10 +105,7 @@ describeDocker('docker per-session networks', () => {
   });
 
   it('policy none: connecting and resolving fail at once (no route), and nothing arrives', async () => {
-    const host = await bridgeServer();
-    servers.push(host.server);
-    const b = (tb = await startTestBroker({ BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_SESSION_ISOLATION: '1', BROKER_SESSION_NETWORK: 'none', ...BRIDGE }));
-    await b.waitAllAvailable(LONG);
+    const { host, b } = await withBridgeServer({ BROKER_SESSION_NETWORK: 'none' });
     expect((await b.get('/health')).json.isolation).toMatchObject({ network: { policy: 'none', own_network_containers: 1 } });
     const s = await b.acquire();
     expect((await b.exec(s, fetch(host.host, host.port))).stdout).toMatch(/Network is unreachable/);
@@ -115,10 +119,7 @@ describeDocker('docker per-session networks', () => {
   });
 
   it("PUT /session/{id}/network: none during the lease, full again; the slot's next lease gets its pool's", async () => {
-    const host = await bridgeServer();
-    servers.push(host.server);
-    const b = (tb = await startTestBroker({ BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_SESSION_ISOLATION: '1', ...BRIDGE }));
-    await b.waitAllAvailable(LONG);
+    const { host, b } = await withBridgeServer({});
     const s = await b.acquire();
     const put = (body: unknown) => b.request('PUT', `/session/${s}/network`, JSON.stringify(body), { 'content-type': 'application/json' });
     expect((await b.exec(s, fetch(host.host, host.port))).stdout).toBe('from-host\n');
@@ -170,5 +171,21 @@ describeDocker('docker per-session networks', () => {
     expect((await b.exec(attacker, 'ip -o link | wc -l')).stdout.trim()).toBe('2');
     await b.release(attacker);
     await b.release(victim);
+  });
+
+  it('a lifecycle create that denies egress from a pool of whole containers: its container leaves every network', async () => {
+    const pools = { whole: { containers: 1, sessions_per_container: 1, fresh_container: true } };
+    const b = (tb = await startTestBroker({ BROKER_DEPLOYMENT: deployment, BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_SESSION_ISOLATION: '1', BROKER_POOLS: JSON.stringify(pools), ...BRIDGE }));
+    await b.waitAllAvailable(LONG);
+    await eventually(async () => (await b.get('/health')).json.pools?.whole?.available_sessions === 1, LONG, 'the pool of whole containers warm');
+    const networks = async (): Promise<string[]> => {
+      const [c] = await labelledContainers(docker, `${deployment}.whole`);
+      return Object.keys((await docker.getContainer(c.Id).inspect()).NetworkSettings.Networks ?? {});
+    };
+    expect(await networks()).toEqual(['bridge']);
+    const created = await b.post('/v1/sandboxes', { extensions: { poolRef: 'whole' }, timeout: 600, networkPolicy: { defaultAction: 'deny', egress: [] } });
+    expect(created.status).toBeLessThan(300);
+    expect(await networks()).toEqual([]);
+    expect((await b.request('DELETE', `/v1/sandboxes/${created.json.id}`)).status).toBeLessThan(300);
   });
 });

@@ -47,7 +47,11 @@ import type { SessionNetworkControl } from '../../core/ports/sessionNetworks';
 export { LABEL_DEPLOYMENT, LABEL_INSTANCE };
 
 /** Resolved and validated in dockerConfig.ts (BROKER_IMAGE, BROKER_CONTAINER_*, BROKER_NETWORK_MODE, ...). */
-export type DockerBackendOptions = BrokerConfig['docker'] & { env?: Readonly<Record<string, string>> };
+export type DockerBackendOptions = BrokerConfig['docker'] & {
+  env?: Readonly<Record<string, string>>;
+  /** Each container holds one session and is replaced after its lease (a pool of whole containers, `fresh_container`). */
+  wholeContainers?: boolean;
+};
 
 interface ContainerLink {
   control: ControlShell;
@@ -98,7 +102,7 @@ export class DockerBackend implements SessionBackend {
     this.workdirs = new DockerWorkdirs(this.docker, (id) => this.links.get(id)?.control);
     this.pipes = new PipeTransport(options, this.instance);
     this.cgroups = new ContainerCgroups(options);
-    this.nets = new SessionNetworks(options.isolation.enabled ? options.isolation.network : 'shared', this.docker);
+    this.nets = new SessionNetworks(options.isolation.enabled ? options.isolation.network : 'shared', this.docker, options.wholeContainers === true);
     this.isolation = new SessionIsolation(options.isolation, () => this.nets.status(), () => this.cgroups.limitsReport());
   }
 

@@ -36,12 +36,13 @@
 #define NET_PAIRS (1u << 21)  /* /31 pairs in 100.64.0.0/10 */
 #define SESSION_IF "eth0"
 
-struct nl_request {
+/* One request: its header, its ifinfomsg, then its attributes, in one aligned buffer. */
+union nl_request {
   struct nlmsghdr header;
-  struct ifinfomsg info;
-  char attrs[512];
+  char bytes[1024];
 };
 
+/* An attribute at the end of `h` (a union nl_request's header: its buffer has the room). */
 static struct rtattr *nl_attr(struct nlmsghdr *h, unsigned short type, const void *data, size_t len) {
   struct rtattr *rta = (struct rtattr *)((char *)h + NLMSG_ALIGN(h->nlmsg_len));
   rta->rta_type = type;
@@ -77,12 +78,12 @@ static int nl_talk(struct nlmsghdr *h) {
 
 /* A veth `name` here whose peer is SESSION_IF in the namespace `peer_ns`. */
 static int veth_add(const char *name, int peer_ns) {
-  struct nl_request req;
+  union nl_request req;
   memset(&req, 0, sizeof req);
-  req.header.nlmsg_len = NLMSG_LENGTH(sizeof req.info);
+  req.header.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg));
   req.header.nlmsg_type = RTM_NEWLINK;
   req.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK;
-  req.info.ifi_family = AF_UNSPEC;
+  ((struct ifinfomsg *)NLMSG_DATA(&req.header))->ifi_family = AF_UNSPEC;
   nl_attr(&req.header, IFLA_IFNAME, name, strlen(name) + 1);
   struct rtattr *linkinfo = nl_attr(&req.header, IFLA_LINKINFO, NULL, 0);
   nl_attr(&req.header, IFLA_INFO_KIND, "veth", 4);
@@ -99,12 +100,12 @@ static int veth_add(const char *name, int peer_ns) {
 
 /* Removes the link `name` of this namespace (a veth's peer goes with it). */
 static int link_del(const char *name) {
-  struct nl_request req;
+  union nl_request req;
   memset(&req, 0, sizeof req);
-  req.header.nlmsg_len = NLMSG_LENGTH(sizeof req.info);
+  req.header.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg));
   req.header.nlmsg_type = RTM_DELLINK;
   req.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
-  req.info.ifi_family = AF_UNSPEC;
+  ((struct ifinfomsg *)NLMSG_DATA(&req.header))->ifi_family = AF_UNSPEC;
   nl_attr(&req.header, IFLA_IFNAME, name, strlen(name) + 1);
   int rc = nl_talk(&req.header);
   return rc == ENODEV ? 0 : rc;

@@ -82,6 +82,8 @@ export class SessionNetworks {
     /** The pool's policy (BROKER_SESSION_NETWORK or its `network`). */
     readonly policy: SessionNetwork,
     private readonly docker: Dockerode,
+    /** Each container holds one session and is replaced after its lease (a pool of whole containers). */
+    private readonly wholeContainers = false,
   ) {}
 
   /** At a container's connect: routes its sessions when they can have networks of their own. */
@@ -111,12 +113,26 @@ export class SessionNetworks {
    */
   async change(ref: ContainerRef, shell: NetworkedShell | null, policy: 'none' | 'full'): Promise<void> {
     const c = this.containers.get(ref.id);
+    if (!c?.own && this.wholeContainers && policy === 'none') return this.disconnect(ref);
     if (!c?.own || (policy === 'full' && !c.routed)) throw conflict(`this session shares its container's network: its policy cannot change (${this.lastRefusal ?? `BROKER_SESSION_NETWORK is ${this.policy}`})`);
     if (!shell?.alive) throw conflict('the session has no live shell whose network could change');
     const out = await execInContainer(this.docker.getContainer(ref.id), ['bash', '-c', NET_CHANGE, 'bkr-net', String(shell.containerPid), policy]);
     if (out.exitCode === 108) throw conflict(`this session shares its container's network: its policy cannot change`);
     if (out.exitCode !== 0) throw new BackendError(`could not change the session's network (exit ${out.exitCode}): ${out.stderr.trim() || 'no message'}`);
     shell.networkChanged = true;
+  }
+
+  /**
+   * A container that is its one session's alone, and replaced after its lease (a pool of whole
+   * containers, `fresh_container`), with egress denied: the engine disconnects it from every
+   * network, which leaves its loopback alone. Its replacement starts connected as its pool says.
+   */
+  private async disconnect(ref: ContainerRef): Promise<void> {
+    const info = await this.docker.getContainer(ref.id).inspect();
+    for (const name of Object.keys(info.NetworkSettings?.Networks ?? {})) {
+      if (name === 'host') throw conflict("a container on the host's network cannot be taken off it");
+      if (name !== 'none') await this.docker.getNetwork(name).disconnect({ Container: ref.id, Force: true });
+    }
   }
 
   forget(containerId: string): void {
