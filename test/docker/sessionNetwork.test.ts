@@ -108,7 +108,11 @@ describeDocker('docker per-session networks', () => {
     const { host, b } = await withBridgeServer({ BROKER_SESSION_NETWORK: 'none' });
     expect((await b.get('/health')).json.isolation).toMatchObject({ network: { policy: 'none', own_network_containers: 1 } });
     const s = await b.acquire();
-    expect((await b.exec(s, fetch(host.host, host.port))).stdout).toMatch(/Network is unreachable/);
+    // Refused at once, and counted: the execute's facts say how many its policy refused.
+    const refused = await b.execFull(s, fetch(host.host, host.port), 30);
+    expect(refused.stdout).toMatch(/Network is unreachable/);
+    expect(refused.egress_refused).toBeGreaterThanOrEqual(1);
+    expect((await b.execFull(s, 'true', 30)).egress_refused).toBe(0);
     // The resolver's server is beyond the loopback too: refused by the kernel, not waited for.
     expect((await b.exec(s, 'nslookup example.com 2>&1; true')).stdout).toMatch(/unreachable|can't resolve|connection refused/i);
     expect((await b.exec(s, 'ip route; echo routes')).stdout).toBe('routes\n');

@@ -28,6 +28,8 @@ export interface UsageCounters {
    * failed with ENOSPC. Absent where the session has no disk of its own; null: it cannot be told.
    */
   diskFull?: boolean | null;
+  /** Packets the session's network refused for want of a route (its egress policy); absent where it has no network of its own. */
+  egressRefusals?: number | null;
 }
 
 export interface ShellExit {

@@ -15,6 +15,7 @@ import type { ChannelOpener, ChannelRequest, ShellChannel } from './channel';
 import type { ControlShell } from '../control/controlShell';
 import type { SessionCgroup } from '../cgroups/sessionCgroup';
 import { sessionWorkdirId } from '../isolation/sessionIsolation';
+import { egressRefusals } from '../isolation/egressRefusals';
 
 const HANDSHAKE_TIMEOUT_MS = 20_000;
 /** An isolated session's private disk counts as full below this fraction free (a write that failed leaves at most a partial block). */
@@ -132,7 +133,8 @@ export class DockerShell implements ShellProcess {
   }
 
   usage(resetPeak: boolean): UsageCounters {
-    const counters = this.counters?.read(resetPeak) ?? NO_USAGE;
+    // An isolated session's refusals are counted in its own network (isolation/egressRefusals.ts).
+    const counters = { ...(this.counters?.read(resetPeak) ?? NO_USAGE), ...(this.cgroup && (this.options.isolated?.network ?? 'shared') !== 'shared' ? { egressRefusals: egressRefusals(this.cgroup.shellHostPid) } : {}) };
     // A command's end (no reset): an isolated session's private disk is looked at too.
     return this.isolated && !resetPeak ? { ...counters, diskFull: this.privateDiskFull() } : counters;
   }
