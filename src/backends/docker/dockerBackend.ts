@@ -94,7 +94,11 @@ export class DockerBackend implements SessionBackend {
   readonly isolation: SessionIsolation;
   /** Each session's network namespace and egress policy (isolation/sessionNet.c, sessionNetwork.ts). */
   private readonly nets: SessionNetworks;
-  readonly networks: SessionNetworkControl = { change: (ref, slotId, policy) => this.nets.change(ref, this.isolation.shellOf(ref.id, slotId), policy), status: () => this.nets.status() };
+  readonly networks: SessionNetworkControl = {
+    change: (ref, slotId, policy) => this.nets.change(ref, this.isolation.shellOf(ref.id, slotId), policy),
+    current: (ref, slotId) => this.nets.current(ref, this.isolation.shellOf(ref.id, slotId)),
+    status: () => this.nets.status(),
+  };
 
   constructor(private readonly options: DockerBackendOptions) {
     this.removals = new ContainerRemovals(this.docker);

@@ -13,6 +13,8 @@ export interface SessionNetworkControl {
    * gets its pool's again). Throws a 409 (`busy`) where the session shares its container's network.
    */
   change(container: ContainerRef, slotId: string, policy: EgressPolicy): Promise<void>;
+  /** The egress in force for slot `slotId`'s session (`own`: in a network of its own, else its container's). */
+  current(container: ContainerRef, slotId: string): Promise<{ policy: EgressPolicy; own: boolean }>;
   status(): NetworkReport;
 }
 

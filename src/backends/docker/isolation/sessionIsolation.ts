@@ -8,7 +8,7 @@
 import type { IsolationConfig } from '../../../config/isolationConfig';
 import type { ContainerRef, IsolationReport, NetworkReport, OpenShellOptions, SessionLimitsReport } from '../../../core/ports/backend';
 import { logger } from '../../../common/logger';
-import type { ChannelRequest } from '../shells/channel';
+import type { ChannelRequest, SessionNetworkMode } from '../shells/channel';
 import type { FifoSpawner } from '../shells/fifoSpawner';
 
 /** A lease's working directory (sessionWorkdir): the only directory bound into a session from its container. */
@@ -27,6 +27,8 @@ export interface IsolatedShell {
   readonly workdirId: string | null;
   /** Its network changed during the lease (isolation/sessionNetwork.ts): it is not reused in place. */
   networkChanged: boolean;
+  /** Its network now (sessionNetwork.ts). */
+  network: SessionNetworkMode;
 }
 
 export class SessionIsolation {

@@ -66,6 +66,8 @@ export interface NetworkedShell {
   readonly alive: boolean;
   /** Its session's network changed during the lease: its slot's next lease gets a new session (its pool's policy). */
   networkChanged: boolean;
+  /** The network it has now (at its start, then as changed). */
+  network: SessionNetworkMode;
 }
 
 /**
@@ -120,6 +122,15 @@ export class SessionNetworks {
     if (out.exitCode === 108) throw conflict(`this session shares its container's network: its policy cannot change`);
     if (out.exitCode !== 0) throw new BackendError(`could not change the session's network (exit ${out.exitCode}): ${out.stderr.trim() || 'no message'}`);
     shell.networkChanged = true;
+    shell.network = policy;
+  }
+
+  /** The egress of a session in force: its own network's, else its container's (none when it is on no network). */
+  async current(ref: ContainerRef, shell: NetworkedShell | null): Promise<{ policy: 'none' | 'full'; own: boolean }> {
+    if (shell?.alive && shell.network !== 'shared') return { policy: shell.network, own: true };
+    const info = await this.docker.getContainer(ref.id).inspect();
+    const networks = Object.keys(info.NetworkSettings?.Networks ?? {}).filter((n) => n !== 'none');
+    return { policy: networks.length > 0 ? 'full' : 'none', own: false };
   }
 
   /**

@@ -11,7 +11,7 @@ import type { CgroupUsage } from '../../cgroupCounters';
 import { NO_USAGE } from '../../../core/session/commandFacts';
 import { SHELL_INIT_SCRIPT, ansiCQuote } from '../../../core/session/framing';
 import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, freshInCwd, recycleExecLine, StdoutExpectation } from '../../shellRecycle';
-import type { ChannelOpener, ChannelRequest, ShellChannel } from './channel';
+import type { ChannelOpener, ChannelRequest, SessionNetworkMode, ShellChannel } from './channel';
 import type { ControlShell } from '../control/controlShell';
 import type { SessionCgroup } from '../cgroups/sessionCgroup';
 import { sessionWorkdirId } from '../isolation/sessionIsolation';
@@ -71,10 +71,13 @@ export class DockerShell implements ShellProcess {
   private workdir: string | null;
   /** Its session's network policy changed during the lease (isolation/sessionNetwork.ts): a new session takes its slot at release. */
   networkChanged = false;
+  /** Its session's network now (isolation/sessionNetwork.ts): at its start, then as changed. */
+  network: SessionNetworkMode;
 
   private constructor(private options: DockerShellOptions) {
     this.baseTag = options.tag;
     this.workdir = options.isolated?.workdirId ?? null;
+    this.network = options.isolated?.network ?? 'shared';
     // Live before bash starts: the collector never takes this session's processes for an escapee's.
     options.control.addTag(options.tag);
   }
