@@ -89,7 +89,9 @@ export function createPoolBackend(config: BrokerConfig, spec: PoolSpec): Session
       const wholeContainers = spec.freshContainer && spec.sessionsPerContainer === 1;
       const network = spec.network ?? (wholeContainers ? 'shared' : undefined);
       const isolation = network ? { ...config.docker.isolation, network } : config.docker.isolation;
+      // A session's CPU quota cannot exceed its container's (the kernel refuses a child's above its parent's).
       const sessionLimits = { ...config.docker.sessionLimits, ...spec.sessionLimits };
+      sessionLimits.cpus = Math.min(sessionLimits.cpus, config.docker.cpus);
       return new DockerBackend({ ...config.docker, image: spec.image, env: spec.env, deployment: `${config.docker.deployment}.${spec.name}`, isolation, sessionLimits, wholeContainers });
     }
   }
