@@ -81,8 +81,18 @@ export function createPoolBackend(config: BrokerConfig, spec: PoolSpec): Session
   switch (config.backend) {
     case 'local':
       return new LocalBackend({ root: path.join(config.localRoot, `pool-${spec.name}`), cgroups: config.localCgroups, hostEnv: config.hostEnv, env: spec.env, ...localIsolation(config) });
-    case 'docker':
-      return new DockerBackend({ ...config.docker, image: spec.image, env: spec.env, deployment: `${config.docker.deployment}.${spec.name}` });
+    case 'docker': {
+      // A pool of whole containers, fresh for each lease (the lifecycle's), shares its container's
+      // network unless it names one: the container is its session's alone (no neighbour to keep
+      // apart), and the lifecycle's port proxy reaches the session's servers at the container's address.
+      const wholeContainers = spec.freshContainer && spec.sessionsPerContainer === 1;
+      const network = spec.network ?? (wholeContainers ? 'shared' : undefined);
+      const isolation = network ? { ...config.docker.isolation, network } : config.docker.isolation;
+      // A session's CPU quota cannot exceed its container's (the kernel refuses a child's above its parent's).
+      const sessionLimits = { ...config.docker.sessionLimits, ...spec.sessionLimits };
+      sessionLimits.cpus = Math.min(sessionLimits.cpus, config.docker.cpus);
+      return new DockerBackend({ ...config.docker, image: spec.image, env: spec.env, deployment: `${config.docker.deployment}.${spec.name}`, isolation, sessionLimits, wholeContainers });
+    }
   }
 }
 

@@ -45,7 +45,8 @@ export class DedicatedSandboxes {
           env: spec.env,
           entrypoint: spec.entrypoint,
           limits: { cpus: spec.cpus, memoryBytes: spec.memoryBytes, pids: null },
-          network: null,
+          // Egress denied: a container of its own has no network beyond its loopback.
+          network: spec.network === 'none' ? 'none' : null,
           mounts: [],
         },
       });

@@ -6,6 +6,7 @@ import type { ContainerStarts } from './containers';
 import type { ImageStore } from './imageStore';
 
 import type { ContainerHealth, ContainerRef, TerminalProcess } from './container';
+import type { NetworkReport, SessionLimitsReport, SessionNetworkControl } from './sessionNetworks';
 
 export type { ContainerHealth, ContainerRef, TerminalProcess };
 
@@ -28,6 +29,8 @@ export interface UsageCounters {
    * failed with ENOSPC. Absent where the session has no disk of its own; null: it cannot be told.
    */
   diskFull?: boolean | null;
+  /** Packets the session's network refused for want of a route (its egress policy); absent where it has no network of its own. */
+  egressRefusals?: number | null;
 }
 
 export interface ShellExit {
@@ -277,6 +280,8 @@ export interface SessionBackend {
   readonly pausing?: ContainerPausing;
   /** Capability: per-lease filesystem isolation; its state for /health (absent: the backend has none). */
   readonly isolation?: { status(): IsolationReport };
+  /** Capability: per-session networks and their egress policy (absent: sessions share their container's). */
+  readonly networks?: SessionNetworkControl;
   /** Capability: an engine's images, pulled on demand, each with a pool of its own (docs/images.md). */
   readonly images?: EngineImages;
 }
@@ -301,7 +306,13 @@ export interface IsolationReport {
   refusal: string | null;
   diskBytesPerSession: number;
   sharedPaths: string[];
+  /** The sessions' networks, where the backend gives them their own (absent: it does not). */
+  network?: NetworkReport;
+  /** The sessions' memory and CPU limits, where the backend sets them. */
+  sessionLimits?: SessionLimitsReport;
 }
+
+export type { EgressPolicy, NetworkReport, SessionLimitsReport, SessionNetworkControl } from './sessionNetworks';
 
 /** Where the pool API puts a lease's working directory. */
 export function sessionWorkdir(sessionId: string): string {
