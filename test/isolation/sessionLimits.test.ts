@@ -3,6 +3,7 @@
  * its cgroups on the engine's host carry the limits asked for; a memory hog is OOM-killed alone (its
  * execute says so at once, its lease goes on, its neighbour's process lives on); a CPU burner is
  * held to its quota, read from the kernel's own throttling count (a state, never a timing).
+ * @backend docker
  */
 import Dockerode from 'dockerode';
 import fs from 'node:fs';

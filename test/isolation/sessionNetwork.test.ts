@@ -5,6 +5,7 @@
  * bridge, as the container does; policy `none` reaches nothing outside its loopback, and says so at
  * once (no route), never hanging. No timing is asserted: a hang would end in wget's own timeout,
  * whose message differs from the refusal's.
+ * @backend docker
  */
 import Dockerode from 'dockerode';
 import http from 'node:http';
