@@ -20,7 +20,12 @@ describe('workspace: a shell that cannot start', () => {
     expect(first.json).toMatchObject({ returncode: 0, stdout: 'started\n' });
     // The directory goes, then the shell: every replacement ends before its first prompt.
     await b.post('/api/execute', { command: 'cd / && rm -rf -- "$OLDPWD" && exit', wait: 0 });
-    const next = await b.post('/api/execute', { command: 'echo again' });
+    // Until the shell's exit is seen the removing job still runs (409, a job is running): wait for that state to pass.
+    let next = await b.post('/api/execute', { command: 'echo again' });
+    for (let i = 0; i < 600 && next.status === 409; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      next = await b.post('/api/execute', { command: 'echo again' });
+    }
     expect(next.status).toBe(503);
     expect(next.json).toEqual({ code: 'workspace_unavailable', detail: expect.stringMatching(/its shell (ended before its first prompt|could not be started)/) });
   });
