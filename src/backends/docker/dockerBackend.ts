@@ -40,6 +40,7 @@ import { openFifoTerminal } from './terminals/fifoTerminal';
 import { DockerFiles } from './files/dockerFiles';
 import { DockerMeter } from './cgroups/dockerMeter';
 import { SessionIsolation } from './isolation/sessionIsolation';
+import { DockerSnapshotLayers, withSnapshotStore } from './snapshots/dockerSnapshotLayers';
 
 export { LABEL_DEPLOYMENT, LABEL_INSTANCE };
 
@@ -89,6 +90,8 @@ export class DockerBackend implements SessionBackend {
   private readonly usageMounts: UsageMounts = readUsageMounts();
   /** Which containers isolate their sessions, and each isolated session's shell (for its extra shells). */
   readonly isolation: SessionIsolation;
+  /** Snapshots of isolated sessions' views (snapshots/dockerSnapshotLayers.ts); none without isolation. */
+  readonly snapshots: DockerSnapshotLayers | undefined;
 
   constructor(private readonly options: DockerBackendOptions) {
     this.removals = new ContainerRemovals(this.docker);
@@ -97,6 +100,7 @@ export class DockerBackend implements SessionBackend {
     this.pipes = new PipeTransport(options, this.instance);
     this.pidsMount = options.sessionPidsLimit > 0 ? readPidsMount() : null;
     this.isolation = new SessionIsolation(options.isolation);
+    this.snapshots = options.isolation.enabled ? new DockerSnapshotLayers(this.pipes.snapshotsDir) : undefined;
   }
 
   /** Checks the engine and the image, and removes containers a previous instance of this deployment left. */
@@ -114,6 +118,7 @@ export class DockerBackend implements SessionBackend {
     const removed = await this.sweep();
     if (removed > 0) logger.info({ removed, deployment: this.options.deployment }, 'removed containers left by an earlier broker');
     await this.pipes.prepare();
+    await this.snapshots?.init();
   }
 
   /** The pool's containers and the lifecycle's an earlier broker of this deployment left. */
@@ -124,7 +129,8 @@ export class DockerBackend implements SessionBackend {
   async startContainer(index: number): Promise<ContainerRef> {
     // A fresh name per start: a replacement never waits for a stuck removal to free the old one.
     const name = containerName(this.options.deployment, this.instance, `c${index}`, `${++this.starts}`);
-    return this.startNamed(name, (bind, deadline) => containerCreateOptions(name, this.options, this.instance, bind, deadline));
+    const store = this.snapshots?.bind ?? null;
+    return this.startNamed(name, (bind, deadline) => withSnapshotStore(containerCreateOptions(name, this.options, this.instance, bind, deadline), store));
   }
 
   /**

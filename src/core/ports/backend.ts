@@ -2,6 +2,7 @@
  * The port every backend implements (local processes now, Docker next, Kubernetes later).
  * The pool talks only to this interface; it never sees a process, a socket or a container API.
  */
+import type { SnapshotLayers } from './snapshotLayers';
 import type { DedicatedContainerSpec } from './dedicatedContainers';
 
 import type { ContainerHealth, ContainerRef } from './container';
@@ -310,6 +311,8 @@ export interface SessionBackend {
   readonly pausing?: ContainerPausing;
   /** Capability: per-lease filesystem isolation; its state for /health (absent: the backend has none). */
   readonly isolation?: { status(): IsolationReport };
+  /** Capability: snapshots of sessions' views (ports/snapshotLayers.ts; absent: the routes answer 501). */
+  readonly snapshots?: SnapshotLayers;
 }
 
 /** Per-lease filesystem isolation as /health reports it (docs/isolation.md). */
