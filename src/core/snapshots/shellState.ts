@@ -18,6 +18,11 @@ const OWN_VARIABLES =
   '__bk_*|__bn|__f|_|BASH|BASHOPTS|BASHPID|BASH_ALIASES|BASH_ARGC|BASH_ARGV|BASH_ARGV0|BASH_CMDS|BASH_COMMAND|BASH_LINENO|BASH_SOURCE|BASH_SUBSHELL|BASH_VERSINFO|BASH_VERSION|BASH_LOADABLES_PATH|BASH_MONOSECONDS|BASH_TRAPSIG|COLUMNS|LINES|EUID|PPID|SHELLOPTS|UID|FUNCNAME|GROUPS|HISTCMD|LINENO|RANDOM|SECONDS|SRANDOM|EPOCHREALTIME|EPOCHSECONDS|PIPESTATUS|DIRSTACK|PWD|SHLVL|BROKER_SHELL_PID|BROKER_SESSION_TAG|COMP_WORDBREAKS';
 /** The framing's functions (framing.ts): the new bash defines its own. */
 const OWN_FUNCTIONS = '__bs|__be|exit|__bk_*';
+/**
+ * `set -o` options the broker's shell keeps as its framing has them: line editing (`set +o emacs`
+ * on a shell reading a pipe ends it), history and job control.
+ */
+const FRAMING_OPTIONS = /^set [-+]o (emacs|vi|history|monitor)$/;
 /** Options `shopt` lists that no command may set. */
 const READ_ONLY_SHOPT = /^shopt -[su] (login_shell|restricted_shell)$/;
 
@@ -65,11 +70,13 @@ export function parseShellState(stdout: string): ShellState {
     return found[0];
   };
   const cwd = one('cwd');
-  const variables = (parts.get('var') ?? []).filter((v) => v.startsWith('declare ')).map((v) => `builtin declare -g ${v.slice('declare '.length).trimEnd()}`);
+  // `declare` itself, not `builtin declare`: only the keyword's own name parses `a=(...)` as an
+  // array's assignment. No function can shadow it yet: functions are restored after the variables.
+  const variables = (parts.get('var') ?? []).filter((v) => v.startsWith('declare ')).map((v) => `declare -g ${v.slice('declare '.length).trimEnd()}`);
   const umask = one('umask').trim();
   if (!/^[0-7]{3,4}$/.test(umask)) throw new Error(`the shell's state could not be read (umask ${umask})`);
   const shopt = one('shopt').split('\n').filter((l) => l && !READ_ONLY_SHOPT.test(l)).map((l) => `builtin ${l}`);
-  const options = one('set').split('\n').filter((l) => /^set [-+]o [a-z-]+$/.test(l)).map((l) => `builtin ${l}`);
+  const options = one('set').split('\n').filter((l) => /^set [-+]o [a-z-]+$/.test(l) && !FRAMING_OPTIONS.test(l)).map((l) => `builtin ${l}`);
   const script = [
     `builtin cd -- ${shellQuote(cwd)}`,
     ...variables,
