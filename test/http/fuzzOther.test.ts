@@ -24,7 +24,7 @@ const AUTH = { authorization: `Bearer ${TOKEN}` };
 /** The contracts the other fuzz suites give `hostileCases`, by the names they import them under. */
 async function contractsFuzzedElsewhere(): Promise<Set<ApiContract>> {
   const names = new Set<string>();
-  for (const file of fs.readdirSync(__dirname).filter((f) => /^fuzz-.+\.test\.ts$/.test(f) && f !== path.basename(__filename))) {
+  for (const file of fs.readdirSync(__dirname).filter((f) => /^fuzz[A-Z].+\.test\.ts$/.test(f) && f !== path.basename(__filename))) {
     for (const m of fs.readFileSync(path.join(__dirname, file), 'utf8').matchAll(/hostileCases\(\s*([A-Z][A-Z0-9_]*)/g)) names.add(m[1]);
   }
   const modules = fs.readdirSync(path.join(__dirname, '../../src/api'), { recursive: true, encoding: 'utf8' }).filter((f) => /Contract\.ts$/.test(f));
@@ -62,7 +62,7 @@ describe(`the other APIs' strings fuzzed (${testBackend})`, () => {
   afterAll(() => endFuzz(report, t, tb));
 
   it('reads which contracts the other suites take: each of them names one at least, and one is left here at least', () => {
-    for (const file of fs.readdirSync(__dirname).filter((f) => /^fuzz-.+\.test\.ts$/.test(f) && f !== path.basename(__filename))) {
+    for (const file of fs.readdirSync(__dirname).filter((f) => /^fuzz[A-Z].+\.test\.ts$/.test(f) && f !== path.basename(__filename))) {
       expect({ file, names: /hostileCases\(\s*[A-Z]/.test(fs.readFileSync(path.join(__dirname, file), 'utf8')) }).toEqual({ file, names: true });
     }
     expect(rest.length).toBeGreaterThan(0);
@@ -70,7 +70,7 @@ describe(`the other APIs' strings fuzzed (${testBackend})`, () => {
 
   it('every string of their routes with a name or a path too long, a NUL byte or `..`: nothing is a 5xx, a refusal changes nothing', async () => {
     // By parameter name: a route with a parameter of a new name fails here, naming it.
-    const params = { sessionId: held, index: '0', asset: 'dashboard.js', name: 'swagger-ui.css', tag: 'x' };
+    const params = { sessionId: held, index: '0', asset: 'dashboard.js', name: 'swagger-ui.css', tag: 'x', snapshotId: 'snap-0000000000000000' };
     const cases = rest.flatMap((api) => hostileCases(api, AUTH, () => ({ params })));
     await everyHostileCase(t, cases, { usable: async () => expect((await tb.post(`/session/${held}/execute`, { command: 'cat f.txt' }, AUTH)).json.stdout).toBe('kept\n') });
   });

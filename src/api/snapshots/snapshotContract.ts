@@ -66,6 +66,21 @@ const FORKED = Type.Object({
 
 const ID = 'f3c1d2e4a5b6978812345678abcdef01';
 const SNAP = 'snap-0123456789abcdef';
+const VIEW_EXAMPLE = {
+  snapshot_id: SNAP,
+  pool: 'default',
+  parent_session: ID,
+  parent_snapshot: null,
+  depth: 1,
+  bytes: 1048576,
+  created_at_ms: 1795623330962,
+  age_seconds: 0,
+  expires_at_ms: 1795626930962,
+  forks: 8,
+  live_forks: [],
+  cwd: `/tmp/s/${ID}`,
+  background_processes: [],
+};
 const ON_LEASE = {
   400: 'a bad body (`bad_request`), or the lease ended (`session_not_in_use`)',
   404: 'no session of this id was ever leased (`session_not_found`)',
@@ -79,7 +94,7 @@ const routes = {
     path: '/session/:sessionId/snapshot',
     summary: "Snapshot a leased session: its own writes and its shell's state (the session goes on)",
     body: { schema: SNAPSHOT_BODY, required: false, example: { ttl: 600 } },
-    responses: { 201: { description: 'the snapshot', schema: SNAPSHOT_VIEW } },
+    responses: { 201: { description: 'the snapshot', schema: SNAPSHOT_VIEW, example: { ...VIEW_EXAMPLE, forks: 0 } } },
     errors: {
       ...ON_LEASE,
       409: 'a command runs on the session (`session_busy`: a snapshot is taken between commands), or it started from a chain of snapshots as deep as a view stacks (`snapshot_too_deep`)',
@@ -92,7 +107,7 @@ const routes = {
     path: '/session/:sessionId/fork',
     summary: 'Snapshot a leased session and start n sessions from it, all or nothing',
     body: { schema: FORK_BODY, example: { n: 8 } },
-    responses: { 200: { description: 'the snapshot and the new leases', schema: FORKED, example: { snapshot: { snapshot_id: SNAP }, sessions: [{ session_id: ID, container: 0 }] } } },
+    responses: { 200: { description: 'the snapshot and the new leases', schema: FORKED, example: { snapshot: VIEW_EXAMPLE, sessions: [{ session_id: ID, container: 0 }] } } },
     errors: {
       ...ON_LEASE,
       409: 'as for a snapshot (`session_busy`, `snapshot_too_deep`)',
@@ -106,7 +121,7 @@ const routes = {
     path: '/session/:sessionId/restore',
     summary: 'Put a leased session back to a snapshot of its own, in place (same id, same working directory)',
     body: { schema: RESTORE_BODY, example: { snapshot: SNAP } },
-    responses: { 200: { description: 'the snapshot it runs from now', schema: SNAPSHOT_VIEW } },
+    responses: { 200: { description: 'the snapshot it runs from now', schema: SNAPSHOT_VIEW, example: { ...VIEW_EXAMPLE, live_forks: [ID] } } },
     errors: {
       ...ON_LEASE,
       403: 'a snapshot of another session (`snapshot_not_own`)',
