@@ -17,6 +17,8 @@ jest.setTimeout(240_000);
 const PREFIX = [
   'mkdir -p /root/repo/src && cd /root/repo && printf "one\\n" >src/a.py && printf "keep\\n" >README && printf "gone\\n" >old.txt && printf "x\\n" >tool.sh',
   'printf "two\\n" >>src/a.py && rm old.txt && chmod 751 tool.sh && mv README README.md && echo "127.0.0.9 forked" >>/etc/hosts 2>/dev/null; echo "root:x:0:0:changed:/root:/bin/sh" >/etc/passwd && rm /etc/group && mkdir -p /etc/app.d && echo cfg >/etc/app.d/x.conf',
+  // An image directory removed and made again is opaque (an xattr of the layer): the image's /var/tmp must not show through.
+  'rm -rf /var && mkdir /var && echo new >/var/only && ln -s /etc/app.d/x.conf /root/link && mkfifo /root/fifo',
   'cd "$OLDPWD" && mkdir -p work && echo w1 >work/notes.txt && cd work',
   'plain=hello; export EXPORTED="a b  c"; declare -a arr=(x "y z" ""); declare -A map=([k]=v ["s p"]=q); declare -i n=41; n+=1; readonly RO=fixed',
   'greet() { echo "hi $1"; }; alias ll="ls -la"; set -o noglob; set -u; shopt -s nullglob; umask 0027',
@@ -27,7 +29,7 @@ const PROBE = [
   'pwd',
   'cat /root/repo/src/a.py /root/repo/README.md /etc/app.d/x.conf; ls /root/repo; stat -c "%a %n" /root/repo/tool.sh',
   'test -e /root/repo/old.txt && echo old-present || echo old-absent; test -e /etc/group && echo group-present || echo group-absent; grep changed /etc/passwd',
-  'cat notes.txt',
+  'cat notes.txt; ls /var; cat /root/link; stat -c %F /root/fifo',
   'echo "$plain|$EXPORTED|${#arr[@]}|${arr[1]}|${map[k]}|${map[s p]}|$n|$RO"; declare -p arr map n RO | sed "s/^declare //"',
   'env | grep -c "^EXPORTED=a b  c$"; env | grep -c "^plain=" || true',
   'greet you; alias ll; set -o | grep -E "^(noglob|nounset) " | tr -s " \\t" " "; shopt nullglob | tr -s " \\t" " "; umask',
