@@ -8,7 +8,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { eventually, startTestBroker, type TestBroker } from '../helpers/broker';
+import { eventually, startTestBroker, testDeployment, type TestBroker } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import type { DockerBackend } from '../../src/backends/docker/dockerBackend';
 
@@ -91,5 +91,25 @@ describeDocker('snapshot of a leased session', () => {
     }
     expect(await listed()).toEqual(before);
     await tb.release(id);
+  });
+
+  it('a broker sweeps its deployment’s layers: at its close, and at its start those a crashed one left', async () => {
+    const deployment = testDeployment(`snapsweep-${process.pid}`);
+    const one = await startTestBroker({ BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_DEPLOYMENT: deployment });
+    const dir = storeDir(one);
+    const id = await one.acquire();
+    const snap = (await one.post(`/session/${id}/snapshot`)).json as { snapshot_id: string };
+    expect(fs.existsSync(path.join(dir, snap.snapshot_id, 'u'))).toBe(true);
+    await one.close();
+    expect(fs.existsSync(dir)).toBe(false);
+    // What a broker killed before its close leaves: a layer no record names.
+    fs.mkdirSync(path.join(dir, 'snap-0123456789abcdef', 'u'), { recursive: true });
+    const two = await startTestBroker({ BROKER_CONTAINERS: '1', BROKER_SESSIONS_PER_CONTAINER: '1', BROKER_DEPLOYMENT: deployment });
+    try {
+      expect(fs.readdirSync(dir)).toEqual(['at']);
+      expect(((await two.get('/snapshots')).json as { snapshots: unknown[] }).snapshots).toEqual([]);
+    } finally {
+      await two.close();
+    }
   });
 });

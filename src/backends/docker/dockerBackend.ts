@@ -337,6 +337,7 @@ export class DockerBackend implements SessionBackend {
     await Promise.all(links.map((l) => l.control.close().catch(() => undefined)));
     await Promise.all(links.map((l) => l.spawner?.close()));
     await this.pipes.close();
+    await this.snapshots?.close();
     // Bounded: an engine that is still down must not hold the broker's shutdown.
     await Promise.race([this.removals.retry(), new Promise((r) => setTimeout(r, 10_000).unref())]);
   }

@@ -8,8 +8,8 @@
  * its spawn: they become lower layers of its overlay, above the image's root, with a fresh upper
  * layer of its own. Nothing of the image is ever copied.
  *
- * A broker's start removes its deployment's directory: the snapshots of an earlier broker are gone
- * with its records.
+ * The records are the broker's memory: its close removes the directory, and its start removes one
+ * that a crashed broker of its deployment left.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -44,6 +44,11 @@ export class DockerSnapshotLayers implements SnapshotLayers {
   async init(): Promise<void> {
     await fs.promises.rm(this.hostDir, { recursive: true, force: true });
     await fs.promises.mkdir(path.join(this.hostDir, 'at'), { recursive: true, mode: 0o700 });
+  }
+
+  /** At the broker's close: the records die with it, so do the layers (its containers are gone). */
+  async close(): Promise<void> {
+    await fs.promises.rm(this.hostDir, { recursive: true, force: true }).catch(() => undefined);
   }
 
   async capture(shell: SessionShell, id: string): Promise<{ bytes: number }> {
