@@ -72,7 +72,7 @@ describeDocker('sessions started from a snapshot', () => {
     for (const id of [parent, fork, second]) await tb.release(id);
   });
 
-  it('fork {"n"} starts n isolated sessions at once; a released fork leaves nothing to the next lease of its slot', async () => {
+  it('fork {"n"} starts n isolated sessions at once; a released fork leaves nothing to the next lease of its slot, even one that wrote nothing', async () => {
     const parent = await tb.acquire();
     for (const command of PREFIX) expect((await tb.exec(parent, command)).return_code).toBe(0);
     const expected = await probeOf(tb, parent);
@@ -83,9 +83,12 @@ describeDocker('sessions started from a snapshot', () => {
     expect(snapshot.forks).toBe(3);
     const ids = sessions.map((s) => s.session_id);
     for (const id of ids) expect(await probeOf(tb, id)).toBe(expected);
-    // Each writes its own mark; none sees another's, nor does the parent.
-    await Promise.all(ids.map((id, i) => tb.exec(id, `echo ${i} >/etc/mark; echo ${i} >mark`)));
-    for (const [i, id] of ids.entries()) expect((await tb.exec(id, 'cat /etc/mark mark')).stdout).toBe(`${i}\n${i}\n`);
+    // Two write their own mark; neither sees the other's, nor does the parent. The third writes
+    // nothing: its view is still more than the image, so its slot must not be reused in place.
+    const writers = ids.slice(0, 2);
+    await Promise.all(writers.map((id, i) => tb.exec(id, `echo ${i} >/etc/mark; echo ${i} >mark`)));
+    for (const [i, id] of writers.entries()) expect((await tb.exec(id, 'cat /etc/mark mark')).stdout).toBe(`${i}\n${i}\n`);
+    expect((await tb.exec(ids[2], 'cat /etc/mark mark 2>&1 | grep -c "No such file"')).stdout).toBe('2\n');
     expect((await tb.exec(parent, 'cat /etc/mark mark 2>&1 | grep -c "No such file"')).stdout).toBe('2\n');
     // Fork sessions hold the snapshot: listed as live forks.
     const listed = (await tb.get('/snapshots')).json as { snapshots: { snapshot_id: string; live_forks: string[] }[] };
