@@ -90,8 +90,7 @@ export class DockerBackend implements SessionBackend {
   private readonly usageMounts: UsageMounts = readUsageMounts();
   /** Which containers isolate their sessions, and each isolated session's shell (for its extra shells). */
   readonly isolation: SessionIsolation;
-  /** Snapshots of isolated sessions' views (snapshots/dockerSnapshotLayers.ts); none without isolation. */
-  readonly snapshots: DockerSnapshotLayers | undefined;
+  readonly snapshots: DockerSnapshotLayers | undefined; // isolated sessions' snapshot layers; none without isolation
 
   constructor(private readonly options: DockerBackendOptions) {
     this.removals = new ContainerRemovals(this.docker);
@@ -129,8 +128,7 @@ export class DockerBackend implements SessionBackend {
   async startContainer(index: number): Promise<ContainerRef> {
     // A fresh name per start: a replacement never waits for a stuck removal to free the old one.
     const name = containerName(this.options.deployment, this.instance, `c${index}`, `${++this.starts}`);
-    const store = this.snapshots?.bind ?? null;
-    return this.startNamed(name, (bind, deadline) => withSnapshotStore(containerCreateOptions(name, this.options, this.instance, bind, deadline), store));
+    return this.startNamed(name, (bind, deadline) => withSnapshotStore(containerCreateOptions(name, this.options, this.instance, bind, deadline), this.snapshots?.bind ?? null));
   }
 
   /**
