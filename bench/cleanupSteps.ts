@@ -144,7 +144,7 @@ async function main(): Promise<void> {
   let ref: ContainerRef | null = null;
   const sessions: BashSession[] = [];
   try {
-    ref = await backend.startContainer(0);
+    ref = await backend.containers.start({ kind: 'pool', index: 0 });
     await backend.connectContainer?.(ref);
     const dirs: string[] = [];
     for (let i = 0; i < PER_CONTAINER; i++) {

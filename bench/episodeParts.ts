@@ -48,7 +48,7 @@ async function main(): Promise<void> {
   const n = Number(arg('n', '200'));
   const rounds = Number(arg('rounds', '3'));
   const { backend } = await makeBackend('docker', 'default', 'bash-broker-sandbox:latest', EPISODE_FLOOR_DEPLOYMENT);
-  const ref = await backend.startContainer(0);
+  const ref = await backend.containers.start({ kind: 'pool', index: 0 });
   try {
     await backend.connectContainer?.(ref);
     const cpuFile = `/sys/fs/cgroup/cpuacct/docker/${ref.id}/cpuacct.usage`;

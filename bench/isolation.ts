@@ -189,11 +189,13 @@ async function diskPerIdleSessionKiB(url: string): Promise<number> {
   return Number(r.stdout.trim());
 }
 
-type Mode = 'off' | 'on' | 'onWrites' | 'script' | 'fresh';
+type Mode = 'off' | 'on' | 'onWrites' | 'script' | 'fresh' | 'netOff' | 'netOffWrites';
 const MODE_NAMES: Record<Mode, string> = {
   off: 'isolation off',
   on: 'isolation on',
   onWrites: 'isolation on, episode writes a file',
+  netOff: 'isolation on, no netns nor memory or CPU limits',
+  netOffWrites: 'isolation on, no netns nor limits, episode writes a file',
   script: 'isolation on, setup script',
   fresh: 'fresh_container pool',
 };
@@ -211,6 +213,8 @@ async function recycles(broker: BrokerProcess): Promise<{ inPlace: number; reope
  */
 function modeEnv(mode: Mode, scriptRoot: string): Record<string, string> {
   if (mode === 'on' || mode === 'onWrites') return { BROKER_SESSION_ISOLATION: '1' };
+  // The sessions' own networks and memory/CPU limits off: the network shared, no memory limit, no CPU settings written.
+  if (mode === 'netOff' || mode === 'netOffWrites') return { BROKER_SESSION_ISOLATION: '1', BROKER_SESSION_NETWORK: 'shared', BROKER_SESSION_MEMORY: '0' };
   if (mode === 'script') return { BROKER_SESSION_ISOLATION: '1', BROKER_DOCKER_FIFO_DIR: scriptRoot, CC: '/bin/false' };
   return { BROKER_SESSION_ISOLATION: '0' };
 }
@@ -237,7 +241,7 @@ async function runMode(mode: Mode, clients: number): Promise<ModeResult> {
     const disk = env.BROKER_SESSION_ISOLATION === '1' ? await diskPerIdleSessionKiB(broker.url) : null;
     process.stderr.write(`[isolation] ${name} at ${clients}: episodes\n`);
     const recycled0 = await recycles(broker);
-    const ep = await episodes(broker.url, fresh ? 'fresh' : null, clients, broker.pid, mode === 'onWrites');
+    const ep = await episodes(broker.url, fresh ? 'fresh' : null, clients, broker.pid, mode === 'onWrites' || mode === 'netOffWrites');
     const recycled1 = await recycles(broker);
     const inPlace = recycled1.inPlace - recycled0.inPlace;
     const releases = inPlace + recycled1.reopened - recycled0.reopened;
@@ -309,7 +313,8 @@ async function main(): Promise<void> {
     ratios.push(
       `- ${clients} clients${ROUNDS > 1 ? ` (medians of ${ROUNDS} rounds)` : ''}: episodes/s on / off **${fmt(per('on') / per('off'), 2)}** (goal ≥ 0.8; an episode that writes a file ${fmt(per('onWrites') / per('off'), 2)}, through the setup script ${fmt(per('script') / per('off'), 2)})` +
         (FRESH ? `, on / \`fresh_container\` **${fmt(per('on') / per('fresh'), 1)}** (goal ≥ 5)` : '') +
-        `; broker + containers CPU per episode off / on **${fmt(cpuOf('off') / cpuOf('on'), 2)}** (writes a file ${fmt(cpuOf('off') / cpuOf('onWrites'), 2)}): the episodes/s on / off where that CPU bounds them.`,
+        `; broker + containers CPU per episode off / on **${fmt(cpuOf('off') / cpuOf('on'), 2)}** (writes a file ${fmt(cpuOf('off') / cpuOf('onWrites'), 2)}): the episodes/s on / off where that CPU bounds them.` +
+        (got.has('netOff') ? ` Netns and limits on / off: episodes/s ${fmt(per('on') / per('netOff'), 2)}, writing ${fmt(per('onWrites') / per('netOffWrites'), 2)} (goal ≥ 0.9); CPU per writing episode (a new session each) ${fmt(1000 * (cpuOf('onWrites') - cpuOf('netOffWrites')), 2)} ms more.` : ''),
     );
   }
   const load1 = os.loadavg();

@@ -31,7 +31,7 @@ import { PoolActivity } from './core/dashboard/poolActivity';
 import { teeObservers } from './core/dashboard/observerTee';
 import { DashboardFeed } from './core/dashboard/dashboardFeed';
 import { TaskService } from './core/tasks/taskService';
-import { DockerTaskBackend } from './backends/docker/tasks/taskContainers';
+import { SandboxDirectory } from './core/sandbox/sandboxDirectory';
 
 /** execd shells (running commands, bash sessions, code contexts) one sandbox may have at once. */
 const EXECD_MAX_SHELLS_PER_SANDBOX = 16;
@@ -41,8 +41,6 @@ const LISTED_SANDBOXES = 200;
 const EXECD_FINISHED_COMMANDS_KEPT = 64;
 import { createGroupService } from './core/groups/groupsApi';
 import type { GroupService } from './core/groups/groupService';
-import type { SandboxContainers } from './core/ports/sandboxContainers';
-import { DockerSandboxContainers } from './backends/docker/groups/groupContainers';
 import { openLanceStore } from './backends/lancedb/lanceVectorStore';
 import { HttpGroupEndpoints } from './api/groups/groupListeners';
 import type { ListenerGuard } from './http/listenerGuard';
@@ -66,7 +64,8 @@ export function createBackend(config: BrokerConfig): SessionBackend {
     case 'local':
       return new LocalBackend({ root: config.localRoot, cgroups: config.localCgroups, hostEnv: config.hostEnv, ...localIsolation(config) });
     case 'docker':
-      return new DockerBackend(config.docker);
+      // The broker's own backend also starts sandbox groups' and task sandboxes' containers.
+      return new DockerBackend({ ...config.docker, groupImage: config.groups.image, tasks: config.tasks });
   }
 }
 
@@ -83,22 +82,21 @@ export function createPoolBackend(config: BrokerConfig, spec: PoolSpec): Session
   switch (config.backend) {
     case 'local':
       return new LocalBackend({ root: path.join(config.localRoot, `pool-${spec.name}`), cgroups: config.localCgroups, hostEnv: config.hostEnv, env: spec.env, ...localIsolation(config) });
-    case 'docker':
-      return new DockerBackend({ ...config.docker, image: spec.image, env: spec.env, deployment: `${config.docker.deployment}.${spec.name}` });
+    case 'docker': {
+      // A pool of whole containers, fresh for each lease (the lifecycle's), shares its container's
+      // network unless it names one: the container is its session's alone (no neighbour to keep
+      // apart), and the lifecycle's port proxy reaches the session's servers at the container's address.
+      const wholeContainers = spec.freshContainer && spec.sessionsPerContainer === 1;
+      const network = spec.network ?? (wholeContainers ? 'shared' : undefined);
+      const isolation = network ? { ...config.docker.isolation, network } : config.docker.isolation;
+      // A session's CPU quota cannot exceed its container's (the kernel refuses a child's above its parent's).
+      const sessionLimits = { ...config.docker.sessionLimits, ...spec.sessionLimits };
+      sessionLimits.cpus = Math.min(sessionLimits.cpus, config.docker.cpus);
+      return new DockerBackend({ ...config.docker, image: spec.image, env: spec.env, deployment: `${config.docker.deployment}.${spec.name}`, isolation, sessionLimits, wholeContainers });
+    }
   }
 }
 
-/** Dedicated sandbox containers where the backend makes them (Docker); null elsewhere (the routes answer 501). */
-export function createSandboxContainers(config: BrokerConfig, backend: SessionBackend): SandboxContainers | null {
-  if (!(backend instanceof DockerBackend)) return null;
-  return new DockerSandboxContainers(backend.docker, backend.ownContainers, { ...config.docker, image: config.groups.image }, backend.instance);
-}
-
-/** Task sandboxes run on Docker only: on the local backend their routes answer 501. */
-export function createTaskService(config: BrokerConfig, backend: SessionBackend): TaskService {
-  const tasks = backend instanceof DockerBackend ? new DockerTaskBackend(backend.ownContainers, { tasks: config.tasks }) : null;
-  return new TaskService(tasks, config.tasks);
-}
 
 export class Broker {
   /** The default pool (the pool API's own). */
@@ -110,6 +108,8 @@ export class Broker {
   readonly backend: SessionBackend;
   /** The lifecycle API's sandboxes (/v1/sandboxes). */
   readonly sandboxes: SandboxService;
+  /** Every live sandbox by id, of every kind (core/sandbox/sandbox.ts): execd and the dashboard find them here. */
+  readonly directory = new SandboxDirectory();
   readonly metrics = new BrokerMetrics();
   readonly server: http.Server;
   readonly seam: HttpSeam;
@@ -148,6 +148,7 @@ export class Broker {
       maxLeaseTtlMs: config.rollout.maxLeaseTtlMs,
       journal: { entries: config.rollout.historyEntries, outputChars: config.rollout.historyOutputChars },
       onLeaseEnded: this.trajectories ? (record: Parameters<TrajectoryFile['append']>[0]) => this.trajectories!.append(record) : undefined,
+      sandboxes: this.directory,
     };
     // Every pool reports to the metrics and to the dashboard's activity alike.
     const observer = teeObservers(this.metrics, this.activity);
@@ -175,7 +176,7 @@ export class Broker {
     if (this.images.pools.onDemand) this.pools.attachOnDemand((sessionId) => this.images.pools.owning(sessionId));
     this.metrics.attach(this.pool);
     this.metrics.attachPools(this.pools);
-    this.workspaces = createWorkspaceApi(this.pool, backend, config, overrides.maxOutputBytes ?? config.maxOutputBytes);
+    this.workspaces = createWorkspaceApi(this.pool, backend, config, overrides.maxOutputBytes ?? config.maxOutputBytes, this.directory);
     this.sandboxes = new SandboxService({
       pools: this.pools,
       backend,
@@ -183,7 +184,11 @@ export class Broker {
       containersIsolate: config.backend === 'docker',
       healthCheckIntervalMs: config.healthCheckIntervalMs,
       images: { pools: this.images.pools, access: this.images.access },
+      directory: this.directory,
     });
+    // An id no live sandbox has: the lifecycle knows its ended ones; the pools, the rest (404 never issued).
+    this.directory.explainMisses((id) => this.sandboxes.explain(id));
+    this.directory.explainMisses((id) => this.pools.explain(id));
     registerSandboxGauge(this.metrics.registry, this.sandboxes);
     this.execd = new ExecdService({
       maxShellsPerSandbox: EXECD_MAX_SHELLS_PER_SANDBOX,
@@ -194,7 +199,7 @@ export class Broker {
     // A node's sandbox ports, like its own, take the cluster's token only (its clients go through gateways).
     const sandboxToken = config.cluster.role === 'node' ? config.cluster.clusterToken : config.token;
     const endpoints = new HttpGroupEndpoints({ host: config.host, token: sandboxToken, maxBodyBytes: config.maxBodyBytes });
-    this.groups = createGroupService(config, createSandboxContainers(config, backend), openLanceStore, endpoints, overrides.maxOutputBytes ?? config.maxOutputBytes);
+    this.groups = createGroupService(config, backend.containers.kinds.has('group') ? backend.containers : null, openLanceStore, endpoints, overrides.maxOutputBytes ?? config.maxOutputBytes, this.directory);
     this.dashboard = new DashboardFeed({
       pools: () => this.pools.entries,
       activity: this.activity,
@@ -207,7 +212,8 @@ export class Broker {
       ],
       images: () => this.images.report().images,
     });
-    this.tasks = createTaskService(config, backend);
+    // Task sandboxes where the backend starts their containers (Docker); elsewhere their routes answer 501.
+    this.tasks = new TaskService(backend.containers.kinds.has('task') ? backend.containers : null, config.tasks, undefined, this.directory);
     this.snapshots = new SnapshotService(this.pools, config.snapshots);
     this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, {
       tasks: this.tasks,
@@ -219,6 +225,7 @@ export class Broker {
       dashboard: this.dashboard,
       images: this.images,
       snapshots: this.snapshots,
+      directory: this.directory,
     });
     const guard = overrides.guard;
     const listener = guard ? guard.request(this.seam.serveRequest) : this.seam.serveRequest;

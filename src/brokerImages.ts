@@ -1,6 +1,6 @@
 /**
  * A broker's images on demand (docs/images.md), put together: the engine's images (Docker only),
- * the pulls and their disk, the pools made per image (each a SessionPool over a DockerBackend of
+ * the pulls and their disk, the pools made per image (each a SessionPool over a backend of
  * that image, like a BROKER_POOLS pool's) and the warm-ups, with their report for GET /images,
  * /health and /metrics.
  */
@@ -17,9 +17,6 @@ import { ImagePools, type ImagePoolFactory } from './core/images/imagePools';
 import { ImageWarmups } from './core/images/imageWarmups';
 import { imagesReport, type ImagesReport } from './core/images/imageViews';
 import type { ImageMetrics } from './metrics/imageMetrics';
-import { DockerBackend } from './backends/docker/dockerBackend';
-import { DockerImageStore } from './backends/docker/images/dockerImageStore';
-import { sweepImagePoolContainers } from './backends/docker/images/imagePoolSweep';
 import { logger } from './common/logger';
 
 export interface BrokerImages {
@@ -48,12 +45,13 @@ export function createBrokerImages(
   const settings = config.images;
   const createdAtMs = Date.now();
   const access = new ImageAccess(settings.allow, settings.credentials);
-  const docker = backend instanceof DockerBackend ? backend : null;
-  const store = docker ? new DockerImageStore(docker.docker) : null;
+  // Where the backend has an engine's images (Docker); elsewhere images are names only.
+  const engine = backend.images ?? null;
+  const store = engine?.store ?? null;
   const sessionsPerContainer = settings.sessionsPerContainer;
-  const make: ImagePoolFactory | null = docker
+  const make: ImagePoolFactory | null = engine
     ? (image) => {
-        const poolBackend = new DockerBackend({ ...config.docker, image, deployment: imageDeployment(config.docker.deployment, image) });
+        const poolBackend = engine.poolBackend(image, imageDeployment(config.docker.deployment, image));
         const pool = new SessionPool(
           poolBackend,
           { ...poolOptions, containers: 0, sessionsPerContainer, cleanupWorkers: Math.min(poolOptions.cleanupWorkers, settings.maxContainersPerImage * sessionsPerContainer) },
@@ -84,8 +82,8 @@ export function createBrokerImages(
     access,
     report,
     start: async () => {
-      if (docker) {
-        const swept = await sweepImagePoolContainers(docker.docker, config.docker.deployment, createdAtMs);
+      if (engine) {
+        const swept = await engine.sweepPools(config.docker.deployment, createdAtMs);
         if (swept > 0) logger.info({ removed: swept }, 'removed image pool containers an earlier broker left');
       }
       if (pulls && access.enabled) await pulls.start();

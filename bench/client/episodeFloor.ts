@@ -99,7 +99,7 @@ export async function openEpisodeFloor(kind: 'local' | 'docker', image: string, 
   try {
     const containers = Math.ceil(concurrency / perContainer);
     await mapLimit(Array.from({ length: containers }, (_, i) => i), 8, async (i) => {
-      const ref = await backend.startContainer(i);
+      const ref = await backend.containers.start({ kind: 'pool', index: i });
       floor.refs.push(ref);
       await backend.connectContainer?.(ref);
     });

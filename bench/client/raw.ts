@@ -56,7 +56,7 @@ export async function openRaw(
   try {
     // 8 containers at once, as the broker starts them.
     await mapLimit(Array.from({ length: containers }, (_, i) => i), 8, async (i) => {
-      const ref = await backend.startContainer(i);
+      const ref = await backend.containers.start({ kind: 'pool', index: i });
       refs.push(ref);
       await backend.connectContainer?.(ref);
     });

@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import Dockerode from 'dockerode';
 import { LABEL_DEPLOYMENT } from '../../src/backends/docker/dockerBackend';
 import { kindFilter } from '../../src/backends/docker/containers/labels';
-import type { ContainerKind } from '../../src/core/ports/dedicatedContainers';
+import type { ContainerKind } from '../../src/core/ports/containers';
 import { PS, unexpectedProcesses } from '../../devtools/containerPs';
 import { cmdline, procAlive } from '../../devtools/procs';
 import { mapLimit, sleep } from '../lib/stats';

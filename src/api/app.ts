@@ -21,7 +21,7 @@ import type { ExecdFilesApi } from '../core/execd/execdFilesApi';
 import type { ExecdService } from '../core/execd/execdService';
 import type { TaskService } from '../core/tasks/taskService';
 import { taskRouter } from './tasks/taskRoutes';
-import type { SandboxDirectory } from '../core/sandbox/sandboxHandle';
+import type { SandboxDirectory } from '../core/sandbox/sandboxDirectory';
 import { execdFileRouter } from './execd/execdFileRoutes';
 import { execdMetricsRouter } from './execd/execdMetricsRoutes';
 import { execdCommandRouter } from './execd/execdCommandRoutes';
@@ -33,7 +33,6 @@ import { dashboardRouter } from './dashboard/dashboardRoutes';
 import { docsRouter } from './docs/docsRoutes';
 import { DEFAULT_POOL, PoolRegistry } from '../core/pool/poolRegistry';
 import type { SandboxService } from '../core/lifecycle/sandboxService';
-import { composeDirectories } from '../core/sandbox/sandboxDirectory';
 import { lifecycleRouter } from './lifecycle/lifecycleRoutes';
 import { egressRouter } from './lifecycle/unservedRoutes';
 import { portProxyRouter } from './lifecycle/portProxy';
@@ -53,7 +52,8 @@ export interface ExecdApis {
  * `workspaces` (shared PTY workspaces), `execd` of every sandbox (OpenSandbox's execd API), `groups`:
  * sandbox groups, `pools`: every pool (BROKER_POOLS; without it, the default pool alone), `sandboxes`:
  * OpenSandbox's lifecycle API (/v1), `tasks`: task sandboxes with a coding agent,
- * `dashboard`: the live dashboard's feed (/ui, /admin).
+ * `dashboard`: the live dashboard's feed (/ui, /admin), `directory`: every live sandbox by id, which
+ * the per-sandbox routes (execd's, the lifecycle's egress) resolve their path's id through.
  */
 export interface BrokerApis {
   workspaces?: WorkspaceApi;
@@ -66,14 +66,13 @@ export interface BrokerApis {
   images?: BrokerImages;
   /** Snapshots of sessions (docs/snapshots.md): acquires from a snapshot, forks, restores. */
   snapshots?: SnapshotService;
+  directory?: SandboxDirectory;
 }
 
-/**
- * THE directory the per-sandbox APIs (execd) resolve their path's id through: lifecycle sandboxes,
- * then the leases of every pool.
- */
-export function sandboxDirectory(apis: { pools: PoolRegistry; sandboxes?: SandboxService }): SandboxDirectory {
-  return apis.sandboxes ? composeDirectories(apis.sandboxes, apis.pools) : apis.pools;
+/** The directory the per-sandbox routes need (execd's, the lifecycle's): a broker that mounts them gives one. */
+function directoryOf(apis: BrokerApis): SandboxDirectory {
+  if (!apis.directory) throw new Error('execd and the lifecycle API need the broker\'s directory of sandboxes (BrokerApis.directory)');
+  return apis.directory;
 }
 
 export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config: BrokerConfig, apis: BrokerApis = {}): Router[] {
@@ -101,12 +100,12 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
   if (lifecycle) {
     const { minTimeoutSeconds, maxTimeoutMs } = config.sandboxes;
     routers.push(lifecycleRouter(lifecycle, { minSeconds: minTimeoutSeconds, maxSeconds: Math.floor(maxTimeoutMs / 1000), maxTimeoutMs }));
-    routers.push(egressRouter(sandboxDirectory({ pools, sandboxes: lifecycle })));
+    routers.push(egressRouter(directoryOf(apis)));
     routers.push(portProxyRouter(lifecycle));
   }
   if (execd) {
-    // Every sandbox's execd: `/sandboxes/<id>/execd/...`, a pool session's id or a lifecycle sandbox's.
-    const sandboxes = sandboxDirectory({ pools, sandboxes: lifecycle });
+    // Every sandbox's execd: `/sandboxes/<id>/execd/...`, the id of any live sandbox that has a shell.
+    const sandboxes = directoryOf(apis);
     routers.push(execdCommandRouter(execd.service, sandboxes, limits));
     routers.push(execdCodeRouter(execd.service, sandboxes, limits));
     routers.push(execdFileRouter(sandboxes, execd.files.files));

@@ -19,6 +19,8 @@ export interface PoolCapacity {
    * do not publish it (read as 0).
    */
   waiting?: number;
+  /** The image the pool runs (canonical): a gateway places an acquire naming it here. Absent from older records. */
+  image?: string;
 }
 
 export type NodeHealth = 'healthy' | 'degraded' | 'unhealthy';

@@ -22,6 +22,13 @@ export interface DockerConfig {
    */
   sessionPidsLimit: number;
   /**
+   * Each session's own memory and CPUs within its container (sessionUsage.ts; BROKER_SESSION_MEMORY,
+   * BROKER_SESSION_CPUS or a pool's `session_memory`, `session_cpus`): past its memory, the OOM
+   * killer picks among its own processes; its CPU share is equal to every neighbour's, capped at
+   * `cpus` when set (0: no cap).
+   */
+  sessionLimits: { memoryBytes: number; cpus: number };
+  /**
    * Size of a tmpfs volume at /tmp, where the working directories are (0: none, /tmp is in the
    * container's writable layer, which overlay2 on ext4 cannot cap: a disk filler fills the host).
    */
@@ -76,10 +83,12 @@ export function loadDockerConfig(env: Env): DockerConfig {
     throw new ConfigError(`BROKER_CONTAINER_TMP_SIZE must be at most half of BROKER_CONTAINER_MEMORY (${memoryBytes} bytes): its files are charged to the container's memory`);
   }
   const image = (env.BROKER_IMAGE ?? '').trim() || 'bash-broker-sandbox:latest';
+  const cpus = positiveFloat(env, 'BROKER_CONTAINER_CPUS', 1);
+  const isolation = loadIsolationConfig(env, memoryBytes);
   return {
     image,
     deployment: deploymentName(env),
-    cpus: positiveFloat(env, 'BROKER_CONTAINER_CPUS', 1),
+    cpus,
     memoryBytes,
     pidsLimit,
     sessionPidsLimit,
@@ -90,7 +99,8 @@ export function loadDockerConfig(env: Env): DockerConfig {
     startTimeoutMs: seconds(env, 'BROKER_CONTAINER_START_TIMEOUT', 120),
     transport,
     fifoRoot,
-    isolation: loadIsolationConfig(env, memoryBytes),
+    isolation,
+    sessionLimits: sessionLimits(env, memoryBytes, cpus, isolation),
   };
 }
 
@@ -101,4 +111,23 @@ export function deploymentName(env: Env): string {
     throw new ConfigError(`BROKER_DEPLOYMENT must be 1-63 letters, digits, '_', '.' or '-', got '${name}'`);
   }
   return name;
+}
+
+/**
+ * A session's memory: half its container's by default, so one hog is OOM-killed in its own cgroup
+ * while half the container stays for its neighbours; isolated, at least its private disk and a
+ * quarter of the container more (its disk's pages are charged to it: a full disk is ENOSPC, not an
+ * OOM kill). Its CPUs: no cap by default (equal
+ * shares already divide a busy container fairly).
+ */
+function sessionLimits(env: Env, memoryBytes: number, cpus: number, isolation: IsolationConfig): DockerConfig['sessionLimits'] {
+  const disk = isolation.enabled ? isolation.diskBytes : 0;
+  const sessionMemory = bytes(env, 'BROKER_SESSION_MEMORY', Math.floor(Math.min(memoryBytes, Math.max(memoryBytes / 2, disk + memoryBytes / 4))), { zeroIsOff: true });
+  if (sessionMemory > memoryBytes) throw new ConfigError(`BROKER_SESSION_MEMORY must be at most BROKER_CONTAINER_MEMORY (${memoryBytes} bytes); 0 turns it off`);
+  if (sessionMemory > 0 && isolation.enabled && sessionMemory <= isolation.diskBytes) {
+    throw new ConfigError(`BROKER_SESSION_MEMORY must be more than BROKER_SESSION_DISK_BYTES (${isolation.diskBytes}): a session's private disk is charged to its memory`);
+  }
+  const sessionCpus = (env.BROKER_SESSION_CPUS ?? '').trim() === '' ? 0 : positiveFloat(env, 'BROKER_SESSION_CPUS', cpus);
+  if (sessionCpus > cpus) throw new ConfigError(`BROKER_SESSION_CPUS must be at most BROKER_CONTAINER_CPUS (${cpus})`);
+  return { memoryBytes: sessionMemory, cpus: sessionCpus };
 }

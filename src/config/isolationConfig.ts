@@ -1,7 +1,8 @@
 /**
- * Per-lease filesystem isolation of the docker backend's sessions (BROKER_SESSION_ISOLATION,
- * BROKER_SESSION_DISK_BYTES, BROKER_SESSION_SHARED_PATHS): each session's bash sees an overlay of its
- * container's root with a private upper layer, dropped at release (docs/isolation.md).
+ * Per-lease isolation of the docker backend's sessions (BROKER_SESSION_ISOLATION,
+ * BROKER_SESSION_DISK_BYTES, BROKER_SESSION_SHARED_PATHS, BROKER_SESSION_NETWORK): each session's
+ * bash sees an overlay of its container's root with a private upper layer, dropped at release, and
+ * has a network namespace of its own (docs/isolation.md).
  */
 import { bytes, ConfigError, flag, type Env } from './envValues';
 
@@ -14,6 +15,20 @@ export interface IsolationConfig {
   diskBytes: number;
   /** Container paths every session of the container shares on purpose (a package cache); none by default. */
   sharedPaths: string[];
+  /**
+   * BROKER_SESSION_NETWORK (or a pool's `network`): each session's network. `full` (the default): a
+   * namespace of its own reaching what its container reaches; `none`: its own loopback alone;
+   * `shared`: its container's network, as without isolation (no namespace, no policy to change).
+   */
+  network: SessionNetwork;
+}
+
+export const SESSION_NETWORKS = ['full', 'none', 'shared'] as const;
+export type SessionNetwork = (typeof SESSION_NETWORKS)[number];
+
+/** A session network's name, or null for anything else. */
+export function sessionNetwork(raw: unknown): SessionNetwork | null {
+  return SESSION_NETWORKS.find((n) => n === raw) ?? null;
 }
 
 /** Paths a session must never share: its own view of the kernel, its devices, the working directories. */
@@ -40,6 +55,9 @@ export function loadIsolationConfig(env: Env, containerMemoryBytes = 1024 ** 3):
     throw new ConfigError(`BROKER_SESSION_DISK_BYTES must be at most half of BROKER_CONTAINER_MEMORY (${containerMemoryBytes} bytes): a session's files are charged to its container's memory`);
   }
   const asked = (env.BROKER_SESSION_ISOLATION ?? '').trim() !== '';
+  const rawNetwork = (env.BROKER_SESSION_NETWORK ?? '').trim() || 'full';
+  const network = sessionNetwork(rawNetwork);
+  if (!network) throw new ConfigError(`BROKER_SESSION_NETWORK must be one of ${SESSION_NETWORKS.join(', ')}, got '${rawNetwork}'`);
   // On by default: a lease's writes are its own unless the deployment says otherwise (`0`).
-  return { enabled: flag(env, 'BROKER_SESSION_ISOLATION', true), asked, diskBytes, sharedPaths };
+  return { enabled: flag(env, 'BROKER_SESSION_ISOLATION', true), asked, diskBytes, sharedPaths, network };
 }

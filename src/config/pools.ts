@@ -8,6 +8,8 @@ import fs from 'node:fs';
 import { BrokerError, errorMessage } from '../common/errors';
 import { parseStartupCommands, parseWorkdirFiles } from '../core/session/sessionInput';
 import type { WorkdirFile } from '../core/ports/backend';
+import { SESSION_NETWORKS, sessionNetwork, type SessionNetwork } from './isolationConfig';
+import { bytes } from './envValues';
 
 export interface PoolSpec {
   name: string;
@@ -27,11 +29,15 @@ export interface PoolSpec {
    * container (the pools the lifecycle API serves sandboxes from), off otherwise.
    */
   freshContainer: boolean;
+  /** Its sessions' network (docker, isolated: docs/isolation.md); absent: BROKER_SESSION_NETWORK's. */
+  network?: SessionNetwork;
+  /** Each of its sessions' memory and CPUs (docker: cgroups/sessionUsage.ts); absent: BROKER_SESSION_MEMORY's and BROKER_SESSION_CPUS'. */
+  sessionLimits?: { memoryBytes?: number; cpus?: number };
 }
 
 export const POOL_NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const KNOWN_FIELDS = ['image', 'containers', 'sessions_per_container', 'files', 'startup_commands', 'env', 'fresh_container'];
+const KNOWN_FIELDS = ['image', 'containers', 'sessions_per_container', 'files', 'startup_commands', 'env', 'fresh_container', 'network', 'session_memory', 'session_cpus'];
 /** The largest pool, as BROKER_CONTAINERS and BROKER_SESSIONS_PER_CONTAINER bound the default one. */
 const MAX_CONTAINERS = 4096;
 const MAX_SESSIONS_PER_CONTAINER = 1024;
@@ -87,7 +93,28 @@ function parsePool(name: string, value: unknown, defaultImage: string, maxComman
   if (typeof fresh !== 'boolean') throw new PoolConfigError(`${where}.fresh_container must be true or false`);
   // A fresh container for one lease would take the others' sessions with the old one.
   if (fresh && sessionsPerContainer > 1) throw new PoolConfigError(`${where}.fresh_container needs sessions_per_container 1 (got ${sessionsPerContainer})`);
-  return { name, image: image.trim(), containers, sessionsPerContainer, files: prepared.files, startupCommands: prepared.startupCommands, env: envOf(pool.env, where), freshContainer: fresh };
+  const network = pool.network === undefined ? undefined : sessionNetwork(pool.network);
+  if (network === null) throw new PoolConfigError(`${where}.network must be one of ${SESSION_NETWORKS.join(', ')}, got ${JSON.stringify(pool.network)}`);
+  return { name, image: image.trim(), containers, sessionsPerContainer, files: prepared.files, startupCommands: prepared.startupCommands, env: envOf(pool.env, where), freshContainer: fresh, ...(network ? { network } : {}), ...sessionLimitsOf(pool, where) };
+}
+
+/** `session_memory` (bytes, or a size like "512m"; 0: none) and `session_cpus` (cores, above 0). */
+function sessionLimitsOf(pool: Record<string, unknown>, where: string): Pick<PoolSpec, 'sessionLimits'> {
+  if (pool.session_memory === undefined && pool.session_cpus === undefined) return {};
+  const limits: NonNullable<PoolSpec['sessionLimits']> = {};
+  if (pool.session_memory !== undefined) {
+    if (typeof pool.session_memory !== 'number' && typeof pool.session_memory !== 'string') throw new PoolConfigError(`${where}.session_memory must be bytes or a size like "512m"`);
+    try {
+      limits.memoryBytes = bytes({ session_memory: String(pool.session_memory) }, 'session_memory', 0, { zeroIsOff: true });
+    } catch (err) {
+      throw new PoolConfigError(`${where}.${errorMessage(err)}`);
+    }
+  }
+  if (pool.session_cpus !== undefined) {
+    if (typeof pool.session_cpus !== 'number' || !(pool.session_cpus > 0)) throw new PoolConfigError(`${where}.session_cpus must be a number of cores above 0, got ${JSON.stringify(pool.session_cpus)}`);
+    limits.cpus = pool.session_cpus;
+  }
+  return { sessionLimits: limits };
 }
 
 function count(value: unknown, dflt: number, max: number, where: string): number {

@@ -8,7 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { clusterGuard } from '../../src/cluster/node/clusterGuard';
-import { freedSince, NodeHeartbeat } from '../../src/cluster/node/nodeHeartbeat';
+import { freedSince, imageKey, NodeHeartbeat } from '../../src/cluster/node/nodeHeartbeat';
 import type { NodeRecord, NodeRegistration } from '../../src/cluster/clusterStore';
 import { loadConfig } from '../../src/config/config';
 import { eventually } from '../helpers/broker';
@@ -146,4 +146,14 @@ test('freedSince: a pool full in the last record and free now; nothing else', ()
   expect(freedSince(rec({ default: 1 }), { default: 2 })).toBe(false);
   expect(freedSince(rec({}), { new: 1 })).toBe(false);
   expect(freedSince(null, { default: 1 })).toBe(false);
+});
+
+test('freedSince: an image the last record named with no warm session, warm now; not one it did not name in full', () => {
+  const top = (warm: Record<string, number>) => Object.entries(warm).map(([image, w]) => ({ image, warm: w, leased: 1, containers: 1, held: true, uses: 3 }));
+  const rec = (warm: Record<string, number>): NodeRecord => ({ pools: { default: { available: 2 } }, images: { top: top(warm), others: null } }) as unknown as NodeRecord;
+  expect(freedSince(rec({ 'reg/a:1': 0 }), { default: 2, [imageKey('reg/a:1')]: 1 })).toBe(true);
+  expect(freedSince(rec({ 'reg/a:1': 1 }), { default: 2, [imageKey('reg/a:1')]: 2 })).toBe(false);
+  expect(freedSince(rec({ 'reg/a:1': 0 }), { default: 2, [imageKey('reg/a:1')]: 0 })).toBe(false);
+  expect(freedSince(rec({}), { default: 2, [imageKey('reg/b:1')]: 1 })).toBe(false);
+  expect(freedSince({ pools: {} } as unknown as NodeRecord, { [imageKey('reg/b:1')]: 1 })).toBe(false);
 });

@@ -47,7 +47,10 @@ describe('BROKER_POOLS', () => {
     expect(refused([1])).toMatch(/^BROKER_POOLS must be a JSON object of pool name -> pool/);
     expect(refused({ 'Bad Name': {} })).toMatch(/pool name 'Bad Name' must be/);
     expect(refused({ default: {} })).toMatch(/'default' names the pool of BROKER_CONTAINERS/);
-    expect(refused({ p: { colour: 1 } })).toBe('BROKER_POOLS.p: unknown field(s) colour; known: image, containers, sessions_per_container, files, startup_commands, env, fresh_container');
+    expect(refused({ p: { colour: 1 } })).toBe('BROKER_POOLS.p: unknown field(s) colour; known: image, containers, sessions_per_container, files, startup_commands, env, fresh_container, network, session_memory, session_cpus');
+    expect(refused({ p: { session_memory: '1k' } })).toBe("BROKER_POOLS.p.session_memory must be at least 6m (Docker's minimum), got '1k'");
+    expect(refused({ p: { session_cpus: 0 } })).toBe('BROKER_POOLS.p.session_cpus must be a number of cores above 0, got 0');
+    expect(refused({ p: { network: 'some' } })).toBe('BROKER_POOLS.p.network must be one of full, none, shared, got "some"');
     expect(refused({ p: { containers: 0 } })).toBe('BROKER_POOLS.p.containers must be an integer between 1 and 4096, got 0');
     expect(refused({ p: { files: { '../x': 'aGk=' } } })).toBe("BROKER_POOLS.p: file path '../x' must not contain '..'");
     expect(refused({ p: { startup_commands: 'ls' } })).toBe("BROKER_POOLS.p: 'startup_commands' must be a list of strings, got a string");

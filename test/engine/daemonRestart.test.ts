@@ -172,7 +172,7 @@ describeDocker('the Docker daemon restarts under the broker: the pool heals', ()
     // Stopped, dockerd answers nothing, as when it deadlocks (docs/known-limits.md).
     process.kill(d.pid!, 'SIGSTOP');
     try {
-      const start = b.backend.startContainer(7);
+      const start = b.backend.containers.start({ kind: 'pool', index: 7 });
       await expect(within(start, LONG_MS, 'a container start on a stuck engine')).rejects.toThrow(/did not create and start it within 2 s \(is dockerd stuck\?\)/);
       // Sessions talk to their container over pipes, not through the engine: a lease goes on.
       expect((await within(b.exec(first, 'echo alive'), LONG_MS, 'an execute while the engine is stuck')).stdout).toBe('alive\n');

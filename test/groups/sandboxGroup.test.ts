@@ -160,7 +160,11 @@ suite('a sandbox group on Docker', () => {
 
   it('stops a sandbox, 404 for an unknown one', async () => {
     const port = Number(new URL(urls.loner).port);
+    // A sandbox of the broker's directory while it runs, named with its group's id.
+    const inDirectory = (): string[] => tb.broker.directory.list('group').map((s) => s.id.split('/')[1]);
+    expect(inDirectory()).toContain('loner');
     expect(await tb.post('/sandbox/stop', { id: 'loner' })).toMatchObject({ status: 200, json: { status: 'stopped' } });
+    expect(inDirectory()).not.toContain('loner');
     expect(await listening(port)).toBe(false);
     const again = await tb.post('/sandbox/stop', { id: 'loner' });
     expect([again.status, again.json.code]).toEqual([404, 'sandbox_not_found']);

@@ -62,6 +62,8 @@ export interface ExecFacts {
   max_rss_kb: number | null;
   truncated: boolean;
   truncated_bytes: { stdout: number; stderr: number };
+  /** With a network of its own (docker, isolated): what its egress policy refused during the command. */
+  egress_refused?: number | null;
 }
 
 export interface Health {

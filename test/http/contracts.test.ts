@@ -34,6 +34,7 @@ function allRouters(): Router[] {
   const apis: BrokerApis = {
     workspaces: standIn('workspaces'),
     execd: standIn('execd'),
+    directory: standIn('directory'),
     groups: standIn('groups'),
     sandboxes: standIn('sandboxes'),
     tasks: standIn('tasks'),

@@ -13,7 +13,7 @@ function view(image: string, uses: number, containers = 0): ImageView {
 describe('a node record of images', () => {
   it('names the pools and the most used in full, and keeps every other held image findable', () => {
     const images = Array.from({ length: 500 }, (_, i) => view(`reg/t${i}:v1`, i, i === 3 ? 1 : 0));
-    const report: ImagesReport = { on_demand: true, pulls_in_flight: 0, images_held: 500, disk_used_bytes: 1, disk_budget_bytes: 2, evictions: 0, images };
+    const report: ImagesReport = { on_demand: true, pulls_in_flight: 0, images_held: 500, disk_used_bytes: 1, disk_budget_bytes: 2, evictions: 0, room: { containers_free: 4, sessions_per_container: 2, max_containers_per_image: 4 }, images };
     const summary = imageSummary(report, 8);
     expect(summary.top.map((t) => t.image)).toEqual(['reg/t3:v1', 'reg/t499:v1', 'reg/t498:v1', 'reg/t497:v1', 'reg/t496:v1', 'reg/t495:v1', 'reg/t494:v1', 'reg/t493:v1']);
     expect(imageOnNode(summary, 'reg/t3:v1').entry?.warm).toBe(1);

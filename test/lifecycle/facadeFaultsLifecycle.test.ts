@@ -11,7 +11,6 @@ import { eventually, startTestBroker, testDeployment, type TestBroker } from '..
 import { describeDocker } from '../helpers/dockerSuite';
 import { containerExists, removeLabelledContainers, untilRunningIn } from '../helpers/dockerFaults';
 import { execdBase, meaningful, startSse, textOf } from '../helpers/execdClient';
-import { sandboxDirectory } from '../../src/api/app';
 
 const LONG = 90_000;
 jest.setTimeout(300_000);
@@ -46,7 +45,7 @@ describeDocker('docker: a lifecycle sandbox whose container is killed', () => {
     return r.json.id as string;
   }
 
-  const containerOf = (id: string): string => sandboxDirectory({ pools: tb.broker.pools, sandboxes: tb.broker.sandboxes }).resolve(id).container.id;
+  const containerOf = (id: string): string => tb.broker.directory.resolve(id).container.id;
 
   /** A new sandbox of `image` runs a command through execd, and is deleted. */
   async function aNewSandboxWorks(image: string): Promise<void> {

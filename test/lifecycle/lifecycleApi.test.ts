@@ -15,7 +15,6 @@ import Dockerode from 'dockerode';
 import { Sandbox, SandboxManager, type ConnectionConfigOptions } from '@alibaba-group/opensandbox';
 import { sdkError } from '../helpers/execdClient';
 import { startTestBroker, testBackend, eventually, metricValue, type TestBroker, type HttpResult } from '../helpers/broker';
-import { sandboxDirectory } from '../../src/api/app';
 
 const TOKEN = 'lifecycle-test-token';
 const docker = testBackend === 'docker';
@@ -74,7 +73,7 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
     expect(await proxied.getEndpoint(44772)).toEqual({ endpoint: `${address}/sandboxes/${a.id}/execd`, headers: {} });
     await proxied.close();
     // Isolation: each sandbox is a whole container of the pool, and execd may use it unconfined.
-    const directory = sandboxDirectory({ pools: tb.broker.pools, sandboxes: tb.broker.sandboxes });
+    const directory = tb.broker.directory;
     const [ha, hb] = [directory.resolve(a.id), directory.resolve(b.id)];
     expect(ha.container.id).not.toBe(hb.container.id);
     expect({ confined: ha.confined, env: ha.env }).toEqual({ confined: !docker, env: { GREETING: 'hi there' } });
@@ -101,7 +100,7 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
   it('kill ends it (Terminated, user_delete) and the warm container is replaced by a fresh one', async () => {
     await eventually(async () => (await warmHealth()).available_sessions === 2, 120_000, 'the warm pool refilled');
     const s = await create();
-    const before = sandboxDirectory({ pools: tb.broker.pools, sandboxes: tb.broker.sandboxes }).resolve(s.id).container.id;
+    const before = tb.broker.directory.resolve(s.id).container.id;
     // Locally a "container" is a working root, recreated at the same path: a file left in it must be gone.
     if (!docker) fs.writeFileSync(path.join(before, 'left-behind'), 'x');
     await s.kill();
@@ -230,14 +229,21 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
     expect((await s.getInfo()).status.state).toBe('Terminated');
   });
 
-  it('endpoints: execd and egress on the broker; a port nothing answers on 404; egress and snapshots 501 in the envelope', async () => {
+  it('endpoints: execd and egress on the broker; a port nothing answers on 404; the egress policy served, its vault and snapshots 501 in the envelope', async () => {
     const s = await create();
     const egress = await s.getEndpoint(18080);
     expect(egress.endpoint).toBe(`${tb.url.replace('http://', '')}/sandboxes/${s.id}/egress`);
-    const policy = await api('GET', `/sandboxes/${s.id}/egress/policy`);
-    expect(policy.status).toBe(501);
-    expect(policy.json).toEqual({ code: 'NOT_SUPPORTED', message: expect.stringMatching(/^GET \/sandboxes\/\{sandboxId\}\/egress\/policy: the egress sidecar/) });
-    expect((await sdkError(s.getEgressPolicy())).statusCode).toBe(501);
+    // The egress in force (the sidecar's GET /policy): the docker test project's containers have no network at all.
+    const inForce = await s.getEgressPolicy();
+    expect(inForce).toEqual({ defaultAction: docker ? 'deny' : 'allow', egress: [] });
+    // A rule that repeats the default changes nothing; one by domain that differs is not served; removing rules is idempotent.
+    await s.patchEgressRules([{ action: inForce.defaultAction!, target: 'example.com' }]);
+    expect((await sdkError(s.patchEgressRules([{ action: docker ? 'allow' : 'deny', target: 'example.com' }]))).statusCode).toBe(501);
+    await s.deleteEgressRules(['example.com']);
+    const badRules = await api('PATCH', `/sandboxes/${s.id}/egress/policy`, { action: 'allow' });
+    expect({ status: badRules.status, code: badRules.json.code }).toEqual({ status: 400, code: 'INVALID_REQUEST_BODY' });
+    const vault = await api('GET', `/sandboxes/${s.id}/egress/credential-vault`);
+    expect(vault.json).toEqual({ code: 'NOT_SUPPORTED', message: expect.stringMatching(/^GET \/sandboxes\/\{sandboxId\}\/egress\/credential-vault: the egress sidecar/) });
     const other = await sdkError(s.getEndpoint(8080));
     expect({ status: other.statusCode, code: other.error.code }).toEqual({ status: 404, code: 'NOT_FOUND' });
     // Locally nothing listens there; the docker test project's containers have no network at all.
@@ -246,8 +252,12 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
       const r = await api(method, path, method === 'POST' ? {} : undefined);
       expect({ status: r.status, code: r.json.code }).toEqual({ status: 501, code: 'NOT_SUPPORTED' });
     }
-    const withPolicy = await sdkError(create({ networkPolicy: { defaultAction: 'deny', egress: [] } }));
-    expect(withPolicy.statusCode).toBe(501);
+    // Egress denied: served where sessions have networks of their own (docker); 501 where they cannot (local).
+    const denied = create({ networkPolicy: { defaultAction: 'deny', egress: [] } });
+    if (docker) await (await denied).kill();
+    else expect((await sdkError(denied)).statusCode).toBe(501);
+    // Rules by domain: no domain policy is enforced here, on any backend.
+    expect((await sdkError(create({ networkPolicy: { defaultAction: 'deny', egress: [{ action: 'allow', target: 'pypi.org' }] } }))).statusCode).toBe(501);
     expect((await api('GET', `/v1/sandboxes/${s.id}/endpoints/44772?expires=99`)).status).toBe(501);
     await s.kill();
   });

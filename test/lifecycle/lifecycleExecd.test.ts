@@ -9,7 +9,6 @@ import path from 'node:path';
 import Dockerode from 'dockerode';
 import { Sandbox, type ConnectionConfigOptions } from '@alibaba-group/opensandbox';
 import { startTestBroker, testBackend, eventually, type TestBroker } from '../helpers/broker';
-import { sandboxDirectory } from '../../src/api/app';
 
 const docker = testBackend === 'docker';
 const warmImage = docker ? (process.env.BROKER_IMAGE ?? 'bash-broker-test:latest') : 'warm-image:1';
@@ -32,7 +31,7 @@ describe(`a warm lifecycle sandbox's commands run in its own lease shell (${test
 
   it('opens no shell for the first command; a timeout kills its tree alone; the kill takes every leftover', async () => {
     const sandbox = await Sandbox.create({ connectionConfig: connection, image: warmImage });
-    const handle = sandboxDirectory({ pools: tb.broker.pools, sandboxes: tb.broker.sandboxes }).resolve(sandbox.id);
+    const handle = tb.broker.directory.resolve(sandbox.id);
     expect(handle.ownShell?.alive).toBe(true);
     // A leftover of the first command lives on in the lease shell. A timeout kills what started since
     // its command began, and start times are known to a clock tick (10 ms): the leftover starts well before.

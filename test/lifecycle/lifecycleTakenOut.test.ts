@@ -8,7 +8,6 @@
  */
 import { Sandbox, type ConnectionConfigOptions } from '@alibaba-group/opensandbox';
 import { startTestBroker, testBackend, eventually, type TestBroker, type HttpResult } from '../helpers/broker';
-import { sandboxDirectory } from '../../src/api/app';
 
 const docker = testBackend === 'docker';
 const warmImage = docker ? (process.env.BROKER_IMAGE ?? 'bash-broker-test:latest') : 'warm-image:1';
@@ -51,7 +50,7 @@ describe(`a lease taken out of the pool outlives the idle timeout until its owne
     const leaseId = record.place.kind === 'pool' ? record.place.taken.sessionId : null;
     try {
       if (leaseId === null) throw new Error(`the sandbox is not a warm one: ${record.place.kind}`);
-      const root = sandboxDirectory({ pools: tb.broker.pools, sandboxes: tb.broker.sandboxes }).resolve(sandbox.id).root.replace(/\/$/, '');
+      const root = tb.broker.directory.resolve(sandbox.id).root.replace(/\/$/, '');
 
       // Every call that renews a lease, on this one: execd's ping, command, interrupt and files...
       expect(await sandbox.isHealthy()).toBe(true);

@@ -14,7 +14,7 @@ describe('local backend host environment', () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bkr-hostenv-'));
     const backend = new LocalBackend({ root, cgroups: 'off', hostEnv: { path: '/usr/bin:/bin', lang: 'C', tz: 'UTC' } });
     try {
-      const ref = await backend.startContainer(0);
+      const ref = await backend.containers.start({ kind: 'pool', index: 0 });
       const session = new BashSession(await backend.openShell(ref, { slotId: 'c0s0' }));
       await session.start();
       const r = await session.execute('echo "$PATH|$LANG|$TZ|${BROKER_TOKEN-unset}"', { timeoutMs: 10_000, maxOutputBytes: 4096 });

@@ -160,6 +160,9 @@ describeDocker('task sandboxes (Docker)', () => {
     const control = await open(id, 'control');
     const coding = await open(id, 'coding');
     await control.untilType('init_complete');
+    // A sandbox of the broker's directory while it lives, and one execd does not serve (its daemon is its API).
+    expect(tb.broker.directory.find(id)).toMatchObject({ kind: 'task', capabilities: { shell: false } });
+    expect((await tb.get(`/sandboxes/${id}/execd/ping`)).status).toBe(404);
     const r = await tb.request('DELETE', `/sandboxes/${id}`);
     expect(r.status).toBe(200);
     expect(JSON.parse(r.text).status).toBe('terminated');
@@ -168,6 +171,7 @@ describeDocker('task sandboxes (Docker)', () => {
     expect(control.types().pop()).toBe('sandbox_terminated');
     expect((await fx.containers()).filter((c) => c.Labels['io.bash-broker.owner'] === id)).toEqual([]);
     expect((await tb.get(`/sandboxes/${id}`)).status).toBe(404);
+    expect(tb.broker.directory.find(id)).toBeUndefined();
   });
 });
 

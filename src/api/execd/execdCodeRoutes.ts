@@ -2,7 +2,7 @@
  * execd's code routes for every sandbox, under `/sandboxes/{id}/execd`: code contexts (`bash`
  * always; `python` where the sandbox has python3) and `/code` as SSE, with its interrupt.
  */
-import type { SandboxDirectory } from '../../core/sandbox/sandboxHandle';
+import type { SandboxDirectory } from '../../core/sandbox/sandboxDirectory';
 import type { ExecdService } from '../../core/execd/execdService';
 import { codeLanguage } from '../../core/execd/codeContexts';
 import { sendJson } from '../../http/httpJson';

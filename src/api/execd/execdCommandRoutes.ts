@@ -4,7 +4,8 @@
  * logs, its interrupt) and bash sessions (`/session`). The `{id}` resolves through a
  * SandboxDirectory; the work is the ExecdService's (core/execd).
  */
-import type { SandboxDirectory, SandboxHandle } from '../../core/sandbox/sandboxHandle';
+import type { SandboxHandle } from '../../core/sandbox/sandboxHandle';
+import type { SandboxDirectory } from '../../core/sandbox/sandboxDirectory';
 import type { ExecdService } from '../../core/execd/execdService';
 import type { SandboxExecd } from '../../core/execd/sandboxExecd';
 import type { CommandStatus } from '../../core/execd/commands';

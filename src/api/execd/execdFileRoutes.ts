@@ -1,14 +1,15 @@
 /**
  * execd's files and directories (OpenSandbox execd's Filesystem routes) under
- * `/sandboxes/{id}/execd`: the id resolves through a SandboxDirectory (a pool session now, a
- * lifecycle sandbox later), the work is ExecdFiles' (core/execd), errors take OpenSandbox's
- * `{code, message}` envelope.
+ * `/sandboxes/{id}/execd`: the id resolves through the SandboxDirectory (any live sandbox with a
+ * shell: a pool lease, a workspace, a lifecycle sandbox), the work is ExecdFiles' (core/execd),
+ * errors take OpenSandbox's `{code, message}` envelope.
  */
 import type { ServerResponse } from 'node:http';
 import { BadRequestError } from '../../common/errors';
 import type { ExecdFiles } from '../../core/execd/execdFiles';
 import { offsetLimitRange, parseRange } from '../../core/execd/execdPaths';
-import type { SandboxDirectory, SandboxHandle } from '../../core/sandbox/sandboxHandle';
+import type { SandboxHandle } from '../../core/sandbox/sandboxHandle';
+import type { SandboxDirectory } from '../../core/sandbox/sandboxDirectory';
 import { sendJson } from '../../http/httpJson';
 import type { Route, RouteContext, Router } from '../../http/router';
 import { apiErrors, served, type RouteContract } from '../../http/contract';

@@ -4,7 +4,7 @@
  * (core/execd/execdMetrics.ts; each report's `scope` says which).
  */
 import type { ExecdMetrics } from '../../core/execd/execdMetrics';
-import type { SandboxDirectory } from '../../core/sandbox/sandboxHandle';
+import type { SandboxDirectory } from '../../core/sandbox/sandboxDirectory';
 import { errorMessage } from '../../common/errors';
 import { sendJson } from '../../http/httpJson';
 import type { Router } from '../../http/router';

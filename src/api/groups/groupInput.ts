@@ -7,7 +7,7 @@
 import { BadRequestError } from '../../common/errors';
 import { parseDatabaseAccess, type DatabaseAccess } from '../../core/groups/groupDatabase';
 import { ATTACHMENT_NAME, type GroupStartRequest, type SandboxStartRequest } from '../../core/groups/requests';
-import type { Action } from '../../core/groups/sandbox';
+import type { Action } from '../../core/groups/groupSandbox';
 import { addDomainCheck, compileCheck } from '../../http/schemaCheck';
 import { GROUP_START_BODY, SANDBOX_START_BODY, SANDBOX_STOP_BODY } from './groupContract';
 

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Closable, GroupEndpoints } from '../../core/ports/groupEndpoints';
 import { PortInUseError } from '../../core/ports/groupEndpoints';
-import type { Sandbox } from '../../core/groups/sandbox';
+import type { GroupSandbox } from '../../core/groups/groupSandbox';
 import type { DatabaseGrant } from '../../core/groups/groupDatabase';
 import { createAuthorize } from '../../http/auth';
 import { poolErrorFormat } from '../../http/errorFormats';
@@ -29,7 +29,7 @@ export interface GroupListenerOptions {
 export class HttpGroupEndpoints implements GroupEndpoints {
   constructor(private readonly options: GroupListenerOptions) {}
 
-  async serveSandbox(sandbox: Sandbox, port: number): Promise<Closable> {
+  async serveSandbox(sandbox: GroupSandbox, port: number): Promise<Closable> {
     const server = this.server(sandboxApiRouter(sandbox), this.options.token);
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) => reject(err.code === 'EADDRINUSE' || err.code === 'EACCES' ? new PortInUseError(port) : err));

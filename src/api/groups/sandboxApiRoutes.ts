@@ -4,18 +4,18 @@
  * input and output, health. Thin routes over one core Sandbox.
  */
 import type { Route, RouteContext, Router } from '../../http/router';
-import type { Sandbox } from '../../core/groups/sandbox';
+import type { GroupSandbox } from '../../core/groups/groupSandbox';
 import { apiErrors } from '../../http/contract';
 import { GROUP_CONTRACT } from './groupContract';
 import { sendJson, sendJsonStreamed } from '../../http/httpJson';
 import { parseActions, parseInputText } from './groupInput';
 
-export function sandboxApiRouter(sandbox: Sandbox): Router {
+export function sandboxApiRouter(sandbox: GroupSandbox): Router {
   return { name: `sandbox ${sandbox.id}`, ...apiErrors(GROUP_CONTRACT), routes: sandboxApiRoutes('', () => sandbox) };
 }
 
 /** The Sandbox API's routes under `prefix`, each on the sandbox `sandboxOf` finds for the call. */
-export function sandboxApiRoutes(prefix: string, sandboxOf: (ctx: RouteContext) => Sandbox): Route[] {
+export function sandboxApiRoutes(prefix: string, sandboxOf: (ctx: RouteContext) => GroupSandbox): Route[] {
   return [
     {
       method: 'POST',

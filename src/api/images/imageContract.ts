@@ -60,6 +60,7 @@ const IMAGES_REPORT = Type.Object({
   disk_used_bytes: Type.Integer(),
   disk_budget_bytes: Type.Integer(),
   evictions: Type.Integer(),
+  room: Type.Object({ containers_free: Type.Integer(), sessions_per_container: Type.Integer(), max_containers_per_image: Type.Integer() }),
   images: Type.Array(IMAGE_VIEW),
 });
 

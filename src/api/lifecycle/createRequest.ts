@@ -2,8 +2,9 @@
  * CreateSandboxRequest (POST /v1/sandboxes), written once: the schema /openapi.json shows (its check
  * keywords left out) is the schema each field of a create is checked against, and the rules that
  * tie its fields together are written beside it (CREATE_RULES), in the order a create is refused by
- * them: its unknown fields first, then what the broker does not serve (501: snapshots, egress
- * policy, the credential proxy, volumes, signed access) before anything else, then field by field,
+ * them: its unknown fields first, then what the broker does not serve (501: snapshots, the
+ * credential proxy, volumes, signed access) before anything else, then field by field (an egress
+ * policy's rules by domain are a 501 once its shape passed: networkPolicy.ts),
  * an image or a poolRef and an entrypoint with an image where their fields come. A field sent as
  * null is a field not sent (secureAccess aside: a boolean). A rejected create starts nothing.
  */
@@ -11,6 +12,7 @@ import os from 'node:os';
 import { BadRequestError } from '../../common/errors';
 import { addDomainCheck, compileCheck } from '../../http/schemaCheck';
 import { arrayOf, object, STRING, type Schema } from '../../http/openApiTypes';
+import { NETWORK_POLICY_SCHEMA, type NetworkPolicy } from './networkPolicy';
 
 export const NOT_AN_OBJECT = 'The request body must be a JSON object';
 
@@ -36,6 +38,7 @@ export interface CreateRequest {
   metadata?: Record<string, string> | null;
   entrypoint?: string[] | null;
   extensions?: { poolRef?: string; [name: string]: string | undefined } | null;
+  networkPolicy?: NetworkPolicy | null;
 }
 
 const HOST_ARCH = ({ x64: 'amd64', arm64: 'arm64' } as Record<string, string>)[os.arch()] ?? os.arch();
@@ -106,7 +109,7 @@ export function createSandboxRequest(bounds?: TimeoutBounds): Schema {
     // An empty key is refused: no list filter could name it (`metadata=k%3Dv` needs a key).
     metadata: strings({ 'x-key-pattern': { pattern: '[\\s\\S]', refusal: "{field} key '{key}': a key must not be empty" } }),
     entrypoint: { ...arrayOf({ type: 'string', 'x-no-nul': true, 'x-refusal': { '*': ENTRYPOINT } }), 'x-not-empty': true, 'x-refusal': { '*': ENTRYPOINT } },
-    networkPolicy: unserved({ type: 'object' }, 'networkPolicy: egress network policy is not served by this broker (sandboxes get the network of their pool or BROKER_NETWORK_MODE)'),
+    networkPolicy: NETWORK_POLICY_SCHEMA,
     credentialProxy: unserved({ type: 'object' }, 'credentialProxy: the credential vault proxy is not served by this broker'),
     secureAccess: {
       type: 'boolean',
@@ -126,7 +129,7 @@ export function createSandboxRequest(bounds?: TimeoutBounds): Schema {
   const fields = Object.keys(properties);
   return {
     type: 'object',
-    description: 'CreateSandboxRequest. snapshotId, networkPolicy, credentialProxy, volumes and secureAccess: true answer 501; image.auth answers 501 for an image the node does not pull, and 403 unless it names the node\'s own credentials for one it does (docs/images.md).',
+    description: 'CreateSandboxRequest. snapshotId, credentialProxy, volumes, secureAccess: true and networkPolicy rules by domain answer 501; image.auth answers 501 for an image the node does not pull, and 403 unless it names the node\'s own credentials for one it does (docs/images.md).',
     properties,
     additionalProperties: false,
     'x-known-fields': { known: fields, refusal: `unknown field(s) {unknown}; CreateSandboxRequest has ${fields.join(', ')}` },
@@ -173,7 +176,8 @@ function createRules(schema: Schema): Rule[] {
   const knownFields = compileCheck(only(schema, ['type', 'x-known-fields', 'x-refusal']) as never);
   return [
     (req) => void knownFields(req),
-    ...['snapshotId', 'networkPolicy', 'credentialProxy', 'volumes'].map((name) => field(schema, name, unservedOnly)),
+    ...['snapshotId', 'credentialProxy', 'volumes'].map((name) => field(schema, name, unservedOnly)),
+    field(schema, 'networkPolicy'),
     field(schema, 'secureAccess'),
     field(schema, 'extensions'),
     imageOrPool,

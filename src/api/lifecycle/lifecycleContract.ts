@@ -9,6 +9,7 @@ import { Type } from '@sinclair/typebox';
 import { arrayOf, BOOLEAN, INTEGER, object, ref, STRING, type ReplyDoc, type Schema } from '../../http/openApiTypes';
 import type { ApiContract, ContractMethod, Destination, RouteContract } from '../../http/contract';
 import { createSandboxRequest, NOT_AN_OBJECT } from './createRequest';
+import { EGRESS_POLICY_ROUTES } from './egressContract';
 
 const ID = '5b7c0ffee0c0ffee0c0ffee0c0ffee01';
 const AT: Schema = { type: 'string', format: 'date-time' };
@@ -130,8 +131,10 @@ const routes = {
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 const EGRESS_PATHS = ['policy', 'credential-vault', 'credential-vault/credentials', 'credential-vault/credentials/:name', 'credential-vault/bindings', 'credential-vault/bindings/:name'];
 
-/** `/sandboxes/{id}/egress/...` (where the egress port's endpoint leads), every method: 501. */
-export const EGRESS_ROUTES: readonly RouteContract[] = EGRESS_PATHS.flatMap((p) => METHODS.map((m) => unserved(m, `/sandboxes/:id/egress/${p}`, 'The egress sidecar (where the egress endpoint leads): not served')));
+/** `/sandboxes/{id}/egress/...` (where the egress port's endpoint leads), every method: 501, but the policy's GET, PATCH and DELETE (egressContract.ts). */
+export const EGRESS_ROUTES: readonly RouteContract[] = EGRESS_PATHS.flatMap((p) =>
+  METHODS.filter((m) => p !== 'policy' || !Object.values(EGRESS_POLICY_ROUTES).some((r) => r.method === m)).map((m) => unserved(m, `/sandboxes/:id/egress/${p}`, 'The egress sidecar (where the egress endpoint leads): not served')),
+);
 
 const PROXY_PATH = '/sandboxes/:id/port/:port/*path';
 
@@ -164,5 +167,5 @@ export const LIFECYCLE_CONTRACT: ApiContract<typeof routes & Record<string, Rout
     path: { description: 'the rest of the path, slashes included (may be empty)', example: 'index.html' },
   },
   schemas: { Sandbox: SANDBOX, CreateSandboxRequest: createSandboxRequest() },
-  routes: { ...routes, ...Object.fromEntries([...EGRESS_ROUTES, ...PORT_PROXY_ROUTES].map((r) => [`${r.method} ${r.path}`, r])) },
+  routes: { ...routes, ...Object.fromEntries([...EGRESS_ROUTES, ...Object.values(EGRESS_POLICY_ROUTES), ...PORT_PROXY_ROUTES].map((r) => [`${r.method} ${r.path}`, r])) },
 };

@@ -14,6 +14,7 @@ import { addDomainCheck, compileCheck } from '../../http/schemaCheck';
 import { parseCpus, parseMemoryBytes } from './quantities';
 import { LABEL_VALUE, METADATA_PATCH_BODY, RENEW_BODY } from './lifecycleContract';
 import { createCheck, type CreateRequest, type TimeoutBounds } from './createRequest';
+import { egressOf } from './networkPolicy';
 
 export type { TimeoutBounds } from './createRequest';
 
@@ -36,6 +37,7 @@ function imageUri(uri: string): string {
 function createInput(req: CreateRequest): CreateInput {
   const image = req.image == null ? null : imageUri(req.image.uri.trim());
   const limits = req.resourceLimits ?? {};
+  const network = egressOf(req.networkPolicy);
   return {
     image: image ?? '',
     poolRef: req.extensions?.poolRef ?? null,
@@ -46,6 +48,7 @@ function createInput(req: CreateRequest): CreateInput {
     cpus: limits.cpu === undefined ? null : parseCpus(limits.cpu, os.cpus().length),
     memoryBytes: limits.memory === undefined ? null : parseMemoryBytes(limits.memory),
     ...(req.image?.auth != null ? { imageAuth: req.image.auth } : {}),
+    ...(network ? { network } : {}),
   };
 }
 

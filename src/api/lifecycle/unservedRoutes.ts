@@ -4,14 +4,15 @@
  * vault (the SDK asks every sandbox for the egress port's endpoint, so that endpoint exists and
  * leads here). The SDK's create-latency telemetry (POST /v1/metrics/events) is taken and dropped.
  */
-import type { SandboxDirectory } from '../../core/sandbox/sandboxHandle';
+import type { SandboxDirectory } from '../../core/sandbox/sandboxDirectory';
 import { NotImplementedError } from '../../common/errors';
 import type { Route, Router } from '../../http/router';
 import { apiErrors, served, type RouteContract } from '../../http/contract';
 import { EGRESS_ROUTES, LIFECYCLE_CONTRACT } from './lifecycleContract';
+import { egressPolicyRoutes } from './egressPolicy';
 
 const SNAPSHOTS = 'snapshots are not served by this broker: a sandbox lives until it is deleted or expires';
-const EGRESS = 'the egress sidecar (network policy, credential vault) is not served by this broker: sandboxes get the network of their pool or BROKER_NETWORK_MODE';
+const EGRESS = "the egress sidecar's credential vault (and its policy's other methods) is not served by this broker";
 
 /** `sandboxes`: where an id under the route is looked up (unknown: its 404) before the 501. */
 function unserved(contract: RouteContract, why: string, sandboxes?: { resolve(id: string): unknown }): Route {
@@ -35,11 +36,11 @@ export function unservedLifecycleRoutes(known: (id: string) => unknown): Route[]
   ];
 }
 
-/** `/sandboxes/{id}/egress/...`: where the egress port's endpoint leads. */
+/** `/sandboxes/{id}/egress/...`: where the egress port's endpoint leads. Its policy is served (egressPolicy.ts), the rest 501. */
 export function egressRouter(sandboxes: SandboxDirectory): Router {
   return {
     name: 'egress',
     ...apiErrors(LIFECYCLE_CONTRACT),
-    routes: EGRESS_ROUTES.map((contract) => unserved(contract, EGRESS, sandboxes)),
+    routes: [...egressPolicyRoutes(sandboxes), ...EGRESS_ROUTES.map((contract) => unserved(contract, EGRESS, sandboxes))],
   };
 }

@@ -10,6 +10,7 @@ import { sendJson } from '../../http/httpJson';
 import type { Router } from '../../http/router';
 import { apiErrors, served } from '../../http/contract';
 import { HEALTH_CONTRACT } from './healthContract';
+import type { NetworkReport } from '../../core/ports/sessionNetworks';
 
 const R = HEALTH_CONTRACT.routes;
 import type { ImagesReport } from '../../core/images/imageViews';
@@ -61,8 +62,15 @@ function isolationField(pool: SessionPool) {
       refusal: report.refusal,
       disk_bytes_per_session: report.diskBytesPerSession,
       shared_paths: report.sharedPaths,
+      // Where the backend gives sessions networks of their own (docs/isolation.md).
+      ...(report.network ? { network: networkField(report.network) } : {}),
+      ...(report.sessionLimits ? { session_limits: { memory_bytes: report.sessionLimits.memoryBytes, cpus: report.sessionLimits.cpus, refusal: report.sessionLimits.refusal } } : {}),
     },
   };
+}
+
+function networkField(n: NetworkReport) {
+  return { policy: n.policy, own_network_containers: n.ownNetworkContainers, routed_containers: n.routedContainers, shared_network_containers: n.sharedNetworkContainers, refusal: n.refusal };
 }
 
 /**

@@ -16,6 +16,7 @@ import { commandSchema, orNull, PATH_KEYS } from '../contractParts';
 import { ref } from '../../http/openApiTypes';
 import { SNAPSHOT_ID } from '../snapshots/snapshotContract';
 import type { ApiContract, RouteContract } from '../../http/contract';
+import { NETWORK_ROUTE } from './networkContract';
 
 const REFUSE_NON_OBJECT = 'Request body must be a JSON object, got {a}';
 
@@ -162,6 +163,7 @@ export const EXECUTE_RESULT = Type.Object(
     cpu_ms: Type.Optional(nullable(Type.Number())),
     max_rss_kb: Type.Optional(nullable(Type.Number())),
     disk_full: Type.Optional(nullable(Type.Boolean({ description: "with per-lease isolation: the session's private disk was full at the command's end (its writes failed with ENOSPC)" }))),
+    egress_refused: Type.Optional(nullable(Type.Integer({ description: 'with a network of its own: connections and datagrams its egress policy refused during the command (no route out)' }))),
     truncated_bytes: Type.Optional(Type.Object({ stdout: Type.Integer(), stderr: Type.Integer() }, { additionalProperties: false })),
     released: Type.Optional(Type.Literal(true, { description: 'the execute asked for `release`: the lease is over, as after a release call' })),
   },
@@ -326,6 +328,7 @@ const routes = {
     },
     errors: ON_LEASE,
   },
+  network: NETWORK_ROUTE,
 } satisfies Record<string, RouteContract>;
 
 export const POOL_CONTRACT: ApiContract<typeof routes> = {

@@ -63,6 +63,7 @@ export function executeResponse(result: ExecResult, timeoutSeconds: number, with
     max_rss_kb: facts.maxRssKb,
     // Only for a session with a private disk (per-lease isolation): other answers keep their fields.
     ...(facts.diskFull !== undefined ? { disk_full: facts.diskFull } : {}),
+    ...(facts.egressRefused !== undefined ? { egress_refused: facts.egressRefused } : {}),
     truncated: result.truncated,
     truncated_bytes: facts.droppedBytes,
   };

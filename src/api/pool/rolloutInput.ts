@@ -8,6 +8,8 @@ import { createHash } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
 import { GROUP_SIZE } from './poolContract';
 import { compileCheck } from '../../http/schemaCheck';
+import type { EgressPolicy } from '../../core/ports/sessionNetworks';
+import { NETWORK_BODY } from './networkContract';
 
 export interface AcquireExtras {
   requestId: string | null;
@@ -31,4 +33,12 @@ export function parseGroupSize(body: unknown): { n: number; spread: boolean } {
 export function acquireFingerprint(obj: Record<string, unknown>): string {
   const rest = Object.fromEntries(Object.entries(obj).filter(([k]) => k !== 'request_id' && k !== 'acquire_timeout'));
   return createHash('sha256').update(JSON.stringify(rest)).digest('hex');
+}
+
+let networkCheck: ((body: unknown) => Static<typeof NETWORK_BODY>) | null = null;
+
+/** PUT /session/{id}/network's `policy`, checked before the lease is looked at. */
+export function parseNetwork(body: unknown): EgressPolicy {
+  networkCheck ??= compileCheck(NETWORK_BODY);
+  return networkCheck(body).policy;
 }

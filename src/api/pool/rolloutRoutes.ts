@@ -1,6 +1,6 @@
 /**
  * The pool API's additive routes for rollout clients (docs/pool.md, For rollout clients): group acquire, lease
- * heartbeats and a lease's history. Errors in the pool's `{"detail","code"}` format.
+ * heartbeats, a lease's history and its network policy. Errors in the pool's `{"detail","code"}` format.
  */
 import type { PoolRegistry } from '../../core/pool/poolRegistry';
 import type { RequestIds } from '../../core/pool/requestIds';
@@ -9,7 +9,7 @@ import { acquireResponse } from './poolRoutes';
 import { clientGone, ifUndelivered } from '../../http/clientGone';
 import { parseAcquire } from './poolInput';
 import type { CommandLimits } from '../../core/session/sessionInput';
-import { parseGroupSize } from './rolloutInput';
+import { parseGroupSize, parseNetwork } from './rolloutInput';
 import type { Router } from '../../http/router';
 import { POOL_CONTRACT, type Alive, type GroupAcquired, type History } from './poolContract';
 import { apiErrors, served } from '../../http/contract';
@@ -18,6 +18,8 @@ import { acquireGroupByImage } from './imageAcquire';
 import type { GroupAcquireRequest } from '../../core/pool/poolTypes';
 import type { SnapshotService } from '../../core/snapshots/snapshotService';
 import { snapshotAcquireGroup } from '../snapshots/snapshotAcquire';
+import { NotSupportedError } from '../../common/errors';
+import type { NetworkSet } from './networkContract';
 
 const R = POOL_CONTRACT.routes;
 
@@ -45,6 +47,14 @@ export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, reques
       served(R.heartbeat, ({ params, res }) => {
         const ttlMs = pools.owning(params.sessionId).heartbeat(params.sessionId);
         const answer: Alive = { status: 'alive', lease_ttl: ttlMs === null ? null : ttlMs / 1000 };
+        sendJson(res, 200, answer);
+      }),
+      served(R.network, async ({ body, params, res }) => {
+        const policy = parseNetwork(body);
+        const site = pools.owning(params.sessionId).site(params.sessionId);
+        if (!site.backend.networks) throw new NotSupportedError(`the ${site.backend.kind} backend gives sessions no networks of their own`);
+        await site.backend.networks.change(site.container, site.slotId, policy);
+        const answer: NetworkSet = { session_id: params.sessionId, policy };
         sendJson(res, 200, answer);
       }),
       served(R.history, async ({ params, res }) => {

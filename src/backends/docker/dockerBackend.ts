@@ -13,7 +13,9 @@
 import type Dockerode from 'dockerode';
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { ContainerHealth, ContainerPausing, ContainerRef, DedicatedSessions, OpenShellOptions, Terminals, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
+import type { ContainerHealth, ContainerPausing, ContainerRef, EngineImages, OpenShellOptions, Terminals, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
+import type { ContainerStarts } from '../../core/ports/containers';
+import { dockerContainerStarts, engineImages, type DockerCapabilitySettings } from './dockerCapabilities';
 import { BackendError, BadRequestError, NotSupportedError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
 import { ControlShell } from './control/controlShell';
@@ -22,11 +24,12 @@ import { DockerShell } from './shells/dockerShell';
 import { openWhenRoom } from './shells/openWhenRoom';
 import { type ChannelOpener, execChannelOpener } from './shells/channel';
 import type { FifoSpawner } from './shells/fifoSpawner';
-import { ContainerPids, readPidsMount } from './cgroups/sessionPids';
-import { ContainerUsage, readUsageMounts, type UsageMounts } from './cgroups/sessionUsage';
+import type { ContainerPids } from './cgroups/sessionPids';
+import type { ContainerUsage } from './cgroups/sessionUsage';
+import { ContainerCgroups } from './cgroups/containerCgroups';
 import { containerCreateOptions } from './containers/containerSpec';
 import { containerName, LABEL_DEPLOYMENT, LABEL_INSTANCE } from './containers/labels';
-import type { DedicatedContainerSpec } from '../../core/ports/dedicatedContainers';
+import type { DedicatedContainerSpec } from '../../core/ports/containers';
 import { DockerDedicatedContainers } from './containers/dedicatedContainers';
 import { dockerEngine } from './containers/engine';
 import { ContainerRemovals } from './containers/containerRemovals';
@@ -41,11 +44,18 @@ import { DockerFiles } from './files/dockerFiles';
 import { DockerMeter } from './cgroups/dockerMeter';
 import { SessionIsolation } from './isolation/sessionIsolation';
 import { DockerSnapshotLayers, withSnapshotStore } from './snapshots/dockerSnapshotLayers';
+import { SessionNetworks } from './isolation/sessionNetwork';
+import type { SessionNetworkControl } from '../../core/ports/sessionNetworks';
 
 export { LABEL_DEPLOYMENT, LABEL_INSTANCE };
 
-/** Resolved and validated in dockerConfig.ts (BROKER_IMAGE, BROKER_CONTAINER_*, BROKER_NETWORK_MODE, ...). */
-export type DockerBackendOptions = BrokerConfig['docker'] & { env?: Readonly<Record<string, string>> };
+/** Resolved and validated in dockerConfig.ts (BROKER_IMAGE, BROKER_CONTAINER_*, BROKER_NETWORK_MODE, ...); a group's and a task's settings make those capabilities. */
+export type DockerBackendOptions = BrokerConfig['docker'] &
+  DockerCapabilitySettings & {
+    env?: Readonly<Record<string, string>>;
+    /** Each container holds one session and is replaced after its lease (a pool of whole containers, `fresh_container`). */
+    wholeContainers?: boolean;
+  };
 
 interface ContainerLink {
   control: ControlShell;
@@ -74,7 +84,6 @@ export class DockerBackend implements SessionBackend {
   /** Containers of their own on this deployment (the lifecycle's here; the groups' and tasks' share it). */
   readonly ownContainers: DockerDedicatedContainers;
   readonly terminals: Terminals = { open: (ref, options) => this.openTerminal(ref, options) };
-  readonly dedicated: DedicatedSessions = { start: (spec) => this.startDedicated(spec) };
   readonly pausing: ContainerPausing = { pause: (ref) => this.pauseContainer(ref), resume: (ref) => this.resumeContainer(ref) };
   private readonly workdirs: DockerWorkdirs;
   private readonly pipes: PipeTransport;
@@ -82,23 +91,33 @@ export class DockerBackend implements SessionBackend {
   /** Containers paused (`pausing`). */
   private readonly paused = new Set<string>();
   private starts = 0;
-  /** The host's cgroup v1 pids mount, when per-session pids limits are wanted; see sessionPids.ts. */
-  private readonly pidsMount: string | null;
-  /** Whether the first container's answer about per-session pids limits was logged. */
-  private pidsLogged = false;
-  /** The host's cgroup v1 cpuacct and memory mounts (sessionUsage.ts), read once. */
-  private readonly usageMounts: UsageMounts = readUsageMounts();
+  /** Each session's cgroups: pids, CPU and memory (cgroups/containerCgroups.ts). */
+  private readonly cgroups: ContainerCgroups;
   /** Which containers isolate their sessions, and each isolated session's shell (for its extra shells). */
   readonly isolation: SessionIsolation;
   readonly snapshots: DockerSnapshotLayers | undefined; // isolated sessions' snapshot layers; none without isolation
+  /** Every container it starts: a pool's, a lifecycle sandbox's, and a group's and a task's where their settings were given. */
+  readonly containers: ContainerStarts;
+  /** An image's pool backend is one of these with that image: it serves shells alone (no groups, no tasks). */
+  readonly images: EngineImages = engineImages(this.docker, (image, deployment) => new DockerBackend({ ...this.options, groupImage: undefined, tasks: undefined, image, deployment }));
+  /** Each session's network namespace and egress policy (isolation/sessionNet.c, sessionNetwork.ts). */
+  private readonly nets: SessionNetworks;
+  readonly networks: SessionNetworkControl = {
+    change: (ref, slotId, policy) => this.nets.change(ref, this.isolation.shellOf(ref.id, slotId), policy),
+    current: (ref, slotId) => this.nets.current(ref, this.isolation.shellOf(ref.id, slotId)),
+    status: () => this.nets.status(),
+  };
 
   constructor(private readonly options: DockerBackendOptions) {
     this.removals = new ContainerRemovals(this.docker);
     this.ownContainers = new DockerDedicatedContainers(this.docker, this.removals, options, this.instance);
+    const own = { pool: (index: number) => this.startPool(index), lifecycle: (spec: DedicatedContainerSpec) => this.startDedicated(spec) };
+    this.containers = dockerContainerStarts({ docker: this.docker, ownContainers: this.ownContainers, instance: this.instance, options, ...own });
     this.workdirs = new DockerWorkdirs(this.docker, (id) => this.links.get(id)?.control);
     this.pipes = new PipeTransport(options, this.instance);
-    this.pidsMount = options.sessionPidsLimit > 0 ? readPidsMount() : null;
-    this.isolation = new SessionIsolation(options.isolation);
+    this.cgroups = new ContainerCgroups(options);
+    this.nets = new SessionNetworks(options.isolation.enabled ? options.isolation.network : 'shared', this.docker, options.wholeContainers === true);
+    this.isolation = new SessionIsolation(options.isolation, () => this.nets.status(), () => this.cgroups.limitsReport());
     this.snapshots = options.isolation.enabled ? new DockerSnapshotLayers(this.pipes.snapshotsDir) : undefined;
   }
 
@@ -125,7 +144,7 @@ export class DockerBackend implements SessionBackend {
     return (await this.ownContainers.sweep('pool')) + (await this.ownContainers.sweep('lifecycle'));
   }
 
-  async startContainer(index: number): Promise<ContainerRef> {
+  private async startPool(index: number): Promise<ContainerRef> {
     // A fresh name per start: a replacement never waits for a stuck removal to free the old one.
     const name = containerName(this.options.deployment, this.instance, `c${index}`, `${++this.starts}`);
     return this.startNamed(name, (bind, deadline) => withSnapshotStore(containerCreateOptions(name, this.options, this.instance, bind, deadline), this.snapshots?.bind ?? null));
@@ -210,25 +229,13 @@ export class DockerBackend implements SessionBackend {
       const openChannel = piped?.opener ?? execChannelOpener(container);
       const control = await ControlShell.open(container.id, openChannel);
       const isolates = this.isolation.check(ref, piped);
-      this.links.set(container.id, { control, openChannel, spawner: piped, pids: this.sessionPids(container.id), usage: ContainerUsage.locate(this.usageMounts, container.id), isolates });
+      if (isolates) await this.nets.connect(ref, piped);
+      this.links.set(container.id, { control, openChannel, spawner: piped, pids: this.cgroups.pids(container.id), usage: this.cgroups.usage(container.id), isolates });
       await this.workdirs.learnHostRoot(ref);
     } catch (err) {
       await spawner?.close();
       throw new BackendError(`container ${ref.name} failed to start: ${errorMessage(err)}`);
     }
-  }
-
-  /** The container's per-session pids cgroups, or null (said once, with the reason). */
-  private sessionPids(containerId: string): ContainerPids | null {
-    const max = this.options.sessionPidsLimit;
-    if (max <= 0) return null;
-    const pids = ContainerPids.locate(this.pidsMount, containerId, max);
-    if (!this.pidsLogged) {
-      this.pidsLogged = true;
-      if (typeof pids === 'string') logger.warn(`per-session pids limits are off: ${pids}; a fork bomb can take the forks of its container's other sessions`);
-      else logger.info({ sessionPidsLimit: max, containerPidsLimit: this.options.pidsLimit }, 'per-session pids limits are on');
-    }
-    return typeof pids === 'string' ? null : pids;
   }
 
   async removeContainer(ref: ContainerRef): Promise<void> {
@@ -237,6 +244,7 @@ export class DockerBackend implements SessionBackend {
     this.links.delete(ref.id);
     this.noScript.delete(ref.id);
     this.isolation.forget(ref.id);
+    this.nets.forget(ref.id);
     const pending = this.starting.get(ref.id);
     this.starting.delete(ref.id);
     await pending?.spawner?.close();
@@ -261,7 +269,7 @@ export class DockerBackend implements SessionBackend {
     const link = this.links.get(ref.id);
     if (!link?.control.alive) throw new BackendError(`container ${ref.name} has no control shell`);
     const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${++this.generation}`;
-    const isolated = link.isolates ? this.isolation.request(ref.id, options) : undefined;
+    const isolated = link.isolates ? { ...this.isolation.request(ref.id, options), network: this.nets.modeOf(ref.id) } : undefined;
     const shell = await openWhenRoom(link.control, () => DockerShell.open({ openChannel: link.openChannel, containerId: ref.id, control: link.control, env: [tag, 'TERM=dumb'], tag, isolated }));
     if (isolated) this.isolation.opened(ref.id, options, shell);
     if (link.pids) {

@@ -11,8 +11,9 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import PQueue from 'p-queue';
 import { randomBytes } from 'node:crypto';
-import type { DedicatedContainerSpec } from '../../core/ports/dedicatedContainers';
-import type { ContainerHealth, ContainerRef, DedicatedSessions, IsolationReport, OpenShellOptions, Terminals, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
+import type { ContainerStarts, DedicatedContainerSpec } from '../../core/ports/containers';
+import { poolAndLifecycleStarts } from '../poolAndLifecycleStarts';
+import type { ContainerHealth, ContainerRef, IsolationReport, OpenShellOptions, Terminals, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
 import { NotSupportedError } from '../../common/errors';
 import { hostEnv, type BrokerConfig, type HostEnv } from '../../config/config';
 import { findBash } from './bashPath';
@@ -53,7 +54,8 @@ export class LocalBackend implements SessionBackend {
   readonly kind = 'local';
   readonly files = localFiles;
   readonly terminals: Terminals = { open: (container, options) => this.openTerminal(container, options) };
-  readonly dedicated: DedicatedSessions = { start: (spec) => this.startDedicated(spec) };
+  /** A pool's container and a lifecycle sandbox's are each a directory of their own here. */
+  readonly containers: ContainerStarts = poolAndLifecycleStarts(this.kind, (index) => this.startPool(index), (spec) => this.startDedicated(spec));
   readonly instance = `${process.pid}-${randomBytes(4).toString('hex')}`;
   readonly meter = new LocalMeter(
     (slotId) => (this.cgroups ? this.cgroups.slotPath(slotId) : null),
@@ -97,7 +99,7 @@ export class LocalBackend implements SessionBackend {
     return this.cgroups ? 'cgroup' : 'procfs';
   }
 
-  async startContainer(index: number): Promise<ContainerRef> {
+  private async startPool(index: number): Promise<ContainerRef> {
     const dir = path.join(this.options.root, `c${index}`);
     await fs.mkdir(dir, { recursive: true });
     this.roots.add(dir);

@@ -8,8 +8,11 @@ import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { ReadAnswer } from './acquireLine';
 
-/** 503 codes after which another node may serve the acquire: full, or draining. */
-const MOVE_ON = new Set(['pool_exhausted', 'shutting_down']);
+/**
+ * 503 codes after which another node may serve the acquire: full, draining, or (an acquire by
+ * image) no room on this node for a container or a pull of it.
+ */
+const MOVE_ON = new Set(['pool_exhausted', 'shutting_down', 'node_full', 'image_disk_full']);
 
 /** Whether a node's 503 lets another node serve the acquire. */
 export function movesOn(text: string): boolean {

@@ -34,6 +34,8 @@ export interface AcquireCall {
   pool: string;
   /** The store key of its request_id, when it has one. */
   pinKey: string | null;
+  /** The image it names (canonical), the sessions it takes at once and whether spread; null: none. */
+  image: { ref: string; sessions: number; spread: boolean } | null;
 }
 
 export class AcquireCalls {

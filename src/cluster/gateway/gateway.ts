@@ -32,6 +32,7 @@ import { clusterTargets, gatewayHealth } from './gatewayHealth';
 import { serveList } from './gatewayLists';
 import { gatewayRouters, type GatewayHandlers, type Handle, type OneNode } from './gatewayRoutes';
 import { placeAcquire } from './placement';
+import { imageOfCreate, placeByImage } from './imagePlacement';
 import { diedInHandshake, diedListening, forwardedHeaders, neverSent, NodeClients, requestBody, type NodeCall } from './nodeForwarder';
 import { tunnelUpgrade } from './nodeTunnel';
 import { UnseenAcquires } from './unseenAcquires';
@@ -141,7 +142,7 @@ export class Gateway {
   private handlers(): GatewayHandlers {
     const own = new Map<RouteContract, Handle>([
       [HEALTH_CONTRACT.routes.health, async ({ res }) => {
-        const report = gatewayHealth(this.membership);
+        const report = gatewayHealth(this.membership, Date.now(), this.metrics.imagePlacementCounts);
         sendJson(res, report.status === 'unhealthy' ? 503 : 200, report);
       }],
       [HEALTH_CONTRACT.routes.metrics, async ({ res }) => {
@@ -243,7 +244,8 @@ export class Gateway {
   }
 
   /**
-   * A create (a workspace, a lifecycle sandbox, a task) on a node with capacity: the best of 3 random
+   * A create (a workspace, a lifecycle sandbox, a task) on a node with capacity (a lifecycle sandbox
+   * of an image `image.uri` names: placed by its image, as an acquire by image): the best of 3 random
    * nodes by free sessions of the default pool (placement.ts), less the sessions this gateway took
    * there since the node's last record, as an acquire without a pool; a node that takes no
    * connection gives way to the next. Its body is read whole (bounded by BROKER_MAX_BODY_BYTES),
@@ -251,11 +253,15 @@ export class Gateway {
    */
   private async create(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBodyBytes(req, this.config.maxBodyBytes);
+    const image = imageOfCreate(body);
     const tried = new Set<string>();
     for (;;) {
       const nodes = this.membership.list().map((m) => m.record);
       const inFlight = (id: string): number => this.unseen.count(id, this.membership.get(id)?.seenAtMs ?? 0);
-      const placed = placeAcquire({ nodes, pool: DEFAULT_POOL, exclude: tried, inFlight });
+      // A lifecycle create of an image: where it is warm, else held, else its rendezvous node (imagePlacement.ts).
+      const byImage = image === null ? null : placeByImage({ nodes, image, sessions: 1, spread: false, exclude: tried, inFlight });
+      if (byImage && tried.size === 0) this.metrics.imagePlaced(byImage.tier);
+      const placed = byImage ?? placeAcquire({ nodes, pool: DEFAULT_POOL, exclude: tried, inFlight });
       const member = (placed && this.membership.get(placed.node.node_id)) ?? this.pickAny(tried);
       if (!member) throw new NoNodesError(tried.size === 0 ? 'is registered' : 'answers (every node refused the call)');
       const nodeId = member.record.node_id;

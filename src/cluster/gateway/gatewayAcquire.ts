@@ -13,6 +13,10 @@
  *   The record moves only with the acquire (compare and swap). When the store is away, the gateway
  *   places on its own and the dedupe holds on that node only. Such an acquire is alone of its kind
  *   and outlives its client, as on a standalone broker.
+ * - An acquire that names an image is placed by it (imagePlacement.ts: where it is warm, else held,
+ *   else by rendezvous hashing of the image over the nodes with room); its 200 says which rule
+ *   placed it (PLACEMENT_HEADER), beside the node's own `image_cost`. A node without room for the
+ *   image (503 `node_full`, `image_disk_full`) lets the next node serve it.
  * - Its body is read whole (bounded by BROKER_MAX_BODY_BYTES): it may be sent twice. A final 503
  *   `pool_exhausted` reads as a standalone broker's would, with the caller's timeout.
  *
@@ -31,13 +35,24 @@ import { errorMessage } from '../../common/errors';
 import type { ClusterStore, NodeRecord } from '../clusterStore';
 import { NoNodesError, type NodeTlsRefusedError } from '../clusterErrors';
 import type { Membership } from './membership';
-import { freeSessions, placeAcquire } from './placement';
+import { freeSessions, placeAcquire, type Placement } from './placement';
+import { placeByImage, type ImageTier } from './imagePlacement';
+import { imageOnNode } from '../node/imageSummary';
+import { canonicalImage } from '../../core/images/imageRef';
 import { clientLeft, relay, type NodeClients } from './nodeForwarder';
 import type { GatewayMetrics } from './gatewayMetrics';
 import type { UnseenAcquires } from './unseenAcquires';
 import { AcquireLine, AcquireTicket, AcquireWorker, type Outcome, type ReadAnswer } from './acquireLine';
 import { codeOf, kindOf, sendRead, waitedLess } from './acquireAnswers';
 import { AcquireCalls, type AcquireCall } from './acquireCalls';
+
+/** The rule that placed a granted acquire by image (warm, held, cold): the trainer may log it beside `image_cost`. */
+export const PLACEMENT_HEADER = 'x-broker-placement';
+
+/** The line key of the acquires of one image (no pool name has a space). */
+const IMAGE_LINE = '@image ';
+/** The label of acquires by image in the gateway's per-pool series and Retry-After memory (one, however many images). */
+const BY_IMAGE = '@image';
 
 export interface AcquireDeps {
   membership: Membership;
@@ -82,10 +97,14 @@ export class GatewayAcquire {
     const pool = typeof body.pool === 'string' ? body.pool : DEFAULT_POOL;
     const timeoutMs = typeof asked === 'number' && askedOk ? Math.max(1, Math.round(asked * 1000)) : this.deps.acquireTimeoutMs;
     const requestId = typeof body.request_id === 'string' ? body.request_id : null;
-    // A body that is no object, a timeout the gateway could not rewrite, a pool nobody serves: any
-    // node answers as a standalone broker would (its 400), with the body as it came.
+    const image = imageOf(path, body);
+    // A body that is no object, a timeout the gateway could not rewrite, a pool nobody serves, an
+    // image that is no reference (or beside a pool) or that no node may serve: any node answers as a
+    // standalone broker would (its 400, 403 or 501), with the body as it came.
     const isObject = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed);
-    if (!this.place(pool, new Set()) || !isObject || !askedOk) {
+    const lineKey = image ? IMAGE_LINE + image.ref : pool;
+    const probe: AcquireCall = { req, path, body, pool, pinKey: null, image: image ?? null };
+    if (image === undefined || !this.place(probe, new Set()) || !isObject || !askedOk) {
       const any = this.deps.membership.list().find((m) => m.record.health !== 'unhealthy') ?? this.deps.membership.list()[0];
       if (!any) throw new NoNodesError('is registered');
       return relay(await this.nodeCalls.send(any.record, req, path, parsed === undefined ? null : JSON.stringify(parsed)), res);
@@ -94,24 +113,25 @@ export class GatewayAcquire {
     // A client gone while its body was read: nobody to serve (its close came before any listener).
     if (res.closed) return;
     // With a request_id the acquire outlives its client (its retry comes for the lease), alone of its kind.
-    const ticket = new AcquireTicket(requestId ? null : kindOf(path, pool, body), pool, Date.now() + timeoutMs);
+    const ticket = new AcquireTicket(requestId ? null : kindOf(path, pool, body), lineKey, Date.now() + timeoutMs);
     this.line.join(ticket);
     if (!requestId) {
       // Its worker may be in a call that outlives the deadline (taken over from an older acquire).
       ticket.expireAt(() => this.line.leave(ticket, { kind: 'exhausted', retryAfter: this.retryAfterFor(ticket) }));
       clientLeft(res).addEventListener('abort', () => this.line.leave(ticket, { kind: 'failed', err: new AbortedError('acquire') }), { once: true });
     }
-    const call: AcquireCall = { req, path, body, pool, pinKey };
+    const call: AcquireCall = { ...probe, pinKey };
     if (!requestId) this.calls.set(ticket, call);
     void this.work(ticket.worker.current, call, ticket.kind);
-    this.waiting.set(pool, (this.waiting.get(pool) ?? 0) + 1);
+    const label = image ? BY_IMAGE : pool;
+    this.waiting.set(label, (this.waiting.get(label) ?? 0) + 1);
     let outcome: Outcome;
     try {
       outcome = await ticket.outcome;
     } finally {
-      const left = (this.waiting.get(pool) ?? 1) - 1;
-      if (left > 0) this.waiting.set(pool, left);
-      else this.waiting.delete(pool);
+      const left = (this.waiting.get(label) ?? 1) - 1;
+      if (left > 0) this.waiting.set(label, left);
+      else this.waiting.delete(label);
     }
     this.answer(res, outcome, timeoutMs, path, requestId !== null);
   }
@@ -153,24 +173,29 @@ export class GatewayAcquire {
       for (;;) {
         const owner = worker.owner;
         if (!owner || owner.settled) return;
-        let placement = this.place(call.pool, worker.tried);
+        let placement = this.place(call, worker.tried);
         if (!placement && capped && Date.now() < owner.deadline) {
           // The last node held it its own acquire timeout, shorter than the time left, and stayed full: another round.
           worker.tried.clear();
-          placement = this.place(call.pool, worker.tried);
+          placement = this.place(call, worker.tried);
         }
-        if (!placement || Date.now() >= owner.deadline) return this.finish(owner, last, call.pool, refusedTls);
+        if (!placement || Date.now() >= owner.deadline) return this.finish(owner, last, call, refusedTls);
         if (node !== null) this.deps.metrics.retried();
+        else if (placement.tier) this.deps.metrics.imagePlaced(placement.tier);
         node = call.pinKey ? await this.pinned(call.pinKey, node, placement.node) : placement.node;
         worker.tried.add(node.node_id);
         const remainingMs = owner.deadline - Date.now();
         // A node that looked free gets a short try, and leaves at least half the time to the next one.
-        const another = placement.free && this.place(call.pool, worker.tried) !== null;
+        // Not an acquire by image: a node short of warm sessions starts a container for it, which a
+        // short try would cut off with a 503 image_starting; it waits there (a probe may serve it elsewhere).
+        const shortTry = placement.free && !call.image;
+        const another = shortTry && this.place(call, worker.tried) !== null;
         const tryMs = another ? Math.min(remainingMs / 2, this.deps.freeTryMs) : remainingMs;
         const sentSeconds = Math.max(0.001, tryMs / 1000);
-        const attempt = await this.nodeCalls.attempt(worker, node, call, { ...call.body, acquire_timeout: sentSeconds }, !placement.free);
+        const attempt = await this.nodeCalls.attempt(worker, node, call, { ...call.body, acquire_timeout: sentSeconds }, !shortTry);
         if (attempt.kind === 'answer') {
           if (attempt.read.statusCode === 200) {
+            if (placement.tier) attempt.read.headers[PLACEMENT_HEADER] = placement.tier;
             if (!this.line.grant(worker, kind, attempt.read)) this.nodeCalls.giveBack(attempt.read);
           } else if (worker.owner) {
             this.line.leave(worker.owner, { kind: 'answer', read: attempt.read });
@@ -183,7 +208,7 @@ export class GatewayAcquire {
           capped = waitedLess(attempt.read.text, sentSeconds);
           const retryAfter = attempt.read.headers['retry-after'];
           if (typeof retryAfter === 'string' && codeOf(attempt.read.text) === 'pool_exhausted') {
-            this.retryAfter.set(call.pool, retryAfter);
+            this.retryAfter.set(call.image ? BY_IMAGE : call.pool, retryAfter);
             if (worker.owner) worker.owner.retryAfter = retryAfter;
           }
           if (!attempt.moveOn && worker.owner) this.line.leave(worker.owner, { kind: 'answer', read: attempt.read });
@@ -204,9 +229,12 @@ export class GatewayAcquire {
   private probe(record: NodeRecord): void {
     if (this.line.length === 0 || record.health === 'unhealthy') return;
     for (const pool of this.line.pools()) {
-      if (record.pools[pool] === undefined) continue;
+      const unseen = this.unseen.count(record.node_id, Date.now());
+      let free: number;
+      if (pool.startsWith(IMAGE_LINE)) free = (imageOnNode(record.images, pool.slice(IMAGE_LINE.length)).entry?.warm ?? 0) - unseen;
+      else if (record.pools[pool] !== undefined) free = freeSessions(record, pool, unseen);
+      else continue;
       const waiting = this.line.unprobed(pool);
-      let free = freeSessions(record, pool, this.unseen.count(record.node_id, Date.now()));
       for (const ticket of waiting) {
         if (free-- <= 0) break;
         const call = this.calls.get(ticket);
@@ -222,7 +250,10 @@ export class GatewayAcquire {
     try {
       if (tryMs <= 0) return;
       const attempt = await this.nodeCalls.attempt(worker, node, call, { ...call.body, acquire_timeout: Math.max(0.001, tryMs / 1000) }, false);
-      if (attempt.kind === 'answer' && attempt.read.statusCode === 200 && !this.line.grant(worker, ticket.kind, attempt.read)) this.nodeCalls.giveBack(attempt.read);
+      if (attempt.kind !== 'answer' || attempt.read.statusCode !== 200) return;
+      // A probe by image goes where the record shows it warm.
+      if (call.image) attempt.read.headers[PLACEMENT_HEADER] = 'warm';
+      if (!this.line.grant(worker, ticket.kind, attempt.read)) this.nodeCalls.giveBack(attempt.read);
     } catch {
       // The node broke or was not reached: the acquire's own worker goes on.
     } finally {
@@ -231,9 +262,10 @@ export class GatewayAcquire {
   }
 
   /** Every node tried (or the time is up): a standalone broker's 503 when they were full, else the last word. */
-  private finish(owner: AcquireTicket, last: ReadAnswer | null, pool: string, refusedTls: NodeTlsRefusedError | null = null): void {
+  private finish(owner: AcquireTicket, last: ReadAnswer | null, call: AcquireCall, refusedTls: NodeTlsRefusedError | null = null): void {
     let outcome: Outcome;
-    if (last === null) outcome = { kind: 'failed', err: refusedTls ?? new NoNodesError(`that serves pool '${pool}' answers`) };
+    const what = call.image ? `that serves image '${call.image.ref}'` : `that serves pool '${call.pool}'`;
+    if (last === null) outcome = { kind: 'failed', err: refusedTls ?? new NoNodesError(`${what} answers`) };
     else if (codeOf(last.text) === 'pool_exhausted') outcome = { kind: 'exhausted', retryAfter: this.retryAfterFor(owner) };
     else outcome = { kind: 'answer', read: last };
     this.line.leave(owner, outcome);
@@ -241,13 +273,17 @@ export class GatewayAcquire {
 
   /** Retry-After as the nodes last said for the acquire, or for its pool, else a standalone broker's before its first wait: 1. */
   private retryAfterFor(ticket: AcquireTicket): string {
-    return ticket.retryAfter ?? this.retryAfter.get(ticket.pool) ?? '1';
+    const label = ticket.pool.startsWith(IMAGE_LINE) ? BY_IMAGE : ticket.pool;
+    return ticket.retryAfter ?? this.retryAfter.get(label) ?? '1';
   }
 
-  private place(pool: string, tried: ReadonlySet<string>) {
+  /** The node for the call's next try: by its image (imagePlacement.ts), else by its pool's free sessions. */
+  private place(call: AcquireCall, tried: ReadonlySet<string>): (Placement & { tier?: ImageTier }) | null {
     const nodes = this.deps.membership.list().map((m) => m.record);
     const seenAtMs = (id: string): number => this.deps.membership.get(id)?.seenAtMs ?? 0;
-    return placeAcquire({ nodes, pool, exclude: tried, inFlight: (id) => this.unseen.count(id, seenAtMs(id)) });
+    const inFlight = (id: string): number => this.unseen.count(id, seenAtMs(id));
+    if (call.image) return placeByImage({ nodes, image: call.image.ref, sessions: call.image.sessions, spread: call.image.spread, exclude: tried, inFlight });
+    return placeAcquire({ nodes, pool: call.pool, exclude: tried, inFlight });
   }
 
   /**
@@ -264,4 +300,18 @@ export class GatewayAcquire {
       return to;
     }
   }
+}
+
+/**
+ * The image an acquire names, as placement reads it: canonical, with the sessions it takes at once
+ * (an acquire_group's `n`; 1 when that is no count: the node's 400 says so) and whether they are
+ * spread. null: no image. undefined: an image no node would take (no reference, or beside a pool).
+ */
+function imageOf(path: string, body: Record<string, unknown>): AcquireCall['image'] | undefined {
+  if (body.image === undefined || body.image === null) return null;
+  const ref = typeof body.image === 'string' ? canonicalImage(body.image) : null;
+  if (ref === null || (body.pool !== undefined && body.pool !== null)) return undefined;
+  const group = path !== '/session/acquire';
+  const n = group && Number.isInteger(body.n) && (body.n as number) > 0 ? (body.n as number) : 1;
+  return { ref, sessions: n, spread: group && body.spread === true };
 }

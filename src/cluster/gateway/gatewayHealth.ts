@@ -1,12 +1,15 @@
 /**
  * A gateway's /health: the pool API's /health fields summed over the nodes' default pools (so a client that
  * reads a standalone broker's /health reads a cluster's the same), then every pool's totals by
- * state, each node with its address, health and heartbeat age, and whether the store answers.
+ * state, each node with its address, health, heartbeat age and images (where it pulls them), the
+ * acquires by image by the rule that placed them, and whether the store answers.
  * And /cluster/targets: the nodes as a Prometheus HTTP service discovery list.
  */
 import type { NodeHealth, PoolCapacity } from '../clusterStore';
 import { DEFAULT_POOL } from '../../core/pool/poolRegistry';
 import type { Membership } from './membership';
+import type { ImageTier } from './imagePlacement';
+import type { NodeImages } from '../node/imageSummary';
 
 function emptyCapacity(): PoolCapacity {
   return { total: 0, available: 0, in_use: 0, cleaning: 0, broken: 0, waiting: 0 };
@@ -25,7 +28,7 @@ function add(into: PoolCapacity, from: PoolCapacity): void {
  * unhealthy: no node serves (none is registered, or every one is unhealthy); degraded: some node is
  * not healthy, or the store is away (the membership may be stale); healthy otherwise.
  */
-export function gatewayHealth(membership: Membership, nowMs = Date.now()) {
+export function gatewayHealth(membership: Membership, nowMs = Date.now(), imagePlacements: Record<ImageTier, number> = { warm: 0, held: 0, cold: 0 }) {
   const members = membership.list().sort((a, b) => a.record.node_id.localeCompare(b.record.node_id));
   const pools: Record<string, PoolCapacity> = {};
   let healthyContainers = 0;
@@ -52,6 +55,8 @@ export function gatewayHealth(membership: Membership, nowMs = Date.now()) {
     role: 'gateway',
     store_connected: membership.connected,
     pools,
+    /** Acquires by image since the gateway started, by the rule that placed them (imagePlacement.ts). */
+    image_placements: imagePlacements,
     nodes: members.map(({ record, seenAtMs }) => ({
       node_id: record.node_id,
       incarnation: record.incarnation,
@@ -59,8 +64,15 @@ export function gatewayHealth(membership: Membership, nowMs = Date.now()) {
       health: record.health,
       heartbeat_age_ms: Math.max(0, nowMs - seenAtMs),
       pools: record.pools,
+      ...(record.images ? { images: imagesOf(record.images) } : {}),
     })),
   };
+}
+
+/** A node's images as its record tells them, its Bloom filter summed up as a count of the images it holds beyond `top`. */
+function imagesOf(images: NodeImages) {
+  const { others, ...rest } = images;
+  return { ...rest, others: others === null ? 0 : Math.max(0, images.held - images.top.filter((t) => t.held).length) };
 }
 
 /** Prometheus' http_sd format: one target group per node, labelled with its id. */

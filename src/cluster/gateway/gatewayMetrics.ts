@@ -1,12 +1,14 @@
 /**
  * A gateway's own series: calls routed to each node (by status), the calls that failed to reach a
  * node, each node's answer latency (to its answer's headers), acquires moved to another node, and the
- * membership it routes by (nodes up, store connected), and the acquires it holds waiting. Nodes are scraped for their own series
+ * membership it routes by (nodes up, store connected), the acquires it holds waiting, and the rule
+ * that placed each acquire by image (warm, held, cold). Nodes are scraped for their own series
  * directly (GET /cluster/targets lists them).
  */
 import client, { Registry } from 'prom-client';
 import { LATENCY_BUCKETS } from '../../metrics/metrics';
 import type { Membership } from './membership';
+import type { ImageTier } from './imagePlacement';
 
 export class GatewayMetrics {
   readonly registry = new Registry();
@@ -14,6 +16,9 @@ export class GatewayMetrics {
   private readonly errors: client.Counter<'node' | 'reason'>;
   private readonly latency: client.Histogram<'node'>;
   private readonly acquireRetries: client.Counter;
+  private readonly imagePlacements: client.Counter<'tier'>;
+  /** Acquires by image placed by each rule since start (/health's `image_placements`). */
+  readonly imagePlacementCounts: Record<ImageTier, number> = { warm: 0, held: 0, cold: 0 };
   /** Each node's labelled series, found once: prom-client hashes a label set at every call otherwise. */
   private readonly answeredSeries = new Map<string, { latency: client.Histogram.Internal<'node'>; byStatus: Map<number, client.Counter.Internal> }>();
 
@@ -29,6 +34,13 @@ export class GatewayMetrics {
     });
     this.latency = new client.Histogram({ name: 'broker_gateway_request_duration_seconds', help: "From a call's forwarding to its node's answer headers", labelNames: ['node'], buckets: LATENCY_BUCKETS, registers });
     this.acquireRetries = new client.Counter({ name: 'broker_gateway_acquire_retries_total', help: 'Acquires sent on to another node (the first was full, draining or down)', registers });
+    this.imagePlacements = new client.Counter({
+      name: 'broker_gateway_image_placements_total',
+      help: 'Acquires by image by the rule that placed them first: warm (a node with its warm sessions), held (a node holding the image), cold (rendezvous over the nodes with room)',
+      labelNames: ['tier'],
+      registers,
+    });
+    for (const tier of ['warm', 'held', 'cold'] as const) this.imagePlacements.inc({ tier }, 0);
     new client.Gauge({
       name: 'broker_gateway_nodes_up',
       help: 'Nodes in the membership this gateway routes by, by health',
@@ -79,6 +91,12 @@ export class GatewayMetrics {
 
   failed(node: string, reason: 'not_sent' | 'broken' | 'lost' | 'tls'): void {
     this.errors.inc({ node, reason });
+  }
+
+  /** An acquire by image placed, by the rule that chose its first node. */
+  imagePlaced(tier: ImageTier): void {
+    this.imagePlacementCounts[tier]++;
+    this.imagePlacements.inc({ tier });
   }
 
   retried(): void {

@@ -60,7 +60,7 @@ export class ClusterNode {
       this.renewWith(this.tls, url);
     }
     const registration = this.store.register(this.owner.nodeId, this.config.cluster.nodeTtlSeconds);
-    this.heartbeat = new NodeHeartbeat(registration, () => nodeRecord(this.broker.pools, this.owner, url, Date.now(), { report: this.broker.images.report, top: this.config.images.clusterTop }), this.config.cluster.heartbeatMs, () => availableByPool(this.broker.pools));
+    this.heartbeat = new NodeHeartbeat(registration, () => nodeRecord(this.broker.pools, this.owner, url, Date.now(), { report: this.broker.images.report, top: this.config.images.clusterTop }), this.config.cluster.heartbeatMs, () => availableByPool(this.broker.pools, this.broker.images.pools.live));
     try {
       await this.heartbeat.start();
     } catch (err) {

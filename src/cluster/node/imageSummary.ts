@@ -5,6 +5,7 @@
  * gateway can place an acquire for an image where it is warm, else where it is held.
  */
 import type { ImagesReport } from '../../core/images/imageViews';
+import type { ImageRoom } from '../../core/images/imagePools';
 import { bloomMayHave, bloomOf, type BloomFilter } from '../../common/bloomFilter';
 
 export interface ImageOnNode {
@@ -25,6 +26,10 @@ export interface NodeImages {
   pulls_in_flight: number;
   disk_used_bytes: number;
   disk_budget_bytes: number;
+  /** Images removed for room since the node started. */
+  evictions: number;
+  /** Containers a new image's demand could start (idle pools counted as free), and one pool's limits. */
+  room: ImageRoom;
   /** The images with a pool, then the most used, up to BROKER_CLUSTER_IMAGES_TOP. */
   top: ImageOnNode[];
   /** The held images not in `top`; null when there are none. */
@@ -43,6 +48,8 @@ export function imageSummary(report: ImagesReport, topCount: number): NodeImages
     pulls_in_flight: report.pulls_in_flight,
     disk_used_bytes: report.disk_used_bytes,
     disk_budget_bytes: report.disk_budget_bytes,
+    evictions: report.evictions,
+    room: report.room,
     top: top.map((v) => ({ image: v.image, warm: v.warm_sessions, leased: v.leased_sessions, containers: v.containers, held: v.state === 'held', uses: v.uses })),
     others: rest.length > 0 ? bloomOf(rest) : null,
   };

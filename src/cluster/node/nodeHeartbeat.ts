@@ -1,6 +1,6 @@
 /**
  * A node's heartbeat: every interval it writes its record (capacity and health) and renews its
- * lease, and sooner when a pool that was full frees a session. A beat the store misses is logged once per outage and tried again at the next interval;
+ * lease, and sooner when a pool that was full (a configured one, or an image's) frees a session. A beat the store misses is logged once per outage and tried again at the next interval;
  * the lease outlives a few missed beats (TTL >= 2 intervals), and a lease the store dropped meanwhile
  * is granted anew, so the node rejoins by itself when the store returns.
  */
@@ -15,10 +15,24 @@ import { errorMessage } from '../../common/errors';
  */
 const FREED_CHECK_MS = 100;
 
-/** Whether a pool that `before` showed full has a free session now (`available`: sessions free per pool). */
+/** The key of an image pool's free sessions in `available` (beside the configured pools' names). */
+export const imageKey = (image: string): string => `image:${image}`;
+
+/**
+ * Whether a pool that `before` showed full has a free session now (`available`: sessions free per
+ * pool, and per image pool under imageKey). An image counts only when `before` named it among its
+ * top images with no warm session: that is what a gateway placed by, and an image the record does
+ * not name in full would look freed at every look.
+ */
 export function freedSince(before: NodeRecord | null, available: Record<string, number>): boolean {
   if (before === null) return false;
-  for (const [pool, free] of Object.entries(available)) if (free > 0 && before.pools[pool]?.available === 0) return true;
+  for (const [pool, free] of Object.entries(available)) {
+    if (free <= 0) continue;
+    if (pool.startsWith('image:')) {
+      const image = pool.slice('image:'.length);
+      if (before.images?.top.find((t) => t.image === image)?.warm === 0) return true;
+    } else if (before.pools[pool]?.available === 0) return true;
+  }
   return false;
 }
 

@@ -6,6 +6,9 @@ import type { NodeRecord, PoolCapacity } from '../clusterStore';
 import type { IdOwner } from '../clusterIds';
 import type { ImagesReport } from '../../core/images/imageViews';
 import { imageSummary } from './imageSummary';
+import { canonicalImage } from '../../core/images/imageRef';
+import type { ImagePool } from '../../core/images/imagePool';
+import { imageKey } from './nodeHeartbeat';
 
 /** The node's images for its record: its report, and how many of them it names in full. */
 export interface RecordImages {
@@ -21,7 +24,8 @@ export function nodeRecord(pools: PoolRegistry, owner: IdOwner, address: string,
     const { counts, healthyContainers, unhealthyContainers } = entry.pool.health();
     // A closing pool takes no acquire: it offers none.
     const available = entry.pool.isClosing ? 0 : counts.available;
-    byPool[entry.name] = { total: counts.total, available, in_use: counts.in_use, cleaning: counts.cleaning, broken: counts.broken, waiting: entry.pool.waiting };
+    const image = canonicalImage(entry.image);
+    byPool[entry.name] = { total: counts.total, available, in_use: counts.in_use, cleaning: counts.cleaning, broken: counts.broken, waiting: entry.pool.waiting, ...(image ? { image } : {}) };
     healthy += healthyContainers;
     unhealthy += unhealthyContainers;
   }
@@ -40,9 +44,10 @@ export function nodeRecord(pools: PoolRegistry, owner: IdOwner, address: string,
   };
 }
 
-/** What a node offers per pool (a closing pool: none), read from the pools' counts alone: the heartbeat's look between beats. */
-export function availableByPool(pools: PoolRegistry): Record<string, number> {
+/** What a node offers per pool (a closing pool: none) and per image pool, read from the pools' counts alone: the heartbeat's look between beats. */
+export function availableByPool(pools: PoolRegistry, imagePools: readonly ImagePool[] = []): Record<string, number> {
   const out: Record<string, number> = {};
   for (const entry of pools.entries) out[entry.name] = entry.pool.isClosing ? 0 : entry.pool.states.count(SessionState.AVAILABLE);
+  for (const entry of imagePools) out[imageKey(entry.image)] = entry.closed ? 0 : entry.warmSessions;
   return out;
 }

@@ -47,12 +47,13 @@ export interface ResolvedCompute {
 
 /**
  * `unit: "absolute"` (the default): cores and GiB. `unit: "relative"`: fractions (0 to 1] of the
- * host's cores, memory and free disk. Missing figures take the defaults; a negative, zero or
+ * host's cores, memory and free disk. Missing figures take the defaults; null, a negative, zero or
  * non-numeric figure, an unknown unit or field, or more than the host has is a 400.
  */
 export function resolveCompute(raw: unknown, host: HostCapacity, defaults: ComputeDefaults): ResolvedCompute {
-  if (raw === undefined || raw === null) return { limits: { ...defaults }, warnings: [] };
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw new BadRequestError("'compute_resources' must be an object");
+  if (raw === undefined) return { limits: { ...defaults }, warnings: [] };
+  // null is not "absent": the API publishes an object, and a client that sends null meant something else.
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new BadRequestError(`'compute_resources' must be an object, got ${JSON.stringify(raw)}`);
   const fields = raw as Record<string, unknown>;
   const unknown = Object.keys(fields).filter((k) => !KNOWN_FIELDS.has(k));
   if (unknown.length > 0) throw new BadRequestError(`'compute_resources' has unknown fields: ${unknown.join(', ')} (known: ${[...KNOWN_FIELDS].join(', ')})`);

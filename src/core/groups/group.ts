@@ -7,11 +7,13 @@ import { promises as fs } from 'node:fs';
 import { logger } from '../../common/logger';
 import { errorMessage } from '../../common/errors';
 import type { GroupDatabase } from './groupDatabase';
-import type { Sandbox } from './sandbox';
+import type { GroupSandbox } from './groupSandbox';
 import type { Closable } from '../ports/groupEndpoints';
+import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
+import { ownApiSandbox } from '../sandbox/sandbox';
 
 export interface RunningSandbox {
-  sandbox: Sandbox;
+  sandbox: GroupSandbox;
   port: number;
   url: string;
   /** The Sandbox API listener and the database sockets. */
@@ -26,19 +28,33 @@ export class Group {
   readonly ports = new Set<number>();
   stopping = false;
   private readonly startsInFlight = new Set<Promise<unknown>>();
+  /** Each running sandbox's end signal: it leaves the broker's directory of sandboxes on it. */
+  private readonly ends = new Map<string, AbortController>();
 
   constructor(
     readonly id: string,
     /** The group's directory on the host (database files, sandbox disks, sockets). */
     readonly hostDir: string,
     readonly database: GroupDatabase | null,
+    /** The broker's directory of live sandboxes: each running sandbox is one, as `<group>/<sandbox>`. */
+    private readonly directory?: SandboxDirectory,
   ) {}
+
+  /** A sandbox that started: running, and a sandbox of the broker's directory until it stops. */
+  admit(id: string, running: RunningSandbox): void {
+    this.sandboxes.set(id, running);
+    const end = new AbortController();
+    this.ends.set(id, end);
+    this.directory?.register(ownApiSandbox(`${this.id}/${id}`, 'group', end.signal));
+  }
 
   /** Stops one sandbox: its listeners first (no request reaches a dying container), then its terminal and container. */
   async stopSandbox(id: string): Promise<void> {
     const running = this.sandboxes.get(id);
     if (!running) return;
     this.sandboxes.delete(id);
+    this.ends.get(id)?.abort();
+    this.ends.delete(id);
     await stopRunning(running);
     this.ports.delete(running.port);
   }

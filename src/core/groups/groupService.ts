@@ -1,7 +1,7 @@
 /**
  * The group service of sandbox groups: one sandbox group at a time, its database, and its sandboxes, each
  * a dedicated container with enforced limits, its tools, a terminal, and a Sandbox API on a port
- * of its own. No HTTP and no Docker here: containers come through the SandboxContainers port
+ * of its own. No HTTP and no Docker here: containers come through the containers' port (`{ kind: 'group' }`)
  * (null on a backend without them: 501), listeners through GroupEndpoints, the database engine
  * through a VectorStoreOpener.
  */
@@ -14,9 +14,10 @@ import { logger } from '../../common/logger';
 import { hostCapacity, resolveCompute, type ComputeDefaults, type ResolvedCompute, type SandboxLimits } from './computeLimits';
 import { GroupDatabase, type DatabaseGrant } from './groupDatabase';
 import { loadPopulation } from './populationConfig';
-import type { SandboxContainers, SocketForward } from '../ports/sandboxContainers';
+import type { ContainerStarts, SocketForward } from '../ports/containers';
+import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
 import type { VectorStoreOpener } from '../ports/vectorStore';
-import { Sandbox, type SandboxTimings } from './sandbox';
+import { GroupSandbox, type SandboxTimings } from './groupSandbox';
 import { PortInUseError, type Closable, type GroupEndpoints } from '../ports/groupEndpoints';
 import { Group, type RunningSandbox } from './group';
 import { readTools, type GroupStartRequest, type SandboxStartRequest, type Tools } from './requests';
@@ -38,6 +39,8 @@ export interface GroupServiceOptions {
   hostRoot: string;
   defaults: ComputeDefaults;
   timings: SandboxTimings;
+  /** The broker's directory of live sandboxes, where each group sandbox is one while it runs. */
+  directory?: SandboxDirectory;
 }
 
 export interface SandboxStarted {
@@ -58,7 +61,7 @@ export class GroupService {
   private swept: Promise<void> | null = null;
 
   constructor(
-    private readonly containers: SandboxContainers | null,
+    private readonly containers: ContainerStarts | null,
     private readonly openStore: VectorStoreOpener,
     private readonly endpoints: GroupEndpoints,
     private readonly options: GroupServiceOptions,
@@ -87,7 +90,7 @@ export class GroupService {
         await fs.rm(hostDir, { recursive: true, force: true });
         throw err;
       }
-      this.group = new Group(id, hostDir, database);
+      this.group = new Group(id, hostDir, database, this.options.directory);
     })();
     this.transition = start;
     try {
@@ -106,7 +109,7 @@ export class GroupService {
     if (!this.containers) return Promise.resolve();
     const containers = this.containers;
     this.swept ??= (async () => {
-      const removed = await containers.sweep(this.options.hostRoot);
+      const removed = await containers.sweep({ kind: 'group', hostRoot: this.options.hostRoot });
       const dirs = await fs.readdir(this.options.hostRoot).catch(() => [] as string[]);
       await Promise.all(dirs.map((d) => fs.rm(path.join(this.options.hostRoot, d), { recursive: true, force: true })));
       if (removed + dirs.length > 0) logger.info({ containers: removed, directories: dirs.length }, 'removed the sandbox groups an earlier broker left');
@@ -146,7 +149,7 @@ export class GroupService {
   }
 
   /** The start itself: every step it took is undone if a later one fails (or the group stops meanwhile). */
-  private async launch(group: Group, request: SandboxStartRequest, compute: ResolvedCompute, tools: Tools, grants: DatabaseGrant[], containers: SandboxContainers): Promise<SandboxStarted> {
+  private async launch(group: Group, request: SandboxStartRequest, compute: ResolvedCompute, tools: Tools, grants: DatabaseGrant[], containers: ContainerStarts): Promise<SandboxStarted> {
     const undo: Closable[] = [];
     let port = -1;
     try {
@@ -163,9 +166,9 @@ export class GroupService {
         Object.assign(env, attachmentEnv(grant, FIRST_FORWARD_PORT + i));
       }
       const files = [{ name: TOOL_RUNNER_FILE, content: Buffer.from(TOOL_RUNNER_PY) }, ...tools.files];
-      const container = await containers.start({ sandboxId: request.id, groupId: group.id, limits: compute.limits, hostDir, files, socketDir, forwards, env });
+      const container = await containers.start({ kind: 'group', group: { sandboxId: request.id, groupId: group.id, limits: compute.limits, hostDir, files, socketDir, forwards, env } });
       undo.push({ close: () => container.remove() });
-      const sandbox = new Sandbox(request.id, container, tools.names, this.options.timings);
+      const sandbox = new GroupSandbox(request.id, container, tools.names, this.options.timings);
       undo.push(sandbox);
       await sandbox.start();
       const listener = await this.listen(group, sandbox);
@@ -173,7 +176,7 @@ export class GroupService {
       undo.push(listener.closable);
       if (group.stopping || this.group !== group) throw new GroupConflictError('the group was stopped while the sandbox started', 'group_not_started');
       const running: RunningSandbox = { sandbox, port, url: this.endpoints.sandboxUrl(port), listeners: [listener.closable, ...undo.slice(0, grants.length)] };
-      group.sandboxes.set(request.id, running);
+      group.admit(request.id, running);
       return { sandbox_url: running.url, limits: describeLimits(compute.limits, container.diskEnforcement), warnings: compute.warnings };
     } catch (err) {
       for (const step of undo.reverse()) await step.close().catch(() => undefined);
@@ -185,7 +188,7 @@ export class GroupService {
   }
 
   /** A running sandbox of the running group `groupId` (its Sandbox API on the broker's own port), or 404. */
-  sandbox(groupId: string, id: string): Sandbox {
+  sandbox(groupId: string, id: string): GroupSandbox {
     const group = this.group;
     const running = group?.id === groupId ? group.sandboxes.get(id) : undefined;
     if (!running) throw new SandboxNotFoundError(group?.id === groupId ? id : `${id} of group ${groupId}`);
@@ -218,7 +221,7 @@ export class GroupService {
     await this.stopGroup();
   }
 
-  private needContainers(): SandboxContainers {
+  private needContainers(): ContainerStarts {
     if (!this.containers) throw new NeedsDockerError('local');
     return this.containers;
   }
@@ -229,7 +232,7 @@ export class GroupService {
   }
 
   /** The first free port of the range: ours are skipped, someone else's is found by trying it. */
-  private async listen(group: Group, sandbox: Sandbox): Promise<{ port: number; closable: Closable }> {
+  private async listen(group: Group, sandbox: GroupSandbox): Promise<{ port: number; closable: Closable }> {
     const { first, last } = this.options.sandboxPorts;
     for (let port = first; port <= last; port++) {
       if (group.ports.has(port)) continue;

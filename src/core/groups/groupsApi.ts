@@ -1,8 +1,9 @@
 /** The group service as the broker builds it from its configuration and its parts. */
 import type { GroupEndpoints } from '../ports/groupEndpoints';
 import { GroupService, type GroupServiceOptions } from './groupService';
-import type { SandboxContainers } from '../ports/sandboxContainers';
+import type { ContainerStarts } from '../ports/containers';
 import type { VectorStoreOpener } from '../ports/vectorStore';
+import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
 
 /** The terminal's event ring and line handling, as the workspaces have them. */
 const MAX_LINE_CHARS = 4096;
@@ -18,15 +19,17 @@ export interface GroupServiceConfig {
 
 export function createGroupService(
   config: GroupServiceConfig,
-  containers: SandboxContainers | null,
+  containers: ContainerStarts | null,
   openStore: VectorStoreOpener,
   endpoints: GroupEndpoints,
   maxOutputBytes: number,
+  directory?: SandboxDirectory,
 ): GroupService {
   const groups = config.groups;
   return new GroupService(containers, openStore, endpoints, {
     sandboxPorts: groups.sandboxPorts,
     hostRoot: groups.hostRoot,
+    directory,
     defaults: { cpuCores: config.docker.cpus, memoryBytes: config.docker.memoryBytes, diskBytes: groups.defaultDiskBytes },
     timings: {
       actionWaitMs: groups.actionWaitMs,

@@ -6,7 +6,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { BadRequestError, errorMessage } from '../../common/errors';
 import type { DatabaseAccess } from './groupDatabase';
-import type { PlacedFile } from '../ports/sandboxContainers';
+import type { PlacedFile } from '../ports/containers';
 import { TOOLS_SUBDIR } from './toolRunner';
 
 export interface GroupStartRequest {

@@ -30,6 +30,13 @@ export interface ImageLimits {
   acquireTimeoutMs: number;
 }
 
+/** Containers a new demand for an image could start on the node, and the limits of one image's pool. */
+export interface ImageRoom {
+  containers_free: number;
+  sessions_per_container: number;
+  max_containers_per_image: number;
+}
+
 export type ImageCostKind = 'warm' | 'started' | 'pulled';
 
 /** What an acquire by image cost: where its session came from, and the whole wait. */
@@ -251,6 +258,25 @@ export class ImagePools {
       sessions += p.sessions;
     }
     return { containers, sessions };
+  }
+
+  /**
+   * What the node could still give image pools (its cluster record: where a gateway places an
+   * image the node does not run yet): containers and sessions free in the node budget, the idle
+   * image pools' counted as free (makeRoom closes them for a new demand), and the per-pool limits.
+   */
+  room(): ImageRoom {
+    const { nodeMaxContainers, nodeMaxSessions, sessionsPerContainer, maxContainersPerImage } = this.deps.limits;
+    const use = this.nodeUse();
+    let containers = nodeMaxContainers - use.containers;
+    let sessions = nodeMaxSessions - use.sessions;
+    for (const p of this.pools.values()) {
+      if (!p.isReady || p.busy) continue;
+      containers += p.containers;
+      sessions += p.sessions;
+    }
+    const free = this.onDemand ? Math.max(0, Math.min(containers, Math.floor(sessions / sessionsPerContainer))) : 0;
+    return { containers_free: free, sessions_per_container: sessionsPerContainer, max_containers_per_image: maxContainersPerImage };
   }
 
   private budgetText(): string {

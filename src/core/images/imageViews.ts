@@ -3,7 +3,7 @@
  * record): each image it holds, pulls or warms, with its pull's progress, its disk size, its pool's
  * containers and sessions, its last use, and the last failure of its pull or warm-up.
  */
-import type { ImagePools } from './imagePools';
+import type { ImagePools, ImageRoom } from './imagePools';
 import type { ImagePulls } from './imagePulls';
 import type { ImageWarmups, WarmupView } from './imageWarmups';
 
@@ -30,6 +30,8 @@ export interface ImagesReport {
   disk_used_bytes: number;
   disk_budget_bytes: number;
   evictions: number;
+  /** Room for image pools in the node budget (idle pools counted as free), and one pool's limits. */
+  room: ImageRoom;
   images: ImageView[];
 }
 
@@ -65,6 +67,7 @@ export function imagesReport(pools: ImagePools, pulls: ImagePulls | null, warmup
     disk_used_bytes: pulls?.disk.usedBytes() ?? 0,
     disk_budget_bytes: pulls?.disk.budgetBytes ?? 0,
     evictions,
+    room: pools.room(),
     images: [...views.values()].sort((a, b) => b.uses - a.uses || a.image.localeCompare(b.image)),
   };
 }

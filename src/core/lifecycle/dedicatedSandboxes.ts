@@ -29,22 +29,26 @@ export class DedicatedSandboxes {
     const { backend, maxDedicated, pools } = this.options;
     const served = pools.entries.filter((e) => pools.wholeContainersOf(e.image) === e).map((e) => `'${e.image}'`);
     const warm = served.length > 0 ? `warm pools serve ${served.join(', ')}` : 'no warm pool of whole containers is configured (BROKER_POOLS)';
-    if (!backend.dedicated) throw new BadRequestError(`image '${spec.image}' is not served: ${warm}, and the ${backend.kind} backend starts no containers of its own`);
+    if (!backend.containers.kinds.has('lifecycle')) throw new BadRequestError(`image '${spec.image}' is not served: ${warm}, and the ${backend.kind} backend starts no containers of its own`);
     if (maxDedicated === 0) throw new BadRequestError(`image '${spec.image}' is not served: ${warm}, and dedicated containers are off (BROKER_SANDBOX_MAX_DEDICATED=0)`);
     if (this.count >= maxDedicated) {
       throw new BrokerError('unavailable', 'too_many_sandboxes', `${this.count} dedicated containers run already (BROKER_SANDBOX_MAX_DEDICATED=${maxDedicated}); delete one or use a warm pool's image (${warm})`);
     }
     this.count++;
     try {
-      const container = await backend.dedicated.start({
+      const container = await backend.containers.start({
         kind: 'lifecycle',
-        owner: id,
-        image: spec.image,
-        env: spec.env,
-        entrypoint: spec.entrypoint,
-        limits: { cpus: spec.cpus, memoryBytes: spec.memoryBytes, pids: null },
-        network: null,
-        mounts: [],
+        spec: {
+          kind: 'lifecycle',
+          owner: id,
+          image: spec.image,
+          env: spec.env,
+          entrypoint: spec.entrypoint,
+          limits: { cpus: spec.cpus, memoryBytes: spec.memoryBytes, pids: null },
+          // Egress denied: a container of its own has no network beyond its loopback.
+          network: spec.network === 'none' ? 'none' : null,
+          mounts: [],
+        },
       });
       const workdir = sessionWorkdir(id);
       try {

@@ -3,6 +3,7 @@
  * where it lives (a lease of a pool of whole containers, or a container of its own).
  */
 import type { ContainerRef } from '../ports/backend';
+import type { EgressPolicy } from '../ports/sessionNetworks';
 import type { PoolEntry } from '../pool/poolRegistry';
 import type { TakenSlot } from '../pool/poolTypes';
 import { brokerError } from '../../common/errors';
@@ -38,6 +39,8 @@ export interface SandboxSpec {
   memoryBytes: number | null;
   /** OpenSandbox's `image.auth`: it may only name the node's own credentials for the image's registry (docs/images.md). */
   imageAuth?: { username?: string; password?: string } | null;
+  /** OpenSandbox's `networkPolicy`, read (api/lifecycle/networkPolicy.ts): `none` denies all egress; absent or `full`: its pool's. */
+  network?: EgressPolicy;
 }
 
 export class SandboxRecord {

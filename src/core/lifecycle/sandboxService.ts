@@ -3,14 +3,18 @@
  * containers serves (BROKER_POOLS, one session per container, a fresh container per lease) is one
  * of its warm leases, handed out at once; any other image gets a container of its own from the
  * backend. Sandboxes expire at their deadline (renewable), pause and resume where the backend can
- * freeze a container, and resolve to a SandboxHandle for the per-sandbox APIs (execd).
+ * freeze a container, and are sandboxes of the broker's directory while they live (the per-sandbox
+ * APIs, execd's, find their handle there).
  * It knows no HTTP: the router (api/lifecycle/) maps requests onto it.
  */
 import type { SessionBackend } from '../ports/backend';
 import { DedicatedSandboxes } from './dedicatedSandboxes';
+import { denyEgress } from './sandboxEgress';
 import type { PoolEntry, PoolRegistry } from '../pool/poolRegistry';
 import type { SandboxHandle } from '../sandbox/sandboxHandle';
-import type { KnowingDirectory } from '../sandbox/sandboxDirectory';
+import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
+import { SHELL_AND_FILES } from '../sandbox/sandbox';
+import { lifecycleHandle } from './lifecycleHandle';
 import { ansiCQuote } from '../session/framing';
 import { SandboxNotFoundError, SandboxRecord, SandboxStateError, type SandboxFilter, type SandboxSpec, type SandboxState } from './sandboxRecord';
 import type { TakenSlot } from '../pool/poolTypes';
@@ -38,6 +42,8 @@ export interface SandboxServiceOptions {
   healthCheckIntervalMs?: number;
   /** Images on demand: a create that a shared container can serve takes a lease of its image's pool. */
   images?: { pools: ImagePools; access: ImageAccess };
+  /** The broker's directory of live sandboxes: each lifecycle sandbox is one until it ends. */
+  directory?: SandboxDirectory;
 }
 
 /** Ended sandboxes remembered for GET (oldest forgotten first). */
@@ -45,7 +51,7 @@ const ENDED_REMEMBERED = 1024;
 /** The `export` of a create's env into a warm shell. */
 const ENV_EXPORT_TIMEOUT_MS = 10_000;
 
-export class SandboxService implements KnowingDirectory {
+export class SandboxService {
   private readonly live = new Map<string, SandboxRecord>();
   private readonly ended = new Map<string, SandboxRecord>();
   private readonly dedicated: DedicatedSandboxes;
@@ -78,6 +84,7 @@ export class SandboxService implements KnowingDirectory {
     else if (shared) record = await this.fromImagePool(id, spec, shared, signal);
     else record = await this.dedicated.start(id, spec);
     this.live.set(id, record);
+    this.options.directory?.register({ id, kind: 'lifecycle', capabilities: SHELL_AND_FILES, ended: record.ending.signal, handle: () => this.resolve(id) });
     this.arm(record);
     return record;
   }
@@ -126,6 +133,7 @@ export class SandboxService implements KnowingDirectory {
 
   private async fromTaken(id: string, spec: SandboxSpec, entry: PoolEntry, taken: TakenSlot): Promise<SandboxRecord> {
     const names = Object.keys(spec.env);
+    if (spec.network === 'none') await denyEgress(entry, taken);
     if (names.length > 0) {
       // The warm shell started before this sandbox existed: its env comes in as exports.
       const line = 'export ' + names.map((k) => `${k}=${ansiCQuote(spec.env[k])}`).join(' ');
@@ -223,25 +231,23 @@ export class SandboxService implements KnowingDirectory {
     return expiresAt;
   }
 
-  /** The SandboxDirectory of lifecycle sandboxes: a running one's container and working directory. */
-  resolve(id: string): SandboxHandle {
-    const record = this.get(id);
-    if (record.state === 'Paused' || record.busy) throw new SandboxStateError(record, 'run anything in it (resume it first)');
-    if (record.state === 'Failed') throw new BrokerError('gone', 'sandbox_failed', `Sandbox ${id} failed (${record.message}); create a new one`);
-    // Its container is gone or handed on: its execd is no more there than an unknown id's (404).
-    if (record.state === 'Terminated') throw new BrokerError('not_found', 'sandbox_terminated', `Sandbox ${id} is terminated (${record.message})`);
-    const confined = !this.options.containersIsolate;
-    const env = Object.keys(record.spec.env).length > 0 ? record.spec.env : undefined;
-    if (record.place.kind === 'pool') {
-      const site = record.place.entry.pool.site(record.place.taken.sessionId);
-      // A whole container is this sandbox's alone; so is an isolated session's view of a shared one
-      // (an image's pool). Unisolated, a shared container's sandbox stays confined as a lease is.
-      const shared = !record.place.entry.freshContainer && record.place.entry.sessionsPerContainer > 1;
-      const isolation = shared ? record.place.entry.pool.isolation() : null;
-      const ownView = !shared || (isolation !== null && isolation.enabled && isolation.unisolatedContainers === 0);
-      return { ...site, id, confined: ownView ? confined : site.confined, env, ownShell: record.place.taken.shell() ?? undefined };
+  /**
+   * Why the per-sandbox APIs find no live sandbox `id` that this service knows (terminated: 404,
+   * failed: 410); null: not one of its.
+   */
+  explain(id: string): Error | null {
+    if (!this.knows(id)) return null;
+    try {
+      this.resolve(id);
+      return null;
+    } catch (err) {
+      return err as Error;
     }
-    return { id, slotId: `sbx-${id}`, container: record.place.container, root: record.place.workdir, confined, env, ended: record.ending.signal, backend: this.options.backend };
+  }
+
+  /** A running sandbox's container and working directory, or the error its caller must see (paused: 409). */
+  resolve(id: string): SandboxHandle {
+    return lifecycleHandle(this.get(id), this.options.containersIsolate, this.options.backend);
   }
 
   /**

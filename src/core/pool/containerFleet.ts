@@ -117,7 +117,7 @@ export class ContainerFleet {
   /** Starts the container itself; on failure the entry stays unhealthy and the monitor retries. */
   private async bootContainer(entry: ContainerEntry): Promise<void> {
     try {
-      const ref = await this.starters.add(() => this.backend.startContainer(entry.index));
+      const ref = await this.starters.add(() => this.backend.containers.start({ kind: 'pool', index: entry.index }));
       try {
         await this.backend.connectContainer?.(ref);
       } catch (err) {

@@ -18,6 +18,9 @@ import type { JournalLimits } from './leaseJournal';
 import { AbortedError, BrokerError, SessionBrokenError, SessionBusyError, SessionNotInUseError } from '../../common/errors';
 import { newSessionId } from '../../common/ids';
 import { logger } from '../../common/logger';
+import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
+import type { SandboxHandle } from '../sandbox/sandboxHandle';
+import { SHELL_AND_FILES } from '../sandbox/sandbox';
 
 /** The pool's options this needs (PoolOptions documents each). */
 export interface LeaseRunnerOptions {
@@ -26,6 +29,8 @@ export interface LeaseRunnerOptions {
   maxOutputBytes: number;
   maxLeaseTtlMs?: number;
   journal?: JournalLimits;
+  /** Where each lease is registered as a sandbox while it lives (the per-sandbox APIs find it there). */
+  sandboxes?: SandboxDirectory;
 }
 
 export class LeaseRunner {
@@ -128,7 +133,22 @@ export class LeaseRunner {
     slot.lease = lease;
     this.states.move(slot, SessionState.IN_USE);
     this.leases.add(lease);
+    // Unregistered at its release (SessionPool.release), not on its signal: see SandboxDirectory.register.
+    this.options.sandboxes?.register({ id, kind: 'pool', capabilities: SHELL_AND_FILES, handle: () => this.site(id), get ended() { return lease.ended; } }, false);
     return lease;
+  }
+
+  /**
+   * Where a live lease's session lives, for the per-sandbox APIs (execd). Counts as activity on the
+   * lease (an idle reclaim waits). Throws as execute would for an unknown, ended or broken id.
+   */
+  site(sessionId: string): SandboxHandle {
+    const lease = this.leases.require(sessionId);
+    const slot = lease.slot;
+    const container = slot?.container.ref;
+    if (!slot || !container) throw new SessionBrokenError(sessionId, lease.brokenReason ?? 'no shell');
+    lease.lastActivityMs = Date.now();
+    return { id: sessionId, slotId: slot.slotId, container, root: lease.workdir, confined: true, ended: lease.ended, backend: this.backend };
   }
 
   /** Runs `work` on the lease's session; a dead shell or container becomes the lease's error. */

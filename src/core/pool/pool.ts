@@ -14,6 +14,7 @@ import { SessionState, SessionStates } from './states';
 import { ContainerNotFoundError, LeaseHeldError, type AcquireRequest, type AcquireResult, type ExecuteRequest, type GroupAcquireRequest, type PoolStats, type TakenSlot } from './poolTypes';
 import { SlotQueue } from './slotQueue';
 import type { SandboxHandle } from '../sandbox/sandboxHandle';
+import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
 import { type PoolObserver, NOOP_OBSERVER } from '../ports/observer';
 import { LeaseBook } from './leaseBook';
 import { SlotRebuilder, type SlotPreparation } from './slotRebuilder';
@@ -24,7 +25,7 @@ import { AcquireWaits, acquireDeadline } from './acquireWaits';
 import { checkPrepareRetry } from './prepareRetry';
 import { acquireGroup, type GroupHost } from './groupAcquire';
 import type { JournalLimits, TrajectoryRecord } from './leaseJournal';
-import { SessionBrokenError, ShuttingDownError } from '../../common/errors';
+import { ShuttingDownError } from '../../common/errors';
 import type { WarmupSnapshot } from './warmupProgress';
 import { logger } from '../../common/logger';
 import { delay } from '../../common/delay';
@@ -49,6 +50,8 @@ export type PoolOptions = FleetOptions & {
   journal?: JournalLimits;
   /** Each ended lease's journal, when trajectories are kept (trajectoryFile.ts). */
   onLeaseEnded?: (record: TrajectoryRecord) => void;
+  /** The broker's directory of live sandboxes: each lease is one while it lives. */
+  sandboxes?: SandboxDirectory;
 };
 
 /** How often leases are checked for their idle timeout and lease_ttl, at most. */
@@ -184,6 +187,7 @@ export class SessionPool {
     const lease = this.leases.end(sessionId, why);
     if (!lease) return;
     lease.released = true;
+    this.options.sandboxes?.unregister(sessionId);
     if (why !== 'released') {
       this.reclaims.add(why);
       this.observer.reclaimed(why);
@@ -249,17 +253,9 @@ export class SessionPool {
     return { waiting: this.slots.waiting, waitP50Ms: this.waits.p50Ms(), reclaimed: this.reclaims.snapshot() };
   }
 
-  /**
-   * Where a live lease's session lives, for the per-sandbox APIs (execd). Counts as activity on the
-   * lease (an idle reclaim waits). Throws as execute would for an unknown, ended or broken id.
-   */
+  /** Where a live lease's session lives, for the per-sandbox APIs (LeaseRunner.site). */
   site(sessionId: string): SandboxHandle {
-    const lease = this.leases.require(sessionId);
-    const slot = lease.slot;
-    const container = slot?.container.ref;
-    if (!slot || !container) throw new SessionBrokenError(sessionId, lease.brokenReason ?? 'no shell');
-    lease.lastActivityMs = Date.now();
-    return { id: sessionId, slotId: slot.slotId, container, root: lease.workdir, confined: true, ended: lease.ended, backend: this.backend };
+    return this.runner.site(sessionId);
   }
 
   /** Live lease `sessionId` (snapshots read its shell); throws as execute would for an unknown, ended or broken id. */

@@ -2,12 +2,12 @@
  * The broker's pools by name: the default one (BROKER_CONTAINERS, BROKER_IMAGE; the pool API as
  * its clients know it) and the named ones of BROKER_POOLS, each a SessionPool of its own over a backend of its own
  * (its image, its environment). An acquire names a pool or gets the default; every later call on a
- * session id is routed to the pool that leased it. It is also the SandboxDirectory of pool leases.
+ * session id is routed to the pool that leased it. For the per-sandbox APIs it explains an id that
+ * no live sandbox has (SandboxDirectory): a lease that ended, broke, or was never issued.
  */
 import type { SessionPool } from './pool';
 import type { SessionBackend } from '../ports/backend';
-import type { SandboxDirectory, SandboxHandle } from '../sandbox/sandboxHandle';
-import { brokerError } from '../../common/errors';
+import { brokerError, SessionNotFoundError } from '../../common/errors';
 
 export const DEFAULT_POOL = 'default';
 
@@ -26,7 +26,7 @@ export interface PoolEntry {
 
 export class UnknownPoolError extends brokerError('invalid', 'unknown_pool', (name: string, known: readonly string[]) => `Unknown pool '${name}': this broker has ${known.map((n) => `'${n}'`).join(', ')} (BROKER_POOLS)`) {}
 
-export class PoolRegistry implements SandboxDirectory {
+export class PoolRegistry {
   private readonly byName = new Map<string, PoolEntry>();
   /** The pools made on demand per image (core/images/imagePools.ts), asked after the configured ones. */
   private onDemand: ((sessionId: string) => SessionPool | null) | null = null;
@@ -69,9 +69,18 @@ export class PoolRegistry implements SandboxDirectory {
     return this.onDemand?.(sessionId) ?? this.main.pool;
   }
 
-  /** A pool lease's place, for the per-sandbox APIs (execd). */
-  resolve(sessionId: string): SandboxHandle {
-    return this.owning(sessionId).site(sessionId);
+  /**
+   * The error a per-sandbox API's caller sees for an id no live sandbox has: the pool API's own (404
+   * never issued, 400 ended, 410 broken), from the pool that leased it, else the default one.
+   */
+  explain(sessionId: string): Error {
+    try {
+      this.owning(sessionId).site(sessionId);
+    } catch (err) {
+      return err as Error;
+    }
+    // Live, yet not in the directory: a lease of a pool made without it (none of the broker's).
+    return new SessionNotFoundError(sessionId);
   }
 
   /**

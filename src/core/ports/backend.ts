@@ -3,11 +3,13 @@
  * The pool talks only to this interface; it never sees a process, a socket or a container API.
  */
 import type { SnapshotLayers } from './snapshotLayers';
-import type { DedicatedContainerSpec } from './dedicatedContainers';
+import type { ContainerStarts } from './containers';
+import type { ImageStore } from './imageStore';
 
-import type { ContainerHealth, ContainerRef } from './container';
+import type { ContainerHealth, ContainerRef, TerminalProcess } from './container';
+import type { NetworkReport, SessionLimitsReport, SessionNetworkControl } from './sessionNetworks';
 
-export type { ContainerHealth, ContainerRef };
+export type { ContainerHealth, ContainerRef, TerminalProcess };
 
 export type StreamName = 'stdout' | 'stderr';
 
@@ -28,6 +30,8 @@ export interface UsageCounters {
    * failed with ENOSPC. Absent where the session has no disk of its own; null: it cannot be told.
    */
   diskFull?: boolean | null;
+  /** Packets the session's network refused for want of a route (its egress policy); absent where it has no network of its own. */
+  egressRefusals?: number | null;
 }
 
 export interface ShellExit {
@@ -111,30 +115,6 @@ export interface TerminalOptions {
   cwd: string;
   /** Extra environment on top of the backend's own (TERM, the shell integration's bootstrap). */
   env: Record<string, string>;
-}
-
-/** One bash in a real pseudo-terminal: bytes in, bytes out (stdout and stderr merged, as a terminal does). */
-export interface TerminalProcess {
-  readonly description: string;
-  write(data: string | Buffer): void;
-  resize(cols: number, rows: number): void;
-  onData(listener: (chunk: Buffer) => void): void;
-  /** Once, when bash is gone; `code` is its exit status, or 128 + the signal that killed it. */
-  onExit(listener: (exit: { code: number | null; reason: string }) => void): void;
-  /**
-   * SIGINT to the terminal's foreground process group, only while a command owns the terminal: that
-   * group is not bash's own (`shellPid`, as bash reported its `$$`). Unlike a ^C typed into the
-   * terminal, it can never reach bash at its prompt or while it reads a line. Resolves true when it
-   * was sent, false when bash owns the terminal (or the process could not be read).
-   */
-  interruptForeground(shellPid: number): Promise<boolean>;
-  /**
-   * SIGKILL every process the terminal's bash (`shellPid`, null when bash has not said it yet)
-   * started at or after `sinceEpochMs`; bash itself survives. Resolves to how many.
-   */
-  killStartedSince(shellPid: number | null, sinceEpochMs: number): Promise<number>;
-  /** Kills bash and everything it started (as far as the backend can find them). Safe to call twice. */
-  close(): Promise<void>;
 }
 
 /** A file inside a container, read whole or in part. */
@@ -239,15 +219,6 @@ export interface Terminals {
   open(container: ContainerRef, options: TerminalOptions): Promise<TerminalProcess>;
 }
 
-/** The lifecycle's sandboxes of an image no warm pool serves: a container of its own each, its shells served as a pool container's are. */
-export interface DedicatedSessions {
-  /**
-   * Starts (core/ports/dedicatedContainers.ts) and connects it; removed with removeContainer. Throws
-   * a BrokerError the client can act on (an image that is not there).
-   */
-  start(spec: DedicatedContainerSpec): Promise<ContainerRef>;
-}
-
 /** The lifecycle's pause: every process of a container frozen, and thawed; its health checks wait meanwhile. */
 export interface ContainerPausing {
   pause(container: ContainerRef): Promise<void>;
@@ -257,17 +228,18 @@ export interface ContainerPausing {
 /**
  * A backend: a required core (containers, shells, working directories), the pool's optional hooks
  * (init, connectContainer, workdirGone), and the capabilities some backends have, each an object a
- * feature asks for (`backend.terminals`), absent where the backend has none (the feature answers 501).
+ * feature asks for (`backend.terminals`), absent where the backend has none (the feature answers 501);
+ * the kinds of container it starts beyond a pool's are declared the same way (`containers.kinds`).
  */
 export interface SessionBackend {
   readonly kind: string;
   /** Once, before any container starts: check prerequisites, sweep what a crashed broker left. */
   init?(): Promise<void>;
   /**
-   * The engine's part of a container start (create and start it). The pool bounds how many run at
-   * once; `connectContainer`, if any, is called after, outside that bound.
+   * Every container it starts (containers.ts): a pool's (`{ kind: 'pool', index }`: the engine's
+   * part, create and start; `connectContainer`, if any, follows), and those of the kinds it declares.
    */
-  startContainer(index: number): Promise<ContainerRef>;
+  readonly containers: ContainerStarts;
   /**
    * Optional second phase: makes a started container ready to serve shells (the Docker backend waits
    * for its entrypoint and opens its control shell). Throws when it cannot; the container is then
@@ -305,14 +277,25 @@ export interface SessionBackend {
   readonly files?: FileAccess;
   /** Capability: a sandbox's CPU and memory use (execd's /metrics needs it). */
   readonly meter?: ResourceMeter;
-  /** Capability: containers of their own for lifecycle sandboxes. */
-  readonly dedicated?: DedicatedSessions;
   /** Capability: the lifecycle's pause and resume. */
   readonly pausing?: ContainerPausing;
   /** Capability: per-lease filesystem isolation; its state for /health (absent: the backend has none). */
   readonly isolation?: { status(): IsolationReport };
   /** Capability: snapshots of sessions' views (ports/snapshotLayers.ts; absent: the routes answer 501). */
   readonly snapshots?: SnapshotLayers;
+  /** Capability: per-session networks and their egress policy (absent: sessions share their container's). */
+  readonly networks?: SessionNetworkControl;
+  /** Capability: an engine's images, pulled on demand, each with a pool of its own (docs/images.md). */
+  readonly images?: EngineImages;
+}
+
+/** What images on demand need of a backend: its engine's images, and a backend of the same kind per image. */
+export interface EngineImages {
+  readonly store: ImageStore;
+  /** A backend like this one whose containers run `image`, labelled `deployment` (its own sweep stays its own). */
+  poolBackend(image: string, deployment: string): SessionBackend;
+  /** Removes the image pools' containers an earlier broker of `deployment` left, created before `startedAtMs`. */
+  sweepPools(deployment: string, startedAtMs: number): Promise<number>;
 }
 
 /** Per-lease filesystem isolation as /health reports it (docs/isolation.md). */
@@ -326,7 +309,13 @@ export interface IsolationReport {
   refusal: string | null;
   diskBytesPerSession: number;
   sharedPaths: string[];
+  /** The sessions' networks, where the backend gives them their own (absent: it does not). */
+  network?: NetworkReport;
+  /** The sessions' memory and CPU limits, where the backend sets them. */
+  sessionLimits?: SessionLimitsReport;
 }
+
+export type { EgressPolicy, NetworkReport, SessionLimitsReport, SessionNetworkControl } from './sessionNetworks';
 
 /** Where the pool API puts a lease's working directory. */
 export function sessionWorkdir(sessionId: string): string {

@@ -5,7 +5,7 @@
  */
 import { brokerError } from '../../common/errors';
 import type { DatabaseGrant } from '../groups/groupDatabase';
-import type { Sandbox } from '../groups/sandbox';
+import type { GroupSandbox } from '../groups/groupSandbox';
 
 export interface Closable {
   close(): Promise<void>;
@@ -16,7 +16,7 @@ export class PortInUseError extends brokerError('unavailable', 'port_in_use', (p
 
 export interface GroupEndpoints {
   /** Listens on `port` (PortInUseError when it is taken). */
-  serveSandbox(sandbox: Sandbox, port: number): Promise<Closable>;
+  serveSandbox(sandbox: GroupSandbox, port: number): Promise<Closable>;
   /** The URL a client reaches `port` at (`http://HOST:PORT`). */
   sandboxUrl(port: number): string;
   serveDatabase(grant: DatabaseGrant, socketPath: string): Promise<Closable>;

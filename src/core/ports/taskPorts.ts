@@ -1,6 +1,7 @@
 /**
- * What Core needs of a task sandbox's container and daemon, as ports the Docker backend implements
- * (backends/docker/tasks/taskContainers.ts). Core knows no HTTP, socket or engine: it asks a DaemonLink.
+ * What Core needs of a task sandbox's daemon, as a port the Docker backend implements
+ * (backends/docker/tasks/taskDaemonLink.ts); its container starts through the containers' port
+ * (containers.ts). Core knows no HTTP, socket or engine: it asks a DaemonLink.
  */
 
 /** An event as the daemon emits it and Core forwards it: `type` and `timestamp` (Unix ms) first. */
@@ -44,25 +45,3 @@ export interface DaemonLink {
 
 /** Where the daemon clones from, as it sees it: a path in the sandbox or a path on Core's relay. */
 export type CloneSource = { path: string } | { relay: string };
-
-export interface TaskContainer {
-  readonly link: DaemonLink;
-  /**
-   * What the daemon sends on its model calls in place of a key: the backend's relay for this
-   * sandbox takes it, and only it, and attaches the real key. The sandbox never holds a key.
-   */
-  readonly capability: string;
-  /** Milliseconds the engine took to create and start it. */
-  readonly startMs: number;
-  /** Removes the container and what Core kept for it (its sockets, its relay). Safe to call twice. */
-  remove(): Promise<void>;
-}
-
-export interface TaskBackend {
-  /** Starts the container of sandbox `id` with its daemon (not yet answering). */
-  start(id: string): Promise<TaskContainer>;
-  /** Where `repo` (org/name) is cloned from. */
-  cloneSource(repo: string): CloneSource;
-  /** Removes containers an earlier broker of this deployment left. */
-  sweep(): Promise<number>;
-}

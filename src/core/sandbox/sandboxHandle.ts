@@ -1,14 +1,15 @@
 /**
- * What the per-sandbox APIs (execd's commands, files and metrics) act on: one leased place in a
- * container. A pool session is one (its slot in a shared container, its working directory); a
- * lifecycle sandbox is one too (a whole container of its own). Routers resolve the id in their path
- * to a handle through a SandboxDirectory and never see a lease, a slot or a backend's internals.
+ * What the per-sandbox APIs (execd's commands, files and metrics) act on: where a sandbox
+ * (sandbox.ts) is now, in a container. A pool lease and a workspace are a slot in a shared container
+ * (its working directory); a lifecycle sandbox is that or a whole container of its own. Routers
+ * resolve the id in their path to a handle through the SandboxDirectory and never see a lease, a
+ * slot or a backend's internals.
  */
 import type { ContainerRef, SessionBackend } from '../ports/backend';
 import type { BashSession } from '../session/bashSession';
 
 export interface SandboxHandle {
-  /** The id in the route (`/sandboxes/{id}/execd/...`): a pool session id or a lifecycle sandbox id. */
+  /** The id in the route (`/sandboxes/{id}/execd/...`): a pool session's, a workspace's or a lifecycle sandbox's. */
   readonly id: string;
   /** The pool slot whose capacity it holds: tags the processes it starts (the kill on release finds them). */
   readonly slotId: string;
@@ -26,8 +27,9 @@ export interface SandboxHandle {
    */
   readonly env?: Readonly<Record<string, string>>;
   /**
-   * Aborts when the sandbox ends (released, reclaimed, broken, deleted). Whatever a per-sandbox API
-   * started for it that its own release does not reach (execd's shells and interpreters) is closed on it.
+   * Aborts when this place ends (the sandbox released, reclaimed, broken, deleted; a workspace's slot
+   * given up for another). Whatever a per-sandbox API started in it that its own release does not
+   * reach (execd's shells and interpreters) is closed on it.
    */
   readonly ended: AbortSignal;
   /**
@@ -43,9 +45,4 @@ export interface SandboxHandle {
    * closes it (the lease's release kills what it started); execd never does. Absent: none.
    */
   readonly ownShell?: BashSession;
-}
-
-/** Finds the live sandbox of an id, or throws the error its caller must see (404 unknown, 400 ended, 410 broken). */
-export interface SandboxDirectory {
-  resolve(id: string): SandboxHandle;
 }

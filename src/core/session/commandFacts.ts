@@ -26,6 +26,8 @@ export interface CommandFacts {
   droppedBytes: { stdout: number; stderr: number };
   /** The session's private disk was full at the command's end (UsageCounters.diskFull); absent where it has none. */
   diskFull?: boolean | null;
+  /** Connections and datagrams its network refused during the command (its egress policy); absent where it has no network of its own. */
+  egressRefused?: number | null;
 }
 
 const SIGNAL_NAMES: ReadonlyMap<number, string> = new Map(Object.entries(constants.signals).map(([name, n]) => [n, name]));
@@ -58,5 +60,6 @@ export function commandFacts(
     maxRssKb: after.memoryPeakBytes === null ? null : Math.ceil(after.memoryPeakBytes / 1024),
     droppedBytes: { stdout: run.droppedStdout, stderr: run.droppedStderr },
     ...(after.diskFull !== undefined ? { diskFull: after.diskFull } : {}),
+    ...(after.egressRefusals !== undefined ? { egressRefused: before.egressRefusals != null && after.egressRefusals != null ? Math.max(0, after.egressRefusals - before.egressRefusals) : null } : {}),
   };
 }

@@ -8,7 +8,8 @@
  */
 import { errorMessage } from '../../common/errors';
 import { EventLog, type Gap, type Numbered } from '../../common/eventLog';
-import type { DaemonHealth, TaskContainer, TaskEvent } from '../ports/taskPorts';
+import type { DaemonHealth, TaskEvent } from '../ports/taskPorts';
+import type { TaskContainer } from '../ports/containers';
 // The daemon's own list: what it forwards is what Core routes to the coding stream.
 import { CODING_EVENT_TYPES } from './taskWire';
 

@@ -8,7 +8,10 @@ import { BackendError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
 import { nodeScopedId } from '../../common/ids';
 import { TaskSandbox } from './taskSandbox';
-import { DaemonCallError, type DaemonHealth, type DaemonLink, type TaskBackend } from '../ports/taskPorts';
+import { DaemonCallError, type DaemonHealth, type DaemonLink } from '../ports/taskPorts';
+import type { ContainerStarts } from '../ports/containers';
+import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
+import { ownApiSandbox } from '../sandbox/sandbox';
 import { DaemonNotReadyError, DaemonRefusedError, TaskCapacityError, TaskEndedError, TaskNotFoundError, TasksUnavailableError } from './taskErrors';
 
 export const DEFAULT_TASK_PROMPT = 'Tell me what this repo is about';
@@ -33,15 +36,21 @@ const HEALTH_POLL_MS = 100;
 
 export class TaskService {
   private readonly sandboxes = new Map<string, TaskSandbox>();
+  /** Each task sandbox's end: it leaves the broker's directory of sandboxes on it. */
+  private readonly ends = new Map<string, AbortController>();
   private starting = 0;
   private swept: Promise<unknown> | null = null;
   private closed = false;
 
-  /** `backend` null: this broker cannot run task sandboxes; `unavailableWhy` says why (501). */
+  /**
+   * `backend` null: this broker cannot run task sandboxes; `unavailableWhy` says why (501).
+   * `directory`: the broker's directory of live sandboxes, where each task sandbox is one until it is removed.
+   */
   constructor(
-    private readonly backend: TaskBackend | null,
+    private readonly backend: ContainerStarts | null,
     private readonly settings: Settings,
     private readonly unavailableWhy = 'task sandboxes need the Docker backend (BROKER_BACKEND=docker)',
+    private readonly directory?: SandboxDirectory,
   ) {}
 
   async create(input: CreateTaskInput): Promise<TaskSandbox> {
@@ -64,7 +73,7 @@ export class TaskService {
    */
   sweepStale(): Promise<unknown> {
     if (!this.backend) return Promise.resolve();
-    this.swept ??= this.backend.sweep().then(
+    this.swept ??= this.backend.sweep({ kind: 'task' }).then(
       (removed) => removed > 0 && logger.info({ removed }, 'removed task containers an earlier broker left'),
       (err) => logger.warn({ err: errorMessage(err) }, 'sweeping old task containers failed'),
     );
@@ -99,7 +108,7 @@ export class TaskService {
   async remove(id: string): Promise<TaskSandbox> {
     const sandbox = this.get(id);
     await sandbox.terminate('deleted');
-    this.sandboxes.delete(id);
+    this.forget(id);
     return sandbox;
   }
 
@@ -114,18 +123,31 @@ export class TaskService {
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all([...this.sandboxes.values()].map((s) => s.terminate('broker shutting down').catch(() => undefined)));
-    this.sandboxes.clear();
+    for (const id of [...this.sandboxes.keys()]) this.forget(id);
   }
 
-  private requireBackend(): TaskBackend {
+  private remember(sandbox: TaskSandbox): void {
+    this.sandboxes.set(sandbox.id, sandbox);
+    const end = new AbortController();
+    this.ends.set(sandbox.id, end);
+    this.directory?.register(ownApiSandbox(sandbox.id, 'task', end.signal));
+  }
+
+  private forget(id: string): void {
+    this.sandboxes.delete(id);
+    this.ends.get(id)?.abort();
+    this.ends.delete(id);
+  }
+
+  private requireBackend(): ContainerStarts {
     if (!this.backend) throw new TasksUnavailableError(this.unavailableWhy);
     return this.backend;
   }
 
-  private async launch(backend: TaskBackend, input: CreateTaskInput): Promise<TaskSandbox> {
+  private async launch(backend: ContainerStarts, input: CreateTaskInput): Promise<TaskSandbox> {
     const id = nodeScopedId(`task-${randomBytes(6).toString('hex')}`);
     const t0 = performance.now();
-    const container = await backend.start(id);
+    const container = await backend.start({ kind: 'task', task: { id } });
     const link = container.link;
     // The daemon gets the relay's capability, never a key (the relay attaches those).
     const sendCredentials = (): Promise<unknown> => link.post('/credentials', { capability: container.capability });
@@ -135,11 +157,11 @@ export class TaskService {
       const health = await this.waitHealthy(id, link);
       sandbox.timings.daemonReadyMs = performance.now() - t0 - container.startMs;
       await sendCredentials();
-      this.sandboxes.set(id, sandbox);
+      this.remember(sandbox);
       sandbox.markReady(health);
-      await link.post('/init', { repo: input.repo, prompt: input.prompt ?? DEFAULT_TASK_PROMPT, model: this.settings.model, clone: backend.cloneSource(input.repo) });
+      await link.post('/init', { repo: input.repo, prompt: input.prompt ?? DEFAULT_TASK_PROMPT, model: this.settings.model, clone: container.cloneSource(input.repo) });
     } catch (err) {
-      this.sandboxes.delete(id);
+      this.forget(id);
       // Its container goes with it: a sandbox that failed to start leaves nothing behind.
       await sandbox.terminate('failed to start').catch(() => undefined);
       if (err instanceof DaemonCallError) throw new DaemonRefusedError(err.status, err.detail);

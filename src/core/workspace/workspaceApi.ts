@@ -3,6 +3,7 @@ import type { SessionBackend } from '../ports/backend';
 import type { SessionPool } from '../pool/pool';
 import { Workspaces, type WorkspacesOptions } from './workspaces';
 import { WorkspaceFiles } from './workspaceFiles';
+import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
 
 /** The longest `line` of an output event (a flood without newlines is cut into lines this long). */
 const MAX_LINE_CHARS = 4096;
@@ -20,7 +21,8 @@ export interface WorkspaceApiConfig {
   workspace: Pick<WorkspacesOptions, 'defaultWorkspace' | 'logEvents'> & { maxReadBytes: number };
 }
 
-export function createWorkspaceApi(pool: SessionPool, backend: SessionBackend, config: WorkspaceApiConfig, maxOutputBytes: number): WorkspaceApi {
+/** `directory`: the broker's directory of live sandboxes, where each workspace is one. */
+export function createWorkspaceApi(pool: SessionPool, backend: SessionBackend, config: WorkspaceApiConfig, maxOutputBytes: number, directory?: SandboxDirectory): WorkspaceApi {
   const workspaces = new Workspaces((signal) => pool.takeOut(signal), backend, {
     defaultWorkspace: config.workspace.defaultWorkspace,
     logEvents: config.workspace.logEvents,
@@ -28,6 +30,6 @@ export function createWorkspaceApi(pool: SessionPool, backend: SessionBackend, c
     maxLineChars: MAX_LINE_CHARS,
     idleFlushMs: IDLE_FLUSH_MS,
     shellStartTimeoutMs: SHELL_START_TIMEOUT_MS,
-  });
+  }, directory);
   return { workspaces, files: new WorkspaceFiles(backend.files, config.workspace.maxReadBytes) };
 }

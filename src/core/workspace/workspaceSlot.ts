@@ -41,6 +41,11 @@ export class WorkspaceSlot implements WorkspacePlace {
     return this.slot.container;
   }
 
+  /** The pool lease the slot is taken as (a new one after each move). */
+  get sessionId(): string {
+    return this.slot.sessionId;
+  }
+
   /** The workspace directory, as its container sees it. */
   get workdir(): string {
     return this.slot.workdir;

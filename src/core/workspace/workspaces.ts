@@ -10,6 +10,8 @@ import { nodeScopedId } from '../../common/ids';
 import { Workspace } from './workspace';
 import type { WorkspaceLimits } from './workspaceTypes';
 import { WorkspaceSlot } from './workspaceSlot';
+import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
+import { SHELL_AND_FILES, type Sandbox } from '../sandbox/sandbox';
 
 export const DEFAULT_WORKSPACE_ID = 'default';
 
@@ -24,12 +26,15 @@ export class Workspaces {
   /** Workspaces being created, so that two first uses of the default make one. */
   private readonly creating = new Map<string, Promise<Workspace>>();
   private readonly slots = new Map<Workspace, WorkspaceSlot>();
+  private readonly ends = new Map<Workspace, AbortController>();
   private closing = false;
 
+  /** `directory`: where each workspace is a sandbox while it lives (execd reaches it by its id). */
   constructor(
     private readonly takeSlot: (signal?: AbortSignal) => Promise<TakenSlot>,
     private readonly backend: SessionBackend,
     private readonly options: WorkspacesOptions,
+    private readonly directory?: SandboxDirectory,
   ) {}
 
   /** The workspace of `id` (null: the default, created on first use). */
@@ -81,12 +86,27 @@ export class Workspaces {
     }
     this.live.set(id, ws);
     this.slots.set(ws, slot);
+    this.directory?.register(this.sandboxOf(ws, slot));
     return ws;
+  }
+
+  /**
+   * The workspace as a sandbox: the place of its slot's lease under the workspace's id. Its handle
+   * ends with that lease: when the workspace moves to another slot, what execd opened in the old one
+   * is closed, and the next request finds the new one.
+   */
+  private sandboxOf(ws: Workspace, slot: WorkspaceSlot): Sandbox {
+    const end = new AbortController();
+    this.ends.set(ws, end);
+    const directory = this.directory!;
+    return { id: ws.id, kind: 'workspace', capabilities: SHELL_AND_FILES, ended: end.signal, handle: () => ({ ...directory.resolve(slot.sessionId), id: ws.id }) };
   }
 
   async end(id: string): Promise<void> {
     const ws = this.get(id);
     this.live.delete(id);
+    this.ends.get(ws)?.abort();
+    this.ends.delete(ws);
     await ws.close();
     this.slots.get(ws)?.giveBack();
     this.slots.delete(ws);

@@ -45,8 +45,8 @@ export function containerCreateOptions(
       Memory: options.memoryBytes,
       PidsLimit: options.pidsLimit,
       NetworkMode: options.networkMode,
-      // Isolation: the spawner mounts each session's root; the sessions' shells drop this capability.
-      CapAdd: options.isolation?.enabled ? ['SYS_ADMIN'] : undefined,
+      // Isolation: the spawner mounts each session's root and makes its network; the sessions' shells drop these capabilities.
+      CapAdd: options.isolation?.enabled ? ['SYS_ADMIN', ...(options.isolation.network !== 'shared' ? ['NET_ADMIN'] : [])] : undefined,
       Binds: bind ? [bind] : undefined,
       Mounts: options.tmpBytes > 0 ? [tmpVolume(options.tmpBytes, options.deployment)] : undefined,
     },

@@ -1,10 +1,12 @@
 /**
- * Containers of their own on Docker (core/ports/dedicatedContainers.ts): the lifecycle's, the
- * groups' and the tasks' sandboxes start here, under one deadline (containerStart.ts), with one label
- * scheme (labels.ts), their removals retried when the engine fails them (containerRemovals.ts).
+ * Containers of their own on Docker (a DedicatedContainerSpec, core/ports/containers.ts): the
+ * lifecycle's, the groups' and the tasks' sandboxes start here, under one deadline (containerStart.ts),
+ * with one label scheme (labels.ts), their removals retried when the engine fails them
+ * (containerRemovals.ts). The Docker side's own step: the port's starts (dockerContainerStarts.ts) dress it.
  */
 import type Dockerode from 'dockerode';
-import type { ContainerKind, DedicatedContainer, DedicatedContainers, DedicatedContainerSpec } from '../../../core/ports/dedicatedContainers';
+import type { ContainerRef } from '../../../core/ports/container';
+import type { ContainerKind, DedicatedContainerSpec } from '../../../core/ports/containers';
 import type { ContainerRemovals } from './containerRemovals';
 import { createAndStart } from './containerStart';
 import { dedicatedCreateOptions, type DedicatedDefaults, type DockerExtras } from './dedicatedSpec';
@@ -12,7 +14,15 @@ import { containerName, kindFilter, LABEL_INSTANCE } from './labels';
 
 export type DedicatedOptions = DedicatedDefaults & { startTimeoutMs: number };
 
-export class DockerDedicatedContainers implements DedicatedContainers {
+export interface DedicatedContainer {
+  readonly ref: ContainerRef;
+  /** Milliseconds the engine took to create and start it. */
+  readonly startMs: number;
+  /** Removes the container (and its own /tmp). Safe to call twice. */
+  remove(): Promise<void>;
+}
+
+export class DockerDedicatedContainers {
   constructor(
     private readonly docker: Dockerode,
     private readonly removals: ContainerRemovals,
@@ -40,6 +50,10 @@ export class DockerDedicatedContainers implements DedicatedContainers {
     return { ref: { id: container.id, name }, startMs, remove: () => (removed ??= this.removals.forceRemove(container.id)) };
   }
 
+  /**
+   * Removes every container of `kind` this deployment has that an earlier broker left (`all`: also
+   * this broker's own, for a kind that sweeps before it starts any).
+   */
   async sweep(kind: ContainerKind, all = false): Promise<number> {
     const stale = await this.docker.listContainers({ all: true, filters: kindFilter(this.options.deployment, kind) });
     const left = all ? stale : stale.filter((c) => c.Labels[LABEL_INSTANCE] !== this.instance);

@@ -1,10 +1,10 @@
 /**
- * What a container of its own is made of (core/ports/dedicatedContainers.ts), as the engine's create
+ * What a container of its own is made of (a DedicatedContainerSpec, core/ports/containers.ts), as the engine's create
  * options: its spec with the deployment's defaults filled in, and the one label scheme (labels.ts).
  * Pure: no engine call here.
  */
 import type Dockerode from 'dockerode';
-import type { DedicatedContainerSpec } from '../../../core/ports/dedicatedContainers';
+import type { DedicatedContainerSpec } from '../../../core/ports/containers';
 import type { BrokerConfig } from '../../../config/config';
 import { containerLabels } from './labels';
 import { tmpVolume } from './containerSpec';

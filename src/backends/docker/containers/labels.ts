@@ -4,7 +4,7 @@
  * started it. A broker's start sweeps its deployment's containers of a kind by these; so does a CI
  * run's cleanup (by the deployment alone).
  */
-import type { ContainerKind } from '../../../core/ports/dedicatedContainers';
+import type { ContainerKind } from '../../../core/ports/containers';
 
 export const LABEL_DEPLOYMENT = 'io.bash-broker.deployment';
 export const LABEL_KIND = 'io.bash-broker.kind';

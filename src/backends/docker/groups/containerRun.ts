@@ -7,7 +7,7 @@
  */
 import type Dockerode from 'dockerode';
 import type { Duplex } from 'node:stream';
-import type { ToolRun } from '../../../core/ports/sandboxContainers';
+import type { ToolRun } from '../../../core/ports/containers';
 import { DockerDemuxer } from '../shells/demux';
 
 /** Each stream keeps at most this much (a tool's answer is for an agent to read). */

@@ -1,5 +1,6 @@
 /**
- * Dedicated sandbox containers for sandbox groups (core/ports/sandboxContainers.ts), one
+ * The group's helper on the Docker side of the containers' port (`{ kind: 'group' }`,
+ * core/ports/containers.ts): sandbox group members' containers, one
  * per sandbox, each started as a container of its own (containers/dedicatedContainers.ts) with its
  * own limits: `cpu_cores` a CFS quota (NanoCpus), `ram_gb` a memory limit
  * with no swap beyond it, `disk_gb` an ext4 filesystem of that size (loopDisk.ts) as the only
@@ -11,15 +12,15 @@ import Dockerode from 'dockerode';
 import path from 'node:path';
 import { promises as fs } from 'node:fs';
 import type { ContainerHealth, TerminalProcess } from '../../../core/ports/backend';
-import type { SandboxContainerSpec, SandboxContainers, StartedSandboxContainer, ToolRun } from '../../../core/ports/sandboxContainers';
+import type { SandboxContainerSpec, StartedSandboxContainer, ToolRun } from '../../../core/ports/containers';
 import { BackendError, errorMessage } from '../../../common/errors';
 import type { BrokerConfig } from '../../../config/config';
 import { ControlShell } from '../control/controlShell';
 import { execChannelOpener } from '../shells/channel';
 import { openDockerTerminal } from '../terminals/dockerTerminal';
 import { checkContainerHealth } from '../containers/containerHealth';
-import type { DedicatedContainer, DedicatedContainerSpec } from '../../../core/ports/dedicatedContainers';
-import type { DockerDedicatedContainers } from '../containers/dedicatedContainers';
+import type { DedicatedContainerSpec } from '../../../core/ports/containers';
+import type { DedicatedContainer, DockerDedicatedContainers } from '../containers/dedicatedContainers';
 import { ContainerStartError } from '../containers/containerStart';
 import { DISK_ENFORCEMENT, LoopDisk, mountsUnder, unmount } from './loopDisk';
 import { FORWARDER_FILE, FORWARDER_PY, SOCKET_DIR_IN_CONTAINER } from './socketForwarder';
@@ -32,8 +33,7 @@ export type GroupContainerOptions = Pick<BrokerConfig['docker'], 'pingTimeoutMs'
   image: string;
 };
 
-export class DockerSandboxContainers implements SandboxContainers {
-  readonly kind = 'docker';
+export class DockerGroupContainers {
   private terminals = 0;
 
   constructor(
@@ -64,6 +64,7 @@ export class DockerSandboxContainers implements SandboxContainers {
     }
   }
 
+  /** Removes every group container (and disk mount) an earlier broker of this deployment left. */
   async sweep(hostRoot: string): Promise<number> {
     const removed = await this.dedicated.sweep('group');
     for (const mount of await mountsUnder(hostRoot)) await unmount(mount).catch(() => undefined);
@@ -107,7 +108,7 @@ class DockerSandboxContainer implements StartedSandboxContainer {
   private removed: Promise<void> | null = null;
 
   constructor(
-    private readonly owner: DockerSandboxContainers,
+    private readonly owner: DockerGroupContainers,
     private readonly docker: Dockerode,
     private readonly container: Dockerode.Container,
     private readonly started: DedicatedContainer,

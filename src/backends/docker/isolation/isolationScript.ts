@@ -107,7 +107,7 @@ function templateScript(sharedPaths: readonly string[]): string {
 }
 
 /**
- * Bash for the spawner's start: defines `__bk_shell ID JOIN [CONTROL]` (execs the session's shell,
+ * Bash for the spawner's start: defines `__bk_shell ID JOIN [CONTROL [NETWORK]]` (execs the session's shell,
  * isolated when this container can; CONTROL `8,9` names the session init's control pipes, which only
  * the init keeps: every other path closes them; `t` asks for a workspace's terminal in JOIN's view,
  * which the session init opens and relays itself) and sets `__bk_iso` to `iso` or to the reason it
@@ -128,15 +128,16 @@ __bk_shell() {
     [[ $3 != t ]] || exec "$__bk_init" terminal "$2" -- bash --norc --noprofile -c 8<&- 9<&-
     [[ $2 == 0 ]] || exec "$__bk_init" join "$2" -- ${SHELL} 8<&- 9<&-
     [[ \${3:--} != - ]] || exec 8<&- 9<&-
-    exec "$__bk_init" session ${ISOLATION_TEMPLATE} ${STAGE} ${config.diskBytes} "$1" "\${3:--}" -- ${SHELL}
+    exec "$__bk_init" session ${ISOLATION_TEMPLATE} ${STAGE} ${config.diskBytes} "$1" "\${3:--}" "\${4:-shared}" -- ${SHELL}
   fi
   [[ $3 != t ]] || builtin exit 127
   exec 8<&- 9<&-
   [[ $2 == 0 ]] || exec nsenter -t "$2" -p -i -- bash -c "$__bk_iso_join" bkr-join "$2" "$__bk_setpriv"
   exec unshare -m -p -i -f --propagation private -- bash -c "$__bk_iso_setup" bkr-session "$1" "$__bk_setpriv"
 }
-__bk_iso_works() { ( __bk_iso=iso; builtin echo 'builtin exit 7' | __bk_shell - 0 ) >/dev/null 2>&1; [[ $? == 7 ]]; }
+__bk_iso_works() { ( __bk_iso=iso; builtin echo 'builtin exit 7' | __bk_shell - 0 '' "\${1:-shared}" ) >/dev/null 2>&1; [[ $? == 7 ]]; }
 __bk_init=
+__bk_net=
 __bk_iso='noiso the container cannot mount (it needs CAP_SYS_ADMIN and a seccomp profile that allows mount and unshare)'
 if __bk_iso_template 2>/dev/null; then
   if [[ -f ${initPath} ]]; then
@@ -144,6 +145,8 @@ if __bk_iso_template 2>/dev/null; then
     # A pipes' directory mounted noexec: a copy in the container's own /dev.
     __bk_iso_works || { cp ${initPath} ${SESSION_INIT_COPY} 2>/dev/null && __bk_init=${SESSION_INIT_COPY}; }
     __bk_iso_works && __bk_iso=iso || __bk_init=
+    # Networks of their own (sessionNet.c): the container holds CAP_NET_ADMIN for the session init.
+    [[ -n $__bk_init ]] && __bk_iso_works none && __bk_net=net
   fi
   if [[ $__bk_iso != iso ]]; then
     if builtin type -P unshare nsenter mount chroot setpriv >/dev/null; then

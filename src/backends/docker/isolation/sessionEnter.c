@@ -4,7 +4,7 @@
  * bash and nothing else (no nsenter, setpriv or script of util-linux's).
  *
  *   session-init join PID -- SHELL...
- *     An extra shell of a session (execd's): SHELL in the IPC, pid and mount namespaces of the
+ *     An extra shell of a session (execd's): SHELL in the IPC, pid, network and mount namespaces of the
  *     container process PID (a session's bash), leading its own process group, with
  *     BROKER_SHELL_PID its pid in the container.
  *   session-init enter PID -- COMMAND...
@@ -37,18 +37,27 @@
 
 static int terminal_relay(char **command);
 
-/* The namespaces of container process `target` (ipc, pid, mnt): this process enters the first two. */
+/*
+ * The namespaces of container process `target` (ipc, pid, net, mnt): this process enters the first
+ * three (the network too: an extra shell or a terminal reaches the session's own loopback, under its
+ * policy; entering the container's own network again is harmless where the session shares it).
+ */
 static void enter_namespaces(const char *target, int fds[3]) {
   char path[64];
-  static const char *NAMES[] = {"ipc", "pid", "mnt"};
-  static const int TYPES[] = {CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNS};
-  for (int i = 0; i < 3; i++) {
+  static const char *NAMES[] = {"ipc", "pid", "net", "mnt"};
+  static const int TYPES[] = {CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWNS};
+  int net = -1;
+  for (int i = 0; i < 4; i++) {
     format(path, sizeof path, "/proc/%s/ns/%s", target, NAMES[i]);
-    if ((fds[i] = open(path, O_RDONLY | O_CLOEXEC)) < 0) fail(105, "cannot open", path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(105, "cannot open", path);
+    if (i == 2) net = fd;
+    else fds[i < 2 ? i : 2] = fd;
   }
-  for (int i = 0; i < 2; i++) {
-    if (setns(fds[i], TYPES[i]) < 0) fail(105, "cannot enter", NAMES[i]);
+  for (int i = 0; i < 3; i++) {
+    if (setns(i == 2 ? net : fds[i], TYPES[i]) < 0) fail(105, "cannot enter", NAMES[i]);
   }
+  close(net);
 }
 
 /* A child in the namespaces of `target` (`0`: none) runs `command`; this process waits for it and returns its status. */

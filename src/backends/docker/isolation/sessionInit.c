@@ -15,6 +15,10 @@
  *   session-init session TEMPLATE STAGE DISK_BYTES WORKDIR_ID CONTROL -- SHELL...
  *     The same, serving the broker on CONTROL (`IN,OUT`: two descriptors of pipes only the broker
  *     reaches, or `-`): see sessionReuse.c. The shell never gets them.
+ *   session-init session TEMPLATE STAGE DISK_BYTES WORKDIR_ID CONTROL NET -- SHELL...
+ *     The same, in the network NET names (`shared`, `none`, `full`): see sessionNet.c.
+ *   session-init net PID MODE
+ *     A live session's network policy changed: see sessionNet.c.
  *   session-init join|enter|terminal PID -- ...
  *     A process in the namespaces of the container process PID (a session's bash): see sessionEnter.c.
  *
@@ -53,8 +57,10 @@ static void exec_shell(char **shell);
 #include "sessionTraces.c"
 #include "sessionEnter.c"
 #include "sessionSnapshot.c"
+#include "sessionNet.c"
 
 #define CAP_SYS_ADMIN_BIT 21
+#define CAP_NET_ADMIN_BIT 12
 
 /* Built with -DSESSION_INIT_TIMES: each step's end on stderr, in microseconds of CLOCK_MONOTONIC (the cost's measurement). */
 #ifdef SESSION_INIT_TIMES
@@ -207,14 +213,22 @@ static void mount_table(const char *table) {
   fclose(f);
 }
 
-/* CAP_SYS_ADMIN out of the bounding set (and of the inheritable and ambient sets): nothing the shell starts can have it. */
+/*
+ * CAP_SYS_ADMIN and CAP_NET_ADMIN out of the bounding set (and of the inheritable and ambient
+ * sets): nothing the shell starts can have them. Without CAP_NET_ADMIN a session cannot change its
+ * addresses, routes or links (take a neighbour's address, or its container's routes where it
+ * shares its container's network); the container holds it only for the session init.
+ */
 static void drop_sys_admin(void) {
   if (prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN_BIT, 0, 0, 0) < 0) fail(106, "cannot drop CAP_SYS_ADMIN", NULL);
+  /* A container without CAP_NET_ADMIN (network isolation off) has none to drop: EINVAL is never returned for a valid bit. */
+  if (prctl(PR_CAPBSET_DROP, CAP_NET_ADMIN_BIT, 0, 0, 0) < 0) fail(106, "cannot drop CAP_NET_ADMIN", NULL);
   prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, CAP_SYS_ADMIN_BIT, 0, 0);
+  prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, CAP_NET_ADMIN_BIT, 0, 0);
   struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
   struct __user_cap_data_struct caps[2];
   if (syscall(SYS_capget, &header, caps) < 0) fail(106, "cannot read capabilities", NULL);
-  caps[0].inheritable &= ~(1u << CAP_SYS_ADMIN_BIT);
+  caps[0].inheritable &= ~((1u << CAP_SYS_ADMIN_BIT) | (1u << CAP_NET_ADMIN_BIT));
   if (syscall(SYS_capset, &header, caps) < 0) fail(106, "cannot set capabilities", NULL);
 }
 
@@ -287,11 +301,14 @@ static int session_init(const char *template, const char *stage, const char *dis
   return status;
 }
 
-static int session(const char *template, const char *stage, const char *disk_bytes, const char *workdir_id, const char *control_fds, char **shell) {
+static int session(const char *template, const char *stage, const char *disk_bytes, const char *workdir_id, const char *control_fds, const char *net, char **shell) {
   struct control control_state, *control = control_parse(control_fds, &control_state);
   STEP("start");
   if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC) < 0) fail(105, "cannot unshare", NULL);
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) fail(105, "cannot make / private", NULL);
+  /* Before the fork: the init, and everything the session starts, is born in it. */
+  net_setup(net);
+  STEP("net");
   pid_t init = fork();
   if (init < 0) fail(105, "cannot fork", NULL);
   if (init == 0) {
@@ -309,15 +326,17 @@ static int session(const char *template, const char *stage, const char *disk_byt
 
 int main(int argc, char **argv) {
   dispositions(SIG_IGN);
+  if (argc == 4 && !strcmp(argv[1], "net")) return net_change(argv[2], argv[3]);
   int dashes = 1;
   while (dashes < argc && strcmp(argv[dashes], "--") != 0) dashes++;
   if (dashes + 1 >= argc) {
-    fprintf(stderr, "usage: session-init session TEMPLATE STAGE DISK_BYTES WORKDIR_ID [CONTROL] -- SHELL... | join|enter|terminal PID -- COMMAND...\n");
+    fprintf(stderr, "usage: session-init session TEMPLATE STAGE DISK_BYTES WORKDIR_ID [CONTROL [NET]] -- SHELL... | join|enter|terminal PID -- COMMAND... | net PID MODE\n");
     return 2;
   }
   char **shell = argv + dashes + 1;
-  if (dashes == 6 && !strcmp(argv[1], "session")) return session(argv[2], argv[3], argv[4], argv[5], "-", shell);
-  if (dashes == 7 && !strcmp(argv[1], "session")) return session(argv[2], argv[3], argv[4], argv[5], argv[6], shell);
+  if (dashes == 6 && !strcmp(argv[1], "session")) return session(argv[2], argv[3], argv[4], argv[5], "-", "shared", shell);
+  if (dashes == 7 && !strcmp(argv[1], "session")) return session(argv[2], argv[3], argv[4], argv[5], argv[6], "shared", shell);
+  if (dashes == 8 && !strcmp(argv[1], "session")) return session(argv[2], argv[3], argv[4], argv[5], argv[6], argv[7], shell);
   if (dashes == 3 && !strcmp(argv[1], "join")) return join(argv[2], shell, JOIN_OWN_GROUP);
   if (dashes == 3 && !strcmp(argv[1], "enter")) return join(argv[2], shell, 0);
   if (dashes == 3 && !strcmp(argv[1], "terminal")) return join(argv[2], shell, JOIN_PTY);

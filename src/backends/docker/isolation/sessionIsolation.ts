@@ -6,9 +6,9 @@
  * unisolated, and says so loudly: in the log once per reason, and in /health.
  */
 import type { IsolationConfig } from '../../../config/isolationConfig';
-import type { ContainerRef, IsolationReport, OpenShellOptions } from '../../../core/ports/backend';
+import type { ContainerRef, IsolationReport, NetworkReport, OpenShellOptions, SessionLimitsReport } from '../../../core/ports/backend';
 import { logger } from '../../../common/logger';
-import type { ChannelRequest } from '../shells/channel';
+import type { ChannelRequest, SessionNetworkMode } from '../shells/channel';
 import type { FifoSpawner } from '../shells/fifoSpawner';
 
 /** A lease's working directory (sessionWorkdir): the only directory bound into a session from its container. */
@@ -25,6 +25,10 @@ export interface IsolatedShell {
   readonly alive: boolean;
   /** The working directory id its view binds in now: a shell reused in place moves to its next lease's. */
   readonly workdirId: string | null;
+  /** Its network changed during the lease (isolation/sessionNetwork.ts): it is not reused in place. */
+  networkChanged: boolean;
+  /** Its network now (sessionNetwork.ts). */
+  network: SessionNetworkMode;
 }
 
 export class SessionIsolation {
@@ -35,7 +39,13 @@ export class SessionIsolation {
   private readonly refusalsLogged = new Set<string>();
   private lastRefusal: string | null = null;
 
-  constructor(private readonly config: IsolationConfig) {}
+  constructor(
+    private readonly config: IsolationConfig,
+    /** The sessions' networks (sessionNetwork.ts), reported beside. */
+    private readonly network?: () => NetworkReport,
+    /** The sessions' memory and CPU limits (cgroups/sessionUsage.ts), reported beside. */
+    private readonly limits?: () => SessionLimitsReport,
+  ) {}
 
   /** Records whether a connected container isolates its sessions; logs why not, once per reason. */
   check(ref: ContainerRef, spawner: FifoSpawner | null): boolean {
@@ -81,6 +91,11 @@ export class SessionIsolation {
     this.shells.set(`${containerId}/${options.slotId}`, shell);
   }
 
+  /** The session shell of slot `slotId`, while it is its newest; null when there is none. */
+  shellOf(containerId: string, slotId: string): IsolatedShell | null {
+    return this.shells.get(`${containerId}/${slotId}`) ?? null;
+  }
+
   /**
    * The container pid of the live session shell whose lease's working directory is `workdir`: the
    * file routes of that directory run in its mount namespace (files/sessionView.ts). Null: no live
@@ -110,6 +125,8 @@ export class SessionIsolation {
       refusal: this.containers.size > isolated ? this.lastRefusal : null,
       diskBytesPerSession: this.config.diskBytes,
       sharedPaths: this.config.sharedPaths,
+      ...(this.network ? { network: this.network() } : {}),
+      ...(this.limits ? { sessionLimits: this.limits() } : {}),
     };
   }
 }

@@ -35,6 +35,9 @@ export interface ShellChannel {
   destroy(): void;
 }
 
+/** A session's network (isolation/sessionNet.c): its container's, or one of its own with no egress or the container's. */
+export type SessionNetworkMode = 'shared' | 'none' | 'full';
+
 export interface ChannelRequest {
   /** Extra environment of the bash (`NAME=value`), on top of the container's own. */
   env: string[];
@@ -47,9 +50,10 @@ export interface ChannelRequest {
   /**
    * A session's shell in namespaces of its own (isolation/isolationScript.ts), where the container
    * isolates: `workdir` the lease's working directory id (null: none), `joinPid` a session bash's pid
-   * in the container whose namespaces it shares instead (0: new ones). Absent: a plain bash.
+   * in the container whose namespaces it shares instead (0: new ones), `network` the network a new
+   * session gets (isolation/sessionNet.c; absent: its container's). Absent: a plain bash.
    */
-  isolated?: { workdirId: string | null; joinPid: number };
+  isolated?: { workdirId: string | null; joinPid: number; network?: SessionNetworkMode };
   /**
    * fifo, isolated through the session init: a workspace's terminal that the init opens in the
    * joined view and relays (isolation/sessionEnter.c), rather than a bash.

@@ -11,10 +11,11 @@ import type { CgroupUsage } from '../../cgroupCounters';
 import { NO_USAGE } from '../../../core/session/commandFacts';
 import { SHELL_INIT_SCRIPT, ansiCQuote } from '../../../core/session/framing';
 import { FRESH_ANSWER, RECYCLE_TIMEOUT_MS, freshInCwd, recycleExecLine, StdoutExpectation } from '../../shellRecycle';
-import type { ChannelOpener, ChannelRequest, ShellChannel } from './channel';
+import type { ChannelOpener, ChannelRequest, SessionNetworkMode, ShellChannel } from './channel';
 import type { ControlShell } from '../control/controlShell';
 import type { SessionCgroup } from '../cgroups/sessionCgroup';
 import { sessionWorkdirId } from '../isolation/sessionIsolation';
+import { egressRefusals } from '../isolation/egressRefusals';
 
 const HANDSHAKE_TIMEOUT_MS = 20_000;
 /** An isolated session's private disk counts as full below this fraction free (a write that failed leaves at most a partial block). */
@@ -68,10 +69,15 @@ export class DockerShell implements ShellProcess {
   private escalated = false;
   /** An isolated shell's lease's working directory id, which its view binds in (moved by each reuse in place). */
   private workdir: string | null;
+  /** Its session's network policy changed during the lease (isolation/sessionNetwork.ts): a new session takes its slot at release. */
+  networkChanged = false;
+  /** Its session's network now (isolation/sessionNetwork.ts): at its start, then as changed. */
+  network: SessionNetworkMode;
 
   private constructor(private options: DockerShellOptions) {
     this.baseTag = options.tag;
     this.workdir = options.isolated?.workdirId ?? null;
+    this.network = options.isolated?.network ?? 'shared';
     // Live before bash starts: the collector never takes this session's processes for an escapee's.
     options.control.addTag(options.tag);
   }
@@ -130,7 +136,8 @@ export class DockerShell implements ShellProcess {
   }
 
   usage(resetPeak: boolean): UsageCounters {
-    const counters = this.counters?.read(resetPeak) ?? NO_USAGE;
+    // An isolated session's refusals are counted in its own network (isolation/egressRefusals.ts).
+    const counters = { ...(this.counters?.read(resetPeak) ?? NO_USAGE), ...(this.cgroup && (this.options.isolated?.network ?? 'shared') !== 'shared' ? { egressRefusals: egressRefusals(this.cgroup.shellHostPid) } : {}) };
     // A command's end (no reset): an isolated session's private disk is looked at too.
     return this.isolated && !resetPeak ? { ...counters, diskFull: this.privateDiskFull() } : counters;
   }
@@ -208,7 +215,7 @@ export class DockerShell implements ShellProcess {
   async recycle(cwd: string, cwdReady: Promise<void> = Promise.resolve()): Promise<boolean> {
     if (this.ended || this.pid <= 1) return false;
     const nextWorkdir = this.isolated ? sessionWorkdirId(cwd) : null;
-    if (this.isolated && (!nextWorkdir || !this.channel?.control?.usable)) return false;
+    if (this.isolated && (!nextWorkdir || !this.channel?.control?.usable || this.networkChanged)) return false;
     const killed = await this.killForRecycle();
     if (this.ended) return false;
     await cwdReady;

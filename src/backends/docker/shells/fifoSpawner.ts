@@ -53,17 +53,19 @@ export const SPAWNER_SCRIPT = spawnerScript();
 
 /**
  * SPAWNER_SCRIPT, or with per-lease isolation (isolation/isolationScript.ts): a request then reads
- * `<name> <VAR=value> [<workdir id or -> <pid to join or 0> [1]]`, the shell of a request with the
- * last two starts isolated when the container can, and the announcement says whether it can
- * (`ready iso init`, `ready iso` or `ready noiso <why>`). A final `1` asks for the session init's
+ * `<name> <VAR=value> [<workdir id or -> <pid to join or 0> <network> [1]]`, the shell of a request
+ * with the last three starts isolated when the container can, in the network the third names
+ * (`shared`, `none`, `full`: isolation/sessionNet.c), and the announcement says whether it can
+ * (`ready iso init`, `ready iso` or `ready noiso <why>`; ` net` after `init`: sessions get networks
+ * of their own). A final `1` asks for the session init's
  * control pipes `<name>.ctl` and `<name>.ans` (isolation/sessionControl.ts), handed to the init
  * alone; a final `t`, for a workspace's terminal that the session init opens (`iso init` only).
  */
 export function spawnerScript(isolation?: IsolationConfig): string {
   const iso = isolation?.enabled ? isolation : null;
-  const fields = iso ? 'n v w j k' : 'n v';
-  const isoCheck = iso ? ' && ( -z $w || ( $w =~ ^(-|[0-9a-z][0-9a-z.-]*)$ && $j =~ ^[0-9]+$ ) )' : '';
-  const shell = iso ? '__bk_shell "$w" "$j" "$k"' : SHELL_CMD.join(' ');
+  const fields = iso ? 'n v w j m k' : 'n v';
+  const isoCheck = iso ? ' && ( -z $w || ( $w =~ ^(-|[0-9a-z][0-9a-z.-]*)$ && $j =~ ^[0-9]+$ && $m =~ ^(shared|none|full)$ ) )' : '';
+  const shell = iso ? '__bk_shell "$w" "$j" "$k" "$m"' : SHELL_CMD.join(' ');
   // The session init's control pipes (isolation/sessionControl.ts), when the request asks for them: fds 8 and 9, `k` says so to __bk_shell.
   const control = iso ? '\n      [[ $k == t ]] || { [[ $k == 1 ]] && { exec 8<"$d/$n.ctl" 9<>"$d/$n.ans" && k=8,9 || k=-; } || k=-; }' : '';
   return `${FS_SCRIPT}${iso ? `\n${isolationFunctions(iso, `${FIFO_MOUNT}/${SESSION_INIT_NAME}`)}` : ''}
@@ -71,7 +73,7 @@ builtin cd /
 d=${FIFO_MOUNT}
 if [[ -p $d/spawn && -p $d/events ]] && exec 3<>"$d/spawn" 4<>"$d/events"; then
   builtin set -m
-  builtin echo ${iso ? '"ready $__bk_iso${__bk_init:+ init}"' : 'ready'} >&4
+  builtin echo ${iso ? '"ready $__bk_iso${__bk_init:+ init}${__bk_net:+ net}"' : 'ready'} >&4
   while builtin read -r ${fields} <&3; do
     [[ $n =~ ^[0-9a-f]{8,64}$ && $v =~ ^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]*$${isoCheck} ]] || continue
     __bk_room || { builtin echo "failed $n 0" >&4; continue; }
@@ -153,12 +155,17 @@ export class FifoSpawner {
 
   /** Whether this container starts isolated shells (isolation/isolationScript.ts), as its entrypoint said. */
   get isolates(): boolean {
-    return this.isolationAnnounced === 'iso' || this.isolationAnnounced === 'iso init';
+    return this.isolationAnnounced.split(' ')[0] === 'iso';
   }
 
   /** Whether its isolated sessions start through the session init, which then also opens workspace terminals (`pty` requests). */
   get opensTerminals(): boolean {
-    return this.isolationAnnounced === 'iso init';
+    return this.isolates && this.isolationAnnounced.split(' ').includes('init');
+  }
+
+  /** Whether its isolated sessions can have networks of their own (isolation/sessionNet.c): the session init made one at the start. */
+  get isolatesNetwork(): boolean {
+    return this.opensTerminals && this.isolationAnnounced.split(' ').includes('net');
   }
 
   /** Why this container does not isolate its sessions though isolation was asked for; null when it does or it was not asked. */
@@ -193,7 +200,8 @@ export class FifoSpawner {
         }, SPAWN_TIMEOUT_MS);
         this.pending.set(name, { resolve, reject, timer });
       });
-      const isolation = isolated && this.isolates ? ` ${isolated.workdirId ?? '-'} ${isolated.joinPid}${controlled ? ' 1' : pty ? ' t' : ''}` : '';
+      const network = this.isolatesNetwork ? (isolated?.network ?? 'shared') : 'shared';
+      const isolation = isolated && this.isolates ? ` ${isolated.workdirId ?? '-'} ${isolated.joinPid} ${network}${controlled ? ' 1' : pty ? ' t' : ''}` : '';
       this.spawnSocket.write(`${name} ${assignment}${isolation}\n`);
       await spawned;
       // bash holds the write ends now: read-only opens see EOF only once bash and everything that

@@ -1,5 +1,6 @@
 /**
- * Task sandboxes on Docker: one container of its own per sandbox (containers/dedicatedContainers.ts), from the task image (Debian, git,
+ * The task's helper on the Docker side of the containers' port (`{ kind: 'task' }`,
+ * core/ports/containers.ts): one container of its own per task sandbox (containers/dedicatedContainers.ts), from the task image (Debian, git,
  * node, the task daemon and Pi), whose main process is the daemon.
  *
  * Why a unix socket, and no network: the daemon's API must reach Core only, and Docker 20.10's bridge
@@ -17,8 +18,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { BackendError, errorMessage } from '../../../common/errors';
 import type { TaskConfig } from '../../../config/taskConfig';
-import type { CloneSource, TaskBackend, TaskContainer } from '../../../core/ports/taskPorts';
-import type { DedicatedContainer, DedicatedContainers, DedicatedContainerSpec } from '../../../core/ports/dedicatedContainers';
+import type { CloneSource } from '../../../core/ports/taskPorts';
+import type { DedicatedContainerSpec, TaskContainer } from '../../../core/ports/containers';
+import type { DedicatedContainer, DockerDedicatedContainers } from '../containers/dedicatedContainers';
 import { ContainerStartError } from '../containers/containerStart';
 import { ANTHROPIC_KEY, OPENAI_KEY, TaskRelay, type RelayRoute } from './taskRelay';
 import { UnixDaemonLink } from './taskDaemonLink';
@@ -30,9 +32,9 @@ export interface TaskContainerOptions {
   tasks: Pick<TaskConfig, 'image' | 'gitBase' | 'anthropicBaseUrl' | 'openaiBaseUrl' | 'socketDir' | 'networkMode' | 'keys'>;
 }
 
-export class DockerTaskBackend implements TaskBackend {
+export class DockerTaskContainers {
   constructor(
-    private readonly dedicated: DedicatedContainers,
+    private readonly dedicated: DockerDedicatedContainers,
     private readonly options: TaskContainerOptions,
   ) {}
 
@@ -70,7 +72,7 @@ export class DockerTaskBackend implements TaskBackend {
       const why = err instanceof ContainerStartError ? err.why : errorMessage(err);
       throw new BackendError(`task sandbox ${id}: its container failed to start: ${why}`);
     }
-    return { link: new UnixDaemonLink(path.join(dir, 'daemon.sock')), capability, startMs: container.startMs, remove };
+    return { link: new UnixDaemonLink(path.join(dir, 'daemon.sock')), capability, startMs: container.startMs, cloneSource: (repo) => this.cloneSource(repo), remove };
   }
 
   private relayRoutes(): Record<string, RelayRoute> {

@@ -21,7 +21,7 @@ import { STILL_RUNNING, Workspace } from '../workspace/workspace';
 import type { WorkspaceLimits } from '../workspace/workspaceTypes';
 import type { WorkspacePlace } from '../workspace/workspaceSlot';
 import type { WorkspaceEvent } from '../workspace/eventRing';
-import type { StartedSandboxContainer } from '../ports/sandboxContainers';
+import type { StartedSandboxContainer } from '../ports/containers';
 import { TOOL_RUNNER_FILE, TOOLS_SUBDIR } from './toolRunner';
 
 export interface Observation {
@@ -45,7 +45,7 @@ export interface SandboxTimings {
   workspace: WorkspaceLimits;
 }
 
-export class Sandbox {
+export class GroupSandbox {
   private workspace: Workspace;
   /** The next terminal event /output has not returned. */
   private cursor = 0;
