@@ -44,7 +44,8 @@ describeDocker('sessions started from a snapshot', () => {
   let tb: TestBroker;
 
   beforeAll(async () => {
-    tb = await startTestBroker({ BROKER_CONTAINERS: '2', BROKER_SESSIONS_PER_CONTAINER: '3' });
+    // A second pool of the same image: a snapshot's sessions start in its own pool, never in another.
+    tb = await startTestBroker({ BROKER_CONTAINERS: '2', BROKER_SESSIONS_PER_CONTAINER: '3', BROKER_POOLS: JSON.stringify({ other: { image: 'bash-broker-test:latest', containers: 1, sessions_per_container: 1 } }) });
   });
   afterAll(async () => tb?.close());
 
@@ -111,8 +112,20 @@ describeDocker('sessions started from a snapshot', () => {
       expect(r.status).toBe(400);
     }
     const snapshotId = ((await tb.post(`/session/${parent}/snapshot`)).json as { snapshot_id: string }).snapshot_id;
-    const otherPool = await tb.post('/session/acquire', { snapshot: snapshotId, pool: 'nosuchpool' });
+    expect((await tb.post('/session/acquire', { snapshot: snapshotId, pool: 'nosuchpool' })).status).toBe(400);
+    const otherPool = await tb.post('/session/acquire', { snapshot: snapshotId, pool: 'other' });
     expect(otherPool.status).toBe(400);
+    expect((otherPool.json as { code: string }).code).toBe('snapshot_other_pool');
+    // And a snapshot of the other pool's session starts in that pool.
+    const otherParent = await tb.acquire({ pool: 'other' });
+    await tb.exec(otherParent, 'echo theirs >/etc/theirs');
+    const theirs = ((await tb.post(`/session/${otherParent}/snapshot`)).json as { snapshot_id: string; pool: string });
+    expect(theirs.pool).toBe('other');
+    await tb.release(otherParent);
+    const inOther = await tb.acquire({ snapshot: theirs.snapshot_id });
+    expect((await tb.exec(inOther, 'cat /etc/theirs')).stdout).toBe('theirs\n');
+    expect(tb.broker.pools.pool('other').knows(inOther)).toBe(true);
+    await tb.release(inOther);
     for (const body of [{}, { n: 0 }, { n: 'x' }, { n: 2, extra: true }]) expect((await tb.post(`/session/${parent}/fork`, body)).status).toBe(400);
     // More forks than the pool holds: 400 at once (acquire_group's rule), and its snapshot is gone with it.
     const ids = async (): Promise<string[]> => ((await tb.get('/snapshots')).json as { snapshots: { snapshot_id: string }[] }).snapshots.map((s) => s.snapshot_id);
