@@ -70,7 +70,12 @@ describeDocker('sessions started from a snapshot', () => {
     // A second fork of the same snapshot sees the snapshot, not the first fork.
     const second = await tb.acquire({ snapshot: snapshotId });
     expect(await probeOf(tb, second)).toBe(expected);
-    for (const id of [parent, fork, second]) await tb.release(id);
+    // acquire_group with a snapshot: n sessions from it at once.
+    const group = await tb.post('/session/acquire_group', { snapshot: snapshotId, n: 2 });
+    expect(group.status).toBe(200);
+    const members = (group.json as { sessions: { session_id: string }[] }).sessions.map((s) => s.session_id);
+    for (const id of members) expect(await probeOf(tb, id)).toBe(expected);
+    for (const id of [parent, fork, second, ...members]) await tb.release(id);
   });
 
   it('fork {"n"} starts n isolated sessions at once; a released fork leaves nothing to the next lease of its slot, even one that wrote nothing', async () => {
