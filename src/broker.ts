@@ -15,6 +15,7 @@ import type { SessionBackend } from './core/ports/backend';
 import { SessionPool } from './core/pool/pool';
 import { DEFAULT_TIMINGS, type BashSessionTimings } from './core/session/bashSession';
 import { BrokerMetrics } from './metrics/metrics';
+import { SnapshotService } from './core/snapshots/snapshotService';
 import { createSeam } from './api/app';
 import type { HttpSeam } from './http/seam';
 import type { Router } from './http/router';
@@ -102,6 +103,8 @@ export class Broker {
   readonly pool: SessionPool;
   /** Every pool: the default one and BROKER_POOLS' named ones. */
   readonly pools: PoolRegistry;
+  /** Snapshots of sessions (docs/snapshots.md). */
+  readonly snapshots: SnapshotService;
   readonly backend: SessionBackend;
   /** The lifecycle API's sandboxes (/v1/sandboxes). */
   readonly sandboxes: SandboxService;
@@ -211,6 +214,7 @@ export class Broker {
     });
     // Task sandboxes where the backend starts their containers (Docker); elsewhere their routes answer 501.
     this.tasks = new TaskService(backend.containers.kinds.has('task') ? backend.containers : null, config.tasks, undefined, this.directory);
+    this.snapshots = new SnapshotService(this.pools, config.snapshots);
     this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, {
       tasks: this.tasks,
       workspaces: this.workspaces,
@@ -220,6 +224,7 @@ export class Broker {
       sandboxes: this.sandboxes,
       dashboard: this.dashboard,
       images: this.images,
+      snapshots: this.snapshots,
       directory: this.directory,
     });
     const guard = overrides.guard;
@@ -279,6 +284,7 @@ export class Broker {
     await this.execd.close();
     // Image pools before the configured ones: the default pool's backend owns what theirs share.
     await this.images.pools.close(graceMs);
+    this.snapshots.close();
     await this.pools.close(graceMs);
     await this.trajectories?.flush();
     // Give in-flight responses a moment to flush, then cut what is left.

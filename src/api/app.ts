@@ -38,6 +38,8 @@ import { egressRouter } from './lifecycle/unservedRoutes';
 import { portProxyRouter } from './lifecycle/portProxy';
 import type { BrokerImages } from '../brokerImages';
 import { imageRouter } from './images/imageRoutes';
+import { snapshotRouter } from './snapshots/snapshotRoutes';
+import type { SnapshotService } from '../core/snapshots/snapshotService';
 
 /** The execd API's two halves: processes (commands, sessions, code) and files with metrics. */
 export interface ExecdApis {
@@ -62,6 +64,8 @@ export interface BrokerApis {
   tasks?: TaskService;
   dashboard?: DashboardFeed;
   images?: BrokerImages;
+  /** Snapshots of sessions (docs/snapshots.md): acquires from a snapshot, forks, restores. */
+  snapshots?: SnapshotService;
   directory?: SandboxDirectory;
 }
 
@@ -80,12 +84,13 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
   const requestIds = new RequestIds({ windowMs: config.rollout.requestIdWindowMs, maxEntries: config.rollout.requestIdMax });
   const pools = apis.pools ?? new PoolRegistry({ name: DEFAULT_POOL, image: config.docker.image, pool, sessionsPerContainer: config.sessionsPerContainer, freshContainer: false });
   const routers = [
-    poolRouter(pools, limits, requestIds, config.rollout.executeFacts, apis.images?.pools ?? null),
-    rolloutRouter(pools, limits, requestIds, apis.images?.pools ?? null),
+    poolRouter(pools, limits, requestIds, config.rollout.executeFacts, apis.images?.pools ?? null, apis.snapshots ?? null),
+    rolloutRouter(pools, limits, requestIds, apis.images?.pools ?? null, apis.snapshots ?? null),
     healthRouter(pools, metrics, { metricsPublic: config.metricsPublic, images: apis.images?.report }),
   ];
   const { workspaces, execd, groups, sandboxes: lifecycle, tasks, dashboard, images } = apis;
   if (images) routers.push(imageRouter(images.warmups, images.report));
+  if (apis.snapshots) routers.push(snapshotRouter(apis.snapshots));
   if (workspaces) {
     const { viewerBufferBytes, terminalBufferBytes, viewerStallMs, pingMs } = config.workspace;
     const socketOptions = { viewerBufferBytes, terminalBufferBytes, viewerStallMs, pingMs, counts: metrics.workspaceViewers };

@@ -17,6 +17,7 @@ import { DASHBOARD_CONTRACT } from './dashboard/dashboardContract';
 import { DOCS_CONTRACT } from './docs/docsContract';
 import { CLUSTER_CONTRACT } from './cluster/clusterContract';
 import { IMAGE_CONTRACT } from './images/imageContract';
+import { SNAPSHOT_CONTRACT } from './snapshots/snapshotContract';
 
 export const API_CONTRACTS: readonly ApiContract[] = [
   POOL_CONTRACT,
@@ -31,4 +32,5 @@ export const API_CONTRACTS: readonly ApiContract[] = [
   DOCS_CONTRACT,
   CLUSTER_CONTRACT,
   IMAGE_CONTRACT,
+  SNAPSHOT_CONTRACT,
 ];

@@ -2,6 +2,7 @@
  * Configuration, resolved once at start from an injectable environment into a typed object.
  * An invalid value stops the start with a message that names the variable.
  */
+import { loadSnapshotConfig, type SnapshotConfig } from './snapshotConfig';
 import os from 'node:os';
 import path from 'node:path';
 import { LOG_LEVELS, type LogLevel } from '../common/logger';
@@ -126,6 +127,8 @@ export interface BrokerConfig {
   cluster: ClusterConfig;
   /** Images on demand (docs/images.md): imageConfig.ts. */
   images: ImageConfig;
+  /** Snapshots of sessions (docs/snapshots.md): snapshotConfig.ts. */
+  snapshots: SnapshotConfig;
 }
 
 export function loadConfig(env: Env = process.env): BrokerConfig {
@@ -227,6 +230,7 @@ export function loadConfig(env: Env = process.env): BrokerConfig {
     docker,
     cluster,
     images: loadImageConfig(env, configuredSize(containers, sessionsPerContainer, pools)),
+    snapshots: loadSnapshotConfig(env),
   };
 }
 

@@ -40,6 +40,7 @@ function allRouters(): Router[] {
     tasks: standIn('tasks'),
     dashboard: standIn('dashboard'),
     images: standIn('images'),
+    snapshots: standIn('snapshots'),
   };
   return [...brokerRouters(standIn('pool') as SessionPool, standIn('metrics') as BrokerMetrics, config, apis), docsRouter(() => []), new AcquireCuts().router()];
 }

@@ -14,6 +14,7 @@ import { IMAGE_REF_PATTERN, MAX_IMAGE_REF_CHARS } from '../../core/images/imageR
 import type { CommandLimits } from '../../core/session/sessionInput';
 import { commandSchema, orNull, PATH_KEYS } from '../contractParts';
 import { ref } from '../../http/openApiTypes';
+import { SNAPSHOT_ID } from '../snapshots/snapshotContract';
 import type { ApiContract, RouteContract } from '../../http/contract';
 import { NETWORK_ROUTE } from './networkContract';
 
@@ -122,6 +123,7 @@ export function acquireBody(limits?: CommandLimits) {
         ),
       ),
       image: Type.Optional(orNull(IMAGE)),
+      snapshot: Type.Optional(orNull(SNAPSHOT_ID)),
     },
     { 'x-refusal': { type: 'Request body must be a JSON object (or empty), got {a}' } },
   );

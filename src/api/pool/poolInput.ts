@@ -30,6 +30,8 @@ export interface AcquireInput extends AcquireExtras {
   pool?: string;
   /** An image reference (docs/images.md); undefined: the pool's own image. */
   image?: string;
+  /** A snapshot to start from (docs/snapshots.md); undefined: the image alone. */
+  snapshot?: string;
   /** What the request asked for, for its request_id's conflict check. */
   fingerprint(): string;
 }
@@ -84,6 +86,11 @@ export function parseAcquire(body: unknown, limits: CommandLimits): AcquireInput
   if (obj.image !== undefined && obj.image !== null) {
     if (input.pool !== undefined) throw new BadRequestError("give 'pool' or 'image', not both: an image names its pool");
     input.image = obj.image;
+  }
+  if (obj.snapshot !== undefined && obj.snapshot !== null) {
+    // A snapshot is the whole start: its files, its shell state, its pool.
+    if (input.image !== undefined || input.files.length > 0 || input.startupCommands.length > 0) throw new BadRequestError("give 'snapshot' alone (with 'pool', 'lease_ttl', 'acquire_timeout', 'request_id'): a session started from a snapshot has its files and state");
+    input.snapshot = obj.snapshot;
   }
   return input;
 }

@@ -9,7 +9,9 @@ import { SessionBrokenError, ShuttingDownError } from '../../common/errors';
 import { parseAcquire, parseExecute, type AcquireInput } from './poolInput';
 import type { CommandLimits } from '../../core/session/sessionInput';
 import type { RequestIds } from '../../core/pool/requestIds';
-import type { AcquireResult } from '../../core/pool/poolTypes';
+import type { AcquireRequest, AcquireResult } from '../../core/pool/poolTypes';
+import type { SnapshotService } from '../../core/snapshots/snapshotService';
+import { snapshotAcquire } from '../snapshots/snapshotAcquire';
 import { sendJson, sendJsonStreamed } from '../../http/httpJson';
 import type { Router } from '../../http/router';
 import { clientGone, ifUndelivered } from '../../http/clientGone';
@@ -98,7 +100,7 @@ async function releasingAfter(execute: () => Promise<ExecResult>, release: () =>
  * retry-safe calls (core/pool/requestIds.ts) that `request_id` names. An acquire that names an
  * `image` goes to `images` (imageAcquire.ts).
  */
-export function poolRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds, factsByDefault = false, images: ImagePools | null = null): Router {
+export function poolRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds, factsByDefault = false, images: ImagePools | null = null, snapshots: SnapshotService | null = null): Router {
   return {
     name: 'pool',
     ...apiErrors(POOL_CONTRACT),
@@ -107,13 +109,15 @@ export function poolRouter(pools: PoolRegistry, limits: CommandLimits, requestId
         const input = parseAcquire(body, limits);
         if (input.image !== undefined) return acquireByImage(images, { ...input, image: input.image }, res, requestIds, (r) => acquireResponse(r, input, limits));
         const pool = pools.pool(input.pool);
+        // A snapshot's sessions start from it, in its pool (docs/snapshots.md).
+        const acquire = snapshotAcquire(snapshots, input) ?? ((r: AcquireRequest) => pool.acquire(r));
         const request = { ...input, leaseTtlMs: input.leaseTtlMs, acquireTimeoutMs: input.acquireTimeoutMs };
         // With a request_id the acquire outlives its client: the retry that comes for it gets its lease.
         const result = input.requestId
-          ? await requestIds.run(`a:${input.requestId}`, input.fingerprint(), 'acquire', () => pool.acquire(request))
-          : await pool.acquire({ ...request, signal: clientGone(res) });
+          ? await requestIds.run(`a:${input.requestId}`, input.fingerprint(), 'acquire', () => acquire(request))
+          : await acquire({ ...request, signal: clientGone(res) });
         // With a request_id the lease waits for its retry; without, a client gone takes nobody's lease.
-        if (!input.requestId) ifUndelivered(res, () => pool.release(result.sessionId));
+        if (!input.requestId) ifUndelivered(res, () => pools.owning(result.sessionId).release(result.sessionId));
         await sendJsonStreamed(res, 200, acquireResponse(result, input, limits));
       }),
       served(R.execute, async ({ body, params, res }) => {

@@ -15,13 +15,16 @@ import { POOL_CONTRACT, type Alive, type GroupAcquired, type History } from './p
 import { apiErrors, served } from '../../http/contract';
 import type { ImagePools } from '../../core/images/imagePools';
 import { acquireGroupByImage } from './imageAcquire';
+import type { GroupAcquireRequest } from '../../core/pool/poolTypes';
+import type { SnapshotService } from '../../core/snapshots/snapshotService';
+import { snapshotAcquireGroup } from '../snapshots/snapshotAcquire';
 import { NotSupportedError } from '../../common/errors';
 import type { NetworkSet } from './networkContract';
 
 const R = POOL_CONTRACT.routes;
 
 /** A group comes from the pool it names, as an acquire does (or the pool of the image it names); a heartbeat or history reaches the pool that leased the id. */
-export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds, images: ImagePools | null = null): Router {
+export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, requestIds: RequestIds, images: ImagePools | null = null, snapshots: SnapshotService | null = null): Router {
   return {
     name: 'rollout',
     ...apiErrors(POOL_CONTRACT),
@@ -31,11 +34,13 @@ export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, reques
         const { n, spread } = parseGroupSize(body);
         if (input.image !== undefined) return acquireGroupByImage(images, { ...input, image: input.image }, { n, spread }, res, requestIds, (r) => acquireResponse(r, input, limits));
         const pool = pools.pool(input.pool);
+        // A snapshot's sessions start from it, in its pool (docs/snapshots.md).
+        const acquireGroup = snapshotAcquireGroup(snapshots, input) ?? ((r: GroupAcquireRequest) => pool.acquireGroup(r));
         const request = { ...input, n, spread };
         const results = input.requestId
-          ? await requestIds.run(`g:${input.requestId}`, input.fingerprint(), 'acquire_group', () => pool.acquireGroup(request))
-          : await pool.acquireGroup({ ...request, signal: clientGone(res) });
-        if (!input.requestId) ifUndelivered(res, () => results.forEach((r) => pool.release(r.sessionId)));
+          ? await requestIds.run(`g:${input.requestId}`, input.fingerprint(), 'acquire_group', () => acquireGroup(request))
+          : await acquireGroup({ ...request, signal: clientGone(res) });
+        if (!input.requestId) ifUndelivered(res, () => results.forEach((r) => pools.owning(r.sessionId).release(r.sessionId)));
         const answer: GroupAcquired = { sessions: results.map((r) => ({ ...acquireResponse(r, input, limits), container: r.containerIndex })) };
         await sendJsonStreamed(res, 200, answer);
       }),

@@ -43,6 +43,7 @@ import { openFifoTerminal } from './terminals/fifoTerminal';
 import { DockerFiles } from './files/dockerFiles';
 import { DockerMeter } from './cgroups/dockerMeter';
 import { SessionIsolation } from './isolation/sessionIsolation';
+import { DockerSnapshotLayers, withSnapshotStore } from './snapshots/dockerSnapshotLayers';
 import { SessionNetworks } from './isolation/sessionNetwork';
 import type { SessionNetworkControl } from '../../core/ports/sessionNetworks';
 
@@ -94,6 +95,7 @@ export class DockerBackend implements SessionBackend {
   private readonly cgroups: ContainerCgroups;
   /** Which containers isolate their sessions, and each isolated session's shell (for its extra shells). */
   readonly isolation: SessionIsolation;
+  readonly snapshots: DockerSnapshotLayers | undefined; // isolated sessions' snapshot layers; none without isolation
   /** Every container it starts: a pool's, a lifecycle sandbox's, and a group's and a task's where their settings were given. */
   readonly containers: ContainerStarts;
   /** An image's pool backend is one of these with that image: it serves shells alone (no groups, no tasks). */
@@ -116,6 +118,7 @@ export class DockerBackend implements SessionBackend {
     this.cgroups = new ContainerCgroups(options);
     this.nets = new SessionNetworks(options.isolation.enabled ? options.isolation.network : 'shared', this.docker, options.wholeContainers === true);
     this.isolation = new SessionIsolation(options.isolation, () => this.nets.status(), () => this.cgroups.limitsReport());
+    this.snapshots = options.isolation.enabled ? new DockerSnapshotLayers(this.pipes.snapshotsDir) : undefined;
   }
 
   /** Checks the engine and the image, and removes containers a previous instance of this deployment left. */
@@ -133,6 +136,7 @@ export class DockerBackend implements SessionBackend {
     const removed = await this.sweep();
     if (removed > 0) logger.info({ removed, deployment: this.options.deployment }, 'removed containers left by an earlier broker');
     await this.pipes.prepare();
+    await this.snapshots?.init();
   }
 
   /** The pool's containers and the lifecycle's an earlier broker of this deployment left. */
@@ -143,7 +147,7 @@ export class DockerBackend implements SessionBackend {
   private async startPool(index: number): Promise<ContainerRef> {
     // A fresh name per start: a replacement never waits for a stuck removal to free the old one.
     const name = containerName(this.options.deployment, this.instance, `c${index}`, `${++this.starts}`);
-    return this.startNamed(name, (bind, deadline) => containerCreateOptions(name, this.options, this.instance, bind, deadline));
+    return this.startNamed(name, (bind, deadline) => withSnapshotStore(containerCreateOptions(name, this.options, this.instance, bind, deadline), this.snapshots?.bind ?? null));
   }
 
   /**
@@ -339,6 +343,7 @@ export class DockerBackend implements SessionBackend {
     await Promise.all(links.map((l) => l.control.close().catch(() => undefined)));
     await Promise.all(links.map((l) => l.spawner?.close()));
     await this.pipes.close();
+    await this.snapshots?.close();
     // Bounded: an engine that is still down must not hold the broker's shutdown.
     await Promise.race([this.removals.retry(), new Promise((r) => setTimeout(r, 10_000).unref())]);
   }

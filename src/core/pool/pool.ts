@@ -258,6 +258,16 @@ export class SessionPool {
     return this.runner.site(sessionId);
   }
 
+  /** Live lease `sessionId` (snapshots read its shell); throws as execute would for an unknown, ended or broken id. */
+  lease(sessionId: string): Lease {
+    return this.leases.require(sessionId);
+  }
+
+  /** Live lease `sessionId` given a new shell in its directory, the old one closed (a view started from a snapshot). */
+  reopenShell(sessionId: string): Promise<BashSession> {
+    return this.rebuilder.reopen(this.leases.require(sessionId));
+  }
+
   /** Whether `sessionId` is a lease of this pool, live or ended (a registry of pools routes ids by it). */
   knows(sessionId: string): boolean {
     return this.leases.knows(sessionId);

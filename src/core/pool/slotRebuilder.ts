@@ -8,10 +8,10 @@
 import type PQueue from 'p-queue';
 import { BashSession, type BashSessionTimings } from '../session/bashSession';
 import { sessionWorkdir, type SessionBackend, type ShellProcess, type WorkdirFile } from '../ports/backend';
-import type { Slot } from './slot';
+import type { Lease, Slot } from './slot';
 import { SessionState, type SessionStates } from './states';
 import type { PoolObserver } from '../ports/observer';
-import { errorMessage } from '../../common/errors';
+import { SessionBrokenError, errorMessage } from '../../common/errors';
 import { logger } from '../../common/logger';
 import { WorkdirStock } from './workdirStock';
 
@@ -127,6 +127,30 @@ export class SlotRebuilder {
       this.markBroken(slot, `could not start a shell: ${errorMessage(err)}`);
     } finally {
       slot.rebuilding = false;
+    }
+  }
+
+  /**
+   * A leased slot's shell replaced by a new one in the lease's directory (a view started from a
+   * snapshot, core/snapshots/): the old one closed first. Its death breaks the lease as any shell's
+   * does; so does a failure to start it.
+   */
+  async reopen(lease: Lease): Promise<BashSession> {
+    const slot = lease.slot;
+    const ref = slot?.container.ref;
+    if (!slot || !ref) throw new SessionBrokenError(lease.id, lease.brokenReason ?? 'no shell');
+    const old = slot.session;
+    slot.session = null;
+    await old?.close();
+    try {
+      const session = new BashSession(await this.backend.openShell(ref, { slotId: slot.slotId, workdir: lease.workdir }), this.timings);
+      slot.session = session;
+      session.onDeath((reason) => this.onSessionDeath(slot, session, reason));
+      await this.startIn(session, lease.workdir);
+      return session;
+    } catch (err) {
+      if (slot.lease === lease) this.markBroken(slot, `could not start a shell: ${errorMessage(err)}`);
+      throw err;
     }
   }
 

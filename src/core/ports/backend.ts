@@ -2,6 +2,7 @@
  * The port every backend implements (local processes now, Docker next, Kubernetes later).
  * The pool talks only to this interface; it never sees a process, a socket or a container API.
  */
+import type { SnapshotLayers } from './snapshotLayers';
 import type { ContainerStarts } from './containers';
 import type { ImageStore } from './imageStore';
 
@@ -280,6 +281,8 @@ export interface SessionBackend {
   readonly pausing?: ContainerPausing;
   /** Capability: per-lease filesystem isolation; its state for /health (absent: the backend has none). */
   readonly isolation?: { status(): IsolationReport };
+  /** Capability: snapshots of sessions' views (ports/snapshotLayers.ts; absent: the routes answer 501). */
+  readonly snapshots?: SnapshotLayers;
   /** Capability: per-session networks and their egress policy (absent: sessions share their container's). */
   readonly networks?: SessionNetworkControl;
   /** Capability: an engine's images, pulled on demand, each with a pool of its own (docs/images.md). */

@@ -56,6 +56,7 @@ static void exec_shell(char **shell);
 #include "sessionReuse.c"
 #include "sessionTraces.c"
 #include "sessionEnter.c"
+#include "sessionSnapshot.c"
 #include "sessionNet.c"
 
 #define CAP_SYS_ADMIN_BIT 21
@@ -206,6 +207,7 @@ static void mount_table(const char *table) {
     unescape(source);
     unescape(target);
     unsigned long flags = mount_flags(options, data, sizeof data);
+    if (!strcmp(type, "overlay")) snap_layer_options(data, sizeof data);
     if (mount(source, target, strcmp(type, "none") ? type : NULL, flags, data[0] ? data : NULL) < 0) fail(103, "cannot mount", target);
   }
   fclose(f);
@@ -262,6 +264,7 @@ static int session_init(const char *template, const char *stage, const char *dis
   if (control) control->stage = to;
   else close(to);
   STEP("copy");
+  snap_start(workdir_id);
   format(path, sizeof path, "%s/fstab", stage);
   mount_table(path);
   STEP("table");

@@ -127,7 +127,14 @@ static const char *rebind_workdir(struct control *c, const char *id) {
   return NULL;
 }
 
+/* Snapshots (sessionSnapshot.c, included after this file). */
+static const char *snap_take(struct control *c, const char *id);
+static int snap_layered;
+
 static const char *request(struct control *c, char *line) {
+  if (!strncmp(line, "snap ", 5)) return snap_take(c, line + 5);
+  /* A session started from a snapshot has more than the image beneath its view: never reused. */
+  if (snap_layered) return "started from a snapshot";
   if (strncmp(line, "rebind ", 7) != 0 || !valid_workdir_id(line + 7)) return "failed: unknown request";
   const char *why = dirty(c);
   if (why) return why;

@@ -238,6 +238,11 @@ export class DockerShell implements ShellProcess {
     return true;
   }
 
+  /** A request to the session's init (isolation/sessionSnapshot.c's `snap`); null where no init answers. */
+  askInit(request: string, timeoutMs: number): Promise<string | null> {
+    return this.channel?.control?.ask(request, timeoutMs) ?? Promise.resolve(null);
+  }
+
   /**
    * Asks the session's init whether the lease left the view untouched and, if so, to bind `next`
    * there instead of the last lease's working directory. False otherwise (why is logged at debug).

@@ -47,6 +47,11 @@ export class PipeTransport {
     this.stock = new FifoStock(path.join(this.dir, `.stock-${instance}`));
   }
 
+  /** Host directory of this deployment's snapshot layers (snapshots/dockerSnapshotLayers.ts), beside its pipes. */
+  get snapshotsDir(): string {
+    return path.join(this.root, `${this.options.deployment}.snapshots`);
+  }
+
   /** Host directory of this deployment's pipes (one subdirectory per container). */
   private get dir(): string {
     return path.join(this.root, this.options.deployment);
