@@ -73,7 +73,7 @@ describe(`the other APIs' strings fuzzed (${testBackend})`, () => {
 
   it('every string of their routes with a name or a path too long, a NUL byte or `..`: nothing is a 5xx, a refusal changes nothing', async () => {
     // By parameter name: a route with a parameter of a new name fails here, naming it.
-    const params = { sessionId: held, index: '0', asset: 'dashboard.js', name: 'swagger-ui.css', tag: 'x' };
+    const params = { sessionId: held, index: '0', asset: 'dashboard.js', name: 'swagger-ui.css', tag: 'x', snapshotId: 'snap-0000000000000000' };
     const cases = rest.flatMap((api) => hostileCases(api, AUTH, () => ({ params })));
     await everyHostileCase(t, cases, { usable: async () => expect((await tb.post(`/session/${held}/execute`, { command: 'cat f.txt' }, AUTH)).json.stdout).toBe('kept\n') });
   });
