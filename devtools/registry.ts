@@ -119,6 +119,22 @@ export class TestRegistry implements RegistryRef {
     return registryHas(this, repository, tag);
   }
 
+  /**
+   * Freezes the registry process (SIGSTOP): its connections stay open and answer nothing, so a pull
+   * waits, neither done nor failed, until `resume`. What a test needs to have several acquires join
+   * one pull whatever the machine's speed.
+   */
+  pause(): void {
+    const pid = this.pid();
+    if (pid === null) throw new Error('the registry is not running');
+    process.kill(pid, 'SIGSTOP');
+  }
+
+  resume(): void {
+    const pid = this.pid();
+    if (pid !== null) process.kill(pid, 'SIGCONT');
+  }
+
   /** Synchronous: for the exit hook, where nothing asynchronous runs any more. */
   killNow(): void {
     const pid = this.pid();

@@ -7,7 +7,7 @@ import { bloomMayHave, bloomOf } from '../../src/common/bloomFilter';
 import type { ImageView, ImagesReport } from '../../src/core/images/imageViews';
 
 function view(image: string, uses: number, containers = 0): ImageView {
-  return { image, state: 'held', pull: null, disk_bytes: 1, containers, warm_sessions: containers, leased_sessions: 0, uses, last_used_at_ms: 1, warmup: null, error: null };
+  return { image, state: 'held', pull: null, disk_bytes: 1, containers, warm_sessions: containers, acquires_waiting: 0, leased_sessions: 0, uses, last_used_at_ms: 1, warmup: null, error: null };
 }
 
 describe('a node record of images', () => {

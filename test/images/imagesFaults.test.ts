@@ -9,7 +9,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describeDocker } from '../helpers/dockerSuite';
 import { TestRegistry } from '../../devtools/registry';
-import { eventually, type TestBroker } from '../helpers/broker';
+import { eventually, type HttpResult, type TestBroker } from '../helpers/broker';
 import { engineHas, imagePoolContainers, pullsFailed, pullsOk, startImageBroker, imageSuite } from '../helpers/imageBroker';
 import { dockerEngine } from '../../src/backends/docker/containers/engine';
 
@@ -24,6 +24,10 @@ describeDocker('images on demand: failures', () => {
   });
   const coldImage = (reg: TestRegistry, repository: string, bytes?: number): Promise<string> => suite.coldImage(reg, repository, bytes);
 
+  async function imageView(broker: TestBroker, image: string): Promise<{ acquires_waiting: number } | undefined> {
+    return (await broker.get('/images')).json.images.find((v: { image: string }) => v.image === image);
+  }
+
   async function noPoolLeft(broker: TestBroker, image: string): Promise<void> {
     expect(await imagePoolContainers(broker)).toEqual([]);
     const view = (await broker.get('/images')).json.images.find((v: { image: string }) => v.image === image);
@@ -35,7 +39,18 @@ describeDocker('images on demand: failures', () => {
     await coldImage(registry, 'tasks/known');
     const image = `${registry.address}/tasks/known:nope`;
     tb = suite.use(await startImageBroker(registry.address));
-    const answers = await Promise.all([1, 2, 3].map(() => tb.post('/session/acquire', { image })));
+    // The registry frozen until all three acquires wait on the pull: else a fast 404 fails the first
+    // pull before a slow request arrives, and that one rightly tries again.
+    registry.pause();
+    let answers: HttpResult[];
+    try {
+      const pending = [1, 2, 3].map(() => tb.post('/session/acquire', { image }));
+      await eventually(async () => imageView(tb, image).then((v) => v?.acquires_waiting === 3), 60_000, 'three acquires waiting on the pull');
+      registry.resume();
+      answers = await Promise.all(pending);
+    } finally {
+      registry.resume();
+    }
     for (const a of answers) {
       expect(a.status).toBe(404);
       expect(a.json.code).toBe('image_not_found');

@@ -47,6 +47,8 @@ const IMAGE_VIEW = Type.Object({
   containers: Type.Integer(),
   warm_sessions: Type.Integer(),
   leased_sessions: Type.Integer(),
+  /** Acquires on their way to a session of it (waiting for its pull, a container or a free session). */
+  acquires_waiting: Type.Integer(),
   uses: Type.Integer(),
   last_used_at_ms: Type.Union([Type.Number(), Type.Null()]),
   warmup: Type.Union([Type.Object({ sessions: Type.Integer(), state: Type.String() }), Type.Null()]),

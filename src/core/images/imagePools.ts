@@ -167,9 +167,9 @@ export class ImagePools {
     };
   }
 
-  /** Images acquires are on their way to (pinned with the pools' own). */
-  pendingImages(): string[] {
-    return [...this.pendingCounts.keys()];
+  /** How many acquires are on their way to each image (they pin it with the pools' own). */
+  pendingByImage(): ReadonlyMap<string, number> {
+    return this.pendingCounts;
   }
 
   private pullProgress(image: string): string {

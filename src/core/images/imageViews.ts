@@ -16,6 +16,8 @@ export interface ImageView {
   containers: number;
   warm_sessions: number;
   leased_sessions: number;
+  /** Acquires on their way to a session of it (waiting for its pull, a container or a free session). */
+  acquires_waiting: number;
   /** Sessions it leased since it was held (how the most used images are told). */
   uses: number;
   last_used_at_ms: number | null;
@@ -40,7 +42,7 @@ export function imagesReport(pools: ImagePools, pulls: ImagePulls | null, warmup
   const view = (image: string): ImageView => {
     let v = views.get(image);
     if (!v) {
-      v = { image, state: 'held', pull: null, disk_bytes: null, containers: 0, warm_sessions: 0, leased_sessions: 0, uses: 0, last_used_at_ms: null, warmup: null, error: null };
+      v = { image, state: 'held', pull: null, disk_bytes: null, containers: 0, warm_sessions: 0, leased_sessions: 0, acquires_waiting: 0, uses: 0, last_used_at_ms: null, warmup: null, error: null };
       views.set(image, v);
     }
     return v;
@@ -55,6 +57,7 @@ export function imagesReport(pools: ImagePools, pulls: ImagePulls | null, warmup
     v.leased_sessions = p.leasedSessions;
     v.uses = Math.max(v.uses, p.uses);
   }
+  for (const [image, n] of pools.pendingByImage()) view(image).acquires_waiting = n;
   for (const w of warmups?.list() ?? []) {
     const v = view(w.image);
     v.warmup = { sessions: w.sessions, state: w.state };
