@@ -14,7 +14,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { SessionShell, SnapshotLayers } from '../../../core/ports/snapshotLayers';
-import { BackendError } from '../../../common/errors';
+import { BackendError, errorMessage } from '../../../common/errors';
+import { logger } from '../../../common/logger';
 import { SnapshotsUnsupportedError } from '../../../core/snapshots/snapshotErrors';
 import { DockerShell } from '../shells/dockerShell';
 import { sessionWorkdirId } from '../isolation/sessionIsolation';
@@ -33,17 +34,33 @@ const CAPTURE_TIMEOUT_MS = 120_000;
 export class DockerSnapshotLayers implements SnapshotLayers {
   readonly maxDepth = MAX_SNAPSHOT_DEPTH;
 
+  /** Why there is no store (its directory could not be made): snapshots answer that, sessions go on. */
+  private unavailable: string | null = null;
+
   constructor(private readonly hostDir: string) {}
 
-  /** The bind of the store into a pool container (HostConfig.Binds). */
-  get bind(): string {
-    return `${this.hostDir}:${SNAPSHOT_MOUNT}`;
+  /** The bind of the store into a pool container (HostConfig.Binds); null without a store. */
+  get bind(): string | null {
+    return this.unavailable === null ? `${this.hostDir}:${SNAPSHOT_MOUNT}` : null;
   }
 
-  /** At the broker's start: an earlier broker's layers removed, the store made (only the broker writes its starts). */
+  /**
+   * At the broker's start: an earlier broker's layers removed, the store made (only the broker writes
+   * its starts). A store that cannot be made (the pipes' directory is not writable: the sessions then
+   * go through docker exec, without the session init that takes snapshots) leaves the broker without
+   * snapshots, not without sessions.
+   */
   async init(): Promise<void> {
-    await fs.promises.rm(this.hostDir, { recursive: true, force: true });
-    await fs.promises.mkdir(path.join(this.hostDir, 'at'), { recursive: true, mode: 0o700 });
+    try {
+      await fs.promises.rm(this.hostDir, { recursive: true, force: true });
+      // Not recursive: the pipes' root is made by then, and Node's recursive mkdir never settles
+      // under /proc (seen with BROKER_DOCKER_FIFO_DIR=/proc/no-such-dir).
+      await fs.promises.mkdir(this.hostDir, { mode: 0o700 });
+      await fs.promises.mkdir(path.join(this.hostDir, 'at'), { mode: 0o700 });
+    } catch (err) {
+      this.unavailable = `the snapshot store ${this.hostDir} cannot be made (${errorMessage(err)})`;
+      logger.warn({ dir: this.hostDir, err: errorMessage(err) }, 'no snapshot store: session snapshots are refused');
+    }
   }
 
   /** At the broker's close: the records die with it, so do the layers (its containers are gone). */
@@ -52,6 +69,7 @@ export class DockerSnapshotLayers implements SnapshotLayers {
   }
 
   async capture(shell: SessionShell, id: string): Promise<{ bytes: number }> {
+    if (this.unavailable !== null) throw new SnapshotsUnsupportedError(this.unavailable);
     if (!(shell instanceof DockerShell) || !shell.isolated) throw new SnapshotsUnsupportedError("this session's container does not isolate its sessions (see /health's isolation)");
     const answer = await shell.askInit(`snap ${id}`, CAPTURE_TIMEOUT_MS);
     if (answer === null) throw new SnapshotsUnsupportedError('this session was not started through the session init (the setup script keeps no layer to copy)');
@@ -64,6 +82,7 @@ export class DockerSnapshotLayers implements SnapshotLayers {
   }
 
   async startFrom(workdir: string, layers: readonly string[]): Promise<void> {
+    if (this.unavailable !== null) throw new SnapshotsUnsupportedError(this.unavailable);
     const lowers = layers.map((id) => `${SNAPSHOT_MOUNT}/${id}/u`).join(':');
     await fs.promises.writeFile(this.startFile(workdir), `${lowers}\n${SNAPSHOT_MOUNT}/${layers[0]}/w\n`, { mode: 0o600 });
   }
