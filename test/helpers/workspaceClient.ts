@@ -75,9 +75,19 @@ export async function openTerminal(tb: Pick<TestBroker, 'url'>, path = '/ws/work
   };
 }
 
-/** `command` through the default workspace's /api/execute: its answer (throws on any other status than 200). */
-export async function workspaceExecute(tb: Pick<TestBroker, 'post'>, command: string): Promise<{ returncode: number | null; stdout: string }> {
-  const r = await tb.post('/api/execute', { command });
+/**
+ * `command` through the default workspace's /api/execute: its answer (throws on any other status than
+ * 200). A command typed into the terminal just before is a job until its end mark is read, which can
+ * come after its output: while the workspace answers 409 workspace_busy, it is asked again (a
+ * test that wants the 409 posts itself).
+ */
+export async function workspaceExecute(tb: Pick<TestBroker, 'post'>, command: string, busyBoundMs = 60_000): Promise<{ returncode: number | null; stdout: string }> {
+  const until = Date.now() + busyBoundMs;
+  let r = await tb.post('/api/execute', { command });
+  while (r.status === 409 && r.json?.code === 'workspace_busy' && Date.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    r = await tb.post('/api/execute', { command });
+  }
   if (r.status !== 200) throw new Error(`execute failed: ${r.status} ${r.text}`);
   return r.json;
 }
