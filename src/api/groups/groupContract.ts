@@ -50,8 +50,8 @@ export const SANDBOX_START_BODY = Type.Object(
     tools: Type.Optional(orNull(Type.Array(Type.String({ 'x-path': true, 'x-refusal': { '*': "'tools' must be a list of paths on the broker's host", 'x-path': "'{field}' {pathFault}" } }), { 'x-refusal': { '*': "'tools' must be a list of paths on the broker's host" } }))),
     compute_resources: Type.Optional(Type.Unsafe<unknown>({ 'x-published': object({ cpu_cores: NUMBER, ram_gb: NUMBER, disk_gb: NUMBER, memory_bandwidth_gbps: NUMBER, unit: { enum: ['absolute', 'relative'] } }, []) })),
     attached_databases: Type.Optional(
-      Type.Unsafe<Record<string, unknown> | null>({
-        type: ['object', 'null'],
+      Type.Unsafe<Record<string, unknown>>({
+        type: 'object',
         'x-attachments': true,
         'x-refusal': { type: "'attached_databases' must be a JSON object" },
         'x-published': { type: 'object', additionalProperties: ref('DatabaseAccess') },

@@ -28,7 +28,8 @@ const attachmentsOf = new WeakMap<object, Map<string, DatabaseAccess>>();
 
 addDomainCheck('x-group-start', (obj) => {
   refuseUnknown(obj, ['database_access', 'initial_database_population_config'], 'the request body');
-  groupDatabases.set(obj, obj.database_access === undefined || obj.database_access === null ? null : parseDatabaseAccess(obj.database_access, 'database_access'));
+  // Absent is a group without a database; null is refused like any non-object: the API publishes an object.
+  groupDatabases.set(obj, obj.database_access === undefined ? null : parseDatabaseAccess(obj.database_access, 'database_access'));
 });
 addDomainCheck('x-sandbox-start', (obj) => refuseUnknown(obj, ['id', 'tools', 'compute_resources', 'attached_databases'], 'the request body'));
 addDomainCheck('x-attachments', (raw) => {
