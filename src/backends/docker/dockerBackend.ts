@@ -13,7 +13,7 @@
 import type Dockerode from 'dockerode';
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { ContainerHealth, ContainerPausing, ContainerRef, EngineImages, OpenShellOptions, Terminals, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
+import type { ContainerHealth, ContainerRef, EngineImages, OpenShellOptions, Terminals, SessionBackend, ShellProcess, TerminalOptions, TerminalProcess, WorkdirFile } from '../../core/ports/backend';
 import type { ContainerStarts } from '../../core/ports/containers';
 import { dockerContainerStarts, engineImages, type DockerCapabilitySettings } from './dockerCapabilities';
 import { BackendError, BadRequestError, NotSupportedError, errorMessage } from '../../common/errors';
@@ -33,6 +33,8 @@ import type { DedicatedContainerSpec } from '../../core/ports/containers';
 import { DockerDedicatedContainers } from './containers/dedicatedContainers';
 import { dockerEngine } from './containers/engine';
 import { ContainerRemovals } from './containers/containerRemovals';
+import { ContainerLedger } from './containers/containerLedger';
+import { ContainerPauses } from './containers/containerPauses';
 import { checkContainerHealth } from './containers/containerHealth';
 import { DockerWorkdirs } from './files/workdirs';
 import { PipeTransport } from './shells/pipeTransport';
@@ -69,6 +71,13 @@ interface ContainerLink {
   isolates: boolean;
 }
 
+/**
+ * How long close waits for the starts and connects still running. A start that ends later is
+ * removed as it ends (the ledger refuses it); only a broker that exits first leaves it, for the next
+ * broker's sweep. Not the start bound (120 s by default): a stuck engine must not hold shutdown.
+ */
+const CLOSE_SETTLE_MS = 15_000;
+
 export class DockerBackend implements SessionBackend {
   readonly kind = 'docker';
   readonly docker: Dockerode = dockerEngine();
@@ -80,16 +89,15 @@ export class DockerBackend implements SessionBackend {
   /** Containers where a terminal on pipes did not start (no util-linux `script`): theirs use docker exec. */
   private readonly noScript = new Set<string>();
   private readonly starting = new Map<string, StartedContainer>();
+  private readonly ledger = new ContainerLedger();
   private readonly removals: ContainerRemovals;
   /** Containers of their own on this deployment (the lifecycle's here; the groups' and tasks' share it). */
   readonly ownContainers: DockerDedicatedContainers;
   readonly terminals: Terminals = { open: (ref, options) => this.openTerminal(ref, options) };
-  readonly pausing: ContainerPausing = { pause: (ref) => this.pauseContainer(ref), resume: (ref) => this.resumeContainer(ref) };
+  readonly pausing = new ContainerPauses(this.docker);
   private readonly workdirs: DockerWorkdirs;
   private readonly pipes: PipeTransport;
   private generation = 0;
-  /** Containers paused (`pausing`). */
-  private readonly paused = new Set<string>();
   private starts = 0;
   /** Each session's cgroups: pids, CPU and memory (cgroups/containerCgroups.ts). */
   private readonly cgroups: ContainerCgroups;
@@ -168,10 +176,13 @@ export class DockerBackend implements SessionBackend {
       entrypoint: ['bash', '-c', `"$@" </dev/null &\n${SPAWNER_SCRIPT}`, 'sandbox-entrypoint', ...(spec.entrypoint ?? [])],
       limits: { ...spec.limits, tmpBytes: this.options.tmpBytes },
     };
-    const { ref } = await this.ownContainers.start(served, { binds: spawner ? [spawner.bind] : [], openStdin: true }, async () => {
-      await spawner?.close();
-    });
+    const { ref } = await this.ledger.track(
+      this.ownContainers.start(served, { binds: spawner ? [spawner.bind] : [], openStdin: true }, async () => {
+        await spawner?.close();
+      }),
+    );
     this.starting.set(ref.id, { ref, container: this.docker.getContainer(ref.id), spawner });
+    await this.ledger.keepOrRemove(ref, 'started', (r) => this.removeContainer(r));
     try {
       await this.connectContainer(ref);
     } catch (err) {
@@ -182,8 +193,9 @@ export class DockerBackend implements SessionBackend {
   }
 
   private async startNamed(name: string, createOptions: (bind: string | null, deadline: AbortSignal) => Dockerode.ContainerCreateOptions): Promise<ContainerRef> {
-    const started = await startContainerNamed({ docker: this.docker, removals: this.removals, pipes: this.pipes, startTimeoutMs: this.options.startTimeoutMs }, name, createOptions);
+    const started = await this.ledger.track(startContainerNamed({ docker: this.docker, removals: this.removals, pipes: this.pipes, startTimeoutMs: this.options.startTimeoutMs }, name, createOptions));
     this.starting.set(started.ref.id, started);
+    await this.ledger.keepOrRemove(started.ref, 'started', (r) => this.removeContainer(r));
     return started.ref;
   }
 
@@ -194,32 +206,17 @@ export class DockerBackend implements SessionBackend {
     return ips[0] ?? null;
   }
 
-  /** Lifecycle pause: the engine freezes the container; its health checks say healthy until it is thawed. */
-  private async pauseContainer(ref: ContainerRef): Promise<void> {
-    this.paused.add(ref.id);
-    try {
-      await this.docker.getContainer(ref.id).pause();
-    } catch (err) {
-      this.paused.delete(ref.id);
-      throw new BackendError(`could not pause container ${ref.name}: ${errorMessage(err)}`);
-    }
-  }
-
-  private async resumeContainer(ref: ContainerRef): Promise<void> {
-    try {
-      await this.docker.getContainer(ref.id).unpause();
-    } catch (err) {
-      throw new BackendError(`could not resume container ${ref.name}: ${errorMessage(err)}`);
-    }
-    this.paused.delete(ref.id);
-  }
-
   /**
    * Waits for the entrypoint to announce itself on the pipes (or falls back to docker exec) and opens
    * the control shell. Outside the pool's start bound: the next container's create and start need
    * not wait for this one's bash processes (the 1024-session warm-up is Docker's start rate).
    */
   async connectContainer(ref: ContainerRef): Promise<void> {
+    await this.ledger.track(this.connect(ref));
+    await this.ledger.keepOrRemove(ref, 'connected', (r) => this.removeContainer(r));
+  }
+
+  private async connect(ref: ContainerRef): Promise<void> {
     const pending = this.starting.get(ref.id);
     if (!pending) throw new BackendError(`container ${ref.name} is not starting`);
     this.starting.delete(ref.id);
@@ -239,7 +236,8 @@ export class DockerBackend implements SessionBackend {
   }
 
   async removeContainer(ref: ContainerRef): Promise<void> {
-    this.paused.delete(ref.id);
+    this.ledger.removed(ref.id);
+    this.pausing.forget(ref.id);
     const link = this.links.get(ref.id);
     this.links.delete(ref.id);
     this.noScript.delete(ref.id);
@@ -257,7 +255,7 @@ export class DockerBackend implements SessionBackend {
 
   async checkContainer(ref: ContainerRef): Promise<ContainerHealth> {
     // Paused on purpose (a lifecycle pause): neither its pings nor the engine's Paused are a failure.
-    if (this.paused.has(ref.id)) return { healthy: true };
+    if (this.pausing.has(ref.id)) return { healthy: true };
     // Removals that failed (the engine was down) are retried before each container start, but a pool
     // whose replacements all started leaves them waiting for the next start: retry with the checks too.
     this.removals.retryInBackground();
@@ -336,8 +334,10 @@ export class DockerBackend implements SessionBackend {
   }
 
   async close(): Promise<void> {
-    // Started but never connected (the pool closed meanwhile): nobody else knows these.
-    await Promise.all([...this.starting.values()].map((s) => this.removeContainer(s.ref)));
+    // Starts and connects still running end first (bounded: a stuck engine must not hold shutdown);
+    // then every container not removed yet goes, whether the pool knew it or not.
+    await this.ledger.settle(CLOSE_SETTLE_MS);
+    await Promise.all(this.ledger.left().map((ref) => this.removeContainer(ref).catch(() => undefined)));
     const links = [...this.links.values()];
     this.links.clear();
     await Promise.all(links.map((l) => l.control.close().catch(() => undefined)));
