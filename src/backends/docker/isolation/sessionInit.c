@@ -53,6 +53,7 @@ static int shell_status(int st);
 static int wait_for(pid_t child);
 static void export_container_pid(void);
 static void exec_shell(char **shell);
+#include "treeCopy.c"
 #include "sessionReuse.c"
 #include "sessionTraces.c"
 #include "sessionEnter.c"
@@ -107,54 +108,6 @@ static int wait_for(pid_t child) {
     if (got == child) return shell_status(st);
     if (got < 0 && errno != EINTR) return 127;
   }
-}
-
-/* Copies `from` into the existing directory `to`, as `cp -a from/. to/`: modes, owners, device nodes, links. */
-static int copy_tree(int from, int to) {
-  DIR *dir = fdopendir(from);
-  if (!dir) return -1;
-  struct dirent *e;
-  int rc = 0;
-  while (rc == 0 && (e = readdir(dir))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    struct stat st;
-    if (fstatat(from, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) { rc = -1; break; }
-    if (S_ISDIR(st.st_mode)) {
-      if (mkdirat(to, e->d_name, 0700) < 0 && errno != EEXIST) { rc = -1; break; }
-      int sub_from = openat(from, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      int sub_to = openat(to, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      rc = (sub_from < 0 || sub_to < 0) ? -1 : copy_tree(sub_from, sub_to);
-      if (sub_to >= 0) close(sub_to);
-      /* copy_tree closed sub_from (its DIR owns it); on an open failure it was never opened. */
-      else if (sub_from >= 0) close(sub_from);
-    } else if (S_ISLNK(st.st_mode)) {
-      char target[PATH_MAX];
-      ssize_t n = readlinkat(from, e->d_name, target, sizeof target - 1);
-      if (n < 0) { rc = -1; break; }
-      target[n] = '\0';
-      if (symlinkat(target, to, e->d_name) < 0) { rc = -1; break; }
-    } else if (S_ISREG(st.st_mode)) {
-      int in = openat(from, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-      int out = in < 0 ? -1 : openat(to, e->d_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-      char buf[8192];
-      ssize_t n = 0;
-      while (out >= 0 && (n = read(in, buf, sizeof buf)) > 0) {
-        if (write(out, buf, (size_t)n) != n) { n = -1; break; }
-      }
-      if (in < 0 || out < 0 || n < 0) rc = -1;
-      if (in >= 0) close(in);
-      if (out >= 0) close(out);
-    } else if (mknodat(to, e->d_name, st.st_mode, st.st_rdev) < 0) {
-      rc = -1;
-    }
-    if (rc == 0 && !S_ISLNK(st.st_mode)) {
-      rc = fchownat(to, e->d_name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) || fchmodat(to, e->d_name, st.st_mode & 07777, 0) ? -1 : 0;
-    } else if (rc == 0) {
-      rc = fchownat(to, e->d_name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) ? -1 : 0;
-    }
-  }
-  closedir(dir);
-  return rc;
 }
 
 /* fstab's escapes (\040 for a space and the like) in place. */
@@ -259,8 +212,9 @@ static int session_init(const char *template, const char *stage, const char *dis
   STEP("tmpfs");
   int from = open(template, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   int to = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  /* The copy takes `from`; `to` stays open as the stage's descriptor when the broker is served. */
-  if (from < 0 || to < 0 || copy_tree(from, to) < 0) fail(102, "cannot copy", template);
+  /* `to` stays open as the stage's descriptor when the broker is served. */
+  if (from < 0 || to < 0 || copy_tree(from, to, &(struct tree_copy){.exact = 0, .bytes = NULL}) < 0) fail(102, "cannot copy", template);
+  close(from);
   if (control) control->stage = to;
   else close(to);
   STEP("copy");

@@ -17,81 +17,10 @@
  * directory whose copy fills the working directory (emptied first). Such a session is never reused
  * in place (sessionReuse.c): its view is not the image's.
  */
-#include <sys/xattr.h>
-
 #define SNAP_ROOT "/.bkr-snap"
 
 static char snap_lowers[3072];
 static int snap_layered;
-
-/* Extended attributes (an opaque directory's trusted.overlay.opaque among them) of `from_dir/name` onto `to_dir/name`. */
-static int snap_copy_xattrs(int from_dir, int to_dir, const char *name) {
-  char from[PATH_MAX], to[PATH_MAX], names[8192], value[65536];
-  snprintf(from, sizeof from, "/proc/self/fd/%d/%s", from_dir, name);
-  snprintf(to, sizeof to, "/proc/self/fd/%d/%s", to_dir, name);
-  ssize_t n = llistxattr(from, names, sizeof names);
-  if (n < 0) return errno == ENOTSUP ? 0 : -1;
-  for (char *key = names; key < names + n; key += strlen(key) + 1) {
-    ssize_t size = lgetxattr(from, key, value, sizeof value);
-    if (size < 0 || lsetxattr(to, key, value, (size_t)size, 0) < 0) return -1;
-  }
-  return 0;
-}
-
-/* Owner, mode, extended attributes and times of `name`, as `cp -a` keeps them (the times last: the rest changes ctime only). */
-static int snap_copy_meta(int from_dir, int to_dir, const char *name, const struct stat *st) {
-  if (fchownat(to_dir, name, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW) < 0) return -1;
-  if (!S_ISLNK(st->st_mode) && fchmodat(to_dir, name, st->st_mode & 07777, 0) < 0) return -1;
-  if (snap_copy_xattrs(from_dir, to_dir, name) < 0) return -1;
-  struct timespec times[2] = {st->st_atim, st->st_mtim};
-  return utimensat(to_dir, name, times, AT_SYMLINK_NOFOLLOW);
-}
-
-/* `from`'s entries into the directory `to` (both descriptors are the caller's), adding the blocks copied to `*bytes`. */
-static int snap_copy(int from, int to, unsigned long long *bytes) {
-  int dup_from = dup(from);
-  DIR *dir = dup_from < 0 ? NULL : fdopendir(dup_from);
-  if (!dir) return -1;
-  struct dirent *e;
-  int rc = 0;
-  while (rc == 0 && (e = readdir(dir))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    struct stat st;
-    if (fstatat(from, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) { rc = -1; break; }
-    *bytes += (unsigned long long)st.st_blocks * 512;
-    if (S_ISDIR(st.st_mode)) {
-      if (mkdirat(to, e->d_name, 0700) < 0 && errno != EEXIST) { rc = -1; break; }
-      int sub_from = openat(from, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      int sub_to = openat(to, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      rc = (sub_from < 0 || sub_to < 0) ? -1 : snap_copy(sub_from, sub_to, bytes);
-      if (sub_from >= 0) close(sub_from);
-      if (sub_to >= 0) close(sub_to);
-    } else if (S_ISLNK(st.st_mode)) {
-      char target[PATH_MAX];
-      ssize_t n = readlinkat(from, e->d_name, target, sizeof target - 1);
-      if (n < 0) { rc = -1; break; }
-      target[n] = '\0';
-      if (symlinkat(target, to, e->d_name) < 0) rc = -1;
-    } else if (S_ISREG(st.st_mode)) {
-      int in = openat(from, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-      int out = in < 0 ? -1 : openat(to, e->d_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-      ssize_t n = 0;
-      static char buf[1 << 16];
-      while (out >= 0 && (n = read(in, buf, sizeof buf)) > 0) {
-        if (write(out, buf, (size_t)n) != n) { n = -1; break; }
-      }
-      if (in < 0 || out < 0 || n < 0) rc = -1;
-      if (in >= 0) close(in);
-      if (out >= 0) close(out);
-    } else if (mknodat(to, e->d_name, st.st_mode, st.st_rdev) < 0) {
-      /* A whiteout (a character device 0/0) is how the layer says a file of the image was removed. */
-      rc = -1;
-    }
-    if (rc == 0) rc = snap_copy_meta(from, to, e->d_name, &st);
-  }
-  closedir(dir);
-  return rc;
-}
 
 /* Everything in the directory `fd` removed (the directory itself stays). */
 static int snap_empty(int fd) {
@@ -124,12 +53,12 @@ static const char *snap_take(struct control *c, const char *id) {
   int snap = -1, to = -1, from = -1;
   if (mkdirat(root, id, 0700) < 0) why = "failed: cannot make the snapshot's directory";
   else if ((snap = openat(root, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || mkdirat(snap, "u", 0755) < 0 || mkdirat(snap, "w", 0755) < 0) why = "failed: cannot make the snapshot's layers";
-  else if ((from = openat(c->stage, "u", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || (to = openat(snap, "u", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || snap_copy(from, to, &bytes) < 0) why = "failed: cannot copy the session's layer";
+  else if ((from = openat(c->stage, "u", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || (to = openat(snap, "u", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || copy_tree(from, to, &(struct tree_copy){.exact = 1, .bytes = &bytes}) < 0) why = "failed: cannot copy the session's layer";
   if (from >= 0) close(from);
   if (to >= 0) close(to);
   from = to = -1;
   if (!why && c->workdir[0] && c->container_tmps >= 0) {
-    if ((from = openat(c->container_tmps, c->workdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || (to = openat(snap, "w", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || snap_copy(from, to, &bytes) < 0) why = "failed: cannot copy the working directory";
+    if ((from = openat(c->container_tmps, c->workdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || (to = openat(snap, "w", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || copy_tree(from, to, &(struct tree_copy){.exact = 1, .bytes = &bytes}) < 0) why = "failed: cannot copy the working directory";
     if (from >= 0) close(from);
     if (to >= 0) close(to);
   }
@@ -166,7 +95,7 @@ static void snap_start(const char *workdir_id) {
   int to = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   int from = open(line2, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   unsigned long long bytes = 0;
-  if (to < 0 || from < 0 || snap_empty(to) < 0 || snap_copy(from, to, &bytes) < 0) fail(102, "cannot fill the working directory from", line2);
+  if (to < 0 || from < 0 || snap_empty(to) < 0 || copy_tree(from, to, &(struct tree_copy){.exact = 1, .bytes = &bytes}) < 0) fail(102, "cannot fill the working directory from", line2);
   close(to);
   close(from);
 }
