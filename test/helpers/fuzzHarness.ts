@@ -222,6 +222,25 @@ export function treeState(root: string, also: readonly string[] = []): string[] 
   return out;
 }
 
+/**
+ * A Docker session's root as this host sees it: `/proc/<pid>/root` of a bash of the session, found by
+ * the file `marker` that the session wrote in its own view. Its tree is then read with treeState, as a
+ * local sandbox's is, at no request's cost (the API reads a file through an engine archive call, the
+ * most of a case's time). Null where this process may not look into other processes' roots (not
+ * root) or no bash has the marker: the caller reads through the API instead.
+ */
+export function sessionRootOnHost(marker: string): string | null {
+  const pids = fs.readdirSync('/proc').filter((name) => /^\d+$/.test(name)).map(Number).sort((a, b) => a - b);
+  for (const pid of pids) {
+    try {
+      if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'bash' && fs.existsSync(`/proc/${pid}/root${marker}`)) return `/proc/${pid}/root`;
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return null;
+}
+
 /** The same state read by a shell in the sandbox (a Docker sandbox's tree is not on this host). */
 export const TREE_STATE_COMMAND = (also: readonly string[] = []): string =>
   `find . ${also.join(' ')} -printf '%p %y %l %m %U:%G\\n' | sort; find . ${also.join(' ')} -type f -printf '%p %s %T@\\n' | sort`;

@@ -19,7 +19,7 @@ import { startTestBroker, testBackend, type TestBroker } from '../helpers/broker
 import { apiDocOf } from '../../src/http/contract';
 import { WORKSPACE_CONTRACT } from '../../src/api/workspace/workspaceContract';
 import { badSegment, declaredBody, invalidBody, nastyUrlText, notJsonBody, pathTrick, percentEncoded, type Schema } from '../helpers/fuzzInputs';
-import { FuzzReport, endFuzz, fuzzTarget, fuzzParams, jsonHeaders, notARefusal, refused, treeState, type FuzzTarget } from '../helpers/fuzzHarness';
+import { FuzzReport, endFuzz, fuzzTarget, fuzzParams, jsonHeaders, notARefusal, refused, sessionRootOnHost, treeState, type FuzzTarget } from '../helpers/fuzzHarness';
 import { wsUrl } from '../helpers/workspaceClient';
 import { everyHostileCase, hostileCases } from '../helpers/hostileStrings';
 
@@ -71,20 +71,28 @@ describe(`the workspace API fuzzed (${testBackend})`, () => {
     tb = await startTestBroker({ BROKER_TOKEN: TOKEN, BROKER_CONTAINERS: '1', BROKER_MAX_BODY_BYTES: String(MAX_BODY_BYTES), BROKER_MAX_COMMAND_BYTES: String(MAX_COMMAND_BYTES) });
     named = (await tb.post('/workspaces', {}, AUTH)).json.workspace_id;
     // In each: a directory with a file, links out of it (to / and to its parent), and a file beside it.
+    // Each also marks its own root, so a Docker session's tree can be found from this host.
     const homes: string[] = [];
-    for (const p of prefixes()) {
-      const made = await tb.post(`${p}/api/execute`, { command: `mkdir -p d; echo kept > d/f.txt; ln -s / root; ln -s .. up; echo canary > ../${CANARY}; pwd`, wait: 30 }, AUTH);
+    const markers = prefixes().map((_, i) => `/tmp/fuzz-root-${process.pid}-${i}`);
+    for (const [i, p] of prefixes().entries()) {
+      const made = await tb.post(`${p}/api/execute`, { command: `mkdir -p d; echo kept > d/f.txt; ln -s / root; ln -s .. up; echo canary > ../${CANARY}; : > ${markers[i]}; pwd`, wait: 30 }, AUTH);
       if (made.json.returncode !== 0) throw new Error(`setup: ${made.text}`);
       homes.push(made.json.stdout.trim().split(/\r?\n/).pop() as string);
     }
+    if (homes.every((home) => fs.existsSync(path.join(home, 'd/f.txt')))) {
+      canariesOnHost.push(...homes.map((home) => path.join(home, '..', CANARY)));
+    } else if (testBackend === 'docker') {
+      const roots = markers.map(sessionRootOnHost);
+      if (roots.every((r) => r !== null)) homes.forEach((home, i) => (homes[i] = `${roots[i]}${home}`));
+      else console.warn('*** fuzzWorkspace: the sessions\' roots are not readable from this host (not root?): their files are read through the API, one engine call each ***');
+    }
     const onHost = homes.every((home) => fs.existsSync(path.join(home, 'd/f.txt')));
-    if (onHost) canariesOnHost.push(...homes.map((home) => path.join(home, '..', CANARY)));
     const logNext = async (prefix: string): Promise<unknown> => (await tb.request('GET', `${prefix}/api/workspace/logs?offset=-1`, undefined, AUTH)).headers['x-workspace-log-next'];
     t = fuzzTarget(tb.url, report, 'pool', async () => {
       const h = (await tb.get('/health')).json;
       const workspaces = (await tb.request('GET', '/workspaces', undefined, AUTH)).json;
       const logs = await Promise.all(prefixes().map(logNext));
-      // A Docker workspace's directory is not on this host: its known file, read back, stands for it.
+      // A Docker workspace's directory not readable from this host: its known file, read back, stands for it.
       const files = onHost
         ? homes.map((home) => treeState(home, [`../${CANARY}`]))
         : await Promise.all(prefixes().map(async (p) => (await tb.request('GET', `${p}/api/read?filename=d/f.txt`, undefined, AUTH)).json));
