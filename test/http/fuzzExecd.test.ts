@@ -19,7 +19,7 @@ import { EXECD_FILES_CONTRACT, EXECD_PROCESS_CONTRACT } from '../../src/api/exec
 import { runCodeBody, runCommandBody, sessionRunBody } from '../../src/api/execd/execdBodies';
 import type { RouteContract } from '../../src/http/contract';
 import { badSegment, invalidBody, publishedSchema, junkBody, nastyText, nastyUrlText, pathTrick, percentEncoded, type Schema } from '../helpers/fuzzInputs';
-import { endFuzz, fillPath, FuzzReport, fuzzTarget, fuzzParams, jsonHeaders, refused, treeState, TREE_STATE_COMMAND, type FuzzTarget } from '../helpers/fuzzHarness';
+import { endFuzz, fillPath, FuzzReport, fuzzTarget, fuzzParams, jsonHeaders, refused, sessionRootOnHost, treeState, TREE_STATE_COMMAND, type FuzzTarget } from '../helpers/fuzzHarness';
 import { everyHostileCase, hostileCases } from '../helpers/hostileStrings';
 
 const RUNS = 25;
@@ -79,10 +79,18 @@ describe(`execd fuzzed from its contracts (${testBackend})`, () => {
     });
     held = (await tb.post('/session/acquire', {}, { authorization: `Bearer ${TOKEN}` })).json.session_id;
     // A directory with a file, links out of it (to / and to its parent), and a file beside it.
-    const home = (await sh(`mkdir -p d/e; echo kept > d/f.txt; ln -s / root; ln -s .. up; echo canary > ../${CANARY}; pwd`)).trim();
-    // The local backend's working directory is on this host: read it here, much cheaper than a command.
+    // It also marks its own root, so a Docker session's tree can be found from this host.
+    const marker = `/tmp/fuzz-root-${process.pid}`;
+    let home = (await sh(`mkdir -p d/e; echo kept > d/f.txt; ln -s / root; ln -s .. up; echo canary > ../${CANARY}; : > ${marker}; pwd`)).trim();
+    // The local backend's working directory is on this host, and a Docker session's is under its
+    // bash's /proc root: read it here, much cheaper than a command per case.
+    if (fs.existsSync(path.join(home, 'd/f.txt'))) canaryOnHost = path.join(home, '..', CANARY);
+    else if (testBackend === 'docker') {
+      const root = sessionRootOnHost(marker);
+      if (root !== null) home = `${root}${home}`;
+      else console.warn("*** fuzzExecd: the session's root is not readable from this host (not root?): its tree is read by a command per case ***");
+    }
     const onHost = fs.existsSync(path.join(home, 'd/f.txt'));
-    if (onHost) canaryOnHost = path.join(home, '..', CANARY);
     const session = await tb.request('POST', `${execd()}/session`, '{}', jsonHeaders(AUTH));
     const context = await tb.request('POST', `${execd()}/code/context`, '{"language":"bash"}', jsonHeaders(AUTH));
     const command = await tb.request('POST', `${execd()}/command`, '{"command":"echo one; echo two"}', jsonHeaders(AUTH));
