@@ -40,6 +40,13 @@ canon() {
   [ "$r" = / ] && r=
   printf '%s%s' "$r" "$rest"
 }
+# An owner or group as chown takes it: empty (none asked), a number, or a name in the file's first column.
+named() {
+  [ -z "$1" ] && return 0
+  case $1 in *[!0-9]*) ;; *) return 0;; esac
+  local n _; while IFS=: read -r n _; do [ "$n" = "$1" ] && return 0; done <"$2" 2>/dev/null
+  return 1
+}
 nofollow() { local d; d=$(canon "$(dirname -- "$1")") || return 1; printf '%s/%s' "$d" "$(basename -- "$1")"; }
 i=0
 case $op in
@@ -75,7 +82,18 @@ rmfile|rmdir)
     i=$((i+1))
   done ;;
 chmod|mkdir)
-  # path mode owner group, repeated
+  # path mode owner group, repeated. Every path and owner is checked before any is touched: a
+  # refused request changes nothing (a directory made before its owner turned out unknown would stay).
+  bad=0
+  for ((k = 1; k + 3 <= $#; k += 4)); do
+    p=@{!k}; o=$((k + 2)); g=$((k + 3)); r=$(canon "$p")
+    if [ -z "$r" ] || ! inside "$r"; then err forbidden $i; bad=1
+    elif [ $op = chmod ] && [ ! -e "$r" ]; then err missing $i; bad=1
+    elif ! named "@{!o}" /etc/passwd || ! named "@{!g}" /etc/group; then err owner $i; bad=1; fi
+    i=$((i+1))
+  done
+  [ $bad = 0 ] || exit 0
+  i=0
   while [ $# -ge 4 ]; do
     p=$1 mode=$2 owner=$3 group=$4; shift 4
     r=$(canon "$p"); og=$owner; [ -n "$group" ] && og="$og:$group"
