@@ -199,7 +199,7 @@ export class Broker {
     // A node's sandbox ports, like its own, take the cluster's token only (its clients go through gateways).
     const sandboxToken = config.cluster.role === 'node' ? config.cluster.clusterToken : config.token;
     const endpoints = new HttpGroupEndpoints({ host: config.host, token: sandboxToken, maxBodyBytes: config.maxBodyBytes });
-    this.groups = createGroupService(config, backend.containers.kinds.has('group') ? backend.containers : null, openLanceStore, endpoints, overrides.maxOutputBytes ?? config.maxOutputBytes, this.directory);
+    this.groups = createGroupService(config, backend.containers.kinds.has('group') ? backend : null, openLanceStore, endpoints, overrides.maxOutputBytes ?? config.maxOutputBytes, this.directory);
     this.dashboard = new DashboardFeed({
       pools: () => this.pools.entries,
       activity: this.activity,
@@ -213,7 +213,7 @@ export class Broker {
       images: () => this.images.report().images,
     });
     // Task sandboxes where the backend starts their containers (Docker); elsewhere their routes answer 501.
-    this.tasks = new TaskService(backend.containers.kinds.has('task') ? backend.containers : null, config.tasks, undefined, this.directory);
+    this.tasks = new TaskService(backend.containers.kinds.has('task') ? backend : null, config.tasks, undefined, this.directory);
     this.snapshots = new SnapshotService(this.pools, config.snapshots);
     this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, {
       tasks: this.tasks,
