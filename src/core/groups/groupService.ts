@@ -215,13 +215,15 @@ export class GroupService {
     await group.stopSandbox(id);
   }
 
-  /** The group and its sandboxes now, a line each (the dashboard lists them). */
+  /**
+   * The running group, in a line (the dashboard lists it before the sandboxes, which it finds in the
+   * broker's directory); none: no group.
+   */
   list(): { kind: string; id: string; detail: string }[] {
     const group = this.group;
     if (!group) return [];
-    const sandboxes = [...group.sandboxes].map(([id, s]) => ({ kind: 'group sandbox', id, detail: `of group ${group.id}, ${s.url}` }));
     const state = group.stopping ? 'stopping' : `${group.sandboxes.size} sandbox(es), ${group.starting.size} starting`;
-    return [{ kind: 'group', id: group.id, detail: state }, ...sandboxes];
+    return [{ kind: 'sandbox group', id: group.id, detail: state }];
   }
 
   /** The broker's shutdown: the group goes with it. */

@@ -84,7 +84,8 @@ export class SandboxService {
     else if (shared) record = await this.fromImagePool(id, spec, shared, signal);
     else record = await this.dedicated.start(id, spec);
     this.live.set(id, record);
-    this.options.directory?.register({ id, kind: 'lifecycle', capabilities: SHELL_AND_FILES, ended: record.ending.signal, handle: () => this.resolve(id) });
+    const describe = (): string => `${record.state}, ${record.place.kind}, ${record.spec.image}`;
+    this.options.directory?.register({ id, kind: 'lifecycle', capabilities: SHELL_AND_FILES, ended: record.ending.signal, handle: () => this.resolve(id), describe });
     this.arm(record);
     return record;
   }

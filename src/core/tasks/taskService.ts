@@ -116,14 +116,6 @@ export class TaskService {
     return sandbox;
   }
 
-  /** Every task sandbox now, a line each (the dashboard lists them). */
-  list(): { kind: string; id: string; detail: string }[] {
-    return [...this.sandboxes.values()].map((t) => {
-      const r = t.record();
-      return { kind: 'task', id: r.id, detail: `${r.status}, ${r.repo}${r.name ? ` (${r.name})` : ''}` };
-    });
-  }
-
   async close(): Promise<void> {
     this.closed = true;
     for (const end of this.ends.values()) end.abort();
