@@ -4,14 +4,17 @@
  * daemon). Each runs a command and writes and reads a file through `/sandboxes/{id}/execd`, with
  * OpenSandbox's own SDK, and what execd writes is what the sandbox's own API sees (the member's
  * terminal, the task's cloned repository). A member's id is `<group>/<sandbox>` (its slash
- * percent-encoded in the path). Once the sandbox is gone, its id answers as an unknown one does, byte
- * for byte.
+ * percent-encoded in the path). A task whose daemon crashed (its container starts it again, every
+ * process in it dying) is served again. Once the sandbox is gone, its id answers as an unknown one
+ * does, byte for byte.
  *
  * The group's disks are loop-mounted ext4 images, which needs root on the engine's host: without it
  * that suite fails under CI and is skipped loudly elsewhere.
  * @backend docker
  */
 import { request } from 'undici';
+import Dockerode from 'dockerode';
+import { LABEL_OWNER } from '../../src/backends/docker/containers/labels';
 import { startTestBroker, testDeployment, type TestBroker } from '../helpers/broker';
 import { groupBrokerEnv, makeGroupFixtures, type GroupFixtures } from '../helpers/groupFixtures';
 import { describeDocker } from '../helpers/dockerSuite';
@@ -93,7 +96,9 @@ describeDocker('execd on a task sandbox (Docker)', () => {
   let fx: TaskFixture;
   let tb: TestBroker;
   let id = '';
+  let control: SseReader;
   const readers: SseReader[] = [];
+  const docker = new Dockerode();
 
   beforeAll(async () => {
     fx = await taskFixture('execd');
@@ -102,7 +107,7 @@ describeDocker('execd on a task sandbox (Docker)', () => {
     const created = await tb.post('/sandboxes', { repo: 'acme/demo-repo', prompt: 'hello' });
     expect(created.status).toBe(201);
     id = created.json.id as string;
-    const control = await SseReader.open(`${tb.url}/sandboxes/${id}/stream/control`, {});
+    control = await SseReader.open(`${tb.url}/sandboxes/${id}/stream/control`, {});
     readers.push(control);
     // The repository is cloned once init_complete is said.
     await control.untilType('init_complete');
@@ -124,6 +129,17 @@ describeDocker('execd on a task sandbox (Docker)', () => {
     expect(await files.readFile('workspace/demo-repo/README.md')).toBe(README);
     await files.writeFiles([{ path: '/root/workspace/demo-repo/NOTES.md', data: 'from execd\n' }]);
     expect(await run(tb.url, id, 'cd workspace/demo-repo && git status --porcelain && cat NOTES.md')).toBe('?? NOTES.md\nfrom execd');
+  });
+
+  it('serves it again once its daemon crashed and its container started it again', async () => {
+    const [info] = (await fx.containers()).filter((c) => c.Labels[LABEL_OWNER] === id);
+    const container = docker.getContainer(info.Id);
+    const kill = await container.exec({ Cmd: ['sh', '-c', 'kill -9 $(pgrep -f /opt/taskd/dist/taskd/main.js)'] });
+    await kill.start({});
+    // Every process of the container died with it, execd's shells and the broker's control shell too.
+    await control.untilType('daemon_error', (e) => /restarted/.test(String(e.event.message)));
+    expect((await container.inspect()).RestartCount).toBe(1);
+    expect(await run(tb.url, id, 'cat workspace/demo-repo/NOTES.md')).toBe('from execd');
   });
 
   it('answers a deleted task and an unknown one as it answers any unknown id', async () => {

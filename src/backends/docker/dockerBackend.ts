@@ -105,7 +105,7 @@ export class DockerBackend implements SessionBackend {
   constructor(private readonly options: DockerBackendOptions) {
     this.removals = new ContainerRemovals(this.docker);
     this.ownContainers = new DockerDedicatedContainers(this.docker, this.removals, options, this.instance);
-    const own = { pool: (index: number) => this.startPool(index), lifecycle: (spec: DedicatedContainerSpec) => this.startDedicated(spec), serveShells: (ref: ContainerRef, control: ControlShell) => this.serveShells(ref, control) };
+    const own = { pool: (index: number) => this.startPool(index), lifecycle: (spec: DedicatedContainerSpec) => this.startDedicated(spec), serveShells: this.serveShells.bind(this) };
     this.containers = dockerContainerStarts({ docker: this.docker, ownContainers: this.ownContainers, instance: this.instance, options, ...own });
     this.workdirs = new DockerWorkdirs(this.docker, (id) => this.links.get(id)?.control);
     this.pipes = new PipeTransport(options, this.instance);
@@ -225,8 +225,8 @@ export class DockerBackend implements SessionBackend {
    * A group member's or a task's container (its helper's) serves execd's shells, files and metrics as
    * a pool's, over docker exec (its entry process is its own, not the spawner): no isolation, no cgroups.
    */
-  private serveShells(ref: ContainerRef, control: ControlShell): () => void {
-    const link: ContainerLink = { control, openChannel: execChannelOpener(this.docker.getContainer(ref.id)), spawner: null, pids: null, usage: null, isolates: false };
+  private serveShells(ref: ContainerRef, control: ControlShell, reopen?: () => Promise<ControlShell>): () => void {
+    const link: ContainerLink = { control, openChannel: execChannelOpener(this.docker.getContainer(ref.id)), spawner: null, pids: null, usage: null, isolates: false, reopen };
     this.links.set(ref.id, link);
     return () => {
       if (this.links.get(ref.id) === link) this.links.delete(ref.id);
@@ -264,6 +264,7 @@ export class DockerBackend implements SessionBackend {
   async openShell(ref: ContainerRef, options: OpenShellOptions): Promise<ShellProcess> {
     if (options.pty) throw new NotSupportedError('the docker backend does not open PTY sessions yet');
     const link = this.links.get(ref.id);
+    if (link?.reopen && !link.control.alive) link.control = await link.reopen().catch(() => link.control);
     if (!link?.control.alive) throw new BackendError(`container ${ref.name} has no control shell`);
     const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${++this.generation}`;
     const isolated = link.isolates ? { ...this.isolation.request(ref.id, options), network: this.nets.modeOf(ref.id) } : undefined;

@@ -32,7 +32,7 @@ import { ANTHROPIC_KEY, OPENAI_KEY, TaskRelay, type RelayRoute } from './taskRel
 import { UnixDaemonLink } from './taskDaemonLink';
 import { ControlShell } from '../control/controlShell';
 import { execChannelOpener } from '../shells/channel';
-import type { ShellServing } from '../containers/containerLink';
+import { ReopeningControl, type ShellServing } from '../containers/containerLink';
 
 const MOUNT_DIR = '/run/taskd';
 const GIT_DIR = '/srv/git';
@@ -70,10 +70,10 @@ export class DockerTaskContainers {
     const capability = `taskcap-${randomBytes(32).toString('base64url')}`;
     const relay = new TaskRelay(id, this.relayRoutes(), capability, this.options.tasks.keys);
     let container: DedicatedContainer | null = null;
-    let served: { control: ControlShell; stop: () => void; workdir: string } | null = null;
+    let served: { control: ReopeningControl; stop: () => void; workdir: string } | null = null;
     const remove = once(async () => {
       served?.stop();
-      await served?.control.close().catch(() => undefined);
+      await served?.control.close();
       await container?.remove();
       await relay.close().catch(() => undefined);
       fs.rmSync(dir, { recursive: true, force: true });
@@ -96,12 +96,15 @@ export class DockerTaskContainers {
     return { link: new UnixDaemonLink(path.join(dir, 'daemon.sock')), capability, startMs: container.startMs, shells, cloneSource: (repo) => this.cloneSource(repo), remove };
   }
 
-  /** Its control shell, served to execd; its working directory is the image's. */
-  private async serve(container: DedicatedContainer): Promise<{ control: ControlShell; stop: () => void; workdir: string }> {
+  /**
+   * Its control shell, served to execd, and opened again after the daemon crashed (its container
+   * restarts it: every process in it dies, the control shell's too). Its working directory is the image's.
+   */
+  private async serve(container: DedicatedContainer): Promise<{ control: ReopeningControl; stop: () => void; workdir: string }> {
     const engine = this.docker.getContainer(container.ref.id);
     const workdir = (await engine.inspect()).Config.WorkingDir || '/';
-    const control = await ControlShell.open(container.ref.id, execChannelOpener(engine));
-    return { control, stop: this.serveShells(container.ref, control), workdir };
+    const control = await ReopeningControl.open(() => ControlShell.open(container.ref.id, execChannelOpener(engine)));
+    return { control, stop: this.serveShells(container.ref, control.control, () => control.reopen()), workdir };
   }
 
   private relayRoutes(): Record<string, RelayRoute> {
