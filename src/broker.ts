@@ -30,13 +30,12 @@ import { ExecdService } from './core/execd/execdService';
 import { PoolActivity } from './core/dashboard/poolActivity';
 import { teeObservers } from './core/dashboard/observerTee';
 import { DashboardFeed } from './core/dashboard/dashboardFeed';
+import { sandboxLines } from './core/dashboard/sandboxLines';
 import { TaskService } from './core/tasks/taskService';
 import { SandboxDirectory } from './core/sandbox/sandboxDirectory';
 
 /** execd shells (running commands, bash sessions, code contexts) one sandbox may have at once. */
 const EXECD_MAX_SHELLS_PER_SANDBOX = 16;
-/** Lifecycle sandboxes the dashboard lists (oldest first). */
-const LISTED_SANDBOXES = 200;
 /** Finished commands a sandbox's execd remembers for /command/status and /logs. */
 const EXECD_FINISHED_COMMANDS_KEPT = 64;
 import { createGroupService } from './core/groups/groupsApi';
@@ -199,21 +198,17 @@ export class Broker {
     // A node's sandbox ports, like its own, take the cluster's token only (its clients go through gateways).
     const sandboxToken = config.cluster.role === 'node' ? config.cluster.clusterToken : config.token;
     const endpoints = new HttpGroupEndpoints({ host: config.host, token: sandboxToken, maxBodyBytes: config.maxBodyBytes });
-    this.groups = createGroupService(config, backend.containers.kinds.has('group') ? backend.containers : null, openLanceStore, endpoints, overrides.maxOutputBytes ?? config.maxOutputBytes, this.directory);
+    this.groups = createGroupService(config, backend.containers.kinds.has('group') ? backend : null, openLanceStore, endpoints, overrides.maxOutputBytes ?? config.maxOutputBytes, this.directory);
     this.dashboard = new DashboardFeed({
       pools: () => this.pools.entries,
       activity: this.activity,
       workspaces: () => this.workspaces.workspaces.list().map((ws) => ({ workspace_id: ws.id, workdir: ws.workdir, running_job_id: ws.runningJobId })),
-      sandboxes: () => [
-        ...this.sandboxes.list({ states: [], metadata: {}, page: 1, pageSize: LISTED_SANDBOXES }).items.map((r) => ({ kind: 'lifecycle', id: r.id, detail: `${r.state}, ${r.place.kind}, ${r.spec.image}` })),
-        ...this.execd.list().map((s) => ({ kind: 'execd', id: s.id, detail: s.detail })),
-        ...this.groups.list(),
-        ...this.tasks.list(),
-      ],
+      // The group first (it holds sandboxes, and is none), then every live sandbox, of every kind.
+      sandboxes: () => [...this.groups.list(), ...sandboxLines(this.directory, (id) => this.execd.summaryOf(id))],
       images: () => this.images.report().images,
     });
     // Task sandboxes where the backend starts their containers (Docker); elsewhere their routes answer 501.
-    this.tasks = new TaskService(backend.containers.kinds.has('task') ? backend.containers : null, config.tasks, undefined, this.directory);
+    this.tasks = new TaskService(backend.containers.kinds.has('task') ? backend : null, config.tasks, undefined, this.directory);
     this.snapshots = new SnapshotService(this.pools, config.snapshots);
     this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, {
       tasks: this.tasks,

@@ -165,7 +165,8 @@ if (CHROMIUM) {
       expect(await text(page, '#pool-in-use')).toBe('3'); // two leases and the workspace's slot
       expect(await text(page, '#status')).toMatch(/healthy|degraded/);
       expect(await text(page, '#workspace-list')).toContain(workspace);
-      expect(await text(page, '#sandbox-list')).toContain(`execd ${busy}`);
+      // From the broker's directory: the lease, listed by its kind, with what execd holds in it.
+      expect(await text(page, '#sandbox-list')).toContain(`pool ${busy}: execd: `);
       fs.mkdirSync(OUTPUT_DIR, { recursive: true });
       await page.screenshot({ path: path.join(OUTPUT_DIR, `dashboard-${testBackend}.png`), fullPage: true });
 

@@ -1,6 +1,7 @@
 /**
  * The dashboard's pure parts: per-second series and their percentiles, replacements noticed from the
- * fleet's entries, the observer tee, and the OpenAPI path and key conversions.
+ * fleet's entries, the observer tee, the sandboxes listed from the broker's directory, and the
+ * OpenAPI path and key conversions.
  * @backend any
  */
 import { SecondSeries, SECONDS_KEPT } from '../../src/core/dashboard/secondSeries';
@@ -10,6 +11,9 @@ import { PoolActivity } from '../../src/core/dashboard/poolActivity';
 import { NOOP_OBSERVER, type PoolObserver } from '../../src/core/ports/observer';
 import { ContainerEntry } from '../../src/core/pool/slot';
 import { buildOpenApi, openApiPath } from '../../src/http/openApiDocument';
+import { SandboxDirectory } from '../../src/core/sandbox/sandboxDirectory';
+import { OWN_API_ONLY, SHELL_AND_FILES, type Sandbox, type SandboxKind } from '../../src/core/sandbox/sandbox';
+import { sandboxLines } from '../../src/core/dashboard/sandboxLines';
 
 const T0 = 1_700_000_000_000; // a whole second
 
@@ -105,5 +109,34 @@ describe('OpenAPI document', () => {
     expect(paths['/b'].get.security).toBeUndefined();
     expect(paths['/b'].get.responses['401']).toBeDefined();
     expect(undocumented).toEqual(['POST /c']);
+  });
+});
+
+describe('sandboxLines', () => {
+  const sandbox = (id: string, kind: SandboxKind, describe?: () => string): Sandbox => ({
+    id,
+    kind,
+    capabilities: kind === 'group' ? OWN_API_ONLY : SHELL_AND_FILES,
+    ended: new AbortController().signal,
+    handle: () => {
+      throw new Error('not asked for');
+    },
+    describe,
+  });
+
+  it('lists every kind from the directory, in claim order, with what execd holds; an idle pool lease is left out', () => {
+    const directory = new SandboxDirectory();
+    directory.register(sandbox('lease-idle', 'pool'), false);
+    directory.register(sandbox('lease-busy', 'pool'), false);
+    directory.register(sandbox('ws1', 'workspace', () => 'in /tmp/s/x/'));
+    directory.register(sandbox('g1/a', 'group', () => 'of group g1, http://127.0.0.1:1'));
+    directory.register(sandbox('task-1', 'task', () => 'running, acme/demo'));
+    const held: Record<string, string> = { 'lease-busy': '1 command(s) running, 0 bash session(s)', 'task-1': '0 command(s) running, 1 bash session(s)' };
+    expect(sandboxLines(directory, (id) => held[id] ?? null)).toEqual([
+      { kind: 'pool', id: 'lease-busy', detail: 'execd: 1 command(s) running, 0 bash session(s)' },
+      { kind: 'workspace', id: 'ws1', detail: 'in /tmp/s/x/' },
+      { kind: 'group', id: 'g1/a', detail: 'of group g1, http://127.0.0.1:1' },
+      { kind: 'task', id: 'task-1', detail: 'running, acme/demo; execd: 0 command(s) running, 1 bash session(s)' },
+    ]);
   });
 });

@@ -10,8 +10,8 @@
  * directory its view binds in from its container; a lifecycle sandbox has its container to itself
  * and reaches any path: its files are written in `/tmp`, which a warm one's session holds in its own
  * overlay: a route that looked in its container's view would find nothing there.
- * (A sandbox group's sandbox has a shell but no file route: its Sandbox API is execute, input,
- * output and health.) One broker serves every kind; no timing is asserted.
+ * (A sandbox group's member and a task sandbox, whose containers run an entry process of their own,
+ * are execdGroupTask.test.ts's.) One broker serves every kind; no timing is asserted.
  * @backend docker
  */
 import Dockerode from 'dockerode';

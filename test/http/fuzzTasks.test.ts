@@ -69,7 +69,7 @@ suite('task sandboxes fuzzed (docker)', () => {
       const record = (await tb.request('GET', `/sandboxes/${id}`, undefined, AUTH)).json;
       const containers = (await fx.containers()).map((c) => [c.Id, c.State]);
       // A turn started would call the model: the stub's calls stand for the agent's work.
-      return { health: [h.total_sessions, h.in_use_sessions, h.available_sessions], record, tasks: tb.broker.tasks.list(), containers, modelCalls: fx.stub.requests.length };
+      return { health: [h.total_sessions, h.in_use_sessions, h.available_sessions], record, tasks: tb.broker.directory.list('task').map((s) => [s.id, s.describe?.()]), containers, modelCalls: fx.stub.requests.length };
     });
   }, 300_000);
   afterAll(async () => {

@@ -160,9 +160,9 @@ describeDocker('task sandboxes (Docker)', () => {
     const control = await open(id, 'control');
     const coding = await open(id, 'coding');
     await control.untilType('init_complete');
-    // A sandbox of the broker's directory while it lives, and one execd does not serve (its daemon is its API).
-    expect(tb.broker.directory.find(id)).toMatchObject({ kind: 'task', capabilities: { shell: false } });
-    expect((await tb.get(`/sandboxes/${id}/execd/ping`)).status).toBe(404);
+    // A sandbox of the broker's directory while it lives, which execd serves (a shell beside its daemon).
+    expect(tb.broker.directory.find(id)).toMatchObject({ kind: 'task', capabilities: { shell: true } });
+    expect((await tb.get(`/sandboxes/${id}/execd/ping`)).status).toBe(200);
     const r = await tb.request('DELETE', `/sandboxes/${id}`);
     expect(r.status).toBe(200);
     expect(JSON.parse(r.text).status).toBe('terminated');
@@ -172,6 +172,7 @@ describeDocker('task sandboxes (Docker)', () => {
     expect((await fx.containers()).filter((c) => c.Labels['io.bash-broker.owner'] === id)).toEqual([]);
     expect((await tb.get(`/sandboxes/${id}`)).status).toBe(404);
     expect(tb.broker.directory.find(id)).toBeUndefined();
+    expect((await tb.get(`/sandboxes/${id}/execd/ping`)).status).toBe(404);
   });
 });
 

@@ -22,10 +22,8 @@ import { ControlShell } from './control/controlShell';
 import type { BrokerConfig } from '../../config/config';
 import { DockerShell } from './shells/dockerShell';
 import { openWhenRoom } from './shells/openWhenRoom';
-import { type ChannelOpener, execChannelOpener } from './shells/channel';
-import type { FifoSpawner } from './shells/fifoSpawner';
-import type { ContainerPids } from './cgroups/sessionPids';
-import type { ContainerUsage } from './cgroups/sessionUsage';
+import { execChannelOpener } from './shells/channel';
+import type { ContainerLink } from './containers/containerLink';
 import { ContainerCgroups } from './cgroups/containerCgroups';
 import { containerCreateOptions } from './containers/containerSpec';
 import { containerName, LABEL_DEPLOYMENT, LABEL_INSTANCE } from './containers/labels';
@@ -58,18 +56,6 @@ export type DockerBackendOptions = BrokerConfig['docker'] &
     /** Each container holds one session and is replaced after its lease (a pool of whole containers, `fresh_container`). */
     wholeContainers?: boolean;
   };
-
-interface ContainerLink {
-  control: ControlShell;
-  openChannel: ChannelOpener;
-  spawner: FifoSpawner | null;
-  /** Per-session pids cgroups (sessionPids.ts); null when sessions share the container's limit. */
-  pids: ContainerPids | null;
-  /** Per-session cpuacct and memory cgroups (sessionUsage.ts); null where the facts say unknown. */
-  usage: ContainerUsage | null;
-  /** Whether its sessions get filesystems of their own (isolation/isolationScript.ts). */
-  isolates: boolean;
-}
 
 /**
  * How long close waits for the starts and connects still running. A start that ends later is
@@ -119,7 +105,7 @@ export class DockerBackend implements SessionBackend {
   constructor(private readonly options: DockerBackendOptions) {
     this.removals = new ContainerRemovals(this.docker);
     this.ownContainers = new DockerDedicatedContainers(this.docker, this.removals, options, this.instance);
-    const own = { pool: (index: number) => this.startPool(index), lifecycle: (spec: DedicatedContainerSpec) => this.startDedicated(spec) };
+    const own = { pool: (index: number) => this.startPool(index), lifecycle: (spec: DedicatedContainerSpec) => this.startDedicated(spec), serveShells: this.serveShells.bind(this) };
     this.containers = dockerContainerStarts({ docker: this.docker, ownContainers: this.ownContainers, instance: this.instance, options, ...own });
     this.workdirs = new DockerWorkdirs(this.docker, (id) => this.links.get(id)?.control);
     this.pipes = new PipeTransport(options, this.instance);
@@ -235,6 +221,19 @@ export class DockerBackend implements SessionBackend {
     }
   }
 
+  /**
+   * A group member's or a task's container (its helper's) serves execd's shells, files and metrics as
+   * a pool's, over docker exec (its entry process is its own, not the spawner): no isolation, no cgroups.
+   */
+  private serveShells(ref: ContainerRef, control: ControlShell, reopen?: () => Promise<ControlShell>): () => void {
+    const link: ContainerLink = { control, openChannel: execChannelOpener(this.docker.getContainer(ref.id)), spawner: null, pids: null, usage: null, isolates: false, reopen };
+    this.links.set(ref.id, link);
+    return () => {
+      if (this.links.get(ref.id) === link) this.links.delete(ref.id);
+      this.meter.forget(ref.id);
+    };
+  }
+
   async removeContainer(ref: ContainerRef): Promise<void> {
     this.ledger.removed(ref.id);
     this.pausing.forget(ref.id);
@@ -265,6 +264,7 @@ export class DockerBackend implements SessionBackend {
   async openShell(ref: ContainerRef, options: OpenShellOptions): Promise<ShellProcess> {
     if (options.pty) throw new NotSupportedError('the docker backend does not open PTY sessions yet');
     const link = this.links.get(ref.id);
+    if (link?.reopen && !link.control.alive) link.control = await link.reopen().catch(() => link.control);
     if (!link?.control.alive) throw new BackendError(`container ${ref.name} has no control shell`);
     const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${++this.generation}`;
     const isolated = link.isolates ? { ...this.isolation.request(ref.id, options), network: this.nets.modeOf(ref.id) } : undefined;

@@ -16,6 +16,7 @@ import { DockerTaskContainers, type TaskContainerOptions } from './tasks/taskCon
 import { DockerImageStore } from './images/dockerImageStore';
 import { sweepImagePoolContainers } from './images/imagePoolSweep';
 import { NotSupportedError } from '../../common/errors';
+import type { ShellServing } from './containers/containerLink';
 
 /** The settings of the kinds beyond a pool's and the lifecycle's: absent, the backend starts none of that kind. */
 export interface DockerCapabilitySettings {
@@ -35,12 +36,14 @@ export interface DockerParts {
   pool(index: number): Promise<ContainerRef>;
   /** A lifecycle sandbox's container of its own, started and connected. */
   lifecycle(spec: DedicatedContainerSpec): Promise<ContainerRef>;
+  /** Serves execd's shells in a group member's and a task's container, as in its own. */
+  serveShells: ShellServing;
 }
 
 export function dockerContainerStarts(parts: DockerParts): ContainerStarts {
   const { groupImage, tasks } = parts.options;
-  const groups = groupImage === undefined ? null : new DockerGroupContainers(parts.docker, parts.ownContainers, { ...parts.options, image: groupImage }, parts.instance);
-  const taskHelper = tasks === undefined ? null : new DockerTaskContainers(parts.ownContainers, { tasks });
+  const groups = groupImage === undefined ? null : new DockerGroupContainers(parts.docker, parts.ownContainers, { ...parts.options, image: groupImage }, parts.instance, parts.serveShells);
+  const taskHelper = tasks === undefined ? null : new DockerTaskContainers(parts.docker, parts.ownContainers, { tasks }, parts.serveShells);
   const kinds = new Set<ContainerKind>(['pool', 'lifecycle', ...(groups ? ['group' as const] : []), ...(taskHelper ? ['task' as const] : [])]);
   const lacking = (kind: ContainerKind): never => {
     throw new NotSupportedError(`this docker backend starts no ${kind} containers`);

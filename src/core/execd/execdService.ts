@@ -39,6 +39,11 @@ export class ExecdService {
     return [...this.sandboxes].map(([id, execd]) => ({ id, detail: execd.summary() }));
   }
 
+  /** What execd holds in sandbox `id` now, in a line; null: nothing (the dashboard's sandbox list). */
+  summaryOf(id: string): string | null {
+    return this.sandboxes.get(id)?.summary() ?? null;
+  }
+
   /** Companion shells sandbox `id` has open now, the ones opening included (tests and diagnostics). */
   openShells(id: string): number {
     return this.sandboxes.get(id)?.openShells ?? 0;

@@ -10,7 +10,8 @@ import type { GroupDatabase } from './groupDatabase';
 import type { GroupSandbox } from './groupSandbox';
 import type { Closable } from '../ports/groupEndpoints';
 import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
-import { ownApiSandbox } from '../sandbox/sandbox';
+import type { SessionBackend } from '../ports/backend';
+import { containerSandbox } from '../sandbox/sandbox';
 
 export interface RunningSandbox {
   sandbox: GroupSandbox;
@@ -38,6 +39,8 @@ export class Group {
     readonly database: GroupDatabase | null,
     /** The broker's directory of live sandboxes: each running sandbox is one, as `<group>/<sandbox>`. */
     private readonly directory?: SandboxDirectory,
+    /** The backend that started its containers: it serves execd's shells in those it declares some for. */
+    private readonly backend: SessionBackend | null = null,
   ) {}
 
   /** A sandbox that started: running, and a sandbox of the broker's directory until it stops. */
@@ -45,7 +48,8 @@ export class Group {
     this.sandboxes.set(id, running);
     const end = new AbortController();
     this.ends.set(id, end);
-    this.directory?.register(ownApiSandbox(`${this.id}/${id}`, 'group', end.signal));
+    const describe = (): string => `of group ${this.id}, ${running.url}`;
+    this.directory?.register(containerSandbox(`${this.id}/${id}`, 'group', end.signal, running.sandbox.container.shells, this.backend, describe));
   }
 
   /** Stops one sandbox: its listeners first (no request reaches a dying container), then its terminal and container. */

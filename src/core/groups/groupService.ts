@@ -15,6 +15,7 @@ import { hostCapacity, resolveCompute, type ComputeDefaults, type ResolvedComput
 import { GroupDatabase, type DatabaseGrant } from './groupDatabase';
 import { loadPopulation } from './populationConfig';
 import type { ContainerStarts, SocketForward } from '../ports/containers';
+import type { SessionBackend } from '../ports/backend';
 import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
 import type { VectorStoreOpener } from '../ports/vectorStore';
 import { GroupSandbox, type SandboxTimings } from './groupSandbox';
@@ -60,12 +61,20 @@ export class GroupService {
   /** The sweep of what an earlier broker of this deployment left (once; a group start waits for it). */
   private swept: Promise<void> | null = null;
 
+  private readonly containers: ContainerStarts | null;
+
+  /**
+   * `backend`: the one that starts the sandboxes' containers (and serves execd's shells in them), or
+   * null on a backend that starts none (501).
+   */
   constructor(
-    private readonly containers: ContainerStarts | null,
+    private readonly backend: SessionBackend | null,
     private readonly openStore: VectorStoreOpener,
     private readonly endpoints: GroupEndpoints,
     private readonly options: GroupServiceOptions,
-  ) {}
+  ) {
+    this.containers = backend?.containers ?? null;
+  }
 
   async startGroup(request: GroupStartRequest): Promise<void> {
     const population = request.populationFile && request.database ? await loadPopulation(request.populationFile, request.database.namespaces) : null;
@@ -90,7 +99,7 @@ export class GroupService {
         await fs.rm(hostDir, { recursive: true, force: true });
         throw err;
       }
-      this.group = new Group(id, hostDir, database, this.options.directory);
+      this.group = new Group(id, hostDir, database, this.options.directory, this.backend);
     })();
     this.transition = start;
     try {
@@ -206,13 +215,15 @@ export class GroupService {
     await group.stopSandbox(id);
   }
 
-  /** The group and its sandboxes now, a line each (the dashboard lists them). */
+  /**
+   * The running group, in a line (the dashboard lists it before the sandboxes, which it finds in the
+   * broker's directory); none: no group.
+   */
   list(): { kind: string; id: string; detail: string }[] {
     const group = this.group;
     if (!group) return [];
-    const sandboxes = [...group.sandboxes].map(([id, s]) => ({ kind: 'group sandbox', id, detail: `of group ${group.id}, ${s.url}` }));
     const state = group.stopping ? 'stopping' : `${group.sandboxes.size} sandbox(es), ${group.starting.size} starting`;
-    return [{ kind: 'group', id: group.id, detail: state }, ...sandboxes];
+    return [{ kind: 'sandbox group', id: group.id, detail: state }];
   }
 
   /** The broker's shutdown: the group goes with it. */

@@ -1,7 +1,7 @@
 /** The group service as the broker builds it from its configuration and its parts. */
 import type { GroupEndpoints } from '../ports/groupEndpoints';
 import { GroupService, type GroupServiceOptions } from './groupService';
-import type { ContainerStarts } from '../ports/containers';
+import type { SessionBackend } from '../ports/backend';
 import type { VectorStoreOpener } from '../ports/vectorStore';
 import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
 
@@ -19,14 +19,15 @@ export interface GroupServiceConfig {
 
 export function createGroupService(
   config: GroupServiceConfig,
-  containers: ContainerStarts | null,
+  /** The backend that starts the sandboxes' containers; null: it starts none (501). */
+  backend: SessionBackend | null,
   openStore: VectorStoreOpener,
   endpoints: GroupEndpoints,
   maxOutputBytes: number,
   directory?: SandboxDirectory,
 ): GroupService {
   const groups = config.groups;
-  return new GroupService(containers, openStore, endpoints, {
+  return new GroupService(backend, openStore, endpoints, {
     sandboxPorts: groups.sandboxPorts,
     hostRoot: groups.hostRoot,
     directory,

@@ -84,7 +84,7 @@ export class SandboxService {
     else if (shared) record = await this.fromImagePool(id, spec, shared, signal);
     else record = await this.dedicated.start(id, spec);
     this.live.set(id, record);
-    this.options.directory?.register({ id, kind: 'lifecycle', capabilities: SHELL_AND_FILES, ended: record.ending.signal, handle: () => this.resolve(id) });
+    this.options.directory?.register({ id, kind: 'lifecycle', capabilities: SHELL_AND_FILES, ended: record.ending.signal, handle: () => this.resolve(id), describe: () => `${record.state}, ${record.place.kind}, ${record.spec.image}` });
     this.arm(record);
     return record;
   }

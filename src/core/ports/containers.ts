@@ -92,6 +92,17 @@ export interface ToolRun {
 }
 
 /**
+ * Where the per-sandbox APIs (execd's commands, files and metrics) reach a container of its own that
+ * a helper started (a group member's, a task's): the backend whose `containers` started it serves
+ * shells, files and metrics in it as in its own (SessionBackend.openShell, files and meter take
+ * `ref`), and execd's commands start in `workdir`.
+ */
+export interface ContainerShells {
+  readonly ref: ContainerRef;
+  readonly workdir: string;
+}
+
+/**
  * A group member's started container. Type-state: only a started one can run or remove anything,
  * so nothing can be asked of a container that is not there.
  */
@@ -103,6 +114,8 @@ export interface StartedSandboxContainer {
   readonly workdir: string;
   /** How the disk limit is enforced here, in words, for the answer. */
   readonly diskEnforcement: string;
+  /** Where execd reaches it; null: the backend serves no shells in it (only its own API reaches it). */
+  readonly shells: ContainerShells | null;
   openTerminal(env: Record<string, string>, size: { cols: number; rows: number }): Promise<TerminalProcess>;
   /** Runs `argv` (no terminal), `stdin` written then closed; killed after `timeoutMs`. */
   run(argv: string[], stdin: string, timeoutMs: number): Promise<ToolRun>;
@@ -121,6 +134,8 @@ export interface TaskContainer {
   readonly capability: string;
   /** Milliseconds the engine took to create and start it. */
   readonly startMs: number;
+  /** Where execd reaches it; null: the backend serves no shells in it (only its daemon's API reaches it). */
+  readonly shells: ContainerShells | null;
   /** Where `repo` (org/name) is cloned from, as the daemon sees it. */
   cloneSource(repo: string): CloneSource;
   /** Removes the container and what Core kept for it (its sockets, its relay). Safe to call twice. */

@@ -6,6 +6,8 @@
  * commands, files and metrics) acts on the handle it gives, never on the kind.
  */
 import type { SandboxHandle } from './sandboxHandle';
+import type { SessionBackend } from '../ports/backend';
+import type { ContainerShells } from '../ports/containers';
 import { NotSupportedError } from '../../common/errors';
 
 /** Who claimed it: the pool API, a workspace, the lifecycle API, a sandbox group, a task. */
@@ -21,7 +23,7 @@ export interface SandboxCapabilities {
 
 /** Both: a sandbox whose container the broker's backend serves shells in. */
 export const SHELL_AND_FILES: SandboxCapabilities = { shell: true, files: true };
-/** Neither: a container whose shell only its own API reaches (a group member's terminal, a task's daemon). */
+/** Neither: a container whose shell only its own API reaches (a group member's or a task's where its backend serves no shells). */
 export const OWN_API_ONLY: SandboxCapabilities = { shell: false, files: false };
 
 export interface Sandbox {
@@ -39,22 +41,35 @@ export interface Sandbox {
    * lifecycle sandbox: 409; a broken lease: 410). Called per request: a workspace's place moves.
    */
   handle(): SandboxHandle;
+  /**
+   * A line about it for the dashboard (its state, where it runs). Absent: it has nothing of its own
+   * to say (a pool lease: the dashboard lists it among the leases).
+   */
+  describe?(): string;
 }
 
 /**
- * A sandbox whose shell only its own API reaches (OWN_API_ONLY): listed and found by id, never
- * handed to the per-sandbox APIs. Why: a group member's container runs its own entry process with
- * a read-only root and a task's runs its daemon; neither serves the broker's shells, and their
- * terminals and tools go through the engine's exec, which execd's shells do not.
+ * A whole container of its own that a helper started (a group member's, a task's), its own entry
+ * process in it (the group's forwarder, the task's daemon). Where its backend serves shells in it
+ * (`shells`), the per-sandbox APIs reach it as any other sandbox: unconfined (the container is its
+ * own), its commands starting in its working directory. Without, it is listed and found by id but
+ * never handed to them: only its own API reaches it.
  */
-export function ownApiSandbox(id: string, kind: 'group' | 'task', ended: AbortSignal): Sandbox {
-  return {
-    id,
-    kind,
-    capabilities: OWN_API_ONLY,
-    ended,
-    handle: () => {
+export function containerSandbox(
+  id: string,
+  kind: 'group' | 'task',
+  ended: AbortSignal,
+  shells: ContainerShells | null,
+  backend: SessionBackend | null,
+  describe?: () => string,
+): Sandbox {
+  if (!shells || !backend) {
+    const handle = (): never => {
       throw new NotSupportedError(`the ${kind} sandbox ${id} serves no shell to the per-sandbox APIs: its own API reaches it`);
-    },
-  };
+    };
+    return { id, kind, capabilities: OWN_API_ONLY, ended, handle, describe };
+  }
+  // The container's name tags the processes execd starts (an id may hold a '/': a group member's).
+  const handle: SandboxHandle = { id, slotId: shells.ref.name, container: shells.ref, root: shells.workdir, confined: false, ended, backend };
+  return { id, kind, capabilities: SHELL_AND_FILES, ended, handle: () => handle, describe };
 }

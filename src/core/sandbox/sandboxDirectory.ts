@@ -58,8 +58,8 @@ export class SandboxDirectory {
 
   /**
    * The handle of the live sandbox of `id` that has a shell, for the per-sandbox APIs, or the error
-   * their caller must see. A sandbox whose shell only its own API reaches (a group member, a task) is
-   * no more there for them than an unknown id.
+   * their caller must see. A sandbox whose shell only its own API reaches (a group member's or a
+   * task's container where the backend serves no shells) is no more there for them than an unknown id.
    */
   resolve(id: string): SandboxHandle {
     const sandbox = this.live.get(id);

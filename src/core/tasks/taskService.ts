@@ -10,8 +10,9 @@ import { nodeScopedId } from '../../common/ids';
 import { TaskSandbox } from './taskSandbox';
 import { DaemonCallError, type DaemonHealth, type DaemonLink } from '../ports/taskPorts';
 import type { ContainerStarts } from '../ports/containers';
+import type { SessionBackend } from '../ports/backend';
 import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
-import { ownApiSandbox } from '../sandbox/sandbox';
+import { containerSandbox } from '../sandbox/sandbox';
 import { DaemonNotReadyError, DaemonRefusedError, TaskCapacityError, TaskEndedError, TaskNotFoundError, TasksUnavailableError } from './taskErrors';
 
 export const DEFAULT_TASK_PROMPT = 'Tell me what this repo is about';
@@ -43,11 +44,12 @@ export class TaskService {
   private closed = false;
 
   /**
-   * `backend` null: this broker cannot run task sandboxes; `unavailableWhy` says why (501).
+   * `backend`: the one that starts the sandboxes' containers (and serves execd's shells in them);
+   * null: this broker cannot run task sandboxes, and `unavailableWhy` says why (501).
    * `directory`: the broker's directory of live sandboxes, where each task sandbox is one until it is removed.
    */
   constructor(
-    private readonly backend: ContainerStarts | null,
+    private readonly backend: SessionBackend | null,
     private readonly settings: Settings,
     private readonly unavailableWhy = 'task sandboxes need the Docker backend (BROKER_BACKEND=docker)',
     private readonly directory?: SandboxDirectory,
@@ -73,7 +75,7 @@ export class TaskService {
    */
   sweepStale(): Promise<unknown> {
     if (!this.backend) return Promise.resolve();
-    this.swept ??= this.backend.sweep({ kind: 'task' }).then(
+    this.swept ??= this.backend.containers.sweep({ kind: 'task' }).then(
       (removed) => removed > 0 && logger.info({ removed }, 'removed task containers an earlier broker left'),
       (err) => logger.warn({ err: errorMessage(err) }, 'sweeping old task containers failed'),
     );
@@ -107,21 +109,16 @@ export class TaskService {
   /** Ends the sandbox (its streams end with sandbox_terminated). Forgotten after, so its id is 404. */
   async remove(id: string): Promise<TaskSandbox> {
     const sandbox = this.get(id);
+    // Its end first: what execd started in it closes while its container is still there.
+    this.ends.get(id)?.abort();
     await sandbox.terminate('deleted');
     this.forget(id);
     return sandbox;
   }
 
-  /** Every task sandbox now, a line each (the dashboard lists them). */
-  list(): { kind: string; id: string; detail: string }[] {
-    return [...this.sandboxes.values()].map((t) => {
-      const r = t.record();
-      return { kind: 'task', id: r.id, detail: `${r.status}, ${r.repo}${r.name ? ` (${r.name})` : ''}` };
-    });
-  }
-
   async close(): Promise<void> {
     this.closed = true;
+    for (const end of this.ends.values()) end.abort();
     await Promise.all([...this.sandboxes.values()].map((s) => s.terminate('broker shutting down').catch(() => undefined)));
     for (const id of [...this.sandboxes.keys()]) this.forget(id);
   }
@@ -130,7 +127,11 @@ export class TaskService {
     this.sandboxes.set(sandbox.id, sandbox);
     const end = new AbortController();
     this.ends.set(sandbox.id, end);
-    this.directory?.register(ownApiSandbox(sandbox.id, 'task', end.signal));
+    const describe = (): string => {
+      const r = sandbox.record();
+      return `${r.status}, ${r.repo}${r.name ? ` (${r.name})` : ''}`;
+    };
+    this.directory?.register(containerSandbox(sandbox.id, 'task', end.signal, sandbox.container.shells, this.backend, describe));
   }
 
   private forget(id: string): void {
@@ -141,7 +142,7 @@ export class TaskService {
 
   private requireBackend(): ContainerStarts {
     if (!this.backend) throw new TasksUnavailableError(this.unavailableWhy);
-    return this.backend;
+    return this.backend.containers;
   }
 
   private async launch(backend: ContainerStarts, input: CreateTaskInput): Promise<TaskSandbox> {

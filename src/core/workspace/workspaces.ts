@@ -99,7 +99,8 @@ export class Workspaces {
     const end = new AbortController();
     this.ends.set(ws, end);
     const directory = this.directory!;
-    return { id: ws.id, kind: 'workspace', capabilities: SHELL_AND_FILES, ended: end.signal, handle: () => ({ ...directory.resolve(slot.sessionId), id: ws.id }) };
+    const describe = (): string => `in ${ws.workdir}${ws.runningJobId === null ? '' : `, job ${ws.runningJobId} running`}`;
+    return { id: ws.id, kind: 'workspace', capabilities: SHELL_AND_FILES, ended: end.signal, handle: () => ({ ...directory.resolve(slot.sessionId), id: ws.id }), describe };
   }
 
   async end(id: string): Promise<void> {

@@ -7,12 +7,14 @@
  * writable place (read-only root). Its tools and the broker's helpers are a read-only directory;
  * its database sockets another (socketForwarder.ts). The terminal is the workspaces' docker exec
  * with a TTY (dockerTerminal.ts), its kills through a control shell, as in the pool's containers.
+ * That control shell is also the one through which the backend serves execd's shells in it
+ * (ShellServing): execd reaches a member as any sandbox, over docker exec.
  */
 import Dockerode from 'dockerode';
 import path from 'node:path';
 import { promises as fs } from 'node:fs';
 import type { ContainerHealth, TerminalProcess } from '../../../core/ports/backend';
-import type { SandboxContainerSpec, StartedSandboxContainer, ToolRun } from '../../../core/ports/containers';
+import type { ContainerShells, SandboxContainerSpec, StartedSandboxContainer, ToolRun } from '../../../core/ports/containers';
 import { BackendError, errorMessage } from '../../../common/errors';
 import type { BrokerConfig } from '../../../config/config';
 import { ControlShell } from '../control/controlShell';
@@ -25,6 +27,7 @@ import { ContainerStartError } from '../containers/containerStart';
 import { DISK_ENFORCEMENT, LoopDisk, mountsUnder, unmount } from './loopDisk';
 import { FORWARDER_FILE, FORWARDER_PY, SOCKET_DIR_IN_CONTAINER } from './socketForwarder';
 import { runInContainer } from './containerRun';
+import type { ShellServing } from '../containers/containerLink';
 
 const FILES_DIR = '/opt/sandbox';
 const WORKDIR = '/workspace';
@@ -41,6 +44,7 @@ export class DockerGroupContainers {
     private readonly dedicated: DockerDedicatedContainers,
     private readonly options: GroupContainerOptions,
     private readonly instance: string,
+    private readonly serveShells: ShellServing,
   ) {}
 
   async start(spec: SandboxContainerSpec): Promise<StartedSandboxContainer> {
@@ -55,7 +59,7 @@ export class DockerGroupContainers {
       started = await this.dedicated.start(this.containerSpec(spec, filesDir, disk));
       const container = this.docker.getContainer(started.ref.id);
       const control = await ControlShell.open(container.id, execChannelOpener(container));
-      return new DockerSandboxContainer(this, this.docker, container, started, control, disk, this.options);
+      return new DockerSandboxContainer(this, this.docker, container, started, control, disk, this.options, this.serveShells(started.ref, control));
     } catch (err) {
       await started?.remove().catch(() => undefined);
       await disk.remove().catch(() => undefined);
@@ -105,6 +109,7 @@ class DockerSandboxContainer implements StartedSandboxContainer {
   readonly filesDir = FILES_DIR;
   readonly workdir = WORKDIR;
   readonly diskEnforcement = DISK_ENFORCEMENT;
+  readonly shells: ContainerShells;
   private removed: Promise<void> | null = null;
 
   constructor(
@@ -115,8 +120,10 @@ class DockerSandboxContainer implements StartedSandboxContainer {
     private readonly control: ControlShell,
     private readonly disk: LoopDisk,
     private readonly options: GroupContainerOptions,
+    private readonly stopServing: () => void,
   ) {
     this.ref = started.ref;
+    this.shells = { ref: started.ref, workdir: WORKDIR };
   }
 
   openTerminal(env: Record<string, string>, size: { cols: number; rows: number }): Promise<TerminalProcess> {
@@ -135,6 +142,7 @@ class DockerSandboxContainer implements StartedSandboxContainer {
 
   remove(): Promise<void> {
     this.removed ??= (async () => {
+      this.stopServing();
       await this.control.close().catch(() => undefined);
       await this.started.remove();
       await this.disk.remove();

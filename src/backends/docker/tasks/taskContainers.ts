@@ -12,18 +12,27 @@
  * the container listens anywhere another container or the host network could reach.
  *
  * A directory of bare repos (BROKER_GIT_BASE_URL) is mounted read-only at /srv/git.
+ *
+ * The backend serves execd's shells in it too (ShellServing), over docker exec with a control shell
+ * of its own, starting in the image's working directory (the daemon's home, where it clones the
+ * repository). A container where that shell does not open still serves its task: only execd lacks it.
  */
+import type Dockerode from 'dockerode';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { BackendError, errorMessage } from '../../../common/errors';
+import { logger } from '../../../common/logger';
 import type { TaskConfig } from '../../../config/taskConfig';
 import type { CloneSource } from '../../../core/ports/taskPorts';
-import type { DedicatedContainerSpec, TaskContainer } from '../../../core/ports/containers';
+import type { ContainerShells, DedicatedContainerSpec, TaskContainer } from '../../../core/ports/containers';
 import type { DedicatedContainer, DockerDedicatedContainers } from '../containers/dedicatedContainers';
 import { ContainerStartError } from '../containers/containerStart';
 import { ANTHROPIC_KEY, OPENAI_KEY, TaskRelay, type RelayRoute } from './taskRelay';
 import { UnixDaemonLink } from './taskDaemonLink';
+import { ControlShell } from '../control/controlShell';
+import { execChannelOpener } from '../shells/channel';
+import { ReopeningControl, type ShellServing } from '../containers/containerLink';
 
 const MOUNT_DIR = '/run/taskd';
 const GIT_DIR = '/srv/git';
@@ -34,8 +43,10 @@ export interface TaskContainerOptions {
 
 export class DockerTaskContainers {
   constructor(
+    private readonly docker: Dockerode,
     private readonly dedicated: DockerDedicatedContainers,
     private readonly options: TaskContainerOptions,
+    private readonly serveShells: ShellServing,
   ) {}
 
   cloneSource(repo: string): CloneSource {
@@ -59,7 +70,10 @@ export class DockerTaskContainers {
     const capability = `taskcap-${randomBytes(32).toString('base64url')}`;
     const relay = new TaskRelay(id, this.relayRoutes(), capability, this.options.tasks.keys);
     let container: DedicatedContainer | null = null;
+    let served: { control: ReopeningControl; stop: () => void; workdir: string } | null = null;
     const remove = once(async () => {
+      served?.stop();
+      await served?.control.close();
       await container?.remove();
       await relay.close().catch(() => undefined);
       fs.rmSync(dir, { recursive: true, force: true });
@@ -72,7 +86,25 @@ export class DockerTaskContainers {
       const why = err instanceof ContainerStartError ? err.why : errorMessage(err);
       throw new BackendError(`task sandbox ${id}: its container failed to start: ${why}`);
     }
-    return { link: new UnixDaemonLink(path.join(dir, 'daemon.sock')), capability, startMs: container.startMs, cloneSource: (repo) => this.cloneSource(repo), remove };
+    let shells: ContainerShells | null = null;
+    try {
+      served = await this.serve(container);
+      shells = { ref: container.ref, workdir: served.workdir };
+    } catch (err) {
+      logger.warn({ task: id, err: errorMessage(err) }, "no shell opened in the task sandbox's container: execd does not serve it");
+    }
+    return { link: new UnixDaemonLink(path.join(dir, 'daemon.sock')), capability, startMs: container.startMs, shells, cloneSource: (repo) => this.cloneSource(repo), remove };
+  }
+
+  /**
+   * Its control shell, served to execd, and opened again after the daemon crashed (its container
+   * restarts it: every process in it dies, the control shell's too). Its working directory is the image's.
+   */
+  private async serve(container: DedicatedContainer): Promise<{ control: ReopeningControl; stop: () => void; workdir: string }> {
+    const engine = this.docker.getContainer(container.ref.id);
+    const workdir = (await engine.inspect()).Config.WorkingDir || '/';
+    const control = await ReopeningControl.open(() => ControlShell.open(container.ref.id, execChannelOpener(engine)));
+    return { control, stop: this.serveShells(container.ref, control.control, () => control.reopen()), workdir };
   }
 
   private relayRoutes(): Record<string, RelayRoute> {
