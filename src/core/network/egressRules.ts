@@ -38,7 +38,9 @@ export function parseTarget(raw: string): EgressTarget | string {
   const name = target.endsWith('.') ? target.slice(0, -1) : target;
   const wildcard = name.startsWith('*.');
   const labels = (wildcard ? name.slice(2) : name).split('.');
-  if (name.length > 253 || labels.length < 1 || !labels.every((l) => LABEL.test(l))) {
+  // A name whose last label is digits is a mistyped address (`300.1.2.3`), never a domain: no top-level domain is numeric.
+  if (/^\d+$/.test(labels[labels.length - 1] ?? '')) return `"${raw}" is not an address (an IPv4 address has four parts of 0 to 255) nor a domain`;
+  if (name.length > 253 || !labels.every((l) => LABEL.test(l))) {
     return `"${raw}" is not an address, a CIDR, a domain ("example.com") or a wildcard domain ("*.example.com": a "*." before a domain, nowhere else)`;
   }
   return { kind: 'domain', name: wildcard ? name.slice(2) : name, wildcard };
