@@ -160,6 +160,22 @@ describeDocker('docker per-session egress rules', () => {
     await b.release(s);
   });
 
+  it("on an engine's user network (its resolver at 127.0.0.11 in the container) names resolve through the broker's resolver too", async () => {
+    const network = await docker.createNetwork({ Name: `${deployment}-net`, Labels: { [LABEL_DEPLOYMENT]: deployment } });
+    try {
+      const b = await broker({ BROKER_NETWORK_MODE: `${deployment}-net` });
+      const s = await b.acquire();
+      expect((await b.exec(s, 'grep -c "nameserver 127.0.0.11" /etc/resolv.conf')).stdout).toBe('1\n');
+      expect((await putter(b, s)({ policy: 'none', egress: [{ action: 'allow', target: 'allowed.test' }] })).status).toBe(200);
+      expect((await b.exec(s, fetch('allowed.test', hostPort))).stdout).toBe('from-host\n');
+      await b.release(s);
+    } finally {
+      await tb?.close().catch(() => undefined);
+      tb = null;
+      await network.remove().catch(() => undefined);
+    }
+  });
+
   it('bad rules: a 400 in the pool\'s format and in the lifecycle\'s, and nothing changes', async () => {
     // The lifecycle's sandboxes come from a pool of whole containers, whose sessions get networks of their own when it names one.
     const b = await broker({ BROKER_POOLS: JSON.stringify({ whole: { containers: 1, sessions_per_container: 1, fresh_container: true, network: 'full' } }) });

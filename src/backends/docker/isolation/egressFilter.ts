@@ -58,16 +58,23 @@ export function filterTables(plan: FilterPlan | null): string {
     ...(plan.defaultAction === 'deny' ? ['-A OUTPUT -j BKR_REFUSE'] : []),
     'COMMIT',
     '*nat',
-    ...(plan.dns ? [`-A OUTPUT -p udp --dport 53 -j DNAT --to-destination ${plan.dns}`] : []),
+    ...(plan.dns ? [`-A OUTPUT -p udp --dport 53 -j DNAT --to-destination ${plan.dns}`, `-A POSTROUTING -p udp -d ${plan.dns.split(':')[0]} -j MASQUERADE`] : []),
     'COMMIT',
   ];
   // IPv6: a session has no route for it (its veth is IPv4 alone), so none leaves whatever the rules say.
   return `${lines.join('\n')}\n`;
 }
 
-/** Writes `plan`'s tables into the network namespace of host process `hostPid`. */
+/**
+ * Writes `plan`'s tables into the network namespace of host process `hostPid`. With a resolver, the
+ * namespace routes loopback sources out (`route_localnet`, its own sysctl): a container on an
+ * engine's user network resolves at 127.0.0.11, and that query, sent from 127.0.0.1 and turned to the
+ * broker's resolver, leaves by the veth with the veth's address (the MASQUERADE above); the
+ * container's namespace still drops any other packet from a loopback address.
+ */
 export async function applyFilter(hostPid: number, plan: FilterPlan | null): Promise<void> {
-  const child = run('nsenter', ['-t', String(hostPid), '-n', 'iptables-restore', '-w'], { timeout: 10_000 });
+  const localnet = `echo ${plan?.dns ? 1 : 0} >/proc/sys/net/ipv4/conf/all/route_localnet`;
+  const child = run('nsenter', ['-t', String(hostPid), '-n', 'sh', '-c', `${localnet} && exec iptables-restore -w`], { timeout: 10_000 });
   child.child.stdin?.end(filterTables(plan));
   await child;
 }
