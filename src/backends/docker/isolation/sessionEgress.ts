@@ -51,14 +51,21 @@ export class SessionEgress {
     private readonly upstream: () => string[],
   ) {}
 
-  /** Its rules from now on (checked ones), in force when this resolves. */
+  /** Its rules from now on (checked ones), in force when this resolves; when it throws, the rules before are. */
   async set(defaultAction: EgressAction, rules: readonly { rule: EgressRule; target: EgressTarget }[]): Promise<void> {
     if (this.gateway && !this.socket) await this.listen(this.gateway);
+    const before = { defaultAction: this.defaultAction, rules: this.rules };
     this.defaultAction = defaultAction;
     // A name's addresses stay learned across a change: the session's resolver may have them cached.
-    const before = new Map(this.rules.map((r) => [r.rule.target.toLowerCase(), r.learned]));
-    this.rules = rules.map((r) => ({ ...r, learned: before.get(r.rule.target.toLowerCase()) ?? new Map() }));
-    await this.write();
+    const learned = new Map(this.rules.map((r) => [r.rule.target.toLowerCase(), r.learned]));
+    this.rules = rules.map((r) => ({ ...r, learned: learned.get(r.rule.target.toLowerCase()) ?? new Map() }));
+    try {
+      await this.write();
+    } catch (err) {
+      // iptables-restore writes all or nothing: the tables are still the rules' before.
+      Object.assign(this, before);
+      throw err;
+    }
   }
 
   /** The rules in force, as given. */
@@ -82,6 +89,7 @@ export class SessionEgress {
 
   private async listen(gateway: string): Promise<void> {
     const socket = dgram.createSocket('udp4');
+    // Where the host has no such address (an engine elsewhere), the bind fails and the change with it (a 409).
     socket.on('message', (msg, from) => void this.answer(msg).then((reply) => reply && !this.closed && socket.send(reply, from.port, from.address)));
     socket.on('error', (err) => logger.warn({ err: err.message }, "a session's egress resolver failed"));
     await new Promise<void>((resolve, reject) => {

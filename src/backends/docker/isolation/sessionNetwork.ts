@@ -140,8 +140,14 @@ export class SessionNetworks {
     if (typeof checked === 'string') throw new BadRequestError(checked);
     if (rules.length > 0) {
       if (shell.hostPid === null) throw conflict("the broker cannot reach this session's network namespace from the engine's host: it can hold no egress rules");
-      shell.egress ??= new SessionEgress(shell.hostPid, c.gateway ?? null, () => (this.egressDns.length > 0 ? [...this.egressDns] : dns.getServers()));
-      await shell.egress.set(policy === 'none' ? 'deny' : 'allow', checked);
+      const egress = shell.egress ?? new SessionEgress(shell.hostPid, c.gateway ?? null, () => (this.egressDns.length > 0 ? [...this.egressDns] : dns.getServers()));
+      try {
+        await egress.set(policy === 'none' ? 'deny' : 'allow', checked);
+      } catch (err) {
+        if (!shell.egress) egress.close();
+        throw conflict(`the broker could not hold this session's egress rules (it needs the engine's host: nsenter and iptables-restore as root, and its address on the container's network): ${errorMessage(err).split('\n')[0]}`);
+      }
+      shell.egress = egress;
     }
     if ((shell.network === 'full') !== veth) await this.setVeth(ref, shell, veth ? 'full' : 'none');
     if (rules.length === 0 && shell.egress) {
