@@ -2,7 +2,8 @@
  * The container's side of its sessions' networks (isolation/sessionNet.c makes each session's):
  * once per container, from the engine's host, its network forwards and masquerades the sessions'
  * range (100.64.0.0/10) out of its own interface, and refuses traffic from one session's veth to
- * another's (a refusal, never a drop: the sender learns at once). Then a session of policy `full`
+ * another's and the packets a session's egress rules marked refused (egressFilter.ts): a refusal,
+ * never a drop, so the sender learns at once. Then a session of policy `full`
  * reaches what the container reaches, and no session reaches a neighbour's servers.
  *
  * Done by the host's `nsenter` and `iptables-restore` in the container's network namespace: the
