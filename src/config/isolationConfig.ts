@@ -4,6 +4,7 @@
  * bash sees an overlay of its container's root with a private upper layer, dropped at release, and
  * has a network namespace of its own (docs/isolation.md).
  */
+import { isIP } from 'node:net';
 import { bytes, ConfigError, flag, type Env } from './envValues';
 
 export interface IsolationConfig {
@@ -21,6 +22,11 @@ export interface IsolationConfig {
    * `shared`: its container's network, as without isolation (no namespace, no policy to change).
    */
   network: SessionNetwork;
+  /**
+   * BROKER_EGRESS_DNS: the DNS servers (`address` or `address:port`, comma-separated) that sessions
+   * with egress rules have their names resolved by (docs/network.md); empty: the broker's own.
+   */
+  egressDns: string[];
 }
 
 export const SESSION_NETWORKS = ['full', 'none', 'shared'] as const;
@@ -58,6 +64,11 @@ export function loadIsolationConfig(env: Env, containerMemoryBytes = 1024 ** 3):
   const rawNetwork = (env.BROKER_SESSION_NETWORK ?? '').trim() || 'full';
   const network = sessionNetwork(rawNetwork);
   if (!network) throw new ConfigError(`BROKER_SESSION_NETWORK must be one of ${SESSION_NETWORKS.join(', ')}, got '${rawNetwork}'`);
+  const egressDns = (env.BROKER_EGRESS_DNS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  for (const server of egressDns) {
+    const [address, port, extra] = server.split(':');
+    if (isIP(address ?? '') !== 4 || extra !== undefined || (port !== undefined && !/^\d{1,5}$/.test(port))) throw new ConfigError(`BROKER_EGRESS_DNS: '${server}' must be an IPv4 address, with ':port' or not`);
+  }
   // On by default: a lease's writes are its own unless the deployment says otherwise (`0`).
-  return { enabled: flag(env, 'BROKER_SESSION_ISOLATION', true), asked, diskBytes, sharedPaths, network };
+  return { enabled: flag(env, 'BROKER_SESSION_ISOLATION', true), asked, diskBytes, sharedPaths, network, egressDns };
 }

@@ -64,6 +64,7 @@ export interface ExecFacts {
   truncated_bytes: { stdout: number; stderr: number };
   /** With a network of its own (docker, isolated): what its egress policy refused during the command. */
   egress_refused?: number | null;
+  egress_refused_to?: string[] | null;
 }
 
 export interface Health {

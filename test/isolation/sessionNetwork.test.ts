@@ -131,7 +131,7 @@ describeDocker('docker per-session networks', () => {
     // A server of its own on its loopback outlives the changes: only the egress changes.
     expect((await b.exec(s, serve('127.0.0.1', 8000, 'mine'))).stdout).toBe('serving\n');
     const none = await put({ policy: 'none' });
-    expect({ status: none.status, body: none.json }).toEqual({ status: 200, body: { session_id: s, policy: 'none' } });
+    expect({ status: none.status, body: none.json }).toEqual({ status: 200, body: { session_id: s, policy: 'none', egress: [] } });
     expect((await b.exec(s, fetch(host.host, host.port))).stdout).toMatch(/Network is unreachable/);
     expect((await b.exec(s, fetch('127.0.0.1', 8000))).stdout).toBe('mine\n');
     // Bad input: a 400 in the pool's format, and nothing changes.

@@ -236,7 +236,7 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
     // The egress in force (the sidecar's GET /policy): the docker test project's containers have no network at all.
     const inForce = await s.getEgressPolicy();
     expect(inForce).toEqual({ defaultAction: docker ? 'deny' : 'allow', egress: [] });
-    // A rule that repeats the default changes nothing; one by domain that differs is not served; removing rules is idempotent.
+    // A rule that repeats the default changes nothing; one that differs cannot be held by a sandbox on its container's network (501); removing rules is idempotent.
     await s.patchEgressRules([{ action: inForce.defaultAction!, target: 'example.com' }]);
     expect((await sdkError(s.patchEgressRules([{ action: docker ? 'allow' : 'deny', target: 'example.com' }]))).statusCode).toBe(501);
     await s.deleteEgressRules(['example.com']);
@@ -256,7 +256,7 @@ describe(`the lifecycle API through the OpenSandbox SDK (${testBackend})`, () =>
     const denied = create({ networkPolicy: { defaultAction: 'deny', egress: [] } });
     if (docker) await (await denied).kill();
     else expect((await sdkError(denied)).statusCode).toBe(501);
-    // Rules by domain: no domain policy is enforced here, on any backend.
+    // Rules: this pool's sessions share their container's network (whole containers, no network named), so none can be held (test/isolation/sessionEgress.test.ts holds them).
     expect((await sdkError(create({ networkPolicy: { defaultAction: 'deny', egress: [{ action: 'allow', target: 'pypi.org' }] } }))).statusCode).toBe(501);
     expect((await api('GET', `/v1/sandboxes/${s.id}/endpoints/44772?expires=99`)).status).toBe(501);
     await s.kill();

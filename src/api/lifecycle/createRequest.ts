@@ -4,7 +4,7 @@
  * tie its fields together are written beside it (CREATE_RULES), in the order a create is refused by
  * them: its unknown fields first, then what the broker does not serve (501: snapshots, the
  * credential proxy, volumes, signed access) before anything else, then field by field (an egress
- * policy's rules by domain are a 501 once its shape passed: networkPolicy.ts),
+ * policy's targets are checked once its shape passed: networkPolicy.ts),
  * an image or a poolRef and an entrypoint with an image where their fields come. A field sent as
  * null is a field not sent (secureAccess aside: a boolean). A rejected create starts nothing.
  */
@@ -129,7 +129,7 @@ export function createSandboxRequest(bounds?: TimeoutBounds): Schema {
   const fields = Object.keys(properties);
   return {
     type: 'object',
-    description: 'CreateSandboxRequest. snapshotId, credentialProxy, volumes, secureAccess: true and networkPolicy rules by domain answer 501; image.auth answers 501 for an image the node does not pull, and 403 unless it names the node\'s own credentials for one it does (docs/images.md).',
+    description: 'CreateSandboxRequest. snapshotId, credentialProxy, volumes and secureAccess: true answer 501, and networkPolicy egress rules for a sandbox in a container of its own; image.auth answers 501 for an image the node does not pull, and 403 unless it names the node\'s own credentials for one it does (docs/images.md).',
     properties,
     additionalProperties: false,
     'x-known-fields': { known: fields, refusal: `unknown field(s) {unknown}; CreateSandboxRequest has ${fields.join(', ')}` },

@@ -48,7 +48,7 @@ function createInput(req: CreateRequest): CreateInput {
     cpus: limits.cpu === undefined ? null : parseCpus(limits.cpu, os.cpus().length),
     memoryBytes: limits.memory === undefined ? null : parseMemoryBytes(limits.memory),
     ...(req.image?.auth != null ? { imageAuth: req.image.auth } : {}),
-    ...(network ? { network } : {}),
+    ...(network ? { network: network.network, ...(network.rules.length > 0 ? { egressRules: network.rules } : {}) } : {}),
   };
 }
 

@@ -1,11 +1,12 @@
 /**
  * OpenSandbox's `networkPolicy` on create (its egress sidecar's `/policy` body), read into the
- * session's egress (docs/isolation.md): null, `{}` or none at all is allow-all; `defaultAction`
- * defaults to `deny`; with no rule that differs from it, `deny` is no egress (`none`) and `allow` is
- * what the container reaches (`full`). Rules that make an allow-list or a deny-list of domains are
- * refused with 501: the broker enforces no domain policy.
+ * session's egress (docs/network.md): null, `{}` or none at all is allow-all; `defaultAction`
+ * defaults to `deny` (no egress beyond what a rule allows: `none`), `allow` is what the container
+ * reaches (`full`); its `egress` rules (addresses, CIDRs, domains, wildcard domains) are walked in
+ * order before it (core/network/egressRules.ts). A target that is none of these is a 400.
  */
-import { NotImplementedError } from '../../common/errors';
+import { BadRequestError } from '../../common/errors';
+import { checkRules, type EgressRule } from '../../core/network/egressRules';
 import type { EgressPolicy } from '../../core/ports/sessionNetworks';
 
 type Schema = Record<string, unknown>;
@@ -20,7 +21,7 @@ export const NETWORK_POLICY_SCHEMA: Schema = {
       type: 'array',
       items: {
         type: 'object',
-        properties: { action: ACTION('networkPolicy.egress[].action'), target: { type: 'string', minLength: 1, 'x-no-nul': true, 'x-refusal': { '*': '{field} must be a domain ("example.com", "*.example.com")' } } },
+        properties: { action: ACTION('networkPolicy.egress[].action'), target: { type: 'string', minLength: 1, 'x-no-nul': true, 'x-refusal': { '*': '{field} must be an address, a CIDR, a domain ("example.com") or a wildcard domain ("*.example.com")' } } },
         required: ['action', 'target'],
         'x-known-fields': { known: ['action', 'target'], refusal: '{field}: unknown field(s) {unknown}; a rule has action and target' },
         'x-refusal': { type: '{field} must be a JSON object', required: '{field} needs action and target' },
@@ -38,12 +39,14 @@ export interface NetworkPolicy {
 }
 
 /** The egress a checked policy asks for; undefined: allow-all (none given, null or `{}`). */
-export function egressOf(policy: NetworkPolicy | null | undefined): EgressPolicy | undefined {
+export function egressOf(policy: NetworkPolicy | null | undefined): { network: EgressPolicy; rules: EgressRule[] } | undefined {
   if (policy == null || Object.keys(policy).length === 0) return undefined;
-  const action = policy.defaultAction ?? 'deny';
-  const exceptions = (policy.egress ?? []).filter((r) => r.action !== action);
-  if (exceptions.length > 0) {
-    throw new NotImplementedError(`networkPolicy.egress: rules by domain (${exceptions.map((r) => `${r.action} ${r.target}`).join(', ')}) are not served by this broker; defaultAction alone is (deny: no egress, allow: its pool's network)`);
-  }
-  return action === 'deny' ? 'none' : 'full';
+  return { network: (policy.defaultAction ?? 'deny') === 'deny' ? 'none' : 'full', rules: checkedRules(policy.egress ?? [], 'networkPolicy.egress') };
+}
+
+/** The rules with their targets checked (a 400 naming the first that is not an address, a CIDR or a domain). */
+export function checkedRules(rules: readonly EgressRule[], field: string): EgressRule[] {
+  const checked = checkRules(rules, field);
+  if (typeof checked === 'string') throw new BadRequestError(checked);
+  return checked.map((c) => c.rule);
 }

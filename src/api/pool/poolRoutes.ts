@@ -64,6 +64,7 @@ export function executeResponse(result: ExecResult, timeoutSeconds: number, with
     // Only for a session with a private disk (per-lease isolation): other answers keep their fields.
     ...(facts.diskFull !== undefined ? { disk_full: facts.diskFull } : {}),
     ...(facts.egressRefused !== undefined ? { egress_refused: facts.egressRefused } : {}),
+    ...(facts.egressRefusedTo !== undefined ? { egress_refused_to: facts.egressRefusedTo } : {}),
     truncated: result.truncated,
     truncated_bytes: facts.droppedBytes,
   };

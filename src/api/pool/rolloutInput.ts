@@ -10,6 +10,8 @@ import { GROUP_SIZE } from './poolContract';
 import { compileCheck } from '../../http/schemaCheck';
 import type { EgressPolicy } from '../../core/ports/sessionNetworks';
 import { NETWORK_BODY } from './networkContract';
+import { BadRequestError } from '../../common/errors';
+import { checkRules, type EgressRule } from '../../core/network/egressRules';
 
 export interface AcquireExtras {
   requestId: string | null;
@@ -37,8 +39,11 @@ export function acquireFingerprint(obj: Record<string, unknown>): string {
 
 let networkCheck: ((body: unknown) => Static<typeof NETWORK_BODY>) | null = null;
 
-/** PUT /session/{id}/network's `policy`, checked before the lease is looked at. */
-export function parseNetwork(body: unknown): EgressPolicy {
+/** PUT /session/{id}/network's `policy` and `egress` rules, checked before the lease is looked at. */
+export function parseNetwork(body: unknown): { policy: EgressPolicy; egress: EgressRule[] } {
   networkCheck ??= compileCheck(NETWORK_BODY);
-  return networkCheck(body).policy;
+  const { policy, egress = [] } = networkCheck(body);
+  const checked = checkRules(egress, 'egress');
+  if (typeof checked === 'string') throw new BadRequestError(checked);
+  return { policy, egress: checked.map((c) => c.rule) };
 }

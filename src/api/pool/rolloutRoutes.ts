@@ -50,11 +50,11 @@ export function rolloutRouter(pools: PoolRegistry, limits: CommandLimits, reques
         sendJson(res, 200, answer);
       }),
       served(R.network, async ({ body, params, res }) => {
-        const policy = parseNetwork(body);
+        const { policy, egress } = parseNetwork(body);
         const site = pools.owning(params.sessionId).site(params.sessionId);
         if (!site.backend.networks) throw new NotSupportedError(`the ${site.backend.kind} backend gives sessions no networks of their own`);
-        await site.backend.networks.change(site.container, site.slotId, policy);
-        const answer: NetworkSet = { session_id: params.sessionId, policy };
+        await site.backend.networks.change(site.container, site.slotId, policy, egress);
+        const answer: NetworkSet = { session_id: params.sessionId, policy, egress };
         sendJson(res, 200, answer);
       }),
       served(R.history, async ({ params, res }) => {

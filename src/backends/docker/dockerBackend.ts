@@ -97,7 +97,7 @@ export class DockerBackend implements SessionBackend {
   /** Each session's network namespace and egress policy (isolation/sessionNet.c, sessionNetwork.ts). */
   private readonly nets: SessionNetworks;
   readonly networks: SessionNetworkControl = {
-    change: (ref, slotId, policy) => this.nets.change(ref, this.isolation.shellOf(ref.id, slotId), policy),
+    change: (ref, slotId, policy, rules) => this.nets.change(ref, this.isolation.shellOf(ref.id, slotId), policy, rules),
     current: (ref, slotId) => this.nets.current(ref, this.isolation.shellOf(ref.id, slotId)),
     status: () => this.nets.status(),
   };
@@ -110,7 +110,7 @@ export class DockerBackend implements SessionBackend {
     this.workdirs = new DockerWorkdirs(this.docker, (id) => this.links.get(id)?.control);
     this.pipes = new PipeTransport(options, this.instance);
     this.cgroups = new ContainerCgroups(options);
-    this.nets = new SessionNetworks(options.isolation.enabled ? options.isolation.network : 'shared', this.docker, options.wholeContainers === true);
+    this.nets = new SessionNetworks(options.isolation.enabled ? options.isolation.network : 'shared', this.docker, options.wholeContainers === true, options.isolation.egressDns);
     this.isolation = new SessionIsolation(options.isolation, () => this.nets.status(), () => this.cgroups.limitsReport());
     this.snapshots = options.isolation.enabled ? new DockerSnapshotLayers(this.pipes.snapshotsDir) : undefined;
   }

@@ -6,7 +6,7 @@
 import { sessionWorkdir, type ContainerRef, type SessionBackend } from '../ports/backend';
 import type { PoolRegistry } from '../pool/poolRegistry';
 import { SandboxRecord, type SandboxSpec } from './sandboxRecord';
-import { BadRequestError, BrokerError } from '../../common/errors';
+import { BadRequestError, BrokerError, NotImplementedError } from '../../common/errors';
 
 export interface DedicatedOptions {
   pools: PoolRegistry;
@@ -30,6 +30,8 @@ export class DedicatedSandboxes {
     const served = pools.entries.filter((e) => pools.wholeContainersOf(e.image) === e).map((e) => `'${e.image}'`);
     const warm = served.length > 0 ? `warm pools serve ${served.join(', ')}` : 'no warm pool of whole containers is configured (BROKER_POOLS)';
     if (!backend.containers.kinds.has('lifecycle')) throw new BadRequestError(`image '${spec.image}' is not served: ${warm}, and the ${backend.kind} backend starts no containers of its own`);
+    // Its one session is on its container's network: rules could be held by none (a pool's session has a network of its own).
+    if (spec.egressRules) throw new NotImplementedError(`networkPolicy.egress: a sandbox in a container of its own (resourceLimits, or an image no pool serves) shares its container's network and holds no egress rules; a warm pool's sandbox does`);
     if (maxDedicated === 0) throw new BadRequestError(`image '${spec.image}' is not served: ${warm}, and dedicated containers are off (BROKER_SANDBOX_MAX_DEDICATED=0)`);
     if (this.count >= maxDedicated) {
       throw new BrokerError('unavailable', 'too_many_sandboxes', `${this.count} dedicated containers run already (BROKER_SANDBOX_MAX_DEDICATED=${maxDedicated}); delete one or use a warm pool's image (${warm})`);

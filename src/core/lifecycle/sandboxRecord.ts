@@ -3,6 +3,7 @@
  * where it lives (a lease of a pool of whole containers, or a container of its own).
  */
 import type { ContainerRef } from '../ports/backend';
+import type { EgressRule } from '../network/egressRules';
 import type { EgressPolicy } from '../ports/sessionNetworks';
 import type { PoolEntry } from '../pool/poolRegistry';
 import type { TakenSlot } from '../pool/poolTypes';
@@ -41,6 +42,8 @@ export interface SandboxSpec {
   imageAuth?: { username?: string; password?: string } | null;
   /** OpenSandbox's `networkPolicy`, read (api/lifecycle/networkPolicy.ts): `none` denies all egress; absent or `full`: its pool's. */
   network?: EgressPolicy;
+  /** Its `networkPolicy`'s egress rules, walked before `network` (core/network/egressRules.ts); absent: none. */
+  egressRules?: EgressRule[];
 }
 
 export class SandboxRecord {

@@ -9,7 +9,7 @@
  */
 import type { SessionBackend } from '../ports/backend';
 import { DedicatedSandboxes } from './dedicatedSandboxes';
-import { denyEgress } from './sandboxEgress';
+import { setEgress } from './sandboxEgress';
 import type { PoolEntry, PoolRegistry } from '../pool/poolRegistry';
 import type { SandboxHandle } from '../sandbox/sandboxHandle';
 import type { SandboxDirectory } from '../sandbox/sandboxDirectory';
@@ -133,7 +133,7 @@ export class SandboxService {
 
   private async fromTaken(id: string, spec: SandboxSpec, entry: PoolEntry, taken: TakenSlot): Promise<SandboxRecord> {
     const names = Object.keys(spec.env);
-    if (spec.network === 'none') await denyEgress(entry, taken);
+    if (spec.network === 'none' || spec.egressRules) await setEgress(entry, taken, spec.network ?? 'full', spec.egressRules ?? []);
     if (names.length > 0) {
       // The warm shell started before this sandbox existed: its env comes in as exports.
       const line = 'export ' + names.map((k) => `${k}=${ansiCQuote(spec.env[k])}`).join(' ');

@@ -32,6 +32,8 @@ export interface UsageCounters {
   diskFull?: boolean | null;
   /** Packets the session's network refused for want of a route (its egress policy); absent where it has no network of its own. */
   egressRefusals?: number | null;
+  /** The flows its egress rules refused that the kernel still tracks, each `host:port proto sport` (distinct per flow); absent where it has no network of its own. */
+  egressRefusedFlows?: string[] | null;
 }
 
 export interface ShellExit {

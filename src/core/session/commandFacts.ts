@@ -28,6 +28,22 @@ export interface CommandFacts {
   diskFull?: boolean | null;
   /** Connections and datagrams its network refused during the command (its egress policy); absent where it has no network of its own. */
   egressRefused?: number | null;
+  /** The first EGRESS_REFUSED_HOSTS distinct `host:port` its egress rules refused during the command, in the kernel's order; absent where it has no network of its own. */
+  egressRefusedTo?: string[] | null;
+}
+
+/** How many refused `host:port` a command's facts name at most (a scan would name thousands). */
+export const EGRESS_REFUSED_HOSTS = 8;
+
+/** The refusals of a command: the packets with no route, and the rules' refused flows that were not there at its start. */
+function egressFacts(before: UsageCounters, after: UsageCounters): Pick<CommandFacts, 'egressRefused' | 'egressRefusedTo'> {
+  if (after.egressRefusals === undefined) return {};
+  const noRoutes = before.egressRefusals != null && after.egressRefusals != null ? Math.max(0, after.egressRefusals - before.egressRefusals) : null;
+  if (!after.egressRefusedFlows || !before.egressRefusedFlows) return { egressRefused: noRoutes, egressRefusedTo: null };
+  const earlier = new Set(before.egressRefusedFlows);
+  const fresh = after.egressRefusedFlows.filter((f) => !earlier.has(f));
+  const hosts = [...new Set(fresh.map((f) => f.split(' ')[0]!))].slice(0, EGRESS_REFUSED_HOSTS);
+  return { egressRefused: noRoutes === null ? null : noRoutes + fresh.length, egressRefusedTo: hosts };
 }
 
 const SIGNAL_NAMES: ReadonlyMap<number, string> = new Map(Object.entries(constants.signals).map(([name, n]) => [n, name]));
@@ -60,6 +76,6 @@ export function commandFacts(
     maxRssKb: after.memoryPeakBytes === null ? null : Math.ceil(after.memoryPeakBytes / 1024),
     droppedBytes: { stdout: run.droppedStdout, stderr: run.droppedStderr },
     ...(after.diskFull !== undefined ? { diskFull: after.diskFull } : {}),
-    ...(after.egressRefusals !== undefined ? { egressRefused: before.egressRefusals != null && after.egressRefusals != null ? Math.max(0, after.egressRefusals - before.egressRefusals) : null } : {}),
+    ...egressFacts(before, after),
   };
 }

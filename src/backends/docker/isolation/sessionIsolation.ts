@@ -10,6 +10,7 @@ import type { ContainerRef, IsolationReport, NetworkReport, OpenShellOptions, Se
 import { logger } from '../../../common/logger';
 import type { ChannelRequest, SessionNetworkMode } from '../shells/channel';
 import type { FifoSpawner } from '../shells/fifoSpawner';
+import type { SessionEgress } from './sessionEgress';
 
 /** A lease's working directory (sessionWorkdir): the only directory bound into a session from its container. */
 const WORKDIR = /^\/tmp\/s\/([0-9a-z][0-9a-z.-]*)\/?$/;
@@ -29,6 +30,10 @@ export interface IsolatedShell {
   networkChanged: boolean;
   /** Its network now (sessionNetwork.ts). */
   network: SessionNetworkMode;
+  /** Its bash's host pid; null: unknown. */
+  readonly hostPid: number | null;
+  /** Its egress rules (sessionEgress.ts), once a change gave it some. */
+  egress: SessionEgress | null;
 }
 
 export class SessionIsolation {

@@ -2,7 +2,8 @@
  * The container's side of its sessions' networks (isolation/sessionNet.c makes each session's):
  * once per container, from the engine's host, its network forwards and masquerades the sessions'
  * range (100.64.0.0/10) out of its own interface, and refuses traffic from one session's veth to
- * another's (a refusal, never a drop: the sender learns at once). Then a session of policy `full`
+ * another's and the packets a session's egress rules marked refused (egressFilter.ts): a refusal,
+ * never a drop, so the sender learns at once. Then a session of policy `full`
  * reaches what the container reaches, and no session reaches a neighbour's servers.
  *
  * Done by the host's `nsenter` and `iptables-restore` in the container's network namespace: the
@@ -14,9 +15,10 @@
  */
 import type Dockerode from 'dockerode';
 import { execFile } from 'node:child_process';
+import dns from 'node:dns';
 import type { Duplex } from 'node:stream';
 import { promisify } from 'node:util';
-import { BackendError, BrokerError, errorMessage } from '../../../common/errors';
+import { BackendError, BadRequestError, BrokerError, errorMessage } from '../../../common/errors';
 import { logger } from '../../../common/logger';
 import type { SessionNetwork } from '../../../config/isolationConfig';
 import type { ContainerRef } from '../../../core/ports/backend';
@@ -25,6 +27,10 @@ import type { SessionNetworkMode } from '../shells/channel';
 import { DockerDemuxer } from '../shells/demux';
 import { FIFO_MOUNT, type FifoSpawner } from '../shells/fifoSpawner';
 import { SESSION_INIT_COPY, SESSION_INIT_NAME } from './isolationScript';
+import { checkRules, type EgressRule } from '../../../core/network/egressRules';
+import type { EgressPolicy, EgressState } from '../../../core/ports/sessionNetworks';
+import { REFUSED_DSCP } from './egressFilter';
+import { SessionEgress } from './sessionEgress';
 
 const run = promisify(execFile);
 
@@ -38,6 +44,7 @@ const RULES = `*nat
 COMMIT
 *filter
 -A FORWARD -i ${VETHS} -o ${VETHS} -j REJECT --reject-with icmp-admin-prohibited
+-A FORWARD -i ${VETHS} -m dscp --dscp 0x${REFUSED_DSCP.toString(16)} -j REJECT --reject-with icmp-admin-prohibited
 COMMIT
 `;
 
@@ -58,6 +65,8 @@ interface ContainerNetwork {
   own: boolean;
   /** Their egress is routed (routeSessions): policy `full` is a namespace of its own; else the container's. */
   routed: boolean;
+  /** The host's address on the container's network (its gateway): where its sessions' resolvers listen; null: none. */
+  gateway?: string | null;
 }
 
 /** What a change of a live session's network needs of its shell. */
@@ -68,6 +77,10 @@ export interface NetworkedShell {
   networkChanged: boolean;
   /** The network it has now (at its start, then as changed). */
   network: SessionNetworkMode;
+  /** Its bash's host pid (its network namespace from the engine's host); null: unknown. */
+  readonly hostPid: number | null;
+  /** Its egress rules, when a change gave it some (closed with the shell). */
+  egress: SessionEgress | null;
 }
 
 /**
@@ -86,6 +99,8 @@ export class SessionNetworks {
     private readonly docker: Dockerode,
     /** Each container holds one session and is replaced after its lease (a pool of whole containers). */
     private readonly wholeContainers = false,
+    /** The upstream DNS servers of sessions with egress rules (BROKER_EGRESS_DNS; empty: the broker's own). */
+    private readonly egressDns: readonly string[] = [],
   ) {}
 
   /** At a container's connect: routes its sessions when they can have networks of their own. */
@@ -98,7 +113,8 @@ export class SessionNetworks {
     const info = await this.docker.getContainer(ref.id).inspect();
     const refusal = await routeSessions(info.State.Pid);
     if (refusal) this.refuse(ref, refusal);
-    this.containers.set(ref.id, { own: true, routed: refusal === null });
+    const gateway = Object.values(info.NetworkSettings?.Networks ?? {}).find((n) => n.Gateway)?.Gateway ?? null;
+    this.containers.set(ref.id, { own: true, routed: refusal === null, gateway });
   }
 
   /** The network a new session of this container starts in, for its pool's policy. */
@@ -109,28 +125,57 @@ export class SessionNetworks {
   }
 
   /**
-   * A live session's policy changed (`none` or `full`): its veth removed or added by the session
-   * init, run in the container (a `docker exec`). A 409 where the session shares its container's
-   * network (no namespace of its own, or `full` not routed there).
+   * A live session's policy changed (`none` or `full`), with egress rules or none: its veth removed
+   * or added by the session init, run in the container (a `docker exec`), and its filter written
+   * (sessionEgress.ts) before a veth comes and after one goes, so no moment lets through more than
+   * either policy. A 409 where the session shares its container's network (no namespace of its own,
+   * or `full` not routed there).
    */
-  async change(ref: ContainerRef, shell: NetworkedShell | null, policy: 'none' | 'full'): Promise<void> {
+  async change(ref: ContainerRef, shell: NetworkedShell | null, policy: EgressPolicy, rules: readonly EgressRule[] = []): Promise<void> {
     const c = this.containers.get(ref.id);
-    if (!c?.own && this.wholeContainers && policy === 'none') return this.disconnect(ref);
-    if (!c?.own || (policy === 'full' && !c.routed)) throw conflict(`this session shares its container's network: its policy cannot change (${this.lastRefusal ?? `BROKER_SESSION_NETWORK is ${this.policy}`})`);
+    if (!c?.own && this.wholeContainers && policy === 'none' && rules.length === 0) return this.disconnect(ref);
+    const veth = policy === 'full' || rules.length > 0;
+    if (!c?.own || (veth && !c.routed)) throw conflict(`this session shares its container's network: its policy cannot change${rules.length > 0 ? ' and it can hold no egress rules' : ''} (${this.lastRefusal ?? `BROKER_SESSION_NETWORK is ${this.policy}`})`);
     if (!shell?.alive) throw conflict('the session has no live shell whose network could change');
-    const out = await execInContainer(this.docker.getContainer(ref.id), ['bash', '-c', NET_CHANGE, 'bkr-net', String(shell.containerPid), policy]);
+    const checked = checkRules(rules, 'egress');
+    if (typeof checked === 'string') throw new BadRequestError(checked);
+    if (rules.length > 0) {
+      if (shell.hostPid === null) throw conflict("the broker cannot reach this session's network namespace from the engine's host: it can hold no egress rules");
+      const egress = shell.egress ?? new SessionEgress(shell.hostPid, c.gateway ?? null, () => (this.egressDns.length > 0 ? [...this.egressDns] : dns.getServers()));
+      try {
+        await egress.set(policy === 'none' ? 'deny' : 'allow', checked);
+      } catch (err) {
+        if (!shell.egress) egress.close();
+        throw conflict(`the broker could not hold this session's egress rules (it needs the engine's host: nsenter and iptables-restore as root, and its address on the container's network): ${errorMessage(err).split('\n')[0]}`);
+      }
+      shell.egress = egress;
+    }
+    if ((shell.network === 'full') !== veth) await this.setVeth(ref, shell, veth ? 'full' : 'none');
+    if (rules.length === 0 && shell.egress) {
+      const egress = shell.egress;
+      shell.egress = null;
+      await egress.clear();
+    }
+    shell.networkChanged = true;
+  }
+
+  private async setVeth(ref: ContainerRef, shell: NetworkedShell, mode: 'none' | 'full'): Promise<void> {
+    const out = await execInContainer(this.docker.getContainer(ref.id), ['bash', '-c', NET_CHANGE, 'bkr-net', String(shell.containerPid), mode]);
     if (out.exitCode === 108) throw conflict(`this session shares its container's network: its policy cannot change`);
     if (out.exitCode !== 0) throw new BackendError(`could not change the session's network (exit ${out.exitCode}): ${out.stderr.trim() || 'no message'}`);
-    shell.networkChanged = true;
-    shell.network = policy;
+    shell.network = mode;
   }
 
   /** The egress of a session in force: its own network's, else its container's (none when it is on no network). */
-  async current(ref: ContainerRef, shell: NetworkedShell | null): Promise<{ policy: 'none' | 'full'; own: boolean }> {
-    if (shell?.alive && shell.network !== 'shared') return { policy: shell.network, own: true };
+  async current(ref: ContainerRef, shell: NetworkedShell | null): Promise<EgressState> {
+    if (shell?.alive && shell.egress) {
+      const { defaultAction, rules } = shell.egress.state();
+      return { policy: defaultAction === 'deny' ? 'none' : 'full', rules, own: true };
+    }
+    if (shell?.alive && shell.network !== 'shared') return { policy: shell.network, rules: [], own: true };
     const info = await this.docker.getContainer(ref.id).inspect();
     const networks = Object.keys(info.NetworkSettings?.Networks ?? {}).filter((n) => n !== 'none');
-    return { policy: networks.length > 0 ? 'full' : 'none', own: false };
+    return { policy: networks.length > 0 ? 'full' : 'none', rules: [], own: false };
   }
 
   /**

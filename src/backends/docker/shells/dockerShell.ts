@@ -4,7 +4,6 @@
  * shell (controlShell.ts), using the bash's pid inside the container, learned by a handshake before
  * the session is handed out.
  */
-import fs from 'node:fs';
 import { logger } from '../../../common/logger';
 import type { ShellListener, ShellProcess, UsageCounters } from '../../../core/ports/backend';
 import type { CgroupUsage } from '../../cgroupCounters';
@@ -16,10 +15,10 @@ import type { ControlShell } from '../control/controlShell';
 import type { SessionCgroup } from '../cgroups/sessionCgroup';
 import { sessionWorkdirId } from '../isolation/sessionIsolation';
 import { egressRefusals } from '../isolation/egressRefusals';
+import { privateDiskFull } from '../isolation/privateDisk';
+import type { SessionEgress } from '../isolation/sessionEgress';
 
 const HANDSHAKE_TIMEOUT_MS = 20_000;
-/** An isolated session's private disk counts as full below this fraction free (a write that failed leaves at most a partial block). */
-const DISK_FULL_FRACTION = 0.005;
 /** How long a recycle waits for bash to take its ^C before writing the exec line (it is due within microseconds). */
 const INTERRUPT_TAKEN_MS = 50;
 /**
@@ -73,6 +72,8 @@ export class DockerShell implements ShellProcess {
   networkChanged = false;
   /** Its session's network now (isolation/sessionNetwork.ts): at its start, then as changed. */
   network: SessionNetworkMode;
+  /** Its session's egress rules and their resolver, once a change gave it some (isolation/sessionEgress.ts). */
+  egress: SessionEgress | null = null;
 
   private constructor(private options: DockerShellOptions) {
     this.baseTag = options.tag;
@@ -135,28 +136,17 @@ export class DockerShell implements ShellProcess {
     this.counters = counters;
   }
 
-  usage(resetPeak: boolean): UsageCounters {
-    // An isolated session's refusals are counted in its own network (isolation/egressRefusals.ts).
-    const counters = { ...(this.counters?.read(resetPeak) ?? NO_USAGE), ...(this.cgroup && (this.options.isolated?.network ?? 'shared') !== 'shared' ? { egressRefusals: egressRefusals(this.cgroup.shellHostPid) } : {}) };
-    // A command's end (no reset): an isolated session's private disk is looked at too.
-    return this.isolated && !resetPeak ? { ...counters, diskFull: this.privateDiskFull() } : counters;
+  get hostPid(): number | null {
+    return this.cgroup?.shellHostPid ?? null;
   }
 
-  /**
-   * Whether the session's tmpfs (its upper layer and /dev, isolationScript.ts) is full: a statfs
-   * through its bash's root from the engine's host, one syscall. Null when that cannot be done (no
-   * host pid known: no session cgroup, or a remote engine).
-   */
-  private privateDiskFull(): boolean | null {
-    const hostPid = this.cgroup?.shellHostPid;
-    if (!hostPid) return null;
-    try {
-      const { bavail, blocks } = fs.statfsSync(`/proc/${hostPid}/root/dev/shm`);
-      return bavail <= blocks * DISK_FULL_FRACTION;
-    } catch {
-      return null;
-    }
+  usage(resetPeak: boolean): UsageCounters {
+    // An isolated session's refusals are counted in its own network (isolation/egressRefusals.ts).
+    const counters = { ...(this.counters?.read(resetPeak) ?? NO_USAGE), ...(this.cgroup && (this.options.isolated?.network ?? 'shared') !== 'shared' ? egressRefusals(this.cgroup.shellHostPid) : {}) };
+    // A command's end (no reset): an isolated session's private disk is looked at too.
+    return this.isolated && !resetPeak ? { ...counters, diskFull: privateDiskFull(this.cgroup?.shellHostPid) } : counters;
   }
+
 
   /** Whether it runs in namespaces of its own (isolation): its pid namespace is nested in the container's. */
   get isolated(): boolean {
@@ -332,6 +322,7 @@ export class DockerShell implements ShellProcess {
       if (!swept || swept.remaining > 0) await control.kill(this.ended ? -1 : this.pid, -1, tag, false).catch(() => undefined);
     }
     this.cgroup?.close();
+    this.egress?.close();
     control.dropTag(tag);
     this.counters?.close();
     // A recycle that timed out may have left the next tag on a bash that is now gone; a reused isolated shell kept its spawn's.
