@@ -176,6 +176,7 @@ export class Broker {
     this.metrics.attach(this.pool);
     this.metrics.attachPools(this.pools);
     this.workspaces = createWorkspaceApi(this.pool, backend, config, overrides.maxOutputBytes ?? config.maxOutputBytes, this.directory);
+    this.snapshots = new SnapshotService(this.pools, config.snapshots);
     this.sandboxes = new SandboxService({
       pools: this.pools,
       backend,
@@ -184,6 +185,7 @@ export class Broker {
       healthCheckIntervalMs: config.healthCheckIntervalMs,
       images: { pools: this.images.pools, access: this.images.access },
       directory: this.directory,
+      snapshots: this.snapshots,
     });
     // An id no live sandbox has: the lifecycle knows its ended ones; the pools, the rest (404 never issued).
     this.directory.explainMisses((id) => this.sandboxes.explain(id));
@@ -209,7 +211,6 @@ export class Broker {
     });
     // Task sandboxes where the backend starts their containers (Docker); elsewhere their routes answer 501.
     this.tasks = new TaskService(backend.containers.kinds.has('task') ? backend : null, config.tasks, undefined, this.directory);
-    this.snapshots = new SnapshotService(this.pools, config.snapshots);
     this.seam = createSeam(this.pool, this.metrics, config, overrides.routers, {
       tasks: this.tasks,
       workspaces: this.workspaces,

@@ -99,7 +99,7 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
   }
   if (lifecycle) {
     const { minTimeoutSeconds, maxTimeoutMs } = config.sandboxes;
-    routers.push(lifecycleRouter(lifecycle, { minSeconds: minTimeoutSeconds, maxSeconds: Math.floor(maxTimeoutMs / 1000), maxTimeoutMs }));
+    routers.push(lifecycleRouter(lifecycle, { minSeconds: minTimeoutSeconds, maxSeconds: Math.floor(maxTimeoutMs / 1000), maxTimeoutMs }, apis.snapshots ?? null));
     routers.push(egressRouter(directoryOf(apis)));
     routers.push(portProxyRouter(lifecycle));
   }

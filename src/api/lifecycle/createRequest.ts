@@ -2,10 +2,10 @@
  * CreateSandboxRequest (POST /v1/sandboxes), written once: the schema /openapi.json shows (its check
  * keywords left out) is the schema each field of a create is checked against, and the rules that
  * tie its fields together are written beside it (CREATE_RULES), in the order a create is refused by
- * them: its unknown fields first, then what the broker does not serve (501: snapshots, the
- * credential proxy, volumes, signed access) before anything else, then field by field (an egress
- * policy's targets are checked once its shape passed: networkPolicy.ts),
- * an image or a poolRef and an entrypoint with an image where their fields come. A field sent as
+ * them: its unknown fields first, then what the broker does not serve (501: the credential proxy,
+ * volumes, signed access) before anything else, then field by field (an egress policy's targets
+ * are checked once its shape passed: networkPolicy.ts), one source (an image, a snapshotId or a
+ * poolRef) and an entrypoint with an image where their fields come. A field sent as
  * null is a field not sent (secureAccess aside: a boolean). A rejected create starts nothing.
  */
 import os from 'node:os';
@@ -30,6 +30,8 @@ export interface ImageAuth {
 
 export interface CreateRequest {
   image?: { uri: string; auth?: ImageAuth | null } | null;
+  /** A snapshot to restore (its id, as POST /v1/sandboxes/{id}/snapshots answered it). */
+  snapshotId?: string | null;
   platform?: { os: string; arch: string } | null;
   timeout?: number | null;
   resourceLimits?: { cpu?: string; memory?: string } | null;
@@ -81,7 +83,13 @@ export function createSandboxRequest(bounds?: TimeoutBounds): Schema {
       'x-known-fields': { known: ['uri', 'auth'], refusal: '{field}: unknown field(s) {unknown}' },
       'x-refusal': { type: 'image must be a JSON object', required: URI },
     },
-    snapshotId: unserved(STRING, 'snapshotId: restoring from snapshots is not served by this broker (create from an image)'),
+    snapshotId: {
+      type: 'string',
+      maxLength: 256,
+      'x-not-blank': true,
+      description: 'a snapshot to restore: the sandbox is a session of its pool, started from it (docs/lifecycle.md)',
+      'x-refusal': { '*': 'snapshotId must be a snapshot id (a non-empty string, as POST /v1/sandboxes/{sandboxId}/snapshots answered it), got {json}' },
+    },
     // The document shows the form; the check is whether it names this host (extra fields are let be).
     platform: { type: 'object', 'x-host-platform': true, 'x-refusal': { type: 'platform must be a JSON object' }, 'x-published': object({ os: STRING, arch: STRING }) },
     timeout: {
@@ -129,7 +137,7 @@ export function createSandboxRequest(bounds?: TimeoutBounds): Schema {
   const fields = Object.keys(properties);
   return {
     type: 'object',
-    description: 'CreateSandboxRequest. snapshotId, credentialProxy, volumes and secureAccess: true answer 501, and networkPolicy egress rules for a sandbox in a container of its own; image.auth answers 501 for an image the node does not pull, and 403 unless it names the node\'s own credentials for one it does (docs/images.md).',
+    description: 'CreateSandboxRequest: exactly one of image and snapshotId (or extensions.poolRef). credentialProxy, volumes and secureAccess: true answer 501, and networkPolicy egress rules for a sandbox in a container of its own; image.auth answers 501 for an image the node does not pull, and 403 unless it names the node\'s own credentials for one it does (docs/images.md).',
     properties,
     additionalProperties: false,
     'x-known-fields': { known: fields, refusal: `unknown field(s) {unknown}; CreateSandboxRequest has ${fields.join(', ')}` },
@@ -145,9 +153,12 @@ function poolRefOf(req: CreateRequest): string | null {
 type Rule = (req: CreateRequest) => void;
 
 /** The rules that tie fields together. */
-const imageOrPool: Rule = (req) => {
-  // OpenSandbox's pool mode: a pool by name serves its own image.
-  if (req.image == null && poolRefOf(req) === null) throw new BadRequestError('image is required: {"uri": "<image>"} (or extensions.poolRef naming a pool)');
+const oneSource: Rule = (req) => {
+  // OpenSandbox's pool mode: a pool by name serves its own image. A snapshot names its own pool.
+  if (req.snapshotId == null && req.image == null && poolRefOf(req) === null) throw new BadRequestError('image is required: {"uri": "<image>"} (or snapshotId naming a snapshot, or extensions.poolRef naming a pool)');
+  if (req.snapshotId == null) return;
+  if (req.image != null) throw new BadRequestError('image and snapshotId: give exactly one (a restored sandbox runs its snapshot\'s image)');
+  if (poolRefOf(req) !== null) throw new BadRequestError("snapshotId and extensions.poolRef: give one (a restored sandbox is a session of its snapshot's pool)");
 };
 const entrypointWithImage: Rule = (req) => {
   // An image names no command that keeps its container running; a pool's containers have theirs.
@@ -176,11 +187,12 @@ function createRules(schema: Schema): Rule[] {
   const knownFields = compileCheck(only(schema, ['type', 'x-known-fields', 'x-refusal']) as never);
   return [
     (req) => void knownFields(req),
-    ...['snapshotId', 'credentialProxy', 'volumes'].map((name) => field(schema, name, unservedOnly)),
+    ...['credentialProxy', 'volumes'].map((name) => field(schema, name, unservedOnly)),
     field(schema, 'networkPolicy'),
     field(schema, 'secureAccess'),
     field(schema, 'extensions'),
-    imageOrPool,
+    field(schema, 'snapshotId'),
+    oneSource,
     field(schema, 'image'),
     field(schema, 'platform'),
     field(schema, 'resourceLimits', shape),

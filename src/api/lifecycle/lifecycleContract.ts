@@ -1,15 +1,17 @@
 /**
  * OpenSandbox's lifecycle API (/v1), each route's contract written once: the routes served
- * (lifecycleRoutes.ts), the parts answered 501 (unservedRoutes.ts: snapshots, the egress sidecar)
+ * (lifecycleRoutes.ts), its snapshots' (lifecycleSnapshotContract.ts), the parts answered 501
+ * (unservedRoutes.ts: the egress sidecar's vault)
  * and the proxy to a sandbox's other ports (portProxy.ts), with their inputs, answers and the errors
  * they answer in OpenSandbox's `{code, message}` envelope. The bodies are checked against these
  * schemas (lifecycleInput.ts; a create's, with its rules, in createRequest.ts), and /openapi.json shows them.
  */
 import { Type } from '@sinclair/typebox';
 import { arrayOf, BOOLEAN, INTEGER, object, ref, STRING, type ReplyDoc, type Schema } from '../../http/openApiTypes';
-import type { ApiContract, ContractMethod, Destination, RouteContract } from '../../http/contract';
+import type { ApiContract, ContractMethod, RouteContract } from '../../http/contract';
 import { createSandboxRequest, NOT_AN_OBJECT } from './createRequest';
 import { EGRESS_POLICY_ROUTES } from './egressContract';
+import { LIFECYCLE_SNAPSHOT_ROUTES, SNAPSHOT } from './lifecycleSnapshotContract';
 
 const ID = '5b7c0ffee0c0ffee0c0ffee0c0ffee01';
 const AT: Schema = { type: 'string', format: 'date-time' };
@@ -29,6 +31,7 @@ const SANDBOX: Schema = {
     createdAt: AT,
     expiresAt: AT,
     image: object({ uri: STRING }),
+    snapshotId: { type: 'string', description: 'the snapshot it was restored from (then no image)' },
   },
   required: ['id', 'status', 'metadata', 'entrypoint', 'createdAt'],
   additionalProperties: false,
@@ -55,12 +58,9 @@ export const METADATA_PATCH_BODY = Type.Unsafe<Record<string, string | null>>({
   'x-refusal': { type: NOT_AN_OBJECT },
 });
 
-/** `gateway`: a snapshot's route names no sandbox, so any node answers it (the same 501 everywhere). */
-function unserved(method: ContractMethod, path: string, summary: string, gateway?: Destination): RouteContract {
-  return { method, path, summary, responses: {}, errors: { 404: 'no such sandbox (`NOT_FOUND`)', 501: NOT_SERVED }, ...(gateway ? { gateway } : {}) };
+function unserved(method: ContractMethod, path: string, summary: string): RouteContract {
+  return { method, path, summary, responses: {}, errors: { 404: 'no such sandbox (`NOT_FOUND`)', 501: NOT_SERVED } };
 }
-
-const SNAPSHOTS = 'Snapshots: not served';
 
 const routes = {
   create: {
@@ -70,7 +70,7 @@ const routes = {
     summary: 'Create a sandbox',
     body: { schema: ref('CreateSandboxRequest'), example: { image: { uri: 'bash-broker-sandbox' }, entrypoint: ['tail', '-f', '/dev/null'], timeout: 600, resourceLimits: { cpu: '1', memory: '512Mi' } } },
     responses: { 202: { description: 'created (CreateSandboxResponse: the Sandbox without its image), Location: its URL', schema: ref('Sandbox') } },
-    errors: { 400: 'a bad field (`INVALID_REQUEST_BODY`)', 501: NOT_SERVED, 503: 'no capacity: no warm container free in time, or the dedicated cap reached (`RUNTIME_ERROR`)' },
+    errors: { 400: 'a bad field, or a snapshotId that names no snapshot (`INVALID_REQUEST_BODY`)', 501: NOT_SERVED, 503: 'no capacity: no warm container free in time, or the dedicated cap reached (`RUNTIME_ERROR`)' },
   },
   list: {
     method: 'GET',
@@ -120,10 +120,7 @@ const routes = {
     responses: { 200: { description: 'the endpoint, without a scheme', schema: object({ endpoint: STRING, headers: STRINGS }), example: { endpoint: `127.0.0.1:8180/sandboxes/${ID}/execd`, headers: {} } } },
     errors: { 400: 'a bad port or query (`INVALID_REQUEST_BODY`)', 404: 'no such sandbox, it is not running, or nothing listens on the port (`NOT_FOUND`)', 501: 'signed endpoints (expires) (`NOT_SUPPORTED`)' },
   },
-  createSnapshot: unserved('POST', '/v1/sandboxes/:id/snapshots', SNAPSHOTS),
-  listSnapshots: unserved('GET', '/v1/snapshots', SNAPSHOTS, 'any'),
-  getSnapshot: unserved('GET', '/v1/snapshots/:snapshotId', SNAPSHOTS, 'any'),
-  deleteSnapshot: unserved('DELETE', '/v1/snapshots/:snapshotId', SNAPSHOTS, 'any'),
+  ...LIFECYCLE_SNAPSHOT_ROUTES,
   // Taken unread: the seam does not parse it.
   metricsEvents: { method: 'POST', path: '/v1/metrics/events', gateway: 'any', summary: "The SDK's create-latency telemetry: taken and dropped", body: { schema: {}, required: false }, responses: { 204: { description: 'taken' } }, readsJson: false },
 } satisfies Record<string, RouteContract>;
@@ -154,7 +151,7 @@ export const PORT_PROXY_ROUTES: readonly RouteContract[] = [
 
 export const LIFECYCLE_CONTRACT: ApiContract<typeof routes & Record<string, RouteContract>> = {
   tag: 'lifecycle',
-  description: "OpenSandbox's lifecycle API (/v1): sandboxes from a warm pool or a dedicated container, their expiry, pause and resume, and their endpoints. The token may come as OPEN-SANDBOX-API-KEY.",
+  description: "OpenSandbox's lifecycle API (/v1): sandboxes from a warm pool, a dedicated container or a snapshot, their expiry, pause and resume, their endpoints and their snapshots. The token may come as OPEN-SANDBOX-API-KEY.",
   errors: 'opensandbox',
   pathPrefix: '/v1',
   // A sandbox's calls (its ports' and egress' under /sandboxes too) go to the node its id names.
@@ -162,10 +159,10 @@ export const LIFECYCLE_CONTRACT: ApiContract<typeof routes & Record<string, Rout
   pathParams: {
     id: { description: 'a sandbox id', example: ID },
     port: { description: 'a port of the sandbox', example: '8080', schema: { type: 'string', pattern: '^\\d{1,5}$' } },
-    snapshotId: { description: 'a snapshot id', example: 'snap1' },
+    snapshotId: { description: 'a snapshot id', example: 'snap-0123456789abcdef' },
     name: { description: 'a credential or binding name', example: 'github' },
     path: { description: 'the rest of the path, slashes included (may be empty)', example: 'index.html' },
   },
-  schemas: { Sandbox: SANDBOX, CreateSandboxRequest: createSandboxRequest() },
+  schemas: { Sandbox: SANDBOX, Snapshot: SNAPSHOT, CreateSandboxRequest: createSandboxRequest() },
   routes: { ...routes, ...Object.fromEntries([...EGRESS_ROUTES, ...Object.values(EGRESS_POLICY_ROUTES), ...PORT_PROXY_ROUTES].map((r) => [`${r.method} ${r.path}`, r])) },
 };

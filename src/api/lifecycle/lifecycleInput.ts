@@ -2,8 +2,8 @@
  * The lifecycle API's requests checked against their contract (lifecycleContract.ts): a
  * CreateSandboxRequest (its schema and rules: createRequest.ts), RenewSandboxExpirationRequest, a
  * metadata merge patch; and the list query. Everything is checked before anything is started, so a
- * rejected request creates nothing. What the broker does not serve (snapshots, egress policy,
- * volumes) is refused with 501, never ignored.
+ * rejected request creates nothing. What the broker does not serve (egress rules by domain,
+ * volumes) is refused with 501, never ignored. Also the snapshots' list query.
  */
 import os from 'node:os';
 import { BadRequestError } from '../../common/errors';
@@ -36,6 +36,8 @@ function imageUri(uri: string): string {
 /** The create a checked request asks for; its cpu and memory quantities are read here (a 400 when they are none). */
 function createInput(req: CreateRequest): CreateInput {
   const image = req.image == null ? null : imageUri(req.image.uri.trim());
+  // A restore's image is its snapshot's pool's (sandboxSnapshots.ts).
+  const snapshotId = req.snapshotId ?? undefined;
   const limits = req.resourceLimits ?? {};
   const network = egressOf(req.networkPolicy);
   return {
@@ -48,6 +50,7 @@ function createInput(req: CreateRequest): CreateInput {
     cpus: limits.cpu === undefined ? null : parseCpus(limits.cpu, os.cpus().length),
     memoryBytes: limits.memory === undefined ? null : parseMemoryBytes(limits.memory),
     ...(req.image?.auth != null ? { imageAuth: req.image.auth } : {}),
+    ...(snapshotId !== undefined ? { snapshotId } : {}),
     ...(network ? { network: network.network, ...(network.rules.length > 0 ? { egressRules: network.rules } : {}) } : {}),
   };
 }
@@ -86,6 +89,29 @@ export function parseListQuery(query: string, knownStates: readonly string[]): S
     }
   }
   return { states, metadata, page: positive(params.get('page'), 1, 'page', Number.MAX_SAFE_INTEGER), pageSize: positive(params.get('pageSize'), 20, 'pageSize', MAX_PAGE_SIZE) };
+}
+
+/** GET /v1/snapshots: `?sandboxId=&name=&state=Ready&page=1&pageSize=20`. */
+export interface SnapshotFilter {
+  sandboxId: string | null;
+  name: string | null;
+  states: readonly string[];
+  page: number;
+  pageSize: number;
+}
+
+export function parseSnapshotListQuery(query: string, knownStates: readonly string[]): SnapshotFilter {
+  const params = new URLSearchParams(query);
+  const states = params.getAll('state');
+  const bad = states.filter((s) => !knownStates.includes(s));
+  if (bad.length > 0) throw new BadRequestError(`state ${bad.map((s) => JSON.stringify(s.slice(0, 100))).join(', ')} is not a snapshot state (${knownStates.join(', ')})`);
+  return {
+    sandboxId: params.get('sandboxId'),
+    name: params.get('name'),
+    states,
+    page: positive(params.get('page'), 1, 'page', Number.MAX_SAFE_INTEGER),
+    pageSize: positive(params.get('pageSize'), 20, 'pageSize', MAX_PAGE_SIZE),
+  };
 }
 
 function positive(raw: string | null, dflt: number, name: string, max: number): number {

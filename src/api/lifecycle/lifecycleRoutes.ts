@@ -1,7 +1,7 @@
 /**
  * OpenSandbox's lifecycle API under /v1 (the API its SDKs are written against), over
- * the SandboxService: create, get, list, delete, pause, resume, renew-expiration, metadata, and the
- * endpoints of a sandbox's ports. A thin router: each route served from its contract
+ * the SandboxService: create, get, list, delete, pause, resume, renew-expiration, metadata, the
+ * endpoints of a sandbox's ports, and snapshots (lifecycleSnapshotRoutes.ts). A thin router: each route served from its contract
  * (lifecycleContract.ts), its input checked (lifecycleInput.ts), the service called, the answer shaped
  * (lifecycleViews.ts). Errors take OpenSandbox's `{code, message}` envelope.
  */
@@ -15,6 +15,8 @@ import { publicAddress } from '../../http/publicAddress';
 import { createParser, parseListQuery, parseMetadataPatch, parseRenew, type TimeoutBounds } from './lifecycleInput';
 import { listView, sandboxView } from './lifecycleViews';
 import { unservedLifecycleRoutes } from './unservedRoutes';
+import { lifecycleSnapshotRoutes } from './lifecycleSnapshotRoutes';
+import type { SnapshotService } from '../../core/snapshots/snapshotService';
 import { endpointFor } from './sandboxEndpoints';
 import { parsePort } from './portProxy';
 import { apiErrors, served } from '../../http/contract';
@@ -31,7 +33,8 @@ function accepted(res: ServerResponse): void {
   res.writeHead(202, { 'Content-Length': '0' }).end();
 }
 
-export function lifecycleRouter(sandboxes: SandboxService, limits: LifecycleLimits): Router {
+/** `snapshots`: the node's snapshot store (null: every snapshot route answers 501). */
+export function lifecycleRouter(sandboxes: SandboxService, limits: LifecycleLimits, snapshots: SnapshotService | null = null): Router {
   const parseCreate = createParser(limits);
   return {
     name: 'lifecycle',
@@ -74,7 +77,8 @@ export function lifecycleRouter(sandboxes: SandboxService, limits: LifecycleLimi
         const port = parsePort(params.port);
         sendJson(res, 200, await endpointFor(sandboxes, sandboxes.get(params.id), port, new URLSearchParams(query), publicAddress(req)));
       }),
-      ...unservedLifecycleRoutes((id) => sandboxes.get(id)),
+      ...lifecycleSnapshotRoutes(sandboxes, snapshots),
+      ...unservedLifecycleRoutes(),
     ],
   };
 }

@@ -1,11 +1,12 @@
 /**
  * What the lifecycle API answers, in OpenSandbox's shapes (its Sandbox,
- * CreateSandboxResponse, ListSandboxesResponse, Endpoint). Dates are ISO 8601 strings in UTC, which
+ * CreateSandboxResponse, ListSandboxesResponse, Snapshot, ListSnapshotsResponse). Dates are ISO 8601 strings in UTC, which
  * the SDK parses with `new Date`.
  */
 import type { SandboxRecord } from '../../core/lifecycle/sandboxRecord';
+import type { SnapshotRecord } from '../../core/snapshots/snapshotBook';
 
-/** The full Sandbox (GET); `created`: the CreateSandboxResponse, which leaves out the image. */
+/** The full Sandbox (GET); `created`: the CreateSandboxResponse, which leaves out its source (image or snapshotId). */
 export function sandboxView(record: SandboxRecord, created = false): Record<string, unknown> {
   const view: Record<string, unknown> = {
     id: record.id,
@@ -15,8 +16,22 @@ export function sandboxView(record: SandboxRecord, created = false): Record<stri
     createdAt: record.createdAt.toISOString(),
   };
   if (record.expiresAt) view.expiresAt = record.expiresAt.toISOString();
-  if (!created) view.image = { uri: record.spec.image };
+  if (!created && record.spec.snapshotId !== undefined) view.snapshotId = record.spec.snapshotId;
+  else if (!created) view.image = { uri: record.spec.image };
   return view;
+}
+
+/** A snapshot exists once taken and until deleted: it is Ready all its life (its creation and deletion end before their answers). */
+export function snapshotView(record: SnapshotRecord): Record<string, unknown> {
+  const createdAt = new Date(record.createdAtMs).toISOString();
+  return {
+    id: record.id,
+    // A pool lease's snapshot: the lease is the sandbox (its execd answers at its session id).
+    sandboxId: record.sandbox?.id ?? record.parentSession,
+    ...(record.name !== null ? { name: record.name } : {}),
+    status: { state: 'Ready', reason: 'snapshot_ready', message: 'snapshot is ready', lastTransitionAt: createdAt },
+    createdAt,
+  };
 }
 
 export function listView(items: readonly SandboxRecord[], totalItems: number, page: number, pageSize: number): Record<string, unknown> {

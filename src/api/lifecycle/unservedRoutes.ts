@@ -1,8 +1,7 @@
 /**
  * The parts of OpenSandbox's APIs the broker does not serve answer 501 in OpenSandbox's envelope,
- * naming what is missing: snapshots (lifecycle API) and the egress sidecar's policy and credential
- * vault (the SDK asks every sandbox for the egress port's endpoint, so that endpoint exists and
- * leads here). The SDK's create-latency telemetry (POST /v1/metrics/events) is taken and dropped.
+ * naming what is missing: the egress sidecar's credential vault and its policy's other methods
+ * (the SDK asks every sandbox for the egress port's endpoint, so that endpoint exists and leads here). The SDK's create-latency telemetry (POST /v1/metrics/events) is taken and dropped.
  */
 import type { SandboxDirectory } from '../../core/sandbox/sandboxDirectory';
 import { NotImplementedError } from '../../common/errors';
@@ -11,7 +10,6 @@ import { apiErrors, served, type RouteContract } from '../../http/contract';
 import { EGRESS_ROUTES, LIFECYCLE_CONTRACT } from './lifecycleContract';
 import { egressPolicyRoutes } from './egressPolicy';
 
-const SNAPSHOTS = 'snapshots are not served by this broker: a sandbox lives until it is deleted or expires';
 const EGRESS = "the egress sidecar's credential vault (and its policy's other methods) is not served by this broker";
 
 /** `sandboxes`: where an id under the route is looked up (unknown: its 404) before the 501. */
@@ -24,16 +22,9 @@ function unserved(contract: RouteContract, why: string, sandboxes?: { resolve(id
   });
 }
 
-/** `known`: throws the lifecycle's 404 for an id that names no sandbox. */
-export function unservedLifecycleRoutes(known: (id: string) => unknown): Route[] {
-  const R = LIFECYCLE_CONTRACT.routes;
-  return [
-    unserved(R.createSnapshot, SNAPSHOTS, { resolve: known }),
-    unserved(R.listSnapshots, SNAPSHOTS),
-    unserved(R.getSnapshot, SNAPSHOTS),
-    unserved(R.deleteSnapshot, SNAPSHOTS),
-    served(R.metricsEvents, ({ res }) => void res.writeHead(204).end()),
-  ];
+/** The SDK's create-latency telemetry: taken and dropped. */
+export function unservedLifecycleRoutes(): Route[] {
+  return [served(LIFECYCLE_CONTRACT.routes.metricsEvents, ({ res }) => void res.writeHead(204).end())];
 }
 
 /** `/sandboxes/{id}/egress/...`: where the egress port's endpoint leads. Its policy is served (egressPolicy.ts), the rest 501. */

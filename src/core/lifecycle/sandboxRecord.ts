@@ -40,6 +40,8 @@ export interface SandboxSpec {
   memoryBytes: number | null;
   /** OpenSandbox's `image.auth`: it may only name the node's own credentials for the image's registry (docs/images.md). */
   imageAuth?: { username?: string; password?: string } | null;
+  /** OpenSandbox's `snapshotId`: the snapshot it was restored from (its session started from it); absent: from its image. */
+  snapshotId?: string;
   /** OpenSandbox's `networkPolicy`, read (api/lifecycle/networkPolicy.ts): `none` denies all egress; absent or `full`: its pool's. */
   network?: EgressPolicy;
   /** Its `networkPolicy`'s egress rules, walked before `network` (core/network/egressRules.ts); absent: none. */

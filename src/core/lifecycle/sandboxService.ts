@@ -4,7 +4,8 @@
  * of its warm leases, handed out at once; any other image gets a container of its own from the
  * backend. Sandboxes expire at their deadline (renewable), pause and resume where the backend can
  * freeze a container, and are sandboxes of the broker's directory while they live (the per-sandbox
- * APIs, execd's, find their handle there).
+ * APIs, execd's, find their handle there). A sandbox that is an isolated session can be snapshotted,
+ * and a create can restore a snapshot (sandboxSnapshots.ts).
  * It knows no HTTP: the router (api/lifecycle/) maps requests onto it.
  */
 import type { SessionBackend } from '../ports/backend';
@@ -22,13 +23,13 @@ import type { TakenSlot } from '../pool/poolTypes';
 export { SandboxNotFoundError, SandboxStateError, type SandboxFilter } from './sandboxRecord';
 import { BadRequestError, BrokerError, NotImplementedError, errorMessage } from '../../common/errors';
 import { newSessionId } from '../../common/ids';
-import type { ImagePools } from '../images/imagePools';
-import type { ImageAccess } from '../images/imageAccess';
-import { parseImageRef, type ImageRef } from '../images/imageRef';
+import type { ImageRef } from '../images/imageRef';
+import { sharedImageOf, type SandboxImages } from './sharedImage';
 
-/** Entry processes that only keep a container up: a sandbox asking for one of them can live in a shared container. */
-const IDLE_ENTRYPOINTS = ['tail -f /dev/null', 'sleep infinity'];
 import { logger } from '../../common/logger';
+import type { SnapshotService } from '../snapshots/snapshotService';
+import type { SnapshotRecord } from '../snapshots/snapshotBook';
+import { servedSnapshots, snapshotSandbox, takeFromSnapshot } from './sandboxSnapshots';
 
 export interface SandboxServiceOptions {
   pools: PoolRegistry;
@@ -41,9 +42,11 @@ export interface SandboxServiceOptions {
   /** How often dedicated containers are checked (BROKER_HEALTH_INTERVAL); none: never. */
   healthCheckIntervalMs?: number;
   /** Images on demand: a create that a shared container can serve takes a lease of its image's pool. */
-  images?: { pools: ImagePools; access: ImageAccess };
+  images?: SandboxImages;
   /** The broker's directory of live sandboxes: each lifecycle sandbox is one until it ends. */
   directory?: SandboxDirectory;
+  /** The node's snapshot store: a sandbox's snapshot is its session's, and a create may restore one (sandboxSnapshots.ts). */
+  snapshots?: SnapshotService;
 }
 
 /** Ended sandboxes remembered for GET (oldest forgotten first). */
@@ -70,23 +73,39 @@ export class SandboxService {
   async create(spec: SandboxSpec, poolRef: string | null = null, signal?: AbortSignal): Promise<SandboxRecord> {
     if (this.closing) throw new BrokerError('unavailable', 'shutting_down', 'Broker is shutting down and creates no sandboxes');
     const id = newSessionId();
+    const record = spec.snapshotId === undefined ? await this.start(id, spec, poolRef, signal) : await this.restore(id, spec.snapshotId, spec, signal);
+    this.live.set(id, record);
+    this.options.directory?.register({ id, kind: 'lifecycle', capabilities: SHELL_AND_FILES, ended: record.ending.signal, handle: () => this.resolve(id), describe: () => `${record.state}, ${record.place.kind}, ${record.spec.image}` });
+    this.arm(record);
+    return record;
+  }
+
+  /** A sandbox of a slot of the snapshot's pool, started from the snapshot. */
+  private async restore(id: string, snapshotId: string, spec: SandboxSpec, signal?: AbortSignal): Promise<SandboxRecord> {
+    const restored = await takeFromSnapshot(servedSnapshots(this.options.snapshots), snapshotId, spec, signal);
+    return this.fromTaken(id, restored.spec, restored.entry, restored.taken);
+  }
+
+  /** POST /v1/sandboxes/{id}/snapshots: its session's snapshot, named `name`. */
+  snapshot(id: string, name: string | null): Promise<SnapshotRecord> {
+    const record = this.get(id); // an unknown sandbox is a 404 before snapshots are a 501
+    return snapshotSandbox(servedSnapshots(this.options.snapshots), record, name);
+  }
+
+  /** A sandbox of a pool (by `poolRef`, or a pool of whole containers of its image), of its image's pool, or a container of its own. */
+  private async start(id: string, spec: SandboxSpec, poolRef: string | null, signal?: AbortSignal): Promise<SandboxRecord> {
     const entry = poolRef === null ? this.options.pools.wholeContainersOf(spec.image) : this.namedPool(poolRef);
     if (entry && poolRef !== null && spec.image !== '' && spec.image !== entry.image) {
       throw new BadRequestError(`image '${spec.image}' is not the image of pool '${poolRef}' ('${entry.image}'): give one of them, or the same`);
     }
     if (entry) spec = { ...spec, image: entry.image };
-    const shared = entry ? null : this.sharedImage(spec, poolRef);
+    const shared = entry ? null : sharedImageOf(this.options.images, spec, poolRef);
     if (spec.imageAuth && !shared) {
       throw new NotImplementedError('image.auth: registry credentials are served only for images this node pulls (BROKER_IMAGE_ALLOW), and only as the ones it has; this image is not pulled');
     }
-    let record: SandboxRecord;
-    if (entry) record = await this.fromPool(id, spec, entry, signal);
-    else if (shared) record = await this.fromImagePool(id, spec, shared, signal);
-    else record = await this.dedicated.start(id, spec);
-    this.live.set(id, record);
-    this.options.directory?.register({ id, kind: 'lifecycle', capabilities: SHELL_AND_FILES, ended: record.ending.signal, handle: () => this.resolve(id), describe: () => `${record.state}, ${record.place.kind}, ${record.spec.image}` });
-    this.arm(record);
-    return record;
+    if (entry) return this.fromPool(id, spec, entry, signal);
+    if (shared) return this.fromImagePool(id, spec, shared, signal);
+    return this.dedicated.start(id, spec);
   }
 
   private namedPool(name: string): PoolEntry {
@@ -95,29 +114,6 @@ export class SandboxService {
       throw new BadRequestError(`extensions.poolRef '${name}' names no pool of whole containers (BROKER_POOLS with sessions_per_container 1 and fresh_container)`);
     }
     return entry;
-  }
-
-  /**
-   * The image's reference when a shared container of its pool can serve the create (docs/images.md):
-   * on-demand images on, the image allowed, no limits of its own, an entry process that only idles.
-   * Null: it takes a dedicated container, as it always did.
-   */
-  private sharedImage(spec: SandboxSpec, poolRef: string | null): ImageRef | null {
-    const images = this.options.images;
-    if (!images?.pools.onDemand || poolRef !== null || spec.cpus !== null || spec.memoryBytes !== null) return null;
-    if (!IDLE_ENTRYPOINTS.includes(spec.entrypoint.join(' '))) return null;
-    let ref: ImageRef;
-    try {
-      ref = parseImageRef(spec.image);
-    } catch {
-      return null;
-    }
-    const pulled = images.access.allows(ref);
-    if (!pulled && !images.pools.configuredFor(ref)) return null;
-    // Credentials mean something only for an image this node pulls: for a configured pool's, the create answers 501.
-    if (spec.imageAuth && !pulled) return null;
-    if (spec.imageAuth) images.access.checkNamed(ref, spec.imageAuth);
-    return ref;
   }
 
   /** A lease of the image's pool (pulled and started on demand), taken out for the sandbox's life. */

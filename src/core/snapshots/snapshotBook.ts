@@ -6,6 +6,13 @@
 import type { ShellState } from './shellState';
 import { SnapshotInUseError, SnapshotNotFoundError } from './snapshotErrors';
 
+/** The lifecycle sandbox a snapshot was taken of (OpenSandbox's `sandboxId`), and what a sandbox restored from it inherits. */
+export interface SnapshotSandbox {
+  readonly id: string;
+  /** Its create's `env`: a sandbox restored from the snapshot gives it to every shell it opens, as its source did. */
+  readonly env: Readonly<Record<string, string>>;
+}
+
 export interface SnapshotRecord {
   readonly id: string;
   /** The pool whose session it was taken of: its forks start there. */
@@ -23,6 +30,10 @@ export interface SnapshotRecord {
   readonly parentWorkdir: string;
   /** Sessions started from it so far (acquires, forks, restores). */
   forks: number;
+  /** A name its client gave it (the lifecycle API's `name`), or null. */
+  readonly name: string | null;
+  /** The lifecycle sandbox it was taken of, or null (a lease of the pool API). */
+  readonly sandbox: SnapshotSandbox | null;
 }
 
 /** A snapshot as GET /snapshots and the snapshot route answer it. */
@@ -145,7 +156,12 @@ export class SnapshotBook {
   }
 
   list(nowMs: number): SnapshotView[] {
-    return [...this.records.values()].sort((a, b) => a.createdAtMs - b.createdAtMs).map((r) => this.view(r, nowMs));
+    return this.all().map((r) => this.view(r, nowMs));
+  }
+
+  /** Every record, oldest first. */
+  all(): SnapshotRecord[] {
+    return [...this.records.values()].sort((a, b) => a.createdAtMs - b.createdAtMs);
   }
 
   /** Every record, emptied (the broker's close): the layers go with the store's sweep at the next start. */

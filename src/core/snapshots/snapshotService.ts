@@ -6,14 +6,14 @@
  * container technology.
  */
 import { randomBytes } from 'node:crypto';
-import type { PoolRegistry } from '../pool/poolRegistry';
+import type { PoolEntry, PoolRegistry } from '../pool/poolRegistry';
 import type { SessionPool } from '../pool/pool';
 import type { AcquireResult } from '../pool/poolTypes';
 import type { SnapshotLayers } from '../ports/snapshotLayers';
 import { BackendError, SessionBrokenError } from '../../common/errors';
 import { logger } from '../../common/logger';
 import { errorMessage } from '../../common/errors';
-import { SnapshotBook, type SnapshotRecord, type SnapshotView } from './snapshotBook';
+import { SnapshotBook, type SnapshotRecord, type SnapshotSandbox, type SnapshotView } from './snapshotBook';
 import { DUMP_STATE_COMMAND, parseShellState, restoreStateCommand } from './shellState';
 import { SnapshotBudgetError, SnapshotNotOwnError, SnapshotOtherPoolError, SnapshotsUnsupportedError, SnapshotTooDeepError, SnapshotWhileRunningError } from './snapshotErrors';
 
@@ -29,6 +29,12 @@ const STATE_TIMEOUT_MS = 30_000;
 /** The state of a shell is its variables and functions: far below this, unless a variable holds a file. */
 const MAX_STATE_BYTES = 64 * 1024 * 1024;
 const SWEEP_EVERY_MS = 1_000;
+
+/** What a snapshot's client tells of it beyond the session: its name, the lifecycle sandbox it is of. */
+export interface SnapshotOrigin {
+  name?: string | null;
+  sandbox?: SnapshotSandbox | null;
+}
 
 /** How a session is started from a snapshot: its own acquire's timeout and lease_ttl. */
 export interface StartRequest {
@@ -53,7 +59,7 @@ export class SnapshotService {
   }
 
   /** POST /session/{id}/snapshot: the lease's view and shell state frozen; the session goes on. */
-  async snapshot(sessionId: string, ttlMs = this.options.ttlMs): Promise<SnapshotView> {
+  async snapshot(sessionId: string, ttlMs = this.options.ttlMs, origin: SnapshotOrigin = {}): Promise<SnapshotView> {
     const { pool, name, layers } = this.site(sessionId);
     const lease = pool.lease(sessionId);
     if (lease.executing) throw new SnapshotWhileRunningError(sessionId);
@@ -77,7 +83,7 @@ export class SnapshotService {
         throw new SnapshotBudgetError(bytes, this.book.usedBytes, this.options.budgetBytes);
       }
       const now = Date.now();
-      const record: SnapshotRecord = { id, poolName: name, parentSession: sessionId, base, chain: [id, ...below], bytes, createdAtMs: now, expiresAtMs: now + ttlMs, state, parentWorkdir: lease.workdir, forks: 0 };
+      const record: SnapshotRecord = { id, poolName: name, parentSession: sessionId, base, chain: [id, ...below], bytes, createdAtMs: now, expiresAtMs: now + ttlMs, state, parentWorkdir: lease.workdir, forks: 0, name: origin.name ?? null, sandbox: origin.sandbox ?? null };
       this.book.add(record);
       return this.book.view(record, now);
     } finally {
@@ -152,6 +158,40 @@ export class SnapshotService {
   async remove(snapshotId: string): Promise<void> {
     const record = this.book.remove(snapshotId);
     await this.entry(record.poolName).layers.remove(record.id);
+  }
+
+  /**
+   * The pool a snapshot's sessions start in (a lifecycle sandbox restored from it takes a slot of
+   * it): 404 for an unknown snapshot, 501 for a pool that keeps no layers or is gone.
+   */
+  poolOf(snapshotId: string): PoolEntry {
+    const record = this.book.require(snapshotId);
+    const entry = this.pools.entries.find((e) => e.name === record.poolName);
+    if (!entry) throw new SnapshotsUnsupportedError(`pool '${record.poolName}' is gone`);
+    this.layersOf(entry.backend?.snapshots);
+    return entry;
+  }
+
+  /** A lease just taken out of the snapshot's pool (pool.takeOut), started from the snapshot: a lifecycle sandbox's restore. */
+  async startTaken(snapshotId: string, sessionId: string): Promise<void> {
+    const record = this.book.require(snapshotId);
+    const { pool, layers } = this.entry(record.poolName);
+    await this.startFrom(pool, layers, record, sessionId);
+  }
+
+  /** Whether any pool keeps session layers (none on the local backend, nor with isolation off): else every snapshot is a 501. */
+  get served(): boolean {
+    return this.pools.entries.some((e) => e.backend?.snapshots !== undefined);
+  }
+
+  /** A snapshot's record (404 unknown). */
+  record(snapshotId: string): SnapshotRecord {
+    return this.book.require(snapshotId);
+  }
+
+  /** Every snapshot's record, oldest first. */
+  records(): SnapshotRecord[] {
+    return this.book.all();
   }
 
   list(): { budget_bytes: number; used_bytes: number; snapshots: SnapshotView[] } {
