@@ -2,9 +2,9 @@
  * OpenSandbox's lifecycle API (/v1) fuzzed from its declared routes (lifecycleContract.ts, with the
  * bounds lifecycleInput.ts adds): a create body broken in one field (or with unknown fields) beside
  * an otherwise valid one, bodies that are no JSON object, bad list queries, metadata patches and
- * renewals a running sandbox must refuse, ports that are none, ids no sandbox has, bodies past
- * BROKER_MAX_BODY_BYTES and no token. The fields the broker does not serve (snapshots, egress policy,
- * credential proxy, volumes) answer 501 by design and are left out. Every answer is a 4xx in
+ * renewals a running sandbox must refuse, ports that are none, ids no sandbox has, snapshot bodies,
+ * list queries and ids that are none, bodies past BROKER_MAX_BODY_BYTES and no token. The fields the
+ * broker does not serve (egress policy, credential proxy, volumes) answer 501 by design and are left out. Every answer is a 4xx in
  * OpenSandbox's `{code, message}`, within a bound; the sandboxes (ids, states, expiry, metadata) and
  * the pools' counts are the same after each case as before. Every string of every route gets a name
  * and a path too long, a NUL byte and `..` (hostileStrings.ts): never a 5xx (but a declared 501).
@@ -31,7 +31,7 @@ const MIN_TIMEOUT_S = 60;
 const MAX_TIMEOUT_S = 3600;
 const warmImage = testBackend === 'docker' ? (process.env.BROKER_IMAGE ?? 'bash-broker-test:latest') : 'warm-image:1';
 /** Served by design with 501 (not served here): no bad input, left out of the fuzzed fields. */
-const UNSERVED = ['snapshotId', 'networkPolicy', 'credentialProxy', 'volumes'];
+const UNSERVED = ['networkPolicy', 'credentialProxy', 'volumes'];
 
 const DECLARED = publishedSchema(LIFECYCLE_API_DOC.schemas!.CreateSandboxRequest, LIFECYCLE_API_DOC.schemas);
 /** lifecycleInput.ts: these objects may be null (none). */
@@ -56,6 +56,7 @@ const VALID_CREATE = { image: { uri: warmImage }, entrypoint: ['tail', '-f', '/d
 interface LifecycleState {
   pools: unknown;
   sandboxes: unknown;
+  snapshots: unknown;
 }
 
 describe(`the lifecycle API fuzzed (${testBackend})`, () => {
@@ -82,7 +83,8 @@ describe(`the lifecycle API fuzzed (${testBackend})`, () => {
     t = fuzzTarget(tb.url, report, 'opensandbox', async () => {
       const h = (await tb.get('/health')).json;
       const list = (await tb.request('GET', '/v1/sandboxes?pageSize=100', undefined, AUTH)).json;
-      return { pools: h.pools, sandboxes: list };
+      const snapshots = (await tb.request('GET', '/v1/snapshots?pageSize=100', undefined, AUTH)).json;
+      return { pools: h.pools, sandboxes: list, snapshots };
     });
   });
   afterAll(() => endFuzz(report, t, tb));
@@ -120,6 +122,34 @@ describe(`the lifecycle API fuzzed (${testBackend})`, () => {
       fc.constantFrom('metadata=%3Dx', 'metadata=%3D', 'metadata=a%3D1%26%3Db'),
     );
     await fc.assert(fc.asyncProperty(queries, (q) => send('GET /v1/sandboxes (query)', 'GET', `/v1/sandboxes?${q}`).then(() => undefined)), fuzzParams(RUNS));
+  });
+
+  it('snapshots: a bad snapshot body, list query or snapshot id: a 4xx, nothing taken', async () => {
+    const body = fc.oneof(
+      junkBody,
+      invalidBody({ type: 'object', properties: { name: { type: 'string', minLength: 1, maxLength: 256 } }, additionalProperties: false }, { name: 'x' }),
+      fc.constantFrom('{"name":""}', '{"name":"a\\u0000b"}', `{"name":"${'n'.repeat(257)}"}`, '{"ttl":5}'),
+    );
+    const bad = fc.oneof(fc.constantFrom('0', '-1', 'x', '1.5', '99999999999999999999'), nastyUrlText.filter((s) => !/^\d+$/.test(s) && s !== ''));
+    const query = fc.oneof(
+      fc.tuple(fc.constantFrom('page', 'pageSize'), bad).map(([k, v]) => `${k}=${v}`),
+      fc.constant('pageSize=1001'),
+      fc.oneof(fc.constantFrom('ready', 'Running', 'Deleted', '*'), nastyUrlText.filter((s) => s !== '')).map((s) => `state=${s}`),
+    );
+    // A well-formed id is looked up only where snapshots are served (elsewhere: the declared 501).
+    const wellFormed = tb.broker.snapshots.served ? ['snap-0000000000000000'] : [];
+    const unknownId = fc.oneof(badSegment, fc.constantFrom(...wellFormed, 'snap_123', 'SNAP-0123456789ABCDEF'));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          body.map((b) => ['POST /v1/sandboxes/:id/snapshots', 'POST', `/v1/sandboxes/${id}/snapshots`, b] as const),
+          query.map((q) => ['GET /v1/snapshots (query)', 'GET', `/v1/snapshots?${q}`, undefined] as const),
+          unknownId.chain((s) => fc.constantFrom('GET', 'DELETE').map((m) => [`${m} /v1/snapshots/:snapshotId (unknown)`, m, `/v1/snapshots/${s}`, undefined] as const)),
+        ),
+        ([route, method, path, b]) => send(route, method, path, b).then(() => undefined),
+      ),
+      fuzzParams(RUNS * 2),
+    );
   });
 
   it('metadata patch and renew of the running sandbox: a refused body changes neither its metadata nor its expiry', async () => {

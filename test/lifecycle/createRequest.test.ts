@@ -24,13 +24,17 @@ describe('a lifecycle create, checked by its schema and its rules', () => {
   test('is refused by the first rule it breaks, in their order', () => {
     const cases: [unknown, string][] = [
       [{ image: { uri: 'w' }, entrypoint: ['x'], colour: 1, snapshotId: 's' }, '400 unknown field(s) colour; CreateSandboxRequest has image, snapshotId, platform, timeout, resourceLimits, resourceRequests, env, metadata, entrypoint, networkPolicy, credentialProxy, secureAccess, volumes, extensions'],
-      [{ snapshotId: 's1' }, '501 snapshotId: restoring from snapshots is not served by this broker (create from an image)'],
+      [{ snapshotId: '', volumes: [{}] }, '501 volumes: storage mounts are not served by this broker'],
       [{ volumes: [{}], secureAccess: 'yes', image: 5 }, '501 volumes: storage mounts are not served by this broker'],
       [{ secureAccess: true, image: 5 }, '501 secureAccess: signed endpoint access is not served; endpoints take the broker token (OPEN-SANDBOX-API-KEY)'],
       [{ secureAccess: null }, '400 secureAccess must be a boolean'],
       [{ extensions: 5 }, '400 extensions must be a JSON object'],
       [{ extensions: { poolRef: 'warm', 'access.renew.extend.seconds': '9' }, image: 5 }, '501 extensions.access.renew.extend.seconds: renew-on-access is not served (renew with renew-expiration)'],
-      [{ entrypoint: ['x'] }, '400 image is required: {"uri": "<image>"} (or extensions.poolRef naming a pool)'],
+      [{ snapshotId: ' ', image: 5 }, '400 snapshotId must be a snapshot id (a non-empty string, as POST /v1/sandboxes/{sandboxId}/snapshots answered it), got " "'],
+      [{ snapshotId: false }, '400 snapshotId must be a snapshot id (a non-empty string, as POST /v1/sandboxes/{sandboxId}/snapshots answered it), got false'],
+      [{ snapshotId: 's1', image: 5 }, "400 image and snapshotId: give exactly one (a restored sandbox runs its snapshot's image)"],
+      [{ snapshotId: 's1', extensions: { poolRef: 'warm' } }, "400 snapshotId and extensions.poolRef: give one (a restored sandbox is a session of its snapshot's pool)"],
+      [{ entrypoint: ['x'] }, '400 image is required: {"uri": "<image>"} (or snapshotId naming a snapshot, or extensions.poolRef naming a pool)'],
       [{ image: { uri: '', auth: {} }, entrypoint: ['x'] }, '400 image.uri must be a non-empty string'],
       [{ image: { uri: 'w', x: 1, auth: {} }, entrypoint: ['x'] }, '400 image: unknown field(s) x'],
       // image.auth is checked for its shape here; whether it names the node's own credentials is the image service's.
@@ -47,11 +51,15 @@ describe('a lifecycle create, checked by its schema and its rules', () => {
     expect(cases.map(([body]) => answer(body))).toEqual(cases.map(([, want]) => want));
   });
 
-  test('takes null, false and empty for the fields not served as not sent, and a pool in place of an image', () => {
-    const body = { image: null, extensions: { poolRef: 'warm' }, platform: null, env: null, timeout: null, snapshotId: false, networkPolicy: {}, volumes: [] };
+  test('takes null, false and empty for the fields not served as not sent, a pool or a snapshot in place of an image', () => {
+    const body = { image: null, extensions: { poolRef: 'warm' }, platform: null, env: null, timeout: null, snapshotId: null, networkPolicy: {}, volumes: [] };
     expect(answer(body)).toBe('OK {"image":"","poolRef":"warm","entrypoint":["tail","-f","/dev/null"],"env":{},"metadata":{},"timeoutMs":null,"cpus":null,"memoryBytes":null}');
     expect(answer({ image: { uri: ' w ' }, entrypoint: ['x'], timeout: 60, resourceLimits: { cpu: '500m', memory: '512Mi' } })).toBe(
       'OK {"image":"w","poolRef":null,"entrypoint":["x"],"env":{},"metadata":{},"timeoutMs":60000,"cpus":0.5,"memoryBytes":536870912}',
+    );
+    // A restore: no image, no entrypoint (the spec's default), limits taken as sent.
+    expect(answer({ snapshotId: 'snap-0123456789abcdef', resourceLimits: { cpu: '1', memory: '2Gi' } })).toBe(
+      'OK {"image":"","poolRef":null,"entrypoint":["tail","-f","/dev/null"],"env":{},"metadata":{},"timeoutMs":null,"cpus":1,"memoryBytes":2147483648,"snapshotId":"snap-0123456789abcdef"}',
     );
   });
 });

@@ -20,7 +20,7 @@ import { pagedList, snapshotView } from './lifecycleViews';
 const createCheck = compileCheck(CREATE_SNAPSHOT_BODY);
 const SNAPSHOT_ID = /^snap-[0-9a-f]{16}$/;
 
-/** The snapshot's id as the store makes them; any other string names no snapshot (404, never a lookup of a huge key). */
+/** The snapshot's id as the store makes them; any other string names no snapshot (404 first, on any backend; never a lookup of a huge key). */
 function snapshotId(raw: string): string {
   if (!SNAPSHOT_ID.test(raw)) throw new SnapshotNotFoundError(raw.slice(0, 100));
   return raw;
@@ -44,10 +44,12 @@ export function lifecycleSnapshotRoutes(sandboxes: SandboxService, store: Snapsh
       sendJson(res, 200, pagedList(views.slice(start, start + filter.pageSize), views.length, filter.page, filter.pageSize));
     }),
     served(R.getSnapshot, ({ params, res }) => {
-      sendJson(res, 200, snapshotView(servedSnapshots(store).record(snapshotId(params.snapshotId))));
+      const id = snapshotId(params.snapshotId);
+      sendJson(res, 200, snapshotView(servedSnapshots(store).record(id)));
     }),
     served(R.deleteSnapshot, async ({ params, res }) => {
-      await servedSnapshots(store).remove(snapshotId(params.snapshotId));
+      const id = snapshotId(params.snapshotId);
+      await servedSnapshots(store).remove(id);
       res.writeHead(204).end();
     }),
   ];
