@@ -12,7 +12,10 @@
  *   its layer or of the image (the layer is a lower layer of the fork's overlay).
  *
  * node -r ts-node/register/transpile-only bench/snapshots.ts [--sizes 1,10] [--forks 1,8]
- *   [--rounds 20] [--out bench/results]
+ *   [--rounds 20] [--containers 3] [--per-container 4] [--container-memory 1g] [--append]
+ *   [--out bench/results]
+ * `--append` adds this run's table to snapshots-latest.md rather than replacing it (a fork of 64
+ * needs a bigger pool than the sizes' run, and a replay of 64 x 100 MB more memory than the machine).
  * The broker runs as built (dist/, rebuilt when older than src/), in its own process.
  */
 import fs from 'node:fs';
@@ -27,6 +30,11 @@ interface Options {
   sizesMb: number[];
   forks: number[];
   rounds: number;
+  containers: number;
+  perContainer: number;
+  /** BROKER_CONTAINER_MEMORY: a session's layer is a tmpfs charged to its container. */
+  containerMemory: string;
+  append: boolean;
   out: string;
 }
 
@@ -36,7 +44,16 @@ function parseArgs(argv: string[]): Options {
     return i >= 0 && argv[i + 1] ? argv[i + 1] : dflt;
   };
   const list = (text: string): number[] => text.split(',').map(Number);
-  return { sizesMb: list(get('sizes', '1,10')), forks: list(get('forks', '1,8')), rounds: Number(get('rounds', '20')), out: get('out', path.join(REPO_DIR, 'bench', 'results')) };
+  return {
+    sizesMb: list(get('sizes', '1,10')),
+    forks: list(get('forks', '1,8')),
+    rounds: Number(get('rounds', '20')),
+    containers: Number(get('containers', '3')),
+    perContainer: Number(get('per-container', '4')),
+    containerMemory: get('container-memory', '1g'),
+    append: argv.includes('--append'),
+    out: get('out', path.join(REPO_DIR, 'bench', 'results')),
+  };
 }
 
 async function call(url: string, method: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
@@ -121,12 +138,12 @@ async function measureSize(base: string, o: Options, sizeMb: number, total: numb
 const ms = (v: number): string => v.toFixed(1);
 
 function report(o: Options, results: SizeResult[], loadAtStart: number): string {
+  const pool = `--containers ${o.containers} --per-container ${o.perContainer} --container-memory ${o.containerMemory}`;
   const lines = [
-    '# Snapshots and forks against replaying the prefix',
+    ...(o.append ? ['## A bigger pool', ''] : ['# Snapshots and forks against replaying the prefix', '']),
+    `Command: \`node -r ts-node/register/transpile-only bench/snapshots.ts --sizes ${o.sizesMb.join(',')} --forks ${o.forks.join(',')} --rounds ${o.rounds} ${pool}${o.append ? ' --append' : ''}\``,
     '',
-    `Command: \`node -r ts-node/register/transpile-only bench/snapshots.ts --sizes ${o.sizesMb.join(',')} --forks ${o.forks.join(',')} --rounds ${o.rounds}\``,
-    '',
-    `${new Date().toISOString()}; ${os.cpus().length} CPUs, ${os.cpus()[0]?.model ?? ''}; load ${loadAtStart.toFixed(2)} at the start, ${os.loadavg()[0].toFixed(2)} at the end (the machine is shared). Docker backend, per-lease isolation, image bash-broker-test, 3 containers x 4 sessions.`,
+    `${new Date().toISOString()}; ${os.cpus().length} CPUs, ${os.cpus()[0]?.model ?? ''}; load ${loadAtStart.toFixed(2)} at the start, ${os.loadavg()[0].toFixed(2)} at the end (the machine is shared). Docker backend, per-lease isolation, image bash-broker-test, ${o.containers} containers x ${o.perContainer} sessions.`,
     '',
     '| prefix wrote | snapshot p50 | snapshot p99 | layer bytes | N | fork p50 | fork p99 | replay p50 | replay p99 | bytes copied per fork |',
     '|---|---|---|---|---|---|---|---|---|---|',
@@ -151,10 +168,10 @@ async function main(): Promise<void> {
     {
       name: 'snapshots',
       backend: 'docker',
-      containers: 3,
-      perContainer: 4,
+      containers: o.containers,
+      perContainer: o.perContainer,
       image: 'bash-broker-test:latest',
-      env: { BROKER_SNAPSHOT_BUDGET: '4g', BROKER_NETWORK_MODE: 'none', BROKER_DEPLOYMENT: `bench-snap-${process.pid}`, BROKER_ACQUIRE_TIMEOUT: '60' },
+      env: { BROKER_CONTAINER_MEMORY: o.containerMemory, BROKER_SNAPSHOT_BUDGET: '4g', BROKER_NETWORK_MODE: 'none', BROKER_DEPLOYMENT: `bench-snap-${process.pid}`, BROKER_ACQUIRE_TIMEOUT: '60' },
     },
     logDir,
   );
@@ -164,7 +181,9 @@ async function main(): Promise<void> {
     for (const sizeMb of o.sizesMb) results.push(await measureSize(broker.url, o, sizeMb, broker.total));
     const text = report(o, results, loadAtStart);
     fs.mkdirSync(o.out, { recursive: true });
-    fs.writeFileSync(path.join(o.out, 'snapshots-latest.md'), text);
+    const file = path.join(o.out, 'snapshots-latest.md');
+    if (o.append) fs.appendFileSync(file, '\n' + text);
+    else fs.writeFileSync(file, text);
     process.stdout.write(text);
   } finally {
     await broker.stop(60_000);

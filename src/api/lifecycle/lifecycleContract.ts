@@ -7,11 +7,11 @@
  * schemas (lifecycleInput.ts; a create's, with its rules, in createRequest.ts), and /openapi.json shows them.
  */
 import { Type } from '@sinclair/typebox';
-import { arrayOf, BOOLEAN, INTEGER, object, ref, STRING, type ReplyDoc, type Schema } from '../../http/openApiTypes';
+import { arrayOf, object, ref, STRING, type ReplyDoc, type Schema } from '../../http/openApiTypes';
 import type { ApiContract, ContractMethod, RouteContract } from '../../http/contract';
 import { createSandboxRequest, NOT_AN_OBJECT } from './createRequest';
 import { EGRESS_POLICY_ROUTES } from './egressContract';
-import { LIFECYCLE_SNAPSHOT_ROUTES, SNAPSHOT } from './lifecycleSnapshotContract';
+import { LIFECYCLE_SNAPSHOT_ROUTES, PAGING_PARAMS, pageOf, SNAPSHOT } from './lifecycleSnapshotContract';
 
 const ID = '5b7c0ffee0c0ffee0c0ffee0c0ffee01';
 const AT: Schema = { type: 'string', format: 'date-time' };
@@ -80,16 +80,9 @@ const routes = {
     params: [
       { name: 'state', in: 'query', description: 'repeat for several', schema: STATE },
       { name: 'metadata', in: 'query', description: 'key=value&key2=value2, URL-encoded', schema: STRING },
-      { name: 'page', in: 'query', description: 'from 1', schema: { type: 'integer', minimum: 1 } },
-      { name: 'pageSize', in: 'query', description: '1 to 1000, default 20', schema: { type: 'integer', minimum: 1, maximum: 1000 } },
+      ...PAGING_PARAMS,
     ],
-    responses: {
-      200: {
-        description: 'one page',
-        schema: object({ items: arrayOf(ref('Sandbox')), pagination: object({ page: INTEGER, pageSize: INTEGER, totalItems: INTEGER, totalPages: INTEGER, hasNextPage: BOOLEAN }) }),
-        example: { items: [], pagination: { page: 1, pageSize: 20, totalItems: 0, totalPages: 0, hasNextPage: false } },
-      },
-    },
+    responses: { 200: pageOf('Sandbox', []) },
     errors: { 400: 'a bad filter or page (`INVALID_REQUEST_BODY`)' },
   },
   get: { method: 'GET', path: '/v1/sandboxes/:id', summary: 'A sandbox', responses: { 200: { description: 'the sandbox', schema: ref('Sandbox') } }, errors: SANDBOX_ERRORS },

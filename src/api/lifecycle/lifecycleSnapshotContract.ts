@@ -37,6 +37,22 @@ export const CREATE_SNAPSHOT_BODY = Type.Object(
   { additionalProperties: false, 'x-refusal': { type: 'The request body must be a JSON object (or empty)', additionalProperties: 'CreateSnapshotRequest has only name' } },
 );
 
+/** A list's `page` and `pageSize` (the sandboxes' and the snapshots'). */
+export const PAGING_PARAMS = [
+  { name: 'page', in: 'query', description: 'from 1', schema: { type: 'integer', minimum: 1 } },
+  { name: 'pageSize', in: 'query', description: '1 to 1000, default 20', schema: { type: 'integer', minimum: 1, maximum: 1000 } },
+] as const;
+
+/** A list's answer: one page of `item`s (ListSandboxesResponse, ListSnapshotsResponse). */
+export function pageOf(item: string, example: unknown[]): { description: string; schema: Schema; example: unknown } {
+  const totalItems = example.length;
+  return {
+    description: 'one page',
+    schema: object({ items: arrayOf(ref(item)), pagination: object({ page: INTEGER, pageSize: INTEGER, totalItems: INTEGER, totalPages: INTEGER, hasNextPage: BOOLEAN }) }),
+    example: { items: example, pagination: { page: 1, pageSize: 20, totalItems, totalPages: Math.ceil(totalItems / 20), hasNextPage: false } },
+  };
+}
+
 const SNAPSHOT_ERRORS = { 404: 'no such snapshot (`NOT_FOUND`)', 501: 'snapshots are not served: the local backend, or per-lease isolation off (`NOT_SUPPORTED`)' };
 const EXAMPLE = { id: 'snap-0123456789abcdef', sandboxId: '5b7c0ffee0c0ffee0c0ffee0c0ffee01', name: 'before-import', status: { state: 'Ready', reason: 'snapshot_ready', message: 'snapshot is ready', lastTransitionAt: '2026-01-01T00:00:00.000Z' }, createdAt: '2026-01-01T00:00:00.000Z' };
 
@@ -64,16 +80,9 @@ export const LIFECYCLE_SNAPSHOT_ROUTES = {
       { name: 'sandboxId', in: 'query', description: 'the sandbox they were taken of', schema: STRING },
       { name: 'name', in: 'query', description: 'their name, exactly', schema: STRING },
       { name: 'state', in: 'query', description: 'repeat for several', schema: { enum: [...SNAPSHOT_STATES] } },
-      { name: 'page', in: 'query', description: 'from 1', schema: { type: 'integer', minimum: 1 } },
-      { name: 'pageSize', in: 'query', description: '1 to 1000, default 20', schema: { type: 'integer', minimum: 1, maximum: 1000 } },
+      ...PAGING_PARAMS,
     ],
-    responses: {
-      200: {
-        description: 'one page',
-        schema: object({ items: arrayOf(ref('Snapshot')), pagination: object({ page: INTEGER, pageSize: INTEGER, totalItems: INTEGER, totalPages: INTEGER, hasNextPage: BOOLEAN }) }),
-        example: { items: [EXAMPLE], pagination: { page: 1, pageSize: 20, totalItems: 1, totalPages: 1, hasNextPage: false } },
-      },
-    },
+    responses: { 200: pageOf('Snapshot', [EXAMPLE]) },
     errors: { 400: 'a bad filter or page (`INVALID_REQUEST_BODY`)', 501: SNAPSHOT_ERRORS[501] },
   },
   getSnapshot: {
