@@ -5,7 +5,7 @@
  * files written through its execd, restored into a new sandbox that sees them and its create's
  * env, and whose writes are its own; snapshots are listed (filters, pages), fetched and deleted (not
  * while a restored sandbox lies on one); bad input gets OpenSandbox's codes and changes nothing; a
- * whole container's sandbox answers 501 saying why. The same through OpenSandbox's own SDK.
+ * whole container's sandbox answers 501 saying why (409 while paused); past the node's budget, 507. The same through OpenSandbox's own SDK.
  * @backend docker
  */
 import { Sandbox, SandboxManager } from '@alibaba-group/opensandbox';
@@ -44,6 +44,8 @@ describeDocker("a lifecycle sandbox's snapshots", () => {
       BROKER_SESSIONS_PER_CONTAINER: '4',
       BROKER_IMAGE_ALLOW: '127.0.0.1:9/none/*',
       BROKER_ACQUIRE_TIMEOUT: '60',
+      // Room for the small snapshots here, not for a sandbox that wrote 2 MB.
+      BROKER_SNAPSHOT_BUDGET: '1m',
       BROKER_POOLS: JSON.stringify({ whole: { image: WHOLE_IMAGE, containers: 1, sessions_per_container: 1 } }),
     });
     await eventually(async () => (await tb.get('/health')).json.pools.whole.available_sessions === 1, 120_000, 'the whole containers pool warm');
@@ -99,6 +101,8 @@ describeDocker("a lifecycle sandbox's snapshots", () => {
     const source = await create({ image: { uri: IMAGE } });
     const snap = (await api('POST', `/v1/sandboxes/${source}/snapshots`)).json.id as string;
     const whole = await create({ image: { uri: WHOLE_IMAGE } });
+    const big = await create({ image: { uri: IMAGE } });
+    await run(big, 'head -c 2000000 /dev/urandom >/root/big.bin');
     const before = { sandboxes: (await api('GET', '/v1/sandboxes')).json, snapshots: (await api('GET', '/v1/snapshots')).json };
 
     const cases: [string, string, unknown, number, string][] = [
@@ -107,6 +111,7 @@ describeDocker("a lifecycle sandbox's snapshots", () => {
       ['POST', `/v1/sandboxes/${source}/snapshots`, { name: '' }, 400, 'INVALID_REQUEST_BODY'],
       ['POST', `/v1/sandboxes/${source}/snapshots`, [1], 400, 'INVALID_REQUEST_BODY'],
       ['POST', `/v1/sandboxes/${whole}/snapshots`, {}, 501, 'NOT_SUPPORTED'],
+      ['POST', `/v1/sandboxes/${big}/snapshots`, {}, 507, 'RUNTIME_ERROR'],
       ['GET', '/v1/snapshots/snap-0000000000000000', undefined, 404, 'NOT_FOUND'],
       ['GET', '/v1/snapshots/snap_123', undefined, 404, 'NOT_FOUND'],
       ['DELETE', '/v1/snapshots/snap-0000000000000000', undefined, 404, 'NOT_FOUND'],
@@ -130,7 +135,12 @@ describeDocker("a lifecycle sandbox's snapshots", () => {
     expect(refused.json.message).toMatch(/is a whole container of pool 'whole'/);
 
     expect({ sandboxes: (await api('GET', '/v1/sandboxes')).json, snapshots: (await api('GET', '/v1/snapshots')).json }).toEqual(before);
-    for (const id of [source, whole]) expect((await api('DELETE', `/v1/sandboxes/${id}`)).status).toBe(204);
+    // A snapshot is taken of a Running sandbox: a paused one is a 409 first (its pause changes its status, so after the comparison).
+    expect((await api('POST', `/v1/sandboxes/${whole}/pause`)).status).toBe(202);
+    const paused = await api('POST', `/v1/sandboxes/${whole}/snapshots`, {});
+    expect({ status: paused.status, code: paused.json.code }).toEqual({ status: 409, code: 'RUNTIME_ERROR' });
+    expect((await api('POST', `/v1/sandboxes/${whole}/resume`)).status).toBe(202);
+    for (const id of [source, whole, big]) expect((await api('DELETE', `/v1/sandboxes/${id}`)).status).toBe(204);
     expect((await api('DELETE', `/v1/snapshots/${snap}`)).status).toBe(204);
   });
 
