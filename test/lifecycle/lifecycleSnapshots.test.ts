@@ -73,6 +73,10 @@ describeDocker("a lifecycle sandbox's snapshots", () => {
     expect(await run(restored, 'echo "$(cat /root/repo/a.txt) $(cat /etc/branch.conf) $(test -e /etc/motd && echo motd || echo no-motd) $STEP $EXTRA"')).toBe('patched cfg no-motd 3 x');
     await run(restored, 'echo restored >/root/repo/a.txt');
     expect(await run(source, 'cat /root/repo/a.txt')).toBe('after');
+    // A restore's create applies its own networkPolicy, as any create does (denied: its session has no network).
+    const denied = await create({ snapshotId: snap.id, entrypoint: undefined, networkPolicy: { defaultAction: 'deny', egress: [] } });
+    expect(await run(denied, 'echo "$(cat /root/repo/a.txt) $(awk \'NR > 2 { printf "%s", $1 }\' /proc/net/dev)"')).toBe('patched lo:');
+    expect((await api('DELETE', `/v1/sandboxes/${denied}`)).status).toBe(204);
 
     expect((await api('GET', `/v1/snapshots/${snap.id}`)).json).toEqual(snap);
     const listed = async (query: string) => (await api('GET', `/v1/snapshots${query}`)).json;
