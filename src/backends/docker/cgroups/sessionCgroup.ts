@@ -187,9 +187,14 @@ export class SessionCgroup {
       return state !== undefined && state !== 'Z' && state !== 'X'; // gone, zombie, dead
     };
     const fresh = this.members().filter((p) => !killed.has(p) && p > 1 && p !== process.pid && !(spareShell && p === this.shellHostPid) && alive(p));
-    for (const p of fresh) signal(p, 'SIGSTOP');
+    // The spared shell's own children are killed without a stop first: a shell that saw its job
+    // stop before the kill landed would report it Stopped (status 147), not killed (137). The rest
+    // are stopped first, so a fork loop below cannot outrun the kills.
+    const direct = new Set(spareShell ? fresh.filter((p) => procStat(p)?.ppid === this.shellHostPid) : []);
+    for (const p of fresh) if (!direct.has(p)) signal(p, 'SIGSTOP');
+    for (const p of direct) signal(p, 'SIGKILL');
     for (const p of fresh) {
-      signal(p, 'SIGKILL');
+      if (!direct.has(p)) signal(p, 'SIGKILL');
       killed.add(p);
     }
     return fresh.length;
@@ -201,8 +206,8 @@ export class SessionCgroup {
   }
 }
 
-/** State letter and process group of a host process, from /proc; null once it is gone. */
-function procStat(pid: number): { state: string; pgrp: number } | null {
+/** State letter, parent and process group of a host process, from /proc; null once it is gone. */
+function procStat(pid: number): { state: string; ppid: number; pgrp: number } | null {
   let stat: string;
   try {
     stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
@@ -213,9 +218,9 @@ function procStat(pid: number): { state: string; pgrp: number } | null {
 }
 
 /** The fields after `(comm)` of a /proc/<pid>/stat line (comm may hold spaces and parentheses). */
-function parseStat(stat: string): { state: string; pgrp: number } {
+function parseStat(stat: string): { state: string; ppid: number; pgrp: number } {
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ', 3);
-  return { state: f[0], pgrp: Number(f[2]) };
+  return { state: f[0], ppid: Number(f[1]), pgrp: Number(f[2]) };
 }
 
 function openQuietly(file: string): number {

@@ -69,7 +69,10 @@ __bk_nspid(){
   builtin echo 0
 }
 __bk_kill(){
+  # Killed by an earlier round: a process with SIGKILL pending may not be a zombie yet when the next
+  # round reads /proc, and must be neither killed nor counted twice.
   local total=0 round envmin=-1 up
+  local -A __bk_dead=()
   for round in 1 2 3; do
     builtin read -r up _ < /proc/uptime; up=\${up/./}
     __bk_kill_pass "$@" "$envmin"
@@ -114,15 +117,20 @@ __bk_kill_pass(){
   # tag and the start time alone would take it.
   local -A kept=()
   if ((keep == 1)); then p=$root; while [[ -n $p && $p != 0 && -z \${kept[$p]} ]]; do kept[$p]=1; p=\${pp[$p]}; done; fi
-  local victims=()
+  # A kept ROOT's own children are killed without a stop first: a shell that saw its job stop
+  # before the kill landed would report it Stopped (status 147), not killed (137).
+  local victims=() direct=()
   for p in "\${!hit[@]}"; do
     [[ $p == 1 || $p == "$$" || $p == "$BASHPID" || -z \${pp[$p]} ]] && continue
-    [[ -n \${kept[$p]} ]] && continue
+    [[ -n \${kept[$p]} || -n \${__bk_dead[$p]} ]] && continue
     ((min >= 0 && \${st[$p]} < min)) && continue
-    victims+=("$p")
+    __bk_dead[$p]=1
+    if ((keep == 1)) && [[ \${pp[$p]} == "$root" ]]; then direct+=("$p"); else victims+=("$p"); fi
   done
+  ((\${#victims[@]})) && builtin kill -STOP "\${victims[@]}" 2>/dev/null
+  ((\${#direct[@]})) && builtin kill -9 "\${direct[@]}" 2>/dev/null
   __bk_slay "\${victims[@]}"
-  __bk_n=\${#victims[@]}
+  __bk_n=$((\${#victims[@]} + \${#direct[@]}))
 }
 `;
 

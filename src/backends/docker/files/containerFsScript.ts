@@ -113,9 +113,11 @@ mv)
   elif [ -d "$d" ] && [ ! -L "$d" ]; then err isdir 1
   elif ! mv -f -- "$s" "$d" 2>/dev/null; then err failed 0; fi ;;
 target)
-  # where an upload writes: the path resolved, its parents made; the mode a file there has now
+  # where an upload writes: the path resolved, its parents made; the mode a file there has now.
+  # The owner and group it will be given ($2, $3) are checked first: a refused upload writes nothing.
   r=$(canon "$1")
   if [ -z "$r" ] || ! inside "$r"; then err forbidden 0
+  elif ! named "@{2-}" /etc/passwd || ! named "@{3-}" /etc/group; then err owner 0
   elif [ -d "$r" ]; then err isdir 0
   elif ! mkdir -p -- "$(dirname -- "$r")" 2>/dev/null; then err notdir 0
   else printf 'OK\0%s\0%s\0' "$r" "$([ -e "$r" ] && stat -c %a -- "$r")"; fi ;;

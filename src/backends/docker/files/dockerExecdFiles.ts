@@ -91,7 +91,7 @@ export class DockerExecdFiles {
     try {
       const container = this.container(owner);
       const place = this.place(owner);
-      const fields = await runFsScript(container, 'target', root, [target], place);
+      const fields = await runFsScript(container, 'target', root, [target, permission.owner ?? '', permission.group ?? ''], place);
       if (fields[0] === 'ERR') throw fsError(fields[1], target);
       const [real, existingMode] = [fields[1], fields[2]];
       const mode = permission.mode ?? (existingMode ? parseInt(existingMode, 8) : 0o644);
