@@ -344,7 +344,7 @@ export class DockerBackend implements SessionBackend {
     await Promise.all(links.map((l) => l.spawner?.close()));
     await this.pipes.close();
     await this.snapshots?.close();
-    // Bounded: an engine that is still down must not hold the broker's shutdown.
-    await Promise.race([this.removals.retry(), new Promise((r) => setTimeout(r, 10_000).unref())]);
+    // Bounded: an engine that is still down must not hold the broker's shutdown. Last, whatever of this broker the engine still has.
+    await Promise.race([this.removals.retry().then(() => this.ownContainers.removeOwn()).catch(() => 0), new Promise((r) => setTimeout(r, 10_000).unref())]);
   }
 }

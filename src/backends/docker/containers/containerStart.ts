@@ -59,8 +59,9 @@ export async function createAndStart(
     container = await deps.docker.createContainer(createOptions(deadline));
   } catch (err) {
     await undo();
-    // A stuck engine may still create it once it moves again: remove it by name with the retries.
-    if (deadline.aborted) deps.removals.abandonName(name);
+    // A stuck engine may still create it once it moves again, and one that died mid-request may
+    // have made it before its answer was lost: without an answer, remove it by name with the retries.
+    if (deadline.aborted || (err as { statusCode?: number }).statusCode === undefined) deps.removals.abandonName(name);
     throw failure(err);
   }
   try {

@@ -10,7 +10,7 @@ import type { ContainerKind, DedicatedContainerSpec } from '../../../core/ports/
 import type { ContainerRemovals } from './containerRemovals';
 import { createAndStart } from './containerStart';
 import { dedicatedCreateOptions, type DedicatedDefaults, type DockerExtras } from './dedicatedSpec';
-import { containerName, kindFilter, LABEL_INSTANCE } from './labels';
+import { containerName, kindFilter, LABEL_DEPLOYMENT, LABEL_INSTANCE } from './labels';
 
 export type DedicatedOptions = DedicatedDefaults & { startTimeoutMs: number };
 
@@ -48,6 +48,17 @@ export class DockerDedicatedContainers {
     const startMs = performance.now() - t0;
     let removed: Promise<void> | null = null;
     return { ref: { id: container.id, name }, startMs, remove: () => (removed ??= this.removals.forceRemove(container.id)) };
+  }
+
+  /**
+   * Removes every container this broker made, of every kind, that is still on the engine: at its
+   * close, after the removals it knows of, for any whose start it took for failed (a create whose
+   * answer the engine lost as it died). Returns how many it found.
+   */
+  async removeOwn(): Promise<number> {
+    const own = await this.docker.listContainers({ all: true, filters: { label: [`${LABEL_DEPLOYMENT}=${this.options.deployment}`, `${LABEL_INSTANCE}=${this.instance}`] } });
+    await Promise.all(own.map((c) => this.removals.forceRemove(c.Id)));
+    return own.length;
   }
 
   /**
