@@ -37,7 +37,7 @@ import { lifecycleRouter } from './lifecycle/lifecycleRoutes';
 import { egressRouter } from './lifecycle/unservedRoutes';
 import { portProxyRouter } from './lifecycle/portProxy';
 import type { BrokerImages } from '../brokerImages';
-import { imageRouter } from './images/imageRoutes';
+import { imageCheckRouter, imageRouter } from './images/imageRoutes';
 import { snapshotRouter } from './snapshots/snapshotRoutes';
 import type { SnapshotService } from '../core/snapshots/snapshotService';
 
@@ -90,6 +90,7 @@ export function brokerRouters(pool: SessionPool, metrics: BrokerMetrics, config:
   ];
   const { workspaces, execd, groups, sandboxes: lifecycle, tasks, dashboard, images } = apis;
   if (images) routers.push(imageRouter(images.warmups, images.report));
+  if (images && config.cluster.role === 'node') routers.push(imageCheckRouter(images.warmups));
   if (apis.snapshots) routers.push(snapshotRouter(apis.snapshots));
   if (workspaces) {
     const { viewerBufferBytes, terminalBufferBytes, viewerStallMs, pingMs } = config.workspace;

@@ -13,7 +13,8 @@
  */
 import { useTestCluster, nodeOf } from '../helpers/cluster';
 import { imageSuite } from '../helpers/imageBroker';
-import { eventually, metricValue, type HttpResult } from '../helpers/broker';
+import { metricValue, type HttpResult } from '../helpers/broker';
+import { untilWarmOn } from '../helpers/clusterImages';
 import type { BrokerProcess } from '../../devtools/brokerProcess';
 
 // The registry starts first (its beforeAll is the suite's first), so the nodes are told its address.
@@ -28,12 +29,6 @@ const cluster = useTestCluster(['n1', 'n2', 'n3'], 2, () => ({
 const FIRST = { acquire_timeout: 180 };
 const TEST_MS = 400_000;
 
-/** The node images of a gateway's /health, by node id. */
-interface NodeImagesView {
-  node_id: string;
-  images?: { top: Array<{ image: string; warm: number; containers: number; held: boolean }> };
-}
-
 async function acquire(g: BrokerProcess, body: Record<string, unknown>): Promise<HttpResult> {
   const r = await cluster.call(g, 'POST', '/session/acquire', { ...FIRST, ...body });
   if (r.status !== 200) throw new Error(`acquire: ${r.status} ${r.text}`);
@@ -45,20 +40,8 @@ async function release(g: BrokerProcess, id: string): Promise<void> {
 }
 
 /** Until every live gateway sees `image` with `warm` free sessions at least on `nodeId`. */
-async function untilWarm(nodeId: string, image: string, warm = 1): Promise<void> {
-  for (const g of cluster.gateways.filter((x) => x.alive)) {
-    let last: unknown;
-    await eventually(
-      async () => {
-        const nodes = (await cluster.health(g)).nodes as unknown as NodeImagesView[];
-        const top = nodes.find((n) => n.node_id === nodeId)?.images?.top ?? [];
-        last = top;
-        return (top.find((t) => t.image === image)?.warm ?? 0) >= warm;
-      },
-      60_000,
-      () => `${g.url} to see ${warm} warm session(s) of ${image} on ${nodeId} (last: ${JSON.stringify(last)})`,
-    );
-  }
+function untilWarm(nodeId: string, image: string, warm = 1): Promise<void> {
+  return untilWarmOn(cluster, nodeId, image, warm);
 }
 
 async function placements(g: BrokerProcess, tier: string): Promise<number> {

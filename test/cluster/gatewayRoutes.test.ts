@@ -49,6 +49,7 @@ const RECORDERS: GatewayHandlers = {
   },
   acquire: (path) => answer({ to: 'acquire', path }),
   create: () => answer({ to: 'create' }),
+  warmImages: () => answer({ to: 'warm-images' }),
   list: (kind) => answer({ to: 'list', kind }),
   own: (contract) => answer({ to: 'gateway', own: contractKey(contract) }),
 };
@@ -64,6 +65,7 @@ function expected(contract: RouteContract, to: string): Went {
     case 'acquire':
       return { to, path: contract.path };
     case 'create':
+    case 'warm-images':
       return { to };
     case 'gateway':
       return { to, own: contractKey(contract) };
@@ -154,7 +156,7 @@ describe("a gateway's routes are its contracts'", () => {
 
   it("serves a node's own routes to no client: they are answered as calls to no route", async () => {
     const own = contracts.filter((c) => c.to === 'node');
-    expect(own.map((c) => contractKey(c.contract))).toEqual(['POST /cluster/acquires/:tag/cut']);
+    expect(own.map((c) => contractKey(c.contract))).toEqual(['POST /cluster/acquires/:tag/cut', 'POST /images/check']);
     for (const { contract } of own) {
       const r = await call(url, contract.method, concrete(contract), true);
       expect({ status: r.status, body: r.json }).toEqual({ status: 404, body: { detail: `Not Found: POST ${concrete(contract)}`, code: 'route_not_found' } });
@@ -185,6 +187,8 @@ describe("a gateway's routes are its contracts'", () => {
     }
     expect(await where('POST', '/session/acquire_group/')).toEqual({ to: 'acquire', path: '/session/acquire_group' });
     expect(await where('GET', '/v1/sandboxes?state=Running')).toEqual({ to: 'list', kind: 'lifecycle' });
+    expect(await where('POST', '/images')).toEqual({ to: 'warm-images' });
+    expect(await where('GET', '/images')).toEqual({ to: 'list', kind: 'images' });
     for (const [method, path] of [['POST', '/api/execute'], ['WS', '/ws/workspace'], ['POST', '/sandbox/start'], ['WS', '/admin/live']]) {
       expect({ method, path, went: await where(method, path) }).toEqual({ method, path, went: { to: 'home', id: null } });
     }

@@ -15,6 +15,7 @@ import { CLUSTER_CONTRACT } from '../../src/api/cluster/clusterContract';
 import { contractKey, contractOf, destinationOf, isPublic, type RouteContract } from '../../src/http/contract';
 import { ERROR_FORMATS } from '../../src/http/errorFormats';
 import { AcquireCuts } from '../../src/cluster/node/acquireCuts';
+import { imageCheckRouter } from '../../src/api/images/imageRoutes';
 import type { Router } from '../../src/http/router';
 import type { SessionPool } from '../../src/core/pool/pool';
 import type { BrokerMetrics } from '../../src/metrics/metrics';
@@ -29,7 +30,7 @@ function standIn(name: string): never {
 
 const config = loadConfig({});
 
-/** A broker's routers with every API mounted, and the route a node adds for its gateways. */
+/** A broker's routers with every API mounted, and the routes a node adds for its gateways. */
 function allRouters(): Router[] {
   const apis: BrokerApis = {
     workspaces: standIn('workspaces'),
@@ -42,7 +43,7 @@ function allRouters(): Router[] {
     images: standIn('images'),
     snapshots: standIn('snapshots'),
   };
-  return [...brokerRouters(standIn('pool') as SessionPool, standIn('metrics') as BrokerMetrics, config, apis), docsRouter(() => []), new AcquireCuts().router()];
+  return [...brokerRouters(standIn('pool') as SessionPool, standIn('metrics') as BrokerMetrics, config, apis), docsRouter(() => []), new AcquireCuts().router(), imageCheckRouter(standIn('warmups'))];
 }
 
 /** Served by a gateway alone (its list of the cluster's nodes). */

@@ -1,4 +1,8 @@
-/** POST /images (keep images warm) and GET /images (what the node holds): a thin router over core/images/. */
+/**
+ * POST /images (keep images warm), GET /images (what the node holds) and, on a cluster's node,
+ * POST /images/check (a gateway's check of a warm-up before it starts one): a thin router over
+ * core/images/.
+ */
 import type { Router } from '../../http/router';
 import { poolErrorFormat } from '../../http/errorFormats';
 import { sendJson } from '../../http/httpJson';
@@ -23,6 +27,20 @@ export function imageRouter(warmups: ImageWarmups, report: () => ImagesReport): 
       }),
       served(R.list, ({ res }) => {
         sendJson(res, 200, report());
+      }),
+    ],
+  };
+}
+
+/** POST /images/check: a cluster node's route for its gateways (a standalone broker has none). */
+export function imageCheckRouter(warmups: ImageWarmups): Router {
+  return {
+    name: 'images (gateway checks)',
+    errors: poolErrorFormat,
+    routes: [
+      served(R.check, ({ body, res }) => {
+        const refs = warmups.check(warmupCheck(body).images);
+        sendJson(res, 200, { images: refs.map((r) => r.canonical) });
       }),
     ],
   };

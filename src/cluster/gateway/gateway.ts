@@ -2,7 +2,8 @@
  * A gateway: no sessions of its own. It serves through the broker's own seam (http/seam.ts: the
  * client's BROKER_TOKEN checked, errors in each API's format) and sends each call where its route's
  * contract says (gatewayRoutes.ts): to the node its id names, placed (acquires: gatewayAcquire.ts;
- * creates: on a node with capacity), to every node (lists: gatewayLists.ts), to the home node, or to
+ * creates: on a node with capacity; warm-ups: gatewayWarmups.ts), to every node (lists:
+ * gatewayLists.ts), to the home node, or to
  * any node; WebSocket upgrades the same way, tunnelled (nodeTunnel.ts). It answers /health,
  * /metrics, /cluster/targets and the cluster's dashboard itself, from the membership it watches
  * (membership.ts). Any number of gateways serve one cluster: they share nothing but the store.
@@ -30,6 +31,7 @@ import { GatewayAcquire } from './gatewayAcquire';
 import { GatewayMetrics } from './gatewayMetrics';
 import { clusterTargets, gatewayHealth } from './gatewayHealth';
 import { serveList } from './gatewayLists';
+import { serveWarmups } from './gatewayWarmups';
 import { gatewayRouters, type GatewayHandlers, type Handle, type OneNode } from './gatewayRoutes';
 import { placeAcquire } from './placement';
 import { imageOfCreate, placeByImage } from './imagePlacement';
@@ -165,6 +167,7 @@ export class Gateway {
       tunnel: (to, idParam) => (req, socket, head, { params }) => this.tunnel(to, idParam === null ? null : params[idParam], req, socket, head),
       acquire: (path) => ({ req, res }) => this.acquire.serve(req, res, path),
       create: () => ({ req, res }) => this.create(req, res),
+      warmImages: () => ({ req, res }) => serveWarmups(req, res, { membership: this.membership, unseen: this.unseen, clients: this.clients, metrics: this.metrics, maxBodyBytes: this.config.maxBodyBytes }),
       list: (kind) => ({ req, res }) => serveList(kind, this.membership.list(), req, res, { clients: this.clients, metrics: this.metrics }),
       own: (contract) => own.get(contract),
     };

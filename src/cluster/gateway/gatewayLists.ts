@@ -1,8 +1,9 @@
 /**
- * A list through a gateway (GET /workspaces, GET /v1/sandboxes): every node is asked, and the answers
- * are merged into one in the shape a standalone broker gives.
+ * A list through a gateway (GET /workspaces, GET /v1/sandboxes, GET /images): every node is asked,
+ * and the answers are merged into one in the shape a standalone broker gives.
  *
  * - Workspaces: every node's, nodes in the order of their ids.
+ * - Images: one entry per image over every node, with each node's own view of it (imageReports.ts).
  * - Lifecycle sandboxes: the client's filters go to every node as they came; each node's matches
  *   are read whole (pages of the largest size), merged by creation time (as one broker orders them),
  *   and the page asked for is cut from the merge, with its pagination over the whole cluster.
@@ -17,30 +18,30 @@ import { splitTarget } from '../../http/routeTable';
 import { SANDBOX_STATES } from '../../core/lifecycle/sandboxRecord';
 import { MAX_PAGE_SIZE, parseListQuery } from '../../api/lifecycle/lifecycleInput';
 import { pagedList } from '../../api/lifecycle/lifecycleViews';
-import { NodeTlsRefusedError, NoNodesError } from '../clusterErrors';
+import { NoNodesError } from '../clusterErrors';
 import type { Member } from './membership';
-import { diedInHandshake, forwardedHeaders, neverSent, relay, type NodeClients } from './nodeForwarder';
-import { tlsReason, tlsRefusal } from '../clusterTls';
-import type { GatewayMetrics } from './gatewayMetrics';
+import { forwardedHeaders, relay } from './nodeForwarder';
+import { askNode, firstRelayed, type AskDeps, type NodeAnswer } from './nodeAsk';
 import type { ListKind } from './gatewayRoutes';
-
-interface ListDeps {
-  clients: NodeClients;
-  metrics: GatewayMetrics;
-}
-
-/** A node's 200 answer parsed; a relayed answer; or nothing, when the node took no connection. */
-type NodeList = { kind: 'ok'; json: unknown } | { kind: 'answer'; answer: Dispatcher.ResponseData } | { kind: 'gone' };
+import { mergeImageReports } from './imageReports';
+import type { ImagesReport } from '../../core/images/imageViews';
 
 interface LifecyclePage {
   items: Array<{ createdAt: string }>;
   pagination: { totalItems: number };
 }
 
-export async function serveList(kind: ListKind, members: Member[], req: IncomingMessage, res: ServerResponse, deps: ListDeps): Promise<void> {
+export async function serveList(kind: ListKind, members: Member[], req: IncomingMessage, res: ServerResponse, deps: AskDeps): Promise<void> {
   if (members.length === 0) throw new NoNodesError('is registered');
   const nodes = [...members].sort((a, b) => (a.record.node_id < b.record.node_id ? -1 : 1));
-  const ask = (member: Member, path: string): Promise<NodeList> => askNode(member, req, path, deps);
+  const ask = (member: Member, path: string): Promise<NodeAnswer> => askNode(member, { method: 'GET', path, headers: forwardedHeaders(req.headers), body: null }, deps);
+  if (kind === 'images') {
+    const reports = await Promise.all(nodes.map((m) => ask(m, req.url ?? '/images')));
+    const failed = firstRelayed(reports);
+    if (failed) return relay(failed, res);
+    const perNode = reports.flatMap((r, i) => (r.kind === 'ok' ? [{ nodeId: nodes[i].record.node_id, report: r.json as ImagesReport }] : []));
+    return sendJson(res, 200, mergeImageReports(perNode));
+  }
   if (kind === 'workspaces') {
     const lists = await Promise.all(nodes.map((m) => ask(m, req.url ?? '/workspaces')));
     const failed = firstRelayed(lists);
@@ -59,15 +60,8 @@ export async function serveList(kind: ListKind, members: Member[], req: Incoming
   sendJson(res, 200, pagedList(merged.slice(start, start + pageSize), merged.length, page, pageSize));
 }
 
-/** The first answer to relay as it came; the others' bodies are let go (their connections return to the pool). */
-function firstRelayed(lists: readonly NodeList[]): Dispatcher.ResponseData | null {
-  const answers = lists.flatMap((l) => (l.kind === 'answer' ? [l.answer] : []));
-  for (const extra of answers.slice(1)) void extra.body.dump().catch(() => undefined);
-  return answers[0] ?? null;
-}
-
 /** Every item a node's list matches, page by page of the largest size. */
-async function allPages(member: Member, path: string, query: string, ask: (m: Member, path: string) => Promise<NodeList>): Promise<LifecyclePage['items'] | { kind: 'answer'; answer: Dispatcher.ResponseData }> {
+async function allPages(member: Member, path: string, query: string, ask: (m: Member, path: string) => Promise<NodeAnswer>): Promise<LifecyclePage['items'] | { kind: 'answer'; answer: Dispatcher.ResponseData }> {
   const items: LifecyclePage['items'] = [];
   for (let page = 1; ; page++) {
     const params = new URLSearchParams(query);
@@ -80,26 +74,4 @@ async function allPages(member: Member, path: string, query: string, ask: (m: Me
     items.push(...body.items);
     if (body.items.length === 0 || items.length >= body.pagination.totalItems) return items;
   }
-}
-
-async function askNode(member: Member, req: IncomingMessage, path: string, deps: ListDeps): Promise<NodeList> {
-  const { node_id: nodeId, address } = member.record;
-  const startMs = performance.now();
-  let answer: Dispatcher.ResponseData;
-  try {
-    answer = await deps.clients.send(address, { method: 'GET', path, headers: forwardedHeaders(req.headers), body: null });
-  } catch (err) {
-    // A handshake cut by a node that died then: gone, as a node that takes no connection.
-    const tlsFailed = tlsRefusal(err);
-    if (tlsFailed && !(await diedInHandshake(err, address))) {
-      deps.metrics.failed(nodeId, 'tls');
-      throw new NodeTlsRefusedError(nodeId, tlsReason(err));
-    }
-    if (!tlsFailed && !neverSent(err)) throw err;
-    deps.metrics.failed(nodeId, 'not_sent');
-    return { kind: 'gone' };
-  }
-  deps.metrics.answered(nodeId, answer.statusCode, startMs);
-  if (answer.statusCode !== 200) return { kind: 'answer', answer };
-  return { kind: 'ok', json: await answer.body.json() };
 }

@@ -8,7 +8,8 @@
  *   clusterIds.ts), read from the path alone, with no store lookup.
  * - `acquire`: placed by gatewayAcquire.ts (the pool API's acquires).
  * - `create`: placed on a node with capacity (placement.ts).
- * - `list-workspaces`, `list-lifecycle`: every node, the answers merged (gatewayLists.ts).
+ * - `warm-images`: each image of a warm-up on the nodes its acquires go to (gatewayWarmups.ts).
+ * - `list-workspaces`, `list-lifecycle`, `list-images`: every node, the answers merged (gatewayLists.ts).
  * - `home`, `any`: the home node, any serving node.
  * - `gateway`: the gateway's own answer (gateway.ts gives one for each such route, or does not start).
  * - `node`: not served: a client's call to it is answered as one to no route.
@@ -22,7 +23,7 @@ import { apiErrors, contractKey, destinationOf, routingParam, served, upgrade, t
 import type { Route, RouteContext, Router, UpgradeContext, UpgradeRoute } from '../../http/router';
 
 /** The lists a gateway merges, by their answer's shape. */
-export type ListKind = 'workspaces' | 'lifecycle';
+export type ListKind = 'workspaces' | 'lifecycle' | 'images';
 
 /** Destinations of one node: the one an id names (`idParam`, the path parameter), the home node, any node. */
 export type OneNode = 'id' | 'home' | 'any';
@@ -37,12 +38,14 @@ export interface GatewayHandlers {
   /** `path`: the acquire's route (`/session/acquire`, `/session/acquire_group`). */
   acquire(path: string): Handle;
   create(): Handle;
+  /** POST /images: a warm-up spread over the nodes by image placement. */
+  warmImages(): Handle;
   list(kind: ListKind): Handle;
   /** The gateway's own answer to a route of destination `gateway`, or undefined when it has none. */
   own(contract: RouteContract): Handle | undefined;
 }
 
-const LISTS: Partial<Record<Destination, ListKind>> = { 'list-workspaces': 'workspaces', 'list-lifecycle': 'lifecycle' };
+const LISTS: Partial<Record<Destination, ListKind>> = { 'list-workspaces': 'workspaces', 'list-lifecycle': 'lifecycle', 'list-images': 'images' };
 
 /**
  * The gateway's routers, one per API. Throws at start for a route the gateway cannot serve as its
@@ -79,6 +82,8 @@ function handlerOf(handlers: GatewayHandlers, contract: RouteContract, to: Desti
       return handlers.acquire(contract.path);
     case 'create':
       return handlers.create();
+    case 'warm-images':
+      return handlers.warmImages();
     case 'gateway': {
       const own = handlers.own(contract);
       if (!own) throw new Error(`${contractKey(contract)} is the gateway's own, but the gateway has no answer for it`);

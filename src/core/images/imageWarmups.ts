@@ -36,10 +36,19 @@ export class ImageWarmups {
 
   /** Checks every item, then starts them all; answers their views at once. */
   warm(items: ReadonlyArray<{ image: string; sessions: number }>): WarmupView[] {
+    return this.check(items).map((ref, i) => this.start(ref, items[i].sessions));
+  }
+
+  /**
+   * What `warm` checks before it starts anything, and nothing more: each reference and whether this
+   * node may pull it (a gateway asks every node of a spread warm-up before it starts one, so a
+   * refusal anywhere starts nothing anywhere).
+   */
+  check(items: ReadonlyArray<{ image: string }>): ImageRef[] {
     if (!this.pulls || !this.pools.onDemand) throw new NotImplementedError('this node pulls no images (BROKER_IMAGE_ALLOW is empty, or its backend runs none)');
-    const refs: Array<{ ref: ImageRef; sessions: number }> = items.map((item) => ({ ref: parseImageRef(item.image), sessions: item.sessions }));
-    for (const { ref } of refs) if (!this.pools.configuredFor(ref)) this.access.check(ref);
-    return refs.map(({ ref, sessions }) => this.start(ref, sessions));
+    const refs = items.map((item) => parseImageRef(item.image));
+    for (const ref of refs) if (!this.pools.configuredFor(ref)) this.access.check(ref);
+    return refs;
   }
 
   list(): WarmupView[] {
