@@ -185,7 +185,7 @@ suite('sandbox groups fuzzed (docker)', () => {
   });
 
   it('every string of every route with a name or a path too long, a NUL byte or `..`: a host path refuses them, nothing is a 5xx, a refusal changes nothing', async () => {
-    const groupId = tb.broker.groups.list().find((g) => g.kind === 'group')!.id;
+    const groupId = tb.broker.groups.list().find((g) => g.kind === 'sandbox group')!.id;
     // A stop of a sandbox no one started (its id is the only string: a case never names a running one).
     const bodies: Record<string, unknown> = { startSandbox: VALID_SANDBOX, stopSandbox: { id: 'nosuch' } };
     const cases = hostileCases(GROUP_CONTRACT, AUTH, (name) => ({ params: { groupId, sandboxId: 'writer' }, body: bodies[name] }));
