@@ -43,6 +43,7 @@ export class SessionIsolation {
   private readonly shells = new Map<string, IsolatedShell>();
   private readonly refusalsLogged = new Set<string>();
   private lastRefusal: string | null = null;
+  private rewinds = 0;
 
   constructor(
     private readonly config: IsolationConfig,
@@ -115,6 +116,11 @@ export class SessionIsolation {
     return null;
   }
 
+  /** A session's view was rolled back in its own namespaces at a release (shells/dockerShell.ts). */
+  rewound(): void {
+    this.rewinds++;
+  }
+
   forget(containerId: string): void {
     this.containers.delete(containerId);
     for (const key of this.shells.keys()) if (key.startsWith(`${containerId}/`)) this.shells.delete(key);
@@ -130,6 +136,7 @@ export class SessionIsolation {
       refusal: this.containers.size > isolated ? this.lastRefusal : null,
       diskBytesPerSession: this.config.diskBytes,
       sharedPaths: this.config.sharedPaths,
+      rewoundReleases: this.rewinds,
       ...(this.network ? { network: this.network() } : {}),
       ...(this.limits ? { sessionLimits: this.limits() } : {}),
     };
