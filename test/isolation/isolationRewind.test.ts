@@ -14,7 +14,7 @@ import { eventually, startTestBroker, type TestBroker, testDeployment } from '..
 import { describeDocker } from '../helpers/dockerSuite';
 import { removeLabelledContainers } from '../helpers/dockerFaults';
 import { sdkExecd } from '../helpers/execdSdk';
-import { COUNT_PROCESSES } from './isolationProbes';
+import { COUNT_PROCESSES, ESCAPE_ATTEMPTS } from './isolationProbes';
 import { buildIpcMakers } from './ipcMakers';
 
 const LONG = 120_000;
@@ -105,18 +105,24 @@ describeDocker('docker isolation: a writing lease rewound in place', () => {
       // The fresh view takes writes where the last one had copied directories up, and the port binds again.
       expect((await b.exec(current.id, 'echo again >/etc/x && cat /etc/x && rm /etc/x; (nc -l -p 7777 >/dev/null 2>&1 & p=$!; sleep 0.2; kill $p) && echo bound')).stdout).toBe('again\nbound\n');
     }
+    // Nothing of the rewind's machinery is reachable from the fresh view (its launcher, the last view), and no way out works.
+    expect((await b.exec(current.id, ESCAPE_ATTEMPTS.join('\n'), 120)).stdout).toBe('checked\n');
     // The file routes enter the session's namespaces: they see the fresh view too.
     const files = sdkExecd(b.url, current.id).files;
     await files.writeFiles([{ path: `/tmp/s/${current.id}/up.txt`, data: 'uploaded\n' }]);
     expect((await b.exec(current.id, 'cat up.txt; ls /tmp/s')).stdout).toBe(`uploaded\n${current.id}\n`);
-    // A lease that only read is reused in place as before (no rewind).
-    await eventually(async () => (await b.exec(current.id, COUNT_PROCESSES)).stdout === '2\n', LONG, 'only the init and bash');
+    // That lease wrote (/etc/x, made and removed): rewound. The next only reads: reused in place as before, no rewind.
     const before = await rewound(b);
     await b.release(current.id);
     await b.waitAllAvailable(LONG);
+    const reader = await lease(b);
+    expect({ pid: reader.pid, rewound: await rewound(b) }).toEqual({ pid: first, rewound: before + 1 });
+    expect((await b.exec(reader.id, 'cat /etc/passwd >/dev/null; ls /root /tmp >/dev/null; echo read')).stdout).toBe('read\n');
+    await eventually(async () => (await b.exec(reader.id, COUNT_PROCESSES)).stdout === '2\n', LONG, 'only the init and bash');
+    await b.release(reader.id);
+    await b.waitAllAvailable(LONG);
     const untouched = await lease(b);
-    expect(untouched.pid).toBe(first);
-    expect(await rewound(b)).toBe(before);
+    expect({ pid: untouched.pid, rewound: await rewound(b) }).toEqual({ pid: first, rewound: before + 1 });
     await b.release(untouched.id);
   });
 

@@ -46,6 +46,12 @@ static int rewind_root = -1;
 
 static int build_view(const char *template, const char *stage, const char *disk_bytes, const char *workdir_id, struct control *control, int from_snapshot);
 
+/* `failed: WHAT: the error`, in the control's buffer. */
+static const char *rewind_failed(struct control *c, const char *what) {
+  snprintf(c->why, sizeof c->why, "failed: %s: %s", what, strerror(errno));
+  return c->why;
+}
+
 /* Every System V object of the session's IPC namespace, and every POSIX queue of its mqueue, removed. */
 static void clear_ipc(struct control *c) {
   struct shm_info shm;
@@ -89,16 +95,20 @@ static const char *rewind_view(struct control *c, const char *id) {
   clear_ipc(c);
   const char *why = NULL;
   if (ipc_objects(c, &why)) return why;
-  if (mkdir(REWIND_OLD_STAGE, 0700) < 0 && errno != EEXIST) return "failed: cannot make the last stage's mountpoint";
-  if (mount(rewind_stage, REWIND_OLD_STAGE, NULL, MS_MOVE, NULL) < 0) return "failed: cannot move the last stage";
+  if (mkdir(REWIND_OLD_STAGE, 0700) < 0 && errno != EEXIST) return rewind_failed(c, "cannot make the last stage's mountpoint");
+  if (mount(rewind_stage, REWIND_OLD_STAGE, NULL, MS_MOVE, NULL) < 0) return rewind_failed(c, "cannot move the last stage");
   close_view_fds(c);
   /* A failure here ends this init, and with it the session: the broker starts a new one. */
   c->stage = build_view(rewind_template, rewind_stage, rewind_disk_bytes, id, c, 0);
   rewind_root = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  /* By its path: /proc/self/exe names the file in the container's mount namespace (it ran before the unshare), which a bind here refuses. */
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  self[n > 0 ? n : 0] = '\0';
   int launcher = open(REWIND_LAUNCHER, O_WRONLY | O_CREAT | O_CLOEXEC, 0500);
   if (launcher >= 0) close(launcher);
-  if (rewind_root < 0 || launcher < 0 || mount("/proc/self/exe", REWIND_LAUNCHER, NULL, MS_BIND, NULL) < 0) return "failed: cannot bind the launcher";
-  if (mkdir(REWIND_NEXT, 0700) < 0 || mount(root, REWIND_NEXT, NULL, MS_MOVE, NULL) < 0) return "failed: cannot move the fresh view in";
+  if (rewind_root < 0 || launcher < 0 || n <= 0 || mount(self, REWIND_LAUNCHER, NULL, MS_BIND, NULL) < 0) return rewind_failed(c, "cannot bind the launcher");
+  if (mkdir(REWIND_NEXT, 0700) < 0 || mount(root, REWIND_NEXT, NULL, MS_MOVE, NULL) < 0) return rewind_failed(c, "cannot move the fresh view in");
   return "rewound";
 }
 
@@ -113,10 +123,10 @@ static const char *rewind_settle(struct control *c) {
   close(rewind_root);
   rewind_root = -1;
   if (!moved) return "failed: the shell is not in the fresh view";
-  if (mount(REWIND_NEXT, root, NULL, MS_MOVE, NULL) < 0) return "failed: cannot move the fresh view out";
+  if (mount(REWIND_NEXT, root, NULL, MS_MOVE, NULL) < 0) return rewind_failed(c, "cannot move the fresh view out");
   /* This init's working directory is the last view's root: detached whole, freed with its last user. */
-  if (umount2(".", MNT_DETACH) < 0) return "failed: cannot detach the last view";
-  if (chdir(root) < 0 || mount(".", "/", NULL, MS_MOVE, NULL) < 0) return "failed: cannot move the fresh view over /";
+  if (umount2(".", MNT_DETACH) < 0) return rewind_failed(c, "cannot detach the last view");
+  if (chdir(root) < 0 || mount(".", "/", NULL, MS_MOVE, NULL) < 0) return rewind_failed(c, "cannot move the fresh view over /");
   control_baseline(c);
   return "ok";
 }
