@@ -106,7 +106,7 @@ describeDocker('docker isolation: a writing lease rewound in place', () => {
       expect((await b.exec(current.id, 'echo again >/etc/x && cat /etc/x && rm /etc/x; (nc -l -p 7777 >/dev/null 2>&1 & p=$!; sleep 0.2; kill $p) && echo bound')).stdout).toBe('again\nbound\n');
     }
     // Nothing of the rewind's machinery is reachable from the fresh view (its launcher, the last view), and no way out works.
-    expect((await b.exec(current.id, ESCAPE_ATTEMPTS.join('\n'), 120)).stdout).toBe('checked\n');
+    expect((await b.exec(current.id, `(\n${ESCAPE_ATTEMPTS.join('\n')}\n)`, 120)).stdout).toBe('checked\n');
     // The file routes enter the session's namespaces: they see the fresh view too.
     const files = sdkExecd(b.url, current.id).files;
     await files.writeFiles([{ path: `/tmp/s/${current.id}/up.txt`, data: 'uploaded\n' }]);

@@ -35,6 +35,8 @@
 #include <sys/signalfd.h>
 
 #define WORKDIR_ID_MAX 128
+/* How long a rebind waits, at most, for a killed process of the lease to finish exiting. */
+#define EXITING_WAIT_MS 50
 
 struct control {
   int in, out;
@@ -149,6 +151,15 @@ static const char *request(struct control *c, char *line) {
   int may_rewind = !strncmp(line, "rewind ", 7);
   if ((!may_rewind && strncmp(line, "rebind ", 7) != 0) || !valid_workdir_id(line + 7)) return "failed: unknown request";
   const char *why = dirty_shell(c);
+  /*
+   * The broker killed every process of the lease before asking, but one may still be exiting (its
+   * files, sockets among them, not yet closed): waited for a little (a zombie counts as gone: it
+   * holds nothing; the serve loop reaps it), never counted as gone while it is not.
+   */
+  for (int i = 0; why && !strncmp(why, "processes", 9) && i < EXITING_WAIT_MS; i++) {
+    usleep(1000);
+    why = dirty_shell(c);
+  }
   if (why) return why;
   why = dirty_view(c);
   if (why) return may_rewind ? rewind_view(c, line + 7) : why;
