@@ -102,9 +102,6 @@ export class DockerBackend implements SessionBackend {
     status: () => this.nets.status(),
   };
 
-  /** An isolated shell's release rolls its view back in place (isolation/sessionRewind.c) unless BROKER_SESSION_REWIND is 0; each is counted in /health. */
-  private readonly rewound: (() => void) | undefined;
-
   constructor(private readonly options: DockerBackendOptions) {
     this.removals = new ContainerRemovals(this.docker);
     this.ownContainers = new DockerDedicatedContainers(this.docker, this.removals, options, this.instance);
@@ -115,7 +112,6 @@ export class DockerBackend implements SessionBackend {
     this.cgroups = new ContainerCgroups(options);
     this.nets = new SessionNetworks(options.isolation.enabled ? options.isolation.network : 'shared', this.docker, options.wholeContainers === true, options.isolation.egressDns);
     this.isolation = new SessionIsolation(options.isolation, () => this.nets.status(), () => this.cgroups.limitsReport());
-    this.rewound = options.isolation.rewind === false ? undefined : () => this.isolation.rewound();
     this.snapshots = options.isolation.enabled ? new DockerSnapshotLayers(this.pipes.snapshotsDir) : undefined;
   }
 
@@ -272,7 +268,7 @@ export class DockerBackend implements SessionBackend {
     if (!link?.control.alive) throw new BackendError(`container ${ref.name} has no control shell`);
     const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${++this.generation}`;
     const isolated = link.isolates ? { ...this.isolation.request(ref.id, options), network: this.nets.modeOf(ref.id) } : undefined;
-    const shell = await openWhenRoom(link.control, () => DockerShell.open({ openChannel: link.openChannel, containerId: ref.id, control: link.control, env: [tag, 'TERM=dumb'], tag, isolated, rewound: this.rewound }));
+    const shell = await openWhenRoom(link.control, () => DockerShell.open({ openChannel: link.openChannel, containerId: ref.id, control: link.control, env: [tag, 'TERM=dumb'], tag, isolated, rewound: this.isolation.rewound }));
     if (isolated) this.isolation.opened(ref.id, options, shell);
     if (link.pids) {
       // Before the lease's first command: bash has started nothing yet, so all it starts is capped.

@@ -51,7 +51,9 @@ export class SessionIsolation {
     private readonly network?: () => NetworkReport,
     /** The sessions' memory and CPU limits (cgroups/sessionUsage.ts), reported beside. */
     private readonly limits?: () => SessionLimitsReport,
-  ) {}
+  ) {
+    this.rewound = config.rewind === false ? undefined : () => void this.rewinds++;
+  }
 
   /** Records whether a connected container isolates its sessions; logs why not, once per reason. */
   check(ref: ContainerRef, spawner: FifoSpawner | null): boolean {
@@ -116,10 +118,12 @@ export class SessionIsolation {
     return null;
   }
 
-  /** A session's view was rolled back in its own namespaces at a release (shells/dockerShell.ts). */
-  rewound(): void {
-    this.rewinds++;
-  }
+  /**
+   * Given to each isolated shell (shells/dockerShell.ts): it rolls a written view back in place at
+   * release (isolation/sessionRewind.c) and calls this for each, to be counted in /health. Undefined
+   * with BROKER_SESSION_REWIND=0: such a release starts a new session.
+   */
+  readonly rewound: (() => void) | undefined;
 
   forget(containerId: string): void {
     this.containers.delete(containerId);
