@@ -329,7 +329,7 @@ ${started}, ${os.cpus().length} vCPUs, image ${IMAGE}; load average (1, 5, 15 mi
 Pools of as many sessions as clients (${PER_CONTAINER} per container; the \`fresh_container\` pool as many containers of one), each client doing
 episodes (acquire, 5 × \`true\`, release) for ${SECONDS} s. "isolation on" starts sessions through the session init, and such an
 episode writes nothing, so its session is reused in place; "episode writes a file" is the same with \`echo episode >/tmp/episode\` as its
-first command (its slot pays a new session); "setup script" is isolation with the init withheld (the fallback: no reuse in place).
+first command (its slot is rewound at release; "no rewind": it pays a new session); "setup script" is isolation with the init withheld (the fallback: no reuse in place).
 
 | clients | | episodes/s (episodes, errors) | recycled in place | broker + containers CPU per episode (the broker's), ms | machine CPU per episode, ms | release to AVAILABLE p50 / p90, ms | 100 MB episode: release to AVAILABLE, ms | memory per idle session, MiB | private disk per idle session, KiB |
 |---:|---|---:|---:|---:|---:|---:|---:|---:|---:|
