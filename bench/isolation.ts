@@ -15,7 +15,7 @@
  *   private disk an idle isolated session holds (its tmpfs, from inside).
  *
  * Usage: node -r ts-node/register/transpile-only bench/isolation.ts [--clients 64,256] [--seconds 20]
- *        [--samples 30] [--fresh 1] [--rounds 1] [--modes off,on,onWrites,script] [--out bench/results/isolation-latest.md]
+ *        [--samples 30] [--fresh 1] [--rounds 1] [--modes off,on,onWrites,onWritesNoRewind,script] [--out bench/results/isolation-latest.md]
  * `--rounds N` runs off, on and script N times interleaved; the ratios are of their medians.
  * Needs root (the host's cgroups), the engine on this host and bash-broker-test (scripts/docker-images.sh).
  */
@@ -37,7 +37,7 @@ const SAMPLES = Number(args.get('samples') ?? 30);
 const FRESH = (args.get('fresh') ?? '1') !== '0';
 /** Rounds of the modes per size, interleaved (off, on, script, off, ...): on a shared machine the load moves between modes. */
 const ROUNDS = Number(args.get('rounds') ?? 1);
-/** Which modes to run (off,on,onWrites,script), in that order per round; all by default. */
+/** Which modes to run (off,on,onWrites,onWritesNoRewind,script), in that order per round; all by default. */
 const MODES = (args.get('modes') ?? 'off,on,onWrites,script').split(',') as Mode[];
 const OUT = path.resolve(REPO_DIR, args.get('out') ?? 'bench/results/isolation-latest.md');
 const IMAGE = process.env.BROKER_IMAGE ?? 'bash-broker-test:latest';
@@ -189,11 +189,12 @@ async function diskPerIdleSessionKiB(url: string): Promise<number> {
   return Number(r.stdout.trim());
 }
 
-type Mode = 'off' | 'on' | 'onWrites' | 'script' | 'fresh' | 'netOff' | 'netOffWrites';
+type Mode = 'off' | 'on' | 'onWrites' | 'onWritesNoRewind' | 'script' | 'fresh' | 'netOff' | 'netOffWrites';
 const MODE_NAMES: Record<Mode, string> = {
   off: 'isolation off',
   on: 'isolation on',
   onWrites: 'isolation on, episode writes a file',
+  onWritesNoRewind: 'isolation on, episode writes a file, no rewind',
   netOff: 'isolation on, no netns nor memory or CPU limits',
   netOffWrites: 'isolation on, no netns nor limits, episode writes a file',
   script: 'isolation on, setup script',
@@ -213,6 +214,8 @@ async function recycles(broker: BrokerProcess): Promise<{ inPlace: number; reope
  */
 function modeEnv(mode: Mode, scriptRoot: string): Record<string, string> {
   if (mode === 'on' || mode === 'onWrites') return { BROKER_SESSION_ISOLATION: '1' };
+  // A writing episode's release starts a new session in new namespaces, as without rewinds (isolation/sessionRewind.c).
+  if (mode === 'onWritesNoRewind') return { BROKER_SESSION_ISOLATION: '1', BROKER_SESSION_REWIND: '0' };
   // The sessions' own networks and memory/CPU limits off: the network shared, no memory limit, no CPU settings written.
   if (mode === 'netOff' || mode === 'netOffWrites') return { BROKER_SESSION_ISOLATION: '1', BROKER_SESSION_NETWORK: 'shared', BROKER_SESSION_MEMORY: '0' };
   if (mode === 'script') return { BROKER_SESSION_ISOLATION: '1', BROKER_DOCKER_FIFO_DIR: scriptRoot, CC: '/bin/false' };
@@ -241,7 +244,7 @@ async function runMode(mode: Mode, clients: number): Promise<ModeResult> {
     const disk = env.BROKER_SESSION_ISOLATION === '1' ? await diskPerIdleSessionKiB(broker.url) : null;
     process.stderr.write(`[isolation] ${name} at ${clients}: episodes\n`);
     const recycled0 = await recycles(broker);
-    const ep = await episodes(broker.url, fresh ? 'fresh' : null, clients, broker.pid, mode === 'onWrites' || mode === 'netOffWrites');
+    const ep = await episodes(broker.url, fresh ? 'fresh' : null, clients, broker.pid, mode === 'onWrites' || mode === 'onWritesNoRewind' || mode === 'netOffWrites');
     const recycled1 = await recycles(broker);
     const inPlace = recycled1.inPlace - recycled0.inPlace;
     const releases = inPlace + recycled1.reopened - recycled0.reopened;
@@ -314,6 +317,7 @@ async function main(): Promise<void> {
       `- ${clients} clients${ROUNDS > 1 ? ` (medians of ${ROUNDS} rounds)` : ''}: episodes/s on / off **${fmt(per('on') / per('off'), 2)}** (goal ≥ 0.8; an episode that writes a file ${fmt(per('onWrites') / per('off'), 2)}, through the setup script ${fmt(per('script') / per('off'), 2)})` +
         (FRESH ? `, on / \`fresh_container\` **${fmt(per('on') / per('fresh'), 1)}** (goal ≥ 5)` : '') +
         `; broker + containers CPU per episode off / on **${fmt(cpuOf('off') / cpuOf('on'), 2)}** (writes a file ${fmt(cpuOf('off') / cpuOf('onWrites'), 2)}): the episodes/s on / off where that CPU bounds them.` +
+        (got.has('onWritesNoRewind') ? ` Writing episodes with rewinds / without: episodes/s ${fmt(per('onWrites') / per('onWritesNoRewind'), 2)}, CPU per episode ${fmt(cpuOf('onWrites') / cpuOf('onWritesNoRewind'), 2)}; CPU per writing episode / untouched ${fmt(cpuOf('onWrites') / cpuOf('on'), 2)} (goal ≤ 1.3).` : '') +
         (got.has('netOff') ? ` Netns and limits on / off: episodes/s ${fmt(per('on') / per('netOff'), 2)}, writing ${fmt(per('onWrites') / per('netOffWrites'), 2)} (goal ≥ 0.9); CPU per writing episode (a new session each) ${fmt(1000 * (cpuOf('onWrites') - cpuOf('netOffWrites')), 2)} ms more.` : ''),
     );
   }
@@ -325,7 +329,7 @@ ${started}, ${os.cpus().length} vCPUs, image ${IMAGE}; load average (1, 5, 15 mi
 Pools of as many sessions as clients (${PER_CONTAINER} per container; the \`fresh_container\` pool as many containers of one), each client doing
 episodes (acquire, 5 × \`true\`, release) for ${SECONDS} s. "isolation on" starts sessions through the session init, and such an
 episode writes nothing, so its session is reused in place; "episode writes a file" is the same with \`echo episode >/tmp/episode\` as its
-first command (its slot pays a new session); "setup script" is isolation with the init withheld (the fallback: no reuse in place).
+first command (its slot is rewound at release; "no rewind": it pays a new session); "setup script" is isolation with the init withheld (the fallback: no reuse in place).
 
 | clients | | episodes/s (episodes, errors) | recycled in place | broker + containers CPU per episode (the broker's), ms | machine CPU per episode, ms | release to AVAILABLE p50 / p90, ms | 100 MB episode: release to AVAILABLE, ms | memory per idle session, MiB | private disk per idle session, KiB |
 |---:|---|---:|---:|---:|---:|---:|---:|---:|---:|

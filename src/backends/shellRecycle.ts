@@ -30,8 +30,11 @@ const TRAPPABLE = 'HUP INT QUIT PIPE ALRM TERM USR1 USR2 CHLD TSTP TTIN TTOU XFS
  * may be gone (the last lease's, removed meanwhile), and again by the rc file after `restoreScript`
  * (whose exports may carry a stale PWD). If that fails (the directory vanished) the announcement says
  * `nocwd`: the caller must not hand that shell out as if it were in `cwd` (freshInCwd).
+ *
+ * `launcher` (words ending in a space, or empty) runs before the fresh bash in its process: an
+ * isolated session's way into its rewound view (docker/isolation/sessionRewind.c).
  */
-export function recycleExecLine(cwd: string, bash: string, restoreScript: string): string {
+export function recycleExecLine(cwd: string, bash: string, restoreScript: string, launcher = ''): string {
   const rc =
     `builtin exec 3<&-\n${restoreScript}\n` +
     `builtin cd -- ${cwd} 2>/dev/null&&__bkcd=yes||__bkcd=nocwd;builtin printf '\\n__bkfresh=%s\\n' $__bkcd;builtin unset __bkcd\n`;
@@ -39,7 +42,7 @@ export function recycleExecLine(cwd: string, bash: string, restoreScript: string
     `builtin trap - ${TRAPPABLE};builtin cd -- ${cwd} 2>/dev/null||builtin cd /;` +
     '[[ -e /proc/$$/fd/98 ]]&&exec 1>&98;[[ -e /proc/$$/fd/99 ]]&&exec 2>&99;' +
     'for __f in /proc/$$/fd/*;do __f=${__f##*/};((__f>2&&__f<255))&&exec {__f}>&-;done;' +
-    `exec -c ${bash} --rcfile /dev/fd/3 --noprofile --noediting -i 3<<<${ansiCQuote(rc)};` +
+    `exec -c ${launcher}${bash} --rcfile /dev/fd/3 --noprofile --noediting -i 3<<<${ansiCQuote(rc)};` +
     // Reached only when the exec failed (an interactive bash goes on with the line): say so at once.
     "builtin printf '\\n__bkfresh=%s\\n' noexec\n"
   );

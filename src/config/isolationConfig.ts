@@ -27,6 +27,12 @@ export interface IsolationConfig {
    * with egress rules have their names resolved by (docs/network.md); empty: the broker's own.
    */
   egressDns: string[];
+  /**
+   * BROKER_SESSION_REWIND (on unless `0`): the release of a lease that changed only its view (files,
+   * IPC objects) rolls the view back to the image's in the session's own namespaces (isolation/
+   * sessionRewind.c); off: such a release starts a new session in new namespaces.
+   */
+  rewind?: boolean;
 }
 
 export const SESSION_NETWORKS = ['full', 'none', 'shared'] as const;
@@ -70,5 +76,5 @@ export function loadIsolationConfig(env: Env, containerMemoryBytes = 1024 ** 3):
     if (isIP(address ?? '') !== 4 || extra !== undefined || (port !== undefined && !/^\d{1,5}$/.test(port))) throw new ConfigError(`BROKER_EGRESS_DNS: '${server}' must be an IPv4 address, with ':port' or not`);
   }
   // On by default: a lease's writes are its own unless the deployment says otherwise (`0`).
-  return { enabled: flag(env, 'BROKER_SESSION_ISOLATION', true), asked, diskBytes, sharedPaths, network, egressDns };
+  return { enabled: flag(env, 'BROKER_SESSION_ISOLATION', true), asked, diskBytes, sharedPaths, network, egressDns, rewind: flag(env, 'BROKER_SESSION_REWIND', true) };
 }

@@ -3,7 +3,9 @@
  * a lease that changed nothing in its view leaves its slot's shell to the next lease (same bash
  * process, same namespaces, the next lease's working directory bound in instead); a lease that
  * wrote anywhere, or changed what survives an exec (limits, priorities, IPC objects), leaves a new
- * shell in new namespaces. Lease 2 always sees the image as it is and none of lease 1.
+ * shell in new namespaces where rewinds are off (BROKER_SESSION_REWIND=0; with them on, such a
+ * lease is rewound in place: isolationRewind.test.ts). Lease 2 always sees the image as it is and
+ * none of lease 1.
  *
  * Which path a release took is observed, never timed: a reused shell keeps its pid in the container
  * (BROKER_SHELL_PID), a new one has another, and broker_shell_recycles_total counts in_place.
@@ -12,17 +14,16 @@
  * @backend docker
  */
 import Dockerode from 'dockerode';
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { b64, eventually, metricValue, startTestBroker, type TestBroker, testDeployment } from '../helpers/broker';
 import { describeDocker } from '../helpers/dockerSuite';
 import { removeLabelledContainers } from '../helpers/dockerFaults';
 import { sdkExecd } from '../helpers/execdSdk';
 import { COUNT_PROCESSES, ESCAPE_ATTEMPTS, IMAGE_WRITES, IMAGE_WRITES_LEAVE } from './isolationProbes';
+import { buildIpcMakers } from './ipcMakers';
 
 const LONG = 120_000;
+/** The cases of a lease that wrote: without rewinds (isolationRewind.test.ts), such a lease leaves a new shell. */
+const NO_REWIND = { BROKER_SESSION_REWIND: '0' };
 jest.setTimeout(300_000);
 const docker = new Dockerode();
 
@@ -48,39 +49,6 @@ async function lease(b: TestBroker, body: Record<string, unknown> = {}): Promise
   const r = await b.exec(id, WHO);
   expect(r.return_code).toBe(0);
   return { id, seen: parseWho(r.stdout) };
-}
-
-/**
- * Tiny static x86-64 programs (no libc: a few hundred bytes, sent as an acquire's `files`) that make
- * one System V IPC object in their IPC namespace and exit, leaving it there: the image has no ipcmk.
- * Run from the working directory, they write nothing in the view.
- */
-const IPC_MAKERS: Record<string, string> = {
-  shm: 'sc(29 /* shmget */, 0, 4096, 01000 | 0600)',
-  sem: 'sc(64 /* semget */, 0, 1, 01000 | 0600)',
-  msg: 'sc(68 /* msgget */, 0, 01000 | 0600, 0)',
-};
-
-function buildIpcMakers(): Record<string, string> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ipc-makers-'));
-  const built: Record<string, string> = {};
-  try {
-    for (const [kind, call] of Object.entries(IPC_MAKERS)) {
-      const source = path.join(dir, `${kind}.c`);
-      fs.writeFileSync(
-        source,
-        `static long sc(long n, long a, long b, long c) { long r; __asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory"); return r; }
-void _start(void) { long r = ${call}; sc(60 /* exit */, r < 0 ? 1 : 0, 0, 0); for (;;) {} }
-`,
-      );
-      const out = path.join(dir, kind);
-      execFileSync(process.env.CC || 'cc', ['-static', '-nostdlib', '-Os', '-s', '-o', out, source]);
-      built[`mk-${kind}`] = fs.readFileSync(out).toString('base64');
-    }
-    return built;
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
 }
 
 async function inPlace(b: TestBroker): Promise<number> {
@@ -144,7 +112,7 @@ describeDocker('docker isolation: an untouched session reused in place', () => {
   ].join('; ');
 
   it('a lease that wrote nothing but changed what survives an exec (ulimit, nice, affinity, I/O priority, OOM score, core filter, IPC objects) leaves a new shell', async () => {
-    const b = await onePool();
+    const b = await onePool(NO_REWIND);
     const makers = buildIpcMakers();
     const probes = [
       'ulimit -n 64',
@@ -178,7 +146,7 @@ describeDocker('docker isolation: an untouched session reused in place', () => {
   });
 
   it('a lease that wrote anywhere in its view (files, edits, deletions, a file made and removed, a chmod, a rename, a link) leaves a new shell, and the next sees the image', async () => {
-    const b = await onePool();
+    const b = await onePool(NO_REWIND);
     // The engine's /etc/hosts is each session's own copy: the container's own (which every session would see) keeps its content.
     const look = `for f in ${IMAGE_WRITES_LEAVE} /dev/full2 /dev/shm/n; do [ -e $f ] && echo "found $f"; done; grep -c intruder /etc/passwd; grep -c -e probe -e localhost /etc/hosts; ls -ld /tmp /dev/null /dev/full | cut -c1-10`;
     const writes = [
@@ -239,7 +207,7 @@ describeDocker('docker isolation: an untouched session reused in place', () => {
   });
 
   it('after a reuse: siblings see only their own writes, the disk cap holds, the escape attempts fail, and the next leases see the image', async () => {
-    const b = await onePool({ BROKER_SESSIONS_PER_CONTAINER: '2', BROKER_SESSION_DISK_BYTES: '16m' });
+    const b = await onePool({ ...NO_REWIND, BROKER_SESSIONS_PER_CONTAINER: '2', BROKER_SESSION_DISK_BYTES: '16m' });
     const firsts = [await lease(b), await lease(b)];
     for (const l of firsts) await b.release(l.id);
     await b.waitAllAvailable(LONG);

@@ -64,6 +64,8 @@ function isolationField(pool: SessionPool) {
       shared_paths: report.sharedPaths,
       // Where the backend gives sessions networks of their own (docs/isolation.md).
       ...(report.network ? { network: networkField(report.network) } : {}),
+      // Releases rolled back in their session's own namespaces (docs/isolation.md, Rewinds).
+      ...(report.rewoundReleases !== undefined ? { rewound_releases: report.rewoundReleases } : {}),
       ...(report.sessionLimits ? { session_limits: { memory_bytes: report.sessionLimits.memoryBytes, cpus: report.sessionLimits.cpus, refusal: report.sessionLimits.refusal } } : {}),
     },
   };

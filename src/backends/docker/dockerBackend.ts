@@ -268,7 +268,7 @@ export class DockerBackend implements SessionBackend {
     if (!link?.control.alive) throw new BackendError(`container ${ref.name} has no control shell`);
     const tag = `BROKER_SESSION_TAG=${this.instance}-${options.slotId}-${++this.generation}`;
     const isolated = link.isolates ? { ...this.isolation.request(ref.id, options), network: this.nets.modeOf(ref.id) } : undefined;
-    const shell = await openWhenRoom(link.control, () => DockerShell.open({ openChannel: link.openChannel, containerId: ref.id, control: link.control, env: [tag, 'TERM=dumb'], tag, isolated }));
+    const shell = await openWhenRoom(link.control, () => DockerShell.open({ openChannel: link.openChannel, containerId: ref.id, control: link.control, env: [tag, 'TERM=dumb'], tag, isolated, rewound: this.isolation.rewound }));
     if (isolated) this.isolation.opened(ref.id, options, shell);
     if (link.pids) {
       // Before the lease's first command: bash has started nothing yet, so all it starts is capped.

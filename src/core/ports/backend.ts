@@ -315,6 +315,8 @@ export interface IsolationReport {
   network?: NetworkReport;
   /** The sessions' memory and CPU limits, where the backend sets them. */
   sessionLimits?: SessionLimitsReport;
+  /** Releases whose session's view was rolled back to the image's in its own namespaces (a rewind), since the start. */
+  rewoundReleases?: number;
 }
 
 export type { EgressPolicy, NetworkReport, SessionLimitsReport, SessionNetworkControl } from './sessionNetworks';

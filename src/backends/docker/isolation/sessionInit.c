@@ -19,6 +19,8 @@
  *     The same, in the network NET names (`shared`, `none`, `full`): see sessionNet.c.
  *   session-init net PID MODE
  *     A live session's network policy changed: see sessionNet.c.
+ *   session-init reroot DIR -- COMMAND...
+ *     bash's way into its rewound view: see sessionRewind.c.
  *   session-init join|enter|terminal PID -- ...
  *     A process in the namespaces of the container process PID (a session's bash): see sessionEnter.c.
  *
@@ -58,6 +60,7 @@ static void exec_shell(char **shell);
 #include "sessionTraces.c"
 #include "sessionEnter.c"
 #include "sessionSnapshot.c"
+#include "sessionRewind.c"
 #include "sessionNet.c"
 
 #define CAP_SYS_ADMIN_BIT 21
@@ -202,23 +205,25 @@ static void exec_shell(char **shell) {
   fail(106, "cannot start", shell[0]);
 }
 
-/* The namespaces' pid 1: the setup, then the shell, then its status. */
-static int session_init(const char *template, const char *stage, const char *disk_bytes, const char *workdir_id, struct control *control, char **shell) {
+/*
+ * The session's view on a new tmpfs at STAGE: the template copied in, its table mounted (the overlay
+ * at STAGE/r and the rest under it), the working directory /tmp/s/WORKDIR_ID bound in, and, for a
+ * served session, the control's descriptors opened on it. At a session's start, and at a rewind
+ * (sessionRewind.c), where the last view's stage was moved away first. Returns the stage's
+ * descriptor, or fails the process with the step's status (a rewind's failure ends its session).
+ */
+static int build_view(const char *template, const char *stage, const char *disk_bytes, const char *workdir_id, struct control *control, int from_snapshot) {
   char path[PATH_MAX], options[128], root[PATH_MAX];
   format(root, sizeof root, "%s/r", stage);
   format(options, sizeof options, "size=%s,mode=0755", disk_bytes);
-  STEP("init");
   if (mount("bkr-session", stage, "tmpfs", 0, options) < 0) fail(101, "cannot mount the session's tmpfs on", stage);
   STEP("tmpfs");
   int from = open(template, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   int to = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  /* `to` stays open as the stage's descriptor when the broker is served. */
   if (from < 0 || to < 0 || copy_tree(from, to, &(struct tree_copy){.exact = 0, .bytes = NULL}) < 0) fail(102, "cannot copy", template);
   close(from);
-  if (control) control->stage = to;
-  else close(to);
   STEP("copy");
-  snap_start(workdir_id);
+  if (from_snapshot) snap_start(workdir_id);
   format(path, sizeof path, "%s/fstab", stage);
   mount_table(path);
   STEP("table");
@@ -235,6 +240,19 @@ static int session_init(const char *template, const char *stage, const char *dis
     if (mount(workdir, mine, NULL, MS_BIND, NULL) < 0) fail(103, "cannot mount", mine);
   }
   if (control) control_open(control, stage, root, workdir_id);
+  return to;
+}
+
+/* The namespaces' pid 1: the setup, then the shell, then its status. */
+static int session_init(const char *template, const char *stage, const char *disk_bytes, const char *workdir_id, struct control *control, char **shell) {
+  char root[PATH_MAX];
+  format(root, sizeof root, "%s/r", stage);
+  STEP("init");
+  int to = build_view(template, stage, disk_bytes, workdir_id, control, 1);
+  /* `to` stays open as the stage's descriptor when the broker is served. */
+  if (control) control->stage = to;
+  else close(to);
+  if (control) rewind_template = template, rewind_stage = stage, rewind_disk_bytes = disk_bytes;
   if (chdir(root) < 0 || mount(".", "/", NULL, MS_MOVE, NULL) < 0) fail(104, "cannot move over /", root);
   STEP("move");
   sigset_t before;
@@ -279,6 +297,8 @@ static int session(const char *template, const char *stage, const char *disk_byt
 }
 
 int main(int argc, char **argv) {
+  /* Before any disposition changes: bash's own pass to the fresh bash as an exec would pass them. */
+  if (argc >= 5 && !strcmp(argv[1], "reroot") && !strcmp(argv[3], "--")) return reroot(argv[2], argv + 4);
   dispositions(SIG_IGN);
   if (argc == 4 && !strcmp(argv[1], "net")) return net_change(argv[2], argv[3]);
   int dashes = 1;

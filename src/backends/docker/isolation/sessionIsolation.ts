@@ -43,6 +43,7 @@ export class SessionIsolation {
   private readonly shells = new Map<string, IsolatedShell>();
   private readonly refusalsLogged = new Set<string>();
   private lastRefusal: string | null = null;
+  private rewinds = 0;
 
   constructor(
     private readonly config: IsolationConfig,
@@ -50,7 +51,9 @@ export class SessionIsolation {
     private readonly network?: () => NetworkReport,
     /** The sessions' memory and CPU limits (cgroups/sessionUsage.ts), reported beside. */
     private readonly limits?: () => SessionLimitsReport,
-  ) {}
+  ) {
+    this.rewound = config.rewind === false ? undefined : () => void this.rewinds++;
+  }
 
   /** Records whether a connected container isolates its sessions; logs why not, once per reason. */
   check(ref: ContainerRef, spawner: FifoSpawner | null): boolean {
@@ -115,6 +118,13 @@ export class SessionIsolation {
     return null;
   }
 
+  /**
+   * Given to each isolated shell (shells/dockerShell.ts): it rolls a written view back in place at
+   * release (isolation/sessionRewind.c) and calls this for each, to be counted in /health. Undefined
+   * with BROKER_SESSION_REWIND=0: such a release starts a new session.
+   */
+  readonly rewound: (() => void) | undefined;
+
   forget(containerId: string): void {
     this.containers.delete(containerId);
     for (const key of this.shells.keys()) if (key.startsWith(`${containerId}/`)) this.shells.delete(key);
@@ -130,6 +140,7 @@ export class SessionIsolation {
       refusal: this.containers.size > isolated ? this.lastRefusal : null,
       diskBytesPerSession: this.config.diskBytes,
       sharedPaths: this.config.sharedPaths,
+      rewoundReleases: this.rewinds,
       ...(this.network ? { network: this.network() } : {}),
       ...(this.limits ? { sessionLimits: this.limits() } : {}),
     };

@@ -7,6 +7,9 @@
  *
  *   (at its start)  ->  ready
  *   rebind ID  ->  ok | dirty WHY | failed WHY
+ *   rewind ID  ->  ok | rewound | dirty WHY | failed WHY
+ *     The same, but a lease that changed only its view (files, IPC objects) gets `rewound`: the
+ *     view is rolled back to the image's in these namespaces (sessionRewind.c), then `settle`.
  *
  * `ok`: nothing of the last lease survives bash's exec, and the view's /tmp/s now holds /tmp/s/ID
  * (the container's, bound in) instead of the last lease's. `dirty`: something does (the broker then
@@ -32,6 +35,8 @@
 #include <sys/signalfd.h>
 
 #define WORKDIR_ID_MAX 128
+/* How long a rebind waits, at most, for a killed process of the lease to finish exiting. */
+#define EXITING_WAIT_MS 50
 
 struct control {
   int in, out;
@@ -95,7 +100,8 @@ static void control_hold_sigchld(sigset_t *before) {
 /* What the lease left (sessionTraces.c, included after this file). */
 static void limits_fingerprint(struct control *c, uint64_t out[7]);
 static void control_baseline(struct control *c);
-static const char *dirty(struct control *c);
+static const char *dirty_shell(struct control *c);
+static const char *dirty_view(struct control *c);
 
 static int valid_workdir_id(const char *id) {
   size_t n = strlen(id);
@@ -131,13 +137,32 @@ static const char *rebind_workdir(struct control *c, const char *id) {
 static const char *snap_take(struct control *c, const char *id);
 static int snap_layered;
 
+/* Rewinds (sessionRewind.c, included after this file). */
+static const char *rewind_view(struct control *c, const char *id);
+static const char *rewind_settle(struct control *c);
+static int rewind_root;
+
 static const char *request(struct control *c, char *line) {
+  /* Between a rewind and its settle, bash is on its way into the fresh view: nothing else is done. */
+  if (rewind_root >= 0) return strcmp(line, "settle") ? "failed: a rewind is pending" : rewind_settle(c);
   if (!strncmp(line, "snap ", 5)) return snap_take(c, line + 5);
   /* A session started from a snapshot has more than the image beneath its view: never reused. */
   if (snap_layered) return "started from a snapshot";
-  if (strncmp(line, "rebind ", 7) != 0 || !valid_workdir_id(line + 7)) return "failed: unknown request";
-  const char *why = dirty(c);
+  int may_rewind = !strncmp(line, "rewind ", 7);
+  if ((!may_rewind && strncmp(line, "rebind ", 7) != 0) || !valid_workdir_id(line + 7)) return "failed: unknown request";
+  const char *why = dirty_shell(c);
+  /*
+   * The broker killed every process of the lease before asking, but one may still be exiting (its
+   * files, sockets among them, not yet closed): waited for a little (a zombie counts as gone: it
+   * holds nothing; the serve loop reaps it), never counted as gone while it is not.
+   */
+  for (int i = 0; why && !strncmp(why, "processes", 9) && i < EXITING_WAIT_MS; i++) {
+    usleep(1000);
+    why = dirty_shell(c);
+  }
   if (why) return why;
+  why = dirty_view(c);
+  if (why) return may_rewind ? rewind_view(c, line + 7) : why;
   why = rebind_workdir(c, line + 7);
   if (why) return why;
   control_baseline(c);
@@ -146,7 +171,7 @@ static const char *request(struct control *c, char *line) {
 
 static void answer(struct control *c, const char *what) {
   char line[256];
-  int n = snprintf(line, sizeof line, "%s%s\n", strncmp(what, "ok", 2) && strncmp(what, "failed", 6) ? "dirty " : "", what);
+  int n = snprintf(line, sizeof line, "%s%s\n", strncmp(what, "ok", 2) && strncmp(what, "failed", 6) && strcmp(what, "rewound") ? "dirty " : "", what);
   if (n > 0 && write(c->out, line, (size_t)n) < 0) { /* the broker went away: it closes the shell */ }
 }
 

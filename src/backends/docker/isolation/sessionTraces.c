@@ -151,16 +151,21 @@ static int ipc_objects(struct control *c, const char **why) {
   return found ? (*why = "mqueue: a POSIX message queue", 1) : 0;
 }
 
-/* What of the last lease survives bash's exec, or NULL when nothing does. */
-static const char *dirty(struct control *c) {
-  const char *why = NULL;
+/* What of the last lease lives on in the session's processes (none but bash, its limits), or NULL: a rewind can undo nothing of it. */
+static const char *dirty_shell(struct control *c) {
   if (other_processes(c)) return "processes: the lease left one";
-  if (ipc_objects(c, &why)) return why;
   uint64_t limits[LIMITS_COUNT];
   limits_fingerprint(c, limits);
   for (size_t i = 0; i < LIMITS_COUNT; i++) {
     if (!limits[i] || limits[i] != c->limits[i]) return snprintf(c->why, sizeof c->why, "limits: bash's %s changed", LIMITS[i]), c->why;
   }
+  return NULL;
+}
+
+/* What of the last lease is in the session's view (IPC objects, the disk), or NULL when nothing is: dirty_shell's checks come first. */
+static const char *dirty_view(struct control *c) {
+  const char *why = NULL;
+  if (ipc_objects(c, &why)) return why;
   unsigned long long inodes, blocks;
   if (disk_counts(c, &inodes, &blocks) < 0 || inodes != c->inodes || blocks != c->blocks) return "disk: the lease wrote";
   if (disk_fingerprint(c) != c->disk || !c->disk) return "disk: the lease changed a file, a directory or its attributes";

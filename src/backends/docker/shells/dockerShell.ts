@@ -4,7 +4,6 @@
  * shell (controlShell.ts), using the bash's pid inside the container, learned by a handshake before
  * the session is handed out.
  */
-import { logger } from '../../../common/logger';
 import type { ShellListener, ShellProcess, UsageCounters } from '../../../core/ports/backend';
 import type { CgroupUsage } from '../../cgroupCounters';
 import { NO_USAGE } from '../../../core/session/commandFacts';
@@ -16,6 +15,7 @@ import type { SessionCgroup } from '../cgroups/sessionCgroup';
 import { sessionWorkdirId } from '../isolation/sessionIsolation';
 import { egressRefusals } from '../isolation/egressRefusals';
 import { privateDiskFull } from '../isolation/privateDisk';
+import { REWIND_LAUNCHER, reuseView, settleRewind } from '../isolation/viewReuse';
 import type { SessionEgress } from '../isolation/sessionEgress';
 
 const HANDSHAKE_TIMEOUT_MS = 20_000;
@@ -44,7 +44,14 @@ export interface DockerShellOptions {
    * and has moved the view's working directory to the next lease's (isolation/sessionReuse.c).
    */
   isolated?: ChannelRequest['isolated'];
+  /**
+   * Given: an isolated shell whose lease changed only its view (files, IPC objects) is rewound at
+   * its release, its view rolled back to the image's in its own namespaces (isolation/
+   * sessionRewind.c), and this is called for each. Absent: such a shell is replaced by a new one.
+   */
+  rewound?: () => void;
 }
+
 
 export class DockerShell implements ShellProcess {
   description = 'docker bash';
@@ -197,10 +204,11 @@ export class DockerShell implements ShellProcess {
    * tag, and the framing's init. False when that cannot be done (bash ignores ^C in a builtin loop,
    * for one); then close and reopen.
    *
-   * An isolated shell only when its lease left its view untouched: after the kill, its session's
-   * init checks that nothing the lease did survives an exec there and moves the view's working
-   * directory to `cwd` (reuseView); any other answer is a false here, and the slot gets a new
-   * shell in new namespaces as before.
+   * An isolated shell only when its lease left its view untouched, or changed only its view and
+   * rewinds are on: after the kill, its session's init checks that nothing the lease did survives
+   * an exec there (or rolls the view back to the image's) and moves the view's working directory
+   * to `cwd` (isolation/viewReuse.ts); any other answer is a false here, and the slot gets a new shell in new
+   * namespaces as before.
    */
   async recycle(cwd: string, cwdReady: Promise<void> = Promise.resolve()): Promise<boolean> {
     if (this.ended || this.pid <= 1) return false;
@@ -209,13 +217,19 @@ export class DockerShell implements ShellProcess {
     const killed = await this.killForRecycle();
     if (this.ended) return false;
     await cwdReady;
-    if (nextWorkdir && !(await this.reuseView(nextWorkdir))) return false;
+    const reuse = nextWorkdir ? await reuseView(this.channel?.control, nextWorkdir, this.options.rewound !== undefined, this.description) : 'ok';
+    if (reuse === null) return false;
+    // The file routes of the next lease's directory run in this view from now on (sessionIsolation.ts viewOf).
+    if (nextWorkdir) this.workdir = nextWorkdir;
     const nextTag = this.nextTag;
     this.options.control.addTag(nextTag);
     const restore = `${this.exportsScript}\nbuiltin export ${nextTag};builtin umask 0022\n${SHELL_INIT_SCRIPT}`;
-    const line = recycleExecLine(ansiCQuote(cwd), this.bashPath, restore);
+    const line = recycleExecLine(ansiCQuote(cwd), this.bashPath, restore, reuse === 'rewound' ? REWIND_LAUNCHER : '');
     const answer = await this.expectation.wait(FRESH_ANSWER, () => this.write(line), RECYCLE_TIMEOUT_MS);
     if (!freshInCwd(answer) || this.ended) return false;
+    // The fresh bash is in the fresh view: the init detaches the last one and puts the fresh one where the session's extra shells and file routes enter.
+    if (reuse === 'rewound' && !(await settleRewind(this.channel?.control, this.description))) return false;
+    if (reuse === 'rewound') this.options.rewound?.();
     this.recycles++;
     // A lease that left processes behind may have left one its kill missed (forked after the
     // snapshot): collect at the next ping. One that left none (most) costs no collection.
@@ -231,21 +245,6 @@ export class DockerShell implements ShellProcess {
   /** A request to the session's init (isolation/sessionSnapshot.c's `snap`); null where no init answers. */
   askInit(request: string, timeoutMs: number): Promise<string | null> {
     return this.channel?.control?.ask(request, timeoutMs) ?? Promise.resolve(null);
-  }
-
-  /**
-   * Asks the session's init whether the lease left the view untouched and, if so, to bind `next`
-   * there instead of the last lease's working directory. False otherwise (why is logged at debug).
-   */
-  private async reuseView(next: string): Promise<boolean> {
-    const answer = (await this.channel?.control?.ask(`rebind ${next}`, RECYCLE_TIMEOUT_MS)) ?? 'failed: no answer from the session init';
-    if (answer !== 'ok') {
-      logger.debug({ shell: this.description, why: answer }, 'released isolated shell not reused in place: a new one takes its slot');
-      return false;
-    }
-    // The file routes of the next lease's directory run in this view from now on (sessionIsolation.ts viewOf).
-    this.workdir = next;
-    return true;
   }
 
   /**
