@@ -109,23 +109,31 @@ describe('snapshots on a cluster', () => {
     async () => {
       const snapId = snaps.get('n1')!;
       await cluster.nodes.get('n1')!.kill9();
-      const gone = new RegExp(`snapshot '${snapId.replace(/\./g, '\\.')}' lived on node 'n1', which .*: the snapshot is gone with its node; take a new snapshot`);
-      const acquired = await call('POST', '/session/acquire', { snapshot: snapId });
-      expect(acquired.status).toBe(410);
-      expect(acquired.json).toEqual({ detail: expect.stringMatching(gone), code: 'node_lost' });
-      const deleted = await call('DELETE', `/snapshots/${snapId}`);
-      expect({ status: deleted.status, code: deleted.json.code }).toEqual({ status: 410, code: 'node_lost' });
-      const lifecycle = await call('DELETE', `/v1/snapshots/${snapId}`);
-      expect(lifecycle.status).toBe(410);
-      expect(lifecycle.json).toEqual({ code: 'RUNTIME_ERROR', message: expect.stringMatching(gone) });
-      const created = await call('POST', '/v1/sandboxes', { snapshotId: snapId, timeout: 600, resourceLimits: {} });
-      expect({ status: created.status, code: created.json.code }).toEqual({ status: 410, code: 'RUNTIME_ERROR' });
-      expect(((await ok('GET', '/snapshots', undefined, 200)).json as { snapshots: unknown[] }).snapshots).toEqual([]);
-      await ok('POST', `/session/${leases.get('n2')}/release`, undefined, 200);
-      // The killed node back: its start sweeps the containers and layers it left.
-      await cluster.startNode('n1');
-      await cluster.waitMembers(['n1', 'n2']);
+      try {
+        await expectGone(snapId);
+        await ok('POST', `/session/${leases.get('n2')}/release`, undefined, 200);
+      } finally {
+        // The killed node back, whatever the checks found: its start sweeps the containers and layers it left.
+        await cluster.startNode('n1');
+        await cluster.waitMembers(['n1', 'n2']);
+      }
     },
     TEST_MS,
   );
 });
+
+/** Every call that names the snapshot `snapId` of the killed node n1 answers 410 in its API's format; the list is n2's. */
+async function expectGone(snapId: string): Promise<void> {
+  const gone = new RegExp(`snapshot '${snapId.replace(/\./g, '\\.')}' lived on node 'n1', which .*: the snapshot is gone with its node; take a new snapshot`);
+  const acquired = await call('POST', '/session/acquire', { snapshot: snapId });
+  expect(acquired.status).toBe(410);
+  expect(acquired.json).toEqual({ detail: expect.stringMatching(gone), code: 'node_lost' });
+  const deleted = await call('DELETE', `/snapshots/${snapId}`);
+  expect({ status: deleted.status, code: deleted.json.code }).toEqual({ status: 410, code: 'node_lost' });
+  const lifecycle = await call('DELETE', `/v1/snapshots/${snapId}`);
+  expect(lifecycle.status).toBe(410);
+  expect(lifecycle.json).toEqual({ code: 'RUNTIME_ERROR', message: expect.stringMatching(gone) });
+  const created = await call('POST', '/v1/sandboxes', { snapshotId: snapId, timeout: 600, resourceLimits: {} });
+  expect({ status: created.status, code: created.json.code }).toEqual({ status: 410, code: 'RUNTIME_ERROR' });
+  expect(((await ok('GET', '/snapshots', undefined, 200)).json as { snapshots: unknown[] }).snapshots).toEqual([]);
+}
