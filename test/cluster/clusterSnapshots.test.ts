@@ -11,7 +11,7 @@
  * @backend docker
  */
 import { useTestCluster, nodeOf } from '../helpers/cluster';
-import type { HttpResult } from '../helpers/broker';
+import { eventually, type HttpResult } from '../helpers/broker';
 
 const cluster = useTestCluster(['n1', 'n2'], 1);
 const TEST_MS = 180_000;
@@ -75,6 +75,10 @@ describe('snapshots on a cluster', () => {
   test(
     'a lifecycle create from a snapshotId lands on its node, and GET /v1/snapshots/{id} is answered there',
     async () => {
+      // n1's lease ends (its snapshot stays): n1 has more sessions free, where a placed create would go.
+      await ok('POST', `/session/${leases.get('n1')}/release`, undefined, 200);
+      leases.delete('n1');
+      await eventually(async () => (await cluster.health(cluster.gateways[0])).nodes.find((n) => n.node_id === 'n1')?.pools.default?.available === 2, 30_000, () => 'the gateway to see both sessions of n1 free');
       const snapId = snaps.get('n2')!;
       const seen = await ok('GET', `/v1/snapshots/${snapId}`, undefined, 200);
       expect(seen.json).toMatchObject({ id: snapId, sandboxId: leases.get('n2') });
@@ -111,9 +115,9 @@ describe('snapshots on a cluster', () => {
       await cluster.nodes.get('n1')!.kill9();
       try {
         await expectGone(snapId);
-        await ok('POST', `/session/${leases.get('n2')}/release`, undefined, 200);
       } finally {
-        // The killed node back, whatever the checks found: its start sweeps the containers and layers it left.
+        // Whatever the checks found: n2's lease ends, and the killed node comes back (its start sweeps the containers and layers it left).
+        for (const id of leases.values()) await call('POST', `/session/${id}/release`);
         await cluster.startNode('n1');
         await cluster.waitMembers(['n1', 'n2']);
       }
