@@ -1,14 +1,24 @@
 /** The answers only a cluster gives, in the broker's error hierarchy (their bodies are the pool API's). */
 import { BrokerError } from '../common/errors';
 
+/** A snapshot's id (core/snapshots/snapshotIds.ts) as a node mints it: its layer lived on that node alone. */
+const NODE_SNAPSHOT_ID = /\.snap-[0-9a-f]{16}$/;
+
 /**
  * 410 `node_lost`: the id's node left the cluster (its registration lapsed or it is not listening)
- * or restarted since it minted the id. Whatever the id held is gone with it: acquire anew. 410 as
- * `session_broken` is, so a client that reads the status alone acts the same.
+ * or restarted since it minted the id. Whatever the id held is gone with it: acquire anew (a
+ * snapshot: take a new one, no other node has its layer). 410 as `session_broken` is, so a client
+ * that reads the status alone acts the same.
  */
 export class NodeLostError extends BrokerError {
   constructor(id: string, nodeId: string, why: string) {
-    super('gone', 'node_lost', `'${id}' was held by node '${nodeId}', which ${why}: it is lost; acquire a new session`);
+    super(
+      'gone',
+      'node_lost',
+      NODE_SNAPSHOT_ID.test(id)
+        ? `snapshot '${id}' lived on node '${nodeId}', which ${why}: the snapshot is gone with its node; take a new snapshot`
+        : `'${id}' was held by node '${nodeId}', which ${why}: it is lost; acquire a new session`,
+    );
   }
 }
 

@@ -11,7 +11,11 @@ import type { IncomingMessage } from 'node:http';
 import { BadRequestError, PayloadTooLargeError } from '../common/errors';
 
 export async function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<unknown> {
-  const body = await readBodyBytes(req, maxBytes);
+  return parseJsonBytes(await readBodyBytes(req, maxBytes));
+}
+
+/** A body read whole, parsed: undefined when empty, a 400 when it is no JSON. */
+export function parseJsonBytes(body: Buffer): unknown {
   if (body.length === 0) return undefined;
   try {
     return JSON.parse(body.toString('utf8'));

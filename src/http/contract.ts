@@ -27,13 +27,14 @@ export type ContractMethod = HttpMethod | 'WS';
  * - `acquire`: placed on a node with a free session, sent on when it is full (the pool's acquires);
  * - `create`: placed on a node with capacity (a new workspace, lifecycle sandbox or task);
  * - `warm-images`: each image of a warm-up to the nodes its acquires are placed on (POST /images);
- * - `list-workspaces`, `list-lifecycle`, `list-images`: to every node, their answers merged into one of that shape;
+ * - `list-workspaces`, `list-lifecycle`, `list-images`, `list-snapshots`, `list-lifecycle-snapshots`:
+ *   to every node, their answers merged into one of that shape;
  * - `home`: to the home node, for what a broker holds one of and the API names no id for;
  * - `any`: to any serving node, for answers that are the same on every node;
  * - `gateway`: answered by the gateway itself;
  * - `node`: a node's own route for its gateways: a gateway serves it to no client.
  */
-export type Destination = 'id' | 'acquire' | 'create' | 'warm-images' | 'list-workspaces' | 'list-lifecycle' | 'list-images' | 'home' | 'any' | 'gateway' | 'node';
+export type Destination = 'id' | 'acquire' | 'create' | 'warm-images' | 'list-workspaces' | 'list-lifecycle' | 'list-images' | 'list-snapshots' | 'list-lifecycle-snapshots' | 'home' | 'any' | 'gateway' | 'node';
 
 /** A route served without a token when the broker's metrics are public (BROKER_METRICS_PUBLIC=1). */
 export const PUBLIC_WITH_METRICS = 'with BROKER_METRICS_PUBLIC';

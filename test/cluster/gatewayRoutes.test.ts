@@ -182,6 +182,10 @@ describe("a gateway's routes are its contracts'", () => {
       ['GET', `/sandboxes/${ID}/stream/coding`],
       ['POST', `/groups/${ID}/sandboxes/s1/execute`],
       ['POST', `/admin/leases/${ID}/release`],
+      ['POST', `/session/${ID}/fork`],
+      ['DELETE', `/snapshots/${ID}`],
+      ['GET', `/v1/snapshots/${ID}`],
+      ['DELETE', `/v1/snapshots/${ID}`],
     ]) {
       expect({ method, path, went: await where(method, path) }).toEqual({ method, path, went: { to: 'id', id: ID } });
     }
@@ -189,6 +193,9 @@ describe("a gateway's routes are its contracts'", () => {
     expect(await where('GET', '/v1/sandboxes?state=Running')).toEqual({ to: 'list', kind: 'lifecycle' });
     expect(await where('POST', '/images')).toEqual({ to: 'warm-images' });
     expect(await where('GET', '/images')).toEqual({ to: 'list', kind: 'images' });
+    // A snapshot lives on its node: every node's are listed.
+    expect(await where('GET', '/snapshots')).toEqual({ to: 'list', kind: 'snapshots' });
+    expect(await where('GET', '/v1/snapshots?state=Ready')).toEqual({ to: 'list', kind: 'lifecycle-snapshots' });
     for (const [method, path] of [['POST', '/api/execute'], ['WS', '/ws/workspace'], ['POST', '/sandbox/start'], ['WS', '/admin/live']]) {
       expect({ method, path, went: await where(method, path) }).toEqual({ method, path, went: { to: 'home', id: null } });
     }

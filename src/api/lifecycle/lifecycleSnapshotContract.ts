@@ -74,7 +74,7 @@ export const LIFECYCLE_SNAPSHOT_ROUTES = {
   listSnapshots: {
     method: 'GET',
     path: '/v1/snapshots',
-    gateway: 'home',
+    gateway: 'list-lifecycle-snapshots',
     summary: "The node's snapshots, oldest first, filtered and paged",
     params: [
       { name: 'sandboxId', in: 'query', description: 'the sandbox they were taken of', schema: STRING },
@@ -88,7 +88,6 @@ export const LIFECYCLE_SNAPSHOT_ROUTES = {
   getSnapshot: {
     method: 'GET',
     path: '/v1/snapshots/:snapshotId',
-    gateway: 'home',
     summary: 'A snapshot',
     responses: { 200: { description: 'the snapshot', schema: ref('Snapshot'), example: EXAMPLE } },
     errors: SNAPSHOT_ERRORS,
@@ -96,7 +95,6 @@ export const LIFECYCLE_SNAPSHOT_ROUTES = {
   deleteSnapshot: {
     method: 'DELETE',
     path: '/v1/snapshots/:snapshotId',
-    gateway: 'home',
     summary: 'Delete a snapshot (refused while a sandbox, a session or a snapshot lies on its layer)',
     responses: { 204: { description: 'deleted' } },
     errors: { ...SNAPSHOT_ERRORS, 409: 'sandboxes or sessions restored from it, or snapshots taken above it, hold its layer (`RUNTIME_ERROR`)' },

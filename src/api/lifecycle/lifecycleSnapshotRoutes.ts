@@ -8,6 +8,7 @@
 import type { SandboxService } from '../../core/lifecycle/sandboxService';
 import type { SnapshotService } from '../../core/snapshots/snapshotService';
 import { SnapshotNotFoundError } from '../../core/snapshots/snapshotErrors';
+import { SNAPSHOT_ID_PATTERN } from '../../core/snapshots/snapshotIds';
 import { servedSnapshots } from '../../core/lifecycle/sandboxSnapshots';
 import type { Route } from '../../http/router';
 import { sendJson } from '../../http/httpJson';
@@ -18,11 +19,10 @@ import { parseSnapshotListQuery } from './lifecycleInput';
 import { pagedList, snapshotView } from './lifecycleViews';
 
 const createCheck = compileCheck(CREATE_SNAPSHOT_BODY);
-const SNAPSHOT_ID = /^snap-[0-9a-f]{16}$/;
 
 /** The snapshot's id as the store makes them; any other string names no snapshot (404 first, on any backend; never a lookup of a huge key). */
 function snapshotId(raw: string): string {
-  if (!SNAPSHOT_ID.test(raw)) throw new SnapshotNotFoundError(raw.slice(0, 100));
+  if (!SNAPSHOT_ID_PATTERN.test(raw)) throw new SnapshotNotFoundError(raw.slice(0, 100));
   return raw;
 }
 

@@ -7,12 +7,13 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { ApiContract, RouteContract } from '../../http/contract';
 import { MAX_GROUP_SIZE } from '../../core/pool/groupAcquire';
+import { SNAPSHOT_ID_SHAPE, SNAPSHOT_ID_SOURCE } from '../../core/snapshots/snapshotIds';
 
 /** A snapshot id as the broker makes them: a malformed one is a 400, never a lookup. */
 export const SNAPSHOT_ID = Type.String({
-  pattern: '^snap-[0-9a-f]{16}$',
-  description: 'a snapshot id (snap-<16 hex>), as POST /session/{id}/snapshot answered it',
-  'x-refusal': { '*': "'snapshot' must be a snapshot id (snap-<16 hex>), got {json}" },
+  pattern: SNAPSHOT_ID_SOURCE,
+  description: `a snapshot id (${SNAPSHOT_ID_SHAPE}), as POST /session/{id}/snapshot answered it`,
+  'x-refusal': { '*': `'snapshot' must be a snapshot id (${SNAPSHOT_ID_SHAPE}), got {json}` },
 });
 
 /** A lifetime asked for, capped by nothing but its type: a snapshot is held no longer than its TTL or its budget allows. */
@@ -132,15 +133,14 @@ const routes = {
   list: {
     method: 'GET',
     path: '/snapshots',
-    gateway: 'home',
-    summary: "The node's snapshots, oldest first, with the budget",
+    gateway: 'list-snapshots',
+    summary: "The node's snapshots, oldest first, with the budget (through a gateway: every node's, the budgets summed)",
     responses: { 200: { description: 'the snapshots', schema: Type.Object({ budget_bytes: Type.Integer(), used_bytes: Type.Integer(), snapshots: Type.Array(SNAPSHOT_VIEW) }) } },
     errors: {},
   },
   remove: {
     method: 'DELETE',
     path: '/snapshots/:snapshotId',
-    gateway: 'home',
     summary: 'Delete a snapshot (refused while sessions or snapshots lie on its layer)',
     responses: { 200: { description: 'deleted', schema: Type.Object({ status: Type.Literal('deleted') }), example: { status: 'deleted' } } },
     errors: {
@@ -155,7 +155,7 @@ export const SNAPSHOT_CONTRACT: ApiContract<typeof routes> = {
   tag: 'snapshots',
   description: "Branch an episode: snapshot a leased session's view and shell, start sessions from it, go back to it (docs/snapshots.md).",
   errors: 'pool',
-  // A session's id names its node; a snapshot lives on its node, and a gateway sends the id-less routes home (docs/snapshots.md, "Left").
+  // A snapshot lives on the node of the session it was taken of, and both ids name that node (docs/snapshots.md).
   gateway: 'id',
   routes,
 };

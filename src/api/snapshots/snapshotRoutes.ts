@@ -11,12 +11,12 @@ import { clientGone, ifUndelivered } from '../../http/clientGone';
 import { BadRequestError } from '../../common/errors';
 import { FORK_BODY, RESTORE_BODY, SNAPSHOT_BODY, SNAPSHOT_CONTRACT } from './snapshotContract';
 import type { SnapshotService } from '../../core/snapshots/snapshotService';
+import { SNAPSHOT_ID_PATTERN, SNAPSHOT_ID_SHAPE } from '../../core/snapshots/snapshotIds';
 
 const R = SNAPSHOT_CONTRACT.routes;
 const snapshotCheck = compileCheck(SNAPSHOT_BODY);
 const forkCheck = compileCheck(FORK_BODY);
 const restoreCheck = compileCheck(RESTORE_BODY);
-const SNAPSHOT_ID = /^snap-[0-9a-f]{16}$/;
 
 /** Seconds (a float) in whole ms, at least 1; undefined stays so. */
 function ms(seconds: number | undefined): number | undefined {
@@ -47,7 +47,7 @@ export function snapshotRouter(snapshots: SnapshotService): Router {
         sendJson(res, 200, snapshots.list());
       }),
       served(R.remove, async ({ params, res }) => {
-        if (!SNAPSHOT_ID.test(params.snapshotId)) throw new BadRequestError(`not a snapshot id: ${JSON.stringify(params.snapshotId.slice(0, 100))} (snap-<16 hex>)`);
+        if (!SNAPSHOT_ID_PATTERN.test(params.snapshotId)) throw new BadRequestError(`not a snapshot id: ${JSON.stringify(params.snapshotId.slice(0, 100))} (${SNAPSHOT_ID_SHAPE})`);
         await snapshots.remove(params.snapshotId);
         sendJson(res, 200, { status: 'deleted' });
       }),

@@ -2,10 +2,10 @@
  * A gateway: no sessions of its own. It serves through the broker's own seam (http/seam.ts: the
  * client's BROKER_TOKEN checked, errors in each API's format) and sends each call where its route's
  * contract says (gatewayRoutes.ts): to the node its id names, placed (acquires: gatewayAcquire.ts;
- * creates: on a node with capacity; warm-ups: gatewayWarmups.ts), to every node (lists:
- * gatewayLists.ts), to the home node, or to
- * any node; WebSocket upgrades the same way, tunnelled (nodeTunnel.ts). It answers /health,
- * /metrics, /cluster/targets and the cluster's dashboard itself, from the membership it watches
+ * creates: on a node with capacity; warm-ups: gatewayWarmups.ts; either from a snapshot: on its
+ * node, snapshotRouting.ts), to every node (lists: gatewayLists.ts), to the home node, or to any
+ * node; WebSocket upgrades the same way, tunnelled (nodeTunnel.ts). It answers /health, /metrics,
+ * /cluster/targets and the cluster's dashboard itself, from the membership it watches
  * (membership.ts). Any number of gateways serve one cluster: they share nothing but the store.
  */
 import { ExponentialBackoff, handleAll, retry } from 'cockatiel';
@@ -15,7 +15,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { BrokerConfig } from '../../config/config';
 import { createAuthorize } from '../../http/auth';
-import { readBodyBytes } from '../../http/body';
 import { poolErrorFormat } from '../../http/errorFormats';
 import { sendJson } from '../../http/httpJson';
 import { HttpSeam } from '../../http/seam';
@@ -37,6 +36,7 @@ import { placeAcquire } from './placement';
 import { imageOfCreate, placeByImage } from './imagePlacement';
 import { diedInHandshake, diedListening, forwardedHeaders, neverSent, NodeClients, requestBody, type NodeCall } from './nodeForwarder';
 import { tunnelUpgrade } from './nodeTunnel';
+import { bySnapshot, type ToSnapshotNode } from './snapshotRouting';
 import { UnseenAcquires } from './unseenAcquires';
 import { serveClusterDashboard } from '../../api/dashboard/clusterDashboard';
 import { HEALTH_CONTRACT } from '../../api/pool/healthContract';
@@ -159,14 +159,15 @@ export class Gateway {
         if (!serveClusterDashboard(`/ui/dashboard/${params.asset}`, res)) await this.forward(this.homeNode(), req, res, null);
       }],
     ]);
+    const toSnapshotNode: ToSnapshotNode = (routed, req, res, body) => this.forward(this.ownerOf(routed), req, res, routed, body);
     return {
       forward: (to, idParam) => ({ req, res, params }) => {
         const { member, routed } = this.destination(to, idParam === null ? null : params[idParam]);
         return this.forward(member, req, res, routed);
       },
       tunnel: (to, idParam) => (req, socket, head, { params }) => this.tunnel(to, idParam === null ? null : params[idParam], req, socket, head),
-      acquire: (path) => ({ req, res }) => this.acquire.serve(req, res, path),
-      create: () => ({ req, res }) => this.create(req, res),
+      acquire: (path) => bySnapshot('snapshot', this.config.maxBodyBytes, toSnapshotNode, (req, res, body) => this.acquire.serve(req, res, path, body)),
+      create: () => bySnapshot('snapshotId', this.config.maxBodyBytes, toSnapshotNode, (req, res, body) => this.create(req, res, body)),
       warmImages: () => ({ req, res }) => serveWarmups(req, res, { membership: this.membership, unseen: this.unseen, clients: this.clients, metrics: this.metrics, maxBodyBytes: this.config.maxBodyBytes }),
       list: (kind) => ({ req, res }) => serveList(kind, this.membership.list(), req, res, { clients: this.clients, metrics: this.metrics }),
       own: (contract) => own.get(contract),
@@ -254,8 +255,7 @@ export class Gateway {
    * connection gives way to the next. Its body is read whole (bounded by BROKER_MAX_BODY_BYTES),
    * since it may be sent twice.
    */
-  private async create(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = await readBodyBytes(req, this.config.maxBodyBytes);
+  private async create(req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
     const image = imageOfCreate(body);
     const tried = new Set<string>();
     for (;;) {
@@ -280,9 +280,9 @@ export class Gateway {
     }
   }
 
-  private async forward(member: Member, req: IncomingMessage, res: ServerResponse, routed: RoutedId | null): Promise<void> {
+  private async forward(member: Member, req: IncomingMessage, res: ServerResponse, routed: RoutedId | null, readWhole?: Buffer): Promise<void> {
     const nodeId = member.record.node_id;
-    const body = await requestBody(req);
+    const body = readWhole ?? (await requestBody(req));
     if (body === undefined) return; // the client left before its body was whole
     if ((await this.send(member, req, res, body, routed !== null)) === 'sent') return;
     // A node that refuses connections died: whatever its ids held is gone with it.

@@ -25,7 +25,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AbortedError, PoolExhaustedError } from '../../common/errors';
-import { readJsonBody } from '../../http/body';
+import { parseJsonBytes } from '../../http/body';
 import { poolErrorFormat } from '../../http/errorFormats';
 import { sendErrorReply } from '../../http/httpJson';
 import { ifUndelivered } from '../../http/clientGone';
@@ -89,8 +89,9 @@ export class GatewayAcquire {
     deps.metrics.countWaiting(() => this.waiting);
   }
 
-  async serve(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
-    const parsed = await readJsonBody(req, this.deps.maxBodyBytes);
+  /** `bytes`: the body, read whole by the gateway (bounded by BROKER_MAX_BODY_BYTES). */
+  async serve(req: IncomingMessage, res: ServerResponse, path: string, bytes: Buffer): Promise<void> {
+    const parsed = parseJsonBytes(bytes);
     const body = (parsed ?? {}) as Record<string, unknown>;
     const asked = body.acquire_timeout;
     const askedOk = asked === undefined || asked === null || (typeof asked === 'number' && Number.isFinite(asked) && asked > 0);

@@ -9,7 +9,8 @@
  * - `acquire`: placed by gatewayAcquire.ts (the pool API's acquires).
  * - `create`: placed on a node with capacity (placement.ts).
  * - `warm-images`: each image of a warm-up on the nodes its acquires go to (gatewayWarmups.ts).
- * - `list-workspaces`, `list-lifecycle`, `list-images`: every node, the answers merged (gatewayLists.ts).
+ * - `list-workspaces`, `list-lifecycle`, `list-images`, `list-snapshots`, `list-lifecycle-snapshots`:
+ *   every node, the answers merged (gatewayLists.ts).
  * - `home`, `any`: the home node, any serving node.
  * - `gateway`: the gateway's own answer (gateway.ts gives one for each such route, or does not start).
  * - `node`: not served: a client's call to it is answered as one to no route.
@@ -23,7 +24,7 @@ import { apiErrors, contractKey, destinationOf, routingParam, served, upgrade, t
 import type { Route, RouteContext, Router, UpgradeContext, UpgradeRoute } from '../../http/router';
 
 /** The lists a gateway merges, by their answer's shape. */
-export type ListKind = 'workspaces' | 'lifecycle' | 'images';
+export type ListKind = 'workspaces' | 'lifecycle' | 'images' | 'snapshots' | 'lifecycle-snapshots';
 
 /** Destinations of one node: the one an id names (`idParam`, the path parameter), the home node, any node. */
 export type OneNode = 'id' | 'home' | 'any';
@@ -45,7 +46,13 @@ export interface GatewayHandlers {
   own(contract: RouteContract): Handle | undefined;
 }
 
-const LISTS: Partial<Record<Destination, ListKind>> = { 'list-workspaces': 'workspaces', 'list-lifecycle': 'lifecycle', 'list-images': 'images' };
+const LISTS: Partial<Record<Destination, ListKind>> = {
+  'list-workspaces': 'workspaces',
+  'list-lifecycle': 'lifecycle',
+  'list-images': 'images',
+  'list-snapshots': 'snapshots',
+  'list-lifecycle-snapshots': 'lifecycle-snapshots',
+};
 
 /**
  * The gateway's routers, one per API. Throws at start for a route the gateway cannot serve as its

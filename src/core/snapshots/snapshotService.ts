@@ -5,7 +5,7 @@
  * (ports/snapshotLayers.ts), the shell's state this module's (shellState.ts). Knows no HTTP and no
  * container technology.
  */
-import { randomBytes } from 'node:crypto';
+import { newSnapshotId } from './snapshotIds';
 import type { PoolEntry, PoolRegistry } from '../pool/poolRegistry';
 import type { SessionPool } from '../pool/pool';
 import type { AcquireResult } from '../pool/poolTypes';
@@ -72,7 +72,7 @@ export class SnapshotService {
     if (used >= this.options.budgetBytes) throw new SnapshotBudgetError(1, used, this.options.budgetBytes);
     // Held as a command holds it: an execute meanwhile is refused (409), so the view is quiescent.
     lease.executing = true;
-    const id = `snap-${randomBytes(8).toString('hex')}`;
+    const id = newSnapshotId();
     try {
       const dump = await session.execute(DUMP_STATE_COMMAND, { timeoutMs: STATE_TIMEOUT_MS, maxOutputBytes: MAX_STATE_BYTES });
       if (dump.timedOut || dump.truncated) throw new BackendError(`the shell's state could not be read (${dump.timedOut ? 'timed out' : 'too large'})`);
